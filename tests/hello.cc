@@ -1,0 +1,2 @@
+#include <spdlog/spdlog.h>
+int main(){ spdlog::info("hi"); return 0; }
