@@ -1,0 +1,252 @@
+#include "server/partition.h"
+
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "server/manifest.h"
+
+namespace graphstore {
+
+std::string NodeDir(const std::string& dir, const std::string& node_type) {
+  return absl::StrCat(dir, "/nodes/", node_type);
+}
+
+std::string EdgeDir(const std::string& dir, const std::string& edge_type) {
+  return absl::StrCat(dir, "/edges/", edge_type);
+}
+
+std::string BookFile(const std::string& dir, const std::string& node_type, const std::string& what) {
+  return absl::StrCat(dir, "/book/", node_type, ".", what, ".npy");
+}
+
+namespace {
+
+absl::Status Corrupt(const MappedNpy& file, const std::string& what) {
+  return absl::DataLossError(absl::StrCat(file.path(), ": ", what));
+}
+
+// Opens `path` and checks dtype and shape.
+absl::Status OpenExpect(const std::string& path, NpyDtype dtype, const std::vector<int64_t>& shape,
+                        MappedNpy* out) {
+  auto f = MappedNpy::Open(path);
+  if (!f.ok()) return f.status();
+  if (auto s = f->Expect(dtype, shape); !s.ok()) return s;
+  *out = *std::move(f);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<NpyDtype> FeatureDtype(const std::string& name) {
+  return DtypeFromName(name.empty() ? "float32" : name);
+}
+
+// Checks that every value of an int64 array lies in [0, limit).
+absl::Status CheckRange(const MappedNpy& f, int64_t limit, const std::string& what) {
+  const int64_t* v = f.data<int64_t>();
+  const int64_t n = f.num_elements();
+  for (int64_t i = 0; i < n; ++i) {
+    if (v[i] < 0 || v[i] >= limit) {
+      return Corrupt(f, absl::StrCat("entry ", i, " is ", v[i], ", outside [0, ", limit, ") (",
+                                     what, ")"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Partition>> Partition::Load(const std::string& dir,
+                                                           const LoadOptions& options) {
+  auto manifest = ReadManifest(dir);
+  if (!manifest.ok()) return manifest.status();
+  std::unique_ptr<Partition> p(new Partition());
+  p->dir_ = dir;
+  p->manifest_ = *std::move(manifest);
+  p->nodes_.resize(p->manifest_.node_types_size());
+  p->edges_.resize(p->manifest_.edge_types_size());
+  for (int i = 0; i < p->manifest_.node_types_size(); ++i) {
+    if (auto s = p->LoadNodeType(i, options.verify_contents); !s.ok()) return s;
+  }
+  for (int i = 0; i < p->manifest_.edge_types_size(); ++i) {
+    if (auto s = p->LoadEdgeType(i, options.verify_contents); !s.ok()) return s;
+  }
+  return p;
+}
+
+absl::Status Partition::LoadNodeType(int index, bool verify) {
+  const auto& m = manifest_.node_types(index);
+  NodeTypeStore& t = nodes_[index];
+  t.name = m.name();
+  t.num_nodes = m.num_nodes();
+  t.num_local = m.num_local_nodes();
+  t.feature_dim = m.feature_dim();
+  t.num_classes = m.has_labels() ? m.num_classes() : 0;
+  const std::string ndir = NodeDir(dir_, t.name);
+
+  absl::Status s = OpenExpect(ndir + "/ids.npy", NpyDtype::kInt64, {t.num_local}, &t.ids);
+  if (!s.ok()) return s;
+  s = OpenExpect(BookFile(dir_, t.name, "partition"), NpyDtype::kInt32, {t.num_nodes}, &t.book);
+  if (!s.ok()) return s;
+  if (num_partitions() > 1) {
+    s = OpenExpect(BookFile(dir_, t.name, "local"), NpyDtype::kInt64, {t.num_nodes}, &t.local);
+    if (!s.ok()) return s;
+  }
+  if (m.has_raw_ids()) {
+    s = OpenExpect(BookFile(dir_, t.name, "raw_ids"), NpyDtype::kInt64, {t.num_nodes}, &t.raw_ids);
+    if (!s.ok()) return s;
+  }
+  if (t.feature_dim > 0) {
+    auto dtype = FeatureDtype(m.feature_dtype());
+    if (!dtype.ok()) return dtype.status();
+    t.feature_dtype = *dtype;
+    s = OpenExpect(ndir + "/features.npy", t.feature_dtype, {t.num_local, t.feature_dim}, &t.features);
+    if (!s.ok()) return s;
+  }
+  if (m.has_labels()) {
+    s = OpenExpect(ndir + "/labels.npy", NpyDtype::kInt64, {t.num_local}, &t.labels);
+    if (!s.ok()) return s;
+  }
+  for (const auto& split : m.splits()) {
+    MappedNpy f;
+    s = OpenExpect(absl::StrCat(ndir, "/", split, ".npy"), NpyDtype::kInt64, {-1}, &f);
+    if (!s.ok()) return s;
+    t.splits.emplace(split, std::move(f));
+  }
+  if (!verify) return absl::OkStatus();
+
+  // Owned ids: strictly ascending, in range, and owned by this partition per the book.
+  const int64_t* ids = t.global_ids();
+  const int32_t* book = t.book.data<int32_t>();
+  for (int64_t i = 0; i < t.num_local; ++i) {
+    if (ids[i] < 0 || ids[i] >= t.num_nodes) {
+      return Corrupt(t.ids, absl::StrCat("entry ", i, " is ", ids[i], ", outside [0, ", t.num_nodes, ")"));
+    }
+    if (i > 0 && ids[i] <= ids[i - 1]) {
+      return Corrupt(t.ids, absl::StrCat("not strictly ascending at entry ", i, " (", ids[i - 1],
+                                         " then ", ids[i], ")"));
+    }
+    if (book[ids[i]] != partition_id()) {
+      return Corrupt(t.book, absl::StrCat("node ", ids[i], " is listed in ", t.ids.path(),
+                                          " but the book assigns it to partition ", book[ids[i]]));
+    }
+    if (t.local.is_open() && t.local.data<int64_t>()[ids[i]] != i) {
+      return Corrupt(t.local, absl::StrCat("entry ", ids[i], " is ", t.local.data<int64_t>()[ids[i]],
+                                           ", but that node is row ", i, " of ", t.ids.path()));
+    }
+  }
+  int64_t owned = 0;
+  for (int64_t g = 0; g < t.num_nodes; ++g) {
+    if (book[g] < 0 || book[g] >= num_partitions()) {
+      return Corrupt(t.book, absl::StrCat("entry ", g, " is ", book[g], ", outside [0, ",
+                                          num_partitions(), ")"));
+    }
+    owned += book[g] == partition_id();
+  }
+  if (owned != t.num_local) {
+    return Corrupt(t.book, absl::StrCat("assigns ", owned, " nodes to partition ", partition_id(),
+                                        ", but the manifest says ", t.num_local));
+  }
+  if (t.local.is_open()) {
+    if (auto st = CheckRange(t.local, t.num_nodes, "row in the owner partition"); !st.ok()) return st;
+  }
+  if (t.labels.is_open()) {
+    const int64_t* lab = t.labels.data<int64_t>();
+    for (int64_t i = 0; i < t.num_local; ++i) {
+      if (lab[i] < -1 || lab[i] >= t.num_classes) {
+        return Corrupt(t.labels, absl::StrCat("entry ", i, " is ", lab[i], ", outside [-1, ",
+                                              t.num_classes, ") (num_classes in the manifest)"));
+      }
+    }
+  }
+  for (const auto& [name, f] : t.splits) {
+    const int64_t* v = f.data<int64_t>();
+    for (int64_t i = 0; i < f.num_elements(); ++i) {
+      if (v[i] < 0 || v[i] >= t.num_nodes || book[v[i]] != partition_id()) {
+        return Corrupt(f, absl::StrCat("entry ", i, " is node ", v[i],
+                                       ", which this partition does not own"));
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Partition::LoadEdgeType(int index, bool verify) {
+  const auto& m = manifest_.edge_types(index);
+  EdgeTypeStore& e = edges_[index];
+  e.name = EdgeTypeName(m);
+  for (int i = 0; i < static_cast<int>(nodes_.size()); ++i) {
+    if (nodes_[i].name == m.src_type()) e.src_type = i;
+    if (nodes_[i].name == m.dst_type()) e.dst_type = i;
+  }
+  e.row_type = rows_are_sources() ? e.src_type : e.dst_type;
+  e.col_type = rows_are_sources() ? e.dst_type : e.src_type;
+  e.num_edges = m.num_edges();
+  e.num_local = m.num_local_edges();
+  e.feature_dim = m.feature_dim();
+  const std::string edir = EdgeDir(dir_, e.name);
+  const int64_t rows = nodes_[e.row_type].num_local;
+
+  absl::Status s = OpenExpect(edir + "/indptr.npy", NpyDtype::kInt64, {rows + 1}, &e.indptr);
+  if (!s.ok()) return s;
+  s = OpenExpect(edir + "/indices.npy", NpyDtype::kInt64, {e.num_local}, &e.indices);
+  if (!s.ok()) return s;
+  if (m.has_edge_ids()) {
+    s = OpenExpect(edir + "/edge_ids.npy", NpyDtype::kInt64, {e.num_local}, &e.edge_ids);
+    if (!s.ok()) return s;
+  }
+  if (e.feature_dim > 0) {
+    auto dtype = FeatureDtype(m.feature_dtype());
+    if (!dtype.ok()) return dtype.status();
+    e.feature_dtype = *dtype;
+    s = OpenExpect(edir + "/features.npy", e.feature_dtype, {e.num_local, e.feature_dim}, &e.features);
+    if (!s.ok()) return s;
+  }
+
+  // The indptr checks are O(rows) and always run: a bad indptr would send the sampler out of
+  // bounds.
+  const int64_t* ptr = e.indptr_data();
+  if (ptr[0] != 0) return Corrupt(e.indptr, absl::StrCat("indptr[0] is ", ptr[0], ", expected 0"));
+  for (int64_t r = 0; r < rows; ++r) {
+    if (ptr[r + 1] < ptr[r]) {
+      return Corrupt(e.indptr, absl::StrCat("not monotone at row ", r, " (indptr[", r, "]=", ptr[r],
+                                            " > indptr[", r + 1, "]=", ptr[r + 1], ")"));
+    }
+  }
+  if (ptr[rows] != e.num_local) {
+    return Corrupt(e.indptr, absl::StrCat("last entry is ", ptr[rows], ", but ", e.indices.path(),
+                                          " holds ", e.num_local, " edges"));
+  }
+  if (!verify) return absl::OkStatus();
+  if (auto st = CheckRange(e.indices, nodes_[e.col_type].num_nodes,
+                           absl::StrCat("not a ", nodes_[e.col_type].name, " node id"));
+      !st.ok()) {
+    return st;
+  }
+  if (e.edge_ids.is_open()) {
+    if (auto st = CheckRange(e.edge_ids, e.num_edges, "edge id"); !st.ok()) return st;
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<int> Partition::FindNodeType(const std::string& name) const {
+  if (name.empty()) {
+    if (nodes_.size() == 1) return 0;
+    return absl::InvalidArgumentError("node_type is required: the graph has several node types");
+  }
+  for (int i = 0; i < static_cast<int>(nodes_.size()); ++i) {
+    if (nodes_[i].name == name) return i;
+  }
+  return absl::InvalidArgumentError(absl::StrCat("node_type '", name, "' does not exist"));
+}
+
+absl::StatusOr<int> Partition::FindEdgeType(const std::string& name) const {
+  if (name.empty()) {
+    if (edges_.size() == 1) return 0;
+    return absl::InvalidArgumentError("edge_type is required: the graph has several edge types");
+  }
+  for (int i = 0; i < static_cast<int>(edges_.size()); ++i) {
+    if (edges_[i].name == name) return i;
+  }
+  return absl::InvalidArgumentError(absl::StrCat("edge_type '", name, "' does not exist"));
+}
+
+}  // namespace graphstore

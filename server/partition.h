@@ -1,0 +1,130 @@
+#ifndef GRAPHSTORE_SERVER_PARTITION_H_
+#define GRAPHSTORE_SERVER_PARTITION_H_
+
+// One partition of a graph, memory-mapped from its directory and validated on load. This is
+// the storage the samplers read; it is immutable after Load and safe to share across threads.
+// docs/format.md specifies the directory.
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "graphstore/v1/manifest.pb.h"
+#include "server/npy.h"
+
+namespace graphstore {
+
+/// The arrays of one node type held by a partition.
+struct NodeTypeStore {
+  std::string name;
+  /// Nodes of this type in the whole graph; global ids are 0 .. num_nodes-1.
+  int64_t num_nodes = 0;
+  /// Nodes owned here (rows of ids, features and labels).
+  int64_t num_local = 0;
+  int64_t feature_dim = 0;
+  NpyDtype feature_dtype = NpyDtype::kFloat32;
+  int64_t num_classes = 0;
+
+  MappedNpy ids;       ///< int64 [num_local]: owned global ids, ascending.
+  MappedNpy book;      ///< int32 [num_nodes]: owning partition of every global id.
+  MappedNpy local;     ///< int64 [num_nodes]: row in the owner's arrays (several partitions only).
+  MappedNpy features;  ///< [num_local, feature_dim], when feature_dim > 0.
+  MappedNpy labels;    ///< int64 [num_local], when the type has labels; -1 means unlabelled.
+  MappedNpy raw_ids;   ///< int64 [num_nodes]: input id of every global id, when kept.
+  std::map<std::string, MappedNpy> splits;  ///< split name -> int64 owned global ids.
+
+  const int64_t* global_ids() const { return ids.data<int64_t>(); }
+  /// Owning partition of a global id in [0, num_nodes).
+  int32_t Owner(int64_t gid) const { return book.data<int32_t>()[gid]; }
+  /// Row of a global id within its owner's arrays (on a single partition, the id itself).
+  int64_t OwnerRow(int64_t gid) const {
+    return local.is_open() ? local.data<int64_t>()[gid] : gid;
+  }
+};
+
+/// The CSR of one edge type held by a partition. Rows are this partition's nodes of the row
+/// type (the source type for edge_dir "out", the destination type for "in"); indices are
+/// global ids of the column type.
+struct EdgeTypeStore {
+  std::string name;
+  int src_type = 0;
+  int dst_type = 0;
+  int row_type = 0;
+  int col_type = 0;
+  int64_t num_edges = 0;
+  int64_t num_local = 0;
+  int64_t feature_dim = 0;
+  NpyDtype feature_dtype = NpyDtype::kFloat32;
+
+  MappedNpy indptr;    ///< int64 [rows + 1], indptr[0] == 0, non-decreasing.
+  MappedNpy indices;   ///< int64 [num_local]: global ids of the column type.
+  MappedNpy edge_ids;  ///< int64 [num_local]: global edge ids, when stored.
+  MappedNpy features;  ///< [num_local, feature_dim], when feature_dim > 0.
+
+  const int64_t* indptr_data() const { return indptr.data<int64_t>(); }
+  const int64_t* indices_data() const { return indices.data<int64_t>(); }
+  /// Global edge id of the edge at CSR position `pos`.
+  int64_t EdgeId(int64_t pos) const {
+    return edge_ids.is_open() ? edge_ids.data<int64_t>()[pos] : pos;
+  }
+};
+
+/// A loaded partition.
+class Partition {
+ public:
+  /// How much of the data Load checks.
+  struct LoadOptions {
+    /// Check every CSR index, partition book entry and split id (a linear scan of the files).
+    /// Turn off only for data already verified, to start in milliseconds on huge graphs.
+    bool verify_contents = true;
+  };
+
+  /// Maps and validates the partition in `dir`. Every error names the offending file and the
+  /// problem: NotFound for a missing file, DataLoss for malformed or inconsistent contents.
+  static absl::StatusOr<std::unique_ptr<Partition>> Load(const std::string& dir,
+                                                         const LoadOptions& options);
+  static absl::StatusOr<std::unique_ptr<Partition>> Load(const std::string& dir) {
+    return Load(dir, LoadOptions());
+  }
+
+  const std::string& dir() const { return dir_; }
+  const v1::PartitionManifest& manifest() const { return manifest_; }
+  int num_partitions() const { return manifest_.num_partitions(); }
+  int partition_id() const { return manifest_.partition_id(); }
+  /// True when the CSR rows are source nodes (edge_dir "out").
+  bool rows_are_sources() const { return manifest_.edge_dir() == "out"; }
+
+  const std::vector<NodeTypeStore>& node_types() const { return nodes_; }
+  const std::vector<EdgeTypeStore>& edge_types() const { return edges_; }
+  const NodeTypeStore& node_type(int i) const { return nodes_[i]; }
+  const EdgeTypeStore& edge_type(int i) const { return edges_[i]; }
+
+  /// Index of a node type by name; "" names the only node type of a homogeneous graph.
+  /// InvalidArgument naming the type when unknown or ambiguous.
+  absl::StatusOr<int> FindNodeType(const std::string& name) const;
+  /// Index of an edge type by "src__rel__dst"; "" names the only edge type.
+  absl::StatusOr<int> FindEdgeType(const std::string& name) const;
+
+ private:
+  Partition() = default;
+  absl::Status LoadNodeType(int index, bool verify);
+  absl::Status LoadEdgeType(int index, bool verify);
+
+  std::string dir_;
+  v1::PartitionManifest manifest_;
+  std::vector<NodeTypeStore> nodes_;
+  std::vector<EdgeTypeStore> edges_;
+};
+
+/// Path helpers for the directory layout (docs/format.md), shared by the loader and writers.
+std::string NodeDir(const std::string& dir, const std::string& node_type);
+std::string EdgeDir(const std::string& dir, const std::string& edge_type);
+std::string BookFile(const std::string& dir, const std::string& node_type, const std::string& what);
+
+}  // namespace graphstore
+
+#endif  // GRAPHSTORE_SERVER_PARTITION_H_

@@ -1,0 +1,329 @@
+#include "tools/dataset_writer.h"
+
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <numeric>
+#include <random>
+
+#include "absl/strings/str_cat.h"
+#include "graphstore/v1/manifest.pb.h"
+#include "server/manifest.h"
+#include "server/npy.h"
+#include "server/partition.h"
+
+namespace graphstore {
+namespace {
+
+int FindType(const GraphData& g, const std::string& name) {
+  for (int i = 0; i < static_cast<int>(g.node_types.size()); ++i) {
+    if (g.node_types[i].name == name) return i;
+  }
+  return -1;
+}
+
+std::string EdgeName(const EdgeTypeData& e) {
+  return absl::StrCat(e.src_type, "__", e.relation, "__", e.dst_type);
+}
+
+int64_t MaxLabel(const std::vector<int64_t>& labels) {
+  int64_t m = -1;
+  for (int64_t l : labels) m = std::max(m, l);
+  return m;
+}
+
+}  // namespace
+
+std::string PartitionDir(const std::string& out_dir, int num_partitions, int p) {
+  return num_partitions == 1 ? out_dir : absl::StrCat(out_dir, "/part-", p);
+}
+
+absl::Status MakeDirs(const std::string& path) {
+  for (size_t pos = 1; pos <= path.size(); ++pos) {
+    if (pos == path.size() || path[pos] == '/') {
+      const std::string prefix = path.substr(0, pos);
+      if (::mkdir(prefix.c_str(), 0755) != 0 && errno != EEXIST) {
+        return absl::PermissionDeniedError(
+            absl::StrCat(prefix, ": cannot create directory: ", std::strerror(errno)));
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ValidateGraph(const GraphData& g) {
+  if (g.node_types.empty()) return absl::InvalidArgumentError("the graph has no node types");
+  for (const auto& t : g.node_types) {
+    const std::string who = absl::StrCat("node type '", t.name, "'");
+    if (!IsValidTypeName(t.name)) return absl::InvalidArgumentError(absl::StrCat(who, ": bad name"));
+    if (!t.raw_ids.empty() && static_cast<int64_t>(t.raw_ids.size()) != t.num_nodes) {
+      return absl::InvalidArgumentError(absl::StrCat(who, ": raw_ids length differs from num_nodes"));
+    }
+    if (t.feature_dim > 0 && static_cast<int64_t>(t.features.size()) != t.num_nodes * t.feature_dim) {
+      return absl::InvalidArgumentError(absl::StrCat(who, ": features are not num_nodes x feature_dim"));
+    }
+    if (!t.labels.empty() && static_cast<int64_t>(t.labels.size()) != t.num_nodes) {
+      return absl::InvalidArgumentError(absl::StrCat(who, ": labels length differs from num_nodes"));
+    }
+    for (const auto& [split, ids] : t.splits) {
+      for (int64_t id : ids) {
+        if (id < 0 || id >= t.num_nodes) {
+          return absl::InvalidArgumentError(absl::StrCat(who, ": split '", split, "' has id ", id,
+                                                         " outside [0, ", t.num_nodes, ")"));
+        }
+      }
+    }
+  }
+  for (const auto& e : g.edge_types) {
+    const std::string who = absl::StrCat("edge type '", EdgeName(e), "'");
+    const int s = FindType(g, e.src_type);
+    const int d = FindType(g, e.dst_type);
+    if (s < 0 || d < 0) return absl::InvalidArgumentError(absl::StrCat(who, ": unknown node type"));
+    if (!IsValidTypeName(e.relation)) return absl::InvalidArgumentError(absl::StrCat(who, ": bad relation"));
+    if (e.src.size() != e.dst.size()) {
+      return absl::InvalidArgumentError(absl::StrCat(who, ": src and dst lengths differ"));
+    }
+    if (e.feature_dim > 0 && e.features.size() != e.src.size() * e.feature_dim) {
+      return absl::InvalidArgumentError(absl::StrCat(who, ": features are not num_edges x feature_dim"));
+    }
+    for (size_t i = 0; i < e.src.size(); ++i) {
+      if (e.src[i] < 0 || e.src[i] >= g.node_types[s].num_nodes || e.dst[i] < 0 ||
+          e.dst[i] >= g.node_types[d].num_nodes) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(who, ": edge ", i, " (", e.src[i], " -> ", e.dst[i], ") is out of range"));
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+Assignment RandomAssignment(const GraphData& g, int num_partitions, uint64_t seed) {
+  Assignment out;
+  std::mt19937_64 rng(seed);
+  for (const auto& t : g.node_types) {
+    std::vector<int64_t> perm(t.num_nodes);
+    std::iota(perm.begin(), perm.end(), 0);
+    std::shuffle(perm.begin(), perm.end(), rng);
+    std::vector<int32_t> a(t.num_nodes);
+    for (int64_t i = 0; i < t.num_nodes; ++i) a[perm[i]] = static_cast<int32_t>(i % num_partitions);
+    out.push_back(std::move(a));
+  }
+  return out;
+}
+
+absl::Status AssignSplits(GraphData* g, double train, double val, double test, uint64_t seed,
+                          const std::vector<std::string>& only_types) {
+  if (train < 0 || val < 0 || test < 0 || train + val + test > 1.0 + 1e-9) {
+    return absl::InvalidArgumentError("split fractions must be >= 0 and add up to at most 1");
+  }
+  bool any_labels = false;
+  for (const auto& t : g->node_types) any_labels |= !t.labels.empty();
+  std::mt19937_64 rng(seed);
+  for (auto& t : g->node_types) {
+    const bool chosen = only_types.empty()
+                            ? (!any_labels || !t.labels.empty())
+                            : std::find(only_types.begin(), only_types.end(), t.name) != only_types.end();
+    if (!chosen) continue;
+    std::vector<int64_t> perm;
+    for (int64_t i = 0; i < t.num_nodes; ++i) {
+      if (t.labels.empty() || t.labels[i] >= 0) perm.push_back(i);
+    }
+    std::shuffle(perm.begin(), perm.end(), rng);
+    const auto n = static_cast<double>(perm.size());
+    const auto n_train = static_cast<size_t>(n * train);
+    const auto n_val = static_cast<size_t>(n * val);
+    const auto n_test = std::min(perm.size() - n_train - n_val, static_cast<size_t>(n * test + 0.5));
+    auto take = [&](size_t from, size_t count) {
+      std::vector<int64_t> ids(perm.begin() + from, perm.begin() + from + count);
+      std::sort(ids.begin(), ids.end());
+      return ids;
+    };
+    t.splits["train"] = take(0, n_train);
+    t.splits["val"] = take(n_train, n_val);
+    t.splits["test"] = take(n_train + n_val, n_test);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status WritePartitions(const GraphData& g, const Assignment& assignment,
+                             const WriteOptions& options, const std::string& out_dir) {
+  if (auto s = ValidateGraph(g); !s.ok()) return s;
+  const int P = options.num_partitions;
+  if (P < 1) return absl::InvalidArgumentError("num_partitions must be >= 1");
+  if (options.edge_dir != "in" && options.edge_dir != "out") {
+    return absl::InvalidArgumentError("edge_dir must be \"in\" or \"out\"");
+  }
+  if (assignment.size() != g.node_types.size()) {
+    return absl::InvalidArgumentError("assignment has the wrong number of node types");
+  }
+  const bool out_dir_rows = options.edge_dir == "out";
+
+  // Per node type: the row of each node within its owner (`local`), and each partition's
+  // owned ids in ascending order.
+  std::vector<std::vector<int64_t>> local(g.node_types.size());
+  std::vector<std::vector<std::vector<int64_t>>> owned(g.node_types.size());
+  for (size_t t = 0; t < g.node_types.size(); ++t) {
+    const auto& a = assignment[t];
+    if (static_cast<int64_t>(a.size()) != g.node_types[t].num_nodes) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("assignment of node type '", g.node_types[t].name, "' has the wrong length"));
+    }
+    local[t].resize(a.size());
+    owned[t].resize(P);
+    for (int64_t gid = 0; gid < static_cast<int64_t>(a.size()); ++gid) {
+      if (a[gid] < 0 || a[gid] >= P) {
+        return absl::InvalidArgumentError(absl::StrCat("node ", gid, " assigned to partition ", a[gid]));
+      }
+      local[t][gid] = static_cast<int64_t>(owned[t][a[gid]].size());
+      owned[t][a[gid]].push_back(gid);
+    }
+  }
+
+  // Per edge type: edges ordered by (owner of row node, row, column, edge id), i.e. every
+  // partition's CSR back to back.
+  std::vector<std::vector<int64_t>> order(g.edge_types.size());
+  for (size_t et = 0; et < g.edge_types.size(); ++et) {
+    const auto& e = g.edge_types[et];
+    const int row_t = FindType(g, out_dir_rows ? e.src_type : e.dst_type);
+    const auto& rows = out_dir_rows ? e.src : e.dst;
+    const auto& cols = out_dir_rows ? e.dst : e.src;
+    std::vector<int64_t> part_base(P + 1, 0);
+    for (int p = 0; p < P; ++p) part_base[p + 1] = part_base[p] + owned[row_t][p].size();
+    auto key = [&](int64_t i) {
+      const int64_t r = rows[i];
+      return part_base[assignment[row_t][r]] + local[row_t][r];
+    };
+    const int64_t n_rows = g.node_types[row_t].num_nodes;
+    std::vector<int64_t> start(n_rows + 1, 0);
+    for (size_t i = 0; i < rows.size(); ++i) ++start[key(i) + 1];
+    for (int64_t r = 0; r < n_rows; ++r) start[r + 1] += start[r];
+    std::vector<int64_t> ord(rows.size());
+    std::vector<int64_t> fill(start.begin(), start.end() - 1);
+    for (size_t i = 0; i < rows.size(); ++i) ord[fill[key(i)]++] = static_cast<int64_t>(i);
+    for (int64_t r = 0; r < n_rows; ++r) {
+      std::sort(ord.begin() + start[r], ord.begin() + start[r + 1], [&](int64_t x, int64_t y) {
+        return cols[x] != cols[y] ? cols[x] < cols[y] : x < y;
+      });
+    }
+    order[et] = std::move(ord);
+  }
+
+  // Where each edge type's next partition starts in `order`.
+  std::vector<int64_t> edge_cursor(g.edge_types.size(), 0);
+  for (int p = 0; p < P; ++p) {
+    const std::string dir = PartitionDir(out_dir, P, p);
+    if (auto s = MakeDirs(dir + "/book"); !s.ok()) return s;
+    v1::PartitionManifest m;
+    m.set_format_version(kFormatVersion);
+    m.set_dataset_name(g.name);
+    m.set_num_partitions(P);
+    m.set_partition_id(p);
+    m.set_edge_dir(options.edge_dir);
+    m.set_partition_method(P == 1 ? "single" : options.method);
+
+    for (size_t t = 0; t < g.node_types.size(); ++t) {
+      const auto& nt = g.node_types[t];
+      const auto& ids = owned[t][p];
+      const int64_t n = static_cast<int64_t>(ids.size());
+      const std::string ndir = NodeDir(dir, nt.name);
+      if (auto s = MakeDirs(ndir); !s.ok()) return s;
+      auto* mt = m.add_node_types();
+      mt->set_name(nt.name);
+      mt->set_num_nodes(nt.num_nodes);
+      mt->set_num_local_nodes(n);
+      if (auto s = WriteNpyVector(ndir + "/ids.npy", ids); !s.ok()) return s;
+      if (auto s = WriteNpyVector(BookFile(dir, nt.name, "partition"), assignment[t]); !s.ok()) return s;
+      if (P > 1) {
+        if (auto s = WriteNpyVector(BookFile(dir, nt.name, "local"), local[t]); !s.ok()) return s;
+      }
+      if (!nt.raw_ids.empty()) {
+        mt->set_has_raw_ids(true);
+        if (auto s = WriteNpyVector(BookFile(dir, nt.name, "raw_ids"), nt.raw_ids); !s.ok()) return s;
+      }
+      if (nt.feature_dim > 0) {
+        mt->set_feature_dim(nt.feature_dim);
+        mt->set_feature_dtype("float32");
+        std::vector<float> f(n * nt.feature_dim);
+        for (int64_t i = 0; i < n; ++i) {
+          std::copy_n(nt.features.begin() + ids[i] * nt.feature_dim, nt.feature_dim,
+                      f.begin() + i * nt.feature_dim);
+        }
+        if (auto s = WriteNpy(ndir + "/features.npy", NpyDtype::kFloat32, {n, nt.feature_dim}, f.data());
+            !s.ok()) {
+          return s;
+        }
+      }
+      if (!nt.labels.empty()) {
+        mt->set_has_labels(true);
+        mt->set_num_classes(MaxLabel(nt.labels) + 1);
+        std::vector<int64_t> lab(n);
+        for (int64_t i = 0; i < n; ++i) lab[i] = nt.labels[ids[i]];
+        if (auto s = WriteNpyVector(ndir + "/labels.npy", lab); !s.ok()) return s;
+      }
+      for (const auto& [split, all] : nt.splits) {
+        std::vector<int64_t> mine;
+        for (int64_t id : all) {
+          if (assignment[t][id] == p) mine.push_back(id);
+        }
+        std::sort(mine.begin(), mine.end());
+        mt->add_splits(split);
+        if (auto s = WriteNpyVector(absl::StrCat(ndir, "/", split, ".npy"), mine); !s.ok()) return s;
+      }
+    }
+
+    for (size_t et = 0; et < g.edge_types.size(); ++et) {
+      const auto& e = g.edge_types[et];
+      const int row_t = FindType(g, out_dir_rows ? e.src_type : e.dst_type);
+      const auto& rows = out_dir_rows ? e.src : e.dst;
+      const auto& cols = out_dir_rows ? e.dst : e.src;
+      const auto& row_ids = owned[row_t][p];
+      const std::string edir = EdgeDir(dir, EdgeName(e));
+      if (auto s = MakeDirs(edir); !s.ok()) return s;
+
+      // This partition's edges are the next run of `order`, grouped by row.
+      std::vector<int64_t> indptr(row_ids.size() + 1, 0);
+      std::vector<int64_t> indices;
+      std::vector<int64_t> eids;
+      std::vector<float> feats;
+      int64_t& cur = edge_cursor[et];
+      for (size_t r = 0; r < row_ids.size(); ++r) {
+        while (cur < static_cast<int64_t>(order[et].size()) && rows[order[et][cur]] == row_ids[r]) {
+          const int64_t i = order[et][cur++];
+          indices.push_back(cols[i]);
+          eids.push_back(i);
+          if (e.feature_dim > 0) {
+            feats.insert(feats.end(), e.features.begin() + i * e.feature_dim,
+                         e.features.begin() + (i + 1) * e.feature_dim);
+          }
+        }
+        indptr[r + 1] = static_cast<int64_t>(indices.size());
+      }
+      auto* me = m.add_edge_types();
+      me->set_src_type(e.src_type);
+      me->set_relation(e.relation);
+      me->set_dst_type(e.dst_type);
+      me->set_num_edges(static_cast<int64_t>(e.src.size()));
+      me->set_num_local_edges(static_cast<int64_t>(indices.size()));
+      me->set_has_edge_ids(true);
+      if (auto s = WriteNpyVector(edir + "/indptr.npy", indptr); !s.ok()) return s;
+      if (auto s = WriteNpyVector(edir + "/indices.npy", indices); !s.ok()) return s;
+      if (auto s = WriteNpyVector(edir + "/edge_ids.npy", eids); !s.ok()) return s;
+      if (e.feature_dim > 0) {
+        me->set_feature_dim(e.feature_dim);
+        me->set_feature_dtype("float32");
+        const int64_t n = static_cast<int64_t>(indices.size());
+        if (auto s = WriteNpy(edir + "/features.npy", NpyDtype::kFloat32, {n, e.feature_dim}, feats.data());
+            !s.ok()) {
+          return s;
+        }
+      }
+    }
+    if (auto s = ValidateManifest(m, dir + "/manifest.json"); !s.ok()) return s;
+    if (auto s = WriteManifest(dir, m); !s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace graphstore

@@ -1,0 +1,91 @@
+#ifndef GRAPHSTORE_TOOLS_DATASET_WRITER_H_
+#define GRAPHSTORE_TOOLS_DATASET_WRITER_H_
+
+// Writes a graph held in memory as partition directories (docs/format.md). Used by
+// graphstore-partition and by graphstore-generate when it writes several partitions.
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+
+namespace graphstore {
+
+/// One node type of an in-memory graph. Global ids are 0 .. num_nodes-1.
+struct NodeTypeData {
+  std::string name;
+  int64_t num_nodes = 0;
+  /// Input id of each global id, [num_nodes]; empty when global ids are the input ids.
+  std::vector<int64_t> raw_ids;
+  /// Feature columns; 0 for none.
+  int64_t feature_dim = 0;
+  /// Row-major [num_nodes, feature_dim].
+  std::vector<float> features;
+  /// [num_nodes], -1 for unlabelled; empty for none.
+  std::vector<int64_t> labels;
+  /// Split name -> global ids.
+  std::map<std::string, std::vector<int64_t>> splits;
+};
+
+/// One edge type of an in-memory graph; edge i has global edge id i.
+struct EdgeTypeData {
+  std::string src_type;
+  std::string relation;
+  std::string dst_type;
+  std::vector<int64_t> src;
+  std::vector<int64_t> dst;
+  int64_t feature_dim = 0;
+  /// Row-major [num_edges, feature_dim].
+  std::vector<float> features;
+};
+
+/// A whole graph in memory.
+struct GraphData {
+  std::string name = "graph";
+  std::vector<NodeTypeData> node_types;
+  std::vector<EdgeTypeData> edge_types;
+};
+
+/// Owning partition of every node: assignment[node type][global id].
+using Assignment = std::vector<std::vector<int32_t>>;
+
+/// Options of WritePartitions.
+struct WriteOptions {
+  /// Partitions to write, >= 1.
+  int num_partitions = 1;
+  /// "out": CSR rows are sources; "in": rows are destinations.
+  std::string edge_dir = "out";
+  /// Recorded in the manifest ("random", "metis", "single").
+  std::string method = "random";
+};
+
+/// Directory of partition `p`: `out_dir` itself when there is one partition, else
+/// `out_dir`/part-`p`.
+std::string PartitionDir(const std::string& out_dir, int num_partitions, int p);
+
+/// Checks the graph (ids in range, array lengths agree, names valid); InvalidArgument naming
+/// the node or edge type otherwise.
+absl::Status ValidateGraph(const GraphData& graph);
+
+/// Every node assigned by a seeded random permutation, dealt round-robin so partition sizes
+/// differ by at most one.
+Assignment RandomAssignment(const GraphData& graph, int num_partitions, uint64_t seed);
+
+/// Writes one directory per partition. Creates directories as needed.
+absl::Status WritePartitions(const GraphData& graph, const Assignment& assignment,
+                             const WriteOptions& options, const std::string& out_dir);
+
+/// Assigns each node of every type with a label (or, when no type has labels, of every type)
+/// to "train", "val" or "test" by a seeded permutation, in the given fractions.
+absl::Status AssignSplits(GraphData* graph, double train, double val, double test, uint64_t seed,
+                          const std::vector<std::string>& only_types = {});
+
+/// mkdir -p.
+absl::Status MakeDirs(const std::string& path);
+
+}  // namespace graphstore
+
+#endif  // GRAPHSTORE_TOOLS_DATASET_WRITER_H_
