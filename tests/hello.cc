@@ -1,2 +1,0 @@
-#include <spdlog/spdlog.h>
-int main(){ spdlog::info("hi"); return 0; }

@@ -1,0 +1,218 @@
+#include <catch2/catch.hpp>
+
+#include <cstdio>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "server/npy.h"
+#include "server/partition.h"
+#include "tests/test_util.h"
+#include "tools/dataset_writer.h"
+
+namespace graphstore {
+namespace {
+
+using testing::ReadFile;
+using testing::TempDir;
+using testing::WriteFile;
+
+// 0 -> 1, 0 -> 2, 1 -> 2, 2 -> 3, 3 -> 4, 4 -> 5, 5 -> 0; two features per node = (id, -id).
+GraphData TinyGraph() {
+  GraphData g;
+  g.name = "tiny";
+  NodeTypeData n;
+  n.name = "node";
+  n.num_nodes = 6;
+  n.feature_dim = 2;
+  for (int i = 0; i < 6; ++i) {
+    n.features.push_back(static_cast<float>(i));
+    n.features.push_back(static_cast<float>(-i));
+    n.labels.push_back(i % 3);
+  }
+  n.splits["train"] = {0, 1, 2, 3};
+  n.splits["test"] = {4, 5};
+  EdgeTypeData e;
+  e.src_type = e.dst_type = "node";
+  e.relation = "to";
+  e.src = {0, 0, 1, 2, 3, 4, 5};
+  e.dst = {1, 2, 2, 3, 4, 5, 0};
+  g.node_types.push_back(n);
+  g.edge_types.push_back(e);
+  return g;
+}
+
+void WriteTiny(const std::string& dir, int partitions = 1) {
+  const GraphData g = TinyGraph();
+  WriteOptions o;
+  o.num_partitions = partitions;
+  REQUIRE(WritePartitions(g, RandomAssignment(g, partitions, 7), o, dir).ok());
+}
+
+TEST_CASE("a written partition loads with the exact CSR, features and labels", "[partition]") {
+  TempDir dir;
+  WriteTiny(dir.path());
+  auto p = Partition::Load(dir.path());
+  REQUIRE(p.ok());
+  const Partition& part = **p;
+  CHECK(part.num_partitions() == 1);
+  CHECK(part.rows_are_sources());
+  const NodeTypeStore& n = part.node_type(0);
+  CHECK(n.num_local == 6);
+  CHECK(n.features.data<float>()[2 * 4 + 1] == -4.0f);
+  CHECK(n.labels.data<int64_t>()[5] == 2);
+  CHECK(n.splits.at("test").num_elements() == 2);
+  const EdgeTypeStore& e = part.edge_type(0);
+  const int64_t* ptr = e.indptr_data();
+  CHECK(std::vector<int64_t>(ptr, ptr + 7) == std::vector<int64_t>{0, 2, 3, 4, 5, 6, 7});
+  const int64_t* idx = e.indices_data();
+  CHECK(std::vector<int64_t>(idx, idx + 7) == std::vector<int64_t>{1, 2, 2, 3, 4, 5, 0});
+  CHECK(e.EdgeId(6) == 6);
+  REQUIRE(part.FindNodeType("").ok());
+  CHECK(!part.FindNodeType("paper").ok());
+  CHECK(*part.FindEdgeType("node__to__node") == 0);
+}
+
+TEST_CASE("an edge_dir \"in\" partition stores in-neighbours by destination", "[partition]") {
+  TempDir dir;
+  const GraphData g = TinyGraph();
+  WriteOptions o;
+  o.edge_dir = "in";
+  REQUIRE(WritePartitions(g, RandomAssignment(g, 1, 0), o, dir.path()).ok());
+  auto p = Partition::Load(dir.path());
+  REQUIRE(p.ok());
+  const EdgeTypeStore& e = (*p)->edge_type(0);
+  // In-neighbours of node 2 are 0 and 1.
+  const int64_t* ptr = e.indptr_data();
+  REQUIRE(ptr[3] - ptr[2] == 2);
+  CHECK(e.indices_data()[ptr[2]] == 0);
+  CHECK(e.indices_data()[ptr[2] + 1] == 1);
+}
+
+// Rewrites one array of a freshly written partition.
+template <typename T>
+void Replace(const std::string& path, const std::vector<T>& values) {
+  REQUIRE(WriteNpyVector(path, values).ok());
+}
+
+void Truncate(const std::string& path, size_t drop) {
+  const std::string bytes = ReadFile(path);
+  WriteFile(path, bytes.substr(0, bytes.size() - drop));
+}
+
+void EditManifest(const std::string& dir, const std::string& from, const std::string& to) {
+  std::string m = ReadFile(dir + "/manifest.json");
+  const size_t at = m.find(from);
+  REQUIRE(at != std::string::npos);
+  m.replace(at, from.size(), to);
+  WriteFile(dir + "/manifest.json", m);
+}
+
+TEST_CASE("every kind of corrupt partition fails with the file and the problem", "[partition]") {
+  struct Case {
+    std::string what;
+    std::function<void(const std::string&)> corrupt;
+    std::string file;
+    std::string message;
+    absl::StatusCode code = absl::StatusCode::kDataLoss;
+  };
+  const std::string E = "/edges/node__to__node/";
+  const std::string N = "/nodes/node/";
+  const std::vector<Case> cases = {
+      {"missing indices", [&](const std::string& d) { std::remove((d + E + "indices.npy").c_str()); },
+       "indices.npy", "file is missing", absl::StatusCode::kNotFound},
+      {"missing manifest", [&](const std::string& d) { std::remove((d + "/manifest.json").c_str()); },
+       "manifest.json", "file is missing", absl::StatusCode::kNotFound},
+      {"truncated features", [&](const std::string& d) { Truncate(d + N + "features.npy", 4); },
+       "features.npy", "truncated"},
+      {"wrong dtype indptr", [&](const std::string& d) {
+         Replace<int32_t>(d + E + "indptr.npy", {0, 2, 3, 4, 5, 6, 7});
+       }, "indptr.npy", "dtype is int32, expected int64"},
+      {"wrong shape labels", [&](const std::string& d) { Replace<int64_t>(d + N + "labels.npy", {0, 1, 2}); },
+       "labels.npy", "shape is (3,), expected (6,)"},
+      {"edge count disagrees with manifest",
+       [&](const std::string& d) { EditManifest(d, "\"num_local_edges\": \"7\"", "\"num_local_edges\": \"6\""); },
+       "indices.npy", "shape is (7,), expected (6,)"},
+      {"index out of range", [&](const std::string& d) {
+         Replace<int64_t>(d + E + "indices.npy", {1, 2, 2, 3, 4, 99, 0});
+       }, "indices.npy", "entry 5 is 99, outside [0, 6)"},
+      {"negative index", [&](const std::string& d) {
+         Replace<int64_t>(d + E + "indices.npy", {1, 2, -1, 3, 4, 5, 0});
+       }, "indices.npy", "entry 2 is -1"},
+      {"non-monotone indptr", [&](const std::string& d) {
+         Replace<int64_t>(d + E + "indptr.npy", {0, 2, 1, 4, 5, 6, 7});
+       }, "indptr.npy", "not monotone at row 1"},
+      {"indptr not starting at zero", [&](const std::string& d) {
+         Replace<int64_t>(d + E + "indptr.npy", {1, 2, 3, 4, 5, 6, 7});
+       }, "indptr.npy", "indptr[0] is 1"},
+      {"indptr end disagrees with indices", [&](const std::string& d) {
+         Replace<int64_t>(d + E + "indptr.npy", {0, 2, 3, 4, 5, 6, 6});
+       }, "indptr.npy", "last entry is 6"},
+      {"unsorted node ids", [&](const std::string& d) { Replace<int64_t>(d + N + "ids.npy", {0, 1, 3, 2, 4, 5}); },
+       "ids.npy", "not strictly ascending at entry 3"},
+      {"book assigns to another partition", [&](const std::string& d) {
+         Replace<int32_t>(d + "/book/node.partition.npy", {0, 0, 0, 0, 0, 1});
+       }, "node.partition.npy", "partition 1"},
+      {"label beyond num_classes", [&](const std::string& d) {
+         Replace<int64_t>(d + N + "labels.npy", {0, 1, 2, 0, 7, 2});
+       }, "labels.npy", "entry 4 is 7"},
+      {"split names a node out of range", [&](const std::string& d) { Replace<int64_t>(d + N + "train.npy", {0, 10}); },
+       "train.npy", "entry 1 is node 10"},
+      {"manifest not JSON", [&](const std::string& d) { WriteFile(d + "/manifest.json", "{ nope"); },
+       "manifest.json", "not a valid manifest"},
+      {"manifest unknown field", [&](const std::string& d) { EditManifest(d, "\"dataset_name\"", "\"dataset_nme\""); },
+       "manifest.json", "not a valid manifest"},
+      {"manifest future version", [&](const std::string& d) { EditManifest(d, "\"format_version\": 1", "\"format_version\": 9"); },
+       "manifest.json", "format_version is 9"},
+      {"manifest bad edge_dir", [&](const std::string& d) { EditManifest(d, "\"edge_dir\": \"out\"", "\"edge_dir\": \"up\""); },
+       "manifest.json", "edge_dir is 'up'"},
+      {"manifest unknown node type in edge type", [&](const std::string& d) {
+         EditManifest(d, "\"src_type\": \"node\"", "\"src_type\": \"paper\"");
+       }, "manifest.json", "unknown node type"},
+      {"not an npy file", [&](const std::string& d) { WriteFile(d + N + "ids.npy", "hello"); },
+       "ids.npy", "not a valid .npy file"},
+  };
+  for (const auto& c : cases) {
+    INFO(c.what);
+    TempDir dir;
+    WriteTiny(dir.path());
+    c.corrupt(dir.path());
+    auto p = Partition::Load(dir.path());
+    REQUIRE(!p.ok());
+    CHECK(p.status().code() == c.code);
+    const std::string msg(p.status().message());
+    CHECK_THAT(msg, Catch::Contains(c.file));
+    CHECK_THAT(msg, Catch::Contains(c.message));
+  }
+}
+
+TEST_CASE("a partition of several checks its local row index", "[partition]") {
+  TempDir dir;
+  WriteTiny(dir.path(), 2);
+  for (int p = 0; p < 2; ++p) REQUIRE(Partition::Load(PartitionDir(dir.path(), 2, p)).ok());
+  const std::string part0 = PartitionDir(dir.path(), 2, 0);
+  auto loaded = Partition::Load(part0);
+  REQUIRE(loaded.ok());
+  const NodeTypeStore& n = (*loaded)->node_type(0);
+  std::vector<int64_t> local(n.local.data<int64_t>(), n.local.data<int64_t>() + 6);
+  const int64_t victim = n.global_ids()[0];
+  local[victim] += 1;
+  Replace<int64_t>(part0 + "/book/node.local.npy", local);
+  auto bad = Partition::Load(part0);
+  REQUIRE(!bad.ok());
+  CHECK_THAT(std::string(bad.status().message()), Catch::Contains("node.local.npy"));
+}
+
+TEST_CASE("without content verification a bad index is not scanned but indptr still is", "[partition]") {
+  TempDir dir;
+  WriteTiny(dir.path());
+  Replace<int64_t>(dir.path() + "/edges/node__to__node/indices.npy", {1, 2, 2, 3, 4, 99, 0});
+  Partition::LoadOptions quick;
+  quick.verify_contents = false;
+  CHECK(Partition::Load(dir.path(), quick).ok());
+  Replace<int64_t>(dir.path() + "/edges/node__to__node/indptr.npy", {0, 2, 1, 4, 5, 6, 7});
+  CHECK(!Partition::Load(dir.path(), quick).ok());
+}
+
+}  // namespace
+}  // namespace graphstore

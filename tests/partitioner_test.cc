@@ -1,0 +1,214 @@
+#include <catch2/catch.hpp>
+
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "server/npy.h"
+#include "server/partition.h"
+#include "tests/test_util.h"
+#include "tools/dataset_writer.h"
+#include "tools/graph_input.h"
+
+namespace graphstore {
+namespace {
+
+using testing::RunCommand;
+using testing::SharedDataPath;
+using testing::TempDir;
+using testing::WriteFile;
+
+using RawEdge = std::pair<int64_t, int64_t>;
+
+// Cora's lines are "cited citing"; the edge is citing -> cited.
+std::multiset<RawEdge> CoraEdgesFromFile(std::set<int64_t>* nodes) {
+  std::ifstream in(SharedDataPath("cora/cora.cites"));
+  REQUIRE(in);
+  std::multiset<RawEdge> edges;
+  int64_t cited, citing;
+  while (in >> cited >> citing) {
+    edges.insert({citing, cited});
+    nodes->insert(cited);
+    nodes->insert(citing);
+  }
+  return edges;
+}
+
+// Every edge stored in the partitions of `dir`, as (raw src, raw dst, edge id), and the
+// number of partitions owning each global node.
+struct Union {
+  std::multiset<RawEdge> edges;
+  std::set<int64_t> edge_ids;
+  std::vector<int> owners;
+};
+
+Union ReadBack(const std::string& dir, int num_partitions) {
+  Union u;
+  for (int p = 0; p < num_partitions; ++p) {
+    auto loaded = Partition::Load(PartitionDir(dir, num_partitions, p));
+    REQUIRE(loaded.ok());
+    const Partition& part = **loaded;
+    CHECK(part.partition_id() == p);
+    const NodeTypeStore& n = part.node_type(0);
+    if (u.owners.empty()) u.owners.assign(n.num_nodes, 0);
+    for (int64_t i = 0; i < n.num_local; ++i) ++u.owners[n.global_ids()[i]];
+    const int64_t* raw = n.raw_ids.data<int64_t>();
+    const EdgeTypeStore& e = part.edge_type(0);
+    for (int64_t r = 0; r < n.num_local; ++r) {
+      for (int64_t k = e.indptr_data()[r]; k < e.indptr_data()[r + 1]; ++k) {
+        u.edges.insert({raw[n.global_ids()[r]], raw[e.indices_data()[k]]});
+        CHECK(u.edge_ids.insert(e.EdgeId(k)).second);
+      }
+    }
+  }
+  return u;
+}
+
+TEST_CASE("Cora converts with the node and edge counts its file implies", "[partitioner]") {
+  std::set<int64_t> nodes;
+  const auto edges = CoraEdgesFromFile(&nodes);
+  GraphInputSpec spec;
+  spec.edges.push_back({"", SharedDataPath("cora/cora.cites")});
+  spec.swap_columns = true;
+  auto g = BuildGraph(spec);
+  REQUIRE(g.ok());
+  REQUIRE(g->node_types.size() == 1);
+  CHECK(g->node_types[0].num_nodes == static_cast<int64_t>(nodes.size()));
+  CHECK(g->node_types[0].num_nodes == 2708);
+  CHECK(g->edge_types[0].src.size() == edges.size());
+  CHECK(g->edge_types[0].src.size() == 5429);
+  // Raw ids are kept in ascending order, and global ids index them.
+  const auto& raw = g->node_types[0].raw_ids;
+  CHECK(std::vector<int64_t>(raw.begin(), raw.end()) == std::vector<int64_t>(nodes.begin(), nodes.end()));
+}
+
+TEST_CASE("N-way partitions of Cora round-trip: union is the input, every node owned once",
+          "[partitioner]") {
+  std::set<int64_t> nodes;
+  const auto edges = CoraEdgesFromFile(&nodes);
+  GraphInputSpec spec;
+  spec.edges.push_back({"", SharedDataPath("cora/cora.cites")});
+  spec.swap_columns = true;
+  auto g = BuildGraph(spec);
+  REQUIRE(g.ok());
+  REQUIRE(AssignSplits(&*g, 0.5, 0.25, 0.25, 3).ok());
+  for (int parts : {1, 2, 4}) {
+    INFO("partitions: " << parts);
+    TempDir dir;
+    WriteOptions o;
+    o.num_partitions = parts;
+    REQUIRE(WritePartitions(*g, RandomAssignment(*g, parts, 11), o, dir.path()).ok());
+    const Union u = ReadBack(dir.path(), parts);
+    CHECK(u.edges == edges);
+    CHECK(u.edge_ids.size() == edges.size());
+    CHECK(*u.edge_ids.rbegin() == static_cast<int64_t>(edges.size()) - 1);
+    for (int c : u.owners) REQUIRE(c == 1);
+    // Splits: the partitions' train lists together are the whole train split.
+    std::vector<int64_t> train;
+    for (int p = 0; p < parts; ++p) {
+      auto part = Partition::Load(PartitionDir(dir.path(), parts, p));
+      REQUIRE(part.ok());
+      const MappedNpy& t = (*part)->node_type(0).splits.at("train");
+      train.insert(train.end(), t.data<int64_t>(), t.data<int64_t>() + t.num_elements());
+    }
+    std::sort(train.begin(), train.end());
+    CHECK(train == g->node_types[0].splits.at("train"));
+  }
+}
+
+TEST_CASE("random partitions are balanced to within one node", "[partitioner]") {
+  GraphData g;
+  g.node_types.push_back(NodeTypeData{"node", 1003});
+  const Assignment a = RandomAssignment(g, 4, 1);
+  std::map<int, int> count;
+  for (int32_t p : a[0]) ++count[p];
+  REQUIRE(count.size() == 4);
+  for (const auto& [p, c] : count) CHECK((c == 250 || c == 251));
+}
+
+TEST_CASE("heterogeneous input remaps each node type and keeps its features and labels",
+          "[partitioner]") {
+  TempDir dir;
+  // Users have raw ids 10, 20, 30; movies 7 and 9.
+  WriteFile(dir / "rates.txt", "# user movie rating\n10 7 5\n20 9 3\n30,7,1\n");
+  WriteFile(dir / "follows.csv", "10,20\n20,30\n");
+  const std::vector<int64_t> user_ids = {30, 10, 20};
+  REQUIRE(WriteNpyVector(dir / "user_ids.npy", user_ids).ok());
+  const std::vector<float> user_feats = {3, 3, 1, 1, 2, 2};
+  REQUIRE(WriteNpy(dir / "user_feats.npy", NpyDtype::kFloat32, {3, 2}, user_feats.data()).ok());
+  const std::vector<int64_t> user_labels = {0, 1, 1};
+  REQUIRE(WriteNpyVector(dir / "user_labels.npy", user_labels).ok());
+  GraphInputSpec spec;
+  spec.edges.push_back({"user__rates__movie", dir / "rates.txt"});
+  spec.edges.push_back({"user__follows__user", dir / "follows.csv"});
+  spec.node_ids.push_back({"user", dir / "user_ids.npy"});
+  spec.features.push_back({"user", dir / "user_feats.npy"});
+  spec.labels.push_back({"user", dir / "user_labels.npy"});
+  auto g = BuildGraph(spec);
+  REQUIRE(g.ok());
+  REQUIRE(g->node_types.size() == 2);
+  const NodeTypeData& user = g->node_types[0];
+  CHECK(user.name == "user");
+  CHECK(user.raw_ids == std::vector<int64_t>{10, 20, 30});
+  // Global user 0 is raw 10, whose feature row was the second one: (1, 1).
+  CHECK(user.features == std::vector<float>{1, 1, 2, 2, 3, 3});
+  CHECK(user.labels == std::vector<int64_t>{1, 1, 0});
+  CHECK(g->node_types[1].name == "movie");
+  CHECK(g->node_types[1].raw_ids == std::vector<int64_t>{7, 9});
+  CHECK(g->edge_types[0].dst == std::vector<int64_t>{0, 1, 0});
+
+  const std::string out = dir / "out";
+  WriteOptions o;
+  o.num_partitions = 2;
+  REQUIRE(WritePartitions(*g, RandomAssignment(*g, 2, 5), o, out).ok());
+  for (int p = 0; p < 2; ++p) {
+    auto part = Partition::Load(PartitionDir(out, 2, p));
+    REQUIRE(part.ok());
+    CHECK((*part)->edge_types().size() == 2);
+    CHECK((*part)->edge_type(0).name == "user__rates__movie");
+    CHECK((*part)->node_type(0).feature_dim == 2);
+  }
+}
+
+TEST_CASE("a malformed edge list names the file and the line", "[partitioner]") {
+  TempDir dir;
+  WriteFile(dir / "bad.txt", "1 2\n# fine\n3 x\n");
+  auto r = ReadEdgeList(dir / "bad.txt", false);
+  REQUIRE(!r.ok());
+  CHECK_THAT(std::string(r.status().message()), Catch::Contains("bad.txt:3"));
+  WriteFile(dir / "short.txt", "1 2\n3\n");
+  auto s = ReadEdgeList(dir / "short.txt", false);
+  REQUIRE(!s.ok());
+  CHECK_THAT(std::string(s.status().message()), Catch::Contains("short.txt:2"));
+}
+
+TEST_CASE("npy edge arrays of different lengths are rejected", "[partitioner]") {
+  TempDir dir;
+  REQUIRE(WriteNpyVector(dir / "s.npy", std::vector<int64_t>{1, 2, 3}).ok());
+  REQUIRE(WriteNpyVector(dir / "d.npy", std::vector<int64_t>{1, 2}).ok());
+  auto r = ReadEdgeList(dir / "s.npy," + dir / "d.npy", false);
+  REQUIRE(!r.ok());
+  CHECK_THAT(std::string(r.status().message()), Catch::Contains("s.npy has 3 ids"));
+}
+
+TEST_CASE("graphstore-partition converts Cora from the command line", "[partitioner][cli]") {
+  TempDir dir;
+  const std::string bin = "tools/graphstore-partition";
+  CHECK(RunCommand(bin + " --edges=" + SharedDataPath("cora/cora.cites") +
+                   " --swap_columns --partitions=2 --out=" + dir / "cora >/dev/null") == 0);
+  for (int p = 0; p < 2; ++p) {
+    auto part = Partition::Load(PartitionDir(dir / "cora", 2, p));
+    REQUIRE(part.ok());
+    CHECK((*part)->node_type(0).num_nodes == 2708);
+    CHECK((*part)->manifest().edge_types(0).num_edges() == 5429);
+  }
+  CHECK(RunCommand(bin + " --edgez=x --out=" + dir / "x 2>/dev/null") == 2);
+  CHECK(RunCommand(bin + " --edges=" + dir / "missing.txt --out=" + dir / "x 2>/dev/null") == 2);
+}
+
+}  // namespace
+}  // namespace graphstore

@@ -1,0 +1,37 @@
+#ifndef GRAPHSTORE_TESTS_TEST_UTIL_H_
+#define GRAPHSTORE_TESTS_TEST_UTIL_H_
+
+// Helpers shared by the tests: scratch directories and the location of ../shared/data.
+
+#include <string>
+
+namespace graphstore::testing {
+
+/// A fresh directory under $TEST_TMPDIR (or /tmp), removed with its contents on destruction.
+class TempDir {
+ public:
+  TempDir();
+  ~TempDir();
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  const std::string& path() const { return path_; }
+  std::string operator/(const std::string& name) const { return path_ + "/" + name; }
+
+ private:
+  std::string path_;
+};
+
+/// Absolute path of a file in the shared datasets directory (`../shared/data` beside the
+/// repository): $GRAPHSTORE_SHARED_DATA when set, else found from the workspace's README.
+std::string SharedDataPath(const std::string& relative);
+
+/// Whole file contents ("" when unreadable).
+std::string ReadFile(const std::string& path);
+/// Overwrites a file.
+void WriteFile(const std::string& path, const std::string& contents);
+/// Runs a shell command; returns its exit status (or -1).
+int RunCommand(const std::string& command);
+
+}  // namespace graphstore::testing
+
+#endif  // GRAPHSTORE_TESTS_TEST_UTIL_H_

@@ -1,0 +1,266 @@
+#include "tools/generator.h"
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "graphstore/v1/manifest.pb.h"
+#include "server/manifest.h"
+#include "server/npy.h"
+#include "server/partition.h"
+#include "tools/dataset_writer.h"
+
+namespace graphstore {
+namespace {
+
+uint64_t Mix(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+// A small per-node generator: splitmix64 over a state derived from (seed, stream, node).
+class NodeRng {
+ public:
+  NodeRng(uint64_t seed, uint64_t stream, int64_t node)
+      : state_(Mix(Mix(seed ^ (stream * 0xd1b54a32d192ed03ULL)) ^ static_cast<uint64_t>(node))) {}
+  uint64_t Next() { return Mix(state_ += 0x9e3779b97f4a7c15ULL); }
+  // Uniform in [0, 1).
+  double Uniform() { return static_cast<double>(Next() >> 11) * 0x1.0p-53; }
+  // Standard normal (Box-Muller; one value per call keeps the stream simple).
+  double Normal() {
+    const double u1 = 1.0 - Uniform();
+    const double u2 = Uniform();
+    return std::sqrt(-2.0 * std::log(u1)) * std::cos(6.283185307179586 * u2);
+  }
+
+ private:
+  uint64_t state_;
+};
+
+enum Stream : uint64_t { kLabel = 1, kEdges = 2, kFeatures = 3, kCentroid = 4, kSplit = 5 };
+
+// Per-graph state shared by the row generators: labels and community member lists.
+struct Communities {
+  std::vector<int32_t> label;         // [N]
+  std::vector<int64_t> member_start;  // [C + 1]
+  std::vector<int64_t> members;       // [N], grouped by community, ascending within
+  std::vector<float> centroids;       // [C, D]
+};
+
+Communities MakeCommunities(const GeneratorOptions& o) {
+  Communities c;
+  const int64_t n = o.num_nodes;
+  c.label.resize(n);
+  c.member_start.assign(o.num_classes + 1, 0);
+  for (int64_t v = 0; v < n; ++v) {
+    c.label[v] = static_cast<int32_t>(NodeRng(o.seed, kLabel, v).Next() % o.num_classes);
+    ++c.member_start[c.label[v] + 1];
+  }
+  for (int k = 0; k < o.num_classes; ++k) c.member_start[k + 1] += c.member_start[k];
+  c.members.resize(n);
+  std::vector<int64_t> fill(c.member_start.begin(), c.member_start.end() - 1);
+  for (int64_t v = 0; v < n; ++v) c.members[fill[c.label[v]]++] = v;
+  c.centroids.resize(static_cast<size_t>(o.num_classes) * o.feature_dim);
+  for (int k = 0; k < o.num_classes; ++k) {
+    NodeRng rng(o.seed, kCentroid, k);
+    for (int d = 0; d < o.feature_dim; ++d) {
+      c.centroids[k * o.feature_dim + d] = static_cast<float>(o.feature_signal * rng.Normal());
+    }
+  }
+  return c;
+}
+
+// Out-neighbours of `v`, sorted, without duplicates or self loops.
+void GenerateRow(const GeneratorOptions& o, const Communities& c, int64_t v, std::vector<int64_t>* out) {
+  NodeRng rng(o.seed, kEdges, v);
+  const double a = o.degree_exponent;
+  const double xm = std::max(0.5, o.avg_degree * (a - 1.0) / a);
+  const double u = 1.0 - rng.Uniform();
+  const int64_t degree = std::min<int64_t>(
+      {static_cast<int64_t>(xm * std::pow(u, -1.0 / a)), o.max_degree, o.num_nodes - 1});
+  out->clear();
+  const int k = c.label[v];
+  const int64_t begin = c.member_start[k];
+  const int64_t size = c.member_start[k + 1] - begin;
+  for (int64_t i = 0; i < degree; ++i) {
+    // u^2 skews choices towards the first members: a few popular nodes per community.
+    const double x = rng.Uniform();
+    if (rng.Uniform() < o.homophily && size > 1) {
+      out->push_back(c.members[begin + static_cast<int64_t>(size * x * x)]);
+    } else {
+      out->push_back(static_cast<int64_t>(o.num_nodes * x * x));
+    }
+  }
+  std::sort(out->begin(), out->end());
+  out->erase(std::unique(out->begin(), out->end()), out->end());
+  out->erase(std::remove(out->begin(), out->end(), v), out->end());
+}
+
+void GenerateFeatures(const GeneratorOptions& o, const Communities& c, int64_t v, float* out) {
+  NodeRng rng(o.seed, kFeatures, v);
+  const float* centroid = &c.centroids[static_cast<size_t>(c.label[v]) * o.feature_dim];
+  for (int d = 0; d < o.feature_dim; ++d) out[d] = centroid[d] + static_cast<float>(rng.Normal());
+}
+
+// 0 = train, 1 = val, 2 = test, 3 = none.
+int SplitOf(const GeneratorOptions& o, int64_t v) {
+  const double u = NodeRng(o.seed, kSplit, v).Uniform();
+  if (u < o.train_fraction) return 0;
+  if (u < o.train_fraction + o.val_fraction) return 1;
+  if (u < o.train_fraction + o.val_fraction + o.test_fraction) return 2;
+  return 3;
+}
+
+constexpr const char* kSplitNames[] = {"train", "val", "test"};
+
+// The whole graph as one partition, streamed to disk.
+absl::Status WriteSingle(const GeneratorOptions& o, const Communities& c, const std::string& dir) {
+  if (o.edge_dir != "out") {
+    return absl::InvalidArgumentError("--edge_dir=in needs the in-memory writer; use --partitions>1 "
+                                      "or graphstore-partition");
+  }
+  const int64_t n = o.num_nodes;
+  const std::string ndir = NodeDir(dir, "node");
+  const std::string edir = EdgeDir(dir, "node__to__node");
+  for (const auto& d : {dir + "/book", ndir, edir}) {
+    if (auto s = MakeDirs(d); !s.ok()) return s;
+  }
+  auto indices = NpyWriter::Create(edir + "/indices.npy", NpyDtype::kInt64);
+  if (!indices.ok()) return indices.status();
+  std::unique_ptr<NpyWriter> features;
+  if (o.feature_dim > 0) {
+    auto f = NpyWriter::Create(ndir + "/features.npy", NpyDtype::kFloat32, {o.feature_dim});
+    if (!f.ok()) return f.status();
+    features = *std::move(f);
+  }
+  std::vector<int64_t> indptr(n + 1, 0);
+  std::vector<int64_t> row;
+  constexpr int64_t kChunk = 4096;
+  std::vector<float> fbuf(static_cast<size_t>(kChunk) * o.feature_dim);
+  for (int64_t base = 0; base < n; base += kChunk) {
+    const int64_t end = std::min(n, base + kChunk);
+    for (int64_t v = base; v < end; ++v) {
+      GenerateRow(o, c, v, &row);
+      indptr[v + 1] = indptr[v] + static_cast<int64_t>(row.size());
+      if (auto s = (*indices)->Append(row.data(), static_cast<int64_t>(row.size())); !s.ok()) return s;
+      if (features) GenerateFeatures(o, c, v, &fbuf[(v - base) * o.feature_dim]);
+    }
+    if (features) {
+      if (auto s = features->Append(fbuf.data(), end - base); !s.ok()) return s;
+    }
+  }
+  if (auto s = (*indices)->Finish(); !s.ok()) return s;
+  if (features) {
+    if (auto s = features->Finish(); !s.ok()) return s;
+  }
+  if (auto s = WriteNpyVector(edir + "/indptr.npy", indptr); !s.ok()) return s;
+
+  std::vector<int64_t> ids(n);
+  std::vector<int64_t> labels(n);
+  std::vector<int64_t> splits[3];
+  for (int64_t v = 0; v < n; ++v) {
+    ids[v] = v;
+    labels[v] = c.label[v];
+    const int s = SplitOf(o, v);
+    if (s < 3) splits[s].push_back(v);
+  }
+  if (auto s = WriteNpyVector(ndir + "/ids.npy", ids); !s.ok()) return s;
+  if (auto s = WriteNpyVector(ndir + "/labels.npy", labels); !s.ok()) return s;
+  for (int i = 0; i < 3; ++i) {
+    if (auto s = WriteNpyVector(absl::StrCat(ndir, "/", kSplitNames[i], ".npy"), splits[i]); !s.ok()) return s;
+  }
+  if (auto s = WriteNpyVector(BookFile(dir, "node", "partition"), std::vector<int32_t>(n, 0)); !s.ok()) return s;
+
+  v1::PartitionManifest m;
+  m.set_format_version(kFormatVersion);
+  m.set_dataset_name(o.name);
+  m.set_num_partitions(1);
+  m.set_partition_id(0);
+  m.set_edge_dir("out");
+  m.set_partition_method("single");
+  auto* nt = m.add_node_types();
+  nt->set_name("node");
+  nt->set_num_nodes(n);
+  nt->set_num_local_nodes(n);
+  nt->set_feature_dim(o.feature_dim);
+  nt->set_feature_dtype("float32");
+  nt->set_has_labels(true);
+  nt->set_num_classes(o.num_classes);
+  for (const char* s : kSplitNames) nt->add_splits(s);
+  auto* et = m.add_edge_types();
+  et->set_src_type("node");
+  et->set_relation("to");
+  et->set_dst_type("node");
+  et->set_num_edges(indptr[n]);
+  et->set_num_local_edges(indptr[n]);
+  return WriteManifest(dir, m);
+}
+
+// Several partitions: materialise the graph and hand it to the dataset writer.
+absl::Status WriteMany(const GeneratorOptions& o, const Communities& c, const std::string& dir) {
+  GraphData g;
+  g.name = o.name;
+  NodeTypeData nt;
+  nt.name = "node";
+  nt.num_nodes = o.num_nodes;
+  nt.feature_dim = o.feature_dim;
+  nt.features.resize(static_cast<size_t>(o.num_nodes) * o.feature_dim);
+  nt.labels.resize(o.num_nodes);
+  EdgeTypeData et;
+  et.src_type = et.dst_type = "node";
+  et.relation = "to";
+  std::vector<int64_t> row;
+  for (int64_t v = 0; v < o.num_nodes; ++v) {
+    GenerateRow(o, c, v, &row);
+    for (int64_t u : row) {
+      et.src.push_back(v);
+      et.dst.push_back(u);
+    }
+    if (o.feature_dim > 0) GenerateFeatures(o, c, v, &nt.features[v * o.feature_dim]);
+    nt.labels[v] = c.label[v];
+    const int s = SplitOf(o, v);
+    if (s < 3) nt.splits[kSplitNames[s]].push_back(v);
+  }
+  for (const char* s : kSplitNames) nt.splits[s];  // every split exists, even if empty
+  g.node_types.push_back(std::move(nt));
+  g.edge_types.push_back(std::move(et));
+  WriteOptions w;
+  w.num_partitions = o.num_partitions;
+  w.edge_dir = o.edge_dir;
+  w.method = "random";
+  return WritePartitions(g, RandomAssignment(g, o.num_partitions, o.seed), w, dir);
+}
+
+}  // namespace
+
+absl::Status ValidateGeneratorOptions(const GeneratorOptions& o) {
+  auto bad = [](const std::string& m) { return absl::InvalidArgumentError(m); };
+  if (o.num_nodes < 2) return bad("--nodes must be >= 2");
+  if (!(o.avg_degree >= 0)) return bad("--avg_degree must be >= 0");
+  if (!(o.degree_exponent > 1.0)) return bad("--degree_exponent must be > 1");
+  if (o.max_degree < 0) return bad("--max_degree must be >= 0");
+  if (o.num_classes < 1 || o.num_classes > 100000) return bad("--classes must be in [1, 100000]");
+  if (!(o.homophily >= 0 && o.homophily <= 1)) return bad("--homophily must be in [0, 1]");
+  if (o.feature_dim < 0 || o.feature_dim > 65536) return bad("--feature_dim must be in [0, 65536]");
+  if (!(o.feature_signal >= 0)) return bad("--feature_signal must be >= 0");
+  if (o.train_fraction < 0 || o.val_fraction < 0 || o.test_fraction < 0 ||
+      o.train_fraction + o.val_fraction + o.test_fraction > 1.0 + 1e-9) {
+    return bad("--split fractions must be >= 0 and add up to at most 1");
+  }
+  if (o.num_partitions < 1 || o.num_partitions > 4096) return bad("--partitions must be in [1, 4096]");
+  if (o.edge_dir != "in" && o.edge_dir != "out") return bad("--edge_dir must be \"in\" or \"out\"");
+  return absl::OkStatus();
+}
+
+absl::Status GenerateDataset(const GeneratorOptions& options, const std::string& out_dir) {
+  if (auto s = ValidateGeneratorOptions(options); !s.ok()) return s;
+  if (auto s = MakeDirs(out_dir); !s.ok()) return s;
+  const Communities c = MakeCommunities(options);
+  if (options.num_partitions == 1 && options.edge_dir == "out") return WriteSingle(options, c, out_dir);
+  return WriteMany(options, c, out_dir);
+}
+
+}  // namespace graphstore

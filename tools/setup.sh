@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Installs every Debian package graphstore needs to build, test and run. Idempotent: when
+# everything is present it only checks and returns.
+set -euo pipefail
+
+PACKAGES=(
+  bazel-bootstrap         # the build (Bazel 4.2.3, works offline with third_party/ stand-ins)
+  g++                     # compiler
+  pkg-config
+  protobuf-compiler       # protoc
+  libprotobuf-dev
+  protobuf-compiler-grpc  # grpc_cpp_plugin
+  libgrpc++-dev           # gRPC C++ (health checking, reflection)
+  libspdlog-dev           # logging
+  catch2                  # tests (v2, single header)
+  libtorch-dev            # LibTorch for the client and the example trainers (CPU)
+  libmetis-dev            # METIS partitioning
+  python3                 # test-result counting in tools/test.sh
+)
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  exit 0
+fi
+echo "setup: installing ${missing[*]}" >&2
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
