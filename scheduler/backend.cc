@@ -1,0 +1,417 @@
+#include "scheduler/backend.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "scheduler/draw.h"
+
+namespace graphstore::scheduler {
+
+struct Backend::Channel {
+  uint64_t id = 0;
+  ChannelOptions opts;
+  int max_in_flight = 0;
+  int max_messages = 0;
+  int64_t max_bytes = 0;
+
+  // Guarded by Backend::mu_.
+  bool removed = false;
+  bool queued = false;  // in runnable_
+  int64_t epoch = -1;
+  int64_t start_batch = 0;
+  int64_t num_batches = 0;
+  // The epoch's seed order; tasks keep a reference while they sample.
+  std::shared_ptr<const std::vector<int64_t>> order;
+  int64_t next_to_schedule = 0;
+  int64_t next_to_deliver = 0;  // ordered delivery only
+  int64_t sampled = 0;
+  int64_t delivered = 0;
+  int in_flight = 0;
+  std::map<int64_t, Batch> buffer;
+  int64_t buffered_bytes = 0;
+  absl::Status error;
+  int64_t failed_batch = -1;  // lowest failed batch index of the epoch
+  int64_t total_sampled = 0;
+
+  // Serialises listener calls with ClearListener.
+  std::mutex listener_mu;
+  std::function<void()> listener;
+
+  int64_t BatchesFor(int64_t n) const {
+    const int64_t bs = opts.batch_size;
+    return opts.drop_last ? n / bs : (n + bs - 1) / bs;
+  }
+};
+
+absl::Status Backend::Validate(const BackendOptions& o) {
+  if (o.num_workers < 1 || o.num_workers > 256) {
+    return absl::InvalidArgumentError("num_workers must be in [1, 256]");
+  }
+  if (o.max_in_flight_per_channel < 1) {
+    return absl::InvalidArgumentError("max_in_flight_per_channel must be >= 1");
+  }
+  if (o.max_buffered_messages < 1) return absl::InvalidArgumentError("max_buffered_messages must be >= 1");
+  if (o.max_buffered_bytes < 1) return absl::InvalidArgumentError("max_buffered_bytes must be >= 1");
+  return absl::OkStatus();
+}
+
+Backend::Backend(BackendOptions options, SampleFn sample)
+    : options_(std::move(options)), sample_(std::move(sample)) {
+  const int n = std::max(1, options_.num_workers);
+  for (int i = 0; i < n; ++i) workers_.emplace_back([this, i] { WorkerLoop(i); });
+}
+
+Backend::~Backend() { Stop(); }
+
+absl::Status Backend::AddChannel(uint64_t id, ChannelOptions options) {
+  if (options.batch_size < 1) return absl::InvalidArgumentError("batch_size must be >= 1");
+  if (options.max_in_flight < 0 || options.max_buffered_messages < 0 || options.max_buffered_bytes < 0) {
+    return absl::InvalidArgumentError("buffer and in-flight limits must be >= 0 (0 = default)");
+  }
+  auto c = std::make_shared<Channel>();
+  c->id = id;
+  c->max_in_flight = options.max_in_flight > 0 ? options.max_in_flight : options_.max_in_flight_per_channel;
+  c->max_messages = options.max_buffered_messages > 0 ? options.max_buffered_messages : options_.max_buffered_messages;
+  c->max_bytes = options.max_buffered_bytes > 0 ? options.max_buffered_bytes : options_.max_buffered_bytes;
+  c->opts = std::move(options);
+  std::lock_guard<std::mutex> lock(mu_);
+  if (stopping_) return absl::FailedPreconditionError("the backend is stopped");
+  if (!channels_.emplace(id, std::move(c)).second) {
+    return absl::AlreadyExistsError(absl::StrCat("channel ", id, " already exists"));
+  }
+  return absl::OkStatus();
+}
+
+bool Backend::RemoveChannel(uint64_t id) {
+  ChannelPtr c;
+  std::map<int64_t, Batch> freed;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = channels_.find(id);
+    if (it == channels_.end()) return false;
+    c = std::move(it->second);
+    channels_.erase(it);
+    c->removed = true;
+    freed.swap(c->buffer);
+    c->buffered_bytes = 0;
+    c->order.reset();
+    runnable_.erase(std::remove(runnable_.begin(), runnable_.end(), c), runnable_.end());
+    c->queued = false;
+  }
+  ready_cv_.notify_all();
+  Notify(c);
+  return true;
+}
+
+absl::StatusOr<StartOutcome> Backend::StartEpoch(uint64_t id, int64_t epoch, int64_t start_batch) {
+  if (epoch < 0) return absl::InvalidArgumentError(absl::StrCat("epoch ", epoch, " is negative"));
+  if (start_batch < 0) return absl::InvalidArgumentError(absl::StrCat("start_batch ", start_batch, " is negative"));
+  ChannelPtr c;
+  std::map<int64_t, Batch> freed;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = channels_.find(id);
+    if (it == channels_.end()) return absl::NotFoundError(absl::StrCat("channel ", id, " does not exist"));
+    c = it->second;
+    if (epoch == c->epoch) return StartOutcome::kAlreadyStarted;
+    if (epoch < c->epoch) return StartOutcome::kStale;
+    auto order = std::make_shared<std::vector<int64_t>>(c->opts.seeds);
+    if (c->opts.shuffle) DeterministicShuffle(ShuffleKey(c->opts.seed, epoch), order->data(), order->size());
+    c->epoch = epoch;
+    c->num_batches = c->BatchesFor(static_cast<int64_t>(order->size()));
+    c->start_batch = std::min(start_batch, c->num_batches);
+    c->order = std::move(order);
+    c->next_to_schedule = c->start_batch;
+    c->next_to_deliver = c->start_batch;
+    c->sampled = 0;
+    c->delivered = 0;
+    freed.swap(c->buffer);
+    c->buffered_bytes = 0;
+    c->error = absl::OkStatus();
+    c->failed_batch = -1;
+    MaybeQueue(c);
+  }
+  ready_cv_.notify_all();
+  Notify(c);
+  return StartOutcome::kStarted;
+}
+
+absl::StatusOr<int64_t> Backend::NumBatches(uint64_t id) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = channels_.find(id);
+  if (it == channels_.end()) return absl::NotFoundError(absl::StrCat("channel ", id, " does not exist"));
+  const Channel& c = *it->second;
+  return c.epoch >= 0 ? c.num_batches : c.BatchesFor(static_cast<int64_t>(c.opts.seeds.size()));
+}
+
+bool Backend::Runnable(const Channel& c) const {
+  return !c.removed && !stopping_ && c.epoch >= 0 && c.error.ok() && c.next_to_schedule < c.num_batches &&
+         c.in_flight < c.max_in_flight &&
+         c.in_flight + static_cast<int>(c.buffer.size()) < c.max_messages && c.buffered_bytes < c.max_bytes;
+}
+
+void Backend::MaybeQueue(const ChannelPtr& c) {
+  if (!c->queued && Runnable(*c)) {
+    c->queued = true;
+    runnable_.push_back(c);
+    work_cv_.notify_one();
+  }
+}
+
+void Backend::WorkerLoop(int worker) {
+  std::unique_lock<std::mutex> lock(mu_);
+  while (true) {
+    work_cv_.wait(lock, [&] { return stopping_ || !runnable_.empty(); });
+    if (stopping_) return;
+    ChannelPtr c = std::move(runnable_.front());
+    runnable_.pop_front();
+    c->queued = false;
+    if (!Runnable(*c)) continue;
+
+    // One batch, then back to the tail of the queue: one batch per channel per round.
+    const int64_t b = c->next_to_schedule++;
+    ++c->in_flight;
+    std::shared_ptr<const std::vector<int64_t>> order = c->order;
+    const int64_t bs = c->opts.batch_size;
+    BatchTask task;
+    task.channel_id = c->id;
+    task.context = c->opts.context;
+    task.seed = c->opts.seed;
+    task.epoch = c->epoch;
+    task.batch_index = b;
+    task.num_batches = c->num_batches;
+    task.seeds = order->data() + b * bs;
+    task.num_seeds = static_cast<size_t>(std::min<int64_t>(bs, static_cast<int64_t>(order->size()) - b * bs));
+    task.worker = worker;
+    MaybeQueue(c);
+    lock.unlock();
+
+    absl::StatusOr<Batch> result = absl::InternalError("sampler threw an exception");
+    try {
+      result = sample_(task);
+    } catch (const std::exception& e) {
+      result = absl::InternalError(absl::StrCat("sampler threw: ", e.what()));
+    } catch (...) {
+    }
+
+    lock.lock();
+    --c->in_flight;
+    if (!c->removed && task.epoch == c->epoch) {
+      if (result.ok()) {
+        c->buffered_bytes += static_cast<int64_t>(result->bytes);
+        c->buffer.emplace(b, *std::move(result));
+        ++c->sampled;
+        ++c->total_sampled;
+        ++total_batches_sampled_;
+      } else if (c->error.ok() || b < c->failed_batch) {
+        c->failed_batch = b;
+        c->error = absl::Status(result.status().code(),
+                                absl::StrCat("sampling batch ", b, " of epoch ", task.epoch,
+                                             " failed: ", result.status().message()));
+      }
+    }
+    MaybeQueue(c);
+    lock.unlock();
+    ready_cv_.notify_all();
+    Notify(c);
+    result = absl::CancelledError();  // drop a discarded payload outside the lock
+    lock.lock();
+  }
+}
+
+Delivery Backend::TryPopLocked(Channel& c, int64_t epoch) {
+  Delivery d;
+  if (c.removed || stopping_) {
+    d.kind = Delivery::Kind::kClosed;
+    d.status = absl::CancelledError(absl::StrCat("channel ", c.id, " was destroyed"));
+    return d;
+  }
+  if (epoch != c.epoch) {
+    d.kind = Delivery::Kind::kClosed;
+    d.status = epoch < c.epoch
+                   ? absl::AbortedError(absl::StrCat("epoch ", epoch, " was superseded by epoch ", c.epoch))
+                   : absl::FailedPreconditionError(absl::StrCat("epoch ", epoch, " has not been started"));
+    return d;
+  }
+  if (!c.buffer.empty()) {
+    auto it = c.buffer.begin();
+    if (!c.opts.ordered || it->first == c.next_to_deliver) {
+      d.kind = Delivery::Kind::kMessage;
+      d.batch_index = it->first;
+      d.batch = std::move(it->second);
+      c.buffered_bytes -= static_cast<int64_t>(d.batch.bytes);
+      c.buffer.erase(it);
+      ++c.delivered;
+      if (c.opts.ordered) ++c.next_to_deliver;
+      return d;
+    }
+  }
+  if (!c.error.ok()) {
+    // Report the failure only once every batch that can still be delivered has been: in
+    // order, those before the failed one; otherwise, everything already in flight.
+    const bool report = c.opts.ordered ? c.next_to_deliver >= c.failed_batch
+                                       : c.buffer.empty() && c.in_flight == 0;
+    d.kind = report ? Delivery::Kind::kFailed : Delivery::Kind::kPending;
+    d.status = report ? c.error : absl::OkStatus();
+    return d;
+  }
+  if (c.delivered == c.num_batches - c.start_batch) {
+    d.kind = Delivery::Kind::kEndOfEpoch;
+    return d;
+  }
+  d.kind = Delivery::Kind::kPending;
+  return d;
+}
+
+Delivery Backend::TryPop(uint64_t id, int64_t epoch) {
+  ChannelPtr c;
+  Delivery d;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = channels_.find(id);
+    if (it == channels_.end()) {
+      d.kind = Delivery::Kind::kClosed;
+      d.status = absl::NotFoundError(absl::StrCat("channel ", id, " does not exist"));
+      return d;
+    }
+    c = it->second;
+    d = TryPopLocked(*c, epoch);
+    if (d.kind == Delivery::Kind::kMessage) MaybeQueue(c);
+  }
+  return d;
+}
+
+Delivery Backend::Pop(uint64_t id, int64_t epoch, std::chrono::milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  std::unique_lock<std::mutex> lock(mu_);
+  while (true) {
+    auto it = channels_.find(id);
+    Delivery d;
+    if (it == channels_.end()) {
+      d.kind = Delivery::Kind::kClosed;
+      d.status = absl::NotFoundError(absl::StrCat("channel ", id, " does not exist"));
+      return d;
+    }
+    ChannelPtr c = it->second;
+    d = TryPopLocked(*c, epoch);
+    if (d.kind == Delivery::Kind::kMessage) MaybeQueue(c);
+    if (d.kind != Delivery::Kind::kPending) return d;
+    if (ready_cv_.wait_until(lock, deadline) == std::cv_status::timeout) {
+      d = TryPopLocked(*c, epoch);
+      if (d.kind == Delivery::Kind::kMessage) MaybeQueue(c);
+      return d;
+    }
+  }
+}
+
+absl::Status Backend::SetListener(uint64_t id, std::function<void()> listener) {
+  ChannelPtr c;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = channels_.find(id);
+    if (it == channels_.end()) return absl::NotFoundError(absl::StrCat("channel ", id, " does not exist"));
+    c = it->second;
+  }
+  std::lock_guard<std::mutex> guard(c->listener_mu);
+  c->listener = std::move(listener);
+  return absl::OkStatus();
+}
+
+void Backend::ClearListener(uint64_t id) {
+  ChannelPtr c;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = channels_.find(id);
+    if (it == channels_.end()) return;
+    c = it->second;
+  }
+  std::lock_guard<std::mutex> guard(c->listener_mu);
+  c->listener = nullptr;
+}
+
+void Backend::Notify(const ChannelPtr& c) {
+  std::lock_guard<std::mutex> guard(c->listener_mu);
+  if (c->listener) c->listener();
+}
+
+ChannelStats Backend::DescribeLocked(const Channel& c) const {
+  ChannelStats s;
+  s.channel_id = c.id;
+  s.worker_key = c.opts.worker_key;
+  s.epoch = c.epoch;
+  s.num_seeds = static_cast<int64_t>(c.opts.seeds.size());
+  s.num_batches = c.epoch >= 0 ? c.num_batches : c.BatchesFor(s.num_seeds);
+  s.batches_sampled = c.sampled;
+  s.batches_delivered = c.delivered;
+  s.in_flight = c.in_flight;
+  s.buffered_messages = static_cast<int>(c.buffer.size());
+  s.buffered_bytes = c.buffered_bytes;
+  s.total_batches_sampled = c.total_sampled;
+  s.runnable = Runnable(c);
+  if (!c.error.ok()) {
+    s.state = "failed";
+    s.error = std::string(c.error.message());
+  } else if (c.epoch < 0) {
+    s.state = "idle";
+  } else if (c.delivered == c.num_batches - c.start_batch) {
+    s.state = "epoch_done";
+  } else {
+    s.state = "running";
+  }
+  return s;
+}
+
+absl::StatusOr<ChannelStats> Backend::Describe(uint64_t id) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = channels_.find(id);
+  if (it == channels_.end()) return absl::NotFoundError(absl::StrCat("channel ", id, " does not exist"));
+  return DescribeLocked(*it->second);
+}
+
+BackendStats Backend::Stats() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  BackendStats s;
+  s.num_workers = static_cast<int>(workers_.size());
+  s.num_channels = static_cast<int>(channels_.size());
+  s.total_batches_sampled = total_batches_sampled_;
+  for (const auto& [id, c] : channels_) {
+    ChannelStats cs = DescribeLocked(*c);
+    s.num_active_channels += cs.state == "running";
+    s.num_runnable_channels += cs.runnable;
+    s.buffered_bytes += cs.buffered_bytes;
+    s.channels.push_back(std::move(cs));
+  }
+  return s;
+}
+
+int Backend::num_channels() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return static_cast<int>(channels_.size());
+}
+
+void Backend::Stop() {
+  std::lock_guard<std::mutex> stop_lock(stop_mu_);
+  std::vector<ChannelPtr> removed;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+    for (auto& [id, c] : channels_) {
+      c->removed = true;
+      c->buffer.clear();
+      c->buffered_bytes = 0;
+      removed.push_back(c);
+    }
+    channels_.clear();
+    runnable_.clear();
+  }
+  work_cv_.notify_all();
+  ready_cv_.notify_all();
+  for (const auto& c : removed) Notify(c);
+  for (auto& w : workers_) {
+    if (w.joinable()) w.join();
+  }
+  workers_.clear();
+}
+
+}  // namespace graphstore::scheduler

@@ -1,0 +1,234 @@
+#ifndef GRAPHSTORE_SCHEDULER_BACKEND_H_
+#define GRAPHSTORE_SCHEDULER_BACKEND_H_
+
+// The shared sampling backend: a pool of worker threads serving many channels fairly.
+//
+// A channel is one consumer's registered seeds. StartEpoch permutes them (if shuffling) with a
+// generator seeded by (channel seed, epoch) and splits them into batches. Workers take one batch
+// from the channel at the head of a round-robin queue of *runnable* channels and put the channel
+// back at the tail, so every runnable channel gets one batch per round. A channel is runnable
+// while its epoch has unscheduled batches, it has fewer than max_in_flight batches being
+// sampled, and its output buffer has room: a consumer that is slow or gone only stops its own
+// channel. Results wait in the channel's bounded buffer until the consumer pops them; the
+// consumer is told through a listener callback, never by polling.
+//
+// Plain C++ and abseil: no gRPC. The gRPC layer attaches a stream to a channel's listener.
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+
+namespace graphstore::scheduler {
+
+/// A sampled batch: an opaque payload and the bytes it holds (counted by buffer limits).
+struct Batch {
+  std::shared_ptr<const void> payload;
+  size_t bytes = 0;
+};
+
+/// One unit of work handed to the sample function.
+struct BatchTask {
+  uint64_t channel_id = 0;
+  /// The opaque value given to AddChannel (e.g. the seeds' node type).
+  int64_t context = 0;
+  uint64_t seed = 0;
+  int64_t epoch = 0;
+  int64_t batch_index = 0;
+  int64_t num_batches = 0;
+  /// The batch's seeds; valid for the duration of the call.
+  const int64_t* seeds = nullptr;
+  size_t num_seeds = 0;
+  /// Index of the worker thread running the task, in [0, num_workers).
+  int worker = 0;
+};
+
+/// Samples one batch. Runs on a worker thread, concurrently with other calls; must not throw.
+using SampleFn = std::function<absl::StatusOr<Batch>(const BatchTask&)>;
+
+/// Options of a Backend.
+struct BackendOptions {
+  /// Worker threads.
+  int num_workers = 2;
+  /// Batches of one channel being sampled at once, unless the channel says otherwise.
+  int max_in_flight_per_channel = 2;
+  /// Output buffer bound in messages, unless the channel says otherwise.
+  int max_buffered_messages = 8;
+  /// Output buffer bound in bytes, unless the channel says otherwise. A channel is not given
+  /// new work while its buffer holds this much; batches already in flight may overshoot it.
+  int64_t max_buffered_bytes = 256LL << 20;
+  /// Name for logs.
+  std::string name = "backend";
+};
+
+/// Options of one channel.
+struct ChannelOptions {
+  /// The seeds, in registration order.
+  std::vector<int64_t> seeds;
+  /// Seeds per batch, >= 1.
+  int64_t batch_size = 1;
+  /// Permute the seeds every epoch.
+  bool shuffle = false;
+  /// Drop a final batch smaller than batch_size.
+  bool drop_last = false;
+  /// Seed of the channel's shuffles (and, through BatchTask, of its sampling).
+  uint64_t seed = 0;
+  /// Deliver batches in batch order (otherwise as they complete).
+  bool ordered = false;
+  /// 0 takes the backend's value.
+  int max_in_flight = 0;
+  /// 0 takes the backend's value.
+  int max_buffered_messages = 0;
+  /// 0 takes the backend's value.
+  int64_t max_buffered_bytes = 0;
+  /// Passed through to every BatchTask of the channel.
+  int64_t context = 0;
+  /// Name for logs and stats.
+  std::string worker_key;
+};
+
+/// What StartEpoch did.
+enum class StartOutcome { kStarted, kAlreadyStarted, kStale };
+
+/// The result of popping from a channel.
+struct Delivery {
+  enum class Kind {
+    /// `batch` holds batch `batch_index` of the epoch.
+    kMessage,
+    /// Nothing ready yet; the listener fires when something is.
+    kPending,
+    /// Every batch of the epoch has been delivered.
+    kEndOfEpoch,
+    /// Sampling failed; `status` says why. Reported after every batch before the failed one
+    /// (ordered delivery) or every batch already sampled (otherwise) has been delivered.
+    kFailed,
+    /// The channel is gone or the epoch was superseded; `status` says which.
+    kClosed,
+  };
+  Kind kind = Kind::kPending;
+  Batch batch;
+  int64_t batch_index = -1;
+  absl::Status status;
+};
+
+/// A snapshot of one channel.
+struct ChannelStats {
+  uint64_t channel_id = 0;
+  std::string worker_key;
+  /// "idle" (no epoch yet), "running", "epoch_done", "failed".
+  std::string state;
+  int64_t epoch = -1;
+  int64_t num_seeds = 0;
+  int64_t num_batches = 0;
+  int64_t batches_sampled = 0;
+  int64_t batches_delivered = 0;
+  int in_flight = 0;
+  int buffered_messages = 0;
+  int64_t buffered_bytes = 0;
+  int64_t total_batches_sampled = 0;
+  bool runnable = false;
+  std::string error;
+};
+
+/// A snapshot of the backend.
+struct BackendStats {
+  int num_workers = 0;
+  int num_channels = 0;
+  int num_active_channels = 0;
+  int num_runnable_channels = 0;
+  int64_t total_batches_sampled = 0;
+  int64_t buffered_bytes = 0;
+  std::vector<ChannelStats> channels;
+};
+
+/// The worker pool and its channels. Thread-safe.
+class Backend {
+ public:
+  /// Starts `options.num_workers` workers running `sample`.
+  Backend(BackendOptions options, SampleFn sample);
+  /// Stops (see Stop).
+  ~Backend();
+  Backend(const Backend&) = delete;
+  Backend& operator=(const Backend&) = delete;
+
+  /// Validates options (InvalidArgument naming the field).
+  static absl::Status Validate(const BackendOptions& options);
+
+  /// Registers a channel under a caller-chosen id. AlreadyExists if the id is in use,
+  /// InvalidArgument for bad options, FailedPrecondition after Stop.
+  absl::Status AddChannel(uint64_t id, ChannelOptions options);
+
+  /// Removes a channel: its buffer is freed now, batches in flight are discarded when they
+  /// finish, unscheduled batches are never sampled, and its listener fires once with kClosed.
+  /// Returns false when there was no such channel.
+  bool RemoveChannel(uint64_t id);
+
+  /// Starts `epoch` (>= 0) from batch `start_batch`: a repeated epoch is kAlreadyStarted and an
+  /// older one kStale, both no-ops. A newer epoch abandons the current one (its stream closes).
+  /// NotFound for an unknown channel; InvalidArgument for a negative epoch or start batch.
+  absl::StatusOr<StartOutcome> StartEpoch(uint64_t id, int64_t epoch, int64_t start_batch = 0);
+
+  /// Batches in `epoch` of the channel (its current epoch, or what the next would have).
+  absl::StatusOr<int64_t> NumBatches(uint64_t id) const;
+
+  /// Takes the next deliverable batch of `epoch` without blocking.
+  Delivery TryPop(uint64_t id, int64_t epoch);
+
+  /// Like TryPop, but waits up to `timeout` for something other than kPending.
+  Delivery Pop(uint64_t id, int64_t epoch, std::chrono::milliseconds timeout);
+
+  /// Sets the function called (on a worker or the caller's thread, never under the backend's
+  /// lock) whenever the channel may have something new to pop: a batch, the end of the epoch,
+  /// a failure, or its removal. Replaces any previous listener. NotFound for an unknown id.
+  absl::Status SetListener(uint64_t id, std::function<void()> listener);
+
+  /// Removes the listener; when it returns, no call of the old listener is running or will run.
+  void ClearListener(uint64_t id);
+
+  absl::StatusOr<ChannelStats> Describe(uint64_t id) const;
+  BackendStats Stats() const;
+  int num_channels() const;
+  const BackendOptions& options() const { return options_; }
+
+  /// Removes every channel, wakes every waiter, and joins the workers. Idempotent.
+  void Stop();
+
+ private:
+  struct Channel;
+  using ChannelPtr = std::shared_ptr<Channel>;
+
+  void WorkerLoop(int worker);
+  // The following run with mu_ held.
+  bool Runnable(const Channel& c) const;
+  void MaybeQueue(const ChannelPtr& c);
+  Delivery TryPopLocked(Channel& c, int64_t epoch);
+  ChannelStats DescribeLocked(const Channel& c) const;
+  // Calls the channel's listener; must run without mu_ held.
+  static void Notify(const ChannelPtr& c);
+
+  const BackendOptions options_;
+  const SampleFn sample_;
+  mutable std::mutex mu_;
+  std::condition_variable work_cv_;
+  std::condition_variable ready_cv_;
+  std::map<uint64_t, ChannelPtr> channels_;
+  std::deque<ChannelPtr> runnable_;
+  bool stopping_ = false;
+  // Serialises Stop() so that workers are joined once.
+  std::mutex stop_mu_;
+  int64_t total_batches_sampled_ = 0;
+  std::vector<std::thread> workers_;
+};
+
+}  // namespace graphstore::scheduler
+
+#endif  // GRAPHSTORE_SCHEDULER_BACKEND_H_

@@ -1,0 +1,84 @@
+#ifndef GRAPHSTORE_SCHEDULER_DRAW_H_
+#define GRAPHSTORE_SCHEDULER_DRAW_H_
+
+// Deterministic random draws. Every random choice graphstore makes is a pure function of a
+// 64-bit key built from (channel seed, epoch, batch, hop, edge type, node id), so results do
+// not depend on thread timing, on which worker ran a batch, or on how the graph is
+// partitioned: any server that owns a node draws the same neighbours for it.
+
+#include <cstdint>
+#include <string>
+#include <utility>
+
+namespace graphstore {
+
+/// splitmix64's finaliser: a bijective 64-bit mix with full avalanche.
+inline uint64_t Mix64(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+/// Combines a key with another value (order matters).
+inline uint64_t HashCombine(uint64_t key, uint64_t value) { return Mix64(key ^ Mix64(value)); }
+
+/// A stable hash of a string (FNV-1a, mixed), for edge type names in keys.
+inline uint64_t HashString(const std::string& s) {
+  uint64_t h = 0xcbf29ce484222325ULL;
+  for (unsigned char c : s) h = (h ^ c) * 0x100000001b3ULL;
+  return Mix64(h);
+}
+
+/// Key of one hop of one batch: every node's draw at that hop derives from it.
+inline uint64_t HopKey(uint64_t seed, int64_t epoch, int64_t batch, int hop, uint64_t edge_type_hash) {
+  uint64_t k = Mix64(seed);
+  k = HashCombine(k, static_cast<uint64_t>(epoch));
+  k = HashCombine(k, static_cast<uint64_t>(batch));
+  k = HashCombine(k, static_cast<uint64_t>(hop));
+  return HashCombine(k, edge_type_hash);
+}
+
+/// A counter-based stream of uniform 64-bit values from one key.
+class DrawStream {
+ public:
+  explicit DrawStream(uint64_t key) : key_(key) {}
+  uint64_t Next() { return Mix64(key_ + 0x632be59bd9b4e019ULL * ++counter_); }
+  /// Uniform in [0, n) for n > 0 (multiply-shift; bias below 2^-40 for n < 2^24).
+  uint64_t Below(uint64_t n) {
+    return static_cast<uint64_t>((static_cast<unsigned __int128>(Next()) * n) >> 64);
+  }
+  /// Uniform in [0, 1).
+  double Uniform() { return static_cast<double>(Next() >> 11) * 0x1.0p-53; }
+
+ private:
+  uint64_t key_;
+  uint64_t counter_ = 0;
+};
+
+/// Key of the seed permutation of one epoch of a channel.
+inline uint64_t ShuffleKey(uint64_t seed, int64_t epoch) {
+  return HashCombine(HashCombine(Mix64(seed), 0x5368756666ULL), static_cast<uint64_t>(epoch));
+}
+
+/// Permutes `values` in place (Fisher-Yates driven by a DrawStream of `key`): the same key
+/// gives the same permutation on every platform.
+template <typename T>
+void DeterministicShuffle(uint64_t key, T* values, size_t n) {
+  DrawStream rng(key);
+  for (size_t i = n; i > 1; --i) {
+    const size_t j = static_cast<size_t>(rng.Below(i));
+    std::swap(values[i - 1], values[j]);
+  }
+}
+
+/// Picks which of a node's `degree` neighbours to take, writing positions in [0, degree) to
+/// `out` (room for min(fanout, degree) values, or fanout with replacement) and returning how
+/// many were written. fanout < 0 takes all. Without replacement the positions are distinct and
+/// ascending, and every subset of size fanout is equally likely; with replacement they are
+/// independent uniform draws. Depends only on (key, degree, fanout, replace).
+int64_t DrawNeighborPositions(uint64_t key, int64_t degree, int fanout, bool replace, int64_t* out);
+
+}  // namespace graphstore
+
+#endif  // GRAPHSTORE_SCHEDULER_DRAW_H_

@@ -1,0 +1,248 @@
+#include "server/neighbor_sampler.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "scheduler/draw.h"
+
+namespace graphstore {
+namespace {
+
+// Per-worker memory: a dense global -> local map per node type (-1 = not in the subgraph),
+// reset after each batch by walking the ids the batch added, and a buffer of draw positions.
+class NeighborScratch : public SamplerScratch {
+ public:
+  std::vector<std::vector<int32_t>> local_of;
+  std::vector<int64_t> positions;
+};
+
+// Resets the touched entries of the dense maps however Sample returns.
+class MapReset {
+ public:
+  MapReset(NeighborScratch* s, const SampledSubgraph* out) : s_(s), out_(out) {}
+  ~MapReset() {
+    for (size_t t = 0; t < out_->nodes.size(); ++t) {
+      auto& map = s_->local_of[t];
+      if (map.empty()) continue;
+      for (int64_t id : out_->nodes[t].ids) map[id] = -1;
+    }
+  }
+
+ private:
+  NeighborScratch* s_;
+  const SampledSubgraph* out_;
+};
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<NeighborSampler>> NeighborSampler::Create(
+    const Partition* partition, NeighborSamplerOptions options) {
+  const int num_edge_types = static_cast<int>(partition->edge_types().size());
+  int hops = -1;
+  auto check_list = [&](const std::vector<int>& list, const std::string& field) -> absl::Status {
+    if (hops >= 0 && static_cast<int>(list.size()) != hops) {
+      return absl::InvalidArgumentError(absl::StrCat(field, " has ", list.size(),
+                                                     " hops but other fanouts have ", hops));
+    }
+    hops = static_cast<int>(list.size());
+    for (int f : list) {
+      if (f < -1) return absl::InvalidArgumentError(absl::StrCat(field, ": fanout ", f, " is below -1"));
+    }
+    return absl::OkStatus();
+  };
+  if (!options.fanouts.empty()) {
+    if (auto s = check_list(options.fanouts, "num_neighbors"); !s.ok()) return s;
+  }
+  for (const auto& [name, list] : options.fanouts_by_type) {
+    auto et = partition->FindEdgeType(name);
+    if (!et.ok() || name.empty()) {
+      return absl::InvalidArgumentError(absl::StrCat("num_neighbors_by_type: edge type '", name,
+                                                     "' does not exist"));
+    }
+    if (auto s = check_list(list, absl::StrCat("num_neighbors_by_type['", name, "']")); !s.ok()) return s;
+  }
+  if (hops < 0) hops = 0;
+  if (hops > 16) return absl::InvalidArgumentError("num_neighbors: at most 16 hops");
+  bool any_features = false;
+  bool any_labels = false;
+  for (const auto& n : partition->node_types()) {
+    any_features |= n.feature_dim > 0;
+    any_labels |= n.labels.is_open();
+  }
+  if (options.with_node_features && !any_features) {
+    return absl::InvalidArgumentError("with_node_features: the dataset has no node features");
+  }
+  if (options.with_labels && !any_labels) {
+    return absl::InvalidArgumentError("with_labels: the dataset has no labels");
+  }
+
+  std::unique_ptr<NeighborSampler> s(new NeighborSampler(partition, std::move(options)));
+  s->num_hops_ = hops;
+  s->fanout_.resize(num_edge_types);
+  for (int e = 0; e < num_edge_types; ++e) {
+    const std::string& name = partition->edge_type(e).name;
+    auto it = s->options_.fanouts_by_type.find(name);
+    if (it != s->options_.fanouts_by_type.end()) {
+      s->fanout_[e] = it->second;
+    } else if (!s->options_.fanouts.empty()) {
+      s->fanout_[e] = s->options_.fanouts;
+    } else {
+      s->fanout_[e].assign(hops, 0);
+    }
+    s->edge_type_hash_.push_back(HashString(name));
+  }
+  return s;
+}
+
+std::unique_ptr<SamplerScratch> NeighborSampler::NewScratch() const {
+  auto s = std::make_unique<NeighborScratch>();
+  s->local_of.resize(partition_->node_types().size());
+  return s;
+}
+
+absl::Status NeighborSampler::Sample(const SeedBatch& batch, SamplerScratch* scratch,
+                                     SampledSubgraph* out) const {
+  auto* s = static_cast<NeighborScratch*>(scratch);
+  const int num_types = static_cast<int>(partition_->node_types().size());
+  const int num_edge_types = static_cast<int>(partition_->edge_types().size());
+  const int pid = partition_->partition_id();
+  const bool rows_are_sources = partition_->rows_are_sources();
+  if (batch.node_type < 0 || batch.node_type >= num_types) {
+    return absl::InvalidArgumentError(absl::StrCat("node type index ", batch.node_type, " is out of range"));
+  }
+  out->nodes.assign(num_types, SampledNodes());
+  out->edges.assign(num_edge_types, SampledEdges());
+  for (int t = 0; t < num_types; ++t) {
+    if (s->local_of[t].empty()) s->local_of[t].assign(partition_->node_type(t).num_nodes, -1);
+  }
+  MapReset reset(s, out);
+
+  // Hop 0: the seeds, de-duplicated in order of first appearance.
+  const NodeTypeStore& seed_type = partition_->node_type(batch.node_type);
+  SampledNodes& seeds = out->nodes[batch.node_type];
+  seeds.batch.assign(batch.ids, batch.ids + batch.size);
+  seeds.ids.reserve(batch.size);
+  for (size_t i = 0; i < batch.size; ++i) {
+    const int64_t id = batch.ids[i];
+    if (id < 0 || id >= seed_type.num_nodes) {
+      return absl::InvalidArgumentError(absl::StrCat("seed ", id, " is not a '", seed_type.name,
+                                                     "' node id (0 <= id < ", seed_type.num_nodes, ")"));
+    }
+    if (seed_type.Owner(id) != pid) {
+      return absl::InvalidArgumentError(absl::StrCat("seed ", id, " is owned by partition ",
+                                                     seed_type.Owner(id), ", not ", pid));
+    }
+    int32_t& local = s->local_of[batch.node_type][id];
+    if (local < 0) {
+      local = static_cast<int32_t>(seeds.ids.size());
+      seeds.ids.push_back(id);
+    }
+  }
+  std::vector<size_t> begin(num_types, 0);
+  std::vector<size_t> end(num_types);
+  for (int t = 0; t < num_types; ++t) {
+    end[t] = out->nodes[t].ids.size();
+    out->nodes[t].num_sampled_nodes.push_back(static_cast<int64_t>(end[t]));
+  }
+
+  for (int hop = 0; hop < num_hops_; ++hop) {
+    for (int e = 0; e < num_edge_types; ++e) {
+      const int fanout = fanout_[e][hop];
+      SampledEdges& edges = out->edges[e];
+      const size_t before = edges.rows.size();
+      if (fanout != 0) {
+        const EdgeTypeStore& et = partition_->edge_type(e);
+        const NodeTypeStore& row_type = partition_->node_type(et.row_type);
+        const int64_t* indptr = et.indptr_data();
+        const int64_t* indices = et.indices_data();
+        std::vector<int64_t>& row_ids = out->nodes[et.row_type].ids;
+        std::vector<int64_t>& col_ids = out->nodes[et.col_type].ids;
+        std::vector<int32_t>& col_map = s->local_of[et.col_type];
+        const uint64_t hop_key =
+            HopKey(batch.seed, batch.epoch, batch.batch_index, hop, edge_type_hash_[e]);
+        const bool draw_all = fanout < 0;
+        if (!draw_all && static_cast<int>(s->positions.size()) < fanout) s->positions.resize(fanout);
+        std::vector<int64_t>& src = rows_are_sources ? edges.rows : edges.cols;
+        std::vector<int64_t>& dst = rows_are_sources ? edges.cols : edges.rows;
+        for (size_t u = begin[et.row_type]; u < end[et.row_type]; ++u) {
+          // row_ids may grow inside this loop when row and column types are the same.
+          const int64_t gid = row_ids[u];
+          if (row_type.Owner(gid) != pid) {
+            return absl::FailedPreconditionError(absl::StrCat(
+                "node ", gid, " of type '", row_type.name, "' is owned by partition ",
+                row_type.Owner(gid), "; sampling it needs that partition's server"));
+          }
+          const int64_t row = row_type.OwnerRow(gid);
+          const int64_t base = indptr[row];
+          const int64_t degree = indptr[row + 1] - base;
+          const int64_t* pos = nullptr;
+          int64_t count = degree;
+          if (!draw_all && (options_.replace || degree > fanout)) {
+            count = DrawNeighborPositions(HashCombine(hop_key, static_cast<uint64_t>(gid)), degree,
+                                          fanout, options_.replace, s->positions.data());
+            pos = s->positions.data();
+          }
+          for (int64_t i = 0; i < count; ++i) {
+            const int64_t k = base + (pos != nullptr ? pos[i] : i);
+            const int64_t w = indices[k];
+            int32_t& local = col_map[w];
+            if (local < 0) {
+              local = static_cast<int32_t>(col_ids.size());
+              col_ids.push_back(w);
+            }
+            src.push_back(static_cast<int64_t>(u));
+            dst.push_back(local);
+            if (options_.with_edge_ids) edges.eids.push_back(et.EdgeId(k));
+          }
+        }
+      }
+      edges.num_sampled_edges.push_back(static_cast<int64_t>(edges.rows.size() - before));
+    }
+    for (int t = 0; t < num_types; ++t) {
+      const size_t now = out->nodes[t].ids.size();
+      out->nodes[t].num_sampled_nodes.push_back(static_cast<int64_t>(now - end[t]));
+      begin[t] = end[t];
+      end[t] = now;
+    }
+  }
+
+  for (int t = 0; t < num_types; ++t) {
+    if (auto st = GatherNodeData(*partition_, t, options_.with_node_features, options_.with_labels,
+                                 &out->nodes[t]);
+        !st.ok()) {
+      return st;
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status GatherNodeData(const Partition& partition, int node_type, bool features, bool labels,
+                            SampledNodes* nodes) {
+  const NodeTypeStore& t = partition.node_type(node_type);
+  const size_t n = nodes->ids.size();
+  for (int64_t id : nodes->ids) {
+    if (t.Owner(id) != partition.partition_id() && (features || labels)) {
+      return absl::FailedPreconditionError(absl::StrCat("node ", id, " of type '", t.name,
+                                                        "' is owned by partition ", t.Owner(id)));
+    }
+  }
+  if (features && t.feature_dim > 0) {
+    const size_t row_bytes = static_cast<size_t>(t.feature_dim) * DtypeSize(t.feature_dtype);
+    nodes->feature_dim = t.feature_dim;
+    nodes->feature_dtype = t.feature_dtype;
+    nodes->features.resize(n * row_bytes);
+    const char* src = static_cast<const char*>(t.features.raw());
+    for (size_t i = 0; i < n; ++i) {
+      std::memcpy(&nodes->features[i * row_bytes], src + t.OwnerRow(nodes->ids[i]) * row_bytes, row_bytes);
+    }
+  }
+  if (labels && t.labels.is_open()) {
+    const int64_t* lab = t.labels.data<int64_t>();
+    nodes->labels.resize(n);
+    for (size_t i = 0; i < n; ++i) nodes->labels[i] = lab[t.OwnerRow(nodes->ids[i])];
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace graphstore

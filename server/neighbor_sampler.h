@@ -1,0 +1,72 @@
+#ifndef GRAPHSTORE_SERVER_NEIGHBOR_SAMPLER_H_
+#define GRAPHSTORE_SERVER_NEIGHBOR_SAMPLER_H_
+
+// k-hop neighbour sampling (GraphSAGE / GLT's NeighborSampler) over one partition.
+//
+// At each hop, every node that entered the subgraph in the previous hop (the seeds at hop 0)
+// is expanded along every edge type whose row type it has: up to `fanout` neighbours, drawn by
+// DrawNeighborPositions with the key (seed, epoch, batch, hop, edge type, node id). New nodes
+// get the next local id of their type in the order they are first met, so the output is a pure
+// function of the seeds and those coordinates, and does not depend on the partitioning.
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "server/partition.h"
+#include "server/sampler.h"
+
+namespace graphstore {
+
+/// What a neighbour sampler returns.
+struct NeighborSamplerOptions {
+  /// Fanout per hop applied to every edge type; -1 takes all neighbours.
+  std::vector<int> fanouts;
+  /// Fanouts per hop for named edge types ("src__rel__dst"); overrides `fanouts` for that
+  /// type. Every list must have the same number of hops; 0 skips the type at that hop.
+  std::map<std::string, std::vector<int>> fanouts_by_type;
+  /// Draw with replacement.
+  bool replace = false;
+  /// Fill SampledEdges::eids.
+  bool with_edge_ids = false;
+  /// Gather node features.
+  bool with_node_features = false;
+  /// Gather node labels.
+  bool with_labels = false;
+};
+
+/// k-hop neighbour sampler.
+class NeighborSampler : public Sampler {
+ public:
+  /// Checks the options against the partition (edge types exist, hop counts agree, fanouts
+  /// >= -1, features/labels present when asked for). InvalidArgument naming the field.
+  static absl::StatusOr<std::unique_ptr<NeighborSampler>> Create(const Partition* partition,
+                                                                 NeighborSamplerOptions options);
+
+  std::unique_ptr<SamplerScratch> NewScratch() const override;
+  absl::Status Sample(const SeedBatch& batch, SamplerScratch* scratch,
+                      SampledSubgraph* out) const override;
+
+  int num_hops() const { return num_hops_; }
+
+ private:
+  NeighborSampler(const Partition* partition, NeighborSamplerOptions options)
+      : partition_(partition), options_(std::move(options)) {}
+
+  const Partition* partition_;
+  NeighborSamplerOptions options_;
+  int num_hops_ = 0;
+  /// fanout_[edge type][hop].
+  std::vector<std::vector<int>> fanout_;
+  std::vector<uint64_t> edge_type_hash_;
+};
+
+/// Copies the feature rows and labels of `nodes->ids` (owned by `partition`) into `nodes`.
+absl::Status GatherNodeData(const Partition& partition, int node_type, bool features, bool labels,
+                            SampledNodes* nodes);
+
+}  // namespace graphstore
+
+#endif  // GRAPHSTORE_SERVER_NEIGHBOR_SAMPLER_H_

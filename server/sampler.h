@@ -1,0 +1,89 @@
+#ifndef GRAPHSTORE_SERVER_SAMPLER_H_
+#define GRAPHSTORE_SERVER_SAMPLER_H_
+
+// The sampling interface between the scheduler's workers and the sampling algorithms, and the
+// sampled subgraph they produce (GLT's tensors, per node type and per edge type). Plain C++:
+// the gRPC layer turns a SampledSubgraph into a graphstore.v1.SampledMessage.
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "server/npy.h"
+
+namespace graphstore {
+
+/// The sampled nodes of one node type. Local id i of this type refers to ids[i].
+struct SampledNodes {
+  /// Global ids; the batch's seeds of this type come first, then each hop's new nodes.
+  std::vector<int64_t> ids;
+  /// Nodes added per hop; entry 0 counts the (unique) seeds. Length hops + 1.
+  std::vector<int64_t> num_sampled_nodes;
+  /// The batch's seeds of this type, as given (GLT's `batch`).
+  std::vector<int64_t> batch;
+  /// Row-major [ids.size(), feature_dim] feature bytes of `feature_dtype`, when gathered.
+  std::vector<char> features;
+  int64_t feature_dim = 0;
+  NpyDtype feature_dtype = NpyDtype::kFloat32;
+  /// Labels of ids, when gathered.
+  std::vector<int64_t> labels;
+};
+
+/// The sampled edges of one edge type, oriented as stored (source type -> destination type).
+struct SampledEdges {
+  /// Local index (into the source type's ids) of each edge's source.
+  std::vector<int64_t> rows;
+  /// Local index (into the destination type's ids) of each edge's destination.
+  std::vector<int64_t> cols;
+  /// Global edge ids, when asked for.
+  std::vector<int64_t> eids;
+  /// Edges added per hop. Length hops.
+  std::vector<int64_t> num_sampled_edges;
+};
+
+/// One sampled subgraph, indexed by the partition's node and edge type order.
+struct SampledSubgraph {
+  std::vector<SampledNodes> nodes;
+  std::vector<SampledEdges> edges;
+
+  /// Bytes held by the tensors (what a buffer limit counts).
+  size_t ByteSize() const;
+  /// Total sampled edges over all types.
+  int64_t NumEdges() const;
+};
+
+/// The seeds of one batch and the coordinates its randomness derives from.
+struct SeedBatch {
+  /// Node type of the seeds (index in the partition).
+  int node_type = 0;
+  const int64_t* ids = nullptr;
+  size_t size = 0;
+  /// Channel seed, epoch and batch index: the result depends only on these and the seeds.
+  uint64_t seed = 0;
+  int64_t epoch = 0;
+  int64_t batch_index = 0;
+};
+
+/// Per-worker reusable memory of a sampler; one per worker thread, never shared.
+class SamplerScratch {
+ public:
+  virtual ~SamplerScratch() = default;
+};
+
+/// A sampling algorithm over one partition. Implementations hold the partition by const
+/// pointer and keep no per-call state, so one instance serves every worker concurrently.
+class Sampler {
+ public:
+  virtual ~Sampler() = default;
+  /// Scratch memory for one worker.
+  virtual std::unique_ptr<SamplerScratch> NewScratch() const = 0;
+  /// Samples the subgraph of `batch` into `out` (overwritten). InvalidArgument for bad seeds.
+  virtual absl::Status Sample(const SeedBatch& batch, SamplerScratch* scratch,
+                              SampledSubgraph* out) const = 0;
+};
+
+}  // namespace graphstore
+
+#endif  // GRAPHSTORE_SERVER_SAMPLER_H_
