@@ -1,7 +1,5 @@
 #include "scheduler/draw.h"
 
-#include <algorithm>
-
 namespace graphstore {
 
 int64_t DrawNeighborPositions(uint64_t key, int64_t degree, int fanout, bool replace, int64_t* out) {
@@ -25,7 +23,6 @@ int64_t DrawNeighborPositions(uint64_t key, int64_t degree, int fanout, bool rep
       for (int64_t i = 0; i < n; ++i) seen |= out[i] == t;
       out[n++] = seen ? j : t;
     }
-    std::sort(out, out + n);
     return n;
   }
   // Selection sampling (Knuth's algorithm S): one pass, already ascending.

@@ -75,8 +75,8 @@ void DeterministicShuffle(uint64_t key, T* values, size_t n) {
 /// Picks which of a node's `degree` neighbours to take, writing positions in [0, degree) to
 /// `out` (room for min(fanout, degree) values, or fanout with replacement) and returning how
 /// many were written. fanout < 0 takes all. Without replacement the positions are distinct and
-/// ascending, and every subset of size fanout is equally likely; with replacement they are
-/// independent uniform draws. Depends only on (key, degree, fanout, replace).
+/// every subset of size fanout is equally likely; with replacement they are independent uniform
+/// draws. The values and their order depend only on (key, degree, fanout, replace).
 int64_t DrawNeighborPositions(uint64_t key, int64_t degree, int fanout, bool replace, int64_t* out);
 
 }  // namespace graphstore

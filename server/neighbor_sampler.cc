@@ -15,6 +15,12 @@ class NeighborScratch : public SamplerScratch {
  public:
   std::vector<std::vector<int32_t>> local_of;
   std::vector<int64_t> positions;
+  // Per-hop staging of ExpandHop, reused across batches.
+  std::vector<int64_t> base;
+  std::vector<int64_t> degree;
+  std::vector<int64_t> count;
+  std::vector<int64_t> picked;
+  std::vector<int64_t> neighbor;
 };
 
 // Resets the touched entries of the dense maps however Sample returns.
@@ -107,7 +113,6 @@ absl::Status NeighborSampler::Sample(const SeedBatch& batch, SamplerScratch* scr
   const int num_types = static_cast<int>(partition_->node_types().size());
   const int num_edge_types = static_cast<int>(partition_->edge_types().size());
   const int pid = partition_->partition_id();
-  const bool rows_are_sources = partition_->rows_are_sources();
   if (batch.node_type < 0 || batch.node_type >= num_types) {
     return absl::InvalidArgumentError(absl::StrCat("node type index ", batch.node_type, " is out of range"));
   }
@@ -153,48 +158,11 @@ absl::Status NeighborSampler::Sample(const SeedBatch& batch, SamplerScratch* scr
       const size_t before = edges.rows.size();
       if (fanout != 0) {
         const EdgeTypeStore& et = partition_->edge_type(e);
-        const NodeTypeStore& row_type = partition_->node_type(et.row_type);
-        const int64_t* indptr = et.indptr_data();
-        const int64_t* indices = et.indices_data();
-        std::vector<int64_t>& row_ids = out->nodes[et.row_type].ids;
-        std::vector<int64_t>& col_ids = out->nodes[et.col_type].ids;
-        std::vector<int32_t>& col_map = s->local_of[et.col_type];
         const uint64_t hop_key =
             HopKey(batch.seed, batch.epoch, batch.batch_index, hop, edge_type_hash_[e]);
-        const bool draw_all = fanout < 0;
-        if (!draw_all && static_cast<int>(s->positions.size()) < fanout) s->positions.resize(fanout);
-        std::vector<int64_t>& src = rows_are_sources ? edges.rows : edges.cols;
-        std::vector<int64_t>& dst = rows_are_sources ? edges.cols : edges.rows;
-        for (size_t u = begin[et.row_type]; u < end[et.row_type]; ++u) {
-          // row_ids may grow inside this loop when row and column types are the same.
-          const int64_t gid = row_ids[u];
-          if (row_type.Owner(gid) != pid) {
-            return absl::FailedPreconditionError(absl::StrCat(
-                "node ", gid, " of type '", row_type.name, "' is owned by partition ",
-                row_type.Owner(gid), "; sampling it needs that partition's server"));
-          }
-          const int64_t row = row_type.OwnerRow(gid);
-          const int64_t base = indptr[row];
-          const int64_t degree = indptr[row + 1] - base;
-          const int64_t* pos = nullptr;
-          int64_t count = degree;
-          if (!draw_all && (options_.replace || degree > fanout)) {
-            count = DrawNeighborPositions(HashCombine(hop_key, static_cast<uint64_t>(gid)), degree,
-                                          fanout, options_.replace, s->positions.data());
-            pos = s->positions.data();
-          }
-          for (int64_t i = 0; i < count; ++i) {
-            const int64_t k = base + (pos != nullptr ? pos[i] : i);
-            const int64_t w = indices[k];
-            int32_t& local = col_map[w];
-            if (local < 0) {
-              local = static_cast<int32_t>(col_ids.size());
-              col_ids.push_back(w);
-            }
-            src.push_back(static_cast<int64_t>(u));
-            dst.push_back(local);
-            if (options_.with_edge_ids) edges.eids.push_back(et.EdgeId(k));
-          }
+        if (auto st = ExpandHop(et, fanout, hop_key, begin[et.row_type], end[et.row_type], s, out);
+            !st.ok()) {
+          return st;
         }
       }
       edges.num_sampled_edges.push_back(static_cast<int64_t>(edges.rows.size() - before));
@@ -212,6 +180,99 @@ absl::Status NeighborSampler::Sample(const SeedBatch& batch, SamplerScratch* scr
                                  &out->nodes[t]);
         !st.ok()) {
       return st;
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status NeighborSampler::ExpandHop(const EdgeTypeStore& et, int fanout, uint64_t hop_key,
+                                        size_t begin, size_t end, SamplerScratch* scratch,
+                                        SampledSubgraph* out) const {
+  // Three passes over the frontier, each issuing the next pass's random loads ahead of time:
+  // (1) row extents from indptr, (2) the drawn neighbours from indices, (3) the global -> local
+  // map. The order in which nodes and edges are appended is the same as a single loop's, so
+  // the output does not depend on this structure.
+  auto* s = static_cast<NeighborScratch*>(scratch);
+  constexpr size_t kAhead = 32;
+  const NodeTypeStore& row_type = partition_->node_type(et.row_type);
+  const int pid = partition_->partition_id();
+  const bool single = partition_->num_partitions() == 1;
+  const int64_t* indptr = et.indptr_data();
+  const int64_t* indices = et.indices_data();
+  const std::vector<int64_t>& row_ids = out->nodes[et.row_type].ids;
+  const size_t n = end - begin;
+
+  // Pass 1: CSR extent of every frontier node.
+  s->base.resize(n);
+  s->degree.resize(n);
+  for (size_t i = 0; i < n; ++i) {
+    if (i + kAhead < n) {
+      const int64_t ahead = row_ids[begin + i + kAhead];
+      __builtin_prefetch(indptr + (single ? ahead : row_type.OwnerRow(ahead)));
+      if (!single) __builtin_prefetch(row_type.book.data<int32_t>() + ahead);
+    }
+    const int64_t gid = row_ids[begin + i];
+    if (!single && row_type.Owner(gid) != pid) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "node ", gid, " of type '", row_type.name, "' is owned by partition ", row_type.Owner(gid),
+          "; sampling it needs that partition's server"));
+    }
+    const int64_t row = single ? gid : row_type.OwnerRow(gid);
+    s->base[i] = indptr[row];
+    s->degree[i] = indptr[row + 1] - s->base[i];
+  }
+
+  // Pass 2: draw each node's neighbours and gather their CSR positions.
+  const bool draw_all = fanout < 0;
+  if (!draw_all && static_cast<int>(s->positions.size()) < fanout) s->positions.resize(fanout);
+  s->picked.clear();
+  s->count.resize(n);
+  for (size_t i = 0; i < n; ++i) {
+    const int64_t base = s->base[i];
+    const int64_t degree = s->degree[i];
+    if (draw_all || (!options_.replace && degree <= fanout)) {
+      for (int64_t k = 0; k < degree; ++k) s->picked.push_back(base + k);
+      s->count[i] = degree;
+    } else {
+      const int64_t gid = row_ids[begin + i];
+      const int64_t c = DrawNeighborPositions(HashCombine(hop_key, static_cast<uint64_t>(gid)), degree,
+                                              fanout, options_.replace, s->positions.data());
+      for (int64_t k = 0; k < c; ++k) s->picked.push_back(base + s->positions[k]);
+      s->count[i] = c;
+    }
+  }
+
+  // Pass 3: map neighbours to local ids (appending new nodes) and emit the edges.
+  const size_t m = s->picked.size();
+  s->neighbor.resize(m);
+  for (size_t j = 0; j < m; ++j) {
+    if (j + kAhead < m) __builtin_prefetch(indices + s->picked[j + kAhead]);
+    s->neighbor[j] = indices[s->picked[j]];
+  }
+  std::vector<int64_t>& col_ids = out->nodes[et.col_type].ids;
+  std::vector<int32_t>& col_map = s->local_of[et.col_type];
+  SampledEdges& edges = out->edges[&et - &partition_->edge_type(0)];
+  const bool rows_are_sources = partition_->rows_are_sources();
+  std::vector<int64_t>& src = rows_are_sources ? edges.rows : edges.cols;
+  std::vector<int64_t>& dst = rows_are_sources ? edges.cols : edges.rows;
+  const size_t first = src.size();
+  src.resize(first + m);
+  dst.resize(first + m);
+  if (options_.with_edge_ids) edges.eids.resize(first + m);
+  size_t j = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const int64_t u = static_cast<int64_t>(begin + i);
+    for (int64_t k = 0; k < s->count[i]; ++k, ++j) {
+      if (j + kAhead < m) __builtin_prefetch(&col_map[s->neighbor[j + kAhead]]);
+      const int64_t w = s->neighbor[j];
+      int32_t& local = col_map[w];
+      if (local < 0) {
+        local = static_cast<int32_t>(col_ids.size());
+        col_ids.push_back(w);
+      }
+      src[first + j] = u;
+      dst[first + j] = local;
+      if (options_.with_edge_ids) edges.eids[first + j] = et.EdgeId(s->picked[j]);
     }
   }
   return absl::OkStatus();

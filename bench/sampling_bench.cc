@@ -1,0 +1,234 @@
+// Sampling throughput against the machine's random-access baseline.
+//
+// For each graph: independent random 8-byte loads over the graph's CSR index array (same size,
+// same memory), then k-hop neighbour sampling of random 1024-seed batches with fanout
+// [15, 10, 5], on 1 and 2 threads; then the same sampling through the scheduler's Backend.
+// Prints sampled edges/s, seeds/s, the baseline loads/s and their ratio.
+//
+//   bazel run -c opt //bench:sampling_bench -- --graphs=1m,products
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "scheduler/backend.h"
+#include "scheduler/draw.h"
+#include "server/neighbor_sampler.h"
+#include "server/partition.h"
+#include "tools/flags.h"
+#include "tools/generator.h"
+
+namespace graphstore {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double Seconds(Clock::time_point since) {
+  return std::chrono::duration<double>(Clock::now() - since).count();
+}
+
+// Independent random loads from `data` on `threads` threads for `seconds`; loads per second.
+double RandomLoads(const int64_t* data, int64_t n, int threads, double seconds) {
+  std::atomic<int64_t> total{0};
+  std::atomic<int64_t> sink{0};
+  std::vector<std::thread> pool;
+  for (int t = 0; t < threads; ++t) {
+    pool.emplace_back([&, t] {
+      uint64_t x = Mix64(t + 1);
+      int64_t loads = 0;
+      int64_t acc = 0;
+      const auto start = Clock::now();
+      while (Seconds(start) < seconds) {
+        for (int i = 0; i < (1 << 16); ++i) {
+          x ^= x << 13;
+          x ^= x >> 7;
+          x ^= x << 17;
+          acc += data[static_cast<uint64_t>((static_cast<unsigned __int128>(x) * n) >> 64)];
+        }
+        loads += 1 << 16;
+      }
+      total += loads;
+      sink += acc;
+    });
+  }
+  const auto start = Clock::now();
+  for (auto& th : pool) th.join();
+  const double elapsed = Seconds(start);
+  if (sink.load() == 42) std::printf(" ");
+  return total.load() / elapsed;
+}
+
+struct Rate {
+  double edges_per_s = 0;
+  double seeds_per_s = 0;
+  double batches_per_s = 0;
+};
+
+std::vector<int64_t> RandomSeeds(uint64_t key, int64_t num_nodes, int batch_size) {
+  DrawStream rng(key);
+  std::vector<int64_t> seeds(batch_size);
+  for (auto& s : seeds) s = static_cast<int64_t>(rng.Below(num_nodes));
+  return seeds;
+}
+
+// Direct sampling on `threads` threads, each with its own scratch.
+Rate SampleDirect(const NeighborSampler& sampler, int64_t num_nodes, int batch_size, int threads,
+                  double seconds) {
+  std::atomic<int64_t> edges{0}, seeds{0}, batches{0};
+  std::vector<std::thread> pool;
+  const auto start = Clock::now();
+  for (int t = 0; t < threads; ++t) {
+    pool.emplace_back([&, t] {
+      auto scratch = sampler.NewScratch();
+      SampledSubgraph out;
+      int64_t b = 0;
+      int64_t my_edges = 0;
+      while (Seconds(start) < seconds) {
+        const auto ids = RandomSeeds(HashCombine(t, b), num_nodes, batch_size);
+        SeedBatch batch;
+        batch.ids = ids.data();
+        batch.size = ids.size();
+        batch.seed = 1;
+        batch.batch_index = b++;
+        if (!sampler.Sample(batch, scratch.get(), &out).ok()) std::abort();
+        my_edges += out.NumEdges();
+      }
+      edges += my_edges;
+      seeds += b * batch_size;
+      batches += b;
+    });
+  }
+  for (auto& th : pool) th.join();
+  const double elapsed = Seconds(start);
+  return {edges / elapsed, seeds / elapsed, batches / elapsed};
+}
+
+// The same sampling through the scheduler: one channel holding enough seeds for the run,
+// popped as fast as possible by the calling thread.
+Rate SampleBackend(const NeighborSampler& sampler, int64_t num_nodes, int batch_size, int threads,
+                   double seconds) {
+  std::vector<std::unique_ptr<SamplerScratch>> scratch;
+  for (int i = 0; i < threads; ++i) scratch.push_back(sampler.NewScratch());
+  std::atomic<int64_t> edges{0};
+  scheduler::BackendOptions bo;
+  bo.num_workers = threads;
+  bo.max_in_flight_per_channel = threads;
+  bo.max_buffered_messages = 4 * threads;
+  scheduler::Backend backend(bo, [&](const scheduler::BatchTask& t) -> absl::StatusOr<scheduler::Batch> {
+    auto out = std::make_shared<SampledSubgraph>();
+    SeedBatch b;
+    b.ids = t.seeds;
+    b.size = t.num_seeds;
+    b.seed = t.seed;
+    b.epoch = t.epoch;
+    b.batch_index = t.batch_index;
+    if (auto s = sampler.Sample(b, scratch[t.worker].get(), out.get()); !s.ok()) return s;
+    edges += out->NumEdges();
+    return scheduler::Batch{out, out->ByteSize()};
+  });
+  scheduler::ChannelOptions co;
+  co.seeds = RandomSeeds(99, num_nodes, batch_size * 2000);
+  co.batch_size = batch_size;
+  co.shuffle = true;
+  if (!backend.AddChannel(1, co).ok() || !backend.StartEpoch(1, 0).ok()) std::abort();
+  int64_t batches = 0;
+  const auto start = Clock::now();
+  while (Seconds(start) < seconds) {
+    auto d = backend.Pop(1, 0, std::chrono::seconds(30));
+    if (d.kind != scheduler::Delivery::Kind::kMessage) break;
+    ++batches;
+  }
+  const double elapsed = Seconds(start);
+  const int64_t delivered_edges = edges.load();
+  backend.Stop();
+  return {delivered_edges / elapsed, batches * batch_size / elapsed, batches / elapsed};
+}
+
+int Run(int argc, char** argv) {
+  Flags flags;
+  flags.Define("graphs", "1m,products", "comma list of 1m (1M nodes, ~25M edges), products (2.45M, ~125M), or DIRs");
+  flags.Define("cache_dir", "/tmp/graphstore-bench", "where generated graphs are kept between runs");
+  flags.Define("seconds", "4", "duration of each measurement");
+  flags.Define("batch_size", "1024", "seeds per batch");
+  flags.Define("fanouts", "15,10,5", "fanout per hop");
+  if (auto s = flags.Parse(argc, argv); !s.ok() || flags.help()) {
+    std::fprintf(stderr, "%s", flags.Usage("sampling_bench", "Sampling throughput vs random loads.").c_str());
+    return s.ok() ? 0 : 2;
+  }
+  const double seconds = *flags.GetDouble("seconds");
+  const int batch_size = static_cast<int>(*flags.GetInt("batch_size"));
+  std::vector<int> fanouts;
+  for (const auto& f : SplitList(flags.Get("fanouts"), ',')) fanouts.push_back(std::stoi(f));
+
+  std::printf("%-10s %8s %8s %7s %14s %12s %14s %7s\n", "graph", "mode", "threads", "batch/s",
+              "edges/s", "seeds/s", "rand loads/s", "ratio");
+  for (const auto& name : SplitList(flags.Get("graphs"), ',')) {
+    std::string dir = name;
+    if (name == "1m" || name == "products") {
+      dir = absl::StrCat(flags.Get("cache_dir"), "/", name);
+      if (!std::filesystem::exists(dir + "/manifest.json")) {
+        GeneratorOptions o;
+        if (name == "1m") {
+          o.num_nodes = 1000000;
+          o.avg_degree = 25.6;
+        } else {
+          o.num_nodes = 2449029;
+          o.avg_degree = 52;
+          o.num_classes = 47;
+        }
+        o.feature_dim = 100;
+        std::fprintf(stderr, "generating %s into %s ...\n", name.c_str(), dir.c_str());
+        if (auto s = GenerateDataset(o, dir); !s.ok()) {
+          std::fprintf(stderr, "%s\n", std::string(s.message()).c_str());
+          return 1;
+        }
+      }
+    }
+    Partition::LoadOptions lo;
+    lo.verify_contents = false;
+    auto p = Partition::Load(dir, lo);
+    if (!p.ok()) {
+      std::fprintf(stderr, "%s\n", std::string(p.status().message()).c_str());
+      return 1;
+    }
+    const EdgeTypeStore& e = (*p)->edge_type(0);
+    const int64_t num_nodes = (*p)->node_type(0).num_nodes;
+    NeighborSamplerOptions so;
+    so.fanouts = fanouts;
+    auto sampler = NeighborSampler::Create(p->get(), so);
+    if (!sampler.ok()) return 1;
+    const std::string label = absl::StrCat(name == "1m" || name == "products" ? name : "dir");
+    std::fprintf(stderr, "%s: %lld nodes, %lld edges (%.0f MB of indices)\n", label.c_str(),
+                 static_cast<long long>(num_nodes), static_cast<long long>(e.num_local), e.num_local * 8 / 1e6);
+    // Warm the page cache so the first measurement does not pay for disk reads.
+    RandomLoads(e.indices_data(), e.num_local, 2, 1.0);
+    SampleDirect(**sampler, num_nodes, batch_size, 2, 1.0);
+    double one_thread_edges = 0;
+    for (int threads : {1, 2}) {
+      const double loads = RandomLoads(e.indices_data(), e.num_local, threads, seconds);
+      const Rate direct = SampleDirect(**sampler, num_nodes, batch_size, threads, seconds);
+      if (threads == 1) one_thread_edges = direct.edges_per_s;
+      std::printf("%-10s %8s %8d %7.1f %14.3g %12.3g %14.3g %7.2f\n", label.c_str(), "direct", threads,
+                  direct.batches_per_s, direct.edges_per_s, direct.seeds_per_s, loads, direct.edges_per_s / loads);
+      const Rate sched = SampleBackend(**sampler, num_nodes, batch_size, threads, seconds);
+      std::printf("%-10s %8s %8d %7.1f %14.3g %12.3g %14.3g %7.2f\n", label.c_str(), "backend", threads,
+                  sched.batches_per_s, sched.edges_per_s, sched.seeds_per_s, loads, sched.edges_per_s / loads);
+      if (threads == 2) {
+        std::printf("%-10s scaling 2 threads / 1 thread (direct): %.2fx\n", label.c_str(),
+                    direct.edges_per_s / one_thread_edges);
+      }
+      std::fflush(stdout);
+    }
+  }
+  return 0;
+}
+
+}  // namespace
+}  // namespace graphstore
+
+int main(int argc, char** argv) { return graphstore::Run(argc, argv); }
