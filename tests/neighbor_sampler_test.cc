@@ -9,6 +9,7 @@
 #include "scheduler/draw.h"
 #include "server/neighbor_sampler.h"
 #include "server/partition.h"
+#include "tests/fixtures.h"
 #include "tests/test_util.h"
 #include "tools/dataset_writer.h"
 #include "tools/generator.h"
@@ -17,28 +18,6 @@ namespace graphstore {
 namespace {
 
 using testing::TempDir;
-
-// 0 -> 1, 0 -> 2, 1 -> 2, 2 -> 3, 3 -> 4, 4 -> 5, 5 -> 0; features (id, -id); labels id % 3.
-GraphData Tiny() {
-  GraphData g;
-  NodeTypeData n;
-  n.name = "node";
-  n.num_nodes = 6;
-  n.feature_dim = 2;
-  for (int i = 0; i < 6; ++i) {
-    n.features.push_back(static_cast<float>(i));
-    n.features.push_back(static_cast<float>(-i));
-    n.labels.push_back(i % 3);
-  }
-  EdgeTypeData e;
-  e.src_type = e.dst_type = "node";
-  e.relation = "to";
-  e.src = {0, 0, 1, 2, 3, 4, 5};
-  e.dst = {1, 2, 2, 3, 4, 5, 0};
-  g.node_types.push_back(n);
-  g.edge_types.push_back(e);
-  return g;
-}
 
 std::unique_ptr<Partition> Write(const GraphData& g, const std::string& dir, const std::string& edge_dir = "out",
                                  int parts = 1, int which = 0) {
@@ -71,7 +50,7 @@ using V = std::vector<int64_t>;
 
 TEST_CASE("full-fanout two hops on a tiny graph gives the exact subgraph", "[sampler]") {
   TempDir dir;
-  auto p = Write(Tiny(), dir.path());
+  auto p = Write(testing::TinyGraph(), dir.path());
   NeighborSamplerOptions o;
   o.fanouts = {-1, -1};
   o.with_edge_ids = true;
@@ -99,7 +78,7 @@ TEST_CASE("full-fanout two hops on a tiny graph gives the exact subgraph", "[sam
 TEST_CASE("edge_dir in samples in-neighbours and keeps edges oriented source to destination",
           "[sampler]") {
   TempDir dir;
-  auto p = Write(Tiny(), dir.path(), "in");
+  auto p = Write(testing::TinyGraph(), dir.path(), "in");
   NeighborSamplerOptions o;
   o.fanouts = {-1, -1};
   auto s = NeighborSampler::Create(p.get(), o);
@@ -113,7 +92,7 @@ TEST_CASE("edge_dir in samples in-neighbours and keeps edges oriented source to 
 
 TEST_CASE("duplicate seeds are kept in batch and appear once in ids", "[sampler]") {
   TempDir dir;
-  auto p = Write(Tiny(), dir.path());
+  auto p = Write(testing::TinyGraph(), dir.path());
   NeighborSamplerOptions o;
   o.fanouts = {1};
   auto s = NeighborSampler::Create(p.get(), o);
@@ -127,7 +106,7 @@ TEST_CASE("duplicate seeds are kept in batch and appear once in ids", "[sampler]
 
 TEST_CASE("bad seeds and bad options are rejected with the field named", "[sampler]") {
   TempDir dir;
-  auto p = Write(Tiny(), dir.path());
+  auto p = Write(testing::TinyGraph(), dir.path());
   NeighborSamplerOptions o;
   o.fanouts = {2, -2};
   CHECK_THAT(std::string(NeighborSampler::Create(p.get(), o).status().message()), Catch::Contains("below -1"));
@@ -303,7 +282,7 @@ TEST_CASE("each neighbour is selected with uniform frequency", "[sampler][statis
 
 TEST_CASE("sampling with replacement draws exactly fanout neighbours", "[sampler]") {
   TempDir dir;
-  auto p = Write(Tiny(), dir.path());
+  auto p = Write(testing::TinyGraph(), dir.path());
   NeighborSamplerOptions o;
   o.fanouts = {5};
   o.replace = true;

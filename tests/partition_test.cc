@@ -7,6 +7,7 @@
 
 #include "server/npy.h"
 #include "server/partition.h"
+#include "tests/fixtures.h"
 #include "tests/test_util.h"
 #include "tools/dataset_writer.h"
 
@@ -17,33 +18,8 @@ using testing::ReadFile;
 using testing::TempDir;
 using testing::WriteFile;
 
-// 0 -> 1, 0 -> 2, 1 -> 2, 2 -> 3, 3 -> 4, 4 -> 5, 5 -> 0; two features per node = (id, -id).
-GraphData TinyGraph() {
-  GraphData g;
-  g.name = "tiny";
-  NodeTypeData n;
-  n.name = "node";
-  n.num_nodes = 6;
-  n.feature_dim = 2;
-  for (int i = 0; i < 6; ++i) {
-    n.features.push_back(static_cast<float>(i));
-    n.features.push_back(static_cast<float>(-i));
-    n.labels.push_back(i % 3);
-  }
-  n.splits["train"] = {0, 1, 2, 3};
-  n.splits["test"] = {4, 5};
-  EdgeTypeData e;
-  e.src_type = e.dst_type = "node";
-  e.relation = "to";
-  e.src = {0, 0, 1, 2, 3, 4, 5};
-  e.dst = {1, 2, 2, 3, 4, 5, 0};
-  g.node_types.push_back(n);
-  g.edge_types.push_back(e);
-  return g;
-}
-
 void WriteTiny(const std::string& dir, int partitions = 1) {
-  const GraphData g = TinyGraph();
+  const GraphData g = testing::TinyGraph();
   WriteOptions o;
   o.num_partitions = partitions;
   REQUIRE(WritePartitions(g, RandomAssignment(g, partitions, 7), o, dir).ok());
@@ -75,7 +51,7 @@ TEST_CASE("a written partition loads with the exact CSR, features and labels", "
 
 TEST_CASE("an edge_dir \"in\" partition stores in-neighbours by destination", "[partition]") {
   TempDir dir;
-  const GraphData g = TinyGraph();
+  const GraphData g = testing::TinyGraph();
   WriteOptions o;
   o.edge_dir = "in";
   REQUIRE(WritePartitions(g, RandomAssignment(g, 1, 0), o, dir.path()).ok());

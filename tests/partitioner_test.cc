@@ -10,6 +10,7 @@
 
 #include "server/npy.h"
 #include "server/partition.h"
+#include "tests/fixtures.h"
 #include "tests/test_util.h"
 #include "tools/dataset_writer.h"
 #include "tools/graph_input.h"
@@ -71,10 +72,7 @@ Union ReadBack(const std::string& dir, int num_partitions) {
 TEST_CASE("Cora converts with the node and edge counts its file implies", "[partitioner]") {
   std::set<int64_t> nodes;
   const auto edges = CoraEdgesFromFile(&nodes);
-  GraphInputSpec spec;
-  spec.edges.push_back({"", SharedDataPath("cora/cora.cites")});
-  spec.swap_columns = true;
-  auto g = BuildGraph(spec);
+  auto g = BuildGraph(testing::CoraSpec());
   REQUIRE(g.ok());
   REQUIRE(g->node_types.size() == 1);
   CHECK(g->node_types[0].num_nodes == static_cast<int64_t>(nodes.size()));
@@ -90,10 +88,7 @@ TEST_CASE("N-way partitions of Cora round-trip: union is the input, every node o
           "[partitioner]") {
   std::set<int64_t> nodes;
   const auto edges = CoraEdgesFromFile(&nodes);
-  GraphInputSpec spec;
-  spec.edges.push_back({"", SharedDataPath("cora/cora.cites")});
-  spec.swap_columns = true;
-  auto g = BuildGraph(spec);
+  auto g = BuildGraph(testing::CoraSpec());
   REQUIRE(g.ok());
   REQUIRE(AssignSplits(&*g, 0.5, 0.25, 0.25, 3).ok());
   for (int parts : {1, 2, 4}) {
