@@ -26,33 +26,43 @@ def gs_cc_test(name, deps = [], copts = [], size = "small", **kwargs):
     )
 
 def gs_proto_library(name, srcs, deps = [], grpc = False, visibility = None):
-    """C++ code for .proto files via the system protoc (and grpc_cpp_plugin when grpc=True).
+    """C++ code for .proto files from the system protoc.
 
-    Sources live under proto/; imports are written relative to proto/ ("graphstore/v1/x.proto"),
-    and so are the generated headers' include paths.
+    `name` holds the messages; with grpc=True, `name + "_grpc"` adds the service stubs from
+    grpc_cpp_plugin, so code that only needs messages does not depend on gRPC. Sources live
+    under proto/; imports and generated include paths are relative to proto/
+    ("graphstore/v1/x.proto" -> "graphstore/v1/x.pb.h").
     """
-    outs = []
-    for src in srcs:
-        base = src[:-len(".proto")]
-        outs += [base + ".pb.h", base + ".pb.cc"]
-        if grpc:
-            outs += [base + ".grpc.pb.h", base + ".grpc.pb.cc"]
-    plugin = ""
-    if grpc:
-        plugin = "--plugin=protoc-gen-grpc=/usr/bin/grpc_cpp_plugin --grpc_out=$(GENDIR)/proto "
+    bases = [src[:-len(".proto")] for src in srcs]
+    native.filegroup(name = name + "_srcs", srcs = srcs)
+    dep_srcs = [d + "_srcs" for d in deps]
     native.genrule(
         name = name + "_gen",
-        srcs = srcs + [d + "_srcs" for d in deps],
-        outs = outs,
-        cmd = ("/usr/bin/protoc -Iproto --cpp_out=$(GENDIR)/proto " + plugin +
-               " ".join(["proto/" + s for s in srcs])),
+        srcs = srcs + dep_srcs,
+        outs = [b + ".pb.h" for b in bases] + [b + ".pb.cc" for b in bases],
+        cmd = "/usr/bin/protoc -Iproto --cpp_out=$(GENDIR)/proto " + " ".join(["proto/" + s for s in srcs]),
     )
-    native.filegroup(name = name + "_srcs", srcs = srcs)
     cc_library(
         name = name,
-        srcs = [o for o in outs if o.endswith(".cc")],
-        hdrs = [o for o in outs if o.endswith(".h")],
+        srcs = [b + ".pb.cc" for b in bases],
+        hdrs = [b + ".pb.h" for b in bases],
         includes = ["."],
-        deps = deps + ["@system//:protobuf"] + (["@system//:grpc"] if grpc else []),
+        deps = deps + ["@system//:protobuf"],
         visibility = visibility,
     )
+    if grpc:
+        native.genrule(
+            name = name + "_grpc_gen",
+            srcs = srcs + dep_srcs,
+            outs = [b + ".grpc.pb.h" for b in bases] + [b + ".grpc.pb.cc" for b in bases],
+            cmd = ("/usr/bin/protoc -Iproto --plugin=protoc-gen-grpc=/usr/bin/grpc_cpp_plugin " +
+                   "--grpc_out=$(GENDIR)/proto " + " ".join(["proto/" + s for s in srcs])),
+        )
+        cc_library(
+            name = name + "_grpc",
+            srcs = [b + ".grpc.pb.cc" for b in bases],
+            hdrs = [b + ".grpc.pb.h" for b in bases],
+            includes = ["."],
+            deps = [":" + name, "@system//:grpc"],
+            visibility = visibility,
+        )

@@ -32,6 +32,7 @@ struct Backend::Channel {
   int64_t buffered_bytes = 0;
   absl::Status error;
   int64_t failed_batch = -1;  // lowest failed batch index of the epoch
+  bool cancelled = false;     // the current epoch was abandoned
   int64_t total_sampled = 0;
 
   // Serialises listener calls with ClearListener.
@@ -130,11 +131,31 @@ absl::StatusOr<StartOutcome> Backend::StartEpoch(uint64_t id, int64_t epoch, int
     c->buffered_bytes = 0;
     c->error = absl::OkStatus();
     c->failed_batch = -1;
+    c->cancelled = false;
     MaybeQueue(c);
   }
   ready_cv_.notify_all();
   Notify(c);
   return StartOutcome::kStarted;
+}
+
+bool Backend::CancelEpoch(uint64_t id) {
+  ChannelPtr c;
+  std::map<int64_t, Batch> freed;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = channels_.find(id);
+    if (it == channels_.end()) return false;
+    c = it->second;
+    if (c->epoch < 0) return true;
+    c->cancelled = true;
+    c->next_to_schedule = c->num_batches;
+    freed.swap(c->buffer);
+    c->buffered_bytes = 0;
+  }
+  ready_cv_.notify_all();
+  Notify(c);
+  return true;
 }
 
 absl::StatusOr<int64_t> Backend::NumBatches(uint64_t id) const {
@@ -197,7 +218,7 @@ void Backend::WorkerLoop(int worker) {
 
     lock.lock();
     --c->in_flight;
-    if (!c->removed && task.epoch == c->epoch) {
+    if (!c->removed && task.epoch == c->epoch && !c->cancelled) {
       if (result.ok()) {
         c->buffered_bytes += static_cast<int64_t>(result->bytes);
         c->buffer.emplace(b, *std::move(result));
@@ -225,6 +246,11 @@ Delivery Backend::TryPopLocked(Channel& c, int64_t epoch) {
   if (c.removed || stopping_) {
     d.kind = Delivery::Kind::kClosed;
     d.status = absl::CancelledError(absl::StrCat("channel ", c.id, " was destroyed"));
+    return d;
+  }
+  if (epoch == c.epoch && c.cancelled) {
+    d.kind = Delivery::Kind::kClosed;
+    d.status = absl::CancelledError(absl::StrCat("epoch ", epoch, " was cancelled"));
     return d;
   }
   if (epoch != c.epoch) {
@@ -349,7 +375,9 @@ ChannelStats Backend::DescribeLocked(const Channel& c) const {
   s.buffered_bytes = c.buffered_bytes;
   s.total_batches_sampled = c.total_sampled;
   s.runnable = Runnable(c);
-  if (!c.error.ok()) {
+  if (c.cancelled) {
+    s.state = "cancelled";
+  } else if (!c.error.ok()) {
     s.state = "failed";
     s.error = std::string(c.error.message());
   } else if (c.epoch < 0) {

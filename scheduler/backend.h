@@ -124,7 +124,7 @@ struct Delivery {
 struct ChannelStats {
   uint64_t channel_id = 0;
   std::string worker_key;
-  /// "idle" (no epoch yet), "running", "epoch_done", "failed".
+  /// "idle" (no epoch yet), "running", "epoch_done", "failed", "cancelled".
   std::string state;
   int64_t epoch = -1;
   int64_t num_seeds = 0;
@@ -176,6 +176,11 @@ class Backend {
   /// older one kStale, both no-ops. A newer epoch abandons the current one (its stream closes).
   /// NotFound for an unknown channel; InvalidArgument for a negative epoch or start batch.
   absl::StatusOr<StartOutcome> StartEpoch(uint64_t id, int64_t epoch, int64_t start_batch = 0);
+
+  /// Abandons the channel's current epoch: batches not yet sampled never will be, buffered
+  /// ones are freed, and a reader of the epoch sees kClosed. The channel stays registered and
+  /// a later epoch starts normally. Returns false for an unknown id.
+  bool CancelEpoch(uint64_t id);
 
   /// Batches in `epoch` of the channel (its current epoch, or what the next would have).
   absl::StatusOr<int64_t> NumBatches(uint64_t id) const;

@@ -357,6 +357,29 @@ TEST_CASE("an epoch started from a batch delivers exactly the remaining batches"
   for (const auto& [b, seeds] : rest) CHECK(seeds == full.at(b));
 }
 
+TEST_CASE("cancelling an epoch frees its buffer and stops its sampling", "[backend]") {
+  FakeSampler fake;
+  BackendOptions bo;
+  bo.max_buffered_messages = 3;
+  Backend backend(bo, fake.fn());
+  REQUIRE(backend.AddChannel(1, Seeds(100)).ok());
+  REQUIRE(backend.StartEpoch(1, 0).ok());
+  REQUIRE(backend.Pop(1, 0, 10s).kind == Kind::kMessage);
+  std::this_thread::sleep_for(20ms);
+  CHECK(backend.CancelEpoch(1));
+  const int calls = fake.calls(1);
+  std::this_thread::sleep_for(20ms);
+  CHECK(fake.calls(1) == calls);
+  Delivery d = backend.TryPop(1, 0);
+  CHECK(d.kind == Kind::kClosed);
+  CHECK(absl::IsCancelled(d.status));
+  CHECK(backend.Describe(1)->buffered_messages == 0);
+  CHECK(backend.Describe(1)->state == "cancelled");
+  REQUIRE(backend.StartEpoch(1, 1).ok());
+  CHECK(Drain(backend, 1, 1).size() == 100);
+  CHECK(!backend.CancelEpoch(2));
+}
+
 TEST_CASE("the listener fires for batches and the end of the epoch", "[backend]") {
   FakeSampler fake;
   Backend backend(BackendOptions(), fake.fn());

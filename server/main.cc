@@ -1,0 +1,112 @@
+// graphstored: serves one partition of a graph and a shared sampling backend over gRPC.
+//
+//   graphstored --partition=DIR --port=0 --port_file=FILE
+//
+// Stops on SIGTERM, SIGINT or the Exit RPC: live channels are destroyed, streams end, workers
+// join, and the process exits 0.
+
+#include <signal.h>
+
+#include <cstdio>
+#include <fstream>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "server/log.h"
+#include "server/server.h"
+#include "tools/flags.h"
+
+namespace graphstore {
+namespace {
+
+int Fail(const absl::Status& s) {
+  Logger("main")->error("{}", std::string(s.message()));
+  return 2;
+}
+
+int Run(int argc, char** argv) {
+  ServerOptions d;
+  Flags flags;
+  flags.Define("partition", "", "partition directory to serve (a manifest.json and its arrays)");
+  flags.Define("host", d.host, "address to listen on (0.0.0.0 or :: for every interface)");
+  flags.Define("port", "0", "TCP port; 0 picks a free port");
+  flags.Define("port_file", "", "write the bound port to this file once listening");
+  flags.Define("num_workers", absl::StrCat(d.core.default_num_workers), "sampling threads of a backend by default");
+  flags.Define("verify_partition", "true", "check every index of the partition at start-up");
+  flags.Define("default_lease_s", absl::StrCat(d.core.default_lease_ms / 1000),
+               "seconds a channel lives without client activity, unless its client asks otherwise");
+  flags.Define("state_log_interval_s", absl::StrCat(d.core.state_log_interval_s),
+               "seconds between scheduler-state log lines (0: off)");
+  flags.Define("max_message_mb", absl::StrCat(d.max_message_bytes >> 20), "largest gRPC message, MiB");
+  flags.Define("cluster", "", "comma-separated addresses of every server, in partition order");
+  flags.Define("log_level", "info", "trace, debug, info, warn, error or off");
+  if (auto s = flags.Parse(argc, argv); !s.ok()) return Fail(s);
+  if (flags.help()) {
+    std::printf("%s", flags.Usage("graphstored", "Serves one graph partition and a sampling backend.").c_str());
+    return 0;
+  }
+  if (!SetLogLevel(flags.Get("log_level"))) return Fail(absl::InvalidArgumentError("--log_level is not a level"));
+
+  ServerOptions o;
+  o.partition_dir = flags.Get("partition");
+  o.host = flags.Get("host");
+  auto port = flags.GetInt("port");
+  auto workers = flags.GetInt("num_workers");
+  auto verify = flags.GetBool("verify_partition");
+  auto lease = flags.GetInt("default_lease_s");
+  auto state_log = flags.GetInt("state_log_interval_s");
+  auto max_mb = flags.GetInt("max_message_mb");
+  for (const absl::Status& s : {port.status(), workers.status(), verify.status(), lease.status(),
+                                state_log.status(), max_mb.status()}) {
+    if (!s.ok()) return Fail(s);
+  }
+  if (*lease < 1) return Fail(absl::InvalidArgumentError("--default_lease_s must be >= 1"));
+  if (*max_mb < 1 || *max_mb > 2047) return Fail(absl::InvalidArgumentError("--max_message_mb must be in [1, 2047]"));
+  o.port = static_cast<int>(*port);
+  o.verify_partition = *verify;
+  o.max_message_bytes = static_cast<int>(*max_mb) << 20;
+  o.core.default_num_workers = static_cast<int>(*workers);
+  o.core.default_lease_ms = *lease * 1000;
+  o.core.state_log_interval_s = *state_log;
+  o.core.cluster = SplitList(flags.Get("cluster"), ',');
+
+  // SIGTERM and SIGINT are taken synchronously by one thread, so shutdown runs as normal code.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
+  auto server = GraphStoreServer::BuildAndStart(o);
+  if (!server.ok()) return Fail(server.status());
+  if (!flags.Get("port_file").empty()) {
+    const std::string path = flags.Get("port_file");
+    const std::string tmp = path + ".tmp";
+    {
+      std::ofstream out(tmp);
+      out << (*server)->port() << "\n";
+      if (!out) return Fail(absl::PermissionDeniedError(absl::StrCat("cannot write --port_file=", path)));
+    }
+    if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+      return Fail(absl::PermissionDeniedError(absl::StrCat("cannot write --port_file=", path)));
+    }
+  }
+  GraphStoreServer* s = server->get();
+  std::thread signal_thread([s, signals] {
+    int sig = 0;
+    sigwait(&signals, &sig);
+    if (sig == SIGTERM || sig == SIGINT) {
+      Logger("main")->info("received {}", sig == SIGTERM ? "SIGTERM" : "SIGINT");
+      s->RequestShutdown();
+    }
+  });
+  signal_thread.detach();
+  s->Wait();
+  s->Shutdown();
+  return 0;
+}
+
+}  // namespace
+}  // namespace graphstore
+
+int main(int argc, char** argv) { return graphstore::Run(argc, argv); }

@@ -1,0 +1,105 @@
+#include "server/server.h"
+
+#include <grpcpp/ext/proto_server_reflection_plugin.h>
+#include <grpcpp/health_check_service_interface.h>
+
+#include <chrono>
+
+#include "absl/strings/str_cat.h"
+#include "server/log.h"
+
+namespace graphstore {
+
+namespace {
+constexpr char kServiceName[] = "graphstore.v1.GraphStore";
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<GraphStoreServer>> GraphStoreServer::BuildAndStart(const ServerOptions& options) {
+  if (options.partition_dir.empty()) return absl::InvalidArgumentError("--partition is required");
+  if (options.port < 0 || options.port > 65535) {
+    return absl::InvalidArgumentError(absl::StrCat("--port=", options.port, " is outside [0, 65535]"));
+  }
+  if (options.host.empty()) return absl::InvalidArgumentError("--host is empty");
+  if (options.core.default_num_workers < 1) return absl::InvalidArgumentError("--num_workers must be >= 1");
+  if (options.max_message_bytes < 1 << 20) return absl::InvalidArgumentError("--max_message_mb must be >= 1");
+
+  const auto t0 = std::chrono::steady_clock::now();
+  Partition::LoadOptions lo;
+  lo.verify_contents = options.verify_partition;
+  auto partition = Partition::Load(options.partition_dir, lo);
+  if (!partition.ok()) return partition.status();
+  const double load_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  Logger("main")->info("partition {} of {} of '{}' loaded from {} in {:.1f} ms", (*partition)->partition_id(),
+                       (*partition)->num_partitions(), (*partition)->manifest().dataset_name(),
+                       options.partition_dir, load_ms);
+
+  std::unique_ptr<GraphStoreServer> s(new GraphStoreServer());
+  s->options_ = options;
+  s->core_ = std::make_unique<Core>(*std::move(partition), options.core);
+  GraphStoreServer* self = s.get();
+  s->service_ = std::make_unique<GraphStoreService>(s->core_.get(), [self] { self->RequestShutdown(); });
+
+  grpc::EnableDefaultHealthCheckService(true);
+  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+  grpc::ServerBuilder builder;
+  const std::string listen = options.host.find(':') != std::string::npos && options.host.front() != '['
+                                 ? absl::StrCat("[", options.host, "]:", options.port)
+                                 : absl::StrCat(options.host, ":", options.port);
+  builder.AddListeningPort(listen, grpc::InsecureServerCredentials(), &s->port_);
+  builder.RegisterService(s->service_.get());
+  builder.SetMaxSendMessageSize(options.max_message_bytes);
+  builder.SetMaxReceiveMessageSize(options.max_message_bytes);
+  s->server_ = builder.BuildAndStart();
+  if (s->server_ == nullptr || s->port_ == 0) {
+    return absl::UnavailableError(absl::StrCat("cannot listen on ", listen));
+  }
+  s->server_->GetHealthCheckService()->SetServingStatus(kServiceName, true);
+  s->server_->GetHealthCheckService()->SetServingStatus("", true);
+  Logger("main")->info("graphstored listening on {}", s->address());
+  return s;
+}
+
+GraphStoreServer::~GraphStoreServer() { Shutdown(); }
+
+std::string GraphStoreServer::address() const {
+  return options_.host.find(':') != std::string::npos ? absl::StrCat("[", options_.host, "]:", port_)
+                                                      : absl::StrCat(options_.host, ":", port_);
+}
+
+void GraphStoreServer::RequestShutdown() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    shutdown_requested_ = true;
+  }
+  cv_.notify_all();
+}
+
+void GraphStoreServer::Wait() {
+  std::unique_lock<std::mutex> lock(mu_);
+  cv_.wait(lock, [&] { return shutdown_requested_; });
+}
+
+int GraphStoreServer::Shutdown() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (shut_down_) return channels_destroyed_;
+    shut_down_ = true;
+  }
+  Logger("main")->info("shutting down");
+  if (server_) {
+    server_->GetHealthCheckService()->SetServingStatus(kServiceName, false);
+    server_->GetHealthCheckService()->SetServingStatus("", false);
+  }
+  // Destroying the channels ends their streams with ABORTED before gRPC stops.
+  const int destroyed = core_ ? core_->Shutdown() : 0;
+  if (server_) {
+    server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(options_.shutdown_grace_s));
+    server_->Wait();
+  }
+  Logger("main")->info("stopped; {} live channels were destroyed at shutdown", destroyed);
+  std::lock_guard<std::mutex> lock(mu_);
+  channels_destroyed_ = destroyed;
+  return destroyed;
+}
+
+}  // namespace graphstore

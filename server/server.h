@@ -1,0 +1,78 @@
+#ifndef GRAPHSTORE_SERVER_SERVER_H_
+#define GRAPHSTORE_SERVER_SERVER_H_
+
+// A running graphstored: loads the partition, builds the core, and serves it over gRPC with
+// health checking and reflection.
+
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include <grpcpp/grpcpp.h>
+
+#include "absl/status/statusor.h"
+#include "server/core.h"
+#include "server/service.h"
+
+namespace graphstore {
+
+/// Everything graphstored is configured with; main.cc binds flags into it.
+struct ServerOptions {
+  /// The partition directory to serve (required).
+  std::string partition_dir;
+  /// Address to listen on.
+  std::string host = "127.0.0.1";
+  /// TCP port; 0 picks a free one (reported by port()).
+  int port = 0;
+  /// Check every index of the partition at start-up (a linear scan).
+  bool verify_partition = true;
+  /// Largest message the server sends or receives, in bytes.
+  int max_message_bytes = 512 << 20;
+  /// Seconds that in-flight calls get to finish at shutdown.
+  int shutdown_grace_s = 5;
+  /// Service limits and defaults.
+  CoreOptions core;
+};
+
+/// A running server.
+class GraphStoreServer {
+ public:
+  /// Validates options, loads the partition and starts serving. InvalidArgument for bad
+  /// options, the loader's error for a bad partition, Unavailable when the port cannot be bound.
+  static absl::StatusOr<std::unique_ptr<GraphStoreServer>> BuildAndStart(const ServerOptions& options);
+  ~GraphStoreServer();
+
+  /// The port actually bound.
+  int port() const { return port_; }
+  /// host:port actually bound.
+  std::string address() const;
+  Core& core() { return *core_; }
+
+  /// Asks Wait() to return (Exit RPC, SIGTERM). Thread-safe; not async-signal-safe.
+  void RequestShutdown();
+  /// Blocks until RequestShutdown.
+  void Wait();
+  /// Stops: health NOT_SERVING, live channels destroyed (their streams end), backends' workers
+  /// joined, then gRPC shut down with a grace period. Returns the number of channels that were
+  /// still live. Idempotent.
+  int Shutdown();
+
+ private:
+  GraphStoreServer() = default;
+
+  ServerOptions options_;
+  std::unique_ptr<Core> core_;
+  std::unique_ptr<GraphStoreService> service_;
+  std::unique_ptr<grpc::Server> server_;
+  int port_ = 0;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool shutdown_requested_ = false;
+  bool shut_down_ = false;
+  int channels_destroyed_ = 0;
+};
+
+}  // namespace graphstore
+
+#endif  // GRAPHSTORE_SERVER_SERVER_H_

@@ -1,0 +1,75 @@
+#ifndef GRAPHSTORE_SERVER_SERVICE_H_
+#define GRAPHSTORE_SERVER_SERVICE_H_
+
+// The gRPC face of the core: a thin callback-API adapter. Unary methods unpack, call the core
+// and convert its status; StreamSampledMessages is a ServerWriteReactor fed by the channel's
+// listener, so no thread blocks while a stream waits for batches.
+
+#include <functional>
+
+#include <grpcpp/grpcpp.h>
+
+#include "absl/status/status.h"
+#include "graphstore/v1/graphstore.grpc.pb.h"
+#include "server/core.h"
+
+namespace graphstore {
+
+/// Converts a core status to gRPC, keeping the canonical code and bounding the message.
+grpc::Status ToGrpcStatus(const absl::Status& status);
+
+/// The GraphStore service over a Core.
+class GraphStoreService final : public v1::GraphStore::CallbackService {
+ public:
+  /// `on_exit` is called (once, from a gRPC thread, after the reply is sent) when a client
+  /// calls Exit; the owner shuts the server down.
+  GraphStoreService(Core* core, std::function<void()> on_exit) : core_(core), on_exit_(std::move(on_exit)) {}
+
+  grpc::ServerUnaryReactor* GetDatasetMeta(grpc::CallbackServerContext* ctx, const v1::GetDatasetMetaRequest* req,
+                                           v1::DatasetMeta* resp) override;
+  grpc::ServerUnaryReactor* LookupPartitions(grpc::CallbackServerContext* ctx, const v1::LookupPartitionsRequest* req,
+                                             v1::LookupPartitionsResponse* resp) override;
+  grpc::ServerUnaryReactor* GetNodeIds(grpc::CallbackServerContext* ctx, const v1::GetNodeIdsRequest* req,
+                                       v1::GetNodeIdsResponse* resp) override;
+  grpc::ServerUnaryReactor* GetAblpInput(grpc::CallbackServerContext* ctx, const v1::GetAblpInputRequest* req,
+                                         v1::GetAblpInputResponse* resp) override;
+  grpc::ServerUnaryReactor* GetNodeFeatures(grpc::CallbackServerContext* ctx, const v1::GetNodeFeaturesRequest* req,
+                                            v1::GetNodeFeaturesResponse* resp) override;
+  grpc::ServerUnaryReactor* GetNodeLabels(grpc::CallbackServerContext* ctx, const v1::GetNodeLabelsRequest* req,
+                                          v1::GetNodeLabelsResponse* resp) override;
+  grpc::ServerUnaryReactor* GetEdgeFeatures(grpc::CallbackServerContext* ctx, const v1::GetEdgeFeaturesRequest* req,
+                                            v1::GetEdgeFeaturesResponse* resp) override;
+  grpc::ServerUnaryReactor* SampleNeighbors(grpc::CallbackServerContext* ctx, const v1::SampleNeighborsRequest* req,
+                                            v1::SampleNeighborsResponse* resp) override;
+  grpc::ServerUnaryReactor* InitSamplingBackend(grpc::CallbackServerContext* ctx,
+                                                const v1::InitSamplingBackendRequest* req,
+                                                v1::InitSamplingBackendResponse* resp) override;
+  grpc::ServerUnaryReactor* RegisterSamplingInput(grpc::CallbackServerContext* ctx,
+                                                  const v1::RegisterSamplingInputRequest* req,
+                                                  v1::RegisterSamplingInputResponse* resp) override;
+  grpc::ServerUnaryReactor* StartEpoch(grpc::CallbackServerContext* ctx, const v1::StartEpochRequest* req,
+                                       v1::StartEpochResponse* resp) override;
+  grpc::ServerWriteReactor<v1::SampledMessage>* StreamSampledMessages(
+      grpc::CallbackServerContext* ctx, const v1::StreamSampledMessagesRequest* req) override;
+  grpc::ServerUnaryReactor* RenewLease(grpc::CallbackServerContext* ctx, const v1::RenewLeaseRequest* req,
+                                       v1::RenewLeaseResponse* resp) override;
+  grpc::ServerUnaryReactor* DestroySamplingInput(grpc::CallbackServerContext* ctx,
+                                                 const v1::DestroySamplingInputRequest* req,
+                                                 v1::DestroySamplingInputResponse* resp) override;
+  grpc::ServerUnaryReactor* DescribeChannel(grpc::CallbackServerContext* ctx, const v1::DescribeChannelRequest* req,
+                                            v1::ChannelStats* resp) override;
+  grpc::ServerUnaryReactor* DescribeBackend(grpc::CallbackServerContext* ctx, const v1::DescribeBackendRequest* req,
+                                            v1::BackendStats* resp) override;
+  grpc::ServerUnaryReactor* GetServerStats(grpc::CallbackServerContext* ctx, const v1::GetServerStatsRequest* req,
+                                           v1::ServerStats* resp) override;
+  grpc::ServerUnaryReactor* Exit(grpc::CallbackServerContext* ctx, const v1::ExitRequest* req,
+                                 v1::ExitResponse* resp) override;
+
+ private:
+  Core* core_;
+  std::function<void()> on_exit_;
+};
+
+}  // namespace graphstore
+
+#endif  // GRAPHSTORE_SERVER_SERVICE_H_
