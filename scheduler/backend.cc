@@ -93,6 +93,7 @@ bool Backend::RemoveChannel(uint64_t id) {
     if (it == channels_.end()) return false;
     c = std::move(it->second);
     channels_.erase(it);
+    removed_[id] = c;
     c->removed = true;
     freed.swap(c->buffer);
     c->buffered_bytes = 0;
@@ -298,7 +299,8 @@ Delivery Backend::TryPop(uint64_t id, int64_t epoch) {
     auto it = channels_.find(id);
     if (it == channels_.end()) {
       d.kind = Delivery::Kind::kClosed;
-      d.status = absl::NotFoundError(absl::StrCat("channel ", id, " does not exist"));
+      d.status = removed_.count(id) ? absl::CancelledError(absl::StrCat("channel ", id, " was destroyed"))
+                                    : absl::NotFoundError(absl::StrCat("channel ", id, " does not exist"));
       return d;
     }
     c = it->second;
@@ -316,7 +318,8 @@ Delivery Backend::Pop(uint64_t id, int64_t epoch, std::chrono::milliseconds time
     Delivery d;
     if (it == channels_.end()) {
       d.kind = Delivery::Kind::kClosed;
-      d.status = absl::NotFoundError(absl::StrCat("channel ", id, " does not exist"));
+      d.status = removed_.count(id) ? absl::CancelledError(absl::StrCat("channel ", id, " was destroyed"))
+                                    : absl::NotFoundError(absl::StrCat("channel ", id, " does not exist"));
       return d;
     }
     ChannelPtr c = it->second;
@@ -349,8 +352,13 @@ void Backend::ClearListener(uint64_t id) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = channels_.find(id);
-    if (it == channels_.end()) return;
-    c = it->second;
+    if (it != channels_.end()) {
+      c = it->second;
+    } else {
+      auto gone = removed_.find(id);
+      if (gone != removed_.end()) c = gone->second.lock();
+    }
+    if (c == nullptr) return;  // nothing can call the listener any more
   }
   std::lock_guard<std::mutex> guard(c->listener_mu);
   c->listener = nullptr;
@@ -425,6 +433,7 @@ void Backend::Stop() {
     std::lock_guard<std::mutex> lock(mu_);
     stopping_ = true;
     for (auto& [id, c] : channels_) {
+      removed_[id] = c;
       c->removed = true;
       c->buffer.clear();
       c->buffered_bytes = 0;

@@ -199,6 +199,7 @@ class Backend {
   /// Removes the listener; when it returns, no call of the old listener is running or will run.
   void ClearListener(uint64_t id);
 
+
   absl::StatusOr<ChannelStats> Describe(uint64_t id) const;
   BackendStats Stats() const;
   int num_channels() const;
@@ -226,6 +227,9 @@ class Backend {
   std::condition_variable work_cv_;
   std::condition_variable ready_cv_;
   std::map<uint64_t, ChannelPtr> channels_;
+  // Removed channels: their ids answer kClosed ("destroyed"), and ClearListener still reaches
+  // a channel that an in-flight task keeps alive.
+  std::map<uint64_t, std::weak_ptr<Channel>> removed_;
   std::deque<ChannelPtr> runnable_;
   bool stopping_ = false;
   // Serialises Stop() so that workers are joined once.

@@ -200,8 +200,11 @@ TEST_CASE("removing a channel mid-epoch frees all its state and cancels the rest
     CHECK(backend.Stats().buffered_bytes == 0);
     CHECK(fake.calls(5) <= calls_at_removal + bo.max_in_flight_per_channel);
     CHECK(notified.load() > 0);
-    CHECK(backend.TryPop(5, 0).kind == Kind::kClosed);
+    Delivery closed = backend.TryPop(5, 0);
+    CHECK(closed.kind == Kind::kClosed);
+    CHECK_THAT(std::string(closed.status.message()), Catch::Contains("destroyed"));
     CHECK(absl::IsNotFound(backend.StartEpoch(5, 1).status()));
+    CHECK(absl::IsNotFound(backend.TryPop(6, 0).status));
   }
   CHECK(live_payloads.load() == 0);
 }
@@ -421,6 +424,22 @@ TEST_CASE("Stop closes live channels and joins the workers", "[backend]") {
   backend.Stop();
   CHECK(absl::IsFailedPrecondition(backend.AddChannel(2, Seeds(1))));
   CHECK(live_payloads.load() == 0);
+}
+
+TEST_CASE("a listener cleared after removal is never called again", "[backend]") {
+  FakeSampler fake;
+  fake.delay_for = [](const BatchTask&) { return 5ms; };
+  Backend backend(BackendOptions(), fake.fn());
+  REQUIRE(backend.AddChannel(1, Seeds(100)).ok());
+  std::atomic<int> calls{0};
+  REQUIRE(backend.SetListener(1, [&] { ++calls; }).ok());
+  REQUIRE(backend.StartEpoch(1, 0).ok());
+  std::this_thread::sleep_for(2ms);  // batches in flight
+  backend.RemoveChannel(1);
+  backend.ClearListener(1);
+  const int after = calls.load();
+  std::this_thread::sleep_for(30ms);  // the in-flight batches finish
+  CHECK(calls.load() == after);
 }
 
 TEST_CASE("bad options are rejected", "[backend]") {

@@ -1,0 +1,148 @@
+#include "client/client.h"
+
+#include <grpcpp/grpcpp.h>
+
+#include <mutex>
+
+#include "absl/strings/str_cat.h"
+#include "graphstore/v1/graphstore.grpc.pb.h"
+
+namespace graphstore::client {
+namespace {
+
+absl::Status FromGrpc(const grpc::Status& s) {
+  if (s.ok()) return absl::OkStatus();
+  return absl::Status(static_cast<absl::StatusCode>(static_cast<int>(s.error_code())), s.error_message());
+}
+
+class GrpcStream : public MessageStream {
+ public:
+  GrpcStream(v1::GraphStore::Stub* stub, const v1::StreamSampledMessagesRequest& req) {
+    reader_ = stub->StreamSampledMessages(&ctx_, req);
+  }
+  ~GrpcStream() override {
+    if (!done_) {
+      ctx_.TryCancel();
+      v1::SampledMessage drain;
+      while (reader_->Read(&drain)) {
+      }
+      reader_->Finish();
+    }
+  }
+
+  absl::StatusOr<std::shared_ptr<v1::SampledMessage>> Next() override {
+    if (done_) return final_;
+    auto msg = std::make_shared<v1::SampledMessage>();
+    if (reader_->Read(msg.get())) return msg;
+    done_ = true;
+    const absl::Status s = FromGrpc(reader_->Finish());
+    final_ = s.ok() ? absl::StatusOr<std::shared_ptr<v1::SampledMessage>>(nullptr) : s;
+    return final_;
+  }
+
+  void Cancel() override { ctx_.TryCancel(); }
+
+ private:
+  grpc::ClientContext ctx_;
+  std::unique_ptr<grpc::ClientReader<v1::SampledMessage>> reader_;
+  bool done_ = false;
+  absl::StatusOr<std::shared_ptr<v1::SampledMessage>> final_ = nullptr;
+};
+
+class GrpcClient : public Client {
+ public:
+  GrpcClient(ClientOptions options, std::shared_ptr<grpc::Channel> channel)
+      : options_(std::move(options)), channel_(std::move(channel)), stub_(v1::GraphStore::NewStub(channel_)) {}
+
+  const std::string& address() const override { return options_.address; }
+
+  template <typename Req, typename Resp, typename Method>
+  absl::StatusOr<Resp> Call(Method method, const Req& req) {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + options_.deadline);
+    Resp resp;
+    const grpc::Status s = (stub_.get()->*method)(&ctx, req, &resp);
+    if (!s.ok()) {
+      return absl::Status(FromGrpc(s).code(), absl::StrCat(options_.address, ": ", s.error_message()));
+    }
+    return resp;
+  }
+
+  absl::StatusOr<v1::DatasetMeta> GetDatasetMeta() override {
+    return Call<v1::GetDatasetMetaRequest, v1::DatasetMeta>(&v1::GraphStore::Stub::GetDatasetMeta, {});
+  }
+  absl::StatusOr<v1::LookupPartitionsResponse> LookupPartitions(const v1::LookupPartitionsRequest& r) override {
+    return Call<v1::LookupPartitionsRequest, v1::LookupPartitionsResponse>(&v1::GraphStore::Stub::LookupPartitions, r);
+  }
+  absl::StatusOr<v1::GetNodeIdsResponse> GetNodeIds(const v1::GetNodeIdsRequest& r) override {
+    return Call<v1::GetNodeIdsRequest, v1::GetNodeIdsResponse>(&v1::GraphStore::Stub::GetNodeIds, r);
+  }
+  absl::StatusOr<v1::GetNodeFeaturesResponse> GetNodeFeatures(const v1::GetNodeFeaturesRequest& r) override {
+    return Call<v1::GetNodeFeaturesRequest, v1::GetNodeFeaturesResponse>(&v1::GraphStore::Stub::GetNodeFeatures, r);
+  }
+  absl::StatusOr<v1::GetNodeLabelsResponse> GetNodeLabels(const v1::GetNodeLabelsRequest& r) override {
+    return Call<v1::GetNodeLabelsRequest, v1::GetNodeLabelsResponse>(&v1::GraphStore::Stub::GetNodeLabels, r);
+  }
+  absl::StatusOr<v1::InitSamplingBackendResponse> InitSamplingBackend(const v1::InitSamplingBackendRequest& r) override {
+    return Call<v1::InitSamplingBackendRequest, v1::InitSamplingBackendResponse>(
+        &v1::GraphStore::Stub::InitSamplingBackend, r);
+  }
+  absl::StatusOr<v1::RegisterSamplingInputResponse> RegisterSamplingInput(
+      const v1::RegisterSamplingInputRequest& r) override {
+    return Call<v1::RegisterSamplingInputRequest, v1::RegisterSamplingInputResponse>(
+        &v1::GraphStore::Stub::RegisterSamplingInput, r);
+  }
+  absl::StatusOr<v1::StartEpochResponse> StartEpoch(const v1::StartEpochRequest& r) override {
+    return Call<v1::StartEpochRequest, v1::StartEpochResponse>(&v1::GraphStore::Stub::StartEpoch, r);
+  }
+  absl::StatusOr<v1::RenewLeaseResponse> RenewLease(const v1::RenewLeaseRequest& r) override {
+    return Call<v1::RenewLeaseRequest, v1::RenewLeaseResponse>(&v1::GraphStore::Stub::RenewLease, r);
+  }
+  absl::StatusOr<v1::DestroySamplingInputResponse> DestroySamplingInput(
+      const v1::DestroySamplingInputRequest& r) override {
+    return Call<v1::DestroySamplingInputRequest, v1::DestroySamplingInputResponse>(
+        &v1::GraphStore::Stub::DestroySamplingInput, r);
+  }
+  absl::StatusOr<v1::ChannelStats> DescribeChannel(const v1::DescribeChannelRequest& r) override {
+    return Call<v1::DescribeChannelRequest, v1::ChannelStats>(&v1::GraphStore::Stub::DescribeChannel, r);
+  }
+  absl::StatusOr<v1::BackendStats> DescribeBackend(const v1::DescribeBackendRequest& r) override {
+    return Call<v1::DescribeBackendRequest, v1::BackendStats>(&v1::GraphStore::Stub::DescribeBackend, r);
+  }
+  absl::StatusOr<v1::ServerStats> GetServerStats() override {
+    return Call<v1::GetServerStatsRequest, v1::ServerStats>(&v1::GraphStore::Stub::GetServerStats, {});
+  }
+  absl::StatusOr<v1::ExitResponse> Exit() override {
+    return Call<v1::ExitRequest, v1::ExitResponse>(&v1::GraphStore::Stub::Exit, {});
+  }
+
+  std::unique_ptr<MessageStream> Stream(const v1::StreamSampledMessagesRequest& req) override {
+    return std::make_unique<GrpcStream>(stub_.get(), req);
+  }
+
+ private:
+  ClientOptions options_;
+  std::shared_ptr<grpc::Channel> channel_;
+  std::unique_ptr<v1::GraphStore::Stub> stub_;
+};
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Client>> Client::Connect(const ClientOptions& options) {
+  if (options.address.empty()) return absl::InvalidArgumentError("address is empty");
+  grpc::ChannelArguments args;
+  args.SetMaxReceiveMessageSize(options.max_message_bytes);
+  args.SetMaxSendMessageSize(options.max_message_bytes);
+  if (options.stream_window_bytes > 0) {
+    args.SetInt(GRPC_ARG_HTTP2_BDP_PROBE, 0);
+    args.SetInt(GRPC_ARG_HTTP2_STREAM_LOOKAHEAD_BYTES, options.stream_window_bytes);
+  }
+  auto channel = grpc::CreateCustomChannel(options.address, grpc::InsecureChannelCredentials(), args);
+  if (!channel->WaitForConnected(std::chrono::system_clock::now() + options.connect_timeout)) {
+    return absl::UnavailableError(absl::StrCat("cannot connect to ", options.address, " within ",
+                                               options.connect_timeout.count(), " ms"));
+  }
+  return std::unique_ptr<Client>(new GrpcClient(options, std::move(channel)));
+}
+
+}  // namespace graphstore::client

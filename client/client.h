@@ -1,0 +1,79 @@
+#ifndef GRAPHSTORE_CLIENT_CLIENT_H_
+#define GRAPHSTORE_CLIENT_CLIENT_H_
+
+// A connection to one graphstored. Every unary call carries a deadline; failures come back as
+// absl::Status with the server's canonical code and message. Callers see graphstore.v1
+// messages, never gRPC types.
+
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "graphstore/v1/graphstore.pb.h"
+
+namespace graphstore::client {
+
+/// How to reach a server.
+struct ClientOptions {
+  /// host:port.
+  std::string address;
+  /// Deadline of each unary call.
+  std::chrono::milliseconds deadline{30000};
+  /// How long Connect waits for the server to accept a connection.
+  std::chrono::milliseconds connect_timeout{10000};
+  /// Largest message received, in bytes.
+  int max_message_bytes = 512 << 20;
+  /// HTTP/2 flow-control window of a stream, in bytes: how much the server may send ahead of
+  /// the reader. 0 keeps gRPC's self-tuning window, which can grow to many megabytes.
+  int stream_window_bytes = 0;
+};
+
+/// The messages of one StreamSampledMessages call, read in order.
+class MessageStream {
+ public:
+  virtual ~MessageStream() = default;
+  /// The next message; nullptr once the stream ended OK; the stream's error otherwise.
+  /// Blocks until one of those is known.
+  virtual absl::StatusOr<std::shared_ptr<v1::SampledMessage>> Next() = 0;
+  /// Cancels the call; a blocked Next returns CANCELLED. Thread-safe.
+  virtual void Cancel() = 0;
+};
+
+/// A connection to one server. Thread-safe.
+class Client {
+ public:
+  /// Connects and waits until the server accepts (UNAVAILABLE after connect_timeout).
+  static absl::StatusOr<std::unique_ptr<Client>> Connect(const ClientOptions& options);
+  virtual ~Client() = default;
+
+  virtual const std::string& address() const = 0;
+
+  virtual absl::StatusOr<v1::DatasetMeta> GetDatasetMeta() = 0;
+  virtual absl::StatusOr<v1::LookupPartitionsResponse> LookupPartitions(const v1::LookupPartitionsRequest& req) = 0;
+  virtual absl::StatusOr<v1::GetNodeIdsResponse> GetNodeIds(const v1::GetNodeIdsRequest& req) = 0;
+  virtual absl::StatusOr<v1::GetNodeFeaturesResponse> GetNodeFeatures(const v1::GetNodeFeaturesRequest& req) = 0;
+  virtual absl::StatusOr<v1::GetNodeLabelsResponse> GetNodeLabels(const v1::GetNodeLabelsRequest& req) = 0;
+  virtual absl::StatusOr<v1::InitSamplingBackendResponse> InitSamplingBackend(
+      const v1::InitSamplingBackendRequest& req) = 0;
+  virtual absl::StatusOr<v1::RegisterSamplingInputResponse> RegisterSamplingInput(
+      const v1::RegisterSamplingInputRequest& req) = 0;
+  virtual absl::StatusOr<v1::StartEpochResponse> StartEpoch(const v1::StartEpochRequest& req) = 0;
+  virtual absl::StatusOr<v1::RenewLeaseResponse> RenewLease(const v1::RenewLeaseRequest& req) = 0;
+  virtual absl::StatusOr<v1::DestroySamplingInputResponse> DestroySamplingInput(
+      const v1::DestroySamplingInputRequest& req) = 0;
+  virtual absl::StatusOr<v1::ChannelStats> DescribeChannel(const v1::DescribeChannelRequest& req) = 0;
+  virtual absl::StatusOr<v1::BackendStats> DescribeBackend(const v1::DescribeBackendRequest& req) = 0;
+  virtual absl::StatusOr<v1::ServerStats> GetServerStats() = 0;
+  virtual absl::StatusOr<v1::ExitResponse> Exit() = 0;
+
+  /// Opens the stream of `req.epoch()` of a channel. Messages not yet read wait in gRPC's
+  /// flow-control window and, beyond it, in the channel's bounded buffer on the server.
+  virtual std::unique_ptr<MessageStream> Stream(const v1::StreamSampledMessagesRequest& req) = 0;
+};
+
+}  // namespace graphstore::client
+
+#endif  // GRAPHSTORE_CLIENT_CLIENT_H_

@@ -1,0 +1,91 @@
+#include "tests/daemon.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <stdexcept>
+#include <thread>
+
+#include "tests/test_util.h"
+
+namespace graphstore::testing {
+
+namespace {
+int counter = 0;
+}
+
+Daemon::Daemon(const std::string& partition_dir, const std::vector<std::string>& flags) {
+  const char* tmp = std::getenv("TEST_TMPDIR");
+  const std::string base = std::string(tmp != nullptr ? tmp : "/tmp") + "/graphstored-" +
+                           std::to_string(::getpid()) + "-" + std::to_string(counter++);
+  const std::string port_file = base + ".port";
+  log_path_ = base + ".log";
+  std::remove(port_file.c_str());
+  std::vector<std::string> args = {"server/graphstored", "--partition=" + partition_dir, "--port=0",
+                                   "--port_file=" + port_file, "--log_level=debug"};
+  args.insert(args.end(), flags.begin(), flags.end());
+  pid_ = ::fork();
+  if (pid_ < 0) throw std::runtime_error("fork failed");
+  if (pid_ == 0) {
+    const int fd = ::open(log_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (fd >= 0) {
+      ::dup2(fd, 1);
+      ::dup2(fd, 2);
+    }
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    ::execv(argv[0], argv.data());
+    ::_exit(127);
+  }
+  for (int i = 0; i < 3000; ++i) {
+    const std::string text = ReadFile(port_file);
+    if (!text.empty()) {
+      port_ = std::atoi(text.c_str());
+      return;
+    }
+    int status = 0;
+    if (::waitpid(pid_, &status, WNOHANG) == pid_) {
+      pid_ = -1;
+      throw std::runtime_error("graphstored exited at start-up: " + Log());
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  throw std::runtime_error("graphstored did not write its port file: " + Log());
+}
+
+Daemon::~Daemon() {
+  if (pid_ > 0) {
+    ::kill(pid_, SIGKILL);
+    int status = 0;
+    ::waitpid(pid_, &status, 0);
+  }
+}
+
+int Daemon::WaitExit(int timeout_s) {
+  if (pid_ <= 0) return -1;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s);
+  while (std::chrono::steady_clock::now() < deadline) {
+    int status = 0;
+    if (::waitpid(pid_, &status, WNOHANG) == pid_) {
+      pid_ = -1;
+      return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return -2;
+}
+
+int Daemon::Stop(int signal, int timeout_s) {
+  if (pid_ <= 0) return -1;
+  ::kill(pid_, signal);
+  return WaitExit(timeout_s);
+}
+
+std::string Daemon::Log() const { return ReadFile(log_path_); }
+
+}  // namespace graphstore::testing

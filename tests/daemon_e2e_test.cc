@@ -1,0 +1,548 @@
+// End to end: a real graphstored on loopback and the real client.
+
+#include <catch2/catch.hpp>
+
+#include <signal.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+#include <set>
+#include <thread>
+
+#include "client/client.h"
+#include "server/partition.h"
+#include "tests/daemon.h"
+#include "tests/test_util.h"
+#include "tools/generator.h"
+
+namespace graphstore {
+namespace {
+
+using client::Client;
+using testing::Daemon;
+using testing::TempDir;
+
+// One generated dataset shared by every test of this binary.
+const std::string& Dataset() {
+  static TempDir* dir = new TempDir();
+  static const std::string path = [] {
+    GeneratorOptions o;
+    o.num_nodes = 3000;
+    o.avg_degree = 8;
+    o.feature_dim = 16;
+    o.num_classes = 8;
+    o.seed = 5;
+    REQUIRE(GenerateDataset(o, dir->path() + "/data").ok());
+    return dir->path() + "/data";
+  }();
+  return path;
+}
+
+std::unique_ptr<Client> Connect(const Daemon& d, int window_bytes = 0) {
+  client::ClientOptions o;
+  o.address = d.address();
+  o.stream_window_bytes = window_bytes;
+  auto c = Client::Connect(o);
+  REQUIRE(c.ok());
+  return *std::move(c);
+}
+
+uint64_t InitBackend(Client& c, const std::string& key, int batch_size = 64, bool shuffle = true) {
+  v1::InitSamplingBackendRequest req;
+  req.set_backend_key(key);
+  req.mutable_config()->set_batch_size(batch_size);
+  req.mutable_config()->set_shuffle(shuffle);
+  req.mutable_config()->add_num_neighbors(5);
+  req.mutable_config()->add_num_neighbors(3);
+  req.mutable_config()->set_with_node_features(true);
+  req.mutable_config()->set_with_labels(true);
+  auto r = c.InitSamplingBackend(req);
+  INFO(r.status().ToString());
+  REQUIRE(r.ok());
+  return r->backend_id();
+}
+
+uint64_t RegisterSplit(Client& c, uint64_t backend, const std::string& split, int max_messages = 0) {
+  v1::RegisterSamplingInputRequest req;
+  req.set_backend_id(backend);
+  req.set_worker_key("test");
+  req.mutable_split()->set_split(split);
+  req.set_seed(17);
+  req.mutable_buffer()->set_max_messages(max_messages);
+  auto r = c.RegisterSamplingInput(req);
+  INFO(r.status().ToString());
+  REQUIRE(r.ok());
+  return r->channel_id();
+}
+
+v1::StartEpochResponse::Outcome Start(Client& c, uint64_t channel, int64_t epoch) {
+  v1::StartEpochRequest req;
+  req.set_channel_id(channel);
+  req.set_epoch(epoch);
+  auto r = c.StartEpoch(req);
+  REQUIRE(r.ok());
+  return r->outcome();
+}
+
+std::vector<int64_t> Int64s(const v1::Tensor& t) {
+  REQUIRE(t.dtype() == v1::DTYPE_INT64);
+  std::vector<int64_t> v(t.data().size() / 8);
+  std::memcpy(v.data(), t.data().data(), t.data().size());
+  return v;
+}
+
+std::unique_ptr<client::MessageStream> Open(Client& c, uint64_t channel, int64_t epoch) {
+  v1::StreamSampledMessagesRequest req;
+  req.set_channel_id(channel);
+  req.set_epoch(epoch);
+  return c.Stream(req);
+}
+
+// Reads a whole epoch; returns its seeds in delivery order and checks the stream ends OK.
+std::vector<int64_t> ReadEpoch(Client& c, uint64_t channel, int64_t epoch, int64_t* batches = nullptr) {
+  auto stream = Open(c, channel, epoch);
+  std::vector<int64_t> seeds;
+  std::set<int64_t> indices;
+  while (true) {
+    auto m = stream->Next();
+    INFO(m.status().ToString());
+    REQUIRE(m.ok());
+    if (*m == nullptr) break;
+    REQUIRE((*m)->epoch() == epoch);
+    REQUIRE(indices.insert((*m)->batch_index()).second);
+    const auto b = Int64s((*m)->nodes(0).batch());
+    seeds.insert(seeds.end(), b.begin(), b.end());
+    // Features and labels travel with every message, row-aligned with ids.
+    const auto ids = Int64s((*m)->nodes(0).ids());
+    REQUIRE((*m)->nodes(0).features().shape(0) == static_cast<int64_t>(ids.size()));
+    REQUIRE((*m)->nodes(0).labels().data().size() == ids.size() * 8);
+  }
+  if (batches != nullptr) *batches = static_cast<int64_t>(indices.size());
+  return seeds;
+}
+
+std::vector<int64_t> SplitIds(const std::string& split) {
+  auto p = Partition::Load(Dataset());
+  REQUIRE(p.ok());
+  const MappedNpy& f = (*p)->node_type(0).splits.at(split);
+  return std::vector<int64_t>(f.data<int64_t>(), f.data<int64_t>() + f.num_elements());
+}
+
+TEST_CASE("metadata, node ids, features and labels over the wire", "[e2e]") {
+  Daemon d(Dataset());
+  auto c = Connect(d);
+  auto meta = c->GetDatasetMeta();
+  REQUIRE(meta.ok());
+  CHECK(meta->num_partitions() == 1);
+  CHECK(meta->edge_dir() == v1::EDGE_DIRECTION_OUT);
+  REQUIRE(meta->node_types_size() == 1);
+  CHECK(meta->node_types(0).num_nodes() == 3000);
+  CHECK(meta->node_types(0).features().dim() == 16);
+  CHECK(meta->node_types(0).num_classes() == 8);
+  CHECK(meta->edge_types(0).name() == "node__to__node");
+
+  v1::GetNodeIdsRequest ids_req;
+  ids_req.set_split("train");
+  auto all = c->GetNodeIds(ids_req);
+  REQUIRE(all.ok());
+  CHECK(Int64s(all->ids()) == SplitIds("train"));
+  // Three slices cover the split exactly, in order.
+  std::vector<int64_t> joined;
+  for (int r = 0; r < 3; ++r) {
+    ids_req.mutable_slice()->set_rank(r);
+    ids_req.mutable_slice()->set_world_size(3);
+    auto part = c->GetNodeIds(ids_req);
+    REQUIRE(part.ok());
+    const auto v = Int64s(part->ids());
+    joined.insert(joined.end(), v.begin(), v.end());
+  }
+  CHECK(joined == SplitIds("train"));
+
+  v1::GetNodeFeaturesRequest f;
+  f.add_ids(7);
+  f.add_ids(2);
+  auto feats = c->GetNodeFeatures(f);
+  REQUIRE(feats.ok());
+  CHECK(feats->features().shape(0) == 2);
+  CHECK(feats->features().shape(1) == 16);
+  auto p = Partition::Load(Dataset());
+  REQUIRE(p.ok());
+  CHECK(std::memcmp(feats->features().data().data(), (*p)->node_type(0).features.data<float>() + 7 * 16, 64) == 0);
+  v1::GetNodeLabelsRequest l;
+  l.add_ids(2);
+  auto labels = c->GetNodeLabels(l);
+  REQUIRE(labels.ok());
+  CHECK(Int64s(labels->labels())[0] == (*p)->node_type(0).labels.data<int64_t>()[2]);
+  CHECK(d.Stop(SIGTERM) == 0);
+}
+
+TEST_CASE("an epoch delivers every seed exactly once, across epochs and shuffles", "[e2e]") {
+  Daemon d(Dataset());
+  auto c = Connect(d);
+  const uint64_t backend = InitBackend(*c, "coverage");
+  const uint64_t channel = RegisterSplit(*c, backend, "train");
+  std::vector<int64_t> expected = SplitIds("train");
+  std::vector<std::vector<int64_t>> orders;
+  for (int64_t epoch = 0; epoch < 3; ++epoch) {
+    REQUIRE(Start(*c, channel, epoch) == v1::StartEpochResponse::STARTED);
+    int64_t batches = 0;
+    std::vector<int64_t> seeds = ReadEpoch(*c, channel, epoch, &batches);
+    CHECK(batches == static_cast<int64_t>((expected.size() + 63) / 64));
+    orders.push_back(seeds);
+    std::sort(seeds.begin(), seeds.end());
+    CHECK(seeds == expected);
+  }
+  CHECK(orders[0] != orders[1]);
+  CHECK(d.Stop(SIGTERM) == 0);
+}
+
+TEST_CASE("several clients stream concurrently and each gets its whole epoch", "[e2e]") {
+  Daemon d(Dataset(), {"--num_workers=2"});
+  std::vector<std::thread> threads;
+  std::atomic<int> complete{0};
+  for (int i = 0; i < 4; ++i) {
+    threads.emplace_back([&, i] {
+      auto c = Connect(d);
+      const uint64_t backend = InitBackend(*c, "shared");
+      const uint64_t channel = RegisterSplit(*c, backend, i % 2 == 0 ? "train" : "val");
+      Start(*c, channel, 0);
+      std::vector<int64_t> seeds = ReadEpoch(*c, channel, 0);
+      std::sort(seeds.begin(), seeds.end());
+      if (seeds == SplitIds(i % 2 == 0 ? "train" : "val")) ++complete;
+    });
+  }
+  for (auto& t : threads) t.join();
+  CHECK(complete.load() == 4);
+  CHECK(d.Stop(SIGTERM) == 0);
+}
+
+TEST_CASE("the same backend key gives one backend; a different config is refused", "[e2e]") {
+  Daemon d(Dataset());
+  auto c = Connect(d);
+  std::vector<std::thread> threads;
+  std::vector<uint64_t> ids(6);
+  std::atomic<int> created{0};
+  for (int i = 0; i < 6; ++i) {
+    threads.emplace_back([&, i] {
+      auto ci = Connect(d);
+      v1::InitSamplingBackendRequest req;
+      req.set_backend_key("same");
+      req.mutable_config()->set_batch_size(32);
+      req.mutable_config()->add_num_neighbors(4);
+      auto r = ci->InitSamplingBackend(req);
+      REQUIRE(r.ok());
+      ids[i] = r->backend_id();
+      created += r->created();
+    });
+  }
+  for (auto& t : threads) t.join();
+  CHECK(created.load() == 1);
+  CHECK(std::set<uint64_t>(ids.begin(), ids.end()).size() == 1);
+  v1::InitSamplingBackendRequest other;
+  other.set_backend_key("same");
+  other.mutable_config()->set_batch_size(16);
+  auto r = c->InitSamplingBackend(other);
+  CHECK(r.status().code() == absl::StatusCode::kFailedPrecondition);
+  CHECK(d.Stop(SIGTERM) == 0);
+}
+
+TEST_CASE("StartEpoch: repeated and stale are no-ops, destroyed is silent, unknown is NOT_FOUND", "[e2e]") {
+  Daemon d(Dataset());
+  auto c = Connect(d);
+  const uint64_t backend = InitBackend(*c, "epochs");
+  const uint64_t channel = RegisterSplit(*c, backend, "val");
+  CHECK(Start(*c, channel, 3) == v1::StartEpochResponse::STARTED);
+  CHECK(Start(*c, channel, 3) == v1::StartEpochResponse::ALREADY_STARTED);
+  CHECK(Start(*c, channel, 1) == v1::StartEpochResponse::STALE);
+  v1::DestroySamplingInputRequest destroy;
+  destroy.set_channel_id(channel);
+  auto first = c->DestroySamplingInput(destroy);
+  REQUIRE(first.ok());
+  CHECK(first->destroyed());
+  CHECK(first->backend_stopped());
+  auto again = c->DestroySamplingInput(destroy);
+  REQUIRE(again.ok());
+  CHECK(!again->destroyed());
+  CHECK(Start(*c, channel, 4) == v1::StartEpochResponse::DESTROYED);
+  v1::StartEpochRequest unknown;
+  unknown.set_channel_id(999);
+  CHECK(c->StartEpoch(unknown).status().code() == absl::StatusCode::kNotFound);
+  v1::DescribeBackendRequest db;
+  db.set_backend_id(backend);
+  CHECK(c->DescribeBackend(db).status().code() == absl::StatusCode::kNotFound);
+  v1::DescribeChannelRequest dc;
+  dc.set_channel_id(channel);
+  auto desc = c->DescribeChannel(dc);
+  REQUIRE(desc.ok());
+  CHECK(desc->state() == "destroyed");
+  CHECK(d.Stop(SIGTERM) == 0);
+}
+
+TEST_CASE("a client that cancels mid-stream releases the channel's work", "[e2e]") {
+  Daemon d(Dataset());
+  auto c = Connect(d);
+  const uint64_t backend = InitBackend(*c, "cancel", 16);
+  const uint64_t channel = RegisterSplit(*c, backend, "train");
+  Start(*c, channel, 0);
+  {
+    auto stream = Open(*c, channel, 0);
+    auto m = stream->Next();
+    REQUIRE(m.ok());
+    REQUIRE(*m != nullptr);
+    stream->Cancel();
+  }
+  v1::DescribeChannelRequest dc;
+  dc.set_channel_id(channel);
+  absl::StatusOr<v1::ChannelStats> s;
+  for (int i = 0; i < 500; ++i) {
+    s = c->DescribeChannel(dc);
+    REQUIRE(s.ok());
+    if (s->state() == "cancelled" && !s->streaming() && s->in_flight() == 0) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  CHECK(s->state() == "cancelled");
+  CHECK(s->buffered_messages() == 0);
+  CHECK(!s->streaming());
+  const int64_t sampled = s->batches_sampled();
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  CHECK(c->DescribeChannel(dc)->batches_sampled() == sampled);
+  CHECK(s->batches_sampled() < s->num_batches());
+  // The channel can go on with the next epoch.
+  REQUIRE(Start(*c, channel, 1) == v1::StartEpochResponse::STARTED);
+  std::vector<int64_t> seeds = ReadEpoch(*c, channel, 1);
+  CHECK(seeds.size() == SplitIds("train").size());
+  CHECK(d.Stop(SIGTERM) == 0);
+}
+
+TEST_CASE("destroying a channel ends its live stream", "[e2e]") {
+  Daemon d(Dataset());
+  auto c = Connect(d);
+  const uint64_t backend = InitBackend(*c, "destroy", 8);
+  const uint64_t channel = RegisterSplit(*c, backend, "train", 2);
+  Start(*c, channel, 0);
+  auto stream = Open(*c, channel, 0);
+  REQUIRE(stream->Next().ok());
+  v1::DestroySamplingInputRequest destroy;
+  destroy.set_channel_id(channel);
+  REQUIRE(c->DestroySamplingInput(destroy).ok());
+  absl::Status end;
+  for (int i = 0; i < 1000; ++i) {
+    auto m = stream->Next();
+    if (!m.ok()) {
+      end = m.status();
+      break;
+    }
+    REQUIRE(*m != nullptr);  // a few messages already in flight may still arrive
+  }
+  CHECK(end.code() == absl::StatusCode::kAborted);
+  CHECK_THAT(std::string(end.message()), Catch::Contains("destroyed"));
+  CHECK(d.Stop(SIGTERM) == 0);
+}
+
+TEST_CASE("a reader that stops reading does not grow server memory past its buffer", "[e2e]") {
+  Daemon d(Dataset());
+  auto c = Connect(d, 64 << 10);
+  const uint64_t backend = InitBackend(*c, "slow", 8);
+  const uint64_t channel = RegisterSplit(*c, backend, "train", 3);
+  Start(*c, channel, 0);
+  auto stream = Open(*c, channel, 0);
+  REQUIRE(stream->Next().ok());
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  v1::DescribeChannelRequest dc;
+  dc.set_channel_id(channel);
+  auto a = c->DescribeChannel(dc);
+  REQUIRE(a.ok());
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  auto b = c->DescribeChannel(dc);
+  REQUIRE(b.ok());
+  CHECK(b->buffered_messages() <= 3);
+  CHECK(b->batches_sampled() == a->batches_sampled());  // sampling stopped
+  CHECK(b->batches_sampled() < b->num_batches());
+  v1::ServerStats stats = *c->GetServerStats();
+  CHECK(stats.buffered_bytes() == b->buffered_bytes());
+  // Reading again resumes the flow and the epoch completes.
+  int64_t more = 0;
+  while (true) {
+    auto m = stream->Next();
+    REQUIRE(m.ok());
+    if (*m == nullptr) break;
+    ++more;
+  }
+  CHECK(more + 1 == b->num_batches());
+  CHECK(d.Stop(SIGTERM) == 0);
+}
+
+TEST_CASE("every malformed request gets its canonical code and names the field", "[e2e]") {
+  Daemon d(Dataset());
+  auto c = Connect(d);
+  const uint64_t backend = InitBackend(*c, "errors");
+  struct Case {
+    std::string what;
+    absl::Status status;
+    absl::StatusCode code;
+    std::string field;
+  };
+  std::vector<Case> cases;
+  auto init = [&](auto edit) {
+    v1::InitSamplingBackendRequest r;
+    r.set_backend_key("k");
+    r.mutable_config()->set_batch_size(10);
+    r.mutable_config()->add_num_neighbors(2);
+    edit(r);
+    return c->InitSamplingBackend(r).status();
+  };
+  cases.push_back({"empty key", init([](auto& r) { r.clear_backend_key(); }), absl::StatusCode::kInvalidArgument, "backend_key"});
+  cases.push_back({"zero batch", init([](auto& r) { r.mutable_config()->set_batch_size(0); }),
+                   absl::StatusCode::kInvalidArgument, "config.batch_size"});
+  cases.push_back({"huge batch", init([](auto& r) { r.mutable_config()->set_batch_size(1 << 30); }),
+                   absl::StatusCode::kResourceExhausted, "config.batch_size"});
+  cases.push_back({"fanout -2", init([](auto& r) { r.mutable_config()->set_num_neighbors(0, -2); }),
+                   absl::StatusCode::kInvalidArgument, "config.num_neighbors[0]"});
+  cases.push_back({"huge fanout", init([](auto& r) { r.mutable_config()->set_num_neighbors(0, 1 << 30); }),
+                   absl::StatusCode::kResourceExhausted, "config.num_neighbors[0]"});
+  cases.push_back({"unknown edge type", init([](auto& r) {
+                     (*r.mutable_config()->mutable_num_neighbors_by_type())["a__b__c"].add_per_hop(1);
+                   }),
+                   absl::StatusCode::kInvalidArgument, "a__b__c"});
+  cases.push_back({"too many workers", init([](auto& r) { r.mutable_options()->set_num_workers(100000); }),
+                   absl::StatusCode::kResourceExhausted, "options.num_workers"});
+
+  auto reg = [&](auto edit) {
+    v1::RegisterSamplingInputRequest r;
+    r.set_backend_id(backend);
+    r.mutable_split()->set_split("train");
+    edit(r);
+    return c->RegisterSamplingInput(r).status();
+  };
+  cases.push_back({"no backend id", reg([](auto& r) { r.set_backend_id(0); }), absl::StatusCode::kInvalidArgument, "backend_id"});
+  cases.push_back({"unknown backend", reg([](auto& r) { r.set_backend_id(777); }), absl::StatusCode::kNotFound, "backend_id"});
+  cases.push_back({"no input", reg([](auto& r) { r.clear_split(); }), absl::StatusCode::kInvalidArgument, "input"});
+  cases.push_back({"bad split", reg([](auto& r) { r.mutable_split()->set_split("nope"); }),
+                   absl::StatusCode::kInvalidArgument, "split"});
+  cases.push_back({"bad node type", reg([](auto& r) { r.mutable_split()->set_node_type("paper"); }),
+                   absl::StatusCode::kInvalidArgument, "split.node_type"});
+  cases.push_back({"bad slice", reg([](auto& r) {
+                     r.mutable_split()->mutable_slice()->set_rank(3);
+                     r.mutable_split()->mutable_slice()->set_world_size(2);
+                   }),
+                   absl::StatusCode::kInvalidArgument, "split.slice.rank"});
+  cases.push_back({"seed out of range", reg([](auto& r) { r.mutable_nodes()->add_ids(5000); }),
+                   absl::StatusCode::kInvalidArgument, "nodes.ids[0]"});
+  cases.push_back({"negative buffer", reg([](auto& r) { r.mutable_buffer()->set_max_messages(-1); }),
+                   absl::StatusCode::kInvalidArgument, "buffer"});
+  cases.push_back({"huge buffer", reg([](auto& r) { r.mutable_buffer()->set_max_bytes(1LL << 50); }),
+                   absl::StatusCode::kResourceExhausted, "buffer.max_bytes"});
+  cases.push_back({"negative lease", reg([](auto& r) { r.set_lease_ms(-5); }), absl::StatusCode::kInvalidArgument, "lease_ms"});
+
+  v1::StartEpochRequest se;
+  cases.push_back({"start without channel", c->StartEpoch(se).status(), absl::StatusCode::kInvalidArgument, "channel_id"});
+  se.set_channel_id(1);
+  se.set_epoch(-1);
+  cases.push_back({"negative epoch", c->StartEpoch(se).status(), absl::StatusCode::kInvalidArgument, "epoch"});
+
+  v1::GetNodeFeaturesRequest gf;
+  gf.add_ids(-3);
+  cases.push_back({"feature id", c->GetNodeFeatures(gf).status(), absl::StatusCode::kInvalidArgument, "ids[0]"});
+  v1::GetNodeIdsRequest gi;
+  gi.set_node_type("user");
+  cases.push_back({"ids node type", c->GetNodeIds(gi).status(), absl::StatusCode::kInvalidArgument, "node_type"});
+  v1::LookupPartitionsRequest lp;
+  lp.add_ids(1);
+  lp.add_ids(99999);
+  cases.push_back({"lookup id", c->LookupPartitions(lp).status(), absl::StatusCode::kInvalidArgument, "ids[1]"});
+  v1::DescribeChannelRequest dc;
+  dc.set_channel_id(4242);
+  cases.push_back({"describe unknown", c->DescribeChannel(dc).status(), absl::StatusCode::kNotFound, "channel_id"});
+
+  // Streams: unknown channel, epoch not started.
+  auto stream_status = [&](uint64_t channel, int64_t epoch) {
+    auto s = Open(*c, channel, epoch);
+    return s->Next().status();
+  };
+  cases.push_back({"stream unknown", stream_status(4242, 0), absl::StatusCode::kNotFound, "channel_id"});
+  v1::RegisterSamplingInputRequest ok;
+  ok.set_backend_id(backend);
+  ok.mutable_split()->set_split("val");
+  const uint64_t fresh = c->RegisterSamplingInput(ok)->channel_id();
+  cases.push_back({"stream before start", stream_status(fresh, 0), absl::StatusCode::kFailedPrecondition, "StartEpoch"});
+
+  for (const auto& k : cases) {
+    INFO(k.what << ": " << k.status.ToString());
+    CHECK(k.status.code() == k.code);
+    CHECK_THAT(std::string(k.status.message()), Catch::Contains(k.field));
+  }
+  // The server survived all of it.
+  CHECK(c->GetDatasetMeta().ok());
+  CHECK(d.Stop(SIGTERM) == 0);
+}
+
+TEST_CASE("SIGTERM with live streams ends them and exits 0", "[e2e]") {
+  Daemon d(Dataset());
+  auto c = Connect(d, 64 << 10);
+  const uint64_t backend = InitBackend(*c, "term", 8);
+  const uint64_t channel = RegisterSplit(*c, backend, "train", 2);
+  Start(*c, channel, 0);
+  auto stream = Open(*c, channel, 0);
+  REQUIRE(stream->Next().ok());
+  std::atomic<bool> ended{false};
+  absl::Status end;
+  std::thread reader([&] {
+    while (true) {
+      auto m = stream->Next();
+      if (!m.ok()) {
+        end = m.status();
+        break;
+      }
+      if (*m == nullptr) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));  // a slow trainer
+    }
+    ended = true;
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  CHECK(d.Stop(SIGTERM) == 0);
+  reader.join();
+  CHECK(ended.load());
+  CHECK(!end.ok());
+  CHECK_THAT(d.Log(), Catch::Contains("destroying live channel"));
+}
+
+TEST_CASE("the Exit RPC shuts the daemon down with exit code 0", "[e2e]") {
+  Daemon d(Dataset());
+  auto c = Connect(d);
+  const uint64_t backend = InitBackend(*c, "exit");
+  RegisterSplit(*c, backend, "val");
+  auto r = c->Exit();
+  REQUIRE(r.ok());
+  CHECK(r->channels_destroyed() == 1);
+  CHECK(d.WaitExit(30) == 0);
+}
+
+TEST_CASE("a channel whose client vanished is reaped when its lease expires", "[e2e]") {
+  Daemon d(Dataset());
+  auto c = Connect(d);
+  const uint64_t backend = InitBackend(*c, "lease");
+  v1::RegisterSamplingInputRequest req;
+  req.set_backend_id(backend);
+  req.mutable_split()->set_split("val");
+  req.set_lease_ms(300);
+  const uint64_t channel = c->RegisterSamplingInput(req)->channel_id();
+  v1::DescribeChannelRequest dc;
+  dc.set_channel_id(channel);
+  std::string state;
+  for (int i = 0; i < 300 && state != "destroyed"; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    state = c->DescribeChannel(dc)->state();
+  }
+  CHECK(state == "destroyed");
+  CHECK(c->GetServerStats()->leases_expired() == 1);
+  CHECK(d.Stop(SIGTERM) == 0);
+}
+
+TEST_CASE("a bad partition directory stops the daemon with the file named", "[e2e]") {
+  TempDir dir;
+  REQUIRE_THROWS_WITH(Daemon(dir.path()), Catch::Contains("manifest.json: file is missing"));
+}
+
+}  // namespace
+}  // namespace graphstore
