@@ -1,0 +1,254 @@
+// End-to-end streaming throughput against the same sampling in process, and time to first
+// batch.
+//
+// In process: the scheduler's Backend runs the neighbour sampler with feature gathering on N
+// workers and the benchmark pops the SampledSubgraphs. End to end: a graphstored server (same
+// process, real gRPC over loopback TCP) runs the same sampling on N workers, builds the wire
+// messages, and a client reads the stream and parses every message. Both print batches/s and
+// MB/s of message payload; the ratio is end to end / in process.
+//
+//   bazel-bin/bench/stream_bench --graph=1m
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "client/client.h"
+#include "scheduler/backend.h"
+#include "scheduler/draw.h"
+#include "server/log.h"
+#include "server/neighbor_sampler.h"
+#include "server/partition.h"
+#include "server/server.h"
+#include "tools/flags.h"
+#include "tools/generator.h"
+
+namespace graphstore {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double Since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+struct Rate {
+  double batches_per_s = 0;
+  double mb_per_s = 0;
+};
+
+std::vector<int64_t> Seeds(int64_t num_nodes, int64_t count) {
+  DrawStream rng(7);
+  std::vector<int64_t> s(count);
+  for (auto& x : s) x = static_cast<int64_t>(rng.Below(num_nodes));
+  return s;
+}
+
+Rate InProcess(const Partition& p, const NeighborSamplerOptions& so, int workers, int batch_size, double seconds) {
+  auto sampler = NeighborSampler::Create(&p, so);
+  if (!sampler.ok()) std::abort();
+  std::vector<std::unique_ptr<SamplerScratch>> scratch;
+  for (int i = 0; i < workers; ++i) scratch.push_back((*sampler)->NewScratch());
+  scheduler::BackendOptions bo;
+  bo.num_workers = workers;
+  scheduler::Backend backend(bo, [&](const scheduler::BatchTask& t) -> absl::StatusOr<scheduler::Batch> {
+    auto g = std::make_shared<SampledSubgraph>();
+    SeedBatch b;
+    b.ids = t.seeds;
+    b.size = t.num_seeds;
+    b.seed = t.seed;
+    b.epoch = t.epoch;
+    b.batch_index = t.batch_index;
+    if (auto s = (*sampler)->Sample(b, scratch[t.worker].get(), g.get()); !s.ok()) return s;
+    return scheduler::Batch{g, g->ByteSize()};
+  });
+  scheduler::ChannelOptions co;
+  co.seeds = Seeds(p.node_type(0).num_nodes, 300LL * batch_size);
+  co.batch_size = batch_size;
+  if (!backend.AddChannel(1, co).ok() || !backend.StartEpoch(1, 0).ok()) std::abort();
+  int64_t batches = 0;
+  double bytes = 0;
+  const auto t0 = Clock::now();
+  while (Since(t0) < seconds) {
+    auto d = backend.Pop(1, 0, std::chrono::seconds(60));
+    if (d.kind != scheduler::Delivery::Kind::kMessage) break;
+    ++batches;
+    bytes += static_cast<double>(d.batch.bytes);
+  }
+  const double el = Since(t0);
+  backend.Stop();
+  return {batches / el, bytes / el / 1e6};
+}
+
+v1::InitSamplingBackendRequest BackendRequest(const std::string& key, int batch_size, const std::vector<int>& fanouts,
+                                              int workers) {
+  v1::InitSamplingBackendRequest init;
+  init.set_backend_key(key);
+  init.mutable_config()->set_batch_size(batch_size);
+  for (int f : fanouts) init.mutable_config()->add_num_neighbors(f);
+  init.mutable_config()->set_with_node_features(true);
+  init.mutable_options()->set_num_workers(workers);
+  return init;
+}
+
+uint64_t Register(client::Client& c, uint64_t backend, std::vector<int64_t> seeds) {
+  v1::RegisterSamplingInputRequest reg;
+  reg.set_backend_id(backend);
+  for (int64_t s : seeds) reg.mutable_nodes()->add_ids(s);
+  auto r = c.RegisterSamplingInput(reg);
+  if (!r.ok()) {
+    std::fprintf(stderr, "%s\n", r.status().ToString().c_str());
+    std::abort();
+  }
+  return r->channel_id();
+}
+
+Rate EndToEnd(client::Client& c, int64_t num_nodes, const std::vector<int>& fanouts, int workers, int batch_size,
+              double seconds) {
+  const uint64_t backend = c.InitSamplingBackend(BackendRequest("e2e", batch_size, fanouts, workers))->backend_id();
+  const uint64_t channel = Register(c, backend, Seeds(num_nodes, 300LL * batch_size));
+  v1::StartEpochRequest se;
+  se.set_channel_id(channel);
+  se.set_epoch(0);
+  if (!c.StartEpoch(se).ok()) std::abort();
+  v1::StreamSampledMessagesRequest sr;
+  sr.set_channel_id(channel);
+  sr.set_epoch(0);
+  auto stream = c.Stream(sr);
+  int64_t batches = 0;
+  double bytes = 0;
+  const auto t0 = Clock::now();
+  while (Since(t0) < seconds) {
+    auto m = stream->Next();
+    if (!m.ok() || *m == nullptr) break;
+    ++batches;
+    bytes += static_cast<double>((*m)->ByteSizeLong());
+  }
+  const double el = Since(t0);
+  stream->Cancel();
+  stream.reset();
+  v1::DestroySamplingInputRequest d;
+  d.set_channel_id(channel);
+  (void)c.DestroySamplingInput(d);
+  return {batches / el, bytes / el / 1e6};
+}
+
+// Milliseconds from calling StartEpoch to holding the first message, per epoch.
+std::vector<double> TimeToFirstBatch(client::Client& c, int64_t num_nodes, const std::vector<int>& fanouts,
+                                     int batch_size, int epochs) {
+  const uint64_t backend = c.InitSamplingBackend(BackendRequest("ttfb", batch_size, fanouts, 2))->backend_id();
+  const uint64_t channel = Register(c, backend, Seeds(num_nodes, 4LL * batch_size));
+  std::vector<double> ms;
+  for (int e = 0; e < epochs; ++e) {
+    v1::StartEpochRequest se;
+    se.set_channel_id(channel);
+    se.set_epoch(e);
+    const auto t0 = Clock::now();
+    if (!c.StartEpoch(se).ok()) std::abort();
+    v1::StreamSampledMessagesRequest sr;
+    sr.set_channel_id(channel);
+    sr.set_epoch(e);
+    auto stream = c.Stream(sr);
+    auto first = stream->Next();
+    if (!first.ok() || *first == nullptr) std::abort();
+    ms.push_back(Since(t0) * 1e3);
+    while (true) {
+      auto m = stream->Next();
+      if (!m.ok() || *m == nullptr) break;
+    }
+    // Like a trainer, consume the epoch before starting the next one.
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  v1::DestroySamplingInputRequest d;
+  d.set_channel_id(channel);
+  (void)c.DestroySamplingInput(d);
+  return ms;
+}
+
+double Percentile(std::vector<double> v, double q) {
+  std::sort(v.begin(), v.end());
+  return v[std::min(v.size() - 1, static_cast<size_t>(q * (v.size() - 1) + 0.5))];
+}
+
+int Run(int argc, char** argv) {
+  Flags flags;
+  flags.Define("graph", "1m", "1m (generated 1M nodes, ~25M edges, 100 features) or a partition DIR");
+  flags.Define("cache_dir", "/tmp/graphstore-bench", "where generated graphs are kept");
+  flags.Define("seconds", "6", "duration of each throughput measurement");
+  flags.Define("batch_size", "1024", "seeds per batch");
+  flags.Define("fanouts", "15,10,5", "fanout per hop");
+  flags.Define("workers", "1", "sampling workers, in process and on the server");
+  flags.Define("ttfb_epochs", "40", "epochs timed for time to first batch");
+  if (auto s = flags.Parse(argc, argv); !s.ok() || flags.help()) {
+    std::fprintf(stderr, "%s", flags.Usage("stream_bench", "End-to-end streaming vs in-process sampling.").c_str());
+    return s.ok() ? 0 : 2;
+  }
+  SetLogLevel("warn");
+  std::string dir = flags.Get("graph");
+  if (dir == "1m") {
+    dir = flags.Get("cache_dir") + "/1m";
+    if (!std::filesystem::exists(dir + "/manifest.json")) {
+      GeneratorOptions o;
+      o.num_nodes = 1000000;
+      o.avg_degree = 25.6;
+      o.feature_dim = 100;
+      std::fprintf(stderr, "generating into %s ...\n", dir.c_str());
+      if (!GenerateDataset(o, dir).ok()) return 1;
+    }
+  }
+  const double seconds = *flags.GetDouble("seconds");
+  const int batch_size = static_cast<int>(*flags.GetInt("batch_size"));
+  const int workers = static_cast<int>(*flags.GetInt("workers"));
+  std::vector<int> fanouts;
+  for (const auto& f : SplitList(flags.Get("fanouts"), ',')) fanouts.push_back(std::stoi(f));
+
+  Partition::LoadOptions lo;
+  lo.verify_contents = false;
+  auto p = Partition::Load(dir, lo);
+  if (!p.ok()) return 1;
+  const int64_t num_nodes = (*p)->node_type(0).num_nodes;
+  NeighborSamplerOptions so;
+  so.fanouts = fanouts;
+  so.with_node_features = true;
+  InProcess(**p, so, workers, batch_size, 1.0);  // warm the page cache
+  const Rate local = InProcess(**p, so, workers, batch_size, seconds);
+
+  ServerOptions opts;
+  opts.partition_dir = dir;
+  opts.verify_partition = false;
+  opts.max_message_bytes = 2047 << 20;
+  auto server = GraphStoreServer::BuildAndStart(opts);
+  if (!server.ok()) {
+    std::fprintf(stderr, "%s\n", server.status().ToString().c_str());
+    return 1;
+  }
+  client::ClientOptions co;
+  co.address = (*server)->address();
+  co.max_message_bytes = 2047 << 20;
+  co.deadline = std::chrono::seconds(120);
+  auto c = client::Client::Connect(co);
+  if (!c.ok()) return 1;
+  const Rate remote = EndToEnd(**c, num_nodes, fanouts, workers, batch_size, seconds);
+  const std::vector<double> ttfb = TimeToFirstBatch(**c, num_nodes, fanouts, batch_size,
+                                                    static_cast<int>(*flags.GetInt("ttfb_epochs")));
+  (*server)->Shutdown();
+
+  std::printf("graph %s: %lld nodes; batch %d, fanout [%s], 100 float features, %d worker(s)\n", dir.c_str(),
+              static_cast<long long>(num_nodes), batch_size, flags.Get("fanouts").c_str(), workers);
+  std::printf("%-22s %10s %10s\n", "", "batches/s", "MB/s");
+  std::printf("%-22s %10.2f %10.1f\n", "in process (baseline)", local.batches_per_s, local.mb_per_s);
+  std::printf("%-22s %10.2f %10.1f\n", "end to end (stream)", remote.batches_per_s, remote.mb_per_s);
+  std::printf("ratio end to end / in process: %.2f (batches/s)\n", remote.batches_per_s / local.batches_per_s);
+  std::printf("time from StartEpoch to first batch on the client over %zu epochs: p50 %.2f ms, p90 %.2f ms\n",
+              ttfb.size(), Percentile(ttfb, 0.5), Percentile(ttfb, 0.9));
+  return 0;
+}
+
+}  // namespace
+}  // namespace graphstore
+
+int main(int argc, char** argv) { return graphstore::Run(argc, argv); }
