@@ -10,7 +10,6 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
-#include <filesystem>
 #include <string>
 #include <thread>
 #include <vector>
@@ -21,7 +20,7 @@
 #include "server/neighbor_sampler.h"
 #include "server/partition.h"
 #include "tools/flags.h"
-#include "tools/generator.h"
+#include "bench/bench_graphs.h"
 
 namespace graphstore {
 namespace {
@@ -168,27 +167,12 @@ int Run(int argc, char** argv) {
   std::printf("%-10s %8s %8s %7s %14s %12s %14s %7s\n", "graph", "mode", "threads", "batch/s",
               "edges/s", "seeds/s", "rand loads/s", "ratio");
   for (const auto& name : SplitList(flags.Get("graphs"), ',')) {
-    std::string dir = name;
-    if (name == "1m" || name == "products") {
-      dir = absl::StrCat(flags.Get("cache_dir"), "/", name);
-      if (!std::filesystem::exists(dir + "/manifest.json")) {
-        GeneratorOptions o;
-        if (name == "1m") {
-          o.num_nodes = 1000000;
-          o.avg_degree = 25.6;
-        } else {
-          o.num_nodes = 2449029;
-          o.avg_degree = 52;
-          o.num_classes = 47;
-        }
-        o.feature_dim = 100;
-        std::fprintf(stderr, "generating %s into %s ...\n", name.c_str(), dir.c_str());
-        if (auto s = GenerateDataset(o, dir); !s.ok()) {
-          std::fprintf(stderr, "%s\n", std::string(s.message()).c_str());
-          return 1;
-        }
-      }
+    auto graph = BenchGraph(name, flags.Get("cache_dir"));
+    if (!graph.ok()) {
+      std::fprintf(stderr, "%s\n", std::string(graph.status().message()).c_str());
+      return 1;
     }
+    const std::string dir = *graph;
     Partition::LoadOptions lo;
     lo.verify_contents = false;
     auto p = Partition::Load(dir, lo);

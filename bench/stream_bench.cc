@@ -13,7 +13,6 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
-#include <filesystem>
 #include <string>
 #include <thread>
 #include <vector>
@@ -27,7 +26,7 @@
 #include "server/partition.h"
 #include "server/server.h"
 #include "tools/flags.h"
-#include "tools/generator.h"
+#include "bench/bench_graphs.h"
 
 namespace graphstore {
 namespace {
@@ -188,18 +187,12 @@ int Run(int argc, char** argv) {
     return s.ok() ? 0 : 2;
   }
   SetLogLevel("warn");
-  std::string dir = flags.Get("graph");
-  if (dir == "1m") {
-    dir = flags.Get("cache_dir") + "/1m";
-    if (!std::filesystem::exists(dir + "/manifest.json")) {
-      GeneratorOptions o;
-      o.num_nodes = 1000000;
-      o.avg_degree = 25.6;
-      o.feature_dim = 100;
-      std::fprintf(stderr, "generating into %s ...\n", dir.c_str());
-      if (!GenerateDataset(o, dir).ok()) return 1;
-    }
+  auto graph = BenchGraph(flags.Get("graph"), flags.Get("cache_dir"));
+  if (!graph.ok()) {
+    std::fprintf(stderr, "%s\n", std::string(graph.status().message()).c_str());
+    return 1;
   }
+  const std::string dir = *graph;
   const double seconds = *flags.GetDouble("seconds");
   const int batch_size = static_cast<int>(*flags.GetInt("batch_size"));
   const int workers = static_cast<int>(*flags.GetInt("workers"));

@@ -13,6 +13,7 @@
 #include "client/client.h"
 #include "server/partition.h"
 #include "tests/daemon.h"
+#include "tests/fixtures.h"
 #include "tests/test_util.h"
 #include "tools/generator.h"
 
@@ -24,20 +25,7 @@ using testing::Daemon;
 using testing::TempDir;
 
 // One generated dataset shared by every test of this binary.
-const std::string& Dataset() {
-  static TempDir* dir = new TempDir();
-  static const std::string path = [] {
-    GeneratorOptions o;
-    o.num_nodes = 3000;
-    o.avg_degree = 8;
-    o.feature_dim = 16;
-    o.num_classes = 8;
-    o.seed = 5;
-    REQUIRE(GenerateDataset(o, dir->path() + "/data").ok());
-    return dir->path() + "/data";
-  }();
-  return path;
-}
+const std::string& Dataset() { return testing::GeneratedDataset(3000, 16, 8); }
 
 std::unique_ptr<Client> Connect(const Daemon& d, int window_bytes = 0) {
   client::ClientOptions o;

@@ -1,6 +1,11 @@
 #include "tests/fixtures.h"
 
+#include <map>
+#include <stdexcept>
+#include <tuple>
+
 #include "tests/test_util.h"
+#include "tools/generator.h"
 
 namespace graphstore::testing {
 
@@ -26,6 +31,23 @@ GraphData TinyGraph() {
   g.node_types.push_back(n);
   g.edge_types.push_back(e);
   return g;
+}
+
+const std::string& GeneratedDataset(int64_t num_nodes, int feature_dim, int num_classes) {
+  static TempDir* dir = new TempDir();  // lives until the binary exits
+  static std::map<std::tuple<int64_t, int, int>, std::string> made;
+  const auto key = std::make_tuple(num_nodes, feature_dim, num_classes);
+  auto it = made.find(key);
+  if (it != made.end()) return it->second;
+  GeneratorOptions o;
+  o.num_nodes = num_nodes;
+  o.avg_degree = 8;
+  o.feature_dim = feature_dim;
+  o.num_classes = num_classes;
+  o.seed = 5;
+  const std::string path = dir->path() + "/data-" + std::to_string(made.size());
+  if (!GenerateDataset(o, path).ok()) throw std::runtime_error("cannot generate a test dataset");
+  return made.emplace(key, path).first->second;
 }
 
 GraphInputSpec CoraSpec() {

@@ -15,6 +15,7 @@
 #include "grpc_probe/probe.grpc.pb.h"
 #include "grpc_probe/reflection_probe.grpc.pb.h"
 #include "tests/daemon.h"
+#include "tests/fixtures.h"
 #include "tests/test_util.h"
 #include "tools/generator.h"
 
@@ -24,18 +25,7 @@ namespace {
 using testing::Daemon;
 using testing::TempDir;
 
-const std::string& Dataset() {
-  static TempDir* dir = new TempDir();
-  static const std::string path = [] {
-    GeneratorOptions o;
-    o.num_nodes = 2000;
-    o.feature_dim = 8;
-    o.num_classes = 4;
-    REQUIRE(GenerateDataset(o, dir->path() + "/data").ok());
-    return dir->path() + "/data";
-  }();
-  return path;
-}
+const std::string& Dataset() { return testing::GeneratedDataset(2000, 8, 4); }
 
 std::shared_ptr<grpc::Channel> Channel(const Daemon& d) {
   return grpc::CreateChannel(d.address(), grpc::InsecureChannelCredentials());

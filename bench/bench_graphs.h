@@ -1,0 +1,39 @@
+#ifndef GRAPHSTORE_BENCH_BENCH_GRAPHS_H_
+#define GRAPHSTORE_BENCH_BENCH_GRAPHS_H_
+
+// The benchmark graphs, generated on first use and kept in a cache directory between runs.
+
+#include <filesystem>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+#include "tools/generator.h"
+
+namespace graphstore {
+
+/// The partition directory of a named graph — "1m" (1M nodes, ~25M edges) or "products"
+/// (2.45M nodes, ~125M edges), both with 100 float features — generating it into `cache_dir`
+/// if needed. Any other name is taken as a partition directory.
+inline absl::StatusOr<std::string> BenchGraph(const std::string& name, const std::string& cache_dir) {
+  if (name != "1m" && name != "products") return name;
+  const std::string dir = absl::StrCat(cache_dir, "/", name);
+  if (std::filesystem::exists(dir + "/manifest.json")) return dir;
+  GeneratorOptions o;
+  o.feature_dim = 100;
+  if (name == "1m") {
+    o.num_nodes = 1000000;
+    o.avg_degree = 25.6;
+  } else {
+    o.num_nodes = 2449029;
+    o.avg_degree = 52;
+    o.num_classes = 47;
+  }
+  std::fprintf(stderr, "generating %s into %s ...\n", name.c_str(), dir.c_str());
+  if (auto s = GenerateDataset(o, dir); !s.ok()) return s;
+  return dir;
+}
+
+}  // namespace graphstore
+
+#endif  // GRAPHSTORE_BENCH_BENCH_GRAPHS_H_
