@@ -155,9 +155,8 @@ int Run(int argc, char** argv) {
   flags.Define("seconds", "4", "duration of each measurement");
   flags.Define("batch_size", "1024", "seeds per batch");
   flags.Define("fanouts", "15,10,5", "fanout per hop");
-  if (auto s = flags.Parse(argc, argv); !s.ok() || flags.help()) {
-    std::fprintf(stderr, "%s", flags.Usage("sampling_bench", "Sampling throughput vs random loads.").c_str());
-    return s.ok() ? 0 : 2;
+  if (auto exit = flags.ParseCommandLine(argc, argv, "sampling_bench", "Sampling throughput vs random loads.")) {
+    return *exit;
   }
   const double seconds = *flags.GetDouble("seconds");
   const int batch_size = static_cast<int>(*flags.GetInt("batch_size"));

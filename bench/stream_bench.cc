@@ -182,9 +182,8 @@ int Run(int argc, char** argv) {
   flags.Define("fanouts", "15,10,5", "fanout per hop");
   flags.Define("workers", "1", "sampling workers, in process and on the server");
   flags.Define("ttfb_epochs", "40", "epochs timed for time to first batch");
-  if (auto s = flags.Parse(argc, argv); !s.ok() || flags.help()) {
-    std::fprintf(stderr, "%s", flags.Usage("stream_bench", "End-to-end streaming vs in-process sampling.").c_str());
-    return s.ok() ? 0 : 2;
+  if (auto exit = flags.ParseCommandLine(argc, argv, "stream_bench", "End-to-end streaming vs in-process sampling.")) {
+    return *exit;
   }
   SetLogLevel("warn");
   auto graph = BenchGraph(flags.Get("graph"), flags.Get("cache_dir"));

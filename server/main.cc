@@ -40,10 +40,8 @@ int Run(int argc, char** argv) {
   flags.Define("max_message_mb", absl::StrCat(d.max_message_bytes >> 20), "largest gRPC message, MiB");
   flags.Define("cluster", "", "comma-separated addresses of every server, in partition order");
   flags.Define("log_level", "info", "trace, debug, info, warn, error or off");
-  if (auto s = flags.Parse(argc, argv); !s.ok()) return Fail(s);
-  if (flags.help()) {
-    std::printf("%s", flags.Usage("graphstored", "Serves one graph partition and a sampling backend.").c_str());
-    return 0;
+  if (auto exit = flags.ParseCommandLine(argc, argv, "graphstored", "Serves one graph partition and a sampling backend.")) {
+    return *exit;
   }
   if (!SetLogLevel(flags.Get("log_level"))) return Fail(absl::InvalidArgumentError("--log_level is not a level"));
 

@@ -1,6 +1,7 @@
 #include "tools/flags.h"
 
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 
 #include "absl/strings/str_cat.h"
@@ -35,6 +36,19 @@ absl::Status Flags::Parse(int argc, char** argv) {
     v.push_back(std::move(value));
   }
   return absl::OkStatus();
+}
+
+std::optional<int> Flags::ParseCommandLine(int argc, char** argv, const std::string& program,
+                                           const std::string& summary) {
+  if (auto s = Parse(argc, argv); !s.ok()) {
+    std::fprintf(stderr, "%s: %s\n", program.c_str(), std::string(s.message()).c_str());
+    return 2;
+  }
+  if (help_) {
+    std::printf("%s", Usage(program, summary).c_str());
+    return 0;
+  }
+  return std::nullopt;
 }
 
 std::string Flags::Usage(const std::string& program, const std::string& summary) const {

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -22,6 +23,11 @@ class Flags {
               bool repeated = false);
   /// Parses argv; InvalidArgument for an undeclared flag or a positional argument.
   absl::Status Parse(int argc, char** argv);
+  /// What every binary's main does with its command line: parses it; on --help prints the
+  /// usage to stdout and returns 0; on a bad flag prints "program: problem" to stderr and
+  /// returns 2; otherwise returns nullopt and the program goes on.
+  std::optional<int> ParseCommandLine(int argc, char** argv, const std::string& program,
+                                      const std::string& summary);
   /// True when --help was given.
   bool help() const { return help_; }
   /// The usage text listing every flag.

@@ -34,10 +34,8 @@ int Run(int argc, char** argv) {
   flags.Define("name", d.name, "dataset name");
   flags.Define("preset", "", "\"products\": 2.45M nodes, ~124M edges, 100 features, 47 classes");
   flags.Define("out", "", "output directory");
-  if (auto s = flags.Parse(argc, argv); !s.ok()) return Fail(s);
-  if (flags.help()) {
-    std::printf("%s", flags.Usage("graphstore-generate", "Writes a synthetic graphstore dataset.").c_str());
-    return 0;
+  if (auto exit = flags.ParseCommandLine(argc, argv, "graphstore-generate", "Writes a synthetic graphstore dataset.")) {
+    return *exit;
   }
   if (flags.Get("out").empty()) return Fail(absl::InvalidArgumentError("--out is required"));
   GeneratorOptions o;

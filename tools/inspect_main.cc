@@ -10,10 +10,12 @@
 int main(int argc, char** argv) {
   graphstore::Flags flags;
   flags.Define("partition", "", "partition directory to check");
-  if (auto s = flags.Parse(argc, argv); !s.ok() || flags.help() || flags.Get("partition").empty()) {
-    if (!s.ok()) std::fprintf(stderr, "graphstore-inspect: %s\n", std::string(s.message()).c_str());
-    std::printf("%s", flags.Usage("graphstore-inspect", "Validates a partition directory and summarises it.").c_str());
-    return flags.help() ? 0 : 2;
+  if (auto exit = flags.ParseCommandLine(argc, argv, "graphstore-inspect", "Validates a partition directory and summarises it.")) {
+    return *exit;
+  }
+  if (flags.Get("partition").empty()) {
+    std::fprintf(stderr, "graphstore-inspect: --partition is required (see --help)\n");
+    return 2;
   }
   auto p = graphstore::Partition::Load(flags.Get("partition"));
   if (!p.ok()) {

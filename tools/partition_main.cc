@@ -40,10 +40,8 @@ int Run(int argc, char** argv) {
   flags.Define("seed", "0", "seed of the random assignment and splits");
   flags.Define("name", "graph", "dataset name recorded in the manifest");
   flags.Define("out", "", "output directory (one partition: DIR itself; N: DIR/part-0..N-1)");
-  if (auto s = flags.Parse(argc, argv); !s.ok()) return Fail(s);
-  if (flags.help()) {
-    std::printf("%s", flags.Usage("graphstore-partition", "Writes graphstore partition directories.").c_str());
-    return 0;
+  if (auto exit = flags.ParseCommandLine(argc, argv, "graphstore-partition", "Writes graphstore partition directories.")) {
+    return *exit;
   }
   if (flags.Get("out").empty()) return Fail(absl::InvalidArgumentError("--out is required"));
   auto parts = flags.GetInt("partitions");

@@ -61,10 +61,12 @@ int Run(int argc, char** argv) {
   flags.Define("lr", "0.005", "Adam learning rate");
   flags.Define("seed", "0", "sampling and initialisation seed");
   flags.Define("shutdown_servers", "false", "call Exit on every server when done");
-  if (auto s = flags.Parse(argc, argv); !s.ok() || flags.help() || flags.Get("servers").empty()) {
-    if (!s.ok()) std::fprintf(stderr, "train_sage: %s\n", std::string(s.message()).c_str());
-    std::printf("%s", flags.Usage("train_sage", "Trains GraphSAGE through graphstore.").c_str());
-    return flags.help() ? 0 : 2;
+  if (auto exit = flags.ParseCommandLine(argc, argv, "train_sage", "Trains GraphSAGE through graphstore.")) {
+    return *exit;
+  }
+  if (flags.Get("servers").empty()) {
+    std::fprintf(stderr, "train_sage: --servers is required (see --help)\n");
+    return 2;
   }
   const int epochs = static_cast<int>(*flags.GetInt("epochs"));
   torch::manual_seed(*flags.GetInt("seed"));
