@@ -88,14 +88,13 @@ absl::Status Core::GetDatasetMeta(const v1::GetDatasetMetaRequest&, v1::DatasetM
     t->set_num_classes(n.num_classes);
     for (const auto& [split, f] : n.splits) t->add_splits(split);
   }
-  for (const auto& e : partition_->edge_types()) {
+  for (int i = 0; i < m.edge_types_size(); ++i) {
+    const EdgeTypeStore& e = partition_->edge_type(i);
     auto* t = resp->add_edge_types();
     t->set_name(e.name);
-    t->set_src_type(partition_->node_type(e.src_type).name);
-    t->set_relation(e.name.substr(t->src_type().size() + 2,
-                                  e.name.size() - t->src_type().size() - 4 -
-                                      partition_->node_type(e.dst_type).name.size()));
-    t->set_dst_type(partition_->node_type(e.dst_type).name);
+    t->set_src_type(m.edge_types(i).src_type());
+    t->set_relation(m.edge_types(i).relation());
+    t->set_dst_type(m.edge_types(i).dst_type());
     t->set_num_edges(e.num_edges);
     t->set_num_local_edges(e.num_local);
     t->set_has_edge_ids(e.edge_ids.is_open());
@@ -228,16 +227,20 @@ absl::Status Core::GetEdgeFeatures(const v1::GetEdgeFeaturesRequest& req, v1::Ge
   if (req.ids_size() > options_.max_ids_per_request) {
     return TooBig(absl::StrCat("ids has ", req.ids_size(), " entries; the limit is ", options_.max_ids_per_request));
   }
-  // Edge id -> CSR position: the id itself without edge_ids.npy, else a search of that file.
+  // Edge id -> CSR position: the id itself without edge_ids.npy, else a binary search of the
+  // positions sorted by edge id.
+  const std::vector<int64_t>* by_id = e.edge_ids.is_open() ? &EdgePositionsById(*t) : nullptr;
+  const int64_t* stored = e.edge_ids.is_open() ? e.edge_ids.data<int64_t>() : nullptr;
   std::vector<int64_t> pos(req.ids_size());
   for (int i = 0; i < req.ids_size(); ++i) {
     const int64_t id = req.ids(i);
     int64_t p = -1;
-    if (!e.edge_ids.is_open()) {
+    if (by_id == nullptr) {
       p = (id >= 0 && id < e.num_local) ? id : -1;
     } else {
-      const int64_t* ids = e.edge_ids.data<int64_t>();
-      for (int64_t k = 0; k < e.num_local && p < 0; ++k) p = ids[k] == id ? k : -1;
+      auto it = std::lower_bound(by_id->begin(), by_id->end(), id,
+                                 [stored](int64_t position, int64_t want) { return stored[position] < want; });
+      if (it != by_id->end() && stored[*it] == id) p = *it;
     }
     if (p < 0) return Invalid(absl::StrCat("ids[", i, "]=", id, " is not an edge stored in this partition"));
     pos[i] = p;
@@ -251,6 +254,18 @@ absl::Status Core::GetEdgeFeatures(const v1::GetEdgeFeaturesRequest& req, v1::Ge
   resp->mutable_features()->add_shape(static_cast<int64_t>(pos.size()));
   resp->mutable_features()->add_shape(e.feature_dim);
   return absl::OkStatus();
+}
+
+const std::vector<int64_t>& Core::EdgePositionsById(int edge_type) const {
+  std::lock_guard<std::mutex> lock(edge_index_mu_);
+  auto it = edge_index_.find(edge_type);
+  if (it != edge_index_.end()) return it->second;
+  const EdgeTypeStore& e = partition_->edge_type(edge_type);
+  const int64_t* ids = e.edge_ids.data<int64_t>();
+  std::vector<int64_t> order(e.num_local);
+  for (int64_t k = 0; k < e.num_local; ++k) order[k] = k;
+  std::sort(order.begin(), order.end(), [ids](int64_t a, int64_t b) { return ids[a] < ids[b]; });
+  return edge_index_.emplace(edge_type, std::move(order)).first->second;
 }
 
 absl::Status Core::SampleNeighbors(const v1::SampleNeighborsRequest& req, v1::SampleNeighborsResponse* resp) const {

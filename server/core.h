@@ -141,6 +141,8 @@ class Core {
   void FillChannelStats(const ChannelEntry& c, v1::ChannelStats* out) const;
   void FillBackendStats(const BackendEntry& b, v1::BackendStats* out) const;
   void WatchdogLoop();
+  // CSR positions of an edge type's edges ordered by global edge id; built on first use.
+  const std::vector<int64_t>& EdgePositionsById(int edge_type) const;
 
   std::unique_ptr<Partition> partition_;
   const CoreOptions options_;
@@ -160,6 +162,8 @@ class Core {
   // Serialises Shutdown() so the watchdog is joined once.
   std::mutex shutdown_mu_;
   std::thread watchdog_;
+  mutable std::mutex edge_index_mu_;
+  mutable std::map<int, std::vector<int64_t>> edge_index_;
 };
 
 /// Splits `n` items into `world_size` near-equal contiguous pieces; returns piece `rank` as
