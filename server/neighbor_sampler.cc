@@ -160,7 +160,7 @@ absl::Status NeighborSampler::Sample(const SeedBatch& batch, SamplerScratch* scr
         const EdgeTypeStore& et = partition_->edge_type(e);
         const uint64_t hop_key =
             HopKey(batch.seed, batch.epoch, batch.batch_index, hop, edge_type_hash_[e]);
-        if (auto st = ExpandHop(et, fanout, hop_key, begin[et.row_type], end[et.row_type], s, out);
+        if (auto st = ExpandHop(e, fanout, hop_key, begin[et.row_type], end[et.row_type], s, out);
             !st.ok()) {
           return st;
         }
@@ -185,14 +185,14 @@ absl::Status NeighborSampler::Sample(const SeedBatch& batch, SamplerScratch* scr
   return absl::OkStatus();
 }
 
-absl::Status NeighborSampler::ExpandHop(const EdgeTypeStore& et, int fanout, uint64_t hop_key,
-                                        size_t begin, size_t end, SamplerScratch* scratch,
-                                        SampledSubgraph* out) const {
+absl::Status NeighborSampler::ExpandHop(int edge_type, int fanout, uint64_t hop_key, size_t begin,
+                                        size_t end, SamplerScratch* scratch, SampledSubgraph* out) const {
   // Three passes over the frontier, each issuing the next pass's random loads ahead of time:
   // (1) row extents from indptr, (2) the drawn neighbours from indices, (3) the global -> local
   // map. The order in which nodes and edges are appended is the same as a single loop's, so
   // the output does not depend on this structure.
   auto* s = static_cast<NeighborScratch*>(scratch);
+  const EdgeTypeStore& et = partition_->edge_type(edge_type);
   constexpr size_t kAhead = 32;
   const NodeTypeStore& row_type = partition_->node_type(et.row_type);
   const int pid = partition_->partition_id();
@@ -251,7 +251,7 @@ absl::Status NeighborSampler::ExpandHop(const EdgeTypeStore& et, int fanout, uin
   }
   std::vector<int64_t>& col_ids = out->nodes[et.col_type].ids;
   std::vector<int32_t>& col_map = s->local_of[et.col_type];
-  SampledEdges& edges = out->edges[&et - &partition_->edge_type(0)];
+  SampledEdges& edges = out->edges[edge_type];
   const bool rows_are_sources = partition_->rows_are_sources();
   std::vector<int64_t>& src = rows_are_sources ? edges.rows : edges.cols;
   std::vector<int64_t>& dst = rows_are_sources ? edges.cols : edges.rows;

@@ -54,9 +54,9 @@ class NeighborSampler : public Sampler {
  private:
   NeighborSampler(const Partition* partition, NeighborSamplerOptions options)
       : partition_(partition), options_(std::move(options)) {}
-  // Expands frontier [begin, end) of `et`'s row type by one hop into `out`.
-  absl::Status ExpandHop(const EdgeTypeStore& et, int fanout, uint64_t hop_key, size_t begin,
-                         size_t end, SamplerScratch* scratch, SampledSubgraph* out) const;
+  // Expands frontier [begin, end) of `edge_type`'s row type by one hop into `out`.
+  absl::Status ExpandHop(int edge_type, int fanout, uint64_t hop_key, size_t begin, size_t end,
+                         SamplerScratch* scratch, SampledSubgraph* out) const;
 
   const Partition* partition_;
   NeighborSamplerOptions options_;
