@@ -38,6 +38,7 @@ struct Backend::Channel {
   // Serialises listener calls with ClearListener.
   std::mutex listener_mu;
   std::function<void()> listener;
+  uint64_t listener_token = 0;  // names `listener` (guarded by listener_mu)
 
   int64_t BatchesFor(int64_t n) const {
     const int64_t bs = opts.batch_size;
@@ -334,20 +335,23 @@ Delivery Backend::Pop(uint64_t id, int64_t epoch, std::chrono::milliseconds time
   }
 }
 
-absl::Status Backend::SetListener(uint64_t id, std::function<void()> listener) {
+absl::StatusOr<uint64_t> Backend::SetListener(uint64_t id, std::function<void()> listener) {
   ChannelPtr c;
+  uint64_t token;
   {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = channels_.find(id);
     if (it == channels_.end()) return absl::NotFoundError(absl::StrCat("channel ", id, " does not exist"));
     c = it->second;
+    token = next_listener_token_++;
   }
   std::lock_guard<std::mutex> guard(c->listener_mu);
   c->listener = std::move(listener);
-  return absl::OkStatus();
+  c->listener_token = token;
+  return token;
 }
 
-void Backend::ClearListener(uint64_t id) {
+void Backend::ClearListener(uint64_t id, uint64_t token) {
   ChannelPtr c;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -361,7 +365,7 @@ void Backend::ClearListener(uint64_t id) {
     if (c == nullptr) return;  // nothing can call the listener any more
   }
   std::lock_guard<std::mutex> guard(c->listener_mu);
-  c->listener = nullptr;
+  if (c->listener_token == token) c->listener = nullptr;
 }
 
 void Backend::Notify(const ChannelPtr& c) {

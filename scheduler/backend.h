@@ -193,11 +193,14 @@ class Backend {
 
   /// Sets the function called (on a worker or the caller's thread, never under the backend's
   /// lock) whenever the channel may have something new to pop: a batch, the end of the epoch,
-  /// a failure, or its removal. Replaces any previous listener. NotFound for an unknown id.
-  absl::Status SetListener(uint64_t id, std::function<void()> listener);
+  /// a failure, or its removal. Replaces any previous listener (waiting for a call of it to
+  /// finish). Returns a token that names this listener; NotFound for an unknown id.
+  absl::StatusOr<uint64_t> SetListener(uint64_t id, std::function<void()> listener);
 
-  /// Removes the listener; when it returns, no call of the old listener is running or will run.
-  void ClearListener(uint64_t id);
+  /// Removes the listener `token` names, if it is still the channel's listener (a later
+  /// SetListener may have replaced it). When it returns, no call of that listener is running
+  /// or will run.
+  void ClearListener(uint64_t id, uint64_t token);
 
 
   absl::StatusOr<ChannelStats> Describe(uint64_t id) const;
@@ -235,6 +238,7 @@ class Backend {
   // Serialises Stop() so that workers are joined once.
   std::mutex stop_mu_;
   int64_t total_batches_sampled_ = 0;
+  uint64_t next_listener_token_ = 1;
   std::vector<std::thread> workers_;
 };
 

@@ -637,13 +637,15 @@ bool Core::DestroyLocked(std::unique_lock<std::mutex>& lock, uint64_t channel_id
     backends_.erase(b->id);
     backends_by_key_.erase(b->key);
   }
+  if (last) {
+    // Joining the workers may wait for a batch being sampled: the watchdog thread does it, so
+    // that a gRPC reaction never blocks on it.
+    retiring_.push_back(b);
+    watchdog_cv_.notify_all();
+  }
   // Backend calls notify listeners (streams), which may call back into the core.
   lock.unlock();
   b->backend->RemoveChannel(channel_id);
-  if (last) {
-    b->backend->Stop();
-    Logger("core")->info("backend {} '{}' stopped: its last channel was destroyed", b->id, b->key);
-  }
   lock.lock();
   return last;
 }
@@ -830,12 +832,26 @@ std::string Core::StateSummary() const {
   return out;
 }
 
+void Core::StopRetired(std::unique_lock<std::mutex>& lock) {
+  while (!retiring_.empty()) {
+    std::vector<std::shared_ptr<BackendEntry>> batch;
+    batch.swap(retiring_);
+    lock.unlock();
+    for (const auto& b : batch) {
+      b->backend->Stop();
+      Logger("core")->info("backend {} '{}' stopped: its last channel was destroyed", b->id, b->key);
+    }
+    lock.lock();
+  }
+}
+
 void Core::WatchdogLoop() {
   auto last_log = Clock::now();
   std::string last_summary;
   std::unique_lock<std::mutex> lock(mu_);
   while (!shutting_down_) {
     watchdog_cv_.wait_for(lock, std::chrono::milliseconds(options_.lease_check_interval_ms));
+    StopRetired(lock);
     if (shutting_down_) break;
     const auto now = Clock::now();
     std::vector<uint64_t> expired;
@@ -883,6 +899,11 @@ int Core::Shutdown() {
     if (b->backend) b->backend->Stop();
   }
   if (watchdog_.joinable()) watchdog_.join();
+  {
+    // Backends retired after the watchdog's last round.
+    std::unique_lock<std::mutex> lock(mu_);
+    StopRetired(lock);
+  }
   if (destroyed > 0 || !idle_backends.empty()) {
     Logger("core")->info("shutdown: destroyed {} live channels and stopped {} idle backends", destroyed,
                          idle_backends.size());

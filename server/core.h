@@ -141,6 +141,8 @@ class Core {
   void FillChannelStats(const ChannelEntry& c, v1::ChannelStats* out) const;
   void FillBackendStats(const BackendEntry& b, v1::BackendStats* out) const;
   void WatchdogLoop();
+  // Stops the backends in retiring_ (mu_ held on entry and exit; released while stopping).
+  void StopRetired(std::unique_lock<std::mutex>& lock);
   // CSR positions of an edge type's edges ordered by global edge id; built on first use.
   const std::vector<int64_t>& EdgePositionsById(int edge_type) const;
 
@@ -157,6 +159,8 @@ class Core {
   std::map<uint64_t, std::shared_ptr<BackendEntry>> backends_;
   std::map<uint64_t, std::shared_ptr<ChannelEntry>> channels_;
   std::set<uint64_t> destroyed_;  // tombstones: ids are never reused
+  // Backends whose last channel is gone, waiting for the watchdog to join their workers.
+  std::vector<std::shared_ptr<BackendEntry>> retiring_;
   int64_t leases_expired_ = 0;
   std::atomic<int> open_streams_{0};
   // Serialises Shutdown() so the watchdog is joined once.

@@ -29,7 +29,9 @@ grpc::ServerUnaryReactor* Reply(grpc::CallbackServerContext* ctx, const absl::St
 // Streams one epoch of a channel. Writes are driven by the channel's listener (a batch is
 // ready, the epoch ended, the channel closed) and by OnWriteDone; a reaction never blocks:
 // with nothing ready the stream goes idle until the listener calls MaybeWrite again.
-// Lifetime: deleted in OnDone, after the listener has been cleared.
+// The stream detaches from its channel before its final status is sent, so a client that
+// starts the next epoch at once can open the next stream. Lifetime: deleted in OnDone, after
+// its own listener has been cleared (a newer stream's listener is left alone).
 class SampledMessageStream : public grpc::ServerWriteReactor<v1::SampledMessage> {
  public:
   SampledMessageStream(Core* core, StreamAttachment attachment)
@@ -37,10 +39,14 @@ class SampledMessageStream : public grpc::ServerWriteReactor<v1::SampledMessage>
 
   // Called once after construction, from the method handler.
   void Begin() {
-    const absl::Status s = a_.backend->SetListener(a_.channel_id, [this] { MaybeWrite(); });
-    if (!s.ok()) {
-      FinishOnce(ToGrpcStatus(s));
+    auto token = a_.backend->SetListener(a_.channel_id, [this] { MaybeWrite(); });
+    if (!token.ok()) {
+      FinishOnce(ToGrpcStatus(token.status()), /*cancelled=*/false);
       return;
+    }
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      listener_token_ = *token;
     }
     MaybeWrite();
   }
@@ -50,36 +56,25 @@ class SampledMessageStream : public grpc::ServerWriteReactor<v1::SampledMessage>
       std::lock_guard<std::mutex> lock(mu_);
       writing_ = false;
       current_.reset();
-      if (!ok) {
-        // The client is gone; OnCancel or OnDone follows.
-        cancelled_ = true;
-      }
     }
     if (ok) {
       core_->Touch(a_.channel_id);
       MaybeWrite();
     } else {
-      FinishOnce(grpc::Status(grpc::StatusCode::CANCELLED, "the client stopped reading"));
+      FinishOnce(grpc::Status(grpc::StatusCode::CANCELLED, "the client stopped reading"), /*cancelled=*/true);
     }
   }
 
-  void OnCancel() override {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      cancelled_ = true;
-    }
-    FinishOnce(grpc::Status::CANCELLED);
-  }
+  void OnCancel() override { FinishOnce(grpc::Status::CANCELLED, /*cancelled=*/true); }
 
   void OnDone() override {
-    // No listener call runs after ClearListener returns, so `this` can go.
-    a_.backend->ClearListener(a_.channel_id);
-    bool cancelled;
+    uint64_t token;
     {
       std::lock_guard<std::mutex> lock(mu_);
-      cancelled = cancelled_ && !completed_;
+      token = listener_token_;
     }
-    core_->DetachStream(a_.channel_id, cancelled);
+    // No call of this stream's listener runs after ClearListener returns, so `this` can go.
+    if (token != 0) a_.backend->ClearListener(a_.channel_id, token);
     delete this;
   }
 
@@ -103,7 +98,6 @@ class SampledMessageStream : public grpc::ServerWriteReactor<v1::SampledMessage>
         case scheduler::Delivery::Kind::kPending:
           return;
         case scheduler::Delivery::Kind::kEndOfEpoch:
-          completed_ = true;
           end = grpc::Status::OK;
           break;
         case scheduler::Delivery::Kind::kFailed:
@@ -118,15 +112,18 @@ class SampledMessageStream : public grpc::ServerWriteReactor<v1::SampledMessage>
       StartWrite(next);
       return;
     }
-    FinishOnce(end);
+    FinishOnce(end, /*cancelled=*/false);
   }
 
-  void FinishOnce(const grpc::Status& status) {
+  // Every end of the stream comes through here once. `cancelled`: the client went away before
+  // the epoch ended, so the core drops the epoch's remaining work.
+  void FinishOnce(const grpc::Status& status, bool cancelled) {
     {
       std::lock_guard<std::mutex> lock(mu_);
       if (finished_) return;
       finished_ = true;
     }
+    core_->DetachStream(a_.channel_id, cancelled);
     Finish(status);
   }
 
@@ -135,8 +132,7 @@ class SampledMessageStream : public grpc::ServerWriteReactor<v1::SampledMessage>
   std::mutex mu_;
   bool writing_ = false;
   bool finished_ = false;
-  bool completed_ = false;  // every batch of the epoch was delivered
-  bool cancelled_ = false;
+  uint64_t listener_token_ = 0;  // 0 until the listener is set
   // The message being written; gRPC reads it until OnWriteDone.
   std::shared_ptr<const v1::SampledMessage> current_;
 };

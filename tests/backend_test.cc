@@ -390,17 +390,18 @@ TEST_CASE("the listener fires for batches and the end of the epoch", "[backend]"
   std::mutex mu;
   std::condition_variable cv;
   int fired = 0;
-  REQUIRE(backend.SetListener(1, [&] {
+  auto token = backend.SetListener(1, [&] {
     std::lock_guard<std::mutex> lock(mu);
     ++fired;
     cv.notify_all();
-  }).ok());
+  });
+  REQUIRE(token.ok());
   REQUIRE(backend.StartEpoch(1, 0).ok());
   {
     std::unique_lock<std::mutex> lock(mu);
     CHECK(cv.wait_for(lock, 10s, [&] { return fired >= 5; }));
   }
-  backend.ClearListener(1);
+  backend.ClearListener(1, *token);
   const int before = fired;
   REQUIRE(backend.StartEpoch(1, 1).ok());
   Drain(backend, 1, 1);
@@ -432,14 +433,32 @@ TEST_CASE("a listener cleared after removal is never called again", "[backend]")
   Backend backend(BackendOptions(), fake.fn());
   REQUIRE(backend.AddChannel(1, Seeds(100)).ok());
   std::atomic<int> calls{0};
-  REQUIRE(backend.SetListener(1, [&] { ++calls; }).ok());
+  auto token = backend.SetListener(1, [&] { ++calls; });
+  REQUIRE(token.ok());
   REQUIRE(backend.StartEpoch(1, 0).ok());
   std::this_thread::sleep_for(2ms);  // batches in flight
   backend.RemoveChannel(1);
-  backend.ClearListener(1);
+  backend.ClearListener(1, *token);
   const int after = calls.load();
   std::this_thread::sleep_for(30ms);  // the in-flight batches finish
   CHECK(calls.load() == after);
+}
+
+TEST_CASE("clearing a replaced listener leaves the newer one in place", "[backend]") {
+  FakeSampler fake;
+  Backend backend(BackendOptions(), fake.fn());
+  REQUIRE(backend.AddChannel(1, Seeds(4)).ok());
+  std::atomic<int> old_calls{0}, new_calls{0};
+  auto old_token = backend.SetListener(1, [&] { ++old_calls; });
+  REQUIRE(old_token.ok());
+  auto new_token = backend.SetListener(1, [&] { ++new_calls; });
+  REQUIRE(new_token.ok());
+  CHECK(*new_token != *old_token);
+  backend.ClearListener(1, *old_token);
+  REQUIRE(backend.StartEpoch(1, 0).ok());
+  Drain(backend, 1, 0);
+  CHECK(new_calls.load() > 0);
+  CHECK(old_calls.load() == 0);
 }
 
 TEST_CASE("bad options are rejected", "[backend]") {

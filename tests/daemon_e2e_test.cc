@@ -185,6 +185,18 @@ TEST_CASE("an epoch delivers every seed exactly once, across epochs and shuffles
   CHECK(d.Stop(SIGTERM) == 0);
 }
 
+TEST_CASE("the next epoch's stream opens as soon as the previous one has ended", "[e2e]") {
+  Daemon d(Dataset());
+  auto c = Connect(d);
+  const uint64_t backend = InitBackend(*c, "back-to-back", 256);
+  const uint64_t channel = RegisterSplit(*c, backend, "val");
+  for (int64_t epoch = 0; epoch < 25; ++epoch) {
+    REQUIRE(Start(*c, channel, epoch) == v1::StartEpochResponse::STARTED);
+    CHECK(ReadEpoch(*c, channel, epoch).size() == SplitIds("val").size());
+  }
+  CHECK(d.Stop(SIGTERM) == 0);
+}
+
 TEST_CASE("several clients stream concurrently and each gets its whole epoch", "[e2e]") {
   Daemon d(Dataset(), {"--num_workers=2"});
   std::vector<std::thread> threads;
