@@ -23,8 +23,9 @@ struct Core::BackendEntry {
   // Callers waiting for the creation to finish.
   std::vector<std::function<void(absl::Status)>> waiters;
   std::unique_ptr<NeighborSampler> sampler;
-  // One per worker; worker i only touches scratch[i].
+  // One per worker; worker i only touches scratch[i] and subgraph[i].
   std::vector<std::unique_ptr<SamplerScratch>> scratch;
+  std::vector<SampledSubgraph> subgraph;
   std::shared_ptr<scheduler::Backend> backend;
   std::set<uint64_t> channels;
 };
@@ -416,6 +417,7 @@ void Core::InitSamplingBackend(const v1::InitSamplingBackendRequest& req, v1::In
     entry->sampler = *std::move(sampler);
     entry->num_workers = req.options().num_workers() > 0 ? req.options().num_workers() : options_.default_num_workers;
     for (int i = 0; i < entry->num_workers; ++i) entry->scratch.push_back(entry->sampler->NewScratch());
+    entry->subgraph.resize(entry->num_workers);
     scheduler::BackendOptions bo;
     bo.num_workers = entry->num_workers;
     bo.max_in_flight_per_channel = req.options().max_in_flight_per_channel() > 0
@@ -436,7 +438,8 @@ void Core::InitSamplingBackend(const v1::InitSamplingBackendRequest& req, v1::In
           b.seed = t.seed;
           b.epoch = t.epoch;
           b.batch_index = t.batch_index;
-          SampledSubgraph g;
+          // The subgraph is copied into the message below, so each worker reuses its own.
+          SampledSubgraph& g = e->subgraph[t.worker];
           if (auto s = e->sampler->Sample(b, e->scratch[t.worker].get(), &g); !s.ok()) return s;
           auto msg = std::make_shared<v1::SampledMessage>();
           msg->set_channel_id(t.channel_id);

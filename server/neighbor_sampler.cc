@@ -116,8 +116,7 @@ absl::Status NeighborSampler::Sample(const SeedBatch& batch, SamplerScratch* scr
   if (batch.node_type < 0 || batch.node_type >= num_types) {
     return absl::InvalidArgumentError(absl::StrCat("node type index ", batch.node_type, " is out of range"));
   }
-  out->nodes.assign(num_types, SampledNodes());
-  out->edges.assign(num_edge_types, SampledEdges());
+  out->Reset(num_types, num_edge_types);
   for (int t = 0; t < num_types; ++t) {
     if (s->local_of[t].empty()) s->local_of[t].assign(partition_->node_type(t).num_nodes, -1);
   }

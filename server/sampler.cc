@@ -14,6 +14,26 @@ size_t SampledSubgraph::ByteSize() const {
   return bytes;
 }
 
+void SampledSubgraph::Reset(size_t num_node_types, size_t num_edge_types) {
+  nodes.resize(num_node_types);
+  edges.resize(num_edge_types);
+  for (auto& n : nodes) {
+    n.ids.clear();
+    n.num_sampled_nodes.clear();
+    n.batch.clear();
+    n.features.clear();
+    n.feature_dim = 0;
+    n.feature_dtype = NpyDtype::kFloat32;
+    n.labels.clear();
+  }
+  for (auto& e : edges) {
+    e.rows.clear();
+    e.cols.clear();
+    e.eids.clear();
+    e.num_sampled_edges.clear();
+  }
+}
+
 int64_t SampledSubgraph::NumEdges() const {
   int64_t n = 0;
   for (const auto& e : edges) n += static_cast<int64_t>(e.rows.size());

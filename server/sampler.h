@@ -52,6 +52,9 @@ struct SampledSubgraph {
   size_t ByteSize() const;
   /// Total sampled edges over all types.
   int64_t NumEdges() const;
+  /// Empties every tensor but keeps the memory, shaped for the given numbers of types, so a
+  /// subgraph reused across batches does not reallocate.
+  void Reset(size_t num_node_types, size_t num_edge_types);
 };
 
 /// The seeds of one batch and the coordinates its randomness derives from.
@@ -79,7 +82,8 @@ class Sampler {
   virtual ~Sampler() = default;
   /// Scratch memory for one worker.
   virtual std::unique_ptr<SamplerScratch> NewScratch() const = 0;
-  /// Samples the subgraph of `batch` into `out` (overwritten). InvalidArgument for bad seeds.
+  /// Samples the subgraph of `batch` into `out` (overwritten; reuse it across calls to keep its
+  /// memory). InvalidArgument for bad seeds.
   virtual absl::Status Sample(const SeedBatch& batch, SamplerScratch* scratch,
                               SampledSubgraph* out) const = 0;
 };
