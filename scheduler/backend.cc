@@ -17,7 +17,12 @@ struct Backend::Channel {
 
   // Guarded by Backend::mu_.
   bool removed = false;
-  bool queued = false;  // in runnable_
+  bool queued = false;       // in runnable_
+  bool queued_spec = false;  // in speculative_
+  // Tasks carry the generation they were scheduled under; a result is kept only if its
+  // generation is still the epoch's (or the speculation's). Every (re)start takes a new one.
+  uint64_t generation = 0;
+  uint64_t next_generation = 1;
   int64_t epoch = -1;
   int64_t start_batch = 0;
   int64_t num_batches = 0;
@@ -35,6 +40,16 @@ struct Backend::Channel {
   bool cancelled = false;     // the current epoch was abandoned
   int64_t total_sampled = 0;
 
+  // Sampling ahead into epoch spec_epoch (-1: none). Batches 0..spec_next-1 are scheduled.
+  int64_t spec_epoch = -1;
+  uint64_t spec_generation = 0;
+  std::shared_ptr<const std::vector<int64_t>> spec_order;
+  int64_t spec_num_batches = 0;
+  int64_t spec_next = 0;
+  std::map<int64_t, Batch> spec_buffer;
+  int64_t spec_bytes = 0;
+  bool spec_failed = false;  // a speculative batch failed; the real epoch will report it
+
   // Serialises listener calls with ClearListener.
   std::mutex listener_mu;
   std::function<void()> listener;
@@ -43,6 +58,24 @@ struct Backend::Channel {
   int64_t BatchesFor(int64_t n) const {
     const int64_t bs = opts.batch_size;
     return opts.drop_last ? n / bs : (n + bs - 1) / bs;
+  }
+
+  std::shared_ptr<const std::vector<int64_t>> OrderFor(int64_t e) const {
+    auto order = std::make_shared<std::vector<int64_t>>(opts.seeds);
+    if (opts.shuffle) DeterministicShuffle(ShuffleKey(opts.seed, e), order->data(), order->size());
+    return order;
+  }
+
+  // Drops the speculation; its buffered batches move to `freed` (destroyed outside the lock).
+  void DropSpeculation(std::map<int64_t, Batch>* freed) {
+    for (auto& [b, batch] : spec_buffer) freed->emplace(-1 - b, std::move(batch));
+    spec_buffer.clear();
+    spec_bytes = 0;
+    spec_epoch = -1;
+    spec_order.reset();
+    spec_next = 0;
+    spec_failed = false;
+    spec_generation = 0;
   }
 };
 
@@ -79,9 +112,9 @@ absl::Status Backend::AddChannel(uint64_t id, ChannelOptions options) {
   c->opts = std::move(options);
   std::lock_guard<std::mutex> lock(mu_);
   if (stopping_) return absl::FailedPreconditionError("the backend is stopped");
-  if (!channels_.emplace(id, std::move(c)).second) {
-    return absl::AlreadyExistsError(absl::StrCat("channel ", id, " already exists"));
-  }
+  auto [it, inserted] = channels_.emplace(id, std::move(c));
+  if (!inserted) return absl::AlreadyExistsError(absl::StrCat("channel ", id, " already exists"));
+  MaybeQueue(it->second);  // may sample the first epoch's first batches ahead
   return absl::OkStatus();
 }
 
@@ -98,9 +131,12 @@ bool Backend::RemoveChannel(uint64_t id) {
     c->removed = true;
     freed.swap(c->buffer);
     c->buffered_bytes = 0;
+    c->DropSpeculation(&freed);
     c->order.reset();
     runnable_.erase(std::remove(runnable_.begin(), runnable_.end(), c), runnable_.end());
+    speculative_.erase(std::remove(speculative_.begin(), speculative_.end(), c), speculative_.end());
     c->queued = false;
+    c->queued_spec = false;
   }
   ready_cv_.notify_all();
   Notify(c);
@@ -119,18 +155,32 @@ absl::StatusOr<StartOutcome> Backend::StartEpoch(uint64_t id, int64_t epoch, int
     c = it->second;
     if (epoch == c->epoch) return StartOutcome::kAlreadyStarted;
     if (epoch < c->epoch) return StartOutcome::kStale;
-    auto order = std::make_shared<std::vector<int64_t>>(c->opts.seeds);
-    if (c->opts.shuffle) DeterministicShuffle(ShuffleKey(c->opts.seed, epoch), order->data(), order->size());
-    c->epoch = epoch;
-    c->num_batches = c->BatchesFor(static_cast<int64_t>(order->size()));
-    c->start_batch = std::min(start_batch, c->num_batches);
-    c->order = std::move(order);
-    c->next_to_schedule = c->start_batch;
-    c->next_to_deliver = c->start_batch;
-    c->sampled = 0;
-    c->delivered = 0;
     freed.swap(c->buffer);
     c->buffered_bytes = 0;
+    c->epoch = epoch;
+    c->delivered = 0;
+    if (epoch == c->spec_epoch && start_batch == 0 && !c->spec_failed) {
+      // Adopt what was sampled ahead: its tasks in flight now count as the epoch's.
+      c->order = std::move(c->spec_order);
+      c->num_batches = c->spec_num_batches;
+      c->start_batch = 0;
+      c->next_to_schedule = c->spec_next;
+      c->generation = c->spec_generation;
+      c->buffer.swap(c->spec_buffer);
+      c->buffered_bytes = c->spec_bytes;
+      c->sampled = static_cast<int64_t>(c->buffer.size());
+      c->spec_buffer.clear();
+      c->DropSpeculation(&freed);
+    } else {
+      c->DropSpeculation(&freed);
+      c->order = c->OrderFor(epoch);
+      c->num_batches = c->BatchesFor(static_cast<int64_t>(c->order->size()));
+      c->start_batch = std::min(start_batch, c->num_batches);
+      c->next_to_schedule = c->start_batch;
+      c->generation = c->next_generation++;
+      c->sampled = 0;
+    }
+    c->next_to_deliver = c->start_batch;
     c->error = absl::OkStatus();
     c->failed_batch = -1;
     c->cancelled = false;
@@ -139,6 +189,41 @@ absl::StatusOr<StartOutcome> Backend::StartEpoch(uint64_t id, int64_t epoch, int
   ready_cv_.notify_all();
   Notify(c);
   return StartOutcome::kStarted;
+}
+
+absl::Status Backend::ResumeEpoch(uint64_t id, int64_t epoch, int64_t start_batch) {
+  ChannelPtr c;
+  std::map<int64_t, Batch> freed;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = channels_.find(id);
+    if (it == channels_.end()) return absl::NotFoundError(absl::StrCat("channel ", id, " does not exist"));
+    c = it->second;
+    if (epoch != c->epoch) {
+      return absl::FailedPreconditionError(
+          c->epoch < 0 ? absl::StrCat("epoch ", epoch, " has not been started")
+                       : absl::StrCat("epoch ", epoch, " is not the channel's current epoch ", c->epoch));
+    }
+    if (start_batch < 0 || start_batch > c->num_batches) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("start_batch ", start_batch, " is outside [0, ", c->num_batches, "]"));
+    }
+    freed.swap(c->buffer);
+    c->buffered_bytes = 0;
+    c->generation = c->next_generation++;
+    c->start_batch = start_batch;
+    c->next_to_schedule = start_batch;
+    c->next_to_deliver = start_batch;
+    c->sampled = 0;
+    c->delivered = 0;
+    c->error = absl::OkStatus();
+    c->failed_batch = -1;
+    c->cancelled = false;
+    MaybeQueue(c);
+  }
+  ready_cv_.notify_all();
+  Notify(c);
+  return absl::OkStatus();
 }
 
 bool Backend::CancelEpoch(uint64_t id) {
@@ -154,6 +239,7 @@ bool Backend::CancelEpoch(uint64_t id) {
     c->next_to_schedule = c->num_batches;
     freed.swap(c->buffer);
     c->buffered_bytes = 0;
+    c->DropSpeculation(&freed);
   }
   ready_cv_.notify_all();
   Notify(c);
@@ -171,13 +257,35 @@ absl::StatusOr<int64_t> Backend::NumBatches(uint64_t id) const {
 bool Backend::Runnable(const Channel& c) const {
   return !c.removed && !stopping_ && c.epoch >= 0 && c.error.ok() && c.next_to_schedule < c.num_batches &&
          c.in_flight < c.max_in_flight &&
-         c.in_flight + static_cast<int>(c.buffer.size()) < c.max_messages && c.buffered_bytes < c.max_bytes;
+         c.in_flight + static_cast<int>(c.buffer.size() + c.spec_buffer.size()) < c.max_messages &&
+         c.buffered_bytes + c.spec_bytes < c.max_bytes;
+}
+
+bool Backend::SpeculationRunnable(const Channel& c) const {
+  if (options_.speculative_batches <= 0 || c.removed || stopping_ || !c.error.ok() || c.cancelled ||
+      c.spec_failed) {
+    return false;
+  }
+  // Only once the current epoch has nothing left to schedule (or before the first epoch).
+  if (c.epoch >= 0 && c.next_to_schedule < c.num_batches) return false;
+  const int64_t limit = std::min<int64_t>(options_.speculative_batches,
+                                          c.BatchesFor(static_cast<int64_t>(c.opts.seeds.size())));
+  const int64_t next = c.spec_epoch == c.epoch + 1 ? c.spec_next : 0;
+  // Its own budget, the size of the buffer's, so that it overlaps the tail of the epoch whose
+  // last batches still fill the buffer.
+  return next < limit && c.in_flight < c.max_in_flight &&
+         static_cast<int>(c.spec_buffer.size()) < c.max_messages && c.spec_bytes < c.max_bytes;
 }
 
 void Backend::MaybeQueue(const ChannelPtr& c) {
-  if (!c->queued && Runnable(*c)) {
+  if (c->queued) return;
+  if (Runnable(*c)) {
     c->queued = true;
     runnable_.push_back(c);
+    work_cv_.notify_one();
+  } else if (!c->queued_spec && SpeculationRunnable(*c)) {
+    c->queued_spec = true;
+    speculative_.push_back(c);
     work_cv_.notify_one();
   }
 }
@@ -185,25 +293,52 @@ void Backend::MaybeQueue(const ChannelPtr& c) {
 void Backend::WorkerLoop(int worker) {
   std::unique_lock<std::mutex> lock(mu_);
   while (true) {
-    work_cv_.wait(lock, [&] { return stopping_ || !runnable_.empty(); });
+    work_cv_.wait(lock, [&] { return stopping_ || !runnable_.empty() || !speculative_.empty(); });
     if (stopping_) return;
-    ChannelPtr c = std::move(runnable_.front());
-    runnable_.pop_front();
-    c->queued = false;
-    if (!Runnable(*c)) continue;
+    // Real work first; sampling ahead only when no channel's current epoch needs a worker.
+    const bool speculative = runnable_.empty();
+    std::deque<ChannelPtr>& queue = speculative ? speculative_ : runnable_;
+    ChannelPtr c = std::move(queue.front());
+    queue.pop_front();
+    (speculative ? c->queued_spec : c->queued) = false;
+    if (speculative ? !SpeculationRunnable(*c) : !Runnable(*c)) continue;
 
-    // One batch, then back to the tail of the queue: one batch per channel per round.
-    const int64_t b = c->next_to_schedule++;
+    int64_t b;
+    uint64_t generation;
+    std::shared_ptr<const std::vector<int64_t>> order;
+    int64_t epoch, num_batches;
+    if (speculative) {
+      if (c->spec_epoch != c->epoch + 1) {
+        std::map<int64_t, Batch> none;
+        c->DropSpeculation(&none);
+        c->spec_epoch = c->epoch + 1;
+        c->spec_generation = c->next_generation++;
+        c->spec_order = c->OrderFor(c->spec_epoch);
+        c->spec_num_batches = c->BatchesFor(static_cast<int64_t>(c->spec_order->size()));
+      }
+      b = c->spec_next++;
+      generation = c->spec_generation;
+      order = c->spec_order;
+      epoch = c->spec_epoch;
+      num_batches = c->spec_num_batches;
+    } else {
+      // One batch, then back to the tail of the queue: one batch per channel per round.
+      b = c->next_to_schedule++;
+      generation = c->generation;
+      order = c->order;
+      epoch = c->epoch;
+      num_batches = c->num_batches;
+    }
     ++c->in_flight;
-    std::shared_ptr<const std::vector<int64_t>> order = c->order;
     const int64_t bs = c->opts.batch_size;
     BatchTask task;
     task.channel_id = c->id;
     task.context = c->opts.context;
+    task.attachment = c->opts.attachment.get();
     task.seed = c->opts.seed;
-    task.epoch = c->epoch;
+    task.epoch = epoch;
     task.batch_index = b;
-    task.num_batches = c->num_batches;
+    task.num_batches = num_batches;
     task.seeds = order->data() + b * bs;
     task.num_seeds = static_cast<size_t>(std::min<int64_t>(bs, static_cast<int64_t>(order->size()) - b * bs));
     task.worker = worker;
@@ -220,7 +355,16 @@ void Backend::WorkerLoop(int worker) {
 
     lock.lock();
     --c->in_flight;
-    if (!c->removed && task.epoch == c->epoch && !c->cancelled) {
+    if (!c->removed && generation == c->spec_generation && task.epoch == c->spec_epoch) {
+      if (result.ok()) {
+        c->spec_bytes += static_cast<int64_t>(result->bytes);
+        c->spec_buffer.emplace(b, *std::move(result));
+        ++c->total_sampled;
+        ++total_batches_sampled_;
+      } else {
+        c->spec_failed = true;  // sampled again if the epoch starts, which reports the error
+      }
+    } else if (!c->removed && generation == c->generation && task.epoch == c->epoch && !c->cancelled) {
       if (result.ok()) {
         c->buffered_bytes += static_cast<int64_t>(result->bytes);
         c->buffer.emplace(b, *std::move(result));
@@ -368,6 +512,17 @@ void Backend::ClearListener(uint64_t id, uint64_t token) {
   if (c->listener_token == token) c->listener = nullptr;
 }
 
+void Backend::Wake(uint64_t id) {
+  ChannelPtr c;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = channels_.find(id);
+    if (it == channels_.end()) return;
+    c = it->second;
+  }
+  Notify(c);
+}
+
 void Backend::Notify(const ChannelPtr& c) {
   std::lock_guard<std::mutex> guard(c->listener_mu);
   if (c->listener) c->listener();
@@ -385,6 +540,10 @@ ChannelStats Backend::DescribeLocked(const Channel& c) const {
   s.in_flight = c.in_flight;
   s.buffered_messages = static_cast<int>(c.buffer.size());
   s.buffered_bytes = c.buffered_bytes;
+  s.buffered_messages += static_cast<int>(c.spec_buffer.size());
+  s.buffered_bytes += c.spec_bytes;
+  s.speculative_buffered = static_cast<int>(c.spec_buffer.size());
+  s.speculative_epoch = c.spec_epoch;
   s.total_batches_sampled = c.total_sampled;
   s.runnable = Runnable(c);
   if (c.cancelled) {
@@ -441,10 +600,13 @@ void Backend::Stop() {
       c->removed = true;
       c->buffer.clear();
       c->buffered_bytes = 0;
+      c->spec_buffer.clear();
+      c->spec_bytes = 0;
       removed.push_back(c);
     }
     channels_.clear();
     runnable_.clear();
+    speculative_.clear();
   }
   work_cv_.notify_all();
   ready_cv_.notify_all();

@@ -41,6 +41,8 @@ struct BatchTask {
   uint64_t channel_id = 0;
   /// The opaque value given to AddChannel (e.g. the seeds' node type).
   int64_t context = 0;
+  /// The channel's ChannelOptions::attachment (may be null).
+  const void* attachment = nullptr;
   uint64_t seed = 0;
   int64_t epoch = 0;
   int64_t batch_index = 0;
@@ -66,6 +68,12 @@ struct BackendOptions {
   /// Output buffer bound in bytes, unless the channel says otherwise. A channel is not given
   /// new work while its buffer holds this much; batches already in flight may overshoot it.
   int64_t max_buffered_bytes = 256LL << 20;
+  /// Batches of a channel's next epoch sampled ahead, while workers have nothing else to do,
+  /// once the current epoch has no batch left to schedule (or before the first epoch). Sampling
+  /// is deterministic in (seed, epoch, batch), so StartEpoch of that epoch adopts them and the
+  /// first batches are ready at once. They have a budget of their own, of the size of the
+  /// channel's buffer (so a channel may hold up to twice its buffer); 0 turns it off.
+  int speculative_batches = 0;
   /// Name for logs.
   std::string name = "backend";
 };
@@ -92,6 +100,8 @@ struct ChannelOptions {
   int64_t max_buffered_bytes = 0;
   /// Passed through to every BatchTask of the channel.
   int64_t context = 0;
+  /// Caller data of the channel, kept alive with it and passed to every BatchTask.
+  std::shared_ptr<const void> attachment;
   /// Name for logs and stats.
   std::string worker_key;
 };
@@ -136,6 +146,9 @@ struct ChannelStats {
   int64_t buffered_bytes = 0;
   int64_t total_batches_sampled = 0;
   bool runnable = false;
+  /// Batches of the next epoch sampled ahead (buffered) and that epoch, or -1.
+  int speculative_buffered = 0;
+  int64_t speculative_epoch = -1;
   std::string error;
 };
 
@@ -177,6 +190,13 @@ class Backend {
   /// NotFound for an unknown channel; InvalidArgument for a negative epoch or start batch.
   absl::StatusOr<StartOutcome> StartEpoch(uint64_t id, int64_t epoch, int64_t start_batch = 0);
 
+  /// Restarts the channel's current epoch `epoch` from batch `start_batch` (a consumer that
+  /// reconnects after losing its stream): buffered and in-flight batches are dropped and batches
+  /// start_batch.. are delivered, even if the epoch was cancelled. NotFound for an unknown
+  /// channel; FailedPrecondition when `epoch` is not the current epoch; InvalidArgument for a
+  /// negative start batch or one past the end.
+  absl::Status ResumeEpoch(uint64_t id, int64_t epoch, int64_t start_batch);
+
   /// Abandons the channel's current epoch: batches not yet sampled never will be, buffered
   /// ones are freed, and a reader of the epoch sees kClosed. The channel stays registered and
   /// a later epoch starts normally. Returns false for an unknown id.
@@ -202,6 +222,9 @@ class Backend {
   /// or will run.
   void ClearListener(uint64_t id, uint64_t token);
 
+  /// Calls the channel's listener now (something outside the backend changed what its reader
+  /// can do). No-op for an unknown channel.
+  void Wake(uint64_t id);
 
   absl::StatusOr<ChannelStats> Describe(uint64_t id) const;
   BackendStats Stats() const;
@@ -218,6 +241,7 @@ class Backend {
   void WorkerLoop(int worker);
   // The following run with mu_ held.
   bool Runnable(const Channel& c) const;
+  bool SpeculationRunnable(const Channel& c) const;
   void MaybeQueue(const ChannelPtr& c);
   Delivery TryPopLocked(Channel& c, int64_t epoch);
   ChannelStats DescribeLocked(const Channel& c) const;
@@ -234,6 +258,8 @@ class Backend {
   // a channel that an in-flight task keeps alive.
   std::map<uint64_t, std::weak_ptr<Channel>> removed_;
   std::deque<ChannelPtr> runnable_;
+  // Channels that may sample ahead into their next epoch; served only when runnable_ is empty.
+  std::deque<ChannelPtr> speculative_;
   bool stopping_ = false;
   // Serialises Stop() so that workers are joined once.
   std::mutex stop_mu_;

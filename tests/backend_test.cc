@@ -360,6 +360,141 @@ TEST_CASE("an epoch started from a batch delivers exactly the remaining batches"
   for (const auto& [b, seeds] : rest) CHECK(seeds == full.at(b));
 }
 
+// Waits until the channel holds `n` batches sampled ahead.
+void WaitForSpeculation(Backend& b, uint64_t id, int n) {
+  for (int i = 0; i < 1000 && b.Describe(id)->speculative_buffered < n; ++i) std::this_thread::sleep_for(2ms);
+  REQUIRE(b.Describe(id)->speculative_buffered == n);
+}
+
+TEST_CASE("batches sampled ahead are adopted by the next epoch and equal a fresh sampling", "[backend]") {
+  FakeSampler fake;
+  BackendOptions ahead;
+  ahead.speculative_batches = 2;
+  Backend backend(ahead, fake.fn());
+  Backend plain(BackendOptions(), fake.fn());
+  ChannelOptions o = Seeds(50, 5);
+  o.shuffle = true;
+  o.seed = 11;
+  REQUIRE(backend.AddChannel(1, o).ok());
+  REQUIRE(plain.AddChannel(1, o).ok());
+
+  // Before the first epoch: its first two batches are prepared, and nothing more.
+  WaitForSpeculation(backend, 1, 2);
+  std::this_thread::sleep_for(20ms);
+  CHECK(backend.Describe(1)->speculative_epoch == 0);
+  CHECK(backend.Describe(1)->total_batches_sampled == 2);
+  fake.Close();  // no sampling from here: only adopted batches can be delivered
+  REQUIRE(backend.StartEpoch(1, 0).ok());
+  std::set<int64_t> first;
+  for (int i = 0; i < 2; ++i) {
+    Delivery d = backend.TryPop(1, 0);
+    REQUIRE(d.kind == Kind::kMessage);
+    first.insert(d.batch_index);
+  }
+  CHECK(first == std::set<int64_t>{0, 1});
+  fake.Open();
+  Kind last;
+  auto got0 = Drain(backend, 1, 0, &last);
+  CHECK(last == Kind::kEndOfEpoch);
+  CHECK(got0.size() == 8);
+
+  // The next epoch's batches are prepared while the consumer is between epochs.
+  WaitForSpeculation(backend, 1, 2);
+  CHECK(backend.Describe(1)->speculative_epoch == 1);
+  REQUIRE(backend.StartEpoch(1, 1).ok());
+  CHECK(backend.Describe(1)->speculative_buffered == 0);
+  auto got1 = Drain(backend, 1, 1);
+  REQUIRE(plain.StartEpoch(1, 1).ok());
+  auto want1 = Drain(plain, 1, 1);
+  CHECK(got1.size() == 10);
+  for (const auto& [b, seeds] : want1) CHECK(got1.at(b) == seeds);
+}
+
+TEST_CASE("an epoch other than the prepared one discards what was sampled ahead", "[backend]") {
+  FakeSampler fake;
+  BackendOptions ahead;
+  ahead.speculative_batches = 3;
+  Backend backend(ahead, fake.fn());
+  Backend plain(BackendOptions(), fake.fn());
+  ChannelOptions o = Seeds(40, 4);
+  o.shuffle = true;
+  o.seed = 3;
+  REQUIRE(backend.AddChannel(1, o).ok());
+  REQUIRE(plain.AddChannel(1, o).ok());
+  WaitForSpeculation(backend, 1, 3);
+  const int before = live_payloads.load();
+  fake.Close();  // hold new sampling at the gate
+  REQUIRE(backend.StartEpoch(1, 5).ok());  // epoch 0 was prepared; 5 is asked for
+  CHECK(live_payloads.load() == before - 3);  // the prepared ones are gone
+  fake.Open();
+  auto got = Drain(backend, 1, 5);
+  REQUIRE(plain.StartEpoch(1, 5).ok());
+  CHECK(got == Drain(plain, 1, 5));
+  // Resuming from a batch never reuses the prepared batch 0 either.
+  WaitForSpeculation(backend, 1, 3);
+  REQUIRE(backend.StartEpoch(1, 6, 8).ok());
+  auto rest = Drain(backend, 1, 6);
+  REQUIRE(plain.StartEpoch(1, 6).ok());
+  auto full = Drain(plain, 1, 6);
+  REQUIRE(rest.size() == 2);
+  for (const auto& [b, seeds] : rest) CHECK(seeds == full.at(b));
+}
+
+TEST_CASE("a cancelled channel samples nothing ahead, and removal frees what it had", "[backend]") {
+  FakeSampler fake;
+  BackendOptions ahead;
+  ahead.speculative_batches = 2;
+  Backend backend(ahead, fake.fn());
+  REQUIRE(backend.AddChannel(1, Seeds(20, 2)).ok());
+  REQUIRE(backend.AddChannel(2, Seeds(20, 2)).ok());
+  WaitForSpeculation(backend, 1, 2);
+  WaitForSpeculation(backend, 2, 2);
+  REQUIRE(backend.StartEpoch(1, 0).ok());
+  REQUIRE(backend.Pop(1, 0, 10s).kind == Kind::kMessage);
+  CHECK(backend.CancelEpoch(1));
+  std::this_thread::sleep_for(30ms);
+  CHECK(backend.Describe(1)->speculative_buffered == 0);
+  const int calls = fake.calls(1);
+  std::this_thread::sleep_for(30ms);
+  CHECK(fake.calls(1) == calls);
+  const int before = live_payloads.load();
+  CHECK(backend.RemoveChannel(2));
+  CHECK(live_payloads.load() == before - 2);
+}
+
+TEST_CASE("resuming an epoch from a batch delivers exactly the rest, even after a cancel", "[backend]") {
+  FakeSampler fake;
+  Backend backend(BackendOptions(), fake.fn());
+  ChannelOptions o = Seeds(60, 6);
+  o.shuffle = true;
+  o.seed = 9;
+  o.ordered = true;
+  REQUIRE(backend.AddChannel(1, o).ok());
+  REQUIRE(backend.StartEpoch(1, 2).ok());
+  auto full = Drain(backend, 1, 2);
+  REQUIRE(full.size() == 10);
+  REQUIRE(backend.StartEpoch(1, 3).ok());
+  for (int i = 0; i < 3; ++i) REQUIRE(backend.Pop(1, 3, 10s).kind == Kind::kMessage);
+  CHECK(backend.CancelEpoch(1));
+  REQUIRE(backend.ResumeEpoch(1, 3, 3).ok());
+  std::vector<int64_t> order;
+  while (true) {
+    Delivery d = backend.Pop(1, 3, 10s);
+    if (d.kind != Kind::kMessage) {
+      CHECK(d.kind == Kind::kEndOfEpoch);
+      break;
+    }
+    order.push_back(d.batch_index);
+  }
+  CHECK(order == std::vector<int64_t>{3, 4, 5, 6, 7, 8, 9});
+  CHECK(backend.ResumeEpoch(1, 2, 0).code() == absl::StatusCode::kFailedPrecondition);
+  CHECK(backend.ResumeEpoch(1, 3, 11).code() == absl::StatusCode::kInvalidArgument);
+  CHECK(backend.ResumeEpoch(1, 3, -1).code() == absl::StatusCode::kInvalidArgument);
+  CHECK(backend.ResumeEpoch(7, 3, 0).code() == absl::StatusCode::kNotFound);
+  REQUIRE(backend.ResumeEpoch(1, 3, 10).ok());
+  CHECK(backend.Pop(1, 3, 10s).kind == Kind::kEndOfEpoch);
+}
+
 TEST_CASE("cancelling an epoch frees its buffer and stops its sampling", "[backend]") {
   FakeSampler fake;
   BackendOptions bo;
