@@ -103,6 +103,11 @@ class GrpcClient : public Client {
     return Call<v1::DestroySamplingInputRequest, v1::DestroySamplingInputResponse>(
         &v1::GraphStore::Stub::DestroySamplingInput, r);
   }
+  absl::StatusOr<v1::ReleaseSharedBuffersResponse> ReleaseSharedBuffers(
+      const v1::ReleaseSharedBuffersRequest& r) override {
+    return Call<v1::ReleaseSharedBuffersRequest, v1::ReleaseSharedBuffersResponse>(
+        &v1::GraphStore::Stub::ReleaseSharedBuffers, r);
+  }
   absl::StatusOr<v1::ChannelStats> DescribeChannel(const v1::DescribeChannelRequest& r) override {
     return Call<v1::DescribeChannelRequest, v1::ChannelStats>(&v1::GraphStore::Stub::DescribeChannel, r);
   }

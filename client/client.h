@@ -64,6 +64,8 @@ class Client {
   virtual absl::StatusOr<v1::RenewLeaseResponse> RenewLease(const v1::RenewLeaseRequest& req) = 0;
   virtual absl::StatusOr<v1::DestroySamplingInputResponse> DestroySamplingInput(
       const v1::DestroySamplingInputRequest& req) = 0;
+  virtual absl::StatusOr<v1::ReleaseSharedBuffersResponse> ReleaseSharedBuffers(
+      const v1::ReleaseSharedBuffersRequest& req) = 0;
   virtual absl::StatusOr<v1::ChannelStats> DescribeChannel(const v1::DescribeChannelRequest& req) = 0;
   virtual absl::StatusOr<v1::BackendStats> DescribeBackend(const v1::DescribeBackendRequest& req) = 0;
   virtual absl::StatusOr<v1::ServerStats> GetServerStats() = 0;

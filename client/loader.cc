@@ -1,11 +1,26 @@
 #include "client/loader.h"
 
 #include <map>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 
 namespace graphstore::client {
+
+// Ids of shared-buffer uses freed by batches' tensors (on any thread), waiting to be reported.
+struct FreedUses {
+  std::mutex mu;
+  std::vector<uint64_t> ids;
+  void Push(uint64_t id) {
+    std::lock_guard<std::mutex> lock(mu);
+    ids.push_back(id);
+  }
+  std::vector<uint64_t> Take() {
+    std::lock_guard<std::mutex> lock(mu);
+    return std::exchange(ids, {});
+  }
+};
 
 struct Loader::Server {
   std::unique_ptr<Client> client;
@@ -13,6 +28,10 @@ struct Loader::Server {
   int64_t num_batches = 0;
   std::unique_ptr<MessageStream> stream;
   std::thread reader;
+  bool shared_memory = false;  // messages come through shared memory
+  std::unique_ptr<SharedMappings> mappings;
+  // Uses of shared buffers whose batches are gone, to hand back with the next release.
+  std::shared_ptr<FreedUses> freed = std::make_shared<FreedUses>();
   int in_queue = 0;  // messages of this server waiting in queue_ (guarded by Loader::mu_)
 };
 
@@ -40,18 +59,19 @@ c10::ScalarType TorchType(v1::DType d) {
 
 }  // namespace
 
-at::Tensor ToTensor(const v1::Tensor& t, std::shared_ptr<const void> owner) {
+at::Tensor ToTensor(const v1::Tensor& t, std::shared_ptr<const void> owner, const MappedBuffer* shared) {
   const c10::ScalarType type = TorchType(t.dtype());
   std::vector<int64_t> shape(t.shape().begin(), t.shape().end());
+  auto bytes = TensorBytes(t, shared);
+  if (!bytes.ok()) {
+    throw Error(absl::Status(bytes.status().code(), absl::StrCat("tensor of shape [", absl::StrJoin(shape, ", "),
+                                                                 "]: ", bytes.status().message())));
+  }
   int64_t n = 1;
   for (int64_t d : shape) n *= d;
-  if (static_cast<size_t>(n) * c10::elementSize(type) != t.data().size()) {
-    throw Error(absl::DataLossError(absl::StrCat("tensor of shape [", absl::StrJoin(shape, ", "), "] carries ",
-                                                 t.data().size(), " bytes")));
-  }
   if (n == 0) return torch::empty(shape, torch::TensorOptions().dtype(type));
-  // The bytes stay where protobuf put them; the deleter keeps the message alive.
-  void* data = const_cast<char*>(t.data().data());
+  // The bytes stay where protobuf or the mapping put them; the deleter keeps them alive.
+  void* data = const_cast<char*>(*bytes);
   return torch::from_blob(data, shape, [owner](void*) mutable { owner.reset(); },
                           torch::TensorOptions().dtype(type));
 }
@@ -69,6 +89,11 @@ Loader::Loader(LoaderOptions options) : options_(std::move(options)) {
     servers_.push_back(std::move(s));
   }
   meta_ = Check(servers_[0]->client->GetDatasetMeta());
+  for (size_t i = 0; i < servers_.size() && options_.shared_memory; ++i) {
+    const v1::DatasetMeta meta = i == 0 ? meta_ : Check(servers_[i]->client->GetDatasetMeta());
+    servers_[i]->shared_memory = SharesHostWith(meta);
+    if (servers_[i]->shared_memory) servers_[i]->mappings = std::make_unique<SharedMappings>(meta.shared_memory().dir());
+  }
   if (meta_.num_partitions() != static_cast<int>(servers_.size())) {
     throw Error(absl::InvalidArgumentError(absl::StrCat("the dataset has ", meta_.num_partitions(),
                                                         " partitions but ", servers_.size(), " servers were given")));
@@ -109,6 +134,7 @@ Loader::Loader(LoaderOptions options) : options_(std::move(options)) {
       reg.mutable_buffer()->set_max_messages(options_.buffer_messages);
       reg.mutable_buffer()->set_max_bytes(options_.buffer_bytes);
       reg.set_lease_ms(options_.lease_ms);
+      reg.set_shared_memory(s.shared_memory);
       auto r = Check(s.client->RegisterSamplingInput(reg));
       s.channel = r.channel_id();
       s.num_batches = r.num_batches_per_epoch();
@@ -122,6 +148,12 @@ Loader::Loader(LoaderOptions options) : options_(std::move(options)) {
 }
 
 Loader::~Loader() { Close(); }
+
+int Loader::num_shared_memory_servers() const {
+  int n = 0;
+  for (const auto& s : servers_) n += s->shared_memory;
+  return n;
+}
 
 void Loader::StopReaders() {
   {
@@ -147,6 +179,15 @@ void Loader::StartEpoch(int64_t epoch) {
   if (closed_) throw Error(absl::FailedPreconditionError("the loader is closed"));
   StopReaders();
   for (auto& s : servers_) {
+    // Batches of the last epoch that are gone free their files for this one.
+    std::vector<uint64_t> freed = s->freed->Take();
+    if (freed.empty()) continue;
+    v1::ReleaseSharedBuffersRequest release;
+    release.set_channel_id(s->channel);
+    for (uint64_t id : freed) release.add_freed_ids(id);
+    Check(s->client->ReleaseSharedBuffers(release));
+  }
+  for (auto& s : servers_) {
     v1::StartEpochRequest req;
     req.set_channel_id(s->channel);
     req.set_epoch(epoch);
@@ -169,14 +210,37 @@ void Loader::StartEpoch(int64_t epoch) {
     s->reader = std::thread([this, s, i] {
       while (true) {
         auto m = s->stream->Next();
+        std::shared_ptr<const MappedBuffer> shared;
+        if (m.ok() && *m != nullptr && (*m)->has_shared_buffer()) {
+          // Map (usually a file mapped before), then report the use received at once so that
+          // the stream never waits for the trainer; uses freed since go along.
+          absl::StatusOr<std::shared_ptr<const MappedBuffer>> mapped =
+              absl::FailedPreconditionError("the server sent a shared buffer to a channel without shared memory");
+          if (s->mappings != nullptr) {
+            s->mappings->Forget((*m)->retired_shared_paths());
+            mapped = s->mappings->Map((*m)->shared_buffer());
+          }
+          v1::ReleaseSharedBuffersRequest release;
+          release.set_channel_id(s->channel);
+          release.add_received_ids((*m)->shared_buffer().id());
+          for (uint64_t id : s->freed->Take()) release.add_freed_ids(id);
+          auto released = s->client->ReleaseSharedBuffers(release);
+          if (!mapped.ok()) {
+            m = mapped.status();
+          } else if (!released.ok()) {
+            m = released.status();
+          } else {
+            shared = *std::move(mapped);
+          }
+        }
         std::unique_lock<std::mutex> lock(mu_);
         if (!m.ok() || *m == nullptr) {
-          queue_.push_back(Item{static_cast<int>(i), nullptr, m.ok() ? absl::OkStatus() : m.status()});
+          queue_.push_back(Item{static_cast<int>(i), nullptr, nullptr, m.ok() ? absl::OkStatus() : m.status()});
           cv_.notify_all();
           return;
         }
         ++s->in_queue;
-        queue_.push_back(Item{static_cast<int>(i), *std::move(m), absl::OkStatus()});
+        queue_.push_back(Item{static_cast<int>(i), *std::move(m), std::move(shared), absl::OkStatus()});
         cv_.notify_all();
         cv_.wait(lock, [&] { return s->in_queue < options_.prefetch || stopping_; });
         if (stopping_) return;
@@ -198,7 +262,7 @@ std::optional<Batch> Loader::Next() {
       if (item.message != nullptr) --servers_[item.server]->in_queue;
     }
     cv_.notify_all();
-    if (item.message != nullptr) return ToBatch(item.server, std::move(item.message));
+    if (item.message != nullptr) return ToBatch(item.server, std::move(item.message), std::move(item.shared));
     if (!item.status.ok()) {
       const absl::Status s(item.status.code(),
                            absl::StrCat(servers_[item.server]->client->address(), ": ", item.status.message()));
@@ -210,26 +274,43 @@ std::optional<Batch> Loader::Next() {
   }
 }
 
-Batch Loader::ToBatch(int server, std::shared_ptr<const v1::SampledMessage> msg) const {
+Batch Loader::ToBatch(int server, std::shared_ptr<const v1::SampledMessage> msg,
+                      std::shared_ptr<const MappedBuffer> shared) const {
   Batch b;
   b.server = server;
   b.epoch = msg->epoch();
   b.batch_index = msg->batch_index();
   b.message = msg;
+  b.shared = shared;
+  // Every tensor keeps the message and the mapping alive; when the last one goes, the use of
+  // the shared buffer is freed and the server may put a later batch in the file.
+  struct Owner {
+    std::shared_ptr<const v1::SampledMessage> msg;
+    std::shared_ptr<const MappedBuffer> shared;
+    std::shared_ptr<FreedUses> freed;
+    ~Owner() {
+      if (shared != nullptr) freed->Push(msg->shared_buffer().id());
+    }
+  };
+  auto owner = std::make_shared<Owner>();
+  owner->msg = msg;
+  owner->shared = shared;
+  owner->freed = servers_[server]->freed;
+  const MappedBuffer* buf = shared.get();
   if (msg->nodes_size() > 0) {
     const v1::NodeTensors& n = msg->nodes(0);
-    b.node = ToTensor(n.ids(), msg);
-    b.batch = ToTensor(n.batch(), msg);
-    b.num_sampled_nodes = ToTensor(n.num_sampled_nodes(), msg);
-    if (n.has_features()) b.x = ToTensor(n.features(), msg);
-    if (n.has_labels()) b.y = ToTensor(n.labels(), msg);
+    b.node = ToTensor(n.ids(), owner, buf);
+    b.batch = ToTensor(n.batch(), owner, buf);
+    b.num_sampled_nodes = ToTensor(n.num_sampled_nodes(), owner, buf);
+    if (n.has_features()) b.x = ToTensor(n.features(), owner, buf);
+    if (n.has_labels()) b.y = ToTensor(n.labels(), owner, buf);
   }
   if (msg->edges_size() > 0) {
     const v1::EdgeTensors& e = msg->edges(0);
-    b.rows = ToTensor(e.rows(), msg);
-    b.cols = ToTensor(e.cols(), msg);
-    b.num_sampled_edges = ToTensor(e.num_sampled_edges(), msg);
-    if (e.has_eids()) b.eids = ToTensor(e.eids(), msg);
+    b.rows = ToTensor(e.rows(), owner, buf);
+    b.cols = ToTensor(e.cols(), owner, buf);
+    b.num_sampled_edges = ToTensor(e.num_sampled_edges(), owner, buf);
+    if (e.has_eids()) b.eids = ToTensor(e.eids(), owner, buf);
   }
   return b;
 }
@@ -247,6 +328,7 @@ void Loader::Close() {
     req.set_channel_id(s->channel);
     (void)s->client->DestroySamplingInput(req);
     s->channel = 0;
+    s->mappings.reset();  // the server deleted the channel's files
   }
 }
 

@@ -23,9 +23,12 @@
 
 #include "absl/status/status.h"
 #include "client/client.h"
+#include "client/shared_memory.h"
 #include "graphstore/v1/graphstore.pb.h"
 
 namespace graphstore::client {
+
+struct FreedUses;
 
 /// A failed graphstore call: the canonical code and the server's message.
 class Error : public std::runtime_error {
@@ -38,8 +41,10 @@ class Error : public std::runtime_error {
   absl::StatusCode code_;
 };
 
-/// Views a wire tensor as an at::Tensor without copying; `owner` keeps the bytes alive.
-at::Tensor ToTensor(const v1::Tensor& tensor, std::shared_ptr<const void> owner);
+/// Views a wire tensor as an at::Tensor without copying; `owner` keeps the bytes alive. A
+/// tensor of a shared-memory message views its slice of `shared`, which `owner` must also keep.
+at::Tensor ToTensor(const v1::Tensor& tensor, std::shared_ptr<const void> owner,
+                    const MappedBuffer* shared = nullptr);
 
 /// One sampled subgraph of a homogeneous graph (the first node and edge type of a
 /// heterogeneous one; `message` has every type).
@@ -64,8 +69,11 @@ struct Batch {
   /// int64 [hops + 1] and [hops].
   at::Tensor num_sampled_nodes;
   at::Tensor num_sampled_edges;
-  /// The message the tensors view.
+  /// The message the tensors view, and its mapped shared buffer when it came through shared
+  /// memory (then the message's tensors hold slices of it, not bytes). The slices stay valid
+  /// while any of this batch's tensors lives; read them only through the tensors.
   std::shared_ptr<const v1::SampledMessage> message;
+  std::shared_ptr<const MappedBuffer> shared;
 
   /// Number of unique seeds (the first rows of `node`, `x` and `y`).
   int64_t num_seeds() const { return num_sampled_nodes.defined() ? num_sampled_nodes[0].item<int64_t>() : 0; }
@@ -104,6 +112,9 @@ struct LoaderOptions {
   int64_t lease_ms = 0;
   /// Name of this trainer in server logs and stats.
   std::string worker_key = "trainer";
+  /// Take batches through shared memory from servers that offer it and share this host
+  /// (checked with the server's probe file); other servers send bytes over the connection.
+  bool shared_memory = true;
 };
 
 /// Registers seeds on every server and iterates epochs. Not thread-safe: one trainer thread.
@@ -117,6 +128,8 @@ class Loader {
   Loader& operator=(const Loader&) = delete;
 
   const v1::DatasetMeta& meta() const { return meta_; }
+  /// How many servers send batches through shared memory.
+  int num_shared_memory_servers() const;
   /// Seeds and batches per epoch over all servers.
   int64_t num_seeds() const { return num_seeds_; }
   int64_t num_batches() const { return num_batches_; }
@@ -137,11 +150,13 @@ class Loader {
   struct Item {
     int server = 0;
     std::shared_ptr<v1::SampledMessage> message;  // nullptr: that server's stream ended
+    std::shared_ptr<const MappedBuffer> shared;
     absl::Status status;
   };
 
   void StopReaders();
-  Batch ToBatch(int server, std::shared_ptr<const v1::SampledMessage> msg) const;
+  Batch ToBatch(int server, std::shared_ptr<const v1::SampledMessage> msg,
+                std::shared_ptr<const MappedBuffer> shared) const;
 
   LoaderOptions options_;
   v1::DatasetMeta meta_;

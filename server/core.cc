@@ -39,6 +39,25 @@ struct Core::ChannelEntry {
   int64_t lease_ms = 0;
   Clock::time_point last_activity;
   bool streaming = false;
+  // The channel's buffer limits; on a shared-memory channel they also bound the uses sent and
+  // not yet received.
+  int buffer_messages = 0;
+  int64_t buffer_bytes = 0;
+  // Shared-memory channels: the channel's files, and the uses sent and not yet freed.
+  std::shared_ptr<SharedBufferPool> pool;
+  struct Sent {
+    std::shared_ptr<SharedUse> use;
+    bool received = false;
+  };
+  std::map<uint64_t, Sent> sent;
+  int unreceived = 0;
+  int64_t unreceived_bytes = 0;
+};
+
+// What the sample function needs to know of a channel.
+struct ChannelSampling {
+  // Set on shared-memory channels.
+  std::shared_ptr<SharedBufferPool> pool;
 };
 
 namespace {
@@ -62,8 +81,9 @@ std::pair<int64_t, int64_t> SliceRange(int64_t n, int rank, int world_size) {
   return {begin, begin + base + (rank < extra ? 1 : 0)};
 }
 
-Core::Core(std::unique_ptr<Partition> partition, CoreOptions options)
-    : partition_(std::move(partition)), options_(std::move(options)) {
+Core::Core(std::unique_ptr<Partition> partition, CoreOptions options,
+           std::unique_ptr<SharedMemoryArea> shared_memory)
+    : partition_(std::move(partition)), options_(std::move(options)), shared_memory_(std::move(shared_memory)) {
   watchdog_ = std::thread([this] { WatchdogLoop(); });
 }
 
@@ -78,6 +98,11 @@ absl::Status Core::GetDatasetMeta(const v1::GetDatasetMetaRequest&, v1::DatasetM
   resp->set_partition_id(m.partition_id());
   resp->set_edge_dir(partition_->rows_are_sources() ? v1::EDGE_DIRECTION_OUT : v1::EDGE_DIRECTION_IN);
   resp->set_partition_method(m.partition_method());
+  if (shared_memory_ != nullptr) {
+    resp->mutable_shared_memory()->set_dir(shared_memory_->dir());
+    resp->mutable_shared_memory()->set_probe_path(shared_memory_->probe_path());
+    resp->mutable_shared_memory()->set_probe_token(shared_memory_->probe_token());
+  }
   for (const auto& n : partition_->node_types()) {
     auto* t = resp->add_node_types();
     t->set_name(n.name);
@@ -425,6 +450,7 @@ void Core::InitSamplingBackend(const v1::InitSamplingBackendRequest& req, v1::In
                                        : options_.default_max_in_flight;
     bo.max_buffered_messages = options_.default_buffer_messages;
     bo.max_buffered_bytes = options_.default_buffer_bytes;
+    bo.speculative_batches = options_.sample_ahead_batches;
     bo.name = entry->key;
     BackendEntry* e = entry.get();
     const Partition* partition = partition_.get();
@@ -440,15 +466,30 @@ void Core::InitSamplingBackend(const v1::InitSamplingBackendRequest& req, v1::In
           b.batch_index = t.batch_index;
           // The subgraph is copied into the message below, so each worker reuses its own.
           SampledSubgraph& g = e->subgraph[t.worker];
-          if (auto s = e->sampler->Sample(b, e->scratch[t.worker].get(), &g); !s.ok()) return s;
-          auto msg = std::make_shared<v1::SampledMessage>();
+          const auto* sampling = static_cast<const ChannelSampling*>(t.attachment);
+          SharedBufferPool* pool = sampling != nullptr ? sampling->pool.get() : nullptr;
+          // Shared memory: features are gathered straight into the message's buffer.
+          SharedLayout layout;
+          if (pool != nullptr) GatherIntoSharedBuffer(pool, &g, &layout);
+          absl::Status sampled = e->sampler->Sample(b, e->scratch[t.worker].get(), &g);
+          g.feature_target = nullptr;
+          if (!sampled.ok()) return sampled;
+          auto wire = std::make_shared<WireMessage>();
+          v1::SampledMessage* msg = &wire->msg;
           msg->set_channel_id(t.channel_id);
           msg->set_epoch(t.epoch);
           msg->set_batch_index(t.batch_index);
           msg->set_num_batches(t.num_batches);
-          ToSampledMessage(*partition, g, msg.get());
-          const size_t bytes = msg->ByteSizeLong();
-          return scheduler::Batch{std::move(msg), bytes};
+          size_t bytes;
+          if (pool != nullptr) {
+            if (auto s = ToSharedSampledMessage(*partition, g, pool, &layout, msg); !s.ok()) return s;
+            wire->shared = std::move(layout.use);
+            bytes = msg->ByteSizeLong() + wire->shared->file->size();
+          } else {
+            ToSampledMessage(*partition, g, msg);
+            bytes = msg->ByteSizeLong();
+          }
+          return scheduler::Batch{std::move(wire), bytes};
         });
   }
 
@@ -521,6 +562,10 @@ absl::Status Core::RegisterSamplingInput(const v1::RegisterSamplingInputRequest&
   if (req.lease_ms() > options_.max_lease_ms) {
     return TooBig(absl::StrCat("lease_ms ", req.lease_ms(), " exceeds the limit ", options_.max_lease_ms));
   }
+  if (req.shared_memory() && shared_memory_ == nullptr) {
+    return absl::FailedPreconditionError(
+        "shared_memory: this server does not offer shared memory (it runs with an empty --shared_memory_dir)");
+  }
   int node_type = 0;
   auto seeds = ResolveSeeds(req, &node_type);
   if (!seeds.ok()) return seeds.status();
@@ -545,6 +590,16 @@ absl::Status Core::RegisterSamplingInput(const v1::RegisterSamplingInputRequest&
     channel->num_seeds = static_cast<int64_t>(seeds->size());
     channel->lease_ms = req.lease_ms() > 0 ? req.lease_ms() : options_.default_lease_ms;
     channel->last_activity = Clock::now();
+    if (req.shared_memory()) {
+      // Idle files are kept for as many batches as the channel can have alive (buffered or in
+      // flight, sampled ahead, being written, sent and not yet received, with the trainer),
+      // so that a steady stream reuses its files instead of making new ones.
+      const int messages = buf.max_messages() > 0 ? buf.max_messages() : options_.default_buffer_messages;
+      const int live = 2 * messages + options_.sample_ahead_batches + 3;
+      channel->pool = std::make_shared<SharedBufferPool>(shared_memory_.get(), live);
+    }
+    channel->buffer_bytes = buf.max_bytes() > 0 ? buf.max_bytes() : options_.default_buffer_bytes;
+    channel->buffer_messages = buf.max_messages() > 0 ? buf.max_messages() : options_.default_buffer_messages;
     scheduler::ChannelOptions co;
     co.seeds = *std::move(seeds);
     co.batch_size = backend->config.batch_size();
@@ -555,6 +610,9 @@ absl::Status Core::RegisterSamplingInput(const v1::RegisterSamplingInputRequest&
     co.max_buffered_messages = buf.max_messages();
     co.max_buffered_bytes = buf.max_bytes();
     co.context = node_type;
+    auto sampling = std::make_shared<ChannelSampling>();
+    sampling->pool = channel->pool;
+    co.attachment = std::move(sampling);
     co.worker_key = req.worker_key();
     if (auto s = backend->backend->AddChannel(channel->id, std::move(co)); !s.ok()) return s;
     backend->channels.insert(channel->id);
@@ -647,8 +705,12 @@ bool Core::DestroyLocked(std::unique_lock<std::mutex>& lock, uint64_t channel_id
     watchdog_cv_.notify_all();
   }
   // Backend calls notify listeners (streams), which may call back into the core.
+  auto sent = std::move(c->sent);
+  c->unreceived = 0;
+  c->unreceived_bytes = 0;
   lock.unlock();
   b->backend->RemoveChannel(channel_id);
+  sent.clear();  // with the pool gone, the channel's files are deleted with their last use
   lock.lock();
   return last;
 }
@@ -674,9 +736,6 @@ absl::StatusOr<StreamAttachment> Core::AttachStream(const v1::StreamSampledMessa
   if (req.channel_id() == 0) return Invalid("channel_id is required");
   if (req.epoch() < 0) return Invalid(absl::StrCat("epoch must be >= 0, got ", req.epoch()));
   if (req.start_batch() < 0) return Invalid("start_batch must be >= 0");
-  if (req.start_batch() > 0) {
-    return absl::UnimplementedError("start_batch: resuming inside an epoch is not served by this version");
-  }
   std::lock_guard<std::mutex> lock(mu_);
   if (shutting_down_) return absl::UnavailableError("the server is shutting down");
   auto it = channels_.find(req.channel_id());
@@ -694,12 +753,23 @@ absl::StatusOr<StreamAttachment> Core::AttachStream(const v1::StreamSampledMessa
   a.backend = backends_.at(c.backend_id)->backend;
   a.channel_id = c.id;
   a.epoch = req.epoch();
+  a.shared_memory = c.pool != nullptr;
   auto stats = a.backend->Describe(c.id);
   if (!stats.ok()) return stats.status();
   if (stats->epoch != req.epoch()) {
     return absl::FailedPreconditionError(
         stats->epoch < 0 ? absl::StrCat("epoch ", req.epoch(), " has not been started; call StartEpoch first")
                          : absl::StrCat("epoch ", req.epoch(), " is not the channel's current epoch ", stats->epoch));
+  }
+  // A reconnecting reader resumes: from start_batch, or from the start of an epoch whose
+  // earlier stream was cancelled. Sampling is deterministic, so it gets exactly those batches.
+  if (req.start_batch() > 0 || stats->state == "cancelled") {
+    if (req.start_batch() > stats->num_batches) {
+      return Invalid(absl::StrCat("start_batch ", req.start_batch(), " is past the epoch's ", stats->num_batches,
+                                  " batches"));
+    }
+    if (auto s = a.backend->ResumeEpoch(c.id, req.epoch(), req.start_batch()); !s.ok()) return s;
+    Logger("core")->info("channel {}: epoch {} resumed from batch {}", c.id, req.epoch(), req.start_batch());
   }
   c.streaming = true;
   c.last_activity = Clock::now();
@@ -725,6 +795,72 @@ void Core::DetachStream(uint64_t channel_id, bool cancelled) {
   }
 }
 
+bool Core::SharedBacklogFull(uint64_t channel_id) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = channels_.find(channel_id);
+  if (it == channels_.end()) return false;
+  const ChannelEntry& c = *it->second;
+  return c.unreceived > 0 && (c.unreceived >= c.buffer_messages || c.unreceived_bytes >= c.buffer_bytes);
+}
+
+void Core::HandOff(uint64_t channel_id, std::shared_ptr<SharedUse> use) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = channels_.find(channel_id);
+  if (it == channels_.end()) return;  // destroyed: the file goes with the last reference
+  ChannelEntry& c = *it->second;
+  ++c.unreceived;
+  c.unreceived_bytes += static_cast<int64_t>(use->file->size());
+  const uint64_t id = use->id;
+  c.sent[id] = ChannelEntry::Sent{std::move(use), false};
+}
+
+absl::Status Core::ReleaseSharedBuffers(const v1::ReleaseSharedBuffersRequest& req,
+                                        v1::ReleaseSharedBuffersResponse* resp) {
+  if (req.channel_id() == 0) return Invalid("channel_id is required");
+  for (const auto* ids : {&req.received_ids(), &req.freed_ids()}) {
+    if (ids->size() > options_.max_ids_per_request) {
+      return TooBig(absl::StrCat(ids == &req.freed_ids() ? "freed_ids" : "received_ids", " has ", ids->size(),
+                                 " ids; the limit is ", options_.max_ids_per_request));
+    }
+  }
+  std::vector<std::shared_ptr<SharedUse>> freed;
+  std::shared_ptr<scheduler::Backend> backend;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = channels_.find(req.channel_id());
+    if (it == channels_.end()) {
+      if (destroyed_.count(req.channel_id())) return absl::OkStatus();  // its buffers are gone already
+      return absl::NotFoundError(absl::StrCat("channel_id ", req.channel_id(), " does not exist"));
+    }
+    ChannelEntry& c = *it->second;
+    const bool was_full =
+        c.unreceived > 0 && (c.unreceived >= c.buffer_messages || c.unreceived_bytes >= c.buffer_bytes);
+    auto receive = [&c](ChannelEntry::Sent& s) {
+      if (s.received) return;
+      s.received = true;
+      --c.unreceived;
+      c.unreceived_bytes -= static_cast<int64_t>(s.use->file->size());
+    };
+    for (uint64_t id : req.received_ids()) {
+      auto s = c.sent.find(id);
+      if (s != c.sent.end()) receive(s->second);
+    }
+    for (uint64_t id : req.freed_ids()) {
+      auto s = c.sent.find(id);
+      if (s == c.sent.end()) continue;
+      receive(s->second);
+      freed.push_back(std::move(s->second.use));
+      c.sent.erase(s);
+    }
+    c.last_activity = Clock::now();
+    if (was_full) backend = backends_.at(c.backend_id)->backend;
+  }
+  resp->set_freed(static_cast<int32_t>(freed.size()));
+  freed.clear();  // files go back to the pool, outside the lock
+  if (backend) backend->Wake(req.channel_id());  // a held-back stream may go on
+  return absl::OkStatus();
+}
+
 void Core::Touch(uint64_t channel_id) {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = channels_.find(channel_id);
@@ -739,6 +875,13 @@ void Core::FillChannelStats(const ChannelEntry& c, v1::ChannelStats* out) const 
   out->set_worker_key(c.worker_key);
   out->set_num_seeds(c.num_seeds);
   out->set_streaming(c.streaming);
+  out->set_shared_memory(c.pool != nullptr);
+  out->set_unreleased_buffers(static_cast<int32_t>(c.sent.size()));
+  out->set_unreceived_bytes(c.unreceived_bytes);
+  if (c.pool != nullptr) {
+    out->set_pooled_buffers(c.pool->num_files());
+    out->set_pooled_bytes(c.pool->bytes());
+  }
   const auto idle = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - c.last_activity).count();
   out->set_lease_remaining_ms(c.streaming ? c.lease_ms : std::max<int64_t>(0, c.lease_ms - idle));
   auto s = backends_.at(c.backend_id)->backend->Describe(c.id);
@@ -752,6 +895,7 @@ void Core::FillChannelStats(const ChannelEntry& c, v1::ChannelStats* out) const 
   out->set_buffered_messages(s->buffered_messages);
   out->set_buffered_bytes(s->buffered_bytes);
   out->set_total_batches_sampled(s->total_batches_sampled);
+  out->set_sampled_ahead(s->speculative_buffered);
   out->set_error(s->error);
 }
 

@@ -24,6 +24,7 @@
 #include "scheduler/backend.h"
 #include "server/neighbor_sampler.h"
 #include "server/partition.h"
+#include "server/shared_buffer.h"
 
 namespace graphstore {
 
@@ -38,6 +39,9 @@ struct CoreOptions {
   /// Output buffer of a channel in messages / bytes, unless the request asks otherwise.
   int default_buffer_messages = 8;
   int64_t default_buffer_bytes = 256LL << 20;
+  /// Batches of each channel's next epoch sampled ahead while workers are otherwise idle, so
+  /// that StartEpoch finds its first batches ready (see BackendOptions::speculative_batches).
+  int sample_ahead_batches = 2;
   /// Largest output buffer a request may ask for, in messages / bytes.
   int max_buffer_messages = 1024;
   int64_t max_buffer_bytes = 4LL << 30;
@@ -70,12 +74,16 @@ struct StreamAttachment {
   std::shared_ptr<scheduler::Backend> backend;
   uint64_t channel_id = 0;
   int64_t epoch = 0;
+  /// The channel's messages carry shared buffers (see Core::HandOff).
+  bool shared_memory = false;
 };
 
 /// The service core. Thread-safe.
 class Core {
  public:
-  Core(std::unique_ptr<Partition> partition, CoreOptions options);
+  /// `shared_memory`, when given, is offered to clients on this host.
+  Core(std::unique_ptr<Partition> partition, CoreOptions options,
+       std::unique_ptr<SharedMemoryArea> shared_memory = nullptr);
   ~Core();
   Core(const Core&) = delete;
   Core& operator=(const Core&) = delete;
@@ -103,6 +111,8 @@ class Core {
   absl::Status RenewLease(const v1::RenewLeaseRequest& req, v1::RenewLeaseResponse* resp);
   absl::Status DestroySamplingInput(const v1::DestroySamplingInputRequest& req,
                                     v1::DestroySamplingInputResponse* resp);
+  absl::Status ReleaseSharedBuffers(const v1::ReleaseSharedBuffersRequest& req,
+                                    v1::ReleaseSharedBuffersResponse* resp);
 
   /// Validates a stream request and marks the channel as streamed (one stream per channel).
   absl::StatusOr<StreamAttachment> AttachStream(const v1::StreamSampledMessagesRequest& req);
@@ -110,6 +120,12 @@ class Core {
   void DetachStream(uint64_t channel_id, bool cancelled);
   /// Counts a delivered message as activity on the channel (renews its lease).
   void Touch(uint64_t channel_id);
+  /// Whether a shared-memory channel's stream must hold back: its unreleased buffers have
+  /// reached the channel's buffer limit in bytes.
+  bool SharedBacklogFull(uint64_t channel_id) const;
+  /// Records a use of a shared buffer as sent on the channel; it lives until the client frees
+  /// it or the channel is destroyed.
+  void HandOff(uint64_t channel_id, std::shared_ptr<SharedUse> use);
 
   absl::Status DescribeChannel(const v1::DescribeChannelRequest& req, v1::ChannelStats* resp) const;
   absl::Status DescribeBackend(const v1::DescribeBackendRequest& req, v1::BackendStats* resp) const;
@@ -148,6 +164,8 @@ class Core {
 
   std::unique_ptr<Partition> partition_;
   const CoreOptions options_;
+  // Declared before the backends so that it outlives every buffer they hold.
+  const std::unique_ptr<SharedMemoryArea> shared_memory_;
   const std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
 
   mutable std::mutex mu_;

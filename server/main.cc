@@ -38,6 +38,10 @@ int Run(int argc, char** argv) {
   flags.Define("state_log_interval_s", absl::StrCat(d.core.state_log_interval_s),
                "seconds between scheduler-state log lines (0: off)");
   flags.Define("max_message_mb", absl::StrCat(d.max_message_bytes >> 20), "largest gRPC message, MiB");
+  flags.Define("shared_memory_dir", d.shared_memory_dir,
+               "tmpfs directory for the shared-memory transport of clients on this host (empty: off)");
+  flags.Define("sample_ahead_batches", absl::StrCat(d.core.sample_ahead_batches),
+               "batches of each channel's next epoch sampled ahead while workers are idle (0: off)");
   flags.Define("cluster", "", "comma-separated addresses of every server, in partition order");
   flags.Define("log_level", "info", "trace, debug, info, warn, error or off");
   if (auto exit = flags.ParseCommandLine(argc, argv, "graphstored", "Serves one graph partition and a sampling backend.")) {
@@ -54,13 +58,17 @@ int Run(int argc, char** argv) {
   auto lease = flags.GetInt("default_lease_s");
   auto state_log = flags.GetInt("state_log_interval_s");
   auto max_mb = flags.GetInt("max_message_mb");
+  auto ahead = flags.GetInt("sample_ahead_batches");
   for (const absl::Status& s : {port.status(), workers.status(), verify.status(), lease.status(),
-                                state_log.status(), max_mb.status()}) {
+                                state_log.status(), max_mb.status(), ahead.status()}) {
     if (!s.ok()) return Fail(s);
   }
   if (*lease < 1) return Fail(absl::InvalidArgumentError("--default_lease_s must be >= 1"));
   if (*max_mb < 1 || *max_mb > 2047) return Fail(absl::InvalidArgumentError("--max_message_mb must be in [1, 2047]"));
+  if (*ahead < 0 || *ahead > 64) return Fail(absl::InvalidArgumentError("--sample_ahead_batches must be in [0, 64]"));
   o.port = static_cast<int>(*port);
+  o.shared_memory_dir = flags.Get("shared_memory_dir");
+  o.core.sample_ahead_batches = static_cast<int>(*ahead);
   o.verify_partition = *verify;
   o.max_message_bytes = static_cast<int>(*max_mb) << 20;
   o.core.default_num_workers = static_cast<int>(*workers);

@@ -5,12 +5,16 @@
 // Protobuf messages only: no gRPC.
 
 #include <cstdint>
+#include <memory>
 #include <vector>
+
+#include "absl/status/status.h"
 
 #include "graphstore/v1/graphstore.pb.h"
 #include "server/npy.h"
 #include "server/partition.h"
 #include "server/sampler.h"
+#include "server/shared_buffer.h"
 
 namespace graphstore {
 
@@ -28,6 +32,32 @@ void SetInt64Tensor(const std::vector<int64_t>& values, v1::Tensor* out);
 /// partition's types). Types with nothing sampled are still listed, with empty tensors, so a
 /// homogeneous graph always has exactly one entry each.
 void ToSampledMessage(const Partition& partition, const SampledSubgraph& subgraph, v1::SampledMessage* msg);
+
+/// A shared buffer being filled with one message's tensors.
+struct SharedLayout {
+  std::shared_ptr<SharedUse> use;
+  /// Bytes at the start of the file already taken (feature matrices gathered into it).
+  size_t used = 0;
+};
+
+/// Sets `subgraph->feature_target` so that the sampler gathers feature matrices straight into a
+/// buffer of `pool` big enough for the whole message; `layout` receives it. Both must outlive
+/// the Sample call.
+void GatherIntoSharedBuffer(SharedBufferPool* pool, SampledSubgraph* subgraph, SharedLayout* layout);
+
+/// Like ToSampledMessage, but the tensor bytes go into a shared buffer: `layout->use` if the
+/// sampler filled one (features already in place), else one of `pool`. Each tensor gets a
+/// 64-byte aligned `shared` slice, `msg->shared_buffer` names the use, and files the pool
+/// deleted lately are listed in `msg->retired_shared_paths`.
+absl::Status ToSharedSampledMessage(const Partition& partition, const SampledSubgraph& subgraph,
+                                    SharedBufferPool* pool, SharedLayout* layout, v1::SampledMessage* msg);
+
+/// A sampled batch as the backend buffers it: the message, and on a shared-memory channel the
+/// use of the file holding its bytes (the file returns to its pool with the last reference).
+struct WireMessage {
+  v1::SampledMessage msg;
+  std::shared_ptr<SharedUse> shared;
+};
 
 }  // namespace graphstore
 

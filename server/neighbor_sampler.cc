@@ -174,8 +174,22 @@ absl::Status NeighborSampler::Sample(const SeedBatch& batch, SamplerScratch* scr
     }
   }
 
+  std::vector<char*> targets(num_types, nullptr);
+  if (out->feature_target) {
+    std::vector<size_t> bytes(num_types, 0);
+    for (int t = 0; t < num_types; ++t) {
+      const NodeTypeStore& nt = partition_->node_type(t);
+      if (options_.with_node_features && nt.feature_dim > 0) {
+        bytes[t] = out->nodes[t].ids.size() * static_cast<size_t>(nt.feature_dim) * DtypeSize(nt.feature_dtype);
+      }
+    }
+    auto placed = out->feature_target(*out, bytes);
+    if (!placed.ok()) return placed.status();
+    if (placed->size() != targets.size()) return absl::InternalError("feature_target returned a wrong count");
+    targets = *std::move(placed);
+  }
   for (int t = 0; t < num_types; ++t) {
-    if (auto st = GatherNodeData(*partition_, t, options_.with_node_features, options_.with_labels,
+    if (auto st = GatherNodeData(*partition_, t, options_.with_node_features, options_.with_labels, targets[t],
                                  &out->nodes[t]);
         !st.ok()) {
       return st;
@@ -278,7 +292,7 @@ absl::Status NeighborSampler::ExpandHop(int edge_type, int fanout, uint64_t hop_
 }
 
 absl::Status GatherNodeData(const Partition& partition, int node_type, bool features, bool labels,
-                            SampledNodes* nodes) {
+                            char* feature_dst, SampledNodes* nodes) {
   const NodeTypeStore& t = partition.node_type(node_type);
   const size_t n = nodes->ids.size();
   for (int64_t id : nodes->ids) {
@@ -291,10 +305,18 @@ absl::Status GatherNodeData(const Partition& partition, int node_type, bool feat
     const size_t row_bytes = static_cast<size_t>(t.feature_dim) * DtypeSize(t.feature_dtype);
     nodes->feature_dim = t.feature_dim;
     nodes->feature_dtype = t.feature_dtype;
-    nodes->features.resize(n * row_bytes);
+    char* dst = feature_dst;
+    if (dst != nullptr) {
+      nodes->features.clear();
+      nodes->placed_features = dst;
+      nodes->placed_feature_bytes = n * row_bytes;
+    } else {
+      nodes->features.resize(n * row_bytes);
+      dst = nodes->features.data();
+    }
     const char* src = static_cast<const char*>(t.features.raw());
     for (size_t i = 0; i < n; ++i) {
-      std::memcpy(&nodes->features[i * row_bytes], src + t.OwnerRow(nodes->ids[i]) * row_bytes, row_bytes);
+      std::memcpy(dst + i * row_bytes, src + t.OwnerRow(nodes->ids[i]) * row_bytes, row_bytes);
     }
   }
   if (labels && t.labels.is_open()) {

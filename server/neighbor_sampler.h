@@ -66,9 +66,10 @@ class NeighborSampler : public Sampler {
   std::vector<uint64_t> edge_type_hash_;
 };
 
-/// Copies the feature rows and labels of `nodes->ids` (owned by `partition`) into `nodes`.
+/// Copies the feature rows and labels of `nodes->ids` (owned by `partition`) into `nodes`;
+/// feature rows go to `feature_dst` instead when it is not null (it must hold them all).
 absl::Status GatherNodeData(const Partition& partition, int node_type, bool features, bool labels,
-                            SampledNodes* nodes);
+                            char* feature_dst, SampledNodes* nodes);
 
 }  // namespace graphstore
 

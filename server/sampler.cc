@@ -6,7 +6,7 @@ size_t SampledSubgraph::ByteSize() const {
   size_t bytes = 0;
   for (const auto& n : nodes) {
     bytes += (n.ids.size() + n.num_sampled_nodes.size() + n.batch.size() + n.labels.size()) * 8 +
-             n.features.size();
+             n.feature_bytes();
   }
   for (const auto& e : edges) {
     bytes += (e.rows.size() + e.cols.size() + e.eids.size() + e.num_sampled_edges.size()) * 8;
@@ -22,6 +22,8 @@ void SampledSubgraph::Reset(size_t num_node_types, size_t num_edge_types) {
     n.num_sampled_nodes.clear();
     n.batch.clear();
     n.features.clear();
+    n.placed_features = nullptr;
+    n.placed_feature_bytes = 0;
     n.feature_dim = 0;
     n.feature_dtype = NpyDtype::kFloat32;
     n.labels.clear();

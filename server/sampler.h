@@ -7,10 +7,12 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "server/npy.h"
 
 namespace graphstore {
@@ -23,12 +25,20 @@ struct SampledNodes {
   std::vector<int64_t> num_sampled_nodes;
   /// The batch's seeds of this type, as given (GLT's `batch`).
   std::vector<int64_t> batch;
-  /// Row-major [ids.size(), feature_dim] feature bytes of `feature_dtype`, when gathered.
+  /// Row-major [ids.size(), feature_dim] feature bytes of `feature_dtype`, when gathered ...
   std::vector<char> features;
+  /// ... unless they were gathered into memory the caller supplied (see
+  /// SampledSubgraph::feature_target): then they are here and `features` is empty.
+  const char* placed_features = nullptr;
+  size_t placed_feature_bytes = 0;
   int64_t feature_dim = 0;
   NpyDtype feature_dtype = NpyDtype::kFloat32;
   /// Labels of ids, when gathered.
   std::vector<int64_t> labels;
+
+  /// The gathered feature bytes, wherever they are.
+  const char* feature_data() const { return placed_features != nullptr ? placed_features : features.data(); }
+  size_t feature_bytes() const { return placed_features != nullptr ? placed_feature_bytes : features.size(); }
 };
 
 /// The sampled edges of one edge type, oriented as stored (source type -> destination type).
@@ -47,6 +57,13 @@ struct SampledEdges {
 struct SampledSubgraph {
   std::vector<SampledNodes> nodes;
   std::vector<SampledEdges> edges;
+
+  /// Optional, set by the caller before Sample: supplies the memory that feature matrices are
+  /// gathered into, so that they land in their final place (a shared buffer) without a copy.
+  /// Called once per Sample, after the nodes are final and before gathering, with the bytes
+  /// each node type's features need (0: none); returns a destination per type (null for 0).
+  std::function<absl::StatusOr<std::vector<char*>>(const SampledSubgraph&, const std::vector<size_t>&)>
+      feature_target;
 
   /// Bytes held by the tensors (what a buffer limit counts).
   size_t ByteSize() const;

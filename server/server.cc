@@ -33,9 +33,16 @@ absl::StatusOr<std::unique_ptr<GraphStoreServer>> GraphStoreServer::BuildAndStar
                        (*partition)->num_partitions(), (*partition)->manifest().dataset_name(),
                        options.partition_dir, load_ms);
 
+  std::unique_ptr<SharedMemoryArea> shared;
+  if (!options.shared_memory_dir.empty()) {
+    auto area = SharedMemoryArea::Open(options.shared_memory_dir);
+    if (!area.ok()) return area.status();
+    shared = *std::move(area);
+  }
+
   std::unique_ptr<GraphStoreServer> s(new GraphStoreServer());
   s->options_ = options;
-  s->core_ = std::make_unique<Core>(*std::move(partition), options.core);
+  s->core_ = std::make_unique<Core>(*std::move(partition), options.core, std::move(shared));
   GraphStoreServer* self = s.get();
   s->service_ = std::make_unique<GraphStoreService>(s->core_.get(), [self] { self->RequestShutdown(); });
 

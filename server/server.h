@@ -31,6 +31,9 @@ struct ServerOptions {
   int max_message_bytes = 512 << 20;
   /// Seconds that in-flight calls get to finish at shutdown.
   int shutdown_grace_s = 5;
+  /// tmpfs directory for the shared-memory transport offered to clients on this host; empty
+  /// turns the offer off.
+  std::string shared_memory_dir = "/dev/shm";
   /// Service limits and defaults.
   CoreOptions core;
 };

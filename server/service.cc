@@ -4,6 +4,7 @@
 #include <mutex>
 
 #include "server/log.h"
+#include "server/message.h"
 
 namespace graphstore {
 
@@ -86,14 +87,19 @@ class SampledMessageStream : public grpc::ServerWriteReactor<v1::SampledMessage>
     {
       std::lock_guard<std::mutex> lock(mu_);
       if (writing_ || finished_) return;
+      // A shared-memory reader that has not handed back enough buffers waits; its release
+      // wakes the stream through the listener.
+      if (a_.shared_memory && core_->SharedBacklogFull(a_.channel_id)) return;
       scheduler::Delivery d = a_.backend->TryPop(a_.channel_id, a_.epoch);
       switch (d.kind) {
         case scheduler::Delivery::Kind::kMessage:
           // current_ stays alive until OnWriteDone; the write starts outside the lock because
           // gRPC may run reactions inline.
-          current_ = std::static_pointer_cast<const v1::SampledMessage>(d.batch.payload);
+          current_ = std::static_pointer_cast<const WireMessage>(d.batch.payload);
           writing_ = true;
-          next = current_.get();
+          next = &current_->msg;
+          // Recorded before the client can know the id, so its release always finds it.
+          if (current_->shared) core_->HandOff(a_.channel_id, current_->shared);
           break;
         case scheduler::Delivery::Kind::kPending:
           return;
@@ -134,7 +140,7 @@ class SampledMessageStream : public grpc::ServerWriteReactor<v1::SampledMessage>
   bool finished_ = false;
   uint64_t listener_token_ = 0;  // 0 until the listener is set
   // The message being written; gRPC reads it until OnWriteDone.
-  std::shared_ptr<const v1::SampledMessage> current_;
+  std::shared_ptr<const WireMessage> current_;
 };
 
 // A stream that fails before it starts.
@@ -164,6 +170,7 @@ GS_UNARY(RegisterSamplingInput, v1::RegisterSamplingInputRequest, v1::RegisterSa
 GS_UNARY(StartEpoch, v1::StartEpochRequest, v1::StartEpochResponse)
 GS_UNARY(RenewLease, v1::RenewLeaseRequest, v1::RenewLeaseResponse)
 GS_UNARY(DestroySamplingInput, v1::DestroySamplingInputRequest, v1::DestroySamplingInputResponse)
+GS_UNARY(ReleaseSharedBuffers, v1::ReleaseSharedBuffersRequest, v1::ReleaseSharedBuffersResponse)
 GS_UNARY(DescribeChannel, v1::DescribeChannelRequest, v1::ChannelStats)
 GS_UNARY(DescribeBackend, v1::DescribeBackendRequest, v1::BackendStats)
 GS_UNARY(GetServerStats, v1::GetServerStatsRequest, v1::ServerStats)

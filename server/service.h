@@ -56,6 +56,9 @@ class GraphStoreService final : public v1::GraphStore::CallbackService {
   grpc::ServerUnaryReactor* DestroySamplingInput(grpc::CallbackServerContext* ctx,
                                                  const v1::DestroySamplingInputRequest* req,
                                                  v1::DestroySamplingInputResponse* resp) override;
+  grpc::ServerUnaryReactor* ReleaseSharedBuffers(grpc::CallbackServerContext* ctx,
+                                                 const v1::ReleaseSharedBuffersRequest* req,
+                                                 v1::ReleaseSharedBuffersResponse* resp) override;
   grpc::ServerUnaryReactor* DescribeChannel(grpc::CallbackServerContext* ctx, const v1::DescribeChannelRequest* req,
                                             v1::ChannelStats* resp) override;
   grpc::ServerUnaryReactor* DescribeBackend(grpc::CallbackServerContext* ctx, const v1::DescribeBackendRequest* req,

@@ -86,7 +86,10 @@ TEST_CASE("reflection lists the services and describes the contract (grpcurl lis
 
 TEST_CASE("the Loader yields tensors covering every seed, viewing the message bytes", "[ops][loader]") {
   Daemon d(Dataset());
+  const bool shared = GENERATE(true, false);
+  INFO("shared memory: " << shared);
   client::LoaderOptions o;
+  o.shared_memory = shared;
   o.servers = {d.address()};
   o.config.set_batch_size(100);
   o.config.set_shuffle(true);
@@ -98,6 +101,7 @@ TEST_CASE("the Loader yields tensors covering every seed, viewing the message by
   o.prefetch = 2;
   client::Loader loader(o);
   CHECK(loader.meta().node_types(0).num_nodes() == 2000);
+  CHECK(loader.num_shared_memory_servers() == (shared ? 1 : 0));
   for (int64_t epoch = 0; epoch < 2; ++epoch) {
     loader.StartEpoch(epoch);
     std::vector<int64_t> seeds;
@@ -110,8 +114,11 @@ TEST_CASE("the Loader yields tensors covering every seed, viewing the message by
       REQUIRE(b->y.size(0) == b->node.size(0));
       REQUIRE(b->rows.size(0) == b->cols.size(0));
       REQUIRE(b->rows.size(0) == b->num_sampled_edges.sum().item<int64_t>());
-      // Zero copy: the tensor's memory is the message's bytes.
-      CHECK(b->x.data_ptr() == static_cast<const void*>(b->message->nodes(0).features().data().data()));
+      // Zero copy: the tensor's memory is the message's bytes, or its slice of the mapping.
+      const v1::Tensor& x = b->message->nodes(0).features();
+      CHECK(x.has_shared() == shared);
+      CHECK(b->x.data_ptr() == (shared ? static_cast<const void*>(b->shared->data() + x.shared().offset())
+                                       : static_cast<const void*>(x.data().data())));
       auto s = b->batch.contiguous();
       seeds.insert(seeds.end(), s.data_ptr<int64_t>(), s.data_ptr<int64_t>() + s.numel());
     }

@@ -1,0 +1,78 @@
+#ifndef GRAPHSTORE_CLIENT_SHARED_MEMORY_H_
+#define GRAPHSTORE_CLIENT_SHARED_MEMORY_H_
+
+// The client half of the shared-memory transport: deciding whether a server shares this host,
+// mapping the buffer of a received message, and finding each tensor's bytes in it. No LibTorch.
+
+#include <cstddef>
+#include <list>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "graphstore/v1/graphstore.pb.h"
+
+namespace graphstore::client {
+
+/// Whether the server that sent `meta` offers shared memory and shares this host with us: we
+/// can read its probe file and find its token there.
+bool SharesHostWith(const v1::DatasetMeta& meta);
+
+/// A shared, writable mapping of a server's shared-buffer file. The server reuses the file
+/// for later batches once a use is freed, and may delete it; the pages live until the mapping
+/// goes.
+class MappedBuffer {
+ public:
+  ~MappedBuffer();
+  MappedBuffer(const MappedBuffer&) = delete;
+  MappedBuffer& operator=(const MappedBuffer&) = delete;
+  const char* data() const { return data_; }
+  size_t size() const { return size_; }
+
+ private:
+  friend absl::StatusOr<std::shared_ptr<const MappedBuffer>> MapSharedBuffer(const v1::SharedBuffer&,
+                                                                             const std::string&);
+  MappedBuffer(char* data, size_t size) : data_(data), size_(size) {}
+  char* data_;
+  size_t size_;
+};
+
+/// Maps the file of a message's buffer. `dir` is the server's offered directory (DatasetMeta):
+/// a path outside it, or a file whose size disagrees, is DataLoss; a file that cannot be opened
+/// is FailedPrecondition (not on the server's host, or another user).
+absl::StatusOr<std::shared_ptr<const MappedBuffer>> MapSharedBuffer(const v1::SharedBuffer& buffer,
+                                                                    const std::string& dir);
+
+/// The mappings of one channel's files, kept across batches (mapping a file costs page-table
+/// work proportional to its size). Thread-safe.
+class SharedMappings {
+ public:
+  /// `dir`: the server's offered directory. Keeps at most `capacity` files mapped.
+  explicit SharedMappings(std::string dir, size_t capacity = 64) : dir_(std::move(dir)), capacity_(capacity) {}
+  /// The mapping of the message's buffer file, mapped now if it is not already.
+  absl::StatusOr<std::shared_ptr<const MappedBuffer>> Map(const v1::SharedBuffer& buffer);
+  /// Drops the mappings of files the server deleted (SampledMessage.retired_shared_paths).
+  void Forget(const google::protobuf::RepeatedPtrField<std::string>& paths);
+
+ private:
+  struct Entry {
+    std::string path;
+    std::shared_ptr<const MappedBuffer> mapping;
+  };
+  const std::string dir_;
+  const size_t capacity_;
+  std::mutex mu_;
+  std::list<Entry> entries_;  // most recently used first
+};
+
+/// A tensor's bytes: its `data`, or its slice of `buffer` (DataLoss when the slice is missing,
+/// out of range, or disagrees with the shape and dtype).
+absl::StatusOr<const char*> TensorBytes(const v1::Tensor& tensor, const MappedBuffer* buffer);
+
+/// Bytes per element of a wire dtype (0 for an unknown one).
+size_t DtypeSize(v1::DType dtype);
+
+}  // namespace graphstore::client
+
+#endif  // GRAPHSTORE_CLIENT_SHARED_MEMORY_H_

@@ -1,0 +1,189 @@
+#include "server/shared_buffer.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <algorithm>
+#include <cstring>
+#include <random>
+#include <utility>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "server/log.h"
+
+namespace graphstore {
+
+namespace {
+
+constexpr char kFilePrefix[] = "graphstore-";
+
+std::string Errno(const std::string& what, const std::string& path) {
+  return absl::StrCat(what, " ", path, ": ", std::strerror(errno));
+}
+
+std::string RandomHex(int bytes) {
+  std::random_device rd;
+  std::string out;
+  static const char kHex[] = "0123456789abcdef";
+  for (int i = 0; i < bytes; ++i) {
+    const unsigned v = rd() & 0xff;
+    out += kHex[v >> 4];
+    out += kHex[v & 15];
+  }
+  return out;
+}
+
+// Removes "graphstore-<pid>-..." files whose process no longer exists.
+void RemoveStaleFiles(const std::string& dir) {
+  DIR* d = opendir(dir.c_str());
+  if (d == nullptr) return;
+  int removed = 0;
+  while (dirent* e = readdir(d)) {
+    const std::string name = e->d_name;
+    if (name.rfind(kFilePrefix, 0) != 0) continue;
+    std::vector<std::string> parts = absl::StrSplit(name.substr(sizeof(kFilePrefix) - 1), '-');
+    int pid = 0;
+    if (parts.size() < 2 || !absl::SimpleAtoi(parts[0], &pid) || pid <= 0 || pid == getpid()) continue;
+    if (kill(pid, 0) == 0 || errno != ESRCH) continue;
+    if (unlink(absl::StrCat(dir, "/", name).c_str()) == 0) ++removed;
+  }
+  closedir(d);
+  if (removed > 0) Logger("main")->info("removed {} shared buffers left in {} by servers that are gone", removed, dir);
+}
+
+}  // namespace
+
+SharedBufferFile::~SharedBufferFile() {
+  if (data_ != nullptr) munmap(data_, size_);
+  unlink(path_.c_str());
+}
+
+SharedUse::~SharedUse() {
+  if (auto pool = this->pool.lock()) pool->Return(std::move(file));
+}
+
+absl::StatusOr<std::shared_ptr<SharedUse>> SharedBufferPool::Acquire(size_t size) {
+  auto use = std::make_shared<SharedUse>();
+  use->pool = weak_from_this();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    use->id = next_use_++;
+    // The smallest free file that fits.
+    auto best = free_.end();
+    for (auto it = free_.begin(); it != free_.end(); ++it) {
+      if ((*it)->size() >= size && (best == free_.end() || (*it)->size() < (*best)->size())) best = it;
+    }
+    if (best != free_.end()) {
+      use->file = std::move(*best);
+      free_.erase(best);
+      return use;
+    }
+  }
+  // Room for batches a little larger than this one, so that files keep fitting.
+  constexpr size_t kGranule = 2 << 20;
+  const size_t want = (size + size / 8 + kGranule - 1) / kGranule * kGranule;
+  auto file = area_->NewBuffer(want);
+  if (!file.ok()) return file.status();
+  use->file = *std::move(file);
+  std::lock_guard<std::mutex> lock(mu_);
+  ++num_files_;
+  bytes_ += static_cast<int64_t>(use->file->size());
+  return use;
+}
+
+void SharedBufferPool::Return(std::shared_ptr<SharedBufferFile> file) {
+  if (file == nullptr) return;
+  std::shared_ptr<SharedBufferFile> dropped;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    free_.push_back(std::move(file));
+    if (static_cast<int>(free_.size()) <= max_free_) return;
+    // Too many idle files: delete the smallest.
+    auto smallest = std::min_element(free_.begin(), free_.end(),
+                                     [](const auto& a, const auto& b) { return a->size() < b->size(); });
+    dropped = std::move(*smallest);
+    free_.erase(smallest);
+    retired_.push_back(dropped->path());
+    --num_files_;
+    bytes_ -= static_cast<int64_t>(dropped->size());
+  }
+}
+
+std::vector<std::string> SharedBufferPool::TakeRetired() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return std::exchange(retired_, {});
+}
+
+int SharedBufferPool::num_files() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return num_files_;
+}
+
+int64_t SharedBufferPool::bytes() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return bytes_;
+}
+
+absl::StatusOr<std::unique_ptr<SharedMemoryArea>> SharedMemoryArea::Open(const std::string& dir) {
+  struct stat st;
+  if (stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+    return absl::InvalidArgumentError(absl::StrCat("--shared_memory_dir ", dir, " is not a directory"));
+  }
+  RemoveStaleFiles(dir);
+  std::unique_ptr<SharedMemoryArea> a(new SharedMemoryArea());
+  a->dir_ = dir;
+  a->prefix_ = absl::StrCat(dir, "/", kFilePrefix, getpid(), "-", RandomHex(8), "-");
+  a->probe_path_ = a->prefix_ + "probe";
+  a->probe_token_ = RandomHex(16);
+  const int fd = open(a->probe_path_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (fd < 0) {
+    return absl::InvalidArgumentError(absl::StrCat("--shared_memory_dir: ", Errno("cannot create", a->probe_path_)));
+  }
+  const bool ok = write(fd, a->probe_token_.data(), a->probe_token_.size()) ==
+                  static_cast<ssize_t>(a->probe_token_.size());
+  close(fd);
+  if (!ok) {
+    unlink(a->probe_path_.c_str());
+    return absl::InvalidArgumentError(absl::StrCat("--shared_memory_dir: cannot write ", a->probe_path_));
+  }
+  return a;
+}
+
+SharedMemoryArea::~SharedMemoryArea() { unlink(probe_path_.c_str()); }
+
+absl::StatusOr<std::unique_ptr<SharedBufferFile>> SharedMemoryArea::NewBuffer(size_t size) {
+  size = std::max<size_t>(size, 64);
+  uint64_t id;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    id = next_id_++;
+  }
+  std::string path = absl::StrCat(prefix_, id);
+  const int fd = open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (fd < 0) return absl::InternalError(Errno("shared memory: cannot create", path));
+  // Allocate now: writing to an unallocated page of a full tmpfs would raise SIGBUS.
+  const int err = posix_fallocate(fd, 0, static_cast<off_t>(size));
+  if (err != 0) {
+    close(fd);
+    unlink(path.c_str());
+    const std::string m = absl::StrCat("shared memory: cannot allocate ", size, " bytes in ", dir_, ": ",
+                                       std::strerror(err));
+    return err == ENOSPC ? absl::ResourceExhaustedError(m) : absl::InternalError(m);
+  }
+  void* p = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
+  close(fd);
+  if (p == MAP_FAILED) {
+    unlink(path.c_str());
+    return absl::InternalError(Errno("shared memory: cannot map", path));
+  }
+  return std::unique_ptr<SharedBufferFile>(new SharedBufferFile(id, std::move(path), size, static_cast<char*>(p)));
+}
+
+}  // namespace graphstore

@@ -1,0 +1,314 @@
+// End to end, beyond plain streaming: the shared-memory transport, batches sampled ahead of
+// StartEpoch, and resuming an epoch from a batch. A real graphstored on loopback, the real
+// client.
+
+#include <catch2/catch.hpp>
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstring>
+#include <map>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "client/client.h"
+#include "client/shared_memory.h"
+#include "tests/daemon.h"
+#include "tests/fixtures.h"
+
+namespace graphstore {
+namespace {
+
+using client::Client;
+using testing::Daemon;
+
+const std::string& Dataset() { return testing::GeneratedDataset(3000, 16, 8); }
+
+std::unique_ptr<Client> Connect(const Daemon& d) {
+  auto c = Client::Connect({d.address()});
+  REQUIRE(c.ok());
+  return *std::move(c);
+}
+
+uint64_t InitBackend(Client& c, const std::string& key) {
+  v1::InitSamplingBackendRequest req;
+  req.set_backend_key(key);
+  req.mutable_config()->set_batch_size(50);
+  req.mutable_config()->set_shuffle(true);
+  req.mutable_config()->add_num_neighbors(5);
+  req.mutable_config()->add_num_neighbors(3);
+  req.mutable_config()->set_with_node_features(true);
+  req.mutable_config()->set_with_labels(true);
+  auto r = c.InitSamplingBackend(req);
+  REQUIRE(r.ok());
+  return r->backend_id();
+}
+
+absl::StatusOr<uint64_t> Register(Client& c, uint64_t backend, bool shared, bool ordered = false,
+                                  int64_t max_bytes = 0) {
+  v1::RegisterSamplingInputRequest req;
+  req.set_backend_id(backend);
+  req.mutable_split()->set_split("train");
+  req.set_seed(23);
+  req.set_shared_memory(shared);
+  req.set_ordered(ordered);
+  req.mutable_buffer()->set_max_bytes(max_bytes);
+  auto r = c.RegisterSamplingInput(req);
+  if (!r.ok()) return r.status();
+  return r->channel_id();
+}
+
+void Start(Client& c, uint64_t channel, int64_t epoch) {
+  v1::StartEpochRequest req;
+  req.set_channel_id(channel);
+  req.set_epoch(epoch);
+  REQUIRE(c.StartEpoch(req).ok());
+}
+
+std::unique_ptr<client::MessageStream> Open(Client& c, uint64_t channel, int64_t epoch, int64_t start_batch = 0) {
+  v1::StreamSampledMessagesRequest req;
+  req.set_channel_id(channel);
+  req.set_epoch(epoch);
+  req.set_start_batch(start_batch);
+  return c.Stream(req);
+}
+
+// The bytes of every tensor of a message, in a fixed order, whichever way they travelled.
+std::vector<std::string> Contents(const v1::SampledMessage& m, const client::MappedBuffer* mapped) {
+  std::vector<std::string> out;
+  auto add = [&](const v1::Tensor& t) {
+    auto bytes = client::TensorBytes(t, mapped);
+    REQUIRE(bytes.ok());
+    size_t n = client::DtypeSize(t.dtype());
+    for (int64_t d : t.shape()) n *= static_cast<size_t>(d);
+    out.emplace_back(*bytes, n);
+  };
+  const auto& n = m.nodes(0);
+  for (const auto* t : {&n.ids(), &n.num_sampled_nodes(), &n.batch(), &n.features(), &n.labels()}) add(*t);
+  const auto& e = m.edges(0);
+  for (const auto* t : {&e.rows(), &e.cols(), &e.num_sampled_edges()}) add(*t);
+  return out;
+}
+
+struct Epoch {
+  std::map<int64_t, std::vector<std::string>> batches;  // by batch index
+  std::vector<int64_t> order;                           // delivery order
+  std::set<std::string> files;                          // shared files seen
+};
+
+// Reads an epoch to its end; shared buffers are mapped, then received and freed at once.
+Epoch ReadAll(Client& c, uint64_t channel, int64_t epoch, client::SharedMappings* mappings,
+              client::MessageStream* stream = nullptr) {
+  std::unique_ptr<client::MessageStream> own;
+  if (stream == nullptr) {
+    own = Open(c, channel, epoch);
+    stream = own.get();
+  }
+  Epoch out;
+  while (true) {
+    auto m = stream->Next();
+    INFO(m.status().ToString());
+    REQUIRE(m.ok());
+    if (*m == nullptr) break;
+    std::shared_ptr<const client::MappedBuffer> mapped;
+    if ((*m)->has_shared_buffer()) {
+      REQUIRE(mappings != nullptr);
+      auto got = mappings->Map((*m)->shared_buffer());
+      INFO(got.status().ToString());
+      REQUIRE(got.ok());
+      mapped = *got;
+      out.files.insert((*m)->shared_buffer().path());
+    }
+    out.batches[(*m)->batch_index()] = Contents(**m, mapped.get());
+    out.order.push_back((*m)->batch_index());
+    if (mapped) {
+      v1::ReleaseSharedBuffersRequest r;
+      r.set_channel_id(channel);
+      r.add_freed_ids((*m)->shared_buffer().id());
+      auto released = c.ReleaseSharedBuffers(r);
+      REQUIRE(released.ok());
+      CHECK(released->freed() == 1);
+    }
+  }
+  return out;
+}
+
+v1::ChannelStats Describe(Client& c, uint64_t channel) {
+  v1::DescribeChannelRequest req;
+  req.set_channel_id(channel);
+  auto s = c.DescribeChannel(req);
+  REQUIRE(s.ok());
+  return *s;
+}
+
+bool Exists(const std::string& path) { return access(path.c_str(), F_OK) == 0; }
+
+TEST_CASE("a shared-memory channel delivers exactly what bytes in messages deliver", "[transport]") {
+  Daemon d(Dataset());
+  auto c = Connect(d);
+  auto meta = c->GetDatasetMeta();
+  REQUIRE(meta.ok());
+  REQUIRE(client::SharesHostWith(*meta));
+  client::SharedMappings mappings(meta->shared_memory().dir());
+  const uint64_t backend = InitBackend(*c, "transport");
+  const uint64_t plain = *Register(*c, backend, false);
+  const uint64_t shared = *Register(*c, backend, true);
+  std::set<std::string> files;
+  for (int64_t epoch = 0; epoch < 3; ++epoch) {
+    Start(*c, plain, epoch);
+    Start(*c, shared, epoch);
+    const Epoch a = ReadAll(*c, plain, epoch, nullptr);
+    const Epoch b = ReadAll(*c, shared, epoch, &mappings);
+    CHECK(a.files.empty());
+    CHECK(!b.files.empty());
+    REQUIRE(a.batches.size() == b.batches.size());
+    CHECK(a.batches == b.batches);
+    files.insert(b.files.begin(), b.files.end());
+  }
+  // Files are reused across batches and epochs rather than made per batch.
+  const v1::ChannelStats s = Describe(*c, shared);
+  CHECK(s.shared_memory());
+  CHECK(s.unreleased_buffers() == 0);
+  CHECK(s.unreceived_bytes() == 0);
+  CHECK(s.pooled_buffers() >= 1);
+  // At most as many files as batches can be alive at once (8 buffered or in flight, 8 sent
+  // and not yet received, 2 ahead, one being written, one with the reader), over 3 epochs of
+  // 36 batches.
+  CHECK(files.size() <= 20u);
+  // Destroying the channel deletes its files.
+  v1::DestroySamplingInputRequest destroy;
+  destroy.set_channel_id(shared);
+  REQUIRE(c->DestroySamplingInput(destroy).ok());
+  for (const auto& f : files) CHECK(!Exists(f));
+  // Releasing on a destroyed channel is a no-op; bad requests name the field.
+  v1::ReleaseSharedBuffersRequest r;
+  r.set_channel_id(shared);
+  r.add_freed_ids(1);
+  CHECK(c->ReleaseSharedBuffers(r).ok());
+  r.set_channel_id(0);
+  auto bad = c->ReleaseSharedBuffers(r);
+  CHECK(bad.status().code() == absl::StatusCode::kInvalidArgument);
+  CHECK_THAT(std::string(bad.status().message()), Catch::Contains("channel_id"));
+  r.set_channel_id(999999);
+  CHECK(c->ReleaseSharedBuffers(r).status().code() == absl::StatusCode::kNotFound);
+  const std::string probe = meta->shared_memory().probe_path();
+  CHECK(Exists(probe));
+  CHECK(d.Stop(SIGTERM) == 0);
+  CHECK(!Exists(probe));
+}
+
+TEST_CASE("a shared-memory reader that reports nothing holds its stream at the buffer limit", "[transport]") {
+  Daemon d(Dataset());
+  auto c = Connect(d);
+  auto meta = c->GetDatasetMeta();
+  REQUIRE(meta.ok());
+  client::SharedMappings mappings(meta->shared_memory().dir());
+  const uint64_t backend = InitBackend(*c, "held");
+  const uint64_t channel = *Register(*c, backend, true, false, /*max_bytes=*/1);
+  Start(*c, channel, 0);
+  auto stream = Open(*c, channel, 0);
+  auto first = stream->Next();
+  REQUIRE(first.ok());
+  REQUIRE(*first != nullptr);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  v1::ChannelStats s = Describe(*c, channel);
+  CHECK(s.unreleased_buffers() == 1);  // nothing more was sent
+  CHECK(s.unreceived_bytes() > 0);
+  CHECK(s.batches_delivered() == 1);
+  const int64_t sampled = s.batches_sampled();
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  CHECK(Describe(*c, channel).batches_sampled() == sampled);  // and sampling stopped
+  // Reporting receipt lets the stream go on; the rest of the epoch arrives.
+  REQUIRE(mappings.Map((*first)->shared_buffer()).ok());
+  v1::ReleaseSharedBuffersRequest r;
+  r.set_channel_id(channel);
+  r.add_received_ids((*first)->shared_buffer().id());
+  REQUIRE(c->ReleaseSharedBuffers(r).ok());
+  const Epoch rest = ReadAll(*c, channel, 0, &mappings, stream.get());
+  CHECK(static_cast<int64_t>(rest.batches.size()) + 1 == s.num_batches());
+  // The first use was received but never freed: it is the one still out.
+  CHECK(Describe(*c, channel).unreleased_buffers() == 1);
+  CHECK(d.Stop(SIGTERM) == 0);
+}
+
+TEST_CASE("a server without shared memory refuses a shared-memory channel", "[transport]") {
+  Daemon d(Dataset(), {"--shared_memory_dir="});
+  auto c = Connect(d);
+  auto meta = c->GetDatasetMeta();
+  REQUIRE(meta.ok());
+  CHECK(!meta->has_shared_memory());
+  CHECK(!client::SharesHostWith(*meta));
+  const uint64_t backend = InitBackend(*c, "no-shm");
+  auto r = Register(*c, backend, true);
+  CHECK(r.status().code() == absl::StatusCode::kFailedPrecondition);
+  CHECK_THAT(std::string(r.status().message()), Catch::Contains("shared_memory"));
+  CHECK(d.Stop(SIGTERM) == 0);
+}
+
+TEST_CASE("batches sampled ahead of StartEpoch equal those sampled after it", "[transport]") {
+  Daemon ahead(Dataset());
+  Daemon plain(Dataset(), {"--sample_ahead_batches=0"});
+  auto a = Connect(ahead);
+  auto p = Connect(plain);
+  const uint64_t ca = *Register(*a, InitBackend(*a, "ahead"), false);
+  const uint64_t cp = *Register(*p, InitBackend(*p, "plain"), false);
+  for (int64_t epoch = 0; epoch < 3; ++epoch) {
+    // Before each epoch the server has prepared its first batches (the default is 2).
+    v1::ChannelStats s;
+    for (int i = 0; i < 500; ++i) {
+      s = Describe(*a, ca);
+      if (s.sampled_ahead() == 2) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    CHECK(s.sampled_ahead() == 2);
+    CHECK(Describe(*p, cp).sampled_ahead() == 0);
+    Start(*a, ca, epoch);
+    Start(*p, cp, epoch);
+    CHECK(Describe(*a, ca).sampled_ahead() == 0);
+    CHECK(ReadAll(*a, ca, epoch, nullptr).batches == ReadAll(*p, cp, epoch, nullptr).batches);
+  }
+  CHECK(ahead.Stop(SIGTERM) == 0);
+  CHECK(plain.Stop(SIGTERM) == 0);
+}
+
+TEST_CASE("a reader that reconnects resumes its epoch from a batch", "[transport]") {
+  Daemon d(Dataset());
+  auto c = Connect(d);
+  const uint64_t backend = InitBackend(*c, "resume");
+  const uint64_t full = *Register(*c, backend, false, /*ordered=*/true);
+  const uint64_t cut = *Register(*c, backend, false, /*ordered=*/true);
+  Start(*c, full, 1);
+  Start(*c, cut, 1);
+  const Epoch want = ReadAll(*c, full, 1, nullptr);
+  const int64_t n = static_cast<int64_t>(want.batches.size());
+  REQUIRE(n > 5);
+  {
+    auto stream = Open(*c, cut, 1);
+    for (int i = 0; i < 3; ++i) REQUIRE(stream->Next().ok());
+    stream->Cancel();  // the connection is lost mid-epoch
+    while (stream->Next().ok()) {
+    }
+  }
+  for (int i = 0; i < 500 && Describe(*c, cut).streaming(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  auto resumed = Open(*c, cut, 1, 3);
+  const Epoch rest = ReadAll(*c, cut, 1, nullptr, resumed.get());
+  std::vector<int64_t> expect;
+  for (int64_t b = 3; b < n; ++b) expect.push_back(b);
+  CHECK(rest.order == expect);
+  for (const auto& [b, contents] : rest.batches) CHECK(contents == want.batches.at(b));
+  // A start past the end is refused with the field named.
+  auto past = Open(*c, cut, 1, n + 1);
+  auto m = past->Next();
+  CHECK(m.status().code() == absl::StatusCode::kInvalidArgument);
+  CHECK_THAT(std::string(m.status().message()), Catch::Contains("start_batch"));
+  CHECK(d.Stop(SIGTERM) == 0);
+}
+
+}  // namespace
+}  // namespace graphstore
