@@ -101,6 +101,8 @@ int Run(int argc, char** argv) {
                 static_cast<long long>(nt.features().dim()), static_cast<long long>(nt.num_classes()),
                 static_cast<long long>(train.num_seeds()), static_cast<long long>(val.num_seeds()),
                 base.servers.size());
+    std::printf("transport: shared memory from %d of %zu server(s), bytes in messages from the rest\n",
+                train.num_shared_memory_servers(), base.servers.size());
     std::printf("chance accuracy: %.3f\n", 1.0 / std::max<int64_t>(1, nt.num_classes()));
     Sage model(nt.features().dim(), *flags.GetInt("hidden"), nt.num_classes());
     torch::optim::Adam opt(model->parameters(), torch::optim::AdamOptions(*flags.GetDouble("lr")));
