@@ -14,6 +14,7 @@
 #include "tests/test_util.h"
 #include "tools/dataset_writer.h"
 #include "tools/graph_input.h"
+#include "tools/metis_partition.h"
 
 namespace graphstore {
 namespace {
@@ -123,6 +124,101 @@ TEST_CASE("random partitions are balanced to within one node", "[partitioner]") 
   for (int32_t p : a[0]) ++count[p];
   REQUIRE(count.size() == 4);
   for (const auto& [p, c] : count) CHECK((c == 250 || c == 251));
+}
+
+TEST_CASE("METIS partitions of Cora cut far fewer edges than random, stay balanced, round-trip",
+          "[partitioner][metis]") {
+  std::set<int64_t> nodes;
+  const auto edges = CoraEdgesFromFile(&nodes);
+  auto g = BuildGraph(testing::CoraSpec());
+  REQUIRE(g.ok());
+  for (int parts : {2, 4}) {
+    INFO("partitions: " << parts);
+    auto metis = MetisAssignment(*g, parts, 5);
+    REQUIRE(metis.ok());
+    const Assignment random = RandomAssignment(*g, parts, 5);
+    // The report's cut, counted here independently.
+    int64_t cut = 0;
+    const auto& e = g->edge_types[0];
+    for (size_t i = 0; i < e.src.size(); ++i) cut += (*metis)[0][e.src[i]] != (*metis)[0][e.dst[i]];
+    const PartitionReport rm = EvaluateAssignment(*g, *metis, parts, true);
+    const PartitionReport rr = EvaluateAssignment(*g, random, parts, true);
+    CHECK(rm.cut_edges == cut);
+    CHECK(rm.num_edges == 5429);
+    CHECK(rm.num_nodes == 2708);
+    CHECK(rm.cut_fraction() < 0.5 * rr.cut_fraction());
+    CHECK(rr.cut_fraction() > 0.4);  // random cuts about (parts-1)/parts of the edges
+    CHECK(rm.node_imbalance() <= 1.05);
+    int64_t total_edges = 0;
+    for (int p = 0; p < parts; ++p) {
+      CHECK(rm.nodes[p] > 0);
+      total_edges += rm.edges[p];
+    }
+    CHECK(total_edges == 5429);
+    // Same seed, same assignment.
+    CHECK(*MetisAssignment(*g, parts, 5) == *metis);
+    // Written and read back like any assignment.
+    TempDir dir;
+    WriteOptions o;
+    o.num_partitions = parts;
+    o.method = "metis";
+    REQUIRE(WritePartitions(*g, *metis, o, dir.path()).ok());
+    const Union u = ReadBack(dir.path(), parts);
+    CHECK(u.edges == edges);
+    for (int c : u.owners) REQUIRE(c == 1);
+    auto p0 = Partition::Load(PartitionDir(dir.path(), parts, 0));
+    REQUIRE(p0.ok());
+    CHECK((*p0)->manifest().partition_method() == "metis");
+  }
+}
+
+TEST_CASE("METIS handles several node types, self-loops, duplicates and isolated nodes", "[partitioner][metis]") {
+  GraphData g;
+  g.node_types.push_back(NodeTypeData{"user", 40});
+  g.node_types.push_back(NodeTypeData{"item", 30});
+  EdgeTypeData e{"user", "buys", "item"};
+  // Two communities: users 0-19 with items 0-14, users 20-39 with items 15-29; user 39 and
+  // item 29 are isolated; one duplicate edge.
+  for (int u = 0; u < 39; ++u) {
+    for (int k = 0; k < 3; ++k) {
+      const int base = u < 20 ? 0 : 15;
+      e.src.push_back(u);
+      e.dst.push_back(base + (u * 7 + k * 5) % (u < 20 ? 15 : 14));
+    }
+  }
+  e.src.push_back(0);
+  e.dst.push_back(e.dst[0]);
+  g.edge_types.push_back(e);
+  EdgeTypeData f{"user", "follows", "user"};
+  f.src = {3, 4, 4, 25};
+  f.dst = {3, 5, 5, 26};  // a self-loop and a duplicate
+  g.edge_types.push_back(f);
+  REQUIRE(ValidateGraph(g).ok());
+  auto a = MetisAssignment(g, 2, 1);
+  REQUIRE(a.ok());
+  REQUIRE(a->size() == 2);
+  CHECK((*a)[0].size() == 40);
+  CHECK((*a)[1].size() == 30);
+  const PartitionReport r = EvaluateAssignment(g, *a, 2, true);
+  CHECK(r.cut_fraction() < 0.1);  // the two communities separate
+  CHECK(MetisAssignment(g, 100, 1).status().code() == absl::StatusCode::kInvalidArgument);
+}
+
+TEST_CASE("graphstore-partition --method=metis reports the edge cut and balance", "[partitioner][cli][metis]") {
+  TempDir dir;
+  const std::string bin = "tools/graphstore-partition";
+  const std::string log = dir / "log.txt";
+  CHECK(RunCommand(bin + " --edges=" + SharedDataPath("cora/cora.cites") +
+                   " --swap_columns --partitions=2 --method=metis --out=" + dir / "cora > " + log) == 0);
+  std::ifstream in(log);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  CHECK_THAT(text, Catch::Contains("method metis"));
+  CHECK_THAT(text, Catch::Contains("edge cut: "));
+  CHECK_THAT(text, Catch::Contains("of 5429 edges"));
+  CHECK_THAT(text, Catch::Contains("balance (largest / mean): nodes "));
+  CHECK_THAT(text, Catch::Contains("partition 1: "));
+  CHECK(RunCommand(bin + " --edges=" + SharedDataPath("cora/cora.cites") + " --method=kmeans --out=" + dir / "x" +
+                   " 2>/dev/null") == 2);
 }
 
 TEST_CASE("heterogeneous input remaps each node type and keeps its features and labels",

@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "tools/dataset_writer.h"
+#include "tools/metis_partition.h"
 #include "tools/flags.h"
 #include "tools/graph_input.h"
 
@@ -35,7 +36,8 @@ int Run(int argc, char** argv) {
                "types, or every type when none is labelled); \"none\" for no splits");
   flags.Define("split_types", "", "comma-separated node types to split (overrides the default)");
   flags.Define("partitions", "1", "number of partitions");
-  flags.Define("method", "random", "partitioning method: random");
+  flags.Define("method", "random",
+               "partitioning method: random (balanced, ignores structure) or metis (keeps neighbourhoods together)");
   flags.Define("edge_dir", "out", "\"out\" (CSR by source) or \"in\" (CSR by destination)");
   flags.Define("seed", "0", "seed of the random assignment and splits");
   flags.Define("name", "graph", "dataset name recorded in the manifest");
@@ -51,9 +53,9 @@ int Run(int argc, char** argv) {
   if (!seed.ok()) return Fail(seed.status());
   auto swap = flags.GetBool("swap_columns");
   if (!swap.ok()) return Fail(swap.status());
-  if (flags.Get("method") != "random") {
+  if (flags.Get("method") != "random" && flags.Get("method") != "metis") {
     return Fail(absl::InvalidArgumentError(absl::StrCat("--method=", flags.Get("method"),
-                                                        " is not supported (random)")));
+                                                        " is not a method (random, metis)")));
   }
 
   GraphInputSpec spec;
@@ -88,7 +90,14 @@ int Run(int argc, char** argv) {
   options.num_partitions = static_cast<int>(*parts);
   options.edge_dir = flags.Get("edge_dir");
   options.method = flags.Get("method");
-  const Assignment assignment = RandomAssignment(*graph, options.num_partitions, *seed);
+  Assignment assignment;
+  if (options.method == "metis") {
+    auto a = MetisAssignment(*graph, options.num_partitions, *seed);
+    if (!a.ok()) return Fail(a.status());
+    assignment = *std::move(a);
+  } else {
+    assignment = RandomAssignment(*graph, options.num_partitions, *seed);
+  }
   if (auto s = WritePartitions(*graph, assignment, options, flags.Get("out")); !s.ok()) return Fail(s);
 
   for (const auto& t : graph->node_types) {
@@ -99,6 +108,11 @@ int Run(int argc, char** argv) {
   for (const auto& e : graph->edge_types) {
     std::printf("edge type %s__%s__%s %lld edges\n", e.src_type.c_str(), e.relation.c_str(),
                 e.dst_type.c_str(), static_cast<long long>(e.src.size()));
+  }
+  if (options.num_partitions > 1) {
+    const PartitionReport report =
+        EvaluateAssignment(*graph, assignment, options.num_partitions, options.edge_dir != "in");
+    std::printf("method %s\n%s", options.method.c_str(), report.ToString().c_str());
   }
   std::printf("wrote %d partition(s) to %s\n", options.num_partitions, flags.Get("out").c_str());
   return 0;
