@@ -30,7 +30,7 @@ int Run(int argc, char** argv) {
   flags.Define("partition", "", "partition directory to serve (a manifest.json and its arrays)");
   flags.Define("host", d.host, "address to listen on (0.0.0.0 or :: for every interface)");
   flags.Define("port", "0", "TCP port; 0 picks a free port");
-  flags.Define("port_file", "", "write the bound port to this file once listening");
+  flags.Define("port_file", "", "write the bound port to this file once listening (removed at a clean shutdown)");
   flags.Define("num_workers", absl::StrCat(d.core.default_num_workers), "sampling threads of a backend by default");
   flags.Define("verify_partition", "true", "check every index of the partition at start-up");
   flags.Define("default_lease_s", absl::StrCat(d.core.default_lease_ms / 1000),
@@ -109,6 +109,8 @@ int Run(int argc, char** argv) {
   signal_thread.detach();
   s->Wait();
   s->Shutdown();
+  // The port file exists while the server serves: a clean shutdown removes it.
+  if (!flags.Get("port_file").empty()) std::remove(flags.Get("port_file").c_str());
   return 0;
 }
 
