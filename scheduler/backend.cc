@@ -8,6 +8,34 @@
 
 namespace graphstore::scheduler {
 
+namespace {
+
+// Buffers taken out of channels under the lock, destroyed by the caller after releasing it.
+using Freed = std::vector<std::map<int64_t, Batch>>;
+
+// One epoch's schedule: the seed order, how far it is scheduled, and what it has buffered. A
+// channel has its current run and, while sampling ahead, the next epoch's.
+struct Run {
+  int64_t epoch = -1;
+  // Tasks carry the generation they were scheduled under; a result is kept only while its run
+  // still has that generation. Every (re)start takes a new one.
+  uint64_t generation = 0;
+  // The seed order; tasks keep a reference while they sample.
+  std::shared_ptr<const std::vector<int64_t>> order;
+  int64_t num_batches = 0;
+  int64_t next = 0;  // the next batch to schedule
+  std::map<int64_t, Batch> buffer;
+  int64_t bytes = 0;  // held by `buffer`
+
+  void TakeBuffer(Freed* freed) {
+    freed->push_back(std::move(buffer));
+    buffer.clear();
+    bytes = 0;
+  }
+};
+
+}  // namespace
+
 struct Backend::Channel {
   uint64_t id = 0;
   ChannelOptions opts;
@@ -17,38 +45,23 @@ struct Backend::Channel {
 
   // Guarded by Backend::mu_.
   bool removed = false;
-  bool queued = false;       // in runnable_
-  bool queued_spec = false;  // in speculative_
-  // Tasks carry the generation they were scheduled under; a result is kept only if its
-  // generation is still the epoch's (or the speculation's). Every (re)start takes a new one.
-  uint64_t generation = 0;
+  bool queued = false;        // in runnable_
+  bool queued_ahead = false;  // in speculative_
   uint64_t next_generation = 1;
-  int64_t epoch = -1;
+  Run cur;
   int64_t start_batch = 0;
-  int64_t num_batches = 0;
-  // The epoch's seed order; tasks keep a reference while they sample.
-  std::shared_ptr<const std::vector<int64_t>> order;
-  int64_t next_to_schedule = 0;
   int64_t next_to_deliver = 0;  // ordered delivery only
   int64_t sampled = 0;
   int64_t delivered = 0;
-  int in_flight = 0;
-  std::map<int64_t, Batch> buffer;
-  int64_t buffered_bytes = 0;
+  int in_flight = 0;  // tasks of both runs
   absl::Status error;
   int64_t failed_batch = -1;  // lowest failed batch index of the epoch
   bool cancelled = false;     // the current epoch was abandoned
   int64_t total_sampled = 0;
 
-  // Sampling ahead into epoch spec_epoch (-1: none). Batches 0..spec_next-1 are scheduled.
-  int64_t spec_epoch = -1;
-  uint64_t spec_generation = 0;
-  std::shared_ptr<const std::vector<int64_t>> spec_order;
-  int64_t spec_num_batches = 0;
-  int64_t spec_next = 0;
-  std::map<int64_t, Batch> spec_buffer;
-  int64_t spec_bytes = 0;
-  bool spec_failed = false;  // a speculative batch failed; the real epoch will report it
+  // Sampling ahead: the run of epoch cur.epoch + 1, or none (epoch -1).
+  Run ahead;
+  bool ahead_failed = false;  // a batch failed; the real epoch samples it again and reports it
 
   // Serialises listener calls with ClearListener.
   std::mutex listener_mu;
@@ -60,22 +73,22 @@ struct Backend::Channel {
     return opts.drop_last ? n / bs : (n + bs - 1) / bs;
   }
 
-  std::shared_ptr<const std::vector<int64_t>> OrderFor(int64_t e) const {
+  // A fresh run of epoch `e`, nothing scheduled.
+  Run NewRun(int64_t e) {
     auto order = std::make_shared<std::vector<int64_t>>(opts.seeds);
     if (opts.shuffle) DeterministicShuffle(ShuffleKey(opts.seed, e), order->data(), order->size());
-    return order;
+    Run r;
+    r.epoch = e;
+    r.generation = next_generation++;
+    r.num_batches = BatchesFor(static_cast<int64_t>(order->size()));
+    r.order = std::move(order);
+    return r;
   }
 
-  // Drops the speculation; its buffered batches move to `freed` (destroyed outside the lock).
-  void DropSpeculation(std::map<int64_t, Batch>* freed) {
-    for (auto& [b, batch] : spec_buffer) freed->emplace(-1 - b, std::move(batch));
-    spec_buffer.clear();
-    spec_bytes = 0;
-    spec_epoch = -1;
-    spec_order.reset();
-    spec_next = 0;
-    spec_failed = false;
-    spec_generation = 0;
+  void DropAhead(Freed* freed) {
+    ahead.TakeBuffer(freed);
+    ahead = Run();
+    ahead_failed = false;
   }
 };
 
@@ -120,7 +133,7 @@ absl::Status Backend::AddChannel(uint64_t id, ChannelOptions options) {
 
 bool Backend::RemoveChannel(uint64_t id) {
   ChannelPtr c;
-  std::map<int64_t, Batch> freed;
+  Freed freed;
   {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = channels_.find(id);
@@ -129,14 +142,13 @@ bool Backend::RemoveChannel(uint64_t id) {
     channels_.erase(it);
     removed_[id] = c;
     c->removed = true;
-    freed.swap(c->buffer);
-    c->buffered_bytes = 0;
-    c->DropSpeculation(&freed);
-    c->order.reset();
+    c->cur.TakeBuffer(&freed);
+    c->DropAhead(&freed);
+    c->cur.order.reset();
     runnable_.erase(std::remove(runnable_.begin(), runnable_.end(), c), runnable_.end());
     speculative_.erase(std::remove(speculative_.begin(), speculative_.end(), c), speculative_.end());
     c->queued = false;
-    c->queued_spec = false;
+    c->queued_ahead = false;
   }
   ready_cv_.notify_all();
   Notify(c);
@@ -147,39 +159,27 @@ absl::StatusOr<StartOutcome> Backend::StartEpoch(uint64_t id, int64_t epoch, int
   if (epoch < 0) return absl::InvalidArgumentError(absl::StrCat("epoch ", epoch, " is negative"));
   if (start_batch < 0) return absl::InvalidArgumentError(absl::StrCat("start_batch ", start_batch, " is negative"));
   ChannelPtr c;
-  std::map<int64_t, Batch> freed;
+  Freed freed;
   {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = channels_.find(id);
     if (it == channels_.end()) return absl::NotFoundError(absl::StrCat("channel ", id, " does not exist"));
     c = it->second;
-    if (epoch == c->epoch) return StartOutcome::kAlreadyStarted;
-    if (epoch < c->epoch) return StartOutcome::kStale;
-    freed.swap(c->buffer);
-    c->buffered_bytes = 0;
-    c->epoch = epoch;
-    c->delivered = 0;
-    if (epoch == c->spec_epoch && start_batch == 0 && !c->spec_failed) {
-      // Adopt what was sampled ahead: its tasks in flight now count as the epoch's.
-      c->order = std::move(c->spec_order);
-      c->num_batches = c->spec_num_batches;
+    if (epoch == c->cur.epoch) return StartOutcome::kAlreadyStarted;
+    if (epoch < c->cur.epoch) return StartOutcome::kStale;
+    c->cur.TakeBuffer(&freed);
+    if (epoch == c->ahead.epoch && start_batch == 0 && !c->ahead_failed) {
+      // Adopt what was sampled ahead: its generation makes its tasks in flight the epoch's.
+      c->cur = std::move(c->ahead);
       c->start_batch = 0;
-      c->next_to_schedule = c->spec_next;
-      c->generation = c->spec_generation;
-      c->buffer.swap(c->spec_buffer);
-      c->buffered_bytes = c->spec_bytes;
-      c->sampled = static_cast<int64_t>(c->buffer.size());
-      c->spec_buffer.clear();
-      c->DropSpeculation(&freed);
     } else {
-      c->DropSpeculation(&freed);
-      c->order = c->OrderFor(epoch);
-      c->num_batches = c->BatchesFor(static_cast<int64_t>(c->order->size()));
-      c->start_batch = std::min(start_batch, c->num_batches);
-      c->next_to_schedule = c->start_batch;
-      c->generation = c->next_generation++;
-      c->sampled = 0;
+      c->cur = c->NewRun(epoch);
+      c->start_batch = std::min(start_batch, c->cur.num_batches);
+      c->cur.next = c->start_batch;
     }
+    c->DropAhead(&freed);
+    c->sampled = static_cast<int64_t>(c->cur.buffer.size());
+    c->delivered = 0;
     c->next_to_deliver = c->start_batch;
     c->error = absl::OkStatus();
     c->failed_batch = -1;
@@ -193,26 +193,25 @@ absl::StatusOr<StartOutcome> Backend::StartEpoch(uint64_t id, int64_t epoch, int
 
 absl::Status Backend::ResumeEpoch(uint64_t id, int64_t epoch, int64_t start_batch) {
   ChannelPtr c;
-  std::map<int64_t, Batch> freed;
+  Freed freed;
   {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = channels_.find(id);
     if (it == channels_.end()) return absl::NotFoundError(absl::StrCat("channel ", id, " does not exist"));
     c = it->second;
-    if (epoch != c->epoch) {
+    if (epoch != c->cur.epoch) {
       return absl::FailedPreconditionError(
-          c->epoch < 0 ? absl::StrCat("epoch ", epoch, " has not been started")
-                       : absl::StrCat("epoch ", epoch, " is not the channel's current epoch ", c->epoch));
+          c->cur.epoch < 0 ? absl::StrCat("epoch ", epoch, " has not been started")
+                           : absl::StrCat("epoch ", epoch, " is not the channel's current epoch ", c->cur.epoch));
     }
-    if (start_batch < 0 || start_batch > c->num_batches) {
+    if (start_batch < 0 || start_batch > c->cur.num_batches) {
       return absl::InvalidArgumentError(
-          absl::StrCat("start_batch ", start_batch, " is outside [0, ", c->num_batches, "]"));
+          absl::StrCat("start_batch ", start_batch, " is outside [0, ", c->cur.num_batches, "]"));
     }
-    freed.swap(c->buffer);
-    c->buffered_bytes = 0;
-    c->generation = c->next_generation++;
+    c->cur.TakeBuffer(&freed);
+    c->cur.generation = c->next_generation++;
     c->start_batch = start_batch;
-    c->next_to_schedule = start_batch;
+    c->cur.next = start_batch;
     c->next_to_deliver = start_batch;
     c->sampled = 0;
     c->delivered = 0;
@@ -228,18 +227,17 @@ absl::Status Backend::ResumeEpoch(uint64_t id, int64_t epoch, int64_t start_batc
 
 bool Backend::CancelEpoch(uint64_t id) {
   ChannelPtr c;
-  std::map<int64_t, Batch> freed;
+  Freed freed;
   {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = channels_.find(id);
     if (it == channels_.end()) return false;
     c = it->second;
-    if (c->epoch < 0) return true;
+    if (c->cur.epoch < 0) return true;
     c->cancelled = true;
-    c->next_to_schedule = c->num_batches;
-    freed.swap(c->buffer);
-    c->buffered_bytes = 0;
-    c->DropSpeculation(&freed);
+    c->cur.next = c->cur.num_batches;
+    c->cur.TakeBuffer(&freed);
+    c->DropAhead(&freed);
   }
   ready_cv_.notify_all();
   Notify(c);
@@ -251,30 +249,29 @@ absl::StatusOr<int64_t> Backend::NumBatches(uint64_t id) const {
   auto it = channels_.find(id);
   if (it == channels_.end()) return absl::NotFoundError(absl::StrCat("channel ", id, " does not exist"));
   const Channel& c = *it->second;
-  return c.epoch >= 0 ? c.num_batches : c.BatchesFor(static_cast<int64_t>(c.opts.seeds.size()));
+  return c.cur.epoch >= 0 ? c.cur.num_batches : c.BatchesFor(static_cast<int64_t>(c.opts.seeds.size()));
 }
 
 bool Backend::Runnable(const Channel& c) const {
-  return !c.removed && !stopping_ && c.epoch >= 0 && c.error.ok() && c.next_to_schedule < c.num_batches &&
+  return !c.removed && !stopping_ && c.cur.epoch >= 0 && c.error.ok() && c.cur.next < c.cur.num_batches &&
          c.in_flight < c.max_in_flight &&
-         c.in_flight + static_cast<int>(c.buffer.size() + c.spec_buffer.size()) < c.max_messages &&
-         c.buffered_bytes + c.spec_bytes < c.max_bytes;
+         c.in_flight + static_cast<int>(c.cur.buffer.size() + c.ahead.buffer.size()) < c.max_messages &&
+         c.cur.bytes + c.ahead.bytes < c.max_bytes;
 }
 
 bool Backend::SpeculationRunnable(const Channel& c) const {
   if (options_.speculative_batches <= 0 || c.removed || stopping_ || !c.error.ok() || c.cancelled ||
-      c.spec_failed) {
+      c.ahead_failed) {
     return false;
   }
   // Only once the current epoch has nothing left to schedule (or before the first epoch).
-  if (c.epoch >= 0 && c.next_to_schedule < c.num_batches) return false;
+  if (c.cur.epoch >= 0 && c.cur.next < c.cur.num_batches) return false;
   const int64_t limit = std::min<int64_t>(options_.speculative_batches,
                                           c.BatchesFor(static_cast<int64_t>(c.opts.seeds.size())));
-  const int64_t next = c.spec_epoch == c.epoch + 1 ? c.spec_next : 0;
   // Its own budget, the size of the buffer's, so that it overlaps the tail of the epoch whose
   // last batches still fill the buffer.
-  return next < limit && c.in_flight < c.max_in_flight &&
-         static_cast<int>(c.spec_buffer.size()) < c.max_messages && c.spec_bytes < c.max_bytes;
+  return c.ahead.next < limit && c.in_flight < c.max_in_flight &&
+         static_cast<int>(c.ahead.buffer.size()) < c.max_messages && c.ahead.bytes < c.max_bytes;
 }
 
 void Backend::MaybeQueue(const ChannelPtr& c) {
@@ -283,8 +280,8 @@ void Backend::MaybeQueue(const ChannelPtr& c) {
     c->queued = true;
     runnable_.push_back(c);
     work_cv_.notify_one();
-  } else if (!c->queued_spec && SpeculationRunnable(*c)) {
-    c->queued_spec = true;
+  } else if (!c->queued_ahead && SpeculationRunnable(*c)) {
+    c->queued_ahead = true;
     speculative_.push_back(c);
     work_cv_.notify_one();
   }
@@ -300,35 +297,15 @@ void Backend::WorkerLoop(int worker) {
     std::deque<ChannelPtr>& queue = speculative ? speculative_ : runnable_;
     ChannelPtr c = std::move(queue.front());
     queue.pop_front();
-    (speculative ? c->queued_spec : c->queued) = false;
+    (speculative ? c->queued_ahead : c->queued) = false;
     if (speculative ? !SpeculationRunnable(*c) : !Runnable(*c)) continue;
 
-    int64_t b;
-    uint64_t generation;
-    std::shared_ptr<const std::vector<int64_t>> order;
-    int64_t epoch, num_batches;
-    if (speculative) {
-      if (c->spec_epoch != c->epoch + 1) {
-        std::map<int64_t, Batch> none;
-        c->DropSpeculation(&none);
-        c->spec_epoch = c->epoch + 1;
-        c->spec_generation = c->next_generation++;
-        c->spec_order = c->OrderFor(c->spec_epoch);
-        c->spec_num_batches = c->BatchesFor(static_cast<int64_t>(c->spec_order->size()));
-      }
-      b = c->spec_next++;
-      generation = c->spec_generation;
-      order = c->spec_order;
-      epoch = c->spec_epoch;
-      num_batches = c->spec_num_batches;
-    } else {
-      // One batch, then back to the tail of the queue: one batch per channel per round.
-      b = c->next_to_schedule++;
-      generation = c->generation;
-      order = c->order;
-      epoch = c->epoch;
-      num_batches = c->num_batches;
-    }
+    // One batch, then back to the tail of the queue: one batch per channel per round.
+    if (speculative && c->ahead.epoch < 0) c->ahead = c->NewRun(c->cur.epoch + 1);
+    Run& run = speculative ? c->ahead : c->cur;
+    const int64_t b = run.next++;
+    const uint64_t generation = run.generation;
+    const std::shared_ptr<const std::vector<int64_t>> order = run.order;
     ++c->in_flight;
     const int64_t bs = c->opts.batch_size;
     BatchTask task;
@@ -336,9 +313,9 @@ void Backend::WorkerLoop(int worker) {
     task.context = c->opts.context;
     task.attachment = c->opts.attachment.get();
     task.seed = c->opts.seed;
-    task.epoch = epoch;
+    task.epoch = run.epoch;
     task.batch_index = b;
-    task.num_batches = num_batches;
+    task.num_batches = run.num_batches;
     task.seeds = order->data() + b * bs;
     task.num_seeds = static_cast<size_t>(std::min<int64_t>(bs, static_cast<int64_t>(order->size()) - b * bs));
     task.worker = worker;
@@ -355,19 +332,20 @@ void Backend::WorkerLoop(int worker) {
 
     lock.lock();
     --c->in_flight;
-    if (!c->removed && generation == c->spec_generation && task.epoch == c->spec_epoch) {
+    // Generations are never 0 and never reused, so they alone say which run a result is for.
+    if (!c->removed && generation == c->ahead.generation) {
       if (result.ok()) {
-        c->spec_bytes += static_cast<int64_t>(result->bytes);
-        c->spec_buffer.emplace(b, *std::move(result));
+        c->ahead.bytes += static_cast<int64_t>(result->bytes);
+        c->ahead.buffer.emplace(b, *std::move(result));
         ++c->total_sampled;
         ++total_batches_sampled_;
       } else {
-        c->spec_failed = true;  // sampled again if the epoch starts, which reports the error
+        c->ahead_failed = true;  // sampled again if the epoch starts, which reports the error
       }
-    } else if (!c->removed && generation == c->generation && task.epoch == c->epoch && !c->cancelled) {
+    } else if (!c->removed && generation == c->cur.generation && !c->cancelled) {
       if (result.ok()) {
-        c->buffered_bytes += static_cast<int64_t>(result->bytes);
-        c->buffer.emplace(b, *std::move(result));
+        c->cur.bytes += static_cast<int64_t>(result->bytes);
+        c->cur.buffer.emplace(b, *std::move(result));
         ++c->sampled;
         ++c->total_sampled;
         ++total_batches_sampled_;
@@ -394,26 +372,26 @@ Delivery Backend::TryPopLocked(Channel& c, int64_t epoch) {
     d.status = absl::CancelledError(absl::StrCat("channel ", c.id, " was destroyed"));
     return d;
   }
-  if (epoch == c.epoch && c.cancelled) {
+  if (epoch == c.cur.epoch && c.cancelled) {
     d.kind = Delivery::Kind::kClosed;
     d.status = absl::CancelledError(absl::StrCat("epoch ", epoch, " was cancelled"));
     return d;
   }
-  if (epoch != c.epoch) {
+  if (epoch != c.cur.epoch) {
     d.kind = Delivery::Kind::kClosed;
-    d.status = epoch < c.epoch
-                   ? absl::AbortedError(absl::StrCat("epoch ", epoch, " was superseded by epoch ", c.epoch))
+    d.status = epoch < c.cur.epoch
+                   ? absl::AbortedError(absl::StrCat("epoch ", epoch, " was superseded by epoch ", c.cur.epoch))
                    : absl::FailedPreconditionError(absl::StrCat("epoch ", epoch, " has not been started"));
     return d;
   }
-  if (!c.buffer.empty()) {
-    auto it = c.buffer.begin();
+  if (!c.cur.buffer.empty()) {
+    auto it = c.cur.buffer.begin();
     if (!c.opts.ordered || it->first == c.next_to_deliver) {
       d.kind = Delivery::Kind::kMessage;
       d.batch_index = it->first;
       d.batch = std::move(it->second);
-      c.buffered_bytes -= static_cast<int64_t>(d.batch.bytes);
-      c.buffer.erase(it);
+      c.cur.bytes -= static_cast<int64_t>(d.batch.bytes);
+      c.cur.buffer.erase(it);
       ++c.delivered;
       if (c.opts.ordered) ++c.next_to_deliver;
       return d;
@@ -423,12 +401,12 @@ Delivery Backend::TryPopLocked(Channel& c, int64_t epoch) {
     // Report the failure only once every batch that can still be delivered has been: in
     // order, those before the failed one; otherwise, everything already in flight.
     const bool report = c.opts.ordered ? c.next_to_deliver >= c.failed_batch
-                                       : c.buffer.empty() && c.in_flight == 0;
+                                       : c.cur.buffer.empty() && c.in_flight == 0;
     d.kind = report ? Delivery::Kind::kFailed : Delivery::Kind::kPending;
     d.status = report ? c.error : absl::OkStatus();
     return d;
   }
-  if (c.delivered == c.num_batches - c.start_batch) {
+  if (c.delivered == c.cur.num_batches - c.start_batch) {
     d.kind = Delivery::Kind::kEndOfEpoch;
     return d;
   }
@@ -532,18 +510,16 @@ ChannelStats Backend::DescribeLocked(const Channel& c) const {
   ChannelStats s;
   s.channel_id = c.id;
   s.worker_key = c.opts.worker_key;
-  s.epoch = c.epoch;
+  s.epoch = c.cur.epoch;
   s.num_seeds = static_cast<int64_t>(c.opts.seeds.size());
-  s.num_batches = c.epoch >= 0 ? c.num_batches : c.BatchesFor(s.num_seeds);
+  s.num_batches = c.cur.epoch >= 0 ? c.cur.num_batches : c.BatchesFor(s.num_seeds);
   s.batches_sampled = c.sampled;
   s.batches_delivered = c.delivered;
   s.in_flight = c.in_flight;
-  s.buffered_messages = static_cast<int>(c.buffer.size());
-  s.buffered_bytes = c.buffered_bytes;
-  s.buffered_messages += static_cast<int>(c.spec_buffer.size());
-  s.buffered_bytes += c.spec_bytes;
-  s.speculative_buffered = static_cast<int>(c.spec_buffer.size());
-  s.speculative_epoch = c.spec_epoch;
+  s.buffered_messages = static_cast<int>(c.cur.buffer.size() + c.ahead.buffer.size());
+  s.buffered_bytes = c.cur.bytes + c.ahead.bytes;
+  s.speculative_buffered = static_cast<int>(c.ahead.buffer.size());
+  s.speculative_epoch = c.ahead.epoch;
   s.total_batches_sampled = c.total_sampled;
   s.runnable = Runnable(c);
   if (c.cancelled) {
@@ -551,9 +527,9 @@ ChannelStats Backend::DescribeLocked(const Channel& c) const {
   } else if (!c.error.ok()) {
     s.state = "failed";
     s.error = std::string(c.error.message());
-  } else if (c.epoch < 0) {
+  } else if (c.cur.epoch < 0) {
     s.state = "idle";
-  } else if (c.delivered == c.num_batches - c.start_batch) {
+  } else if (c.delivered == c.cur.num_batches - c.start_batch) {
     s.state = "epoch_done";
   } else {
     s.state = "running";
@@ -598,10 +574,10 @@ void Backend::Stop() {
     for (auto& [id, c] : channels_) {
       removed_[id] = c;
       c->removed = true;
-      c->buffer.clear();
-      c->buffered_bytes = 0;
-      c->spec_buffer.clear();
-      c->spec_bytes = 0;
+      c->cur.buffer.clear();
+      c->cur.bytes = 0;
+      c->ahead.buffer.clear();
+      c->ahead.bytes = 0;
       removed.push_back(c);
     }
     channels_.clear();
