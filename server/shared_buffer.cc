@@ -9,7 +9,10 @@
 
 #include <cerrno>
 #include <algorithm>
+#include <condition_variable>
 #include <cstring>
+#include <deque>
+#include <thread>
 #include <random>
 #include <utility>
 
@@ -60,9 +63,57 @@ void RemoveStaleFiles(const std::string& dir) {
 
 }  // namespace
 
+// Deletes released files (unmaps them) on its own thread. After Stop(), at once.
+struct SharedMemoryArea::Reaper {
+  std::mutex mu;
+  std::condition_variable cv;
+  std::deque<SharedBufferFile*> queue;
+  bool stopped = false;
+  std::thread thread;
+
+  void Start() {
+    thread = std::thread([this] {
+      std::unique_lock<std::mutex> lock(mu);
+      while (true) {
+        cv.wait(lock, [&] { return stopped || !queue.empty(); });
+        if (queue.empty()) return;  // stopped and drained
+        SharedBufferFile* f = queue.front();
+        queue.pop_front();
+        lock.unlock();
+        delete f;
+        lock.lock();
+      }
+    });
+  }
+  void Release(SharedBufferFile* f) {
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      if (!stopped) {
+        queue.push_back(f);
+        cv.notify_one();
+        return;
+      }
+    }
+    delete f;
+  }
+  void Stop() {
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      stopped = true;
+    }
+    cv.notify_one();
+    if (thread.joinable()) thread.join();
+  }
+};
+
 SharedBufferFile::~SharedBufferFile() {
   if (data_ != nullptr) munmap(data_, size_);
-  unlink(path_.c_str());
+  Unlink();
+}
+
+void SharedBufferFile::Unlink() {
+  if (!unlinked_) unlink(path_.c_str());
+  unlinked_ = true;
 }
 
 SharedUse::~SharedUse() {
@@ -156,9 +207,14 @@ absl::StatusOr<std::unique_ptr<SharedMemoryArea>> SharedMemoryArea::Open(const s
   return a;
 }
 
-SharedMemoryArea::~SharedMemoryArea() { unlink(probe_path_.c_str()); }
+SharedMemoryArea::SharedMemoryArea() : reaper_(std::make_shared<Reaper>()) { reaper_->Start(); }
 
-absl::StatusOr<std::unique_ptr<SharedBufferFile>> SharedMemoryArea::NewBuffer(size_t size) {
+SharedMemoryArea::~SharedMemoryArea() {
+  reaper_->Stop();
+  unlink(probe_path_.c_str());
+}
+
+absl::StatusOr<std::shared_ptr<SharedBufferFile>> SharedMemoryArea::NewBuffer(size_t size) {
   size = std::max<size_t>(size, 64);
   uint64_t id;
   {
@@ -183,7 +239,12 @@ absl::StatusOr<std::unique_ptr<SharedBufferFile>> SharedMemoryArea::NewBuffer(si
     unlink(path.c_str());
     return absl::InternalError(Errno("shared memory: cannot map", path));
   }
-  return std::unique_ptr<SharedBufferFile>(new SharedBufferFile(id, std::move(path), size, static_cast<char*>(p)));
+  std::shared_ptr<Reaper> reaper = reaper_;
+  return std::shared_ptr<SharedBufferFile>(new SharedBufferFile(id, std::move(path), size, static_cast<char*>(p)),
+                                           [reaper](SharedBufferFile* f) {
+                                             f->Unlink();
+                                             reaper->Release(f);
+                                           });
 }
 
 }  // namespace graphstore

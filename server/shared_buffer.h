@@ -37,6 +37,8 @@ class SharedBufferFile {
   size_t size() const { return size_; }
   /// The writable mapping.
   char* data() { return data_; }
+  /// Removes the file's name now (cheap); its pages go with the last mapping.
+  void Unlink();
 
  private:
   friend class SharedMemoryArea;
@@ -47,6 +49,7 @@ class SharedBufferFile {
   const std::string path_;
   const size_t size_;
   char* data_;
+  bool unlinked_ = false;
 };
 
 /// A server's corner of a shared-memory directory: creates buffers, owns the probe file that
@@ -55,20 +58,26 @@ class SharedMemoryArea {
  public:
   /// Uses `dir`, which must exist and be writable. Removes stale files of dead processes.
   static absl::StatusOr<std::unique_ptr<SharedMemoryArea>> Open(const std::string& dir);
-  /// Removes the probe file.
+  /// Removes the probe file; deletes files released so far and, from then on, at once.
   ~SharedMemoryArea();
 
   /// A new file of `size` bytes, allocated (so a full tmpfs is an error here, not a SIGBUS
-  /// later) and mapped for writing. ResourceExhausted when the directory is full.
-  absl::StatusOr<std::unique_ptr<SharedBufferFile>> NewBuffer(size_t size);
+  /// later) and mapped for writing. ResourceExhausted when the directory is full. When the last
+  /// reference goes, the file's name is removed at once and its mapping is released on the
+  /// area's own thread: unmapping and freeing hundreds of megabytes takes tens of
+  /// milliseconds, which a gRPC reaction or a sampling worker that drops the reference must
+  /// not wait for.
+  absl::StatusOr<std::shared_ptr<SharedBufferFile>> NewBuffer(size_t size);
 
   const std::string& dir() const { return dir_; }
   const std::string& probe_path() const { return probe_path_; }
   const std::string& probe_token() const { return probe_token_; }
 
  private:
-  SharedMemoryArea() = default;
+  struct Reaper;
+  SharedMemoryArea();
 
+  std::shared_ptr<Reaper> reaper_;  // shared with every file's deleter
   std::string dir_;
   std::string prefix_;  // "<dir>/graphstore-<pid>-<instance>-"
   std::string probe_path_;
