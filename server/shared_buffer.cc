@@ -2,7 +2,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
-#include <signal.h>
+#include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -16,9 +16,8 @@
 #include <random>
 #include <utility>
 
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_split.h"
+#include "absl/strings/match.h"
 #include "server/log.h"
 
 namespace graphstore {
@@ -43,21 +42,37 @@ std::string RandomHex(int bytes) {
   return out;
 }
 
-// Removes "graphstore-<pid>-..." files whose process no longer exists.
+constexpr char kProbeSuffix[] = "probe";
+
+// Removes the files of servers that are gone. A live server holds an exclusive lock on its
+// probe file; a probe that can be locked belongs to a dead one, and so do the files sharing
+// its "graphstore-<pid>-<instance>-" prefix. (A pid alone cannot tell: servers in other pid
+// namespaces, such as containers, may share the directory.)
 void RemoveStaleFiles(const std::string& dir) {
   DIR* d = opendir(dir.c_str());
   if (d == nullptr) return;
-  int removed = 0;
+  std::vector<std::string> names;
   while (dirent* e = readdir(d)) {
-    const std::string name = e->d_name;
-    if (name.rfind(kFilePrefix, 0) != 0) continue;
-    std::vector<std::string> parts = absl::StrSplit(name.substr(sizeof(kFilePrefix) - 1), '-');
-    int pid = 0;
-    if (parts.size() < 2 || !absl::SimpleAtoi(parts[0], &pid) || pid <= 0 || pid == getpid()) continue;
-    if (kill(pid, 0) == 0 || errno != ESRCH) continue;
-    if (unlink(absl::StrCat(dir, "/", name).c_str()) == 0) ++removed;
+    if (std::string(e->d_name).rfind(kFilePrefix, 0) == 0) names.emplace_back(e->d_name);
   }
   closedir(d);
+  int removed = 0;
+  for (const std::string& probe : names) {
+    if (!absl::EndsWith(probe, absl::StrCat("-", kProbeSuffix))) continue;
+    const std::string probe_path = absl::StrCat(dir, "/", probe);
+    const int fd = open(probe_path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) continue;
+    if (flock(fd, LOCK_EX | LOCK_NB) == 0) {
+      const std::string prefix = probe.substr(0, probe.size() - (sizeof(kProbeSuffix) - 1));
+      for (const std::string& name : names) {
+        if (name != probe && name.rfind(prefix, 0) == 0 && unlink(absl::StrCat(dir, "/", name).c_str()) == 0) {
+          ++removed;
+        }
+      }
+      unlink(probe_path.c_str());
+    }
+    close(fd);
+  }
   if (removed > 0) Logger("main")->info("removed {} shared buffers left in {} by servers that are gone", removed, dir);
 }
 
@@ -191,19 +206,24 @@ absl::StatusOr<std::unique_ptr<SharedMemoryArea>> SharedMemoryArea::Open(const s
   std::unique_ptr<SharedMemoryArea> a(new SharedMemoryArea());
   a->dir_ = dir;
   a->prefix_ = absl::StrCat(dir, "/", kFilePrefix, getpid(), "-", RandomHex(8), "-");
-  a->probe_path_ = a->prefix_ + "probe";
+  a->probe_path_ = a->prefix_ + kProbeSuffix;
   a->probe_token_ = RandomHex(16);
-  const int fd = open(a->probe_path_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  // Written and locked under another name first, so that no server ever sees it unlocked.
+  const std::string tmp = a->prefix_ + "new";
+  const int fd = open(tmp.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
   if (fd < 0) {
-    return absl::InvalidArgumentError(absl::StrCat("--shared_memory_dir: ", Errno("cannot create", a->probe_path_)));
+    return absl::InvalidArgumentError(absl::StrCat("--shared_memory_dir: ", Errno("cannot create", tmp)));
   }
-  const bool ok = write(fd, a->probe_token_.data(), a->probe_token_.size()) ==
-                  static_cast<ssize_t>(a->probe_token_.size());
-  close(fd);
+  const bool ok = flock(fd, LOCK_EX | LOCK_NB) == 0 &&
+                  write(fd, a->probe_token_.data(), a->probe_token_.size()) ==
+                      static_cast<ssize_t>(a->probe_token_.size()) &&
+                  rename(tmp.c_str(), a->probe_path_.c_str()) == 0;
   if (!ok) {
-    unlink(a->probe_path_.c_str());
+    close(fd);
+    unlink(tmp.c_str());
     return absl::InvalidArgumentError(absl::StrCat("--shared_memory_dir: cannot write ", a->probe_path_));
   }
+  a->probe_fd_ = fd;  // holds the lock for the server's life
   return a;
 }
 
@@ -212,6 +232,7 @@ SharedMemoryArea::SharedMemoryArea() : reaper_(std::make_shared<Reaper>()) { rea
 SharedMemoryArea::~SharedMemoryArea() {
   reaper_->Stop();
   unlink(probe_path_.c_str());
+  if (probe_fd_ >= 0) close(probe_fd_);
 }
 
 absl::StatusOr<std::shared_ptr<SharedBufferFile>> SharedMemoryArea::NewBuffer(size_t size) {

@@ -10,8 +10,9 @@
 // to the client, which maps the file once (and keeps the mapping), reports the use received,
 // and frees it when its tensors are gone; only then does the file take a later batch.
 //
-// File names are "graphstore-<pid>-<instance>-<id>", so a server can tell its own files from
-// those of other live servers and remove those of dead ones at start-up.
+// File names are "graphstore-<pid>-<instance>-<id>". A live server holds a lock on its probe
+// file "graphstore-<pid>-<instance>-probe", so a server starting on the directory can tell the
+// files of dead servers (lockable probe) and remove them.
 
 #include <cstddef>
 #include <cstdint>
@@ -82,6 +83,7 @@ class SharedMemoryArea {
   std::string prefix_;  // "<dir>/graphstore-<pid>-<instance>-"
   std::string probe_path_;
   std::string probe_token_;
+  int probe_fd_ = -1;  // locked while the server lives
   std::mutex mu_;
   uint64_t next_id_ = 1;
 };
