@@ -33,6 +33,30 @@ struct Loader::Server {
   // Uses of shared buffers whose batches are gone, to hand back with the next release.
   std::shared_ptr<FreedUses> freed = std::make_shared<FreedUses>();
   int in_queue = 0;  // messages of this server waiting in queue_ (guarded by Loader::mu_)
+
+  // Reports the use `received` (0: none) and every use freed since the last report.
+  absl::Status Release(uint64_t received) {
+    v1::ReleaseSharedBuffersRequest release;
+    release.set_channel_id(channel);
+    if (received != 0) release.add_received_ids(received);
+    for (uint64_t id : freed->Take()) release.add_freed_ids(id);
+    if (release.received_ids().empty() && release.freed_ids().empty()) return absl::OkStatus();
+    return client->ReleaseSharedBuffers(release).status();
+  }
+
+  // Maps a message's shared buffer (usually a file mapped before) and reports it received at
+  // once, so that the stream never waits for the trainer.
+  absl::StatusOr<std::shared_ptr<const MappedBuffer>> Receive(const v1::SampledMessage& m) {
+    absl::StatusOr<std::shared_ptr<const MappedBuffer>> mapped =
+        absl::FailedPreconditionError("the server sent a shared buffer to a channel without shared memory");
+    if (mappings != nullptr) {
+      mappings->Forget(m.retired_shared_paths());
+      mapped = mappings->Map(m.shared_buffer());
+    }
+    const absl::Status released = Release(m.shared_buffer().id());
+    if (mapped.ok() && !released.ok()) return released;
+    return mapped;
+  }
 };
 
 namespace {
@@ -180,12 +204,7 @@ void Loader::StartEpoch(int64_t epoch) {
   StopReaders();
   for (auto& s : servers_) {
     // Batches of the last epoch that are gone free their files for this one.
-    std::vector<uint64_t> freed = s->freed->Take();
-    if (freed.empty()) continue;
-    v1::ReleaseSharedBuffersRequest release;
-    release.set_channel_id(s->channel);
-    for (uint64_t id : freed) release.add_freed_ids(id);
-    Check(s->client->ReleaseSharedBuffers(release));
+    if (auto st = s->Release(0); !st.ok()) throw Error(st);
   }
   for (auto& s : servers_) {
     v1::StartEpochRequest req;
@@ -212,25 +231,11 @@ void Loader::StartEpoch(int64_t epoch) {
         auto m = s->stream->Next();
         std::shared_ptr<const MappedBuffer> shared;
         if (m.ok() && *m != nullptr && (*m)->has_shared_buffer()) {
-          // Map (usually a file mapped before), then report the use received at once so that
-          // the stream never waits for the trainer; uses freed since go along.
-          absl::StatusOr<std::shared_ptr<const MappedBuffer>> mapped =
-              absl::FailedPreconditionError("the server sent a shared buffer to a channel without shared memory");
-          if (s->mappings != nullptr) {
-            s->mappings->Forget((*m)->retired_shared_paths());
-            mapped = s->mappings->Map((*m)->shared_buffer());
-          }
-          v1::ReleaseSharedBuffersRequest release;
-          release.set_channel_id(s->channel);
-          release.add_received_ids((*m)->shared_buffer().id());
-          for (uint64_t id : s->freed->Take()) release.add_freed_ids(id);
-          auto released = s->client->ReleaseSharedBuffers(release);
-          if (!mapped.ok()) {
-            m = mapped.status();
-          } else if (!released.ok()) {
-            m = released.status();
-          } else {
+          auto mapped = s->Receive(**m);
+          if (mapped.ok()) {
             shared = *std::move(mapped);
+          } else {
+            m = mapped.status();
           }
         }
         std::unique_lock<std::mutex> lock(mu_);

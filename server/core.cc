@@ -52,6 +52,11 @@ struct Core::ChannelEntry {
   std::map<uint64_t, Sent> sent;
   int unreceived = 0;
   int64_t unreceived_bytes = 0;
+
+  // The stream holds back while unreceived uses reach the buffer limits.
+  bool SharedBacklogFull() const {
+    return unreceived > 0 && (unreceived >= buffer_messages || unreceived_bytes >= buffer_bytes);
+  }
 };
 
 // What the sample function needs to know of a channel.
@@ -800,7 +805,7 @@ bool Core::SharedBacklogFull(uint64_t channel_id) const {
   auto it = channels_.find(channel_id);
   if (it == channels_.end()) return false;
   const ChannelEntry& c = *it->second;
-  return c.unreceived > 0 && (c.unreceived >= c.buffer_messages || c.unreceived_bytes >= c.buffer_bytes);
+  return c.SharedBacklogFull();
 }
 
 void Core::HandOff(uint64_t channel_id, std::shared_ptr<SharedUse> use) {
@@ -833,8 +838,7 @@ absl::Status Core::ReleaseSharedBuffers(const v1::ReleaseSharedBuffersRequest& r
       return absl::NotFoundError(absl::StrCat("channel_id ", req.channel_id(), " does not exist"));
     }
     ChannelEntry& c = *it->second;
-    const bool was_full =
-        c.unreceived > 0 && (c.unreceived >= c.buffer_messages || c.unreceived_bytes >= c.buffer_bytes);
+    const bool was_full = c.SharedBacklogFull();
     auto receive = [&c](ChannelEntry::Sent& s) {
       if (s.received) return;
       s.received = true;

@@ -25,20 +25,20 @@ namespace {
 // shared buffer afterwards.
 class TensorSink {
  public:
-  explicit TensorSink(bool shared, SharedLayout* layout = nullptr)
-      : shared_(shared), layout_(layout), size_(layout != nullptr ? layout->used : 0) {}
+  // Shared when `layout` is given.
+  explicit TensorSink(SharedLayout* layout = nullptr) : layout_(layout), size_(layout != nullptr ? layout->used : 0) {}
 
   void Set(v1::DType dtype, const std::vector<int64_t>& shape, const void* data, size_t bytes, v1::Tensor* out) {
     out->set_dtype(dtype);
     out->clear_shape();
     for (int64_t d : shape) out->add_shape(d);
-    if (!shared_) {
+    if (layout_ == nullptr) {
       out->set_data(static_cast<const char*>(data), bytes);
       return;
     }
     // Bytes the sampler already gathered into the buffer stay where they are.
     const char* p = static_cast<const char*>(data);
-    if (layout_ != nullptr && layout_->use != nullptr && bytes > 0 && p >= layout_->use->file->data() &&
+    if (layout_->use != nullptr && bytes > 0 && p >= layout_->use->file->data() &&
         p + bytes <= layout_->use->file->data() + layout_->used) {
       out->mutable_shared()->set_offset(static_cast<uint64_t>(p - layout_->use->file->data()));
       out->mutable_shared()->set_length(bytes);
@@ -82,7 +82,6 @@ class TensorSink {
     size_t bytes;
     size_t offset;
   };
-  const bool shared_;
   SharedLayout* const layout_;
   size_t size_;
   std::vector<Pending> pending_;
@@ -117,13 +116,13 @@ void FillMessage(const Partition& partition, const SampledSubgraph& g, TensorSin
 
 void SetTensor(v1::DType dtype, const std::vector<int64_t>& shape, const void* data, size_t bytes,
                v1::Tensor* out) {
-  TensorSink(false).Set(dtype, shape, data, bytes, out);
+  TensorSink().Set(dtype, shape, data, bytes, out);
 }
 
-void SetInt64Tensor(const std::vector<int64_t>& values, v1::Tensor* out) { TensorSink(false).SetInt64(values, out); }
+void SetInt64Tensor(const std::vector<int64_t>& values, v1::Tensor* out) { TensorSink().SetInt64(values, out); }
 
 void ToSampledMessage(const Partition& partition, const SampledSubgraph& g, v1::SampledMessage* msg) {
-  TensorSink sink(false);
+  TensorSink sink;
   FillMessage(partition, g, sink, msg);
 }
 
@@ -161,7 +160,7 @@ void GatherIntoSharedBuffer(SharedBufferPool* pool, SampledSubgraph* subgraph, S
 
 absl::Status ToSharedSampledMessage(const Partition& partition, const SampledSubgraph& g, SharedBufferPool* pool,
                                     SharedLayout* layout, v1::SampledMessage* msg) {
-  TensorSink sink(true, layout);
+  TensorSink sink(layout);
   FillMessage(partition, g, sink, msg);
   return sink.Place(pool, msg);
 }
