@@ -66,6 +66,9 @@ struct WriteOptions {
 /// `out_dir`/part-`p`.
 std::string PartitionDir(const std::string& out_dir, int num_partitions, int p);
 
+/// Index of the node type `name` in `graph.node_types`, or -1.
+int FindType(const GraphData& graph, const std::string& name);
+
 /// Checks the graph (ids in range, array lengths agree, names valid); InvalidArgument naming
 /// the node or edge type otherwise.
 absl::Status ValidateGraph(const GraphData& graph);

@@ -11,6 +11,7 @@
 namespace graphstore {
 
 absl::StatusOr<Assignment> MetisAssignment(const GraphData& g, int num_partitions, uint64_t seed) {
+  if (auto s = ValidateGraph(g); !s.ok()) return s;
   // One vertex space over every node type.
   std::vector<int64_t> offset;
   int64_t n = 0;
@@ -24,24 +25,21 @@ absl::StatusOr<Assignment> MetisAssignment(const GraphData& g, int num_partition
   if (num_partitions > n) {
     return absl::InvalidArgumentError(absl::StrCat("--partitions=", num_partitions, " exceeds the ", n, " nodes"));
   }
-  auto type_index = [&](const std::string& name) {
-    for (size_t i = 0; i < g.node_types.size(); ++i) {
-      if (g.node_types[i].name == name) return static_cast<int>(i);
+  // Calls f(a, b) for every edge of every type, as vertices of the one space, but self-loops.
+  auto for_each_edge = [&](auto&& f) {
+    for (const auto& e : g.edge_types) {
+      const int64_t so = offset[FindType(g, e.src_type)], dof = offset[FindType(g, e.dst_type)];
+      for (size_t i = 0; i < e.src.size(); ++i) {
+        if (so + e.src[i] != dof + e.dst[i]) f(so + e.src[i], dof + e.dst[i]);
+      }
     }
-    return 0;
   };
-
   // Undirected adjacency: count, fill, then sort and deduplicate each row.
   std::vector<int64_t> degree(n + 1, 0);
-  for (const auto& e : g.edge_types) {
-    const int64_t so = offset[type_index(e.src_type)], dof = offset[type_index(e.dst_type)];
-    for (size_t i = 0; i < e.src.size(); ++i) {
-      const int64_t a = so + e.src[i], b = dof + e.dst[i];
-      if (a == b) continue;
-      ++degree[a + 1];
-      ++degree[b + 1];
-    }
-  }
+  for_each_edge([&](int64_t a, int64_t b) {
+    ++degree[a + 1];
+    ++degree[b + 1];
+  });
   for (int64_t v = 0; v < n; ++v) degree[v + 1] += degree[v];
   const int64_t total = degree[n];
   if (n > std::numeric_limits<idx_t>::max() || total > std::numeric_limits<idx_t>::max()) {
@@ -50,15 +48,10 @@ absl::StatusOr<Assignment> MetisAssignment(const GraphData& g, int num_partition
   }
   std::vector<idx_t> adj(static_cast<size_t>(total));
   std::vector<int64_t> fill(degree.begin(), degree.end() - 1);
-  for (const auto& e : g.edge_types) {
-    const int64_t so = offset[type_index(e.src_type)], dof = offset[type_index(e.dst_type)];
-    for (size_t i = 0; i < e.src.size(); ++i) {
-      const int64_t a = so + e.src[i], b = dof + e.dst[i];
-      if (a == b) continue;
-      adj[fill[a]++] = static_cast<idx_t>(b);
-      adj[fill[b]++] = static_cast<idx_t>(a);
-    }
-  }
+  for_each_edge([&](int64_t a, int64_t b) {
+    adj[fill[a]++] = static_cast<idx_t>(b);
+    adj[fill[b]++] = static_cast<idx_t>(a);
+  });
   std::vector<idx_t> xadj(n + 1, 0);
   size_t w = 0;
   for (int64_t v = 0; v < n; ++v) {
@@ -109,19 +102,13 @@ PartitionReport EvaluateAssignment(const GraphData& g, const Assignment& a, int 
   r.num_partitions = num_partitions;
   r.nodes.assign(num_partitions, 0);
   r.edges.assign(num_partitions, 0);
-  auto type_index = [&](const std::string& name) {
-    for (size_t i = 0; i < g.node_types.size(); ++i) {
-      if (g.node_types[i].name == name) return static_cast<int>(i);
-    }
-    return 0;
-  };
   for (size_t t = 0; t < g.node_types.size(); ++t) {
     r.num_nodes += g.node_types[t].num_nodes;
     for (int32_t p : a[t]) ++r.nodes[p];
   }
   for (const auto& e : g.edge_types) {
-    const auto& sa = a[type_index(e.src_type)];
-    const auto& da = a[type_index(e.dst_type)];
+    const auto& sa = a[FindType(g, e.src_type)];
+    const auto& da = a[FindType(g, e.dst_type)];
     for (size_t i = 0; i < e.src.size(); ++i) {
       const int32_t ps = sa[e.src[i]], pd = da[e.dst[i]];
       ++r.num_edges;

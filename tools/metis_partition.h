@@ -15,8 +15,9 @@ namespace graphstore {
 
 /// Assigns nodes with METIS k-way partitioning of the graph's edges taken as undirected, every
 /// node type in one graph (so a hop of any edge type tends to stay in its partition), without
-/// self-loops or duplicate edges. Deterministic for a given seed. InvalidArgument when the
-/// graph is too large for METIS's 32-bit indices; Internal when METIS fails.
+/// self-loops or duplicate edges. Deterministic for a given seed. InvalidArgument for a graph
+/// that ValidateGraph refuses or that is too large for METIS's 32-bit indices; Internal when
+/// METIS fails.
 absl::StatusOr<Assignment> MetisAssignment(const GraphData& graph, int num_partitions, uint64_t seed);
 
 /// How an assignment splits the graph.
