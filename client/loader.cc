@@ -206,7 +206,10 @@ void Loader::StartEpoch(int64_t epoch) {
     // Batches of the last epoch that are gone free their files for this one.
     if (auto st = s->Release(0); !st.ok()) throw Error(st);
   }
+  // A server without seeds for this trainer has no batches: it counts as finished at once
+  // (GiGL's active mask) and is not asked for an epoch.
   for (auto& s : servers_) {
+    if (s->num_batches == 0) continue;
     v1::StartEpochRequest req;
     req.set_channel_id(s->channel);
     req.set_epoch(epoch);
@@ -218,9 +221,11 @@ void Loader::StartEpoch(int64_t epoch) {
     }
   }
   epoch_ = epoch;
-  open_streams_ = static_cast<int>(servers_.size());
+  open_streams_ = 0;
   for (size_t i = 0; i < servers_.size(); ++i) {
     Server* s = servers_[i].get();
+    if (s->num_batches == 0) continue;
+    ++open_streams_;
     v1::StreamSampledMessagesRequest req;
     req.set_channel_id(s->channel);
     req.set_epoch(epoch);

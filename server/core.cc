@@ -133,7 +133,10 @@ absl::Status Core::GetDatasetMeta(const v1::GetDatasetMetaRequest&, v1::DatasetM
     if (e.feature_dim > 0) t->mutable_features()->set_dtype(ToProtoDtype(e.feature_dtype));
   }
   resp->set_is_heterogeneous(partition_->node_types().size() > 1 || partition_->edge_types().size() > 1);
-  for (const auto& a : options_.cluster) resp->add_cluster(a);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& a : cluster_addresses_) resp->add_cluster(a);
+  }
   return absl::OkStatus();
 }
 
@@ -222,7 +225,15 @@ absl::Status Core::GetNodeFeatures(const v1::GetNodeFeaturesRequest& req, v1::Ge
   if (n.feature_dim == 0) {
     return absl::FailedPreconditionError(absl::StrCat("node type '", n.name, "' has no features"));
   }
+  if (req.with_labels() && !n.labels.is_open()) {
+    return absl::FailedPreconditionError(absl::StrCat("with_labels: node type '", n.name, "' has no labels"));
+  }
   if (auto s = CheckOwnedIds(*t, req.ids(), "ids"); !s.ok()) return s;
+  if (req.with_labels()) {
+    std::vector<int64_t> labels(req.ids_size());
+    for (int i = 0; i < req.ids_size(); ++i) labels[i] = n.labels.data<int64_t>()[n.OwnerRow(req.ids(i))];
+    SetInt64Tensor(labels, resp->mutable_labels());
+  }
   const size_t row = static_cast<size_t>(n.feature_dim) * DtypeSize(n.feature_dtype);
   std::string* data = resp->mutable_features()->mutable_data();
   data->resize(row * req.ids_size());
@@ -345,6 +356,20 @@ absl::Status Core::GetAblpInput(const v1::GetAblpInputRequest& req, v1::GetAblpI
 
 // ----- Sampling lifecycle -----------------------------------------------------------------
 
+void Core::SetCluster(Cluster* cluster, std::vector<std::string> addresses) {
+  std::lock_guard<std::mutex> lock(mu_);
+  cluster_addresses_ = std::move(addresses);
+  if (options_.peer_cache_bytes > 0 && remote_cache_ == nullptr) {
+    remote_cache_ = std::make_unique<RemoteCache>(partition_.get(), options_.peer_cache_bytes);
+  }
+  cluster_.store(cluster);
+}
+
+absl::Status Core::SamplingOpen() const {
+  const Cluster* cluster = cluster_.load();
+  return cluster == nullptr ? absl::OkStatus() : cluster->Ready();
+}
+
 absl::Status Core::ValidateConfig(const v1::SamplingConfig& c, const v1::SamplerOptions& o) const {
   if (c.kind() != v1::SAMPLER_KIND_UNSPECIFIED && c.kind() != v1::SAMPLER_KIND_NEIGHBOR) {
     return absl::UnimplementedError(absl::StrCat("config.kind ", v1::SamplerKind_Name(c.kind()),
@@ -392,6 +417,7 @@ void Core::InitSamplingBackend(const v1::InitSamplingBackendRequest& req, v1::In
     return done(TooBig(absl::StrCat("backend_key is longer than ", options_.max_key_length, " bytes")));
   }
   if (auto s = ValidateConfig(req.config(), req.options()); !s.ok()) return done(s);
+  if (auto s = SamplingOpen(); !s.ok()) return done(s);
 
   std::shared_ptr<BackendEntry> entry;
   {
@@ -439,6 +465,11 @@ void Core::InitSamplingBackend(const v1::InitSamplingBackendRequest& req, v1::In
   so.with_edge_ids = req.config().with_edge_ids();
   so.with_node_features = req.config().with_node_features();
   so.with_labels = req.config().with_labels();
+  so.peers = cluster_.load();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    so.remote_cache = remote_cache_.get();
+  }
   absl::Status status;
   auto sampler = NeighborSampler::Create(partition_.get(), so);
   if (!sampler.ok()) {
@@ -635,6 +666,7 @@ absl::Status Core::RegisterSamplingInput(const v1::RegisterSamplingInputRequest&
 absl::Status Core::StartEpoch(const v1::StartEpochRequest& req, v1::StartEpochResponse* resp) {
   if (req.channel_id() == 0) return Invalid("channel_id is required");
   if (req.epoch() < 0) return Invalid(absl::StrCat("epoch must be >= 0, got ", req.epoch()));
+  if (auto s = SamplingOpen(); !s.ok()) return s;
   std::shared_ptr<scheduler::Backend> backend;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -957,6 +989,8 @@ absl::Status Core::GetServerStats(const v1::GetServerStatsRequest&, v1::ServerSt
   resp->set_buffered_bytes(bytes);
   resp->set_open_streams(open_streams_.load());
   resp->set_leases_expired(leases_expired_);
+  if (const Cluster* cluster = cluster_.load(); cluster != nullptr) cluster->FillStats(resp);
+  if (remote_cache_ != nullptr) resp->set_peer_cache_bytes(remote_cache_->bytes());
   return absl::OkStatus();
 }
 

@@ -24,6 +24,7 @@
 #include "scheduler/backend.h"
 #include "server/neighbor_sampler.h"
 #include "server/partition.h"
+#include "server/remote_cache.h"
 #include "server/shared_buffer.h"
 
 namespace graphstore {
@@ -65,8 +66,15 @@ struct CoreOptions {
   int64_t lease_check_interval_ms = 1000;
   /// Interval of the periodic scheduler-state log line, in seconds; 0 turns it off.
   int64_t state_log_interval_s = 30;
-  /// Addresses of every server in partition order, reported in DatasetMeta.
-  std::vector<std::string> cluster;
+  /// In a cluster: bytes of other partitions' node data kept once fetched (0: none).
+  int64_t peer_cache_bytes = 512LL << 20;
+};
+
+/// The other servers of a cluster as the core uses them: sampling of nodes they own, whether
+/// they all answer (sampling is refused until then), and what operators see of them.
+class Cluster : public PeerSampling {
+ public:
+  virtual void FillStats(v1::ServerStats* out) const = 0;
 };
 
 /// What a stream needs to read a channel's epoch.
@@ -89,6 +97,11 @@ class Core {
   Core& operator=(const Core&) = delete;
 
   const Partition& partition() const { return *partition_; }
+  /// Joins a cluster whose servers are at `addresses` (partition order; DatasetMeta reports
+  /// them): frontier nodes and node data of other partitions are sampled through `cluster`, and
+  /// sampling is refused until cluster->Ready(). Call before the first backend is created;
+  /// `cluster` must outlive the core.
+  void SetCluster(Cluster* cluster, std::vector<std::string> addresses);
   const CoreOptions& options() const { return options_; }
 
   // Metadata and lookups.
@@ -162,8 +175,14 @@ class Core {
   // CSR positions of an edge type's edges ordered by global edge id; built on first use.
   const std::vector<int64_t>& EdgePositionsById(int edge_type) const;
 
+  // UNAVAILABLE while a cluster's peers have not all answered.
+  absl::Status SamplingOpen() const;
+
   std::unique_ptr<Partition> partition_;
   const CoreOptions options_;
+  std::atomic<Cluster*> cluster_{nullptr};
+  std::unique_ptr<RemoteCache> remote_cache_;  // set with the cluster
+  std::vector<std::string> cluster_addresses_;  // guarded by mu_
   // Declared before the backends so that it outlives every buffer they hold.
   const std::unique_ptr<SharedMemoryArea> shared_memory_;
   const std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();

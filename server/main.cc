@@ -30,7 +30,9 @@ int Run(int argc, char** argv) {
   flags.Define("partition", "", "partition directory to serve (a manifest.json and its arrays)");
   flags.Define("host", d.host, "address to listen on (0.0.0.0 or :: for every interface)");
   flags.Define("port", "0", "TCP port; 0 picks a free port");
-  flags.Define("port_file", "", "write the bound port to this file once listening (removed at a clean shutdown)");
+  flags.Define("port_file", "",
+               "write the bound port to this file once the server serves sampling (in a cluster: once every "
+               "peer answered); removed at a clean shutdown");
   flags.Define("num_workers", absl::StrCat(d.core.default_num_workers), "sampling threads of a backend by default");
   flags.Define("verify_partition", "true", "check every index of the partition at start-up");
   flags.Define("default_lease_s", absl::StrCat(d.core.default_lease_ms / 1000),
@@ -42,7 +44,13 @@ int Run(int argc, char** argv) {
                "tmpfs directory for the shared-memory transport of clients on this host (empty: off)");
   flags.Define("sample_ahead_batches", absl::StrCat(d.core.sample_ahead_batches),
                "batches of each channel's next epoch sampled ahead while workers are idle (0: off)");
-  flags.Define("cluster", "", "comma-separated addresses of every server, in partition order");
+  flags.Define("cluster", "",
+               "comma-separated host:port of every server of the cluster in partition order, this one's "
+               "included; sampling opens once every other one answers health");
+  flags.Define("peer_timeout_ms", absl::StrCat(d.peer_timeout_ms),
+               "deadline of each call to another server of the cluster, ms");
+  flags.Define("peer_cache_mb", absl::StrCat(d.core.peer_cache_bytes >> 20),
+               "MiB of other servers' node data (features, labels) kept once fetched (0: off)");
   flags.Define("log_level", "info", "trace, debug, info, warn, error or off");
   if (auto exit = flags.ParseCommandLine(argc, argv, "graphstored", "Serves one graph partition and a sampling backend.")) {
     return *exit;
@@ -59,8 +67,11 @@ int Run(int argc, char** argv) {
   auto state_log = flags.GetInt("state_log_interval_s");
   auto max_mb = flags.GetInt("max_message_mb");
   auto ahead = flags.GetInt("sample_ahead_batches");
+  auto peer_timeout = flags.GetInt("peer_timeout_ms");
+  auto peer_cache = flags.GetInt("peer_cache_mb");
   for (const absl::Status& s : {port.status(), workers.status(), verify.status(), lease.status(),
-                                state_log.status(), max_mb.status(), ahead.status()}) {
+                                state_log.status(), max_mb.status(), ahead.status(), peer_timeout.status(),
+                                peer_cache.status()}) {
     if (!s.ok()) return Fail(s);
   }
   if (*lease < 1) return Fail(absl::InvalidArgumentError("--default_lease_s must be >= 1"));
@@ -74,7 +85,11 @@ int Run(int argc, char** argv) {
   o.core.default_num_workers = static_cast<int>(*workers);
   o.core.default_lease_ms = *lease * 1000;
   o.core.state_log_interval_s = *state_log;
-  o.core.cluster = SplitList(flags.Get("cluster"), ',');
+  if (*peer_timeout < 1) return Fail(absl::InvalidArgumentError("--peer_timeout_ms must be >= 1"));
+  o.cluster = SplitList(flags.Get("cluster"), ',');
+  o.peer_timeout_ms = *peer_timeout;
+  if (*peer_cache < 0) return Fail(absl::InvalidArgumentError("--peer_cache_mb must be >= 0"));
+  o.core.peer_cache_bytes = *peer_cache << 20;
 
   // SIGTERM and SIGINT are taken synchronously by one thread, so shutdown runs as normal code.
   sigset_t signals;
@@ -85,6 +100,27 @@ int Run(int argc, char** argv) {
 
   auto server = GraphStoreServer::BuildAndStart(o);
   if (!server.ok()) return Fail(server.status());
+  if (o.cluster.empty() && (*server)->core().partition().num_partitions() > 1) {
+    Logger("main")->warn("partition {} of {} serves without --cluster: batches that reach another partition's "
+                         "nodes fail with FAILED_PRECONDITION", (*server)->core().partition().partition_id(),
+                         (*server)->core().partition().num_partitions());
+  }
+  GraphStoreServer* s = server->get();
+  std::thread signal_thread([s, signals] {
+    int sig = 0;
+    sigwait(&signals, &sig);
+    if (sig == SIGTERM || sig == SIGINT) {
+      Logger("main")->info("received {}", sig == SIGTERM ? "SIGTERM" : "SIGINT");
+      s->RequestShutdown();
+    }
+  });
+  signal_thread.detach();
+  // In a cluster the port file appears once every peer answered, so scripts that wait for it
+  // wait for a server that samples.
+  if (!s->WaitSamplingOpen()) {
+    s->Shutdown();
+    return 0;
+  }
   if (!flags.Get("port_file").empty()) {
     const std::string path = flags.Get("port_file");
     const std::string tmp = path + ".tmp";
@@ -97,16 +133,6 @@ int Run(int argc, char** argv) {
       return Fail(absl::PermissionDeniedError(absl::StrCat("cannot write --port_file=", path)));
     }
   }
-  GraphStoreServer* s = server->get();
-  std::thread signal_thread([s, signals] {
-    int sig = 0;
-    sigwait(&signals, &sig);
-    if (sig == SIGTERM || sig == SIGINT) {
-      Logger("main")->info("received {}", sig == SIGTERM ? "SIGTERM" : "SIGINT");
-      s->RequestShutdown();
-    }
-  });
-  signal_thread.detach();
   s->Wait();
   s->Shutdown();
   // The port file exists while the server serves: a clean shutdown removes it.

@@ -21,7 +21,30 @@ class NeighborScratch : public SamplerScratch {
   std::vector<int64_t> count;
   std::vector<int64_t> picked;
   std::vector<int64_t> neighbor;
+  // Cluster only: per frontier node the index of its owner's call (-1: owned here), the call
+  // index of each partition (-1: none yet), and the gathered edge ids.
+  std::vector<int32_t> remote;
+  std::vector<int32_t> call_of;
+  std::vector<int64_t> eid;
 };
+
+// The call of `owner` in `calls`, created on first use.
+template <typename Call>
+Call& CallFor(int owner, std::vector<int32_t>* call_of, std::vector<Call>* calls) {
+  int32_t& c = (*call_of)[owner];
+  if (c < 0) {
+    c = static_cast<int32_t>(calls->size());
+    calls->emplace_back();
+    calls->back().partition = owner;
+  }
+  return (*calls)[c];
+}
+
+absl::Status NeedsCluster(int64_t gid, const NodeTypeStore& t) {
+  return absl::FailedPreconditionError(absl::StrCat(
+      "node ", gid, " of type '", t.name, "' is owned by partition ", t.Owner(gid),
+      "; sampling it needs that partition's server (start graphstored with --cluster)"));
+}
 
 // Resets the touched entries of the dense maps however Sample returns.
 class MapReset {
@@ -159,7 +182,7 @@ absl::Status NeighborSampler::Sample(const SeedBatch& batch, SamplerScratch* scr
         const EdgeTypeStore& et = partition_->edge_type(e);
         const uint64_t hop_key =
             HopKey(batch.seed, batch.epoch, batch.batch_index, hop, edge_type_hash_[e]);
-        if (auto st = ExpandHop(e, fanout, hop_key, begin[et.row_type], end[et.row_type], s, out);
+        if (auto st = ExpandHop(e, fanout, hop_key, batch, hop, begin[et.row_type], end[et.row_type], s, out);
             !st.ok()) {
           return st;
         }
@@ -190,7 +213,7 @@ absl::Status NeighborSampler::Sample(const SeedBatch& batch, SamplerScratch* scr
   }
   for (int t = 0; t < num_types; ++t) {
     if (auto st = GatherNodeData(*partition_, t, options_.with_node_features, options_.with_labels, targets[t],
-                                 &out->nodes[t]);
+                                 &out->nodes[t], options_.peers, options_.remote_cache);
         !st.ok()) {
       return st;
     }
@@ -198,8 +221,9 @@ absl::Status NeighborSampler::Sample(const SeedBatch& batch, SamplerScratch* scr
   return absl::OkStatus();
 }
 
-absl::Status NeighborSampler::ExpandHop(int edge_type, int fanout, uint64_t hop_key, size_t begin,
-                                        size_t end, SamplerScratch* scratch, SampledSubgraph* out) const {
+absl::Status NeighborSampler::ExpandHop(int edge_type, int fanout, uint64_t hop_key, const SeedBatch& coordinates,
+                                        int hop, size_t begin, size_t end, SamplerScratch* scratch,
+                                        SampledSubgraph* out) const {
   // Three passes over the frontier, each issuing the next pass's random loads ahead of time:
   // (1) row extents from indptr, (2) the drawn neighbours from indices, (3) the global -> local
   // map. The order in which nodes and edges are appended is the same as a single loop's, so
@@ -212,12 +236,18 @@ absl::Status NeighborSampler::ExpandHop(int edge_type, int fanout, uint64_t hop_
   const bool single = partition_->num_partitions() == 1;
   const int64_t* indptr = et.indptr_data();
   const int64_t* indices = et.indices_data();
+  const NodeTypeStore& col_type = partition_->node_type(et.col_type);
   const std::vector<int64_t>& row_ids = out->nodes[et.row_type].ids;
   const size_t n = end - begin;
 
-  // Pass 1: CSR extent of every frontier node.
+  // Pass 1: CSR extent of every owned frontier node; the others join their owner's call.
   s->base.resize(n);
   s->degree.resize(n);
+  std::vector<PeerSampling::NeighborCall> calls;
+  if (!single) {
+    s->remote.assign(n, -1);
+    s->call_of.assign(partition_->num_partitions(), -1);
+  }
   for (size_t i = 0; i < n; ++i) {
     if (i + kAhead < n) {
       const int64_t ahead = row_ids[begin + i + kAhead];
@@ -226,16 +256,34 @@ absl::Status NeighborSampler::ExpandHop(int edge_type, int fanout, uint64_t hop_
     }
     const int64_t gid = row_ids[begin + i];
     if (!single && row_type.Owner(gid) != pid) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "node ", gid, " of type '", row_type.name, "' is owned by partition ", row_type.Owner(gid),
-          "; sampling it needs that partition's server"));
+      if (options_.peers == nullptr) return NeedsCluster(gid, row_type);
+      auto& call = CallFor(row_type.Owner(gid), &s->call_of, &calls);
+      s->remote[i] = s->call_of[call.partition];
+      call.ids.push_back(gid);
+      s->base[i] = 0;
+      s->degree[i] = 0;
+      continue;
     }
     const int64_t row = single ? gid : row_type.OwnerRow(gid);
     s->base[i] = indptr[row];
     s->degree[i] = indptr[row + 1] - s->base[i];
   }
+  // The owners draw while this server does its own share.
+  std::unique_ptr<PeerSampling::Pending> pending;
+  if (!calls.empty()) {
+    PeerSampling::Hop h;
+    h.edge_type = et.name;
+    h.fanout = fanout;
+    h.replace = options_.replace;
+    h.with_edge_ids = options_.with_edge_ids;
+    h.seed = coordinates.seed;
+    h.epoch = coordinates.epoch;
+    h.batch = coordinates.batch_index;
+    h.hop = hop;
+    pending = options_.peers->SampleNeighbors(h, &calls);
+  }
 
-  // Pass 2: draw each node's neighbours and gather their CSR positions.
+  // Pass 2: draw each owned node's neighbours and gather their CSR positions.
   const bool draw_all = fanout < 0;
   if (!draw_all && static_cast<int>(s->positions.size()) < fanout) s->positions.resize(fanout);
   s->picked.clear();
@@ -243,7 +291,9 @@ absl::Status NeighborSampler::ExpandHop(int edge_type, int fanout, uint64_t hop_
   for (size_t i = 0; i < n; ++i) {
     const int64_t base = s->base[i];
     const int64_t degree = s->degree[i];
-    if (draw_all || (!options_.replace && degree <= fanout)) {
+    if (!single && s->remote[i] >= 0) {
+      s->count[i] = 0;
+    } else if (draw_all || (!options_.replace && degree <= fanout)) {
       for (int64_t k = 0; k < degree; ++k) s->picked.push_back(base + k);
       s->count[i] = degree;
     } else {
@@ -255,13 +305,57 @@ absl::Status NeighborSampler::ExpandHop(int edge_type, int fanout, uint64_t hop_
     }
   }
 
-  // Pass 3: map neighbours to local ids (appending new nodes) and emit the edges.
-  const size_t m = s->picked.size();
-  s->neighbor.resize(m);
-  for (size_t j = 0; j < m; ++j) {
-    if (j + kAhead < m) __builtin_prefetch(indices + s->picked[j + kAhead]);
-    s->neighbor[j] = indices[s->picked[j]];
+  // Pass 3: the neighbour ids (and edge ids) in frontier order.
+  if (pending == nullptr) {
+    const size_t m = s->picked.size();
+    s->neighbor.resize(m);
+    if (options_.with_edge_ids) s->eid.resize(m);
+    for (size_t j = 0; j < m; ++j) {
+      if (j + kAhead < m) __builtin_prefetch(indices + s->picked[j + kAhead]);
+      s->neighbor[j] = indices[s->picked[j]];
+      if (options_.with_edge_ids) s->eid[j] = et.EdgeId(s->picked[j]);
+    }
+  } else {
+    if (auto st = pending->Wait(); !st.ok()) return st;
+    std::vector<size_t> next(calls.size(), 0);  // per call: next id, next neighbour
+    std::vector<size_t> next_neighbor(calls.size(), 0);
+    for (const auto& c : calls) {
+      int64_t total = 0;
+      for (int64_t k : c.counts) total += k;
+      if (c.counts.size() != c.ids.size() || total < 0 || static_cast<size_t>(total) != c.neighbors.size() ||
+          (options_.with_edge_ids && c.edge_ids.size() != c.neighbors.size())) {
+        return absl::InternalError(absl::StrCat("partition ", c.partition, " answered SampleNeighbors for ",
+                                                c.ids.size(), " nodes with inconsistent counts"));
+      }
+      for (int64_t w : c.neighbors) {
+        if (w < 0 || w >= col_type.num_nodes) {
+          return absl::InternalError(absl::StrCat("partition ", c.partition, " answered neighbour ", w,
+                                                  ", which is not a '", col_type.name, "' node id"));
+        }
+      }
+    }
+    s->neighbor.clear();
+    s->eid.clear();
+    size_t local = 0;
+    for (size_t i = 0; i < n; ++i) {
+      const int32_t r = s->remote[i];
+      if (r < 0) {
+        for (int64_t k = 0; k < s->count[i]; ++k, ++local) {
+          s->neighbor.push_back(indices[s->picked[local]]);
+          if (options_.with_edge_ids) s->eid.push_back(et.EdgeId(s->picked[local]));
+        }
+        continue;
+      }
+      const auto& c = calls[r];
+      const int64_t k = c.counts[next[r]++];
+      const size_t from = next_neighbor[r];
+      s->neighbor.insert(s->neighbor.end(), c.neighbors.begin() + from, c.neighbors.begin() + from + k);
+      if (options_.with_edge_ids) s->eid.insert(s->eid.end(), c.edge_ids.begin() + from, c.edge_ids.begin() + from + k);
+      next_neighbor[r] = from + k;
+      s->count[i] = k;
+    }
   }
+  const size_t m = s->neighbor.size();
   std::vector<int64_t>& col_ids = out->nodes[et.col_type].ids;
   std::vector<int32_t>& col_map = s->local_of[et.col_type];
   SampledEdges& edges = out->edges[edge_type];
@@ -285,27 +379,27 @@ absl::Status NeighborSampler::ExpandHop(int edge_type, int fanout, uint64_t hop_
       }
       src[first + j] = u;
       dst[first + j] = local;
-      if (options_.with_edge_ids) edges.eids[first + j] = et.EdgeId(s->picked[j]);
+      if (options_.with_edge_ids) edges.eids[first + j] = s->eid[j];
     }
   }
   return absl::OkStatus();
 }
 
 absl::Status GatherNodeData(const Partition& partition, int node_type, bool features, bool labels,
-                            char* feature_dst, SampledNodes* nodes) {
+                            char* feature_dst, SampledNodes* nodes, PeerSampling* peers, RemoteCache* cache) {
   const NodeTypeStore& t = partition.node_type(node_type);
+  features = features && t.feature_dim > 0;
+  labels = labels && t.labels.is_open();
+  if (!features && !labels) return absl::OkStatus();
   const size_t n = nodes->ids.size();
-  for (int64_t id : nodes->ids) {
-    if (t.Owner(id) != partition.partition_id() && (features || labels)) {
-      return absl::FailedPreconditionError(absl::StrCat("node ", id, " of type '", t.name,
-                                                        "' is owned by partition ", t.Owner(id)));
-    }
-  }
-  if (features && t.feature_dim > 0) {
-    const size_t row_bytes = static_cast<size_t>(t.feature_dim) * DtypeSize(t.feature_dtype);
+  const int pid = partition.partition_id();
+  const size_t row_bytes = static_cast<size_t>(t.feature_dim) * DtypeSize(t.feature_dtype);
+
+  char* dst = nullptr;
+  if (features) {
     nodes->feature_dim = t.feature_dim;
     nodes->feature_dtype = t.feature_dtype;
-    char* dst = feature_dst;
+    dst = feature_dst;
     if (dst != nullptr) {
       nodes->features.clear();
       nodes->placed_features = dst;
@@ -314,15 +408,73 @@ absl::Status GatherNodeData(const Partition& partition, int node_type, bool feat
       nodes->features.resize(n * row_bytes);
       dst = nodes->features.data();
     }
+  }
+  if (labels) nodes->labels.resize(n);
+
+  // Nodes owned elsewhere and not cached: one call per owner, answered while the local rows
+  // are copied.
+  std::vector<PeerSampling::NodeDataCall> calls;
+  std::vector<int32_t> call_of;
+  std::vector<std::pair<int32_t, size_t>> remote;  // (call, position in nodes->ids)
+  if (partition.num_partitions() > 1) {
+    call_of.assign(partition.num_partitions(), -1);
+    for (size_t i = 0; i < n; ++i) {
+      const int64_t id = nodes->ids[i];
+      if (t.Owner(id) == pid) continue;
+      if (cache != nullptr && (!features || cache->GetFeatures(node_type, id, dst + i * row_bytes)) &&
+          (!labels || cache->GetLabel(node_type, id, &nodes->labels[i]))) {
+        continue;
+      }
+      if (peers == nullptr) {
+        return absl::FailedPreconditionError(absl::StrCat(
+            "node ", id, " of type '", t.name, "' is owned by partition ", t.Owner(id),
+            "; its features and labels need that partition's server (start graphstored with --cluster)"));
+      }
+      auto& call = CallFor(t.Owner(id), &call_of, &calls);
+      call.ids.push_back(id);
+      remote.emplace_back(call_of[call.partition], i);
+    }
+  }
+  std::unique_ptr<PeerSampling::Pending> pending;
+  if (!calls.empty()) pending = peers->FetchNodeData(t.name, features, labels, &calls);
+
+  if (features) {
     const char* src = static_cast<const char*>(t.features.raw());
     for (size_t i = 0; i < n; ++i) {
+      if (t.Owner(nodes->ids[i]) != pid) continue;
       std::memcpy(dst + i * row_bytes, src + t.OwnerRow(nodes->ids[i]) * row_bytes, row_bytes);
     }
   }
-  if (labels && t.labels.is_open()) {
+  if (labels) {
     const int64_t* lab = t.labels.data<int64_t>();
-    nodes->labels.resize(n);
-    for (size_t i = 0; i < n; ++i) nodes->labels[i] = lab[t.OwnerRow(nodes->ids[i])];
+    for (size_t i = 0; i < n; ++i) {
+      if (t.Owner(nodes->ids[i]) != pid) continue;
+      nodes->labels[i] = lab[t.OwnerRow(nodes->ids[i])];
+    }
+  }
+  if (pending == nullptr) return absl::OkStatus();
+
+  if (auto st = pending->Wait(); !st.ok()) return st;
+  for (const auto& c : calls) {
+    if ((features && c.features.size() != c.ids.size() * row_bytes) ||
+        (labels && c.labels.size() != c.ids.size())) {
+      return absl::InternalError(absl::StrCat("partition ", c.partition, " answered the data of ", c.ids.size(),
+                                              " '", t.name, "' nodes with the wrong size"));
+    }
+  }
+  std::vector<size_t> next(calls.size(), 0);
+  for (const auto& [c, i] : remote) {
+    const size_t k = next[c]++;
+    const int64_t id = nodes->ids[i];
+    if (features) {
+      const char* row = calls[c].features.data() + k * row_bytes;
+      std::memcpy(dst + i * row_bytes, row, row_bytes);
+      if (cache != nullptr) cache->PutFeatures(node_type, id, row);
+    }
+    if (labels) {
+      nodes->labels[i] = calls[c].labels[k];
+      if (cache != nullptr) cache->PutLabel(node_type, id, calls[c].labels[k]);
+    }
   }
   return absl::OkStatus();
 }

@@ -7,7 +7,9 @@
 // is expanded along every edge type whose row type it has: up to `fanout` neighbours, drawn by
 // DrawNeighborPositions with the key (seed, epoch, batch, hop, edge type, node id). New nodes
 // get the next local id of their type in the order they are first met, so the output is a pure
-// function of the seeds and those coordinates, and does not depend on the partitioning.
+// function of the seeds and those coordinates, and does not depend on the partitioning: a
+// frontier node owned by another partition is expanded by its owner (PeerSampling) with the
+// same key, and its neighbours are merged in frontier order.
 
 #include <map>
 #include <memory>
@@ -16,6 +18,7 @@
 
 #include "absl/status/statusor.h"
 #include "server/partition.h"
+#include "server/remote_cache.h"
 #include "server/sampler.h"
 
 namespace graphstore {
@@ -35,6 +38,12 @@ struct NeighborSamplerOptions {
   bool with_node_features = false;
   /// Gather node labels.
   bool with_labels = false;
+  /// The servers of the other partitions, for frontier nodes and node data held there; null on
+  /// a single partition or a server outside a cluster (then such nodes fail the batch with
+  /// FAILED_PRECONDITION). Not owned; must outlive the sampler.
+  PeerSampling* peers = nullptr;
+  /// Node data of other partitions kept once fetched (see RemoteCache); null: none. Not owned.
+  RemoteCache* remote_cache = nullptr;
 };
 
 /// k-hop neighbour sampler.
@@ -54,9 +63,10 @@ class NeighborSampler : public Sampler {
  private:
   NeighborSampler(const Partition* partition, NeighborSamplerOptions options)
       : partition_(partition), options_(std::move(options)) {}
-  // Expands frontier [begin, end) of `edge_type`'s row type by one hop into `out`.
-  absl::Status ExpandHop(int edge_type, int fanout, uint64_t hop_key, size_t begin, size_t end,
-                         SamplerScratch* scratch, SampledSubgraph* out) const;
+  // Expands frontier [begin, end) of `edge_type`'s row type by one hop into `out`; nodes owned
+  // elsewhere are expanded by their owners with the same (coordinates, hop) key.
+  absl::Status ExpandHop(int edge_type, int fanout, uint64_t hop_key, const SeedBatch& coordinates, int hop,
+                         size_t begin, size_t end, SamplerScratch* scratch, SampledSubgraph* out) const;
 
   const Partition* partition_;
   NeighborSamplerOptions options_;
@@ -66,10 +76,13 @@ class NeighborSampler : public Sampler {
   std::vector<uint64_t> edge_type_hash_;
 };
 
-/// Copies the feature rows and labels of `nodes->ids` (owned by `partition`) into `nodes`;
-/// feature rows go to `feature_dst` instead when it is not null (it must hold them all).
+/// Copies the feature rows and labels of `nodes->ids` into `nodes`; feature rows go to
+/// `feature_dst` instead when it is not null (it must hold them all). Rows of nodes owned by
+/// other partitions come from `cache` when it has them, else from `peers` (then they are added
+/// to `cache`); FAILED_PRECONDITION when they are needed and `peers` is null.
 absl::Status GatherNodeData(const Partition& partition, int node_type, bool features, bool labels,
-                            char* feature_dst, SampledNodes* nodes);
+                            char* feature_dst, SampledNodes* nodes, PeerSampling* peers = nullptr,
+                            RemoteCache* cache = nullptr);
 
 }  // namespace graphstore
 

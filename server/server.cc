@@ -60,10 +60,59 @@ absl::StatusOr<std::unique_ptr<GraphStoreServer>> GraphStoreServer::BuildAndStar
   if (s->server_ == nullptr || s->port_ == 0) {
     return absl::UnavailableError(absl::StrCat("cannot listen on ", listen));
   }
-  s->server_->GetHealthCheckService()->SetServingStatus(kServiceName, true);
+  // "" says the server is up (what peers wait for); the service says it samples.
   s->server_->GetHealthCheckService()->SetServingStatus("", true);
+  s->server_->GetHealthCheckService()->SetServingStatus(kServiceName, false);
   Logger("main")->info("graphstored listening on {}", s->address());
+  if (!options.cluster.empty()) {
+    if (auto st = s->JoinCluster(options.cluster); !st.ok()) return st;
+  } else {
+    s->OpenSampling();
+  }
   return s;
+}
+
+absl::Status GraphStoreServer::JoinCluster(const std::vector<std::string>& addresses) {
+  const Partition& p = core_->partition();
+  if (static_cast<int>(addresses.size()) != p.num_partitions()) {
+    return absl::InvalidArgumentError(absl::StrCat("--cluster has ", addresses.size(), " addresses but the dataset has ",
+                                                   p.num_partitions(), " partitions"));
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (peers_ != nullptr) return absl::FailedPreconditionError("the server already joined a cluster");
+    // A server started outside the cluster samples again once the peers answer.
+    sampling_open_ = false;
+    server_->GetHealthCheckService()->SetServingStatus(kServiceName, false);
+  }
+  PeerOptions po;
+  po.addresses = addresses;
+  po.self = p.partition_id();
+  po.call_timeout_ms = options_.peer_timeout_ms;
+  po.max_message_bytes = options_.max_message_bytes;
+  po.on_ready = [this] { OpenSampling(); };
+  auto peers = Peers::Create(std::move(po));
+  if (!peers.ok()) return peers.status();
+  std::lock_guard<std::mutex> lock(mu_);
+  peers_ = *std::move(peers);
+  core_->SetCluster(peers_.get(), addresses);
+  return absl::OkStatus();
+}
+
+void GraphStoreServer::OpenSampling() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (shut_down_ || sampling_open_) return;
+    sampling_open_ = true;
+    server_->GetHealthCheckService()->SetServingStatus(kServiceName, true);
+  }
+  cv_.notify_all();
+}
+
+bool GraphStoreServer::WaitSamplingOpen() {
+  std::unique_lock<std::mutex> lock(mu_);
+  cv_.wait(lock, [&] { return sampling_open_ || shutdown_requested_; });
+  return sampling_open_ && !shutdown_requested_;
 }
 
 GraphStoreServer::~GraphStoreServer() { Shutdown(); }
@@ -93,7 +142,9 @@ int GraphStoreServer::Shutdown() {
     shut_down_ = true;
   }
   Logger("main")->info("shutting down");
+  if (peers_ != nullptr) peers_->StopMonitor();
   if (server_) {
+    std::lock_guard<std::mutex> lock(mu_);
     server_->GetHealthCheckService()->SetServingStatus(kServiceName, false);
     server_->GetHealthCheckService()->SetServingStatus("", false);
   }

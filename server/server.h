@@ -13,6 +13,7 @@
 
 #include "absl/status/statusor.h"
 #include "server/core.h"
+#include "server/peers.h"
 #include "server/service.h"
 
 namespace graphstore {
@@ -34,6 +35,11 @@ struct ServerOptions {
   /// tmpfs directory for the shared-memory transport offered to clients on this host; empty
   /// turns the offer off.
   std::string shared_memory_dir = "/dev/shm";
+  /// Addresses of every server of the cluster in partition order (this one's included);
+  /// empty outside a cluster. See JoinCluster.
+  std::vector<std::string> cluster;
+  /// Deadline of each call to a peer, in ms.
+  int64_t peer_timeout_ms = 10000;
   /// Service limits and defaults.
   CoreOptions core;
 };
@@ -52,6 +58,17 @@ class GraphStoreServer {
   std::string address() const;
   Core& core() { return *core_; }
 
+  /// Joins the cluster of servers at `addresses` (partition order, this one's included): opens
+  /// channels to the peers, which then sample the frontier nodes and fetch the data of the
+  /// nodes they own. Until every peer answers health, sampling is refused with UNAVAILABLE and
+  /// the health status of graphstore.v1.GraphStore is NOT_SERVING ("" is SERVING: the peers
+  /// check that one). BuildAndStart calls it with options.cluster; a caller that starts its
+  /// servers on port 0 calls it once every port is known. Once only; before any sampling.
+  absl::Status JoinCluster(const std::vector<std::string>& addresses);
+  /// Blocks until sampling is open (at once outside a cluster) or shutdown is requested;
+  /// returns whether sampling opened.
+  bool WaitSamplingOpen();
+
   /// Asks Wait() to return (Exit RPC, SIGTERM). Thread-safe; not async-signal-safe.
   void RequestShutdown();
   /// Blocks until RequestShutdown.
@@ -63,8 +80,12 @@ class GraphStoreServer {
 
  private:
   GraphStoreServer() = default;
+  // Marks sampling open (health SERVING for graphstore.v1.GraphStore) unless shut down.
+  void OpenSampling();
 
   ServerOptions options_;
+  // Declared before the core, which calls the peers from its workers until it is destroyed.
+  std::unique_ptr<Peers> peers_;
   std::unique_ptr<Core> core_;
   std::unique_ptr<GraphStoreService> service_;
   std::unique_ptr<grpc::Server> server_;
@@ -73,6 +94,7 @@ class GraphStoreServer {
   std::condition_variable cv_;
   bool shutdown_requested_ = false;
   bool shut_down_ = false;
+  bool sampling_open_ = false;
   int channels_destroyed_ = 0;
 };
 

@@ -18,15 +18,17 @@ namespace {
 int counter = 0;
 }
 
-Daemon::Daemon(const std::string& partition_dir, const std::vector<std::string>& flags) {
+Daemon::Daemon(const std::string& partition_dir, const std::vector<std::string>& flags, int port, bool wait) {
   const char* tmp = std::getenv("TEST_TMPDIR");
   const std::string base = std::string(tmp != nullptr ? tmp : "/tmp") + "/graphstored-" +
                            std::to_string(::getpid()) + "-" + std::to_string(counter++);
-  const std::string port_file = base + ".port";
+  port_ = port;
+  port_file_ = base + ".port";
   log_path_ = base + ".log";
-  std::remove(port_file.c_str());
-  std::vector<std::string> args = {"server/graphstored", "--partition=" + partition_dir, "--port=0",
-                                   "--port_file=" + port_file, "--log_level=debug"};
+  std::remove(port_file_.c_str());
+  std::vector<std::string> args = {"server/graphstored", "--partition=" + partition_dir,
+                                   "--port=" + std::to_string(port), "--port_file=" + port_file_,
+                                   "--log_level=debug"};
   args.insert(args.end(), flags.begin(), flags.end());
   pid_ = ::fork();
   if (pid_ < 0) throw std::runtime_error("fork failed");
@@ -42,8 +44,12 @@ Daemon::Daemon(const std::string& partition_dir, const std::vector<std::string>&
     ::execv(argv[0], argv.data());
     ::_exit(127);
   }
-  for (int i = 0; i < 3000; ++i) {
-    const std::string text = ReadFile(port_file);
+  if (wait) WaitReady();
+}
+
+void Daemon::WaitReady(int timeout_s) {
+  for (int i = 0; i < timeout_s * 100; ++i) {
+    const std::string text = ReadFile(port_file_);
     if (!text.empty()) {
       port_ = std::atoi(text.c_str());
       return;
@@ -78,6 +84,10 @@ int Daemon::WaitExit(int timeout_s) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   return -2;
+}
+
+void Daemon::Signal(int signal) {
+  if (pid_ > 0) ::kill(pid_, signal);
 }
 
 int Daemon::Stop(int signal, int timeout_s) {

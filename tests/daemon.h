@@ -13,8 +13,10 @@ namespace graphstore::testing {
 
 class Daemon {
  public:
-  /// Starts graphstored serving `partition_dir` with extra flags; waits for its port file.
-  Daemon(const std::string& partition_dir, const std::vector<std::string>& flags = {});
+  /// Starts graphstored serving `partition_dir` with extra flags on `port` (0: a free one);
+  /// waits for its port file (written once it serves sampling) unless `wait` is false.
+  Daemon(const std::string& partition_dir, const std::vector<std::string>& flags = {}, int port = 0,
+         bool wait = true);
   /// Kills the daemon if it still runs.
   ~Daemon();
 
@@ -22,6 +24,10 @@ class Daemon {
   std::string address() const { return "127.0.0.1:" + std::to_string(port_); }
   bool running() const { return pid_ > 0; }
 
+  /// Waits up to `timeout_s` for the port file; throws if the daemon exits or the time runs out.
+  void WaitReady(int timeout_s = 30);
+  /// Sends `signal` without waiting.
+  void Signal(int signal);
   /// Sends `signal` and waits up to `timeout_s`; returns the exit status (or -1 if it did not
   /// exit normally, -2 on timeout).
   int Stop(int signal, int timeout_s = 30);
@@ -34,6 +40,7 @@ class Daemon {
   pid_t pid_ = -1;
   int port_ = 0;
   std::string log_path_;
+  std::string port_file_;
 };
 
 }  // namespace graphstore::testing

@@ -12,7 +12,7 @@
 #include <set>
 
 #include "google/protobuf/descriptor.pb.h"
-#include "grpc_probe/probe.grpc.pb.h"
+#include "grpc_health/v1/health.grpc.pb.h"
 #include "grpc_probe/reflection_probe.grpc.pb.h"
 #include "tests/daemon.h"
 #include "tests/fixtures.h"

@@ -4,6 +4,7 @@
 // Helpers shared by the tests: scratch directories and the location of ../shared/data.
 
 #include <string>
+#include <vector>
 
 namespace graphstore::testing {
 
@@ -31,6 +32,10 @@ std::string ReadFile(const std::string& path);
 void WriteFile(const std::string& path, const std::string& contents);
 /// Runs a shell command; returns its exit status (or -1).
 int RunCommand(const std::string& command);
+
+/// `n` distinct loopback ports that were free a moment ago (for servers that must know each
+/// other's addresses before they start).
+std::vector<int> FreeLoopbackPorts(int n);
 
 }  // namespace graphstore::testing
 

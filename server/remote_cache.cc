@@ -1,0 +1,114 @@
+#include "server/remote_cache.h"
+
+#include <cstring>
+#include <limits>
+
+namespace graphstore {
+
+namespace {
+constexpr int64_t kRowsPerChunk = 4096;
+constexpr int64_t kNoLabel = std::numeric_limits<int64_t>::min();
+}  // namespace
+
+struct RemoteCache::Type {
+  int64_t num_nodes = 0;
+  size_t row_bytes = 0;
+  std::mutex mu;  // serialises writers of this type
+  // Feature rows: slot of each node (-1: absent), rows in chunks that never move.
+  std::atomic<std::atomic<int32_t>*> slot{nullptr};
+  std::unique_ptr<std::atomic<int32_t>[]> slot_storage;
+  std::vector<std::unique_ptr<char[]>> chunk_storage;
+  std::unique_ptr<std::atomic<char*>[]> chunks;  // max_chunks entries
+  int64_t max_chunks = 0;
+  int32_t next_slot = 0;
+  // Labels: one entry per node (kNoLabel: absent).
+  std::atomic<std::atomic<int64_t>*> label{nullptr};
+  std::unique_ptr<std::atomic<int64_t>[]> label_storage;
+};
+
+RemoteCache::RemoteCache(const Partition* partition, int64_t capacity_bytes) : capacity_(capacity_bytes) {
+  for (const auto& t : partition->node_types()) {
+    auto type = std::make_unique<Type>();
+    type->num_nodes = t.num_nodes;
+    type->row_bytes = static_cast<size_t>(t.feature_dim) * DtypeSize(t.feature_dtype);
+    if (type->row_bytes > 0) {
+      const int64_t rows = std::min<int64_t>(t.num_nodes, capacity_bytes / static_cast<int64_t>(type->row_bytes));
+      type->max_chunks = (rows + kRowsPerChunk - 1) / kRowsPerChunk;
+      type->chunks = std::make_unique<std::atomic<char*>[]>(type->max_chunks);
+      for (int64_t i = 0; i < type->max_chunks; ++i) type->chunks[i].store(nullptr);
+    }
+    types_.push_back(std::move(type));
+  }
+}
+
+RemoteCache::~RemoteCache() = default;
+
+bool RemoteCache::Reserve(int64_t n) {
+  int64_t cur = bytes_.load(std::memory_order_relaxed);
+  while (cur + n <= capacity_) {
+    if (bytes_.compare_exchange_weak(cur, cur + n, std::memory_order_relaxed)) return true;
+  }
+  return false;
+}
+
+bool RemoteCache::GetFeatures(int type, int64_t id, char* dst) const {
+  const Type& t = *types_[type];
+  const std::atomic<int32_t>* slots = t.slot.load(std::memory_order_acquire);
+  if (slots == nullptr) return false;
+  const int32_t s = slots[id].load(std::memory_order_acquire);
+  if (s < 0) return false;
+  const char* chunk = t.chunks[s / kRowsPerChunk].load(std::memory_order_relaxed);
+  std::memcpy(dst, chunk + static_cast<size_t>(s % kRowsPerChunk) * t.row_bytes, t.row_bytes);
+  return true;
+}
+
+void RemoteCache::PutFeatures(int type, int64_t id, const char* row) {
+  Type& t = *types_[type];
+  if (t.row_bytes == 0 || t.max_chunks == 0) return;
+  std::lock_guard<std::mutex> lock(t.mu);
+  if (t.slot.load(std::memory_order_relaxed) == nullptr) {
+    if (!Reserve(t.num_nodes * static_cast<int64_t>(sizeof(int32_t)))) return;
+    t.slot_storage = std::make_unique<std::atomic<int32_t>[]>(t.num_nodes);
+    for (int64_t i = 0; i < t.num_nodes; ++i) t.slot_storage[i].store(-1, std::memory_order_relaxed);
+    t.slot.store(t.slot_storage.get(), std::memory_order_release);
+  }
+  std::atomic<int32_t>& slot = t.slot_storage[id];
+  if (slot.load(std::memory_order_relaxed) >= 0) return;
+  const int32_t s = t.next_slot;
+  const int64_t chunk = s / kRowsPerChunk;
+  if (chunk >= t.max_chunks) return;
+  if (s % kRowsPerChunk == 0) {
+    if (!Reserve(kRowsPerChunk * static_cast<int64_t>(t.row_bytes))) return;
+    t.chunk_storage.push_back(std::make_unique<char[]>(kRowsPerChunk * t.row_bytes));
+    t.chunks[chunk].store(t.chunk_storage.back().get(), std::memory_order_relaxed);
+  }
+  char* dst = t.chunks[chunk].load(std::memory_order_relaxed) + static_cast<size_t>(s % kRowsPerChunk) * t.row_bytes;
+  std::memcpy(dst, row, t.row_bytes);
+  ++t.next_slot;
+  slot.store(s, std::memory_order_release);  // readers that see the slot see the row
+}
+
+bool RemoteCache::GetLabel(int type, int64_t id, int64_t* label) const {
+  const std::atomic<int64_t>* labels = types_[type]->label.load(std::memory_order_acquire);
+  if (labels == nullptr) return false;
+  const int64_t v = labels[id].load(std::memory_order_relaxed);
+  if (v == kNoLabel) return false;
+  *label = v;
+  return true;
+}
+
+void RemoteCache::PutLabel(int type, int64_t id, int64_t label) {
+  Type& t = *types_[type];
+  if (t.label.load(std::memory_order_acquire) == nullptr) {
+    std::lock_guard<std::mutex> lock(t.mu);
+    if (t.label.load(std::memory_order_relaxed) == nullptr) {
+      if (!Reserve(t.num_nodes * static_cast<int64_t>(sizeof(int64_t)))) return;
+      t.label_storage = std::make_unique<std::atomic<int64_t>[]>(t.num_nodes);
+      for (int64_t i = 0; i < t.num_nodes; ++i) t.label_storage[i].store(kNoLabel, std::memory_order_relaxed);
+      t.label.store(t.label_storage.get(), std::memory_order_release);
+    }
+  }
+  t.label.load(std::memory_order_acquire)[id].store(label, std::memory_order_relaxed);
+}
+
+}  // namespace graphstore

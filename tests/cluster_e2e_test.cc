@@ -1,0 +1,377 @@
+// A cluster of servers on loopback: cross-partition sampling gives the same subgraphs as one
+// partition holding the whole graph, the Loader covers every server's seeds, sampling waits
+// for every peer, and a dead or frozen peer turns into UNAVAILABLE naming it, from which
+// sampling recovers once the peer is back.
+
+#include "client/loader.h"  // LibTorch first (see loader.h)
+
+#undef CHECK
+#include <catch2/catch.hpp>
+
+#include <grpcpp/grpcpp.h>
+#include <signal.h>
+
+#include <algorithm>
+#include <chrono>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "google/protobuf/util/message_differencer.h"
+#include "grpc_health/v1/health.grpc.pb.h"
+#include "server/server.h"
+#include "tests/daemon.h"
+#include "tests/test_util.h"
+#include "tools/generator.h"
+
+namespace graphstore {
+namespace {
+
+using testing::Daemon;
+using testing::TempDir;
+
+// The same generated graph written as 1, 2 and 4 randomly assigned partitions.
+const std::string& Dataset(int num_partitions) {
+  static TempDir* dir = new TempDir();
+  static std::map<int, std::string> made;
+  auto it = made.find(num_partitions);
+  if (it != made.end()) return it->second;
+  GeneratorOptions g;
+  g.num_nodes = 3000;
+  g.avg_degree = 8;
+  g.feature_dim = 8;
+  g.num_classes = 4;
+  g.seed = 11;
+  g.num_partitions = num_partitions;
+  const std::string path = dir->path() + "/p" + std::to_string(num_partitions);
+  REQUIRE(GenerateDataset(g, path).ok());
+  return made.emplace(num_partitions, path).first->second;
+}
+
+std::string PartDir(int num_partitions, int k) {
+  return num_partitions == 1 ? Dataset(1) : Dataset(num_partitions) + "/part-" + std::to_string(k);
+}
+
+// In-process servers on port 0 that join each other once every port is known.
+struct LocalCluster {
+  std::vector<std::unique_ptr<GraphStoreServer>> servers;
+  std::vector<std::string> addresses;
+
+  explicit LocalCluster(int n) {
+    for (int k = 0; k < n; ++k) {
+      ServerOptions o;
+      o.partition_dir = PartDir(n, k);
+      o.shared_memory_dir = "";
+      o.core.state_log_interval_s = 0;
+      auto s = GraphStoreServer::BuildAndStart(o);
+      REQUIRE(s.ok());
+      addresses.push_back((*s)->address());
+      servers.push_back(*std::move(s));
+    }
+    if (n > 1) {
+      for (auto& s : servers) REQUIRE(s->JoinCluster(addresses).ok());
+    }
+    for (auto& s : servers) REQUIRE(s->WaitSamplingOpen());
+  }
+};
+
+std::unique_ptr<client::Client> Connect(const std::string& address) {
+  client::ClientOptions o;
+  o.address = address;
+  auto c = client::Client::Connect(o);
+  REQUIRE(c.ok());
+  return *std::move(c);
+}
+
+v1::SamplingConfig Config(int batch_size) {
+  v1::SamplingConfig c;
+  c.set_batch_size(batch_size);
+  c.add_num_neighbors(6);
+  c.add_num_neighbors(4);
+  c.add_num_neighbors(3);
+  c.set_shuffle(true);
+  c.set_with_edge_ids(true);
+  c.set_with_node_features(true);
+  c.set_with_labels(true);
+  return c;
+}
+
+std::vector<int64_t> TrainIds(client::Client& c) {
+  v1::GetNodeIdsRequest req;
+  req.set_split("train");
+  auto r = c.GetNodeIds(req);
+  REQUIRE(r.ok());
+  const auto* p = reinterpret_cast<const int64_t*>(r->ids().data().data());
+  return std::vector<int64_t>(p, p + r->ids().data().size() / 8);
+}
+
+// Registers `seeds` on a server and returns the channel.
+uint64_t Register(client::Client& c, const std::vector<int64_t>& seeds, const v1::SamplingConfig& config,
+                  int buffer_messages = 0) {
+  v1::InitSamplingBackendRequest init;
+  init.set_backend_key("cluster-test");
+  *init.mutable_config() = config;
+  auto b = c.InitSamplingBackend(init);
+  REQUIRE(b.ok());
+  v1::RegisterSamplingInputRequest reg;
+  reg.set_backend_id(b->backend_id());
+  reg.mutable_nodes()->mutable_ids()->Add(seeds.begin(), seeds.end());
+  reg.set_seed(2024);
+  reg.mutable_buffer()->set_max_messages(buffer_messages);
+  auto r = c.RegisterSamplingInput(reg);
+  REQUIRE(r.ok());
+  return r->channel_id();
+}
+
+// Streams one whole epoch; the messages without their channel id, in batch order.
+std::vector<v1::SampledMessage> Epoch(client::Client& c, uint64_t channel, int64_t epoch) {
+  v1::StartEpochRequest start;
+  start.set_channel_id(channel);
+  start.set_epoch(epoch);
+  REQUIRE(c.StartEpoch(start).ok());
+  v1::StreamSampledMessagesRequest req;
+  req.set_channel_id(channel);
+  req.set_epoch(epoch);
+  auto stream = c.Stream(req);
+  std::vector<v1::SampledMessage> out;
+  while (true) {
+    auto m = stream->Next();
+    REQUIRE(m.ok());
+    if (*m == nullptr) break;
+    (*m)->clear_channel_id();
+    out.push_back(**m);
+  }
+  std::sort(out.begin(), out.end(),
+            [](const auto& a, const auto& b) { return a.batch_index() < b.batch_index(); });
+  return out;
+}
+
+std::vector<int64_t> Int64s(const v1::Tensor& t) {
+  const auto* p = reinterpret_cast<const int64_t*>(t.data().data());
+  return std::vector<int64_t>(p, p + t.data().size() / 8);
+}
+
+TEST_CASE("1-, 2- and 4-partition clusters sample the same subgraphs for the same batch", "[cluster]") {
+  LocalCluster single(1);
+  auto whole = Connect(single.addresses[0]);
+  for (int n : {2, 4}) {
+    INFO(n << " partitions");
+    LocalCluster cluster(n);
+    int64_t foreign_nodes = 0;
+    for (int k = 0; k < n; ++k) {
+      auto c = Connect(cluster.addresses[k]);
+      // The seeds partition k owns, batched the same way by it and by the single server.
+      const std::vector<int64_t> seeds = TrainIds(*c);
+      REQUIRE(!seeds.empty());
+      const auto got = Epoch(*c, Register(*c, seeds, Config(40)), 3);
+      const auto want = Epoch(*whole, Register(*whole, seeds, Config(40)), 3);
+      REQUIRE(got.size() == want.size());
+      REQUIRE(!got.empty());
+      for (size_t b = 0; b < got.size(); ++b) {
+        INFO("partition " << k << " batch " << b);
+        REQUIRE(google::protobuf::util::MessageDifferencer::Equals(got[b], want[b]));
+      }
+      // The subgraphs really crossed partitions.
+      v1::LookupPartitionsRequest lp;
+      for (int64_t id : Int64s(got[0].nodes(0).ids())) lp.add_ids(id);
+      auto owners = c->LookupPartitions(lp);
+      REQUIRE(owners.ok());
+      const auto* p = reinterpret_cast<const int32_t*>(owners->partitions().data().data());
+      for (int i = 0; i < lp.ids_size(); ++i) foreign_nodes += p[i] != k;
+      auto stats = c->GetServerStats();
+      REQUIRE(stats.ok());
+      REQUIRE(stats->peers_size() == n - 1);
+      int64_t calls = 0;
+      for (const auto& peer : stats->peers()) {
+        CHECK(peer.answering());
+        CHECK(peer.failed_calls() == 0);
+        calls += peer.calls();
+        if (peer.calls() > 0) CHECK(peer.bytes_received() > 0);
+      }
+      CHECK(calls > 0);
+    }
+    CHECK(foreign_nodes > 0);
+  }
+}
+
+TEST_CASE("the Loader covers every server's seeds once per epoch and merges their streams", "[cluster]") {
+  for (int n : {2, 4}) {
+    INFO(n << " partitions");
+    LocalCluster cluster(n);
+    std::vector<int64_t> all;
+    for (const auto& a : cluster.addresses) {
+      auto ids = TrainIds(*Connect(a));
+      all.insert(all.end(), ids.begin(), ids.end());
+    }
+    std::sort(all.begin(), all.end());
+    client::LoaderOptions o;
+    o.servers = cluster.addresses;
+    o.config = Config(50);
+    o.shared_memory = false;
+    client::Loader loader(o);
+    CHECK(loader.num_seeds() == static_cast<int64_t>(all.size()));
+    for (int64_t epoch = 0; epoch < 2; ++epoch) {
+      loader.StartEpoch(epoch);
+      std::vector<int64_t> seen;
+      std::set<int> servers;
+      int64_t batches = 0;
+      while (auto b = loader.Next()) {
+        ++batches;
+        servers.insert(b->server);
+        CHECK(b->epoch == epoch);
+        CHECK(b->x.size(0) == b->node.size(0));
+        const auto* p = b->batch.data_ptr<int64_t>();
+        seen.insert(seen.end(), p, p + b->batch.numel());
+      }
+      std::sort(seen.begin(), seen.end());
+      CHECK(seen == all);
+      CHECK(batches == loader.num_batches());
+      CHECK(static_cast<int>(servers.size()) == n);
+    }
+  }
+}
+
+TEST_CASE("a server without seeds for the trainer counts as finished (active mask)", "[cluster]") {
+  LocalCluster cluster(2);
+  const std::vector<int64_t> seeds = TrainIds(*Connect(cluster.addresses[1]));
+  client::LoaderOptions o;
+  o.servers = cluster.addresses;
+  o.config = Config(64);
+  o.seeds = seeds;  // all owned by partition 1
+  o.shared_memory = false;
+  client::Loader loader(o);
+  CHECK(loader.num_seeds() == static_cast<int64_t>(seeds.size()));
+  for (int64_t epoch = 0; epoch < 2; ++epoch) {
+    loader.StartEpoch(epoch);
+    int64_t batches = 0;
+    while (auto b = loader.Next()) {
+      CHECK(b->server == 1);
+      ++batches;
+    }
+    CHECK(batches == loader.num_batches());
+  }
+}
+
+grpc::health::v1::HealthCheckResponse::ServingStatus Health(const std::string& address, const std::string& service) {
+  auto stub = grpc::health::v1::Health::NewStub(grpc::CreateChannel(address, grpc::InsecureChannelCredentials()));
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
+  grpc::health::v1::HealthCheckRequest req;
+  req.set_service(service);
+  grpc::health::v1::HealthCheckResponse resp;
+  REQUIRE(stub->Check(&ctx, req, &resp).ok());
+  return resp.status();
+}
+
+// Reads the stream until it fails; returns the failure and the messages before it.
+absl::Status ReadUntilError(client::MessageStream& stream, int* received) {
+  while (true) {
+    auto m = stream.Next();
+    if (!m.ok()) return m.status();
+    if (*m == nullptr) return absl::OkStatus();
+    ++*received;
+  }
+}
+
+// Waits until a server's health monitor sees its one peer answering (or not).
+void WaitPeer(client::Client& c, bool answering) {
+  for (int i = 0; i < 400; ++i) {
+    auto s = c.GetServerStats();
+    REQUIRE(s.ok());
+    if (s->peers_size() == 1 && s->peers(0).answering() == answering) return;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  FAIL("the peer's health did not change");
+}
+
+TEST_CASE("sampling waits for every peer; a dead or frozen peer gives UNAVAILABLE naming it; sampling recovers",
+          "[cluster]") {
+  const std::vector<int> ports = testing::FreeLoopbackPorts(2);
+  const std::string a0 = absl::StrCat("127.0.0.1:", ports[0]);
+  const std::string a1 = absl::StrCat("127.0.0.1:", ports[1]);
+  const int64_t timeout_ms = 1500;
+  const std::vector<std::string> flags = {"--cluster=" + a0 + "," + a1, absl::StrCat("--peer_timeout_ms=", timeout_ms),
+                                          "--shared_memory_dir=", "--state_log_interval_s=0"};
+  Daemon d0(PartDir(2, 0), flags, ports[0], /*wait=*/false);
+  auto c = Connect(a0);
+
+  // Alone, server 0 is up but refuses sampling, naming the missing peer.
+  CHECK(Health(a0, "") == grpc::health::v1::HealthCheckResponse::SERVING);
+  CHECK(Health(a0, "graphstore.v1.GraphStore") == grpc::health::v1::HealthCheckResponse::NOT_SERVING);
+  v1::InitSamplingBackendRequest init;
+  init.set_backend_key("early");
+  *init.mutable_config() = Config(16);
+  auto early = c->InitSamplingBackend(init);
+  REQUIRE(!early.ok());
+  CHECK(early.status().code() == absl::StatusCode::kUnavailable);
+  CHECK_THAT(std::string(early.status().message()), Catch::Contains("partition 1 (" + a1 + ")"));
+
+  auto d1 = std::make_unique<Daemon>(PartDir(2, 1), flags, ports[1], /*wait=*/false);
+  d0.WaitReady();
+  d1->WaitReady();
+  CHECK(Health(a0, "graphstore.v1.GraphStore") == grpc::health::v1::HealthCheckResponse::SERVING);
+  CHECK_THAT(d0.Log(), Catch::Contains("waits for 1 of 1 peers: partition 1 (" + a1 + ")"));
+
+  const std::vector<int64_t> seeds = TrainIds(*c);
+  const uint64_t channel = Register(*c, seeds, Config(16), /*buffer_messages=*/2);
+  const auto full = Epoch(*c, channel, 0);
+  REQUIRE(full.size() > 20);
+
+  auto run_broken_epoch = [&](int64_t epoch, auto&& breaker) {
+    v1::StartEpochRequest start;
+    start.set_channel_id(channel);
+    start.set_epoch(epoch);
+    REQUIRE(c->StartEpoch(start).ok());
+    v1::StreamSampledMessagesRequest req;
+    req.set_channel_id(channel);
+    req.set_epoch(epoch);
+    auto stream = c->Stream(req);
+    for (int i = 0; i < 2; ++i) {
+      auto m = stream->Next();
+      REQUIRE(m.ok());
+      REQUIRE(*m != nullptr);
+    }
+    breaker();
+    const auto t0 = std::chrono::steady_clock::now();
+    int received = 0;
+    const absl::Status s = ReadUntilError(*stream, &received);
+    const auto waited = std::chrono::steady_clock::now() - t0;
+    CHECK(s.code() == absl::StatusCode::kUnavailable);
+    CHECK_THAT(std::string(s.message()), Catch::Contains("partition 1 (" + a1 + ")"));
+    CHECK(received < static_cast<int>(full.size()) - 2);
+    // Never a hang: the error comes within the peer deadline (plus the buffered batches' time).
+    CHECK(waited < std::chrono::milliseconds(timeout_ms + 5000));
+    return std::string(s.message());
+  };
+
+  SECTION("killed") {
+    run_broken_epoch(1, [&] { CHECK(d1->Stop(SIGKILL) == -1); });
+    WaitPeer(*c, false);
+    // Back on the same address: the channel's next epoch is whole, and a new channel with the
+    // same seeds samples exactly what it did before the failure.
+    d1 = std::make_unique<Daemon>(PartDir(2, 1), flags, ports[1]);
+    WaitPeer(*c, true);
+    CHECK(Epoch(*c, channel, 2).size() == full.size());
+    const auto fresh = Epoch(*c, Register(*c, seeds, Config(16)), 0);
+    REQUIRE(fresh.size() == full.size());
+    for (size_t b = 0; b < full.size(); ++b) {
+      CHECK(google::protobuf::util::MessageDifferencer::Equals(fresh[b], full[b]));
+    }
+  }
+  SECTION("frozen") {
+    const std::string message = run_broken_epoch(1, [&] { d1->Signal(SIGSTOP); });
+    CHECK_THAT(message, Catch::Contains(absl::StrCat("within ", timeout_ms, " ms")));
+    WaitPeer(*c, false);
+    d1->Signal(SIGCONT);
+    WaitPeer(*c, true);
+    CHECK(Epoch(*c, channel, 2).size() == full.size());
+  }
+}
+
+}  // namespace
+}  // namespace graphstore
