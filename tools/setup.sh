@@ -15,7 +15,8 @@ PACKAGES=(
   catch2                  # tests (v2, single header)
   libtorch-dev            # LibTorch for the client and the example trainers (CPU)
   libmetis-dev            # METIS partitioning
-  python3                 # test-result counting in tools/test.sh
+  python3                 # test-result counting in tools/test.sh, the local cluster launcher
+  python3-yaml            # the Kubernetes manifest check (tests/k8s_manifest_test.py)
 )
 
 missing=()
