@@ -31,6 +31,7 @@ int Run(int argc, char** argv) {
   flags.Define("seed", "0", "seed of everything");
   flags.Define("partitions", "1", "partitions (1: DIR is a partition directory; N: DIR/part-K)");
   flags.Define("edge_dir", "out", "\"out\" or \"in\"");
+  flags.Define("method", d.method, "assignment of nodes to partitions: \"random\" or \"metis\"");
   flags.Define("name", d.name, "dataset name");
   flags.Define("preset", "", "\"products\": 2.45M nodes, ~124M edges, 100 features, 47 classes");
   flags.Define("out", "", "output directory");
@@ -73,6 +74,7 @@ int Run(int argc, char** argv) {
   if (!seed.ok()) return Fail(seed.status());
   o.seed = static_cast<uint64_t>(*seed);
   o.edge_dir = flags.Get("edge_dir");
+  o.method = flags.Get("method");
   if (flags.IsSet("name") || flags.Get("preset").empty()) o.name = flags.Get("name");
   const auto fr = SplitList(flags.Get("split"), ',');
   if (fr.size() != 3) return Fail(absl::InvalidArgumentError("--split needs three fractions: train,val,test"));

@@ -10,6 +10,7 @@
 #include "server/npy.h"
 #include "server/partition.h"
 #include "tools/dataset_writer.h"
+#include "tools/metis_partition.h"
 
 namespace graphstore {
 namespace {
@@ -199,8 +200,7 @@ absl::Status WriteSingle(const GeneratorOptions& o, const Communities& c, const 
   return WriteManifest(dir, m);
 }
 
-// Several partitions: materialise the graph and hand it to the dataset writer.
-absl::Status WriteMany(const GeneratorOptions& o, const Communities& c, const std::string& dir) {
+GraphData Materialise(const GeneratorOptions& o, const Communities& c) {
   GraphData g;
   g.name = o.name;
   NodeTypeData nt;
@@ -227,11 +227,25 @@ absl::Status WriteMany(const GeneratorOptions& o, const Communities& c, const st
   for (const char* s : kSplitNames) nt.splits[s];  // every split exists, even if empty
   g.node_types.push_back(std::move(nt));
   g.edge_types.push_back(std::move(et));
+  return g;
+}
+
+// Several partitions: materialise the graph and hand it to the dataset writer.
+absl::Status WriteMany(const GeneratorOptions& o, const Communities& c, const std::string& dir) {
+  const GraphData g = Materialise(o, c);
+  Assignment a;
+  if (o.method == "metis") {
+    auto m = MetisAssignment(g, o.num_partitions, o.seed);
+    if (!m.ok()) return m.status();
+    a = *std::move(m);
+  } else {
+    a = RandomAssignment(g, o.num_partitions, o.seed);
+  }
   WriteOptions w;
   w.num_partitions = o.num_partitions;
   w.edge_dir = o.edge_dir;
-  w.method = "random";
-  return WritePartitions(g, RandomAssignment(g, o.num_partitions, o.seed), w, dir);
+  w.method = o.method;
+  return WritePartitions(g, a, w, dir);
 }
 
 }  // namespace
@@ -252,7 +266,13 @@ absl::Status ValidateGeneratorOptions(const GeneratorOptions& o) {
   }
   if (o.num_partitions < 1 || o.num_partitions > 4096) return bad("--partitions must be in [1, 4096]");
   if (o.edge_dir != "in" && o.edge_dir != "out") return bad("--edge_dir must be \"in\" or \"out\"");
+  if (o.method != "random" && o.method != "metis") return bad("--method must be \"random\" or \"metis\"");
   return absl::OkStatus();
+}
+
+absl::StatusOr<GraphData> GenerateGraph(const GeneratorOptions& options) {
+  if (auto s = ValidateGeneratorOptions(options); !s.ok()) return s;
+  return Materialise(options, MakeCommunities(options));
 }
 
 absl::Status GenerateDataset(const GeneratorOptions& options, const std::string& out_dir) {

@@ -1,0 +1,236 @@
+// Throughput of a 2-partition cluster against one server holding the whole graph, on the same
+// machine and graph, in the same run.
+//
+// The graph is generated once and written three ways: one partition, two partitions assigned
+// by METIS, and two assigned at random. For each, the servers run in this process on loopback
+// (real gRPC, cross-partition hops and feature fetches between the servers), with the same
+// total number of sampling workers, and a Loader -- the trainer's iterator -- reads every
+// batch of several epochs of the training split. Printed per setup: seeds/s and batches/s,
+// the ratio to the single server, the edge cut of the assignment, and the calls and bytes
+// that crossed between the servers per batch (from the servers' own counters), with the
+// servers' cache of peers' node data on (the default) and off. The first epoch is a warm-up
+// and not measured: with the cache on, it is the epoch that fills it.
+//
+//   bazel-bin/bench/cluster_bench
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "client/loader.h"  // LibTorch first (see loader.h)
+
+#include "absl/strings/str_cat.h"
+#include "client/client.h"
+#include "server/log.h"
+#include "server/server.h"
+#include "tools/dataset_writer.h"
+#include "tools/flags.h"
+#include "tools/generator.h"
+#include "tools/metis_partition.h"
+
+namespace graphstore {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct Setup {
+  std::string name;
+  std::string dir;
+  int num_partitions = 1;
+  PartitionReport report;
+  // Peer node-data cache of each server (ServerOptions::peer_cache_bytes).
+  int64_t cache_bytes = 0;
+};
+
+struct Result {
+  double seeds_per_s = 0;
+  double batches_per_s = 0;
+  double calls_per_batch = 0;
+  double bytes_per_batch = 0;
+};
+
+// Peer calls and bytes the servers made so far.
+std::pair<int64_t, int64_t> PeerTraffic(const std::vector<std::string>& addresses) {
+  int64_t calls = 0;
+  int64_t bytes = 0;
+  for (const auto& a : addresses) {
+    client::ClientOptions o;
+    o.address = a;
+    auto c = client::Client::Connect(o);
+    if (!c.ok()) continue;
+    auto s = (*c)->GetServerStats();
+    if (!s.ok()) continue;
+    for (const auto& p : s->peers()) {
+      calls += p.calls();
+      bytes += p.bytes_sent() + p.bytes_received();
+    }
+  }
+  return {calls, bytes};
+}
+
+absl::StatusOr<Result> Run(const Setup& setup, const v1::SamplingConfig& config, int total_workers, int epochs) {
+  std::vector<std::unique_ptr<GraphStoreServer>> servers;
+  std::vector<std::string> addresses;
+  for (int k = 0; k < setup.num_partitions; ++k) {
+    ServerOptions o;
+    o.partition_dir = setup.num_partitions == 1 ? setup.dir : absl::StrCat(setup.dir, "/part-", k);
+    o.core.default_num_workers = std::max(1, total_workers / setup.num_partitions);
+    o.core.state_log_interval_s = 0;
+    o.core.peer_cache_bytes = setup.cache_bytes;
+    auto s = GraphStoreServer::BuildAndStart(o);
+    if (!s.ok()) return s.status();
+    addresses.push_back((*s)->address());
+    servers.push_back(*std::move(s));
+  }
+  if (setup.num_partitions > 1) {
+    for (auto& s : servers) {
+      if (auto st = s->JoinCluster(addresses); !st.ok()) return st;
+    }
+  }
+  for (auto& s : servers) s->WaitSamplingOpen();
+
+  client::LoaderOptions lo;
+  lo.servers = addresses;
+  lo.config = config;
+  lo.backend_key = "bench";
+  client::Loader loader(lo);
+  auto run_epoch = [&](int64_t epoch, int64_t* seeds, int64_t* batches) {
+    loader.StartEpoch(epoch);
+    while (auto b = loader.Next()) {
+      *seeds += b->batch.numel();
+      ++*batches;
+    }
+  };
+  int64_t seeds = 0;
+  int64_t batches = 0;
+  run_epoch(0, &seeds, &batches);  // warm-up: page cache, connections, first allocations
+  const auto before = PeerTraffic(addresses);
+  seeds = batches = 0;
+  const auto t0 = Clock::now();
+  for (int e = 1; e <= epochs; ++e) run_epoch(e, &seeds, &batches);
+  const double s = std::chrono::duration<double>(Clock::now() - t0).count();
+  const auto after = PeerTraffic(addresses);
+  loader.Close();
+  Result r;
+  r.seeds_per_s = seeds / s;
+  r.batches_per_s = batches / s;
+  r.calls_per_batch = static_cast<double>(after.first - before.first) / batches;
+  r.bytes_per_batch = static_cast<double>(after.second - before.second) / batches;
+  return r;
+}
+
+int Main(int argc, char** argv) {
+  Flags flags;
+  flags.Define("nodes", "200000", "nodes of the generated graph");
+  flags.Define("avg_degree", "10", "mean out-degree of the generated graph");
+  flags.Define("feature_dim", "100", "float features per node");
+  flags.Define("batch_size", "1024", "seeds per batch");
+  flags.Define("fanouts", "15,10,5", "fanout per hop");
+  flags.Define("workers", "4",
+               "sampling workers in total (split between the servers of a cluster, whose workers wait on "
+               "their peers part of the time)");
+  flags.Define("epochs", "3", "measured epochs per setup (after one warm-up epoch)");
+  flags.Define("cache_dir", "/tmp/graphstore-bench", "where the written datasets are kept");
+  flags.Define("features", "true", "gather node features and labels into every batch");
+  if (auto exit = flags.ParseCommandLine(argc, argv, "cluster_bench", "Cluster vs single-server throughput.")) {
+    return *exit;
+  }
+  SetLogLevel("warn");
+  auto nodes = flags.GetInt("nodes");
+  auto degree = flags.GetDouble("avg_degree");
+  auto dim = flags.GetInt("feature_dim");
+  auto batch = flags.GetInt("batch_size");
+  auto workers = flags.GetInt("workers");
+  auto epochs = flags.GetInt("epochs");
+  for (const absl::Status& s : {nodes.status(), degree.status(), dim.status(), batch.status(), workers.status(),
+                                epochs.status()}) {
+    if (!s.ok()) {
+      std::fprintf(stderr, "cluster_bench: %s\n", s.ToString().c_str());
+      return 2;
+    }
+  }
+  GeneratorOptions g;
+  g.num_nodes = *nodes;
+  g.avg_degree = *degree;
+  g.feature_dim = static_cast<int>(*dim);
+  g.seed = 1;
+  auto graph = GenerateGraph(g);
+  if (!graph.ok()) {
+    std::fprintf(stderr, "cluster_bench: %s\n", graph.status().ToString().c_str());
+    return 2;
+  }
+  const std::string base = absl::StrCat(flags.Get("cache_dir"), "/cluster-", *nodes, "-", *degree, "-", *dim);
+  const int64_t cache = CoreOptions().peer_cache_bytes;
+  std::vector<Setup> setups = {
+      {"single server", base + "/single", 1, {}, 0},
+      {"2 partitions, METIS", base + "/metis2", 2, {}, cache},
+      {"2 partitions, random", base + "/random2", 2, {}, cache},
+      {"METIS, no peer cache", base + "/metis2", 2, {}, 0},
+      {"random, no peer cache", base + "/random2", 2, {}, 0},
+  };
+  for (auto& s : setups) {
+    Assignment a;
+    if (s.num_partitions == 1) {
+      a = RandomAssignment(*graph, 1, g.seed);
+    } else if (s.dir == base + "/metis2") {
+      auto m = MetisAssignment(*graph, 2, g.seed);
+      if (!m.ok()) {
+        std::fprintf(stderr, "cluster_bench: %s\n", m.status().ToString().c_str());
+        return 1;
+      }
+      a = *std::move(m);
+    } else {
+      a = RandomAssignment(*graph, 2, g.seed);
+    }
+    s.report = EvaluateAssignment(*graph, a, s.num_partitions, true);
+    const std::string marker = s.num_partitions == 1 ? s.dir + "/manifest.json" : s.dir + "/part-1/manifest.json";
+    if (!std::filesystem::exists(marker)) {
+      std::filesystem::remove_all(s.dir);
+      WriteOptions w;
+      w.num_partitions = s.num_partitions;
+      w.method = s.num_partitions == 1 ? "single" : (s.dir == base + "/metis2" ? "metis" : "random");
+      if (auto st = WritePartitions(*graph, a, w, s.dir); !st.ok()) {
+        std::fprintf(stderr, "cluster_bench: %s\n", st.ToString().c_str());
+        return 1;
+      }
+    }
+  }
+
+  v1::SamplingConfig config;
+  config.set_batch_size(static_cast<int>(*batch));
+  for (const auto& f : SplitList(flags.Get("fanouts"), ',')) config.add_num_neighbors(std::stoi(f));
+  config.set_shuffle(true);
+  const bool features = flags.Get("features") != "false";
+  config.set_with_node_features(features);
+  config.set_with_labels(features);
+
+  std::printf("graph: %lld nodes, %lld edges, %d float features; batch %lld, fanouts [%s], %lld workers in total, "
+              "%lld epochs of the train split\n",
+              static_cast<long long>(*nodes), static_cast<long long>(setups[0].report.num_edges), g.feature_dim,
+              static_cast<long long>(*batch), flags.Get("fanouts").c_str(), static_cast<long long>(*workers),
+              static_cast<long long>(*epochs));
+  std::printf("%-24s %10s %10s %7s %10s %12s %14s\n", "setup", "seeds/s", "batches/s", "ratio", "edge cut",
+              "calls/batch", "crossing/batch");
+  double baseline = 0;
+  for (const auto& s : setups) {
+    auto r = Run(s, config, static_cast<int>(*workers), static_cast<int>(*epochs));
+    if (!r.ok()) {
+      std::fprintf(stderr, "cluster_bench: %s: %s\n", s.name.c_str(), r.status().ToString().c_str());
+      return 1;
+    }
+    if (baseline == 0) baseline = r->seeds_per_s;
+    std::printf("%-24s %10.0f %10.2f %7.2f %9.2f%% %12.1f %11.2f MB\n", s.name.c_str(), r->seeds_per_s,
+                r->batches_per_s, r->seeds_per_s / baseline, 100 * s.report.cut_fraction(), r->calls_per_batch,
+                r->bytes_per_batch / 1e6);
+    std::fflush(stdout);
+  }
+  return 0;
+}
+
+}  // namespace
+}  // namespace graphstore
+
+int main(int argc, char** argv) { return graphstore::Main(argc, argv); }
