@@ -341,6 +341,7 @@ absl::Status NeighborSampler::ExpandHop(int edge_type, int fanout, uint64_t hop_
       const int32_t r = s->remote[i];
       if (r < 0) {
         for (int64_t k = 0; k < s->count[i]; ++k, ++local) {
+          if (local + kAhead < s->picked.size()) __builtin_prefetch(indices + s->picked[local + kAhead]);
           s->neighbor.push_back(indices[s->picked[local]]);
           if (options_.with_edge_ids) s->eid.push_back(et.EdgeId(s->picked[local]));
         }
