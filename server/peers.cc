@@ -243,7 +243,7 @@ void Peers::MonitorLoop() {
       }
     }
     if (opened) {
-      log->info("all {} peers answer; sampling is open", peers_.size() - 1);
+      log->info("every peer answers ({} in all); sampling is open", peers_.size() - 1);
       if (options_.on_ready) options_.on_ready();
     } else if (!ready_.load() && Clock::now() - last_report >= std::chrono::seconds(5)) {
       log->warn("sampling waits for {} of {} peers: {}", missing.size(), peers_.size() - 1,
