@@ -72,25 +72,18 @@ std::pair<int64_t, int64_t> PeerTraffic(const std::vector<std::string>& addresse
 }
 
 absl::StatusOr<Result> Run(const Setup& setup, const v1::SamplingConfig& config, int total_workers, int epochs) {
-  std::vector<std::unique_ptr<GraphStoreServer>> servers;
-  std::vector<std::string> addresses;
+  std::vector<ServerOptions> options(setup.num_partitions);
   for (int k = 0; k < setup.num_partitions; ++k) {
-    ServerOptions o;
+    ServerOptions& o = options[k];
     o.partition_dir = setup.num_partitions == 1 ? setup.dir : absl::StrCat(setup.dir, "/part-", k);
     o.core.default_num_workers = std::max(1, total_workers / setup.num_partitions);
     o.core.state_log_interval_s = 0;
     o.core.peer_cache_bytes = setup.cache_bytes;
-    auto s = GraphStoreServer::BuildAndStart(o);
-    if (!s.ok()) return s.status();
-    addresses.push_back((*s)->address());
-    servers.push_back(*std::move(s));
   }
-  if (setup.num_partitions > 1) {
-    for (auto& s : servers) {
-      if (auto st = s->JoinCluster(addresses); !st.ok()) return st;
-    }
-  }
-  for (auto& s : servers) s->WaitSamplingOpen();
+  auto servers = StartLocalCluster(options);
+  if (!servers.ok()) return servers.status();
+  std::vector<std::string> addresses;
+  for (const auto& s : *servers) addresses.push_back(s->address());
 
   client::LoaderOptions lo;
   lo.servers = addresses;

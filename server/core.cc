@@ -319,50 +319,14 @@ absl::Status Core::SampleNeighbors(const v1::SampleNeighborsRequest& req, v1::Sa
     return TooBig(absl::StrCat("fanout ", req.fanout(), " exceeds the limit ", options_.max_fanout));
   }
   if (auto s = CheckOwnedIds(e.row_type, req.ids(), "ids"); !s.ok()) return s;
-  const NodeTypeStore& rows = partition_->node_type(e.row_type);
   const auto& c = req.context();
   const uint64_t hop_key = HopKey(c.seed(), c.epoch(), c.batch(), c.hop(), HashString(e.name));
-  const int n = req.ids_size();
-  const int64_t* indptr = e.indptr_data();
-  const int64_t* indices = e.indices_data();
-  // The same three passes as the local sampler, each prefetching the next pass's random reads:
-  // row extents, drawn positions, then the neighbour ids.
-  constexpr int kAhead = 32;
-  std::vector<int64_t> base(n);
-  std::vector<int64_t> degree(n);
-  for (int i = 0; i < n; ++i) {
-    if (i + 2 * kAhead < n && rows.local.is_open()) {
-      __builtin_prefetch(rows.local.data<int64_t>() + req.ids(i + 2 * kAhead));
-    }
-    if (i + kAhead < n) __builtin_prefetch(indptr + rows.OwnerRow(req.ids(i + kAhead)));
-    const int64_t row = rows.OwnerRow(req.ids(i));
-    base[i] = indptr[row];
-    degree[i] = indptr[row + 1] - base[i];
-  }
-  std::vector<int64_t> counts(n);
-  std::vector<int64_t> picked;
-  picked.reserve(std::min<size_t>(static_cast<size_t>(n) * std::max(1, req.fanout()), size_t{1} << 22));
-  std::vector<int64_t> positions(std::max(0, req.fanout()));
-  for (int i = 0; i < n; ++i) {
-    if (req.fanout() < 0 || (!req.replace() && degree[i] <= req.fanout())) {
-      for (int64_t k = 0; k < degree[i]; ++k) picked.push_back(base[i] + k);
-      counts[i] = degree[i];
-    } else {
-      counts[i] = DrawNeighborPositions(HashCombine(hop_key, static_cast<uint64_t>(req.ids(i))), degree[i],
-                                        req.fanout(), req.replace(), positions.data());
-      for (int64_t k = 0; k < counts[i]; ++k) picked.push_back(base[i] + positions[k]);
-    }
-  }
-  std::vector<int64_t> neighbors(picked.size());
-  std::vector<int64_t> eids(req.with_edge_ids() ? picked.size() : 0);
-  for (size_t j = 0; j < picked.size(); ++j) {
-    if (j + kAhead < picked.size()) __builtin_prefetch(indices + picked[j + kAhead]);
-    neighbors[j] = indices[picked[j]];
-    if (req.with_edge_ids()) eids[j] = e.EdgeId(picked[j]);
-  }
-  SetInt64Tensor(counts, resp->mutable_counts());
-  SetInt64Tensor(neighbors, resp->mutable_neighbors());
-  if (req.with_edge_ids()) SetInt64Tensor(eids, resp->mutable_edge_ids());
+  NeighborDraw draw;
+  DrawOwnedNeighbors(*partition_, *t, req.ids().data(), static_cast<size_t>(req.ids_size()), req.fanout(),
+                     req.replace(), req.with_edge_ids(), hop_key, &draw);
+  SetInt64Tensor(draw.counts, resp->mutable_counts());
+  SetInt64Tensor(draw.neighbors, resp->mutable_neighbors());
+  if (req.with_edge_ids()) SetInt64Tensor(draw.edge_ids, resp->mutable_edge_ids());
   return absl::OkStatus();
 }
 

@@ -10,21 +10,20 @@ namespace graphstore {
 namespace {
 
 // Per-worker memory: a dense global -> local map per node type (-1 = not in the subgraph),
-// reset after each batch by walking the ids the batch added, and a buffer of draw positions.
+// reset after each batch by walking the ids the batch added, and the staging of each hop.
 class NeighborScratch : public SamplerScratch {
  public:
   std::vector<std::vector<int32_t>> local_of;
-  std::vector<int64_t> positions;
-  // Per-hop staging of ExpandHop, reused across batches.
-  std::vector<int64_t> base;
-  std::vector<int64_t> degree;
-  std::vector<int64_t> count;
-  std::vector<int64_t> picked;
-  std::vector<int64_t> neighbor;
-  // Cluster only: per frontier node the index of its owner's call (-1: owned here), the call
-  // index of each partition (-1: none yet), and the gathered edge ids.
+  // Per-hop staging of ExpandHop, reused across batches: the draw of the owned frontier nodes.
+  NeighborDraw draw;
+  // Cluster only: the owned frontier nodes, per frontier node the index of its owner's call
+  // (-1: owned here), the call index of each partition (-1: none yet), and the frontier's
+  // counts, neighbours and edge ids merged from the local draw and the owners' answers.
+  std::vector<int64_t> owned;
   std::vector<int32_t> remote;
   std::vector<int32_t> call_of;
+  std::vector<int64_t> count;
+  std::vector<int64_t> neighbor;
   std::vector<int64_t> eid;
 };
 
@@ -221,54 +220,90 @@ absl::Status NeighborSampler::Sample(const SeedBatch& batch, SamplerScratch* scr
   return absl::OkStatus();
 }
 
+void DrawOwnedNeighbors(const Partition& partition, int edge_type, const int64_t* ids, size_t n, int fanout,
+                        bool replace, bool with_edge_ids, uint64_t hop_key, NeighborDraw* out) {
+  // Three passes, each issuing the next pass's random loads ahead of time: (1) row extents from
+  // indptr, (2) the draws, gathering CSR positions, (3) the neighbour ids from indices.
+  constexpr size_t kAhead = 32;
+  const EdgeTypeStore& et = partition.edge_type(edge_type);
+  const NodeTypeStore& rows = partition.node_type(et.row_type);
+  const int64_t* indptr = et.indptr_data();
+  const int64_t* indices = et.indices_data();
+  const int64_t* owner_row = rows.local.is_open() ? rows.local.data<int64_t>() : nullptr;
+
+  out->base.resize(n);
+  out->degree.resize(n);
+  for (size_t i = 0; i < n; ++i) {
+    if (owner_row != nullptr && i + 2 * kAhead < n) __builtin_prefetch(owner_row + ids[i + 2 * kAhead]);
+    if (i + kAhead < n) __builtin_prefetch(indptr + rows.OwnerRow(ids[i + kAhead]));
+    const int64_t row = rows.OwnerRow(ids[i]);
+    out->base[i] = indptr[row];
+    out->degree[i] = indptr[row + 1] - out->base[i];
+  }
+
+  const bool draw_all = fanout < 0;
+  if (!draw_all && static_cast<int>(out->positions.size()) < fanout) out->positions.resize(fanout);
+  out->picked.clear();
+  out->counts.resize(n);
+  for (size_t i = 0; i < n; ++i) {
+    const int64_t base = out->base[i];
+    const int64_t degree = out->degree[i];
+    if (draw_all || (!replace && degree <= fanout)) {
+      for (int64_t k = 0; k < degree; ++k) out->picked.push_back(base + k);
+      out->counts[i] = degree;
+    } else {
+      const int64_t c = DrawNeighborPositions(HashCombine(hop_key, static_cast<uint64_t>(ids[i])), degree, fanout,
+                                              replace, out->positions.data());
+      for (int64_t k = 0; k < c; ++k) out->picked.push_back(base + out->positions[k]);
+      out->counts[i] = c;
+    }
+  }
+
+  const size_t m = out->picked.size();
+  out->neighbors.resize(m);
+  out->edge_ids.resize(with_edge_ids ? m : 0);
+  for (size_t j = 0; j < m; ++j) {
+    if (j + kAhead < m) __builtin_prefetch(indices + out->picked[j + kAhead]);
+    out->neighbors[j] = indices[out->picked[j]];
+    if (with_edge_ids) out->edge_ids[j] = et.EdgeId(out->picked[j]);
+  }
+}
+
 absl::Status NeighborSampler::ExpandHop(int edge_type, int fanout, uint64_t hop_key, const SeedBatch& coordinates,
                                         int hop, size_t begin, size_t end, SamplerScratch* scratch,
                                         SampledSubgraph* out) const {
-  // Three passes over the frontier, each issuing the next pass's random loads ahead of time:
-  // (1) row extents from indptr, (2) the drawn neighbours from indices, (3) the global -> local
-  // map. The order in which nodes and edges are appended is the same as a single loop's, so
-  // the output does not depend on this structure.
   auto* s = static_cast<NeighborScratch*>(scratch);
   const EdgeTypeStore& et = partition_->edge_type(edge_type);
   constexpr size_t kAhead = 32;
   const NodeTypeStore& row_type = partition_->node_type(et.row_type);
-  const int pid = partition_->partition_id();
-  const bool single = partition_->num_partitions() == 1;
-  const int64_t* indptr = et.indptr_data();
-  const int64_t* indices = et.indices_data();
   const NodeTypeStore& col_type = partition_->node_type(et.col_type);
+  const int pid = partition_->partition_id();
   const std::vector<int64_t>& row_ids = out->nodes[et.row_type].ids;
   const size_t n = end - begin;
 
-  // Pass 1: CSR extent of every owned frontier node; the others join their owner's call.
-  s->base.resize(n);
-  s->degree.resize(n);
+  // The frontier nodes owned elsewhere join their owner's call; the owners draw while this
+  // server draws its own share.
   std::vector<PeerSampling::NeighborCall> calls;
-  if (!single) {
+  const int64_t* owned = row_ids.data() + begin;
+  size_t num_owned = n;
+  if (partition_->num_partitions() > 1) {
     s->remote.assign(n, -1);
     s->call_of.assign(partition_->num_partitions(), -1);
-  }
-  for (size_t i = 0; i < n; ++i) {
-    if (i + kAhead < n) {
-      const int64_t ahead = row_ids[begin + i + kAhead];
-      __builtin_prefetch(indptr + (single ? ahead : row_type.OwnerRow(ahead)));
-      if (!single) __builtin_prefetch(row_type.book.data<int32_t>() + ahead);
-    }
-    const int64_t gid = row_ids[begin + i];
-    if (!single && row_type.Owner(gid) != pid) {
+    s->owned.clear();
+    for (size_t i = 0; i < n; ++i) {
+      const int64_t gid = row_ids[begin + i];
+      if (row_type.Owner(gid) == pid) {
+        s->owned.push_back(gid);
+        continue;
+      }
       if (options_.peers == nullptr) return NeedsCluster(gid, row_type);
       auto& call = CallFor(row_type.Owner(gid), &s->call_of, &calls);
       s->remote[i] = s->call_of[call.partition];
       call.ids.push_back(gid);
-      s->base[i] = 0;
-      s->degree[i] = 0;
-      continue;
     }
-    const int64_t row = single ? gid : row_type.OwnerRow(gid);
-    s->base[i] = indptr[row];
-    s->degree[i] = indptr[row + 1] - s->base[i];
+    owned = s->owned.data();
+    num_owned = s->owned.size();
   }
-  // The owners draw while this server does its own share.
   std::unique_ptr<PeerSampling::Pending> pending;
   if (!calls.empty()) {
     PeerSampling::Hop h;
@@ -282,43 +317,17 @@ absl::Status NeighborSampler::ExpandHop(int edge_type, int fanout, uint64_t hop_
     h.hop = hop;
     pending = options_.peers->SampleNeighbors(h, &calls);
   }
+  NeighborDraw& draw = s->draw;
+  DrawOwnedNeighbors(*partition_, edge_type, owned, num_owned, fanout, options_.replace, options_.with_edge_ids,
+                     hop_key, &draw);
 
-  // Pass 2: draw each owned node's neighbours and gather their CSR positions.
-  const bool draw_all = fanout < 0;
-  if (!draw_all && static_cast<int>(s->positions.size()) < fanout) s->positions.resize(fanout);
-  s->picked.clear();
-  s->count.resize(n);
-  for (size_t i = 0; i < n; ++i) {
-    const int64_t base = s->base[i];
-    const int64_t degree = s->degree[i];
-    if (!single && s->remote[i] >= 0) {
-      s->count[i] = 0;
-    } else if (draw_all || (!options_.replace && degree <= fanout)) {
-      for (int64_t k = 0; k < degree; ++k) s->picked.push_back(base + k);
-      s->count[i] = degree;
-    } else {
-      const int64_t gid = row_ids[begin + i];
-      const int64_t c = DrawNeighborPositions(HashCombine(hop_key, static_cast<uint64_t>(gid)), degree,
-                                              fanout, options_.replace, s->positions.data());
-      for (int64_t k = 0; k < c; ++k) s->picked.push_back(base + s->positions[k]);
-      s->count[i] = c;
-    }
-  }
-
-  // Pass 3: the neighbour ids (and edge ids) in frontier order.
-  if (pending == nullptr) {
-    const size_t m = s->picked.size();
-    s->neighbor.resize(m);
-    if (options_.with_edge_ids) s->eid.resize(m);
-    for (size_t j = 0; j < m; ++j) {
-      if (j + kAhead < m) __builtin_prefetch(indices + s->picked[j + kAhead]);
-      s->neighbor[j] = indices[s->picked[j]];
-      if (options_.with_edge_ids) s->eid[j] = et.EdgeId(s->picked[j]);
-    }
-  } else {
+  // Per frontier node its neighbour count, then the neighbours (and edge ids), in frontier
+  // order: the local draw as it is, or merged with the owners' answers.
+  const std::vector<int64_t>* count = &draw.counts;
+  const std::vector<int64_t>* neighbor = &draw.neighbors;
+  const std::vector<int64_t>* eid = &draw.edge_ids;
+  if (pending != nullptr) {
     if (auto st = pending->Wait(); !st.ok()) return st;
-    std::vector<size_t> next(calls.size(), 0);  // per call: next id, next neighbour
-    std::vector<size_t> next_neighbor(calls.size(), 0);
     for (const auto& c : calls) {
       int64_t total = 0;
       for (int64_t k : c.counts) total += k;
@@ -334,29 +343,34 @@ absl::Status NeighborSampler::ExpandHop(int edge_type, int fanout, uint64_t hop_
         }
       }
     }
+    s->count.clear();
     s->neighbor.clear();
     s->eid.clear();
-    size_t local = 0;
+    // Per source (-1: the local draw, else a call): next node, next neighbour.
+    std::vector<size_t> next_node(calls.size() + 1, 0);
+    std::vector<size_t> next_neighbor(calls.size() + 1, 0);
     for (size_t i = 0; i < n; ++i) {
       const int32_t r = s->remote[i];
-      if (r < 0) {
-        for (int64_t k = 0; k < s->count[i]; ++k, ++local) {
-          if (local + kAhead < s->picked.size()) __builtin_prefetch(indices + s->picked[local + kAhead]);
-          s->neighbor.push_back(indices[s->picked[local]]);
-          if (options_.with_edge_ids) s->eid.push_back(et.EdgeId(s->picked[local]));
-        }
-        continue;
-      }
-      const auto& c = calls[r];
-      const int64_t k = c.counts[next[r]++];
-      const size_t from = next_neighbor[r];
-      s->neighbor.insert(s->neighbor.end(), c.neighbors.begin() + from, c.neighbors.begin() + from + k);
-      if (options_.with_edge_ids) s->eid.insert(s->eid.end(), c.edge_ids.begin() + from, c.edge_ids.begin() + from + k);
-      next_neighbor[r] = from + k;
-      s->count[i] = k;
+      const bool local = r < 0;
+      const size_t src = local ? calls.size() : static_cast<size_t>(r);
+      const std::vector<int64_t>& counts = local ? draw.counts : calls[r].counts;
+      const std::vector<int64_t>& neighbors = local ? draw.neighbors : calls[r].neighbors;
+      const std::vector<int64_t>& eids = local ? draw.edge_ids : calls[r].edge_ids;
+      const int64_t k = counts[next_node[src]++];
+      const size_t from = next_neighbor[src];
+      s->count.push_back(k);
+      s->neighbor.insert(s->neighbor.end(), neighbors.begin() + from, neighbors.begin() + from + k);
+      if (options_.with_edge_ids) s->eid.insert(s->eid.end(), eids.begin() + from, eids.begin() + from + k);
+      next_neighbor[src] = from + k;
     }
+    count = &s->count;
+    neighbor = &s->neighbor;
+    eid = &s->eid;
   }
-  const size_t m = s->neighbor.size();
+
+  // Map neighbours to local ids (appending new nodes in the order they are met) and emit the
+  // edges.
+  const size_t m = neighbor->size();
   std::vector<int64_t>& col_ids = out->nodes[et.col_type].ids;
   std::vector<int32_t>& col_map = s->local_of[et.col_type];
   SampledEdges& edges = out->edges[edge_type];
@@ -370,9 +384,9 @@ absl::Status NeighborSampler::ExpandHop(int edge_type, int fanout, uint64_t hop_
   size_t j = 0;
   for (size_t i = 0; i < n; ++i) {
     const int64_t u = static_cast<int64_t>(begin + i);
-    for (int64_t k = 0; k < s->count[i]; ++k, ++j) {
-      if (j + kAhead < m) __builtin_prefetch(&col_map[s->neighbor[j + kAhead]]);
-      const int64_t w = s->neighbor[j];
+    for (int64_t k = 0; k < (*count)[i]; ++k, ++j) {
+      if (j + kAhead < m) __builtin_prefetch(&col_map[(*neighbor)[j + kAhead]]);
+      const int64_t w = (*neighbor)[j];
       int32_t& local = col_map[w];
       if (local < 0) {
         local = static_cast<int32_t>(col_ids.size());
@@ -380,7 +394,7 @@ absl::Status NeighborSampler::ExpandHop(int edge_type, int fanout, uint64_t hop_
       }
       src[first + j] = u;
       dst[first + j] = local;
-      if (options_.with_edge_ids) edges.eids[first + j] = s->eid[j];
+      if (options_.with_edge_ids) edges.eids[first + j] = (*eid)[j];
     }
   }
   return absl::OkStatus();

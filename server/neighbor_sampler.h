@@ -76,6 +76,24 @@ class NeighborSampler : public Sampler {
   std::vector<uint64_t> edge_type_hash_;
 };
 
+/// Neighbours drawn for nodes a partition owns, and the memory the draw reuses.
+struct NeighborDraw {
+  /// Per node its number of neighbours drawn; the neighbours' global ids (and edge ids, when
+  /// asked for) concatenated in node order.
+  std::vector<int64_t> counts;
+  std::vector<int64_t> neighbors;
+  std::vector<int64_t> edge_ids;
+  /// Staging, kept for reuse.
+  std::vector<int64_t> base, degree, positions, picked;
+};
+
+/// Draws up to `fanout` neighbours (-1: all) along `edge_type` for each of `ids`, which
+/// `partition` owns (rows of the edge type's row type); node id's draw is keyed by
+/// HashCombine(hop_key, id). This is the one place a hop's draw happens, whether the sampler
+/// expands its own frontier or a peer's SampleNeighbors asks, so every server draws alike.
+void DrawOwnedNeighbors(const Partition& partition, int edge_type, const int64_t* ids, size_t n, int fanout,
+                        bool replace, bool with_edge_ids, uint64_t hop_key, NeighborDraw* out);
+
 /// Copies the feature rows and labels of `nodes->ids` into `nodes`; feature rows go to
 /// `feature_dst` instead when it is not null (it must hold them all). Rows of nodes owned by
 /// other partitions come from `cache` when it has them, else from `peers` (then they are added

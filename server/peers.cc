@@ -18,7 +18,6 @@ struct Peers::Peer {
   std::unique_ptr<v1::GraphStore::Stub> stub;
   std::unique_ptr<grpc::health::v1::Health::Stub> health;
   std::atomic<bool> answering{false};
-  std::string why_not = "has not answered yet";  // guarded by Peers::mu_
   Counters counters;
 };
 

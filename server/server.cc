@@ -160,4 +160,23 @@ int GraphStoreServer::Shutdown() {
   return destroyed;
 }
 
+absl::StatusOr<std::vector<std::unique_ptr<GraphStoreServer>>> StartLocalCluster(
+    const std::vector<ServerOptions>& options) {
+  std::vector<std::unique_ptr<GraphStoreServer>> servers;
+  std::vector<std::string> addresses;
+  for (const ServerOptions& o : options) {
+    auto s = GraphStoreServer::BuildAndStart(o);
+    if (!s.ok()) return s.status();
+    addresses.push_back((*s)->address());
+    servers.push_back(*std::move(s));
+  }
+  if (servers.size() > 1) {
+    for (auto& s : servers) {
+      if (auto st = s->JoinCluster(addresses); !st.ok()) return st;
+    }
+  }
+  for (auto& s : servers) s->WaitSamplingOpen();
+  return servers;
+}
+
 }  // namespace graphstore

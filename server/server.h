@@ -8,6 +8,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include <grpcpp/grpcpp.h>
 
@@ -97,6 +98,12 @@ class GraphStoreServer {
   bool sampling_open_ = false;
   int channels_destroyed_ = 0;
 };
+
+/// Starts one server per entry of `options` (partition order; port 0 picks a free one), joins
+/// them into a cluster and returns once every one serves sampling: a whole cluster in one
+/// process, for tests and benchmarks. One entry is a single server.
+absl::StatusOr<std::vector<std::unique_ptr<GraphStoreServer>>> StartLocalCluster(
+    const std::vector<ServerOptions>& options);
 
 }  // namespace graphstore
 

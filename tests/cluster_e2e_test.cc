@@ -63,20 +63,16 @@ struct LocalCluster {
   std::vector<std::string> addresses;
 
   explicit LocalCluster(int n) {
+    std::vector<ServerOptions> options(n);
     for (int k = 0; k < n; ++k) {
-      ServerOptions o;
-      o.partition_dir = PartDir(n, k);
-      o.shared_memory_dir = "";
-      o.core.state_log_interval_s = 0;
-      auto s = GraphStoreServer::BuildAndStart(o);
-      REQUIRE(s.ok());
-      addresses.push_back((*s)->address());
-      servers.push_back(*std::move(s));
+      options[k].partition_dir = PartDir(n, k);
+      options[k].shared_memory_dir = "";
+      options[k].core.state_log_interval_s = 0;
     }
-    if (n > 1) {
-      for (auto& s : servers) REQUIRE(s->JoinCluster(addresses).ok());
-    }
-    for (auto& s : servers) REQUIRE(s->WaitSamplingOpen());
+    auto started = StartLocalCluster(options);
+    REQUIRE(started.ok());
+    servers = *std::move(started);
+    for (const auto& s : servers) addresses.push_back(s->address());
   }
 };
 
