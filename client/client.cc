@@ -80,6 +80,9 @@ class GrpcClient : public Client {
   absl::StatusOr<v1::GetNodeFeaturesResponse> GetNodeFeatures(const v1::GetNodeFeaturesRequest& r) override {
     return Call<v1::GetNodeFeaturesRequest, v1::GetNodeFeaturesResponse>(&v1::GraphStore::Stub::GetNodeFeatures, r);
   }
+  absl::StatusOr<v1::GetAblpInputResponse> GetAblpInput(const v1::GetAblpInputRequest& r) override {
+    return Call<v1::GetAblpInputRequest, v1::GetAblpInputResponse>(&v1::GraphStore::Stub::GetAblpInput, r);
+  }
   absl::StatusOr<v1::GetNodeLabelsResponse> GetNodeLabels(const v1::GetNodeLabelsRequest& r) override {
     return Call<v1::GetNodeLabelsRequest, v1::GetNodeLabelsResponse>(&v1::GraphStore::Stub::GetNodeLabels, r);
   }

@@ -56,6 +56,7 @@ class Client {
   virtual absl::StatusOr<v1::GetNodeIdsResponse> GetNodeIds(const v1::GetNodeIdsRequest& req) = 0;
   virtual absl::StatusOr<v1::GetNodeFeaturesResponse> GetNodeFeatures(const v1::GetNodeFeaturesRequest& req) = 0;
   virtual absl::StatusOr<v1::GetNodeLabelsResponse> GetNodeLabels(const v1::GetNodeLabelsRequest& req) = 0;
+  virtual absl::StatusOr<v1::GetAblpInputResponse> GetAblpInput(const v1::GetAblpInputRequest& req) = 0;
   virtual absl::StatusOr<v1::InitSamplingBackendResponse> InitSamplingBackend(
       const v1::InitSamplingBackendRequest& req) = 0;
   virtual absl::StatusOr<v1::RegisterSamplingInputResponse> RegisterSamplingInput(

@@ -145,7 +145,12 @@ Loader::Loader(LoaderOptions options) : options_(std::move(options)) {
       v1::RegisterSamplingInputRequest reg;
       reg.set_backend_id(backend);
       reg.set_worker_key(options_.worker_key);
-      if (!options_.seeds.empty()) {
+      if (options_.ablp.has_value()) {
+        v1::GetAblpInputRequest* in = reg.mutable_ablp()->mutable_input();
+        *in = *options_.ablp;
+        in->mutable_slice()->set_rank(options_.rank);
+        in->mutable_slice()->set_world_size(options_.world_size);
+      } else if (!options_.seeds.empty()) {
         reg.mutable_nodes()->set_node_type(options_.node_type);
         for (int64_t id : seeds_of[i]) reg.mutable_nodes()->add_ids(id);
       } else {
@@ -322,7 +327,53 @@ Batch Loader::ToBatch(int server, std::shared_ptr<const v1::SampledMessage> msg,
     b.num_sampled_edges = ToTensor(e.num_sampled_edges(), owner, buf);
     if (e.has_eids()) b.eids = ToTensor(e.eids(), owner, buf);
   }
+  for (const v1::NodeTensors& n : msg->nodes()) {
+    NodeView& v = b.nodes[n.node_type()];
+    v.node = ToTensor(n.ids(), owner, buf);
+    v.batch = ToTensor(n.batch(), owner, buf);
+    v.num_sampled_nodes = ToTensor(n.num_sampled_nodes(), owner, buf);
+    if (n.has_features()) v.x = ToTensor(n.features(), owner, buf);
+    if (n.has_labels()) v.y = ToTensor(n.labels(), owner, buf);
+  }
+  const bool out_edges = meta_.edge_dir() != v1::EDGE_DIRECTION_IN;
+  for (const v1::EdgeTensors& e : msg->edges()) {
+    EdgeView& v = b.edges[out_edges ? ReverseEdgeTypeName(e.edge_type()) : e.edge_type()];
+    v.stored_type = e.edge_type();
+    at::Tensor rows = ToTensor(e.rows(), owner, buf);
+    at::Tensor cols = ToTensor(e.cols(), owner, buf);
+    v.edge_index = out_edges ? torch::stack({cols, rows}) : torch::stack({rows, cols});
+    v.num_sampled_edges = ToTensor(e.num_sampled_edges(), owner, buf);
+    if (e.has_eids()) v.eids = ToTensor(e.eids(), owner, buf);
+    if (e.has_features()) v.edge_attr = ToTensor(e.features(), owner, buf);
+  }
+  if (msg->has_ablp()) {
+    AblpView a;
+    a.anchors = ToTensor(msg->ablp().anchors(), owner, buf);
+    a.positive = ToTensor(msg->ablp().positive(), owner, buf);
+    a.negative = ToTensor(msg->ablp().negative(), owner, buf);
+    b.ablp = a;
+  }
+  for (const v1::PprWeights& p : msg->ppr()) {
+    PprView v;
+    v.seed_type = p.seed_type();
+    v.node_type = p.node_type();
+    v.seed_index = ToTensor(p.seed_index(), owner, buf);
+    v.node_index = ToTensor(p.node_index(), owner, buf);
+    v.weight = ToTensor(p.weight(), owner, buf);
+    b.ppr.push_back(std::move(v));
+  }
   return b;
+}
+
+std::string ReverseEdgeTypeName(const std::string& edge_type) {
+  const size_t a = edge_type.find("__");
+  const size_t z = edge_type.rfind("__");
+  if (a == std::string::npos || a == z) return edge_type;
+  const std::string src = edge_type.substr(0, a);
+  const std::string rel = edge_type.substr(a + 2, z - a - 2);
+  const std::string dst = edge_type.substr(z + 2);
+  const std::string reverse = rel.rfind("rev_", 0) == 0 ? rel.substr(4) : absl::StrCat("rev_", rel);
+  return absl::StrCat(dst, "__", reverse, "__", src);
 }
 
 void Loader::Close() {

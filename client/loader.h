@@ -13,6 +13,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -46,8 +47,59 @@ class Error : public std::runtime_error {
 at::Tensor ToTensor(const v1::Tensor& tensor, std::shared_ptr<const void> owner,
                     const MappedBuffer* shared = nullptr);
 
+/// The tensors of one node type in a batch.
+struct NodeView {
+  /// int64 [n]: global ids; seeds (and a link-prediction batch's label nodes) first.
+  at::Tensor node;
+  /// int64 [b]: the batch's seeds of this type as registered.
+  at::Tensor batch;
+  /// [n, d] features and int64 [n] labels, when asked for.
+  at::Tensor x;
+  at::Tensor y;
+  /// int64 [hops + 1].
+  at::Tensor num_sampled_nodes;
+};
+
+/// The edges of one edge type in a batch, in message-passing direction: every edge points from
+/// a sampled neighbour to the node that sampled it, as PyG's MessagePassing consumes them.
+struct EdgeView {
+  /// The type as stored; with edge_dir "out" the view's key is its reverse.
+  std::string stored_type;
+  /// int64 [2, m]: local indices (row 0 into the source type of the view's key, row 1 into its
+  /// destination type).
+  at::Tensor edge_index;
+  /// int64 [m] global edge ids and [m, d] edge features, when asked for.
+  at::Tensor eids;
+  at::Tensor edge_attr;
+  /// int64 [hops].
+  at::Tensor num_sampled_edges;
+};
+
+/// Link-prediction labels of a batch, as local indices (see v1::AblpLabels).
+struct AblpView {
+  /// int64 [a]: anchors (into the anchor type's nodes).
+  at::Tensor anchors;
+  /// int64 [a, p] and [a, q]: positive and negative label nodes (into the label type's
+  /// nodes), padded with -1.
+  at::Tensor positive;
+  at::Tensor negative;
+};
+
+/// PPR weights of one (seed type, node type) pair (see v1::PprWeights).
+struct PprView {
+  std::string seed_type;
+  std::string node_type;
+  at::Tensor seed_index;
+  at::Tensor node_index;
+  at::Tensor weight;
+};
+
+/// The reverse of edge type "src__rel__dst": "dst__rev_rel__src", or "dst__rel__src" for a
+/// relation named "rev_rel" (the names AddReverseEdgeTypes and PyG's ToUndirected give).
+std::string ReverseEdgeTypeName(const std::string& edge_type);
+
 /// One sampled subgraph of a homogeneous graph (the first node and edge type of a
-/// heterogeneous one; `message` has every type).
+/// heterogeneous one; `message` has every type, and `nodes` / `edges` view them all).
 struct Batch {
   int64_t epoch = 0;
   int64_t batch_index = 0;
@@ -69,6 +121,14 @@ struct Batch {
   /// int64 [hops + 1] and [hops].
   at::Tensor num_sampled_nodes;
   at::Tensor num_sampled_edges;
+  /// Every node type by name, and every edge type by its message-passing name (the stored name
+  /// with edge_dir "in", the reverse name with "out"; see EdgeView).
+  std::map<std::string, NodeView> nodes;
+  std::map<std::string, EdgeView> edges;
+  /// Link-prediction batches only.
+  std::optional<AblpView> ablp;
+  /// PPR batches only.
+  std::vector<PprView> ppr;
   /// The message the tensors view, and its mapped shared buffer when it came through shared
   /// memory (then the message's tensors hold slices of it, not bytes). The slices stay valid
   /// while any of this batch's tensors lives; read them only through the tensors.
@@ -92,8 +152,11 @@ struct LoaderOptions {
   std::string node_type;
   /// Seeds: a split name ("train", "val", "test", or "" for all nodes) ...
   std::string split = "train";
-  /// ... or explicit global ids (used when non-empty); each server gets the ones it owns.
+  /// ... or explicit global ids (used when non-empty); each server gets the ones it owns ...
   std::vector<int64_t> seeds;
+  /// ... or, when set, link-prediction anchors (split, anchor type, supervision and negative
+  /// edge types); rank / world_size slice them on every server.
+  std::optional<v1::GetAblpInputRequest> ablp;
   /// This trainer's slice of the split on every server (GiGL's rank / world size).
   int rank = 0;
   int world_size = 0;

@@ -8,6 +8,7 @@
 #include "scheduler/draw.h"
 #include "server/log.h"
 #include "server/message.h"
+#include "server/ppr_sampler.h"
 
 namespace graphstore {
 
@@ -22,10 +23,11 @@ struct Core::BackendEntry {
   State state = State::kCreating;
   // Callers waiting for the creation to finish.
   std::vector<std::function<void(absl::Status)>> waiters;
-  std::unique_ptr<NeighborSampler> sampler;
-  // One per worker; worker i only touches scratch[i] and subgraph[i].
+  std::unique_ptr<Sampler> sampler;
+  // One per worker; worker i only touches scratch[i], subgraph[i] and ablp[i].
   std::vector<std::unique_ptr<SamplerScratch>> scratch;
   std::vector<SampledSubgraph> subgraph;
+  std::vector<AblpBatch> ablp;
   std::shared_ptr<scheduler::Backend> backend;
   std::set<uint64_t> channels;
 };
@@ -63,6 +65,8 @@ struct Core::ChannelEntry {
 struct ChannelSampling {
   // Set on shared-memory channels.
   std::shared_ptr<SharedBufferPool> pool;
+  // Set on link-prediction channels.
+  std::shared_ptr<const AblpLabeler> ablp;
 };
 
 namespace {
@@ -77,14 +81,6 @@ absl::Status InField(const absl::Status& s, const std::string& field) {
 }
 
 }  // namespace
-
-std::pair<int64_t, int64_t> SliceRange(int64_t n, int rank, int world_size) {
-  if (world_size <= 1) return {0, n};
-  const int64_t base = n / world_size;
-  const int64_t extra = n % world_size;
-  const int64_t begin = rank * base + std::min<int64_t>(rank, extra);
-  return {begin, begin + base + (rank < extra ? 1 : 0)};
-}
 
 Core::Core(std::unique_ptr<Partition> partition, CoreOptions options,
            std::unique_ptr<SharedMemoryArea> shared_memory)
@@ -319,19 +315,71 @@ absl::Status Core::SampleNeighbors(const v1::SampleNeighborsRequest& req, v1::Sa
     return TooBig(absl::StrCat("fanout ", req.fanout(), " exceeds the limit ", options_.max_fanout));
   }
   if (auto s = CheckOwnedIds(e.row_type, req.ids(), "ids"); !s.ok()) return s;
+  if (req.with_edge_features() && e.feature_dim == 0) {
+    return absl::FailedPreconditionError(absl::StrCat("with_edge_features: edge type '", e.name, "' has no features"));
+  }
+  if (req.excluded_size() % 2 != 0) return Invalid("excluded must hold (node, neighbour) pairs");
+  if (req.excluded_size() > options_.max_ids_per_request) {
+    return TooBig(absl::StrCat("excluded has ", req.excluded_size(), " entries; the limit is ",
+                               options_.max_ids_per_request));
+  }
+  std::vector<std::pair<int64_t, int64_t>> excluded;
+  for (int i = 0; i + 1 < req.excluded_size(); i += 2) excluded.emplace_back(req.excluded(i), req.excluded(i + 1));
+  std::sort(excluded.begin(), excluded.end());
   const auto& c = req.context();
-  const uint64_t hop_key = HopKey(c.seed(), c.epoch(), c.batch(), c.hop(), HashString(e.name));
+  DrawSpec spec;
+  spec.fanout = req.fanout();
+  spec.replace = req.replace();
+  spec.with_edge_ids = req.with_edge_ids();
+  spec.with_edge_features = req.with_edge_features();
+  spec.hop_key = HopKey(c.seed(), c.epoch(), c.batch(), c.hop(), HashString(e.name));
+  spec.excluded = &excluded;
   NeighborDraw draw;
-  DrawOwnedNeighbors(*partition_, *t, req.ids().data(), static_cast<size_t>(req.ids_size()), req.fanout(),
-                     req.replace(), req.with_edge_ids(), hop_key, &draw);
+  DrawOwnedNeighbors(*partition_, *t, req.ids().data(), static_cast<size_t>(req.ids_size()), spec, &draw);
   SetInt64Tensor(draw.counts, resp->mutable_counts());
   SetInt64Tensor(draw.neighbors, resp->mutable_neighbors());
   if (req.with_edge_ids()) SetInt64Tensor(draw.edge_ids, resp->mutable_edge_ids());
+  if (req.with_edge_features()) {
+    SetTensor(ToProtoDtype(e.feature_dtype), {static_cast<int64_t>(draw.neighbors.size()), e.feature_dim},
+              draw.edge_features.data(), draw.edge_features.size(), resp->mutable_edge_features());
+  }
   return absl::OkStatus();
 }
 
-absl::Status Core::GetAblpInput(const v1::GetAblpInputRequest& req, v1::GetAblpInputResponse*) const {
-  return absl::UnimplementedError("GetAblpInput: link-prediction input is not served by this version");
+namespace {
+
+AblpRequest ToAblpRequest(const v1::GetAblpInputRequest& req) {
+  AblpRequest r;
+  r.split = req.split();
+  r.node_type = req.node_type();
+  r.supervision_edge_type = req.supervision_edge_type();
+  r.negative_edge_type = req.negative_edge_type();
+  r.rank = req.slice().rank();
+  r.world_size = req.slice().world_size();
+  return r;
+}
+
+// An int64 [n, width] matrix of each row's values padded with -1.
+void SetPaddedMatrix(const std::vector<int64_t>& offsets, const std::vector<int64_t>& values, v1::Tensor* out) {
+  const int64_t n = static_cast<int64_t>(offsets.size()) - 1;
+  int64_t width = 0;
+  for (int64_t i = 0; i < n; ++i) width = std::max(width, offsets[i + 1] - offsets[i]);
+  std::vector<int64_t> m(static_cast<size_t>(n * width), -1);
+  for (int64_t i = 0; i < n; ++i) {
+    std::copy(values.begin() + offsets[i], values.begin() + offsets[i + 1], m.begin() + i * width);
+  }
+  SetTensor(v1::DTYPE_INT64, {n, width}, m.data(), m.size() * 8, out);
+}
+
+}  // namespace
+
+absl::Status Core::GetAblpInput(const v1::GetAblpInputRequest& req, v1::GetAblpInputResponse* resp) const {
+  auto in = LoadAblpInput(*partition_, ToAblpRequest(req));
+  if (!in.ok()) return in.status();
+  SetInt64Tensor(in->anchors, resp->mutable_anchors());
+  SetPaddedMatrix(in->pos_offsets, in->positives, resp->mutable_positive_labels());
+  if (in->negative_edge_type >= 0) SetPaddedMatrix(in->neg_offsets, in->negatives, resp->mutable_negative_labels());
+  return absl::OkStatus();
 }
 
 // ----- Sampling lifecycle -----------------------------------------------------------------
@@ -351,9 +399,16 @@ absl::Status Core::SamplingOpen() const {
 }
 
 absl::Status Core::ValidateConfig(const v1::SamplingConfig& c, const v1::SamplerOptions& o) const {
-  if (c.kind() != v1::SAMPLER_KIND_UNSPECIFIED && c.kind() != v1::SAMPLER_KIND_NEIGHBOR) {
-    return absl::UnimplementedError(absl::StrCat("config.kind ", v1::SamplerKind_Name(c.kind()),
-                                                 " is not served by this version (NEIGHBOR is)"));
+  if (!v1::SamplerKind_IsValid(c.kind())) return Invalid(absl::StrCat("config.kind ", c.kind(), " is unknown"));
+  if (c.kind() == v1::SAMPLER_KIND_PPR) {
+    if (c.num_neighbors_size() > 0 || c.num_neighbors_by_type_size() > 0) {
+      return Invalid("config.num_neighbors: the PPR sampler takes config.ppr, not fanouts");
+    }
+    if (c.with_edge_ids() || c.with_edge_features()) {
+      return Invalid("config.with_edge_ids / with_edge_features: the PPR sampler returns no edges (see ppr weights)");
+    }
+  } else if (c.has_ppr()) {
+    return Invalid("config.ppr is only for config.kind SAMPLER_KIND_PPR");
   }
   if (c.batch_size() <= 0) return Invalid(absl::StrCat("config.batch_size must be >= 1, got ", c.batch_size()));
   if (c.batch_size() > options_.max_batch_size) {
@@ -377,10 +432,16 @@ absl::Status Core::ValidateConfig(const v1::SamplingConfig& c, const v1::Sampler
       return s;
     }
   }
-  if (c.with_edge_features()) {
-    return absl::UnimplementedError("config.with_edge_features is not served by this version");
-  }
   if (c.num_negatives() < 0) return Invalid("config.num_negatives must be >= 0");
+  if (c.num_negatives() > options_.max_negatives) {
+    return TooBig(absl::StrCat("config.num_negatives ", c.num_negatives(), " exceeds the limit ", options_.max_negatives));
+  }
+  if (!v1::NegativeSampling_IsValid(c.negative_sampling())) {
+    return Invalid(absl::StrCat("config.negative_sampling ", c.negative_sampling(), " is unknown"));
+  }
+  if (c.num_negatives() > 0 && c.negative_sampling() == v1::NEGATIVE_SAMPLING_NONE) {
+    return Invalid("config.num_negatives needs config.negative_sampling UNIFORM or DEGREE");
+  }
   if (o.num_workers() < 0) return Invalid("options.num_workers must be >= 0 (0 = server default)");
   if (o.num_workers() > options_.max_num_workers) {
     return TooBig(absl::StrCat("options.num_workers ", o.num_workers(), " exceeds the limit ", options_.max_num_workers));
@@ -436,22 +497,40 @@ void Core::InitSamplingBackend(const v1::InitSamplingBackendRequest& req, v1::In
   }
 
   // Build outside the lock; callers with the same key wait in entry->waiters.
-  NeighborSamplerOptions so;
-  so.fanouts.assign(req.config().num_neighbors().begin(), req.config().num_neighbors().end());
-  for (const auto& [name, f] : req.config().num_neighbors_by_type()) {
-    so.fanouts_by_type[name].assign(f.per_hop().begin(), f.per_hop().end());
-  }
-  so.replace = req.config().replace();
-  so.with_edge_ids = req.config().with_edge_ids();
-  so.with_node_features = req.config().with_node_features();
-  so.with_labels = req.config().with_labels();
-  so.peers = cluster_.load();
+  const v1::SamplingConfig& config = req.config();
+  RemoteCache* cache;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    so.remote_cache = remote_cache_.get();
+    cache = remote_cache_.get();
+  }
+  absl::StatusOr<std::unique_ptr<Sampler>> sampler;
+  if (config.kind() == v1::SAMPLER_KIND_PPR) {
+    PprSamplerOptions po;
+    po.alpha = config.ppr().alpha();
+    po.eps = config.ppr().eps();
+    po.max_nodes_per_seed = config.ppr().max_nodes_per_seed();
+    po.with_node_features = config.with_node_features();
+    po.with_labels = config.with_labels();
+    po.peers = cluster_.load();
+    po.remote_cache = cache;
+    sampler = PprSampler::Create(partition_.get(), po);
+  } else {
+    NeighborSamplerOptions so;
+    so.fanouts.assign(config.num_neighbors().begin(), config.num_neighbors().end());
+    for (const auto& [name, f] : config.num_neighbors_by_type()) {
+      so.fanouts_by_type[name].assign(f.per_hop().begin(), f.per_hop().end());
+    }
+    so.replace = config.replace();
+    so.with_edge_ids = config.with_edge_ids();
+    so.with_node_features = config.with_node_features();
+    so.with_labels = config.with_labels();
+    so.with_edge_features = config.with_edge_features();
+    so.induced = config.kind() == v1::SAMPLER_KIND_SUBGRAPH;
+    so.peers = cluster_.load();
+    so.remote_cache = cache;
+    sampler = NeighborSampler::Create(partition_.get(), so);
   }
   absl::Status status;
-  auto sampler = NeighborSampler::Create(partition_.get(), so);
   if (!sampler.ok()) {
     status = InField(sampler.status(), "config");
   } else {
@@ -459,6 +538,7 @@ void Core::InitSamplingBackend(const v1::InitSamplingBackendRequest& req, v1::In
     entry->num_workers = req.options().num_workers() > 0 ? req.options().num_workers() : options_.default_num_workers;
     for (int i = 0; i < entry->num_workers; ++i) entry->scratch.push_back(entry->sampler->NewScratch());
     entry->subgraph.resize(entry->num_workers);
+    entry->ablp.resize(entry->num_workers);
     scheduler::BackendOptions bo;
     bo.num_workers = entry->num_workers;
     bo.max_in_flight_per_channel = req.options().max_in_flight_per_channel() > 0
@@ -483,6 +563,14 @@ void Core::InitSamplingBackend(const v1::InitSamplingBackendRequest& req, v1::In
           // The subgraph is copied into the message below, so each worker reuses its own.
           SampledSubgraph& g = e->subgraph[t.worker];
           const auto* sampling = static_cast<const ChannelSampling*>(t.attachment);
+          if (sampling != nullptr && sampling->ablp != nullptr) {
+            AblpBatch& labels = e->ablp[t.worker];
+            if (auto s = sampling->ablp->MakeBatch(t.seeds, t.num_seeds, t.seed, t.epoch, t.batch_index, &labels);
+                !s.ok()) {
+              return s;
+            }
+            b.ablp = &labels;
+          }
           SharedBufferPool* pool = sampling != nullptr ? sampling->pool.get() : nullptr;
           // Shared memory: features are gathered straight into the message's buffer.
           SharedLayout layout;
@@ -534,7 +622,7 @@ void Core::InitSamplingBackend(const v1::InitSamplingBackendRequest& req, v1::In
 }
 
 absl::StatusOr<std::vector<int64_t>> Core::ResolveSeeds(const v1::RegisterSamplingInputRequest& req,
-                                                        int* node_type) const {
+                                                        int* node_type, AblpInput* ablp) const {
   switch (req.input_case()) {
     case v1::RegisterSamplingInputRequest::kNodes: {
       auto t = partition_->FindNodeType(req.nodes().node_type());
@@ -549,8 +637,13 @@ absl::StatusOr<std::vector<int64_t>> Core::ResolveSeeds(const v1::RegisterSampli
       *node_type = *t;
       return SplitIds(req.split().node_type(), req.split().split(), req.split().slice(), "split.");
     }
-    case v1::RegisterSamplingInputRequest::kAblp:
-      return absl::UnimplementedError("ablp: link-prediction input is not served by this version");
+    case v1::RegisterSamplingInputRequest::kAblp: {
+      auto in = LoadAblpInput(*partition_, ToAblpRequest(req.ablp().input()));
+      if (!in.ok()) return InField(in.status(), "ablp.input");
+      *node_type = in->anchor_type;
+      *ablp = *std::move(in);
+      return ablp->anchors;
+    }
     case v1::RegisterSamplingInputRequest::INPUT_NOT_SET:
       break;
   }
@@ -583,7 +676,8 @@ absl::Status Core::RegisterSamplingInput(const v1::RegisterSamplingInputRequest&
         "shared_memory: this server does not offer shared memory (it runs with an empty --shared_memory_dir)");
   }
   int node_type = 0;
-  auto seeds = ResolveSeeds(req, &node_type);
+  AblpInput ablp;
+  auto seeds = ResolveSeeds(req, &node_type, &ablp);
   if (!seeds.ok()) return seeds.status();
 
   std::shared_ptr<BackendEntry> backend;
@@ -599,6 +693,19 @@ absl::Status Core::RegisterSamplingInput(const v1::RegisterSamplingInputRequest&
       return TooBig(absl::StrCat("too many live channels (limit ", options_.max_channels, ")"));
     }
     backend = it->second;
+    std::shared_ptr<const AblpLabeler> labeler;
+    if (req.has_ablp()) {
+      NegativeOptions negatives;
+      negatives.num = backend->config.num_negatives();
+      negatives.kind = backend->config.negative_sampling() == v1::NEGATIVE_SAMPLING_DEGREE
+                           ? NegativeOptions::Kind::kDegree
+                           : backend->config.negative_sampling() == v1::NEGATIVE_SAMPLING_UNIFORM
+                                 ? NegativeOptions::Kind::kUniform
+                                 : NegativeOptions::Kind::kNone;
+      auto created = AblpLabeler::Create(partition_.get(), std::move(ablp), negatives);
+      if (!created.ok()) return InField(created.status(), "ablp");
+      labeler = *std::move(created);
+    }
     channel->id = next_channel_id_++;
     channel->backend_id = backend->id;
     channel->worker_key = req.worker_key();
@@ -628,6 +735,7 @@ absl::Status Core::RegisterSamplingInput(const v1::RegisterSamplingInputRequest&
     co.context = node_type;
     auto sampling = std::make_shared<ChannelSampling>();
     sampling->pool = channel->pool;
+    sampling->ablp = std::move(labeler);
     co.attachment = std::move(sampling);
     co.worker_key = req.worker_key();
     if (auto s = backend->backend->AddChannel(channel->id, std::move(co)); !s.ok()) return s;

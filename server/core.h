@@ -22,6 +22,7 @@
 #include "absl/status/statusor.h"
 #include "graphstore/v1/graphstore.pb.h"
 #include "scheduler/backend.h"
+#include "server/ablp.h"
 #include "server/neighbor_sampler.h"
 #include "server/partition.h"
 #include "server/remote_cache.h"
@@ -50,6 +51,8 @@ struct CoreOptions {
   int max_batch_size = 1 << 20;
   /// Largest fanout at any hop (-1, "all", is always allowed).
   int max_fanout = 100000;
+  /// Most generated negatives per anchor of a link-prediction input.
+  int max_negatives = 1000;
   /// Most hops.
   int max_hops = 8;
   /// Most ids in one request (seeds, features, labels, lookups).
@@ -159,7 +162,9 @@ class Core {
   struct ChannelEntry;
 
   absl::Status ValidateConfig(const v1::SamplingConfig& config, const v1::SamplerOptions& options) const;
-  absl::StatusOr<std::vector<int64_t>> ResolveSeeds(const v1::RegisterSamplingInputRequest& req, int* node_type) const;
+  // The seeds of a registration and their node type; for an ablp input, its labels too.
+  absl::StatusOr<std::vector<int64_t>> ResolveSeeds(const v1::RegisterSamplingInputRequest& req, int* node_type,
+                                                    AblpInput* ablp) const;
   absl::StatusOr<std::vector<int64_t>> SplitIds(const std::string& node_type, const std::string& split,
                                                 const v1::ServerSlice& slice, const std::string& field) const;
   absl::Status CheckOwnedIds(int node_type, const google::protobuf::RepeatedField<int64_t>& ids,
@@ -206,10 +211,6 @@ class Core {
   mutable std::mutex edge_index_mu_;
   mutable std::map<int, std::vector<int64_t>> edge_index_;
 };
-
-/// Splits `n` items into `world_size` near-equal contiguous pieces; returns piece `rank` as
-/// [begin, end). world_size <= 1 is the whole range.
-std::pair<int64_t, int64_t> SliceRange(int64_t n, int rank, int world_size);
 
 }  // namespace graphstore
 

@@ -88,6 +88,12 @@ absl::Status ValidateManifest(const v1::PartitionManifest& m, const std::string&
       return bad(absl::StrCat("edge type '", name,
                               "': a dataset with several partitions must store edge_ids"));
     }
+    std::set<std::string> label_splits;
+    for (const auto& s : e.label_splits()) {
+      if (!IsValidTypeName(s) || !label_splits.insert(s).second) {
+        return bad(absl::StrCat("edge type '", name, "': bad or repeated label split '", s, "'"));
+      }
+    }
   }
   return absl::OkStatus();
 }

@@ -109,6 +109,28 @@ void FillMessage(const Partition& partition, const SampledSubgraph& g, TensorSin
     sink.SetInt64(s.cols, out->mutable_cols());
     if (!s.eids.empty()) sink.SetInt64(s.eids, out->mutable_eids());
     sink.SetInt64(s.num_sampled_edges, out->mutable_num_sampled_edges());
+    if (s.feature_dim > 0) {
+      sink.Set(ToProtoDtype(s.feature_dtype), {static_cast<int64_t>(s.rows.size()), s.feature_dim},
+               s.features.data(), s.features.size(), out->mutable_features());
+    }
+  }
+  if (g.ablp.present) {
+    const SampledAblp& a = g.ablp;
+    v1::AblpLabels* out = msg->mutable_ablp();
+    out->set_supervision_edge_type(partition.edge_type(a.supervision_edge_type).name);
+    sink.SetInt64(a.anchors, out->mutable_anchors());
+    const int64_t n = static_cast<int64_t>(a.anchors.size());
+    sink.Set(v1::DTYPE_INT64, {n, a.max_positive}, a.positive.data(), a.positive.size() * 8, out->mutable_positive());
+    sink.Set(v1::DTYPE_INT64, {n, a.max_negative}, a.negative.data(), a.negative.size() * 8, out->mutable_negative());
+  }
+  for (const SampledPpr& p : g.ppr) {
+    v1::PprWeights* out = msg->add_ppr();
+    out->set_seed_type(partition.node_type(p.seed_type).name);
+    out->set_node_type(partition.node_type(p.node_type).name);
+    sink.SetInt64(p.seed_index, out->mutable_seed_index());
+    sink.SetInt64(p.node_index, out->mutable_node_index());
+    sink.Set(v1::DTYPE_FLOAT32, {static_cast<int64_t>(p.weight.size())}, p.weight.data(), p.weight.size() * 4,
+             out->mutable_weight());
   }
 }
 
@@ -144,7 +166,13 @@ void GatherIntoSharedBuffer(SharedBufferPool* pool, SampledSubgraph* subgraph, S
     }
     for (const SampledEdges& e : g.edges) {
       size += AlignShared(e.rows.size() * 8) + AlignShared(e.cols.size() * 8) + AlignShared(e.eids.size() * 8) +
-              AlignShared(e.num_sampled_edges.size() * 8);
+              AlignShared(e.num_sampled_edges.size() * 8) + AlignShared(e.features.size());
+    }
+    size += AlignShared(g.ablp.anchors.size() * 8) + AlignShared(g.ablp.positive.size() * 8) +
+            AlignShared(g.ablp.negative.size() * 8);
+    for (const SampledPpr& p : g.ppr) {
+      size += AlignShared(p.seed_index.size() * 8) + AlignShared(p.node_index.size() * 8) +
+              AlignShared(p.weight.size() * 4);
     }
     auto use = pool->Acquire(size);
     if (!use.ok()) return use.status();

@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "scheduler/draw.h"
+#include "server/ablp.h"
 
 namespace graphstore {
 namespace {
@@ -14,17 +15,7 @@ namespace {
 class NeighborScratch : public SamplerScratch {
  public:
   std::vector<std::vector<int32_t>> local_of;
-  // Per-hop staging of ExpandHop, reused across batches: the draw of the owned frontier nodes.
-  NeighborDraw draw;
-  // Cluster only: the owned frontier nodes, per frontier node the index of its owner's call
-  // (-1: owned here), the call index of each partition (-1: none yet), and the frontier's
-  // counts, neighbours and edge ids merged from the local draw and the owners' answers.
-  std::vector<int64_t> owned;
-  std::vector<int32_t> remote;
-  std::vector<int32_t> call_of;
-  std::vector<int64_t> count;
-  std::vector<int64_t> neighbor;
-  std::vector<int64_t> eid;
+  FrontierScratch frontier;
 };
 
 // The call of `owner` in `calls`, created on first use.
@@ -61,6 +52,44 @@ class MapReset {
   NeighborScratch* s_;
   const SampledSubgraph* out_;
 };
+
+// Adds a link-prediction batch's label nodes as seeds (positives, then negatives, after the
+// anchors) and records the labels as local indices, padded with -1.
+template <typename AddSeed>
+absl::Status AddLabelSeeds(const Partition& partition, const SeedBatch& batch, AddSeed add_seed,
+                           SampledSubgraph* out) {
+  const AblpBatch& a = *batch.ablp;
+  const size_t n = batch.size;
+  if (a.anchor_type != batch.node_type || a.pos_offsets.size() != n + 1 || a.neg_offsets.size() != n + 1) {
+    return absl::InternalError("link-prediction labels do not match the batch's anchors");
+  }
+  const NodeTypeStore& label_type = partition.node_type(a.label_type);
+  for (const auto* list : {&a.positives, &a.negatives}) {
+    for (int64_t id : *list) {
+      if (id < 0 || id >= label_type.num_nodes) {
+        return absl::InternalError(absl::StrCat("label node ", id, " is not a '", label_type.name, "' node id"));
+      }
+    }
+  }
+  SampledAblp& out_labels = out->ablp;
+  out_labels.present = true;
+  out_labels.supervision_edge_type = a.supervision_edge_type;
+  for (size_t i = 0; i < n; ++i) out_labels.anchors.push_back(add_seed(a.anchor_type, batch.ids[i]));
+  auto matrix = [&](const std::vector<int64_t>& offsets, const std::vector<int64_t>& ids, std::vector<int64_t>* m,
+                    int64_t* width) {
+    *width = 0;
+    for (size_t i = 0; i < n; ++i) *width = std::max(*width, offsets[i + 1] - offsets[i]);
+    m->assign(n * static_cast<size_t>(*width), -1);
+    for (size_t i = 0; i < n; ++i) {
+      for (int64_t k = offsets[i]; k < offsets[i + 1]; ++k) {
+        (*m)[i * *width + (k - offsets[i])] = add_seed(a.label_type, ids[k]);
+      }
+    }
+  };
+  matrix(a.pos_offsets, a.positives, &out_labels.positive, &out_labels.max_positive);
+  matrix(a.neg_offsets, a.negatives, &out_labels.negative, &out_labels.max_negative);
+  return absl::OkStatus();
+}
 
 }  // namespace
 
@@ -104,6 +133,11 @@ absl::StatusOr<std::unique_ptr<NeighborSampler>> NeighborSampler::Create(
   if (options.with_labels && !any_labels) {
     return absl::InvalidArgumentError("with_labels: the dataset has no labels");
   }
+  bool any_edge_features = false;
+  for (const auto& e : partition->edge_types()) any_edge_features |= e.feature_dim > 0;
+  if (options.with_edge_features && !any_edge_features) {
+    return absl::InvalidArgumentError("with_edge_features: the dataset has no edge features");
+  }
 
   std::unique_ptr<NeighborSampler> s(new NeighborSampler(partition, std::move(options)));
   s->num_hops_ = hops;
@@ -123,6 +157,37 @@ absl::StatusOr<std::unique_ptr<NeighborSampler>> NeighborSampler::Create(
   return s;
 }
 
+absl::Status PlaceSeeds(const Partition& partition, const SeedBatch& batch,
+                        std::vector<std::vector<int32_t>>* local_of, SampledSubgraph* out) {
+  const int pid = partition.partition_id();
+  const NodeTypeStore& seed_type = partition.node_type(batch.node_type);
+  SampledNodes& seeds = out->nodes[batch.node_type];
+  seeds.batch.assign(batch.ids, batch.ids + batch.size);
+  seeds.ids.reserve(batch.size);
+  auto add_seed = [&](int type, int64_t id) {
+    int32_t& local = (*local_of)[type][id];
+    if (local < 0) {
+      local = static_cast<int32_t>(out->nodes[type].ids.size());
+      out->nodes[type].ids.push_back(id);
+    }
+    return static_cast<int64_t>(local);
+  };
+  for (size_t i = 0; i < batch.size; ++i) {
+    const int64_t id = batch.ids[i];
+    if (id < 0 || id >= seed_type.num_nodes) {
+      return absl::InvalidArgumentError(absl::StrCat("seed ", id, " is not a '", seed_type.name,
+                                                     "' node id (0 <= id < ", seed_type.num_nodes, ")"));
+    }
+    if (seed_type.Owner(id) != pid) {
+      return absl::InvalidArgumentError(absl::StrCat("seed ", id, " is owned by partition ",
+                                                     seed_type.Owner(id), ", not ", pid));
+    }
+    add_seed(batch.node_type, id);
+  }
+  if (batch.ablp != nullptr) return AddLabelSeeds(partition, batch, add_seed, out);
+  return absl::OkStatus();
+}
+
 std::unique_ptr<SamplerScratch> NeighborSampler::NewScratch() const {
   auto s = std::make_unique<NeighborScratch>();
   s->local_of.resize(partition_->node_types().size());
@@ -134,7 +199,6 @@ absl::Status NeighborSampler::Sample(const SeedBatch& batch, SamplerScratch* scr
   auto* s = static_cast<NeighborScratch*>(scratch);
   const int num_types = static_cast<int>(partition_->node_types().size());
   const int num_edge_types = static_cast<int>(partition_->edge_types().size());
-  const int pid = partition_->partition_id();
   if (batch.node_type < 0 || batch.node_type >= num_types) {
     return absl::InvalidArgumentError(absl::StrCat("node type index ", batch.node_type, " is out of range"));
   }
@@ -144,27 +208,7 @@ absl::Status NeighborSampler::Sample(const SeedBatch& batch, SamplerScratch* scr
   }
   MapReset reset(s, out);
 
-  // Hop 0: the seeds, de-duplicated in order of first appearance.
-  const NodeTypeStore& seed_type = partition_->node_type(batch.node_type);
-  SampledNodes& seeds = out->nodes[batch.node_type];
-  seeds.batch.assign(batch.ids, batch.ids + batch.size);
-  seeds.ids.reserve(batch.size);
-  for (size_t i = 0; i < batch.size; ++i) {
-    const int64_t id = batch.ids[i];
-    if (id < 0 || id >= seed_type.num_nodes) {
-      return absl::InvalidArgumentError(absl::StrCat("seed ", id, " is not a '", seed_type.name,
-                                                     "' node id (0 <= id < ", seed_type.num_nodes, ")"));
-    }
-    if (seed_type.Owner(id) != pid) {
-      return absl::InvalidArgumentError(absl::StrCat("seed ", id, " is owned by partition ",
-                                                     seed_type.Owner(id), ", not ", pid));
-    }
-    int32_t& local = s->local_of[batch.node_type][id];
-    if (local < 0) {
-      local = static_cast<int32_t>(seeds.ids.size());
-      seeds.ids.push_back(id);
-    }
-  }
+  if (auto st = PlaceSeeds(*partition_, batch, &s->local_of, out); !st.ok()) return st;
   std::vector<size_t> begin(num_types, 0);
   std::vector<size_t> end(num_types);
   for (int t = 0; t < num_types; ++t) {
@@ -181,7 +225,8 @@ absl::Status NeighborSampler::Sample(const SeedBatch& batch, SamplerScratch* scr
         const EdgeTypeStore& et = partition_->edge_type(e);
         const uint64_t hop_key =
             HopKey(batch.seed, batch.epoch, batch.batch_index, hop, edge_type_hash_[e]);
-        if (auto st = ExpandHop(e, fanout, hop_key, batch, hop, begin[et.row_type], end[et.row_type], s, out);
+        if (auto st = ExpandHop(e, fanout, hop_key, batch, hop, begin[et.row_type], end[et.row_type],
+                                /*add_nodes=*/true, s, out);
             !st.ok()) {
           return st;
         }
@@ -196,12 +241,38 @@ absl::Status NeighborSampler::Sample(const SeedBatch& batch, SamplerScratch* scr
     }
   }
 
+  if (options_.induced) {
+    // Every stored edge between two sampled nodes, each type's rows in local id order.
+    for (int e = 0; e < num_edge_types; ++e) {
+      SampledEdges& edges = out->edges[e];
+      edges.rows.clear();
+      edges.cols.clear();
+      edges.eids.clear();
+      edges.features.clear();
+      edges.num_sampled_edges.clear();
+      const EdgeTypeStore& et = partition_->edge_type(e);
+      if (auto st = ExpandHop(e, -1, 0, batch, num_hops_, 0, out->nodes[et.row_type].ids.size(),
+                              /*add_nodes=*/false, s, out);
+          !st.ok()) {
+        return st;
+      }
+      edges.num_sampled_edges.push_back(static_cast<int64_t>(edges.rows.size()));
+    }
+  }
+
+  return GatherSubgraphData(*partition_, options_.with_node_features, options_.with_labels, options_.peers,
+                            options_.remote_cache, out);
+}
+
+absl::Status GatherSubgraphData(const Partition& partition, bool features, bool labels, PeerSampling* peers,
+                                RemoteCache* cache, SampledSubgraph* out) {
+  const int num_types = static_cast<int>(partition.node_types().size());
   std::vector<char*> targets(num_types, nullptr);
   if (out->feature_target) {
     std::vector<size_t> bytes(num_types, 0);
     for (int t = 0; t < num_types; ++t) {
-      const NodeTypeStore& nt = partition_->node_type(t);
-      if (options_.with_node_features && nt.feature_dim > 0) {
+      const NodeTypeStore& nt = partition.node_type(t);
+      if (features && nt.feature_dim > 0) {
         bytes[t] = out->nodes[t].ids.size() * static_cast<size_t>(nt.feature_dim) * DtypeSize(nt.feature_dtype);
       }
     }
@@ -211,8 +282,7 @@ absl::Status NeighborSampler::Sample(const SeedBatch& batch, SamplerScratch* scr
     targets = *std::move(placed);
   }
   for (int t = 0; t < num_types; ++t) {
-    if (auto st = GatherNodeData(*partition_, t, options_.with_node_features, options_.with_labels, targets[t],
-                                 &out->nodes[t], options_.peers, options_.remote_cache);
+    if (auto st = GatherNodeData(partition, t, features, labels, targets[t], &out->nodes[t], peers, cache);
         !st.ok()) {
       return st;
     }
@@ -220,8 +290,8 @@ absl::Status NeighborSampler::Sample(const SeedBatch& batch, SamplerScratch* scr
   return absl::OkStatus();
 }
 
-void DrawOwnedNeighbors(const Partition& partition, int edge_type, const int64_t* ids, size_t n, int fanout,
-                        bool replace, bool with_edge_ids, uint64_t hop_key, NeighborDraw* out) {
+void DrawOwnedNeighbors(const Partition& partition, int edge_type, const int64_t* ids, size_t n,
+                        const DrawSpec& spec, NeighborDraw* out) {
   // Three passes, each issuing the next pass's random loads ahead of time: (1) row extents from
   // indptr, (2) the draws, gathering CSR positions, (3) the neighbour ids from indices.
   constexpr size_t kAhead = 32;
@@ -230,6 +300,9 @@ void DrawOwnedNeighbors(const Partition& partition, int edge_type, const int64_t
   const int64_t* indptr = et.indptr_data();
   const int64_t* indices = et.indices_data();
   const int64_t* owner_row = rows.local.is_open() ? rows.local.data<int64_t>() : nullptr;
+  const int fanout = spec.fanout;
+  const bool replace = spec.replace;
+  const auto* excluded = spec.excluded != nullptr && !spec.excluded->empty() ? spec.excluded : nullptr;
 
   out->base.resize(n);
   out->degree.resize(n);
@@ -247,154 +320,218 @@ void DrawOwnedNeighbors(const Partition& partition, int edge_type, const int64_t
   out->counts.resize(n);
   for (size_t i = 0; i < n; ++i) {
     const int64_t base = out->base[i];
-    const int64_t degree = out->degree[i];
+    int64_t degree = out->degree[i];
+    // A node with excluded neighbours draws among the positions of the others.
+    const int64_t* candidates = nullptr;
+    if (excluded != nullptr) {
+      auto lo = std::lower_bound(excluded->begin(), excluded->end(), std::make_pair(ids[i], INT64_MIN));
+      if (lo != excluded->end() && lo->first == ids[i]) {
+        auto hi = lo;
+        while (hi != excluded->end() && hi->first == ids[i]) ++hi;
+        out->candidates.clear();
+        for (int64_t k = 0; k < degree; ++k) {
+          const int64_t w = indices[base + k];
+          bool skip = false;
+          for (auto it = lo; it != hi; ++it) skip |= it->second == w;
+          if (!skip) out->candidates.push_back(k);
+        }
+        candidates = out->candidates.data();
+        degree = static_cast<int64_t>(out->candidates.size());
+      }
+    }
+    auto position = [&](int64_t k) { return base + (candidates != nullptr ? candidates[k] : k); };
     if (draw_all || (!replace && degree <= fanout)) {
-      for (int64_t k = 0; k < degree; ++k) out->picked.push_back(base + k);
+      for (int64_t k = 0; k < degree; ++k) out->picked.push_back(position(k));
       out->counts[i] = degree;
     } else {
-      const int64_t c = DrawNeighborPositions(HashCombine(hop_key, static_cast<uint64_t>(ids[i])), degree, fanout,
-                                              replace, out->positions.data());
-      for (int64_t k = 0; k < c; ++k) out->picked.push_back(base + out->positions[k]);
+      const int64_t c = DrawNeighborPositions(HashCombine(spec.hop_key, static_cast<uint64_t>(ids[i])), degree,
+                                              fanout, replace, out->positions.data());
+      for (int64_t k = 0; k < c; ++k) out->picked.push_back(position(out->positions[k]));
       out->counts[i] = c;
     }
   }
 
   const size_t m = out->picked.size();
   out->neighbors.resize(m);
-  out->edge_ids.resize(with_edge_ids ? m : 0);
+  out->edge_ids.resize(spec.with_edge_ids ? m : 0);
   for (size_t j = 0; j < m; ++j) {
     if (j + kAhead < m) __builtin_prefetch(indices + out->picked[j + kAhead]);
     out->neighbors[j] = indices[out->picked[j]];
-    if (with_edge_ids) out->edge_ids[j] = et.EdgeId(out->picked[j]);
+    if (spec.with_edge_ids) out->edge_ids[j] = et.EdgeId(out->picked[j]);
+  }
+  out->edge_features.clear();
+  if (spec.with_edge_features && et.feature_dim > 0) {
+    const size_t row_bytes = static_cast<size_t>(et.feature_dim) * DtypeSize(et.feature_dtype);
+    const char* src = static_cast<const char*>(et.features.raw());
+    out->edge_features.resize(m * row_bytes);
+    for (size_t j = 0; j < m; ++j) {
+      std::memcpy(out->edge_features.data() + j * row_bytes, src + out->picked[j] * row_bytes, row_bytes);
+    }
   }
 }
 
-absl::Status NeighborSampler::ExpandHop(int edge_type, int fanout, uint64_t hop_key, const SeedBatch& coordinates,
-                                        int hop, size_t begin, size_t end, SamplerScratch* scratch,
-                                        SampledSubgraph* out) const {
-  auto* s = static_cast<NeighborScratch*>(scratch);
-  const EdgeTypeStore& et = partition_->edge_type(edge_type);
-  constexpr size_t kAhead = 32;
-  const NodeTypeStore& row_type = partition_->node_type(et.row_type);
-  const NodeTypeStore& col_type = partition_->node_type(et.col_type);
-  const int pid = partition_->partition_id();
-  const std::vector<int64_t>& row_ids = out->nodes[et.row_type].ids;
-  const size_t n = end - begin;
+absl::StatusOr<const NeighborDraw*> DrawNeighbors(const Partition& partition, PeerSampling* peers, int edge_type,
+                                                  const int64_t* ids, size_t n, const DrawSpec& spec,
+                                                  const PeerSampling::Hop& hop, FrontierScratch* s) {
+  const EdgeTypeStore& et = partition.edge_type(edge_type);
+  const NodeTypeStore& row_type = partition.node_type(et.row_type);
+  const NodeTypeStore& col_type = partition.node_type(et.col_type);
+  const int pid = partition.partition_id();
+  const bool features = spec.with_edge_features && et.feature_dim > 0;
+  const size_t row_bytes = features ? static_cast<size_t>(et.feature_dim) * DtypeSize(et.feature_dtype) : 0;
 
-  // The frontier nodes owned elsewhere join their owner's call; the owners draw while this
-  // server draws its own share.
+  // The nodes owned elsewhere join their owner's call; the owners draw while this server draws
+  // its own share.
   std::vector<PeerSampling::NeighborCall> calls;
-  const int64_t* owned = row_ids.data() + begin;
+  const int64_t* owned = ids;
   size_t num_owned = n;
-  if (partition_->num_partitions() > 1) {
+  if (partition.num_partitions() > 1) {
     s->remote.assign(n, -1);
-    s->call_of.assign(partition_->num_partitions(), -1);
+    s->call_of.assign(partition.num_partitions(), -1);
     s->owned.clear();
     for (size_t i = 0; i < n; ++i) {
-      const int64_t gid = row_ids[begin + i];
+      const int64_t gid = ids[i];
       if (row_type.Owner(gid) == pid) {
         s->owned.push_back(gid);
         continue;
       }
-      if (options_.peers == nullptr) return NeedsCluster(gid, row_type);
+      if (peers == nullptr) return NeedsCluster(gid, row_type);
       auto& call = CallFor(row_type.Owner(gid), &s->call_of, &calls);
       s->remote[i] = s->call_of[call.partition];
       call.ids.push_back(gid);
     }
     owned = s->owned.data();
     num_owned = s->owned.size();
+    if (spec.excluded != nullptr) {
+      for (const auto& [node, neighbor] : *spec.excluded) {
+        const int32_t c = s->call_of[row_type.Owner(node)];
+        if (c < 0) continue;
+        calls[c].excluded.push_back(node);
+        calls[c].excluded.push_back(neighbor);
+      }
+    }
   }
   std::unique_ptr<PeerSampling::Pending> pending;
-  if (!calls.empty()) {
-    PeerSampling::Hop h;
-    h.edge_type = et.name;
-    h.fanout = fanout;
-    h.replace = options_.replace;
-    h.with_edge_ids = options_.with_edge_ids;
-    h.seed = coordinates.seed;
-    h.epoch = coordinates.epoch;
-    h.batch = coordinates.batch_index;
-    h.hop = hop;
-    pending = options_.peers->SampleNeighbors(h, &calls);
-  }
-  NeighborDraw& draw = s->draw;
-  DrawOwnedNeighbors(*partition_, edge_type, owned, num_owned, fanout, options_.replace, options_.with_edge_ids,
-                     hop_key, &draw);
+  if (!calls.empty()) pending = peers->SampleNeighbors(hop, &calls);
+  NeighborDraw& draw = s->local;
+  DrawOwnedNeighbors(partition, edge_type, owned, num_owned, spec, &draw);
+  if (pending == nullptr) return &draw;
 
-  // Per frontier node its neighbour count, then the neighbours (and edge ids), in frontier
-  // order: the local draw as it is, or merged with the owners' answers.
-  const std::vector<int64_t>* count = &draw.counts;
-  const std::vector<int64_t>* neighbor = &draw.neighbors;
-  const std::vector<int64_t>* eid = &draw.edge_ids;
-  if (pending != nullptr) {
-    if (auto st = pending->Wait(); !st.ok()) return st;
-    for (const auto& c : calls) {
-      int64_t total = 0;
-      for (int64_t k : c.counts) total += k;
-      if (c.counts.size() != c.ids.size() || total < 0 || static_cast<size_t>(total) != c.neighbors.size() ||
-          (options_.with_edge_ids && c.edge_ids.size() != c.neighbors.size())) {
-        return absl::InternalError(absl::StrCat("partition ", c.partition, " answered SampleNeighbors for ",
-                                                c.ids.size(), " nodes with inconsistent counts"));
-      }
-      for (int64_t w : c.neighbors) {
-        if (w < 0 || w >= col_type.num_nodes) {
-          return absl::InternalError(absl::StrCat("partition ", c.partition, " answered neighbour ", w,
-                                                  ", which is not a '", col_type.name, "' node id"));
-        }
+  // Merge the local draw and the owners' answers in `ids` order.
+  if (auto st = pending->Wait(); !st.ok()) return st;
+  for (const auto& c : calls) {
+    int64_t total = 0;
+    for (int64_t k : c.counts) total += k;
+    if (c.counts.size() != c.ids.size() || total < 0 || static_cast<size_t>(total) != c.neighbors.size() ||
+        (spec.with_edge_ids && c.edge_ids.size() != c.neighbors.size()) ||
+        (features && c.edge_features.size() != c.neighbors.size() * row_bytes)) {
+      return absl::InternalError(absl::StrCat("partition ", c.partition, " answered SampleNeighbors for ",
+                                              c.ids.size(), " nodes with inconsistent counts"));
+    }
+    for (int64_t w : c.neighbors) {
+      if (w < 0 || w >= col_type.num_nodes) {
+        return absl::InternalError(absl::StrCat("partition ", c.partition, " answered neighbour ", w,
+                                                ", which is not a '", col_type.name, "' node id"));
       }
     }
-    s->count.clear();
-    s->neighbor.clear();
-    s->eid.clear();
-    // Per source (-1: the local draw, else a call): next node, next neighbour.
-    std::vector<size_t> next_node(calls.size() + 1, 0);
-    std::vector<size_t> next_neighbor(calls.size() + 1, 0);
-    for (size_t i = 0; i < n; ++i) {
-      const int32_t r = s->remote[i];
-      const bool local = r < 0;
-      const size_t src = local ? calls.size() : static_cast<size_t>(r);
-      const std::vector<int64_t>& counts = local ? draw.counts : calls[r].counts;
-      const std::vector<int64_t>& neighbors = local ? draw.neighbors : calls[r].neighbors;
-      const std::vector<int64_t>& eids = local ? draw.edge_ids : calls[r].edge_ids;
-      const int64_t k = counts[next_node[src]++];
-      const size_t from = next_neighbor[src];
-      s->count.push_back(k);
-      s->neighbor.insert(s->neighbor.end(), neighbors.begin() + from, neighbors.begin() + from + k);
-      if (options_.with_edge_ids) s->eid.insert(s->eid.end(), eids.begin() + from, eids.begin() + from + k);
-      next_neighbor[src] = from + k;
-    }
-    count = &s->count;
-    neighbor = &s->neighbor;
-    eid = &s->eid;
   }
+  NeighborDraw& merged = s->merged;
+  merged.counts.clear();
+  merged.neighbors.clear();
+  merged.edge_ids.clear();
+  merged.edge_features.clear();
+  // Per source (the last: the local draw, else a call): next node, next neighbour.
+  std::vector<size_t> next_node(calls.size() + 1, 0);
+  std::vector<size_t> next_neighbor(calls.size() + 1, 0);
+  for (size_t i = 0; i < n; ++i) {
+    const int32_t r = s->remote[i];
+    const bool local = r < 0;
+    const size_t src = local ? calls.size() : static_cast<size_t>(r);
+    const std::vector<int64_t>& counts = local ? draw.counts : calls[r].counts;
+    const std::vector<int64_t>& neighbors = local ? draw.neighbors : calls[r].neighbors;
+    const std::vector<int64_t>& eids = local ? draw.edge_ids : calls[r].edge_ids;
+    const int64_t k = counts[next_node[src]++];
+    const size_t from = next_neighbor[src];
+    merged.counts.push_back(k);
+    merged.neighbors.insert(merged.neighbors.end(), neighbors.begin() + from, neighbors.begin() + from + k);
+    if (spec.with_edge_ids) merged.edge_ids.insert(merged.edge_ids.end(), eids.begin() + from, eids.begin() + from + k);
+    if (features) {
+      const char* f = local ? draw.edge_features.data() : calls[r].edge_features.data();
+      merged.edge_features.insert(merged.edge_features.end(), f + from * row_bytes, f + (from + k) * row_bytes);
+    }
+    next_neighbor[src] = from + k;
+  }
+  return &merged;
+}
+
+absl::Status NeighborSampler::ExpandHop(int edge_type, int fanout, uint64_t hop_key, const SeedBatch& coordinates,
+                                        int hop, size_t begin, size_t end, bool add_nodes, SamplerScratch* scratch,
+                                        SampledSubgraph* out) const {
+  auto* s = static_cast<NeighborScratch*>(scratch);
+  const EdgeTypeStore& et = partition_->edge_type(edge_type);
+  constexpr size_t kAhead = 32;
+  const size_t n = end - begin;
+  if (n == 0) return absl::OkStatus();
+
+  DrawSpec spec;
+  spec.fanout = fanout;
+  spec.replace = options_.replace;
+  spec.with_edge_ids = options_.with_edge_ids;
+  spec.with_edge_features = options_.with_edge_features;
+  spec.hop_key = hop_key;
+  if (coordinates.ablp != nullptr) spec.excluded = &coordinates.ablp->excluded[edge_type];
+  PeerSampling::Hop h;
+  h.edge_type = et.name;
+  h.fanout = fanout;
+  h.replace = options_.replace;
+  h.with_edge_ids = options_.with_edge_ids;
+  h.with_edge_features = options_.with_edge_features && et.feature_dim > 0;
+  h.seed = coordinates.seed;
+  h.epoch = coordinates.epoch;
+  h.batch = coordinates.batch_index;
+  h.hop = hop;
+  auto drawn = DrawNeighbors(*partition_, options_.peers, edge_type, out->nodes[et.row_type].ids.data() + begin, n,
+                             spec, h, &s->frontier);
+  if (!drawn.ok()) return drawn.status();
+  const NeighborDraw& d = **drawn;
 
   // Map neighbours to local ids (appending new nodes in the order they are met) and emit the
   // edges.
-  const size_t m = neighbor->size();
+  const size_t m = d.neighbors.size();
   std::vector<int64_t>& col_ids = out->nodes[et.col_type].ids;
   std::vector<int32_t>& col_map = s->local_of[et.col_type];
   SampledEdges& edges = out->edges[edge_type];
   const bool rows_are_sources = partition_->rows_are_sources();
   std::vector<int64_t>& src = rows_are_sources ? edges.rows : edges.cols;
   std::vector<int64_t>& dst = rows_are_sources ? edges.cols : edges.rows;
-  const size_t first = src.size();
-  src.resize(first + m);
-  dst.resize(first + m);
-  if (options_.with_edge_ids) edges.eids.resize(first + m);
+  const bool features = options_.with_edge_features && et.feature_dim > 0;
+  const size_t row_bytes = features ? static_cast<size_t>(et.feature_dim) * DtypeSize(et.feature_dtype) : 0;
+  if (features) {
+    edges.feature_dim = et.feature_dim;
+    edges.feature_dtype = et.feature_dtype;
+  }
+  src.reserve(src.size() + m);
+  dst.reserve(dst.size() + m);
+  if (options_.with_edge_ids) edges.eids.reserve(edges.eids.size() + m);
   size_t j = 0;
   for (size_t i = 0; i < n; ++i) {
     const int64_t u = static_cast<int64_t>(begin + i);
-    for (int64_t k = 0; k < (*count)[i]; ++k, ++j) {
-      if (j + kAhead < m) __builtin_prefetch(&col_map[(*neighbor)[j + kAhead]]);
-      const int64_t w = (*neighbor)[j];
+    for (int64_t k = 0; k < d.counts[i]; ++k, ++j) {
+      if (j + kAhead < m) __builtin_prefetch(&col_map[d.neighbors[j + kAhead]]);
+      const int64_t w = d.neighbors[j];
       int32_t& local = col_map[w];
       if (local < 0) {
+        if (!add_nodes) continue;
         local = static_cast<int32_t>(col_ids.size());
         col_ids.push_back(w);
       }
-      src[first + j] = u;
-      dst[first + j] = local;
-      if (options_.with_edge_ids) edges.eids[first + j] = (*eid)[j];
+      src.push_back(u);
+      dst.push_back(local);
+      if (options_.with_edge_ids) edges.eids.push_back(d.edge_ids[j]);
+      if (features) {
+        edges.features.insert(edges.features.end(), d.edge_features.begin() + j * row_bytes,
+                              d.edge_features.begin() + (j + 1) * row_bytes);
+      }
     }
   }
   return absl::OkStatus();

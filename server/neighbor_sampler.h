@@ -38,6 +38,11 @@ struct NeighborSamplerOptions {
   bool with_node_features = false;
   /// Gather node labels.
   bool with_labels = false;
+  /// Gather the feature rows of the sampled edges.
+  bool with_edge_features = false;
+  /// After the hops, replace the sampled edges with the subgraph induced by all sampled nodes:
+  /// every edge of every type between two of them (the SUBGRAPH sampler).
+  bool induced = false;
   /// The servers of the other partitions, for frontier nodes and node data held there; null on
   /// a single partition or a server outside a cluster (then such nodes fail the batch with
   /// FAILED_PRECONDITION). Not owned; must outlive the sampler.
@@ -64,9 +69,11 @@ class NeighborSampler : public Sampler {
   NeighborSampler(const Partition* partition, NeighborSamplerOptions options)
       : partition_(partition), options_(std::move(options)) {}
   // Expands frontier [begin, end) of `edge_type`'s row type by one hop into `out`; nodes owned
-  // elsewhere are expanded by their owners with the same (coordinates, hop) key.
+  // elsewhere are expanded by their owners with the same (coordinates, hop) key. With
+  // `add_nodes` false, only edges to nodes already in the subgraph are kept.
   absl::Status ExpandHop(int edge_type, int fanout, uint64_t hop_key, const SeedBatch& coordinates, int hop,
-                         size_t begin, size_t end, SamplerScratch* scratch, SampledSubgraph* out) const;
+                         size_t begin, size_t end, bool add_nodes, SamplerScratch* scratch,
+                         SampledSubgraph* out) const;
 
   const Partition* partition_;
   NeighborSamplerOptions options_;
@@ -76,23 +83,62 @@ class NeighborSampler : public Sampler {
   std::vector<uint64_t> edge_type_hash_;
 };
 
-/// Neighbours drawn for nodes a partition owns, and the memory the draw reuses.
+/// Puts a batch's seeds at hop 0 of `out` (already Reset): the seeds, checked (ids of the seed
+/// type owned here) and de-duplicated in order of first appearance, then on a link-prediction
+/// batch its label nodes, with out->ablp filled. `local_of` is the dense global -> local map of
+/// each node type (-1: absent), updated for every node added.
+absl::Status PlaceSeeds(const Partition& partition, const SeedBatch& batch,
+                        std::vector<std::vector<int32_t>>* local_of, SampledSubgraph* out);
+
+/// Neighbours drawn for a list of nodes, and the memory the draw reuses.
 struct NeighborDraw {
-  /// Per node its number of neighbours drawn; the neighbours' global ids (and edge ids, when
-  /// asked for) concatenated in node order.
+  /// Per node its number of neighbours drawn; the neighbours' global ids (and edge ids and edge
+  /// feature rows, when asked for) concatenated in node order.
   std::vector<int64_t> counts;
   std::vector<int64_t> neighbors;
   std::vector<int64_t> edge_ids;
+  std::vector<char> edge_features;
   /// Staging, kept for reuse.
-  std::vector<int64_t> base, degree, positions, picked;
+  std::vector<int64_t> base, degree, positions, picked, candidates;
 };
 
-/// Draws up to `fanout` neighbours (-1: all) along `edge_type` for each of `ids`, which
-/// `partition` owns (rows of the edge type's row type); node id's draw is keyed by
-/// HashCombine(hop_key, id). This is the one place a hop's draw happens, whether the sampler
-/// expands its own frontier or a peer's SampleNeighbors asks, so every server draws alike.
-void DrawOwnedNeighbors(const Partition& partition, int edge_type, const int64_t* ids, size_t n, int fanout,
-                        bool replace, bool with_edge_ids, uint64_t hop_key, NeighborDraw* out);
+/// How one hop draws.
+struct DrawSpec {
+  /// Neighbours per node; -1 takes all.
+  int fanout = -1;
+  bool replace = false;
+  bool with_edge_ids = false;
+  bool with_edge_features = false;
+  /// Node id's draw is keyed by HashCombine(hop_key, id).
+  uint64_t hop_key = 0;
+  /// Sorted (node, neighbour) global id pairs never drawn (the batch's label edges); null: none.
+  const std::vector<std::pair<int64_t, int64_t>>* excluded = nullptr;
+};
+
+/// Draws neighbours along `edge_type` for each of `ids`, which `partition` owns (rows of the
+/// edge type's row type). A node with excluded neighbours draws among the others. This is the
+/// one place a hop's draw happens, whether the sampler expands its own frontier or a peer's
+/// SampleNeighbors asks, so every server draws alike.
+void DrawOwnedNeighbors(const Partition& partition, int edge_type, const int64_t* ids, size_t n,
+                        const DrawSpec& spec, NeighborDraw* out);
+
+/// Memory of DrawNeighbors, kept for reuse.
+struct FrontierScratch {
+  NeighborDraw local;
+  NeighborDraw merged;
+  std::vector<int64_t> owned;
+  std::vector<int32_t> remote;
+  std::vector<int32_t> call_of;
+};
+
+/// Draws for `ids` wherever they are owned: this partition's nodes with DrawOwnedNeighbors,
+/// the others by their owners through `peers` (one call per owner, concurrently, with `hop`'s
+/// coordinates, which must give `spec.hop_key`). Returns the draw in `ids` order (pointing into
+/// `scratch`). FAILED_PRECONDITION when a node is owned elsewhere and `peers` is null; the
+/// peers' errors as they come.
+absl::StatusOr<const NeighborDraw*> DrawNeighbors(const Partition& partition, PeerSampling* peers, int edge_type,
+                                                  const int64_t* ids, size_t n, const DrawSpec& spec,
+                                                  const PeerSampling::Hop& hop, FrontierScratch* scratch);
 
 /// Copies the feature rows and labels of `nodes->ids` into `nodes`; feature rows go to
 /// `feature_dst` instead when it is not null (it must hold them all). Rows of nodes owned by
@@ -101,6 +147,11 @@ void DrawOwnedNeighbors(const Partition& partition, int edge_type, const int64_t
 absl::Status GatherNodeData(const Partition& partition, int node_type, bool features, bool labels,
                             char* feature_dst, SampledNodes* nodes, PeerSampling* peers = nullptr,
                             RemoteCache* cache = nullptr);
+
+/// GatherNodeData for every node type of `out`, into the memory out->feature_target supplies
+/// when it is set (called once, with every type's feature bytes).
+absl::Status GatherSubgraphData(const Partition& partition, bool features, bool labels, PeerSampling* peers,
+                                RemoteCache* cache, SampledSubgraph* out);
 
 }  // namespace graphstore
 

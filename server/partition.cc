@@ -1,11 +1,20 @@
 #include "server/partition.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "server/manifest.h"
 
 namespace graphstore {
+
+std::pair<int64_t, int64_t> SliceRange(int64_t n, int rank, int world_size) {
+  if (world_size <= 1) return {0, n};
+  const int64_t base = n / world_size;
+  const int64_t extra = n % world_size;
+  const int64_t begin = rank * base + std::min<int64_t>(rank, extra);
+  return {begin, begin + base + (rank < extra ? 1 : 0)};
+}
 
 std::string NodeDir(const std::string& dir, const std::string& node_type) {
   return absl::StrCat(dir, "/nodes/", node_type);
@@ -201,6 +210,20 @@ absl::Status Partition::LoadEdgeType(int index, bool verify) {
     if (!s.ok()) return s;
   }
 
+  for (const auto& split : m.label_splits()) {
+    MappedNpy& f = e.label_splits[split];
+    auto opened = MappedNpy::Open(absl::StrCat(edir, "/labels_", split, ".npy"));
+    if (!opened.ok()) return opened.status();
+    f = *std::move(opened);
+    if (f.dtype() != NpyDtype::kInt64 || f.shape().size() != 2 || f.shape()[1] != 2) {
+      return Corrupt(f, "expected an int64 [k, 2] array of (src, dst) label edges");
+    }
+  }
+  if (!e.label_splits.empty()) {
+    s = OpenExpect(edir + "/dst_degree.npy", NpyDtype::kInt64, {nodes_[e.dst_type].num_nodes}, &e.dst_degree);
+    if (!s.ok()) return s;
+  }
+
   // The indptr checks are O(rows) and always run: a bad indptr would send the sampler out of
   // bounds.
   const int64_t* ptr = e.indptr_data();
@@ -223,6 +246,32 @@ absl::Status Partition::LoadEdgeType(int index, bool verify) {
   }
   if (e.edge_ids.is_open()) {
     if (auto st = CheckRange(e.edge_ids, e.num_edges, "edge id"); !st.ok()) return st;
+  }
+  const NodeTypeStore& src = nodes_[e.src_type];
+  const NodeTypeStore& dst = nodes_[e.dst_type];
+  for (const auto& [split, f] : e.label_splits) {
+    const int64_t* v = f.data<int64_t>();
+    const int64_t k = f.shape()[0];
+    for (int64_t i = 0; i < k; ++i) {
+      const int64_t a = v[2 * i];
+      const int64_t b = v[2 * i + 1];
+      if (a < 0 || a >= src.num_nodes || src.Owner(a) != partition_id()) {
+        return Corrupt(f, absl::StrCat("row ", i, ": source ", a, " is not a '", src.name,
+                                       "' node this partition owns"));
+      }
+      if (b < 0 || b >= dst.num_nodes) {
+        return Corrupt(f, absl::StrCat("row ", i, ": destination ", b, " is not a '", dst.name, "' node id"));
+      }
+      if (i > 0 && (v[2 * i - 2] > a || (v[2 * i - 2] == a && v[2 * i - 1] >= b))) {
+        return Corrupt(f, absl::StrCat("rows are not sorted and unique at row ", i));
+      }
+    }
+  }
+  if (e.dst_degree.is_open()) {
+    const int64_t* d = e.dst_degree.data<int64_t>();
+    for (int64_t i = 0; i < e.dst_degree.num_elements(); ++i) {
+      if (d[i] < 0) return Corrupt(e.dst_degree, absl::StrCat("entry ", i, " is negative"));
+    }
   }
   return absl::OkStatus();
 }

@@ -64,6 +64,12 @@ struct EdgeTypeStore {
   MappedNpy indices;   ///< int64 [num_local]: global ids of the column type.
   MappedNpy edge_ids;  ///< int64 [num_local]: global edge ids, when stored.
   MappedNpy features;  ///< [num_local, feature_dim], when feature_dim > 0.
+  /// Label edges (link prediction): split name -> int64 [k, 2] (src, dst) global ids, sorted,
+  /// src owned here.
+  std::map<std::string, MappedNpy> label_splits;
+  /// int64 [num dst nodes]: each destination node's degree in this type over the whole graph;
+  /// open when there are label splits.
+  MappedNpy dst_degree;
 
   const int64_t* indptr_data() const { return indptr.data<int64_t>(); }
   const int64_t* indices_data() const { return indices.data<int64_t>(); }
@@ -119,6 +125,10 @@ class Partition {
   std::vector<NodeTypeStore> nodes_;
   std::vector<EdgeTypeStore> edges_;
 };
+
+/// Splits `n` items into `world_size` near-equal contiguous pieces; returns piece `rank` as
+/// [begin, end). world_size <= 1 is the whole range (GiGL's server slice).
+std::pair<int64_t, int64_t> SliceRange(int64_t n, int rank, int world_size);
 
 /// Path helpers for the directory layout (docs/format.md), shared by the loader and writers.
 std::string NodeDir(const std::string& dir, const std::string& node_type);

@@ -285,12 +285,17 @@ std::unique_ptr<PeerSampling::Pending> Peers::SampleNeighbors(const Hop& hop, st
     r.set_fanout(hop.fanout);
     r.set_replace(hop.replace);
     r.set_with_edge_ids(hop.with_edge_ids);
+    r.set_with_edge_features(hop.with_edge_features);
+    r.mutable_excluded()->Add(call.excluded.begin(), call.excluded.end());
     r.mutable_context()->set_seed(hop.seed);
     r.mutable_context()->set_epoch(hop.epoch);
     r.mutable_context()->set_batch(hop.batch);
     r.mutable_context()->set_hop(hop.hop);
     const bool eids = hop.with_edge_ids;
-    slot->read = [eids](v1::SampleNeighborsResponse* resp, NeighborCall* c) {
+    const bool efeatures = hop.with_edge_features;
+    slot->read = [eids, efeatures](v1::SampleNeighborsResponse* resp, NeighborCall* c) {
+      // The sampler checks the feature bytes against the stored row width.
+      if (efeatures) c->edge_features.swap(*resp->mutable_edge_features()->mutable_data());
       return ReadInt64s(resp->counts(), &c->counts) && ReadInt64s(resp->neighbors(), &c->neighbors) &&
              (!eids || ReadInt64s(resp->edge_ids(), &c->edge_ids));
     };

@@ -9,8 +9,10 @@ size_t SampledSubgraph::ByteSize() const {
              n.feature_bytes();
   }
   for (const auto& e : edges) {
-    bytes += (e.rows.size() + e.cols.size() + e.eids.size() + e.num_sampled_edges.size()) * 8;
+    bytes += (e.rows.size() + e.cols.size() + e.eids.size() + e.num_sampled_edges.size()) * 8 + e.features.size();
   }
+  bytes += (ablp.anchors.size() + ablp.positive.size() + ablp.negative.size()) * 8;
+  for (const auto& p : ppr) bytes += (p.seed_index.size() + p.node_index.size()) * 8 + p.weight.size() * 4;
   return bytes;
 }
 
@@ -33,7 +35,16 @@ void SampledSubgraph::Reset(size_t num_node_types, size_t num_edge_types) {
     e.cols.clear();
     e.eids.clear();
     e.num_sampled_edges.clear();
+    e.features.clear();
+    e.feature_dim = 0;
+    e.feature_dtype = NpyDtype::kFloat32;
   }
+  ablp.present = false;
+  ablp.anchors.clear();
+  ablp.positive.clear();
+  ablp.negative.clear();
+  ablp.max_positive = ablp.max_negative = 0;
+  ppr.clear();
 }
 
 int64_t SampledSubgraph::NumEdges() const {

@@ -50,14 +50,44 @@ struct SampledEdges {
   std::vector<int64_t> cols;
   /// Global edge ids, when asked for.
   std::vector<int64_t> eids;
-  /// Edges added per hop. Length hops.
+  /// Edges added per hop. Length hops (1 for an induced subgraph: all its edges at once).
   std::vector<int64_t> num_sampled_edges;
+  /// Row-major [rows.size(), feature_dim] edge feature bytes of `feature_dtype`, when gathered.
+  std::vector<char> features;
+  int64_t feature_dim = 0;
+  NpyDtype feature_dtype = NpyDtype::kFloat32;
+};
+
+/// The link-prediction labels of a batch, as local indices: anchors into the anchor type's ids,
+/// label nodes into the label type's ids. Matrices are row-major and padded with -1.
+struct SampledAblp {
+  bool present = false;
+  int supervision_edge_type = 0;
+  std::vector<int64_t> anchors;
+  std::vector<int64_t> positive;
+  int64_t max_positive = 0;
+  std::vector<int64_t> negative;
+  int64_t max_negative = 0;
+};
+
+/// PPR weights of one (seed type, node type) pair: entry i says that node node_index[i] (local,
+/// of node_type) was selected for seed seed_index[i] (local, of seed_type) with weight[i].
+struct SampledPpr {
+  int seed_type = 0;
+  int node_type = 0;
+  std::vector<int64_t> seed_index;
+  std::vector<int64_t> node_index;
+  std::vector<float> weight;
 };
 
 /// One sampled subgraph, indexed by the partition's node and edge type order.
 struct SampledSubgraph {
   std::vector<SampledNodes> nodes;
   std::vector<SampledEdges> edges;
+  /// Set for link-prediction batches.
+  SampledAblp ablp;
+  /// Set by the PPR sampler, one entry per (seed type, node type) pair with entries.
+  std::vector<SampledPpr> ppr;
 
   /// Optional, set by the caller before Sample: supplies the memory that feature matrices are
   /// gathered into, so that they land in their final place (a shared buffer) without a copy.
@@ -75,6 +105,8 @@ struct SampledSubgraph {
   void Reset(size_t num_node_types, size_t num_edge_types);
 };
 
+struct AblpBatch;  // server/ablp.h
+
 /// The seeds of one batch and the coordinates its randomness derives from.
 struct SeedBatch {
   /// Node type of the seeds (index in the partition).
@@ -85,6 +117,9 @@ struct SeedBatch {
   uint64_t seed = 0;
   int64_t epoch = 0;
   int64_t batch_index = 0;
+  /// Link prediction: the seeds are anchors, and this adds their label nodes as seeds (after
+  /// the anchors) and the label edges to leave out of every draw. Null otherwise.
+  const AblpBatch* ablp = nullptr;
 };
 
 /// Per-worker reusable memory of a sampler; one per worker thread, never shared.
@@ -108,6 +143,10 @@ class PeerSampling {
     std::vector<int64_t> counts;
     std::vector<int64_t> neighbors;
     std::vector<int64_t> edge_ids;
+    /// Set before the call: (node, neighbour) pairs of `ids` the draw leaves out, flattened.
+    std::vector<int64_t> excluded;
+    /// Filled when asked for: the drawn edges' feature rows, row-major.
+    std::string edge_features;
   };
   /// One owner's share of a feature / label gather.
   struct NodeDataCall {
@@ -124,6 +163,7 @@ class PeerSampling {
     int fanout = 0;
     bool replace = false;
     bool with_edge_ids = false;
+    bool with_edge_features = false;
     uint64_t seed = 0;
     int64_t epoch = 0;
     int64_t batch = 0;

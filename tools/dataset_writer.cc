@@ -34,6 +34,44 @@ int64_t MaxLabel(const std::vector<int64_t>& labels) {
   return m;
 }
 
+// Writes the label splits of `e` whose source partition `p` owns, and the destination degrees.
+absl::Status WriteLabelSplits(const GraphData& g, const EdgeTypeData& e, const Assignment& assignment, int p,
+                              const std::string& edir, v1::ManifestEdgeType* me) {
+  if (e.label_splits.empty()) return absl::OkStatus();
+  const int src_t = FindType(g, e.src_type);
+  const int dst_t = FindType(g, e.dst_type);
+  for (const auto& [split, l] : e.label_splits) {
+    std::vector<std::pair<int64_t, int64_t>> mine;
+    for (size_t i = 0; i < l.src.size(); ++i) {
+      if (assignment[src_t][l.src[i]] == p) mine.emplace_back(l.src[i], l.dst[i]);
+    }
+    std::sort(mine.begin(), mine.end());
+    mine.erase(std::unique(mine.begin(), mine.end()), mine.end());
+    std::vector<int64_t> flat;
+    flat.reserve(2 * mine.size());
+    for (const auto& [a, b] : mine) {
+      flat.push_back(a);
+      flat.push_back(b);
+    }
+    me->add_label_splits(split);
+    if (auto s = WriteNpy(absl::StrCat(edir, "/labels_", split, ".npy"), NpyDtype::kInt64,
+                          {static_cast<int64_t>(mine.size()), 2}, flat.data());
+        !s.ok()) {
+      return s;
+    }
+  }
+  // Degree in the graph's edges of the type; a type that only holds labels counts its labels.
+  std::vector<int64_t> degree(g.node_types[dst_t].num_nodes, 0);
+  if (!e.dst.empty()) {
+    for (int64_t d : e.dst) ++degree[d];
+  } else {
+    for (const auto& [split, l] : e.label_splits) {
+      for (int64_t d : l.dst) ++degree[d];
+    }
+  }
+  return WriteNpyVector(edir + "/dst_degree.npy", degree);
+}
+
 }  // namespace
 
 std::string PartitionDir(const std::string& out_dir, int num_partitions, int p) {
@@ -95,8 +133,48 @@ absl::Status ValidateGraph(const GraphData& g) {
             absl::StrCat(who, ": edge ", i, " (", e.src[i], " -> ", e.dst[i], ") is out of range"));
       }
     }
+    for (const auto& [split, l] : e.label_splits) {
+      if (!IsValidTypeName(split)) {
+        return absl::InvalidArgumentError(absl::StrCat(who, ": bad label split name '", split, "'"));
+      }
+      if (l.src.size() != l.dst.size()) {
+        return absl::InvalidArgumentError(absl::StrCat(who, ": label split '", split, "': src and dst lengths differ"));
+      }
+      for (size_t i = 0; i < l.src.size(); ++i) {
+        if (l.src[i] < 0 || l.src[i] >= g.node_types[s].num_nodes || l.dst[i] < 0 ||
+            l.dst[i] >= g.node_types[d].num_nodes) {
+          return absl::InvalidArgumentError(absl::StrCat(who, ": label split '", split, "': edge ", i, " (",
+                                                         l.src[i], " -> ", l.dst[i], ") is out of range"));
+        }
+      }
+    }
   }
   return absl::OkStatus();
+}
+
+std::string ReverseRelation(const std::string& relation) {
+  return relation.rfind("rev_", 0) == 0 ? relation.substr(4) : absl::StrCat("rev_", relation);
+}
+
+void AddReverseEdgeTypes(GraphData* g) {
+  const size_t n = g->edge_types.size();
+  for (size_t i = 0; i < n; ++i) {
+    const EdgeTypeData& e = g->edge_types[i];
+    EdgeTypeData r;
+    r.src_type = e.dst_type;
+    r.relation = ReverseRelation(e.relation);
+    r.dst_type = e.src_type;
+    bool exists = false;
+    for (const auto& other : g->edge_types) {
+      exists |= other.src_type == r.src_type && other.relation == r.relation && other.dst_type == r.dst_type;
+    }
+    if (exists) continue;
+    r.src = e.dst;
+    r.dst = e.src;
+    r.feature_dim = e.feature_dim;
+    r.features = e.features;
+    g->edge_types.push_back(std::move(r));
+  }
 }
 
 Assignment RandomAssignment(const GraphData& g, int num_partitions, uint64_t seed) {
@@ -319,6 +397,7 @@ absl::Status WritePartitions(const GraphData& g, const Assignment& assignment,
           return s;
         }
       }
+      if (auto s = WriteLabelSplits(g, e, assignment, p, edir, me); !s.ok()) return s;
     }
     if (auto s = ValidateManifest(m, dir + "/manifest.json"); !s.ok()) return s;
     if (auto s = WriteManifest(dir, m); !s.ok()) return s;

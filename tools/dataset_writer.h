@@ -30,6 +30,12 @@ struct NodeTypeData {
   std::map<std::string, std::vector<int64_t>> splits;
 };
 
+/// Label edges of one split (link prediction): pairs (src[i], dst[i]).
+struct LabelEdges {
+  std::vector<int64_t> src;
+  std::vector<int64_t> dst;
+};
+
 /// One edge type of an in-memory graph; edge i has global edge id i.
 struct EdgeTypeData {
   std::string src_type;
@@ -40,6 +46,8 @@ struct EdgeTypeData {
   int64_t feature_dim = 0;
   /// Row-major [num_edges, feature_dim].
   std::vector<float> features;
+  /// Split name -> label edges of this type (need not be edges of the graph).
+  std::map<std::string, LabelEdges> label_splits;
 };
 
 /// A whole graph in memory.
@@ -76,6 +84,15 @@ absl::Status ValidateGraph(const GraphData& graph);
 /// Every node assigned by a seeded random permutation, dealt round-robin so partition sizes
 /// differ by at most one.
 Assignment RandomAssignment(const GraphData& graph, int num_partitions, uint64_t seed);
+
+/// The reverse relation name of `relation`: "rev_<relation>", or `relation` without its "rev_"
+/// prefix when it has one.
+std::string ReverseRelation(const std::string& relation);
+
+/// Adds, for every edge type src__rel__dst whose reverse (dst__rev_rel__src) is not there yet,
+/// the reverse type: every edge flipped, features kept, no label splits. Sampling can then
+/// follow a relation both ways, as PyG's ToUndirected does for heterogeneous graphs.
+void AddReverseEdgeTypes(GraphData* graph);
 
 /// Writes one directory per partition. Creates directories as needed.
 absl::Status WritePartitions(const GraphData& graph, const Assignment& assignment,

@@ -32,9 +32,13 @@ int main(int argc, char** argv) {
                 static_cast<long long>(n.feature_dim), static_cast<long long>(n.num_classes), n.splits.size());
   }
   for (const auto& e : part.edge_types()) {
-    std::printf("  edge type %-24s %12lld of %lld edges%s\n", e.name.c_str(),
-                static_cast<long long>(e.num_local), static_cast<long long>(e.num_edges),
-                e.edge_ids.is_open() ? ", edge ids" : "");
+    std::printf("  edge type %-24s %12lld of %lld edges%s%s", e.name.c_str(), static_cast<long long>(e.num_local),
+                static_cast<long long>(e.num_edges), e.edge_ids.is_open() ? ", edge ids" : "",
+                e.feature_dim > 0 ? ", features" : "");
+    for (const auto& [split, f] : e.label_splits) {
+      std::printf(", %lld %s label edges", static_cast<long long>(f.shape()[0]), split.c_str());
+    }
+    std::printf("\n");
   }
   return 0;
 }

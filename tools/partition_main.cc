@@ -39,6 +39,8 @@ int Run(int argc, char** argv) {
   flags.Define("method", "random",
                "partitioning method: random (balanced, ignores structure) or metis (keeps neighbourhoods together)");
   flags.Define("edge_dir", "out", "\"out\" (CSR by source) or \"in\" (CSR by destination)");
+  flags.Define("reverse_edges", "false",
+               "also store every edge type's reverse (dst__rev_rel__src), so sampling can follow it both ways");
   flags.Define("seed", "0", "seed of the random assignment and splits");
   flags.Define("name", "graph", "dataset name recorded in the manifest");
   flags.Define("out", "", "output directory (one partition: DIR itself; N: DIR/part-0..N-1)");
@@ -70,6 +72,9 @@ int Run(int argc, char** argv) {
   }
   auto graph = BuildGraph(spec);
   if (!graph.ok()) return Fail(graph.status());
+  auto reverse = flags.GetBool("reverse_edges");
+  if (!reverse.ok()) return Fail(reverse.status());
+  if (*reverse) AddReverseEdgeTypes(&*graph);
 
   if (spec.splits.empty() && flags.Get("split") != "none") {
     const auto fr = SplitList(flags.Get("split"), ',');

@@ -1,0 +1,224 @@
+#include "server/ablp.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "scheduler/draw.h"
+
+namespace graphstore {
+namespace {
+
+absl::Status Invalid(const std::string& m) { return absl::InvalidArgumentError(m); }
+
+// The rows of an int64 [k, 2] label file whose first column is `anchor`: [begin, end).
+std::pair<int64_t, int64_t> AnchorRows(const MappedNpy& f, int64_t anchor) {
+  const int64_t* v = f.data<int64_t>();
+  const int64_t k = f.shape()[0];
+  int64_t lo = 0, hi = k;
+  while (lo < hi) {  // first row with src >= anchor
+    const int64_t mid = lo + (hi - lo) / 2;
+    if (v[2 * mid] < anchor) lo = mid + 1; else hi = mid;
+  }
+  int64_t end = lo;
+  while (end < k && v[2 * end] == anchor) ++end;
+  return {lo, end};
+}
+
+// Appends the label nodes of `anchor` in `f` to `out`.
+void AppendLabels(const MappedNpy& f, int64_t anchor, std::vector<int64_t>* out) {
+  const auto [b, e] = AnchorRows(f, anchor);
+  const int64_t* v = f.data<int64_t>();
+  for (int64_t r = b; r < e; ++r) out->push_back(v[2 * r + 1]);
+}
+
+std::string Splits(const EdgeTypeStore& e) {
+  std::string out;
+  for (const auto& [name, f] : e.label_splits) absl::StrAppend(&out, out.empty() ? "" : ", ", name);
+  return out.empty() ? "none" : out;
+}
+
+}  // namespace
+
+int64_t AblpInput::IndexOf(int64_t anchor) const {
+  auto it = std::lower_bound(anchors.begin(), anchors.end(), anchor);
+  return it != anchors.end() && *it == anchor ? it - anchors.begin() : -1;
+}
+
+int ReverseEdgeType(const Partition& partition, int edge_type) {
+  const v1::ManifestEdgeType& m = partition.manifest().edge_types(edge_type);
+  const std::string& rel = m.relation();
+  const std::string reverse = rel.rfind("rev_", 0) == 0 ? rel.substr(4) : absl::StrCat("rev_", rel);
+  const std::string name = absl::StrCat(m.dst_type(), "__", reverse, "__", m.src_type());
+  for (int i = 0; i < static_cast<int>(partition.edge_types().size()); ++i) {
+    if (partition.edge_type(i).name == name) return i;
+  }
+  return -1;
+}
+
+absl::StatusOr<AblpInput> LoadAblpInput(const Partition& partition, const AblpRequest& req) {
+  AblpInput in;
+  auto anchor_type = partition.FindNodeType(req.node_type);
+  if (!anchor_type.ok()) {
+    return absl::Status(anchor_type.status().code(), absl::StrCat("node_type: ", anchor_type.status().message()));
+  }
+  in.anchor_type = *anchor_type;
+  auto sup = partition.FindEdgeType(req.supervision_edge_type);
+  if (!sup.ok()) {
+    return absl::Status(sup.status().code(), absl::StrCat("supervision_edge_type: ", sup.status().message()));
+  }
+  in.supervision_edge_type = *sup;
+  const EdgeTypeStore& s = partition.edge_type(*sup);
+  const NodeTypeStore& anchors = partition.node_type(in.anchor_type);
+  if (s.src_type != in.anchor_type) {
+    return Invalid(absl::StrCat("supervision_edge_type '", s.name, "' starts at '",
+                                partition.node_type(s.src_type).name, "', not at the anchor type '", anchors.name,
+                                "'"));
+  }
+  in.label_type = s.dst_type;
+  if (req.split.empty()) return Invalid("split is required (a label split of the supervision edge type)");
+  auto labels = s.label_splits.find(req.split);
+  if (labels == s.label_splits.end()) {
+    return Invalid(absl::StrCat("split '", req.split, "' has no label edges in supervision_edge_type '", s.name,
+                                "' (label splits: ", Splits(s), ")"));
+  }
+  const MappedNpy* negatives = nullptr;
+  if (!req.negative_edge_type.empty()) {
+    auto neg = partition.FindEdgeType(req.negative_edge_type);
+    if (!neg.ok()) {
+      return absl::Status(neg.status().code(), absl::StrCat("negative_edge_type: ", neg.status().message()));
+    }
+    const EdgeTypeStore& n = partition.edge_type(*neg);
+    if (n.src_type != s.src_type || n.dst_type != s.dst_type) {
+      return Invalid(absl::StrCat("negative_edge_type '", n.name, "' does not join the same node types as '",
+                                  s.name, "'"));
+    }
+    auto it = n.label_splits.find(req.split);
+    if (it == n.label_splits.end()) {
+      return Invalid(absl::StrCat("split '", req.split, "' has no label edges in negative_edge_type '", n.name,
+                                  "' (label splits: ", Splits(n), ")"));
+    }
+    in.negative_edge_type = *neg;
+    negatives = &it->second;
+  }
+  if (req.world_size < 0) return Invalid("slice.world_size must be >= 0");
+  if (req.world_size > 1 && (req.rank < 0 || req.rank >= req.world_size)) {
+    return Invalid(absl::StrCat("slice.rank ", req.rank, " is outside [0, ", req.world_size, ")"));
+  }
+  if (req.world_size <= 1 && req.rank != 0) {
+    return Invalid(absl::StrCat("slice.rank ", req.rank, " needs slice.world_size > 1"));
+  }
+
+  // Anchors: the distinct sources of the split's label edges (the file is sorted).
+  const MappedNpy& f = labels->second;
+  const int64_t* v = f.data<int64_t>();
+  std::vector<int64_t> all;
+  for (int64_t r = 0; r < f.shape()[0]; ++r) {
+    if (all.empty() || all.back() != v[2 * r]) all.push_back(v[2 * r]);
+  }
+  const auto [begin, end] = SliceRange(static_cast<int64_t>(all.size()), req.rank, req.world_size);
+  in.anchors.assign(all.begin() + begin, all.begin() + end);
+  for (int64_t a : in.anchors) {
+    AppendLabels(f, a, &in.positives);
+    in.pos_offsets.push_back(static_cast<int64_t>(in.positives.size()));
+    if (negatives != nullptr) AppendLabels(*negatives, a, &in.negatives);
+    in.neg_offsets.push_back(static_cast<int64_t>(in.negatives.size()));
+    const size_t from = in.known.size();
+    for (const auto& [name, split] : s.label_splits) AppendLabels(split, a, &in.known);
+    std::sort(in.known.begin() + from, in.known.end());
+    in.known.erase(std::unique(in.known.begin() + from, in.known.end()), in.known.end());
+    in.known_offsets.push_back(static_cast<int64_t>(in.known.size()));
+  }
+  return in;
+}
+
+absl::StatusOr<std::shared_ptr<const AblpLabeler>> AblpLabeler::Create(const Partition* partition, AblpInput input,
+                                                                       NegativeOptions negatives) {
+  std::shared_ptr<AblpLabeler> l(new AblpLabeler(partition, std::move(input), negatives));
+  l->reverse_edge_type_ = ReverseEdgeType(*partition, l->input_.supervision_edge_type);
+  if (negatives.kind == NegativeOptions::Kind::kDegree && negatives.num > 0) {
+    const EdgeTypeStore& e = partition->edge_type(l->input_.supervision_edge_type);
+    if (!e.dst_degree.is_open()) {
+      return absl::FailedPreconditionError(absl::StrCat("edge type '", e.name, "' stores no destination degrees"));
+    }
+    const int64_t* d = e.dst_degree.data<int64_t>();
+    const int64_t n = e.dst_degree.num_elements();
+    l->cumulative_degree_.resize(n + 1, 0);
+    for (int64_t i = 0; i < n; ++i) l->cumulative_degree_[i + 1] = l->cumulative_degree_[i] + d[i];
+  }
+  return std::shared_ptr<const AblpLabeler>(std::move(l));
+}
+
+absl::Status AblpLabeler::MakeBatch(const int64_t* anchors, size_t n, uint64_t seed, int64_t epoch, int64_t batch,
+                                    AblpBatch* out) const {
+  const AblpInput& in = input_;
+  out->anchor_type = in.anchor_type;
+  out->label_type = in.label_type;
+  out->supervision_edge_type = in.supervision_edge_type;
+  out->pos_offsets.assign(1, 0);
+  out->neg_offsets.assign(1, 0);
+  out->positives.clear();
+  out->negatives.clear();
+  out->excluded.assign(partition_->edge_types().size(), {});
+
+  const int64_t num_labels = partition_->node_type(in.label_type).num_nodes;
+  const bool rows_are_sources = partition_->rows_are_sources();
+  const bool same_type = in.anchor_type == in.label_type;
+  const uint64_t key = HashCombine(HopKey(seed, epoch, batch, -1, HashString("negatives")),
+                                   HashString(partition_->edge_type(in.supervision_edge_type).name));
+  // A stored edge src -> dst of edge type `e` as the (row, column) pair its CSR holds.
+  auto exclude = [&](int e, int64_t src, int64_t dst) {
+    if (e < 0) return;
+    out->excluded[e].emplace_back(rows_are_sources ? src : dst, rows_are_sources ? dst : src);
+  };
+  std::vector<int64_t> taken;
+  for (size_t i = 0; i < n; ++i) {
+    const int64_t a = anchors[i];
+    const int64_t idx = in.IndexOf(a);
+    if (idx < 0) return absl::InternalError(absl::StrCat("node ", a, " is not an anchor of this channel"));
+    for (int64_t k = in.pos_offsets[idx]; k < in.pos_offsets[idx + 1]; ++k) {
+      const int64_t p = in.positives[k];
+      out->positives.push_back(p);
+      exclude(in.supervision_edge_type, a, p);
+      exclude(reverse_edge_type_, p, a);
+      if (same_type) {
+        exclude(in.supervision_edge_type, p, a);
+        exclude(reverse_edge_type_, a, p);
+      }
+    }
+    out->pos_offsets.push_back(static_cast<int64_t>(out->positives.size()));
+    for (int64_t k = in.neg_offsets[idx]; k < in.neg_offsets[idx + 1]; ++k) out->negatives.push_back(in.negatives[k]);
+
+    // Generated negatives: rejection against the anchor's known positives (and itself on a
+    // homogeneous graph) and against the ones already drawn; a bounded number of tries.
+    if (negatives_.kind != NegativeOptions::Kind::kNone && negatives_.num > 0 && num_labels > 0) {
+      const int64_t* known = in.known.data() + in.known_offsets[idx];
+      const int64_t num_known = in.known_offsets[idx + 1] - in.known_offsets[idx];
+      DrawStream rng(HashCombine(key, static_cast<uint64_t>(a)));
+      taken.clear();
+      const int64_t total = cumulative_degree_.empty() ? 0 : cumulative_degree_.back();
+      for (int tries = 0; static_cast<int>(taken.size()) < negatives_.num && tries < 20 * negatives_.num + 100;
+           ++tries) {
+        int64_t c;
+        if (negatives_.kind == NegativeOptions::Kind::kDegree && total > 0) {
+          const int64_t u = static_cast<int64_t>(rng.Below(static_cast<uint64_t>(total)));
+          c = std::upper_bound(cumulative_degree_.begin(), cumulative_degree_.end(), u) - cumulative_degree_.begin() - 1;
+        } else {
+          c = static_cast<int64_t>(rng.Below(static_cast<uint64_t>(num_labels)));
+        }
+        if (std::binary_search(known, known + num_known, c)) continue;
+        if (same_type && c == a) continue;
+        if (std::find(taken.begin(), taken.end(), c) != taken.end()) continue;
+        taken.push_back(c);
+      }
+      out->negatives.insert(out->negatives.end(), taken.begin(), taken.end());
+    }
+    out->neg_offsets.push_back(static_cast<int64_t>(out->negatives.size()));
+  }
+  for (auto& pairs : out->excluded) {
+    std::sort(pairs.begin(), pairs.end());
+    pairs.erase(std::unique(pairs.begin(), pairs.end()), pairs.end());
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace graphstore

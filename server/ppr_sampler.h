@@ -1,0 +1,55 @@
+#ifndef GRAPHSTORE_SERVER_PPR_SAMPLER_H_
+#define GRAPHSTORE_SERVER_PPR_SAMPLER_H_
+
+// Personalized-PageRank neighbourhoods (GiGL's DistPPRNeighborSampler): for each seed, forward
+// push (Andersen, Chung, Lang) estimates the seed's PPR vector over every edge type (in the
+// stored direction); the `max_nodes_per_seed` nodes of highest estimate, the seed itself left
+// out, join the subgraph with their weights.
+//
+// Push runs in rounds over all seeds of a batch at once: in each round every node whose
+// residual reached eps * degree is pushed, in the order it received residual, after one batched
+// fetch of the neighbour lists not yet known (from peers for nodes owned elsewhere). The order
+// depends only on the graph and the seeds, so the result is deterministic and the same on any
+// partitioning.
+
+#include <memory>
+
+#include "absl/status/statusor.h"
+#include "server/partition.h"
+#include "server/remote_cache.h"
+#include "server/sampler.h"
+
+namespace graphstore {
+
+struct PprSamplerOptions {
+  /// Restart probability, in (0, 1).
+  double alpha = 0.15;
+  /// Residual threshold per unit of degree, > 0.
+  double eps = 1e-4;
+  /// Nodes kept per seed, >= 1.
+  int max_nodes_per_seed = 32;
+  bool with_node_features = false;
+  bool with_labels = false;
+  /// As NeighborSamplerOptions: the cluster's other servers and their cached node data.
+  PeerSampling* peers = nullptr;
+  RemoteCache* remote_cache = nullptr;
+};
+
+class PprSampler : public Sampler {
+ public:
+  /// InvalidArgument naming the field (alpha, eps, max_nodes_per_seed, with_*).
+  static absl::StatusOr<std::unique_ptr<PprSampler>> Create(const Partition* partition, PprSamplerOptions options);
+
+  std::unique_ptr<SamplerScratch> NewScratch() const override;
+  absl::Status Sample(const SeedBatch& batch, SamplerScratch* scratch, SampledSubgraph* out) const override;
+
+ private:
+  PprSampler(const Partition* partition, PprSamplerOptions options) : partition_(partition), options_(options) {}
+
+  const Partition* partition_;
+  PprSamplerOptions options_;
+};
+
+}  // namespace graphstore
+
+#endif  // GRAPHSTORE_SERVER_PPR_SAMPLER_H_
