@@ -1,0 +1,262 @@
+// Heterogeneous, link-prediction (ABLP) and PPR sampling throughput.
+//
+// A generated bipartite user -> item graph at ogbn-products scale (2.45M nodes: half users,
+// half items; ~64M ratings-like edges stored both ways, so ~127M stored edges; 100 float
+// features per node) beside the homogeneous products-scale graph of the same node and edge
+// count, sampled in the same run with the same batch shape:
+//
+//   homogeneous   seeds -> 2 hops over the one edge type
+//   hetero        user seeds -> items (user__buys__item) -> users (item__rev_buys__user)
+//   ABLP          the same, seeds = anchors, each with its label items and generated negatives
+//                 as extra seeds, label edges left out of message passing
+//   PPR           forward push per seed, homogeneous and hetero
+//
+//   bazel build //bench:hetero_bench && bazel-bin/bench/hetero_bench [--scale=0.1]
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <functional>
+#include <random>
+
+#include "absl/strings/str_cat.h"
+#include "server/ablp.h"
+#include "server/neighbor_sampler.h"
+#include "server/partition.h"
+#include "server/ppr_sampler.h"
+#include "tools/dataset_writer.h"
+#include "tools/flags.h"
+#include "tools/generator.h"
+
+namespace graphstore {
+namespace {
+
+constexpr int64_t kProductsNodes = 2449029;
+constexpr double kProductsDegree = 52;
+
+absl::StatusOr<std::string> Homogeneous(double scale, const std::string& cache) {
+  const std::string dir = scale == 1.0 ? cache + "/products" : absl::StrCat(cache, "/products-", scale);
+  if (std::filesystem::exists(dir + "/manifest.json")) return dir;
+  GeneratorOptions o;
+  o.num_nodes = static_cast<int64_t>(kProductsNodes * scale);
+  o.avg_degree = kProductsDegree;
+  o.num_classes = 47;
+  o.feature_dim = 100;
+  std::fprintf(stderr, "generating %s ...\n", dir.c_str());
+  if (auto s = GenerateDataset(o, dir); !s.ok()) return s;
+  return dir;
+}
+
+// Users with Pareto out-degrees (mean kProductsDegree, as the homogeneous generator) to
+// uniformly drawn items, plus the reverse type; train labels: two edges of every tenth user.
+absl::StatusOr<std::string> Bipartite(double scale, const std::string& cache) {
+  const std::string dir = absl::StrCat(cache, "/bipartite-", scale);
+  if (std::filesystem::exists(dir + "/manifest.json")) return dir;
+  std::fprintf(stderr, "generating %s ...\n", dir.c_str());
+  const int64_t n = static_cast<int64_t>(kProductsNodes * scale);
+  GraphData g;
+  g.name = "bipartite";
+  NodeTypeData user, item;
+  user.name = "user";
+  user.num_nodes = n / 2;
+  item.name = "item";
+  item.num_nodes = n - n / 2;
+  std::mt19937_64 rng(7);
+  std::uniform_real_distribution<float> noise(-1, 1);
+  for (NodeTypeData* t : {&user, &item}) {
+    t->feature_dim = 100;
+    t->features.resize(t->num_nodes * 100);
+    for (float& f : t->features) f = noise(rng);
+  }
+  EdgeTypeData buys;
+  buys.src_type = "user";
+  buys.relation = "buys";
+  buys.dst_type = "item";
+  std::uniform_real_distribution<double> u01(1e-12, 1);
+  std::uniform_int_distribution<int64_t> pick(0, item.num_nodes - 1);
+  LabelEdges& train = buys.label_splits["train"];
+  for (int64_t u = 0; u < user.num_nodes; ++u) {
+    const double x_m = kProductsDegree / 2;  // Pareto, exponent 2, mean kProductsDegree
+    const int64_t d = std::min<int64_t>(5000, static_cast<int64_t>(x_m / std::sqrt(u01(rng))));
+    for (int64_t k = 0; k < d; ++k) {
+      const int64_t i = pick(rng);
+      buys.src.push_back(u);
+      buys.dst.push_back(i);
+      if (u % 10 == 0 && k < 2) {
+        train.src.push_back(u);
+        train.dst.push_back(i);
+      }
+    }
+  }
+  g.node_types = {std::move(user), std::move(item)};
+  g.edge_types = {std::move(buys)};
+  AddReverseEdgeTypes(&g);
+  WriteOptions w;
+  w.method = "single";
+  if (auto s = WritePartitions(g, RandomAssignment(g, 1, 0), w, dir); !s.ok()) return s;
+  return dir;
+}
+
+// Samples batches of `batch` seeds from `seeds` for `seconds`; returns seeds per second and the
+// mean number of sampled nodes per batch.
+struct Rate {
+  double seeds_per_s = 0;
+  double nodes_per_batch = 0;
+  double edges_per_batch = 0;
+};
+Rate Measure(const Sampler& s, int node_type, const std::vector<int64_t>& seeds, int batch, double seconds,
+             const std::function<const AblpBatch*(const int64_t*, size_t, int64_t)>& labels = nullptr) {
+  auto scratch = s.NewScratch();
+  SampledSubgraph g;
+  const auto start = std::chrono::steady_clock::now();
+  int64_t done = 0, nodes = 0, edges = 0, batches = 0;
+  for (int64_t b = 0;; ++b) {
+    const size_t begin = static_cast<size_t>(b * batch) % (seeds.size() - batch);
+    SeedBatch sb;
+    sb.node_type = node_type;
+    sb.ids = seeds.data() + begin;
+    sb.size = batch;
+    sb.seed = 1;
+    sb.batch_index = b;
+    if (labels) sb.ablp = labels(sb.ids, sb.size, b);
+    if (auto st = s.Sample(sb, scratch.get(), &g); !st.ok()) {
+      std::fprintf(stderr, "%s\n", st.ToString().c_str());
+      std::exit(1);
+    }
+    done += batch;
+    ++batches;
+    for (const auto& n : g.nodes) nodes += static_cast<int64_t>(n.ids.size());
+    edges += g.NumEdges();
+    const double t = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (t >= seconds) return {done / t, static_cast<double>(nodes) / batches, static_cast<double>(edges) / batches};
+  }
+}
+
+std::vector<int64_t> Shuffled(int64_t n, uint64_t seed) {
+  std::vector<int64_t> ids(n);
+  for (int64_t i = 0; i < n; ++i) ids[i] = i;
+  std::shuffle(ids.begin(), ids.end(), std::mt19937_64(seed));
+  return ids;
+}
+
+int Run(int argc, char** argv) {
+  Flags flags;
+  flags.Define("scale", "1", "fraction of ogbn-products' size (1: 2.45M nodes, ~127M stored edges)");
+  flags.Define("cache_dir", "/tmp/graphstore-bench", "where generated graphs are kept between runs");
+  flags.Define("seconds", "4", "duration of each measurement");
+  flags.Define("batch_size", "1024", "seeds (anchors) per batch");
+  flags.Define("fanouts", "15,10", "fanout per hop (per edge type on the bipartite graph)");
+  flags.Define("negatives", "4", "generated negatives per anchor (ABLP)");
+  flags.Define("ppr_batch", "64", "seeds per PPR batch");
+  flags.Define("ppr_alpha", "0.15", "PPR restart probability");
+  flags.Define("ppr_eps", "1e-4", "PPR residual threshold");
+  flags.Define("ppr_max_nodes", "32", "PPR nodes kept per seed");
+  if (auto exit = flags.ParseCommandLine(argc, argv, "hetero_bench", "Hetero, ABLP and PPR sampling throughput.")) {
+    return *exit;
+  }
+  const double scale = *flags.GetDouble("scale");
+  const double seconds = *flags.GetDouble("seconds");
+  const int batch = static_cast<int>(*flags.GetInt("batch_size"));
+  std::vector<int> fanouts;
+  for (const auto& f : SplitList(flags.Get("fanouts"), ',')) fanouts.push_back(std::stoi(f));
+
+  auto homo_dir = Homogeneous(scale, flags.Get("cache_dir"));
+  auto bip_dir = Bipartite(scale, flags.Get("cache_dir"));
+  if (!homo_dir.ok() || !bip_dir.ok()) {
+    std::fprintf(stderr, "%s %s\n", homo_dir.status().ToString().c_str(), bip_dir.status().ToString().c_str());
+    return 1;
+  }
+  auto homo = Partition::Load(*homo_dir, {false});
+  auto bip = Partition::Load(*bip_dir, {false});
+  if (!homo.ok() || !bip.ok()) {
+    std::fprintf(stderr, "%s %s\n", homo.status().ToString().c_str(), bip.status().ToString().c_str());
+    return 1;
+  }
+  auto edges = [](const Partition& p) {
+    int64_t m = 0;
+    for (const auto& e : p.edge_types()) m += e.num_edges;
+    return m;
+  };
+  auto nodes = [](const Partition& p) {
+    int64_t m = 0;
+    for (const auto& t : p.node_types()) m += t.num_nodes;
+    return m;
+  };
+  std::printf("homogeneous: %lld nodes, %lld edges;  bipartite: %lld users + %lld items, %lld edges (both ways)\n",
+              static_cast<long long>(nodes(**homo)), static_cast<long long>(edges(**homo)),
+              static_cast<long long>((*bip)->node_type(0).num_nodes), static_cast<long long>((*bip)->node_type(1).num_nodes),
+              static_cast<long long>(edges(**bip)));
+  std::printf("batch %d, fanouts %s, 100 float features gathered, one thread, %.0f s per figure\n\n", batch,
+              flags.Get("fanouts").c_str(), seconds);
+
+  NeighborSamplerOptions ho;
+  ho.fanouts = fanouts;
+  ho.with_node_features = true;
+  auto homo_sampler = NeighborSampler::Create(homo->get(), ho);
+  NeighborSamplerOptions bo;
+  std::vector<int> first(fanouts.size(), 0), second(fanouts.size(), 0);
+  for (size_t h = 0; h < fanouts.size(); ++h) (h % 2 == 0 ? first : second)[h] = fanouts[h];
+  bo.fanouts_by_type["user__buys__item"] = first;
+  bo.fanouts_by_type["item__rev_buys__user"] = second;
+  bo.with_node_features = true;
+  auto bip_sampler = NeighborSampler::Create(bip->get(), bo);
+  if (!homo_sampler.ok() || !bip_sampler.ok()) return 1;
+
+  const auto homo_seeds = Shuffled((*homo)->node_type(0).num_nodes, 3);
+  const auto user_seeds = Shuffled((*bip)->node_type(0).num_nodes, 3);
+  const Rate h = Measure(**homo_sampler, 0, homo_seeds, batch, seconds);
+  const Rate x = Measure(**bip_sampler, 0, user_seeds, batch, seconds);
+
+  AblpRequest req;
+  req.split = "train";
+  req.node_type = "user";
+  req.supervision_edge_type = "user__buys__item";
+  auto input = LoadAblpInput(**bip, req);
+  if (!input.ok()) return 1;
+  NegativeOptions neg;
+  neg.kind = NegativeOptions::Kind::kUniform;
+  neg.num = static_cast<int>(*flags.GetInt("negatives"));
+  std::vector<int64_t> anchors = input->anchors;
+  std::shuffle(anchors.begin(), anchors.end(), std::mt19937_64(3));
+  auto labeler = AblpLabeler::Create(bip->get(), *std::move(input), neg);
+  if (!labeler.ok()) return 1;
+  AblpBatch labels;
+  const Rate a = Measure(**bip_sampler, 0, anchors, batch, seconds, [&](const int64_t* ids, size_t n, int64_t b) {
+    if (!(*labeler)->MakeBatch(ids, n, 1, 0, b, &labels).ok()) std::exit(1);
+    return &labels;
+  });
+
+  auto row = [](const char* name, const Rate& r, const Rate& base) {
+    std::printf("%-24s %12.0f seeds/s %10.0f nodes/batch %10.0f edges/batch   ratio to homogeneous %.2f\n", name,
+                r.seeds_per_s, r.nodes_per_batch, r.edges_per_batch, r.seeds_per_s / base.seeds_per_s);
+  };
+  row("homogeneous (baseline)", h, h);
+  row("hetero (user seeds)", x, h);
+  row("ABLP (anchors)", a, h);
+  std::printf("ABLP: %d negatives per anchor, 2 positives for most anchors; seeds above count anchors\n\n",
+              neg.num);
+
+  PprSamplerOptions po;
+  po.alpha = *flags.GetDouble("ppr_alpha");
+  po.eps = *flags.GetDouble("ppr_eps");
+  po.max_nodes_per_seed = static_cast<int>(*flags.GetInt("ppr_max_nodes"));
+  po.with_node_features = true;
+  auto homo_ppr = PprSampler::Create(homo->get(), po);
+  auto bip_ppr = PprSampler::Create(bip->get(), po);
+  if (!homo_ppr.ok() || !bip_ppr.ok()) return 1;
+  const int ppr_batch = static_cast<int>(*flags.GetInt("ppr_batch"));
+  const Rate ph = Measure(**homo_ppr, 0, homo_seeds, ppr_batch, seconds);
+  const Rate px = Measure(**bip_ppr, 0, user_seeds, ppr_batch, seconds);
+  std::printf("PPR (alpha %g, eps %g, %d nodes per seed, batch %d):\n", po.alpha, po.eps, po.max_nodes_per_seed,
+              ppr_batch);
+  std::printf("%-24s %12.0f seeds/s %10.0f nodes/batch\n", "PPR homogeneous", ph.seeds_per_s, ph.nodes_per_batch);
+  std::printf("%-24s %12.0f seeds/s %10.0f nodes/batch   ratio to homogeneous %.2f\n", "PPR hetero", px.seeds_per_s,
+              px.nodes_per_batch, px.seeds_per_s / ph.seeds_per_s);
+  return 0;
+}
+
+}  // namespace
+}  // namespace graphstore
+
+int main(int argc, char** argv) { return graphstore::Run(argc, argv); }
