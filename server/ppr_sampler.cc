@@ -5,6 +5,7 @@
 #include <unordered_map>
 
 #include "absl/strings/str_cat.h"
+#include "server/ablp.h"
 #include "server/neighbor_sampler.h"
 
 namespace graphstore {
@@ -121,6 +122,7 @@ absl::Status PprSampler::Sample(const SeedBatch& batch, SamplerScratch* scratch,
         const EdgeTypeStore& et = partition_->edge_type(e);
         if (et.row_type != t) continue;
         DrawSpec spec;  // fanout -1: every neighbour, so the key does not matter
+        if (batch.ablp != nullptr) spec.excluded = &batch.ablp->excluded[e];  // no walk over label edges
         PeerSampling::Hop hop;
         hop.edge_type = et.name;
         hop.fanout = -1;

@@ -422,6 +422,43 @@ TEST_CASE("PPR walks every edge type of a heterogeneous graph", "[ppr]") {
   CHECK(std::abs(g.ppr[0].weight[0] - expected) < 1e-4);
 }
 
+TEST_CASE("PPR walks of a link-prediction batch do not cross its label edges", "[ppr][ablp]") {
+  TempDir dir;
+  auto p = Write(Shop(), dir.path());
+  PprSamplerOptions o;
+  o.alpha = 0.3;
+  o.eps = 1e-6;
+  o.max_nodes_per_seed = 10;
+  auto s = PprSampler::Create(p.get(), o);
+  REQUIRE(s.ok());
+  const int user = Type(*p, "user"), item = Type(*p, "item");
+  // The items u0's walk reaches, by global id.
+  auto reached = [&](const SampledSubgraph& g) {
+    std::set<int64_t> out;
+    for (const auto& w : g.ppr) {
+      if (w.seed_type != user || w.node_type != item) continue;
+      for (size_t k = 0; k < w.seed_index.size(); ++k) {
+        if (g.nodes[user].ids[w.seed_index[k]] == 0) out.insert(g.nodes[item].ids[w.node_index[k]]);
+      }
+    }
+    return out;
+  };
+  CHECK(reached(Run(**s, user, {0})) == std::set<int64_t>{0, 1, 2});
+  AblpRequest req;
+  req.split = "train";
+  req.node_type = "user";
+  req.supervision_edge_type = "user__buys__item";
+  auto in = LoadAblpInput(*p, req);
+  REQUIRE(in.ok());
+  auto labeler = AblpLabeler::Create(p.get(), *std::move(in), {});
+  REQUIRE(labeler.ok());
+  const V anchors = {0};
+  AblpBatch batch;
+  REQUIRE((*labeler)->MakeBatch(anchors.data(), 1, 7, 0, 0, &batch).ok());
+  // i0's only buyer is u0, and u0 - i0 is a label edge: out of reach; i1 only through u1.
+  CHECK(reached(Run(**s, user, anchors, &batch)) == std::set<int64_t>{1, 2});
+}
+
 TEST_CASE("SUBGRAPH sampling returns every edge among the sampled nodes", "[subgraph]") {
   TempDir dir;
   auto p = Write(testing::TinyGraph(), dir.path());

@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # The main job: set up, build, generate the default dataset as two METIS partitions, start a
 # two-server cluster on loopback (deploy/local/cluster.sh), train a GraphSAGE model through it
-# for a few epochs, and stop both servers cleanly.
+# for a few epochs, and stop both servers cleanly. Then, when MovieLens 100k is beside the
+# repository (../shared/data/ml-100k, read in place), the same for link prediction: convert it
+# into two partitions and train a user -> movie link predictor through a two-server cluster.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 bash tools/setup.sh
-bazel build //server:graphstored //tools:all //client:train_sage
+bazel build //server:graphstored //tools:all //client:train_sage //client:train_link_pred
 
 work=${GRAPHSTORE_DEMO_DIR:-/tmp/graphstore-demo}
 if [[ -e $work/run/cluster ]]; then deploy/local/cluster.sh stop "$work/run" >/dev/null 2>&1 || true; fi
@@ -26,3 +28,18 @@ trap - EXIT
 deploy/local/cluster.sh stop "$work/run"
 echo "both servers stopped cleanly:"
 for log in "$work"/run/part-*.log; do tail -1 "$log"; done
+
+movielens=${GRAPHSTORE_SHARED_DATA:-$PWD/../shared/data}/ml-100k
+if [[ ! -f $movielens/u.data ]]; then
+  echo "no MovieLens 100k at $movielens: skipping the link-prediction part"
+  exit 0
+fi
+bazel-bin/tools/graphstore-movielens --input="$movielens" --partitions=2 --method=metis --out="$work/ml100k"
+cluster=$(deploy/local/cluster.sh start "$work/ml100k" "$work/run-lp")
+trap 'deploy/local/cluster.sh stop "$work/run-lp" >/dev/null 2>&1 || true' EXIT
+echo "graphstore cluster serving MovieLens at $cluster"
+bazel-bin/client/train_link_pred --servers="$cluster" --epochs=25
+trap - EXIT
+deploy/local/cluster.sh stop "$work/run-lp"
+echo "both servers stopped cleanly:"
+for log in "$work"/run-lp/part-*.log; do tail -1 "$log"; done
