@@ -188,6 +188,20 @@ absl::Status PlaceSeeds(const Partition& partition, const SeedBatch& batch,
   return absl::OkStatus();
 }
 
+absl::Status StartSubgraph(const Partition& partition, const SeedBatch& batch,
+                           std::vector<std::vector<int32_t>>* local_of, SampledSubgraph* out) {
+  const int num_types = static_cast<int>(partition.node_types().size());
+  if (batch.node_type < 0 || batch.node_type >= num_types) {
+    return absl::InvalidArgumentError(absl::StrCat("node type index ", batch.node_type, " is out of range"));
+  }
+  out->Reset(num_types, partition.edge_types().size());
+  local_of->resize(num_types);
+  for (int t = 0; t < num_types; ++t) {
+    if ((*local_of)[t].empty()) (*local_of)[t].assign(partition.node_type(t).num_nodes, -1);
+  }
+  return PlaceSeeds(partition, batch, local_of, out);
+}
+
 std::unique_ptr<SamplerScratch> NeighborSampler::NewScratch() const {
   auto s = std::make_unique<NeighborScratch>();
   s->local_of.resize(partition_->node_types().size());
@@ -199,16 +213,8 @@ absl::Status NeighborSampler::Sample(const SeedBatch& batch, SamplerScratch* scr
   auto* s = static_cast<NeighborScratch*>(scratch);
   const int num_types = static_cast<int>(partition_->node_types().size());
   const int num_edge_types = static_cast<int>(partition_->edge_types().size());
-  if (batch.node_type < 0 || batch.node_type >= num_types) {
-    return absl::InvalidArgumentError(absl::StrCat("node type index ", batch.node_type, " is out of range"));
-  }
-  out->Reset(num_types, num_edge_types);
-  for (int t = 0; t < num_types; ++t) {
-    if (s->local_of[t].empty()) s->local_of[t].assign(partition_->node_type(t).num_nodes, -1);
-  }
   MapReset reset(s, out);
-
-  if (auto st = PlaceSeeds(*partition_, batch, &s->local_of, out); !st.ok()) return st;
+  if (auto st = StartSubgraph(*partition_, batch, &s->local_of, out); !st.ok()) return st;
   std::vector<size_t> begin(num_types, 0);
   std::vector<size_t> end(num_types);
   for (int t = 0; t < num_types; ++t) {

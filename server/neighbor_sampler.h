@@ -90,6 +90,11 @@ class NeighborSampler : public Sampler {
 absl::Status PlaceSeeds(const Partition& partition, const SeedBatch& batch,
                         std::vector<std::vector<int32_t>>* local_of, SampledSubgraph* out);
 
+/// The start of every sampler's Sample: checks the seed type, Resets `out` for the partition's
+/// types, sizes the dense maps (-1 everywhere) and places the seeds (PlaceSeeds).
+absl::Status StartSubgraph(const Partition& partition, const SeedBatch& batch,
+                           std::vector<std::vector<int32_t>>* local_of, SampledSubgraph* out);
+
 /// Neighbours drawn for a list of nodes, and the memory the draw reuses.
 struct NeighborDraw {
   /// Per node its number of neighbours drawn; the neighbours' global ids (and edge ids and edge

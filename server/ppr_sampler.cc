@@ -69,25 +69,19 @@ absl::Status PprSampler::Sample(const SeedBatch& batch, SamplerScratch* scratch,
   auto* s = static_cast<PprScratch*>(scratch);
   const int num_types = static_cast<int>(partition_->node_types().size());
   const int num_edge_types = static_cast<int>(partition_->edge_types().size());
-  if (batch.node_type < 0 || batch.node_type >= num_types) {
-    return absl::InvalidArgumentError(absl::StrCat("node type index ", batch.node_type, " is out of range"));
-  }
-  out->Reset(num_types, num_edge_types);
-  for (int t = 0; t < num_types; ++t) {
-    if (s->local_of[t].empty()) s->local_of[t].assign(partition_->node_type(t).num_nodes, -1);
-  }
   struct Reset {
     PprScratch* s;
     SampledSubgraph* out;
     ~Reset() {
-      for (size_t t = 0; t < out->nodes.size(); ++t) {
+      for (size_t t = 0; t < out->nodes.size() && t < s->local_of.size(); ++t) {
+        if (s->local_of[t].empty()) continue;
         for (int64_t id : out->nodes[t].ids) s->local_of[t][id] = -1;
       }
       s->adjacency.clear();
       s->neighbors.clear();
     }
   } reset{s, out};
-  if (auto st = PlaceSeeds(*partition_, batch, &s->local_of, out); !st.ok()) return st;
+  if (auto st = StartSubgraph(*partition_, batch, &s->local_of, out); !st.ok()) return st;
 
   // Every hop-0 node is a seed of its own push.
   std::vector<uint64_t> seeds;

@@ -74,6 +74,17 @@ std::unique_ptr<Partition> Write(const GraphData& g, const std::string& dir, con
   return *std::move(p);
 }
 
+// The service core over Shop() written to `dir`.
+std::unique_ptr<Core> ShopCore(const std::string& dir) {
+  const GraphData g = Shop();
+  REQUIRE(WritePartitions(g, RandomAssignment(g, 1, 0), WriteOptions(), dir).ok());
+  auto part = Partition::Load(dir);
+  REQUIRE(part.ok());
+  CoreOptions co;
+  co.state_log_interval_s = 0;
+  return std::make_unique<Core>(*std::move(part), co);
+}
+
 int Type(const Partition& p, const std::string& name) { return *p.FindNodeType(name); }
 int EdgeType(const Partition& p, const std::string& name) { return *p.FindEdgeType(name); }
 
@@ -152,13 +163,8 @@ TEST_CASE("edge features are refused on a graph without them", "[hetero]") {
 
 TEST_CASE("GetAblpInput answers anchors with padded positive and negative labels, sliced", "[ablp]") {
   TempDir dir;
-  const GraphData g = Shop();
-  REQUIRE(WritePartitions(g, RandomAssignment(g, 1, 0), WriteOptions(), dir.path()).ok());
-  auto part = Partition::Load(dir.path());
-  REQUIRE(part.ok());
-  CoreOptions co;
-  co.state_log_interval_s = 0;
-  Core core(*std::move(part), co);
+  auto core_ptr = ShopCore(dir.path());
+  Core& core = *core_ptr;
   auto ints = [](const v1::Tensor& t) {
     const auto* p = reinterpret_cast<const int64_t*>(t.data().data());
     return V(p, p + t.data().size() / 8);
@@ -483,13 +489,8 @@ TEST_CASE("SUBGRAPH sampling returns every edge among the sampled nodes", "[subg
 
 TEST_CASE("the core validates sampler kinds and link-prediction options, naming the field", "[core]") {
   TempDir dir;
-  const GraphData g = Shop();
-  REQUIRE(WritePartitions(g, RandomAssignment(g, 1, 0), WriteOptions(), dir.path()).ok());
-  auto part = Partition::Load(dir.path());
-  REQUIRE(part.ok());
-  CoreOptions co;
-  co.state_log_interval_s = 0;
-  Core core(*std::move(part), co);
+  auto core_ptr = ShopCore(dir.path());
+  Core& core = *core_ptr;
   auto init = [&](const v1::SamplingConfig& c) {
     v1::InitSamplingBackendRequest req;
     static int next_key = 0;

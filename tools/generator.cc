@@ -233,14 +233,9 @@ GraphData Materialise(const GeneratorOptions& o, const Communities& c) {
 // Several partitions: materialise the graph and hand it to the dataset writer.
 absl::Status WriteMany(const GeneratorOptions& o, const Communities& c, const std::string& dir) {
   const GraphData g = Materialise(o, c);
-  Assignment a;
-  if (o.method == "metis") {
-    auto m = MetisAssignment(g, o.num_partitions, o.seed);
-    if (!m.ok()) return m.status();
-    a = *std::move(m);
-  } else {
-    a = RandomAssignment(g, o.num_partitions, o.seed);
-  }
+  auto assigned = AssignPartitions(g, o.method, o.num_partitions, o.seed);
+  if (!assigned.ok()) return assigned.status();
+  const Assignment& a = *assigned;
   WriteOptions w;
   w.num_partitions = o.num_partitions;
   w.edge_dir = o.edge_dir;

@@ -130,4 +130,11 @@ std::string PartitionReport::ToString() const {
   return s;
 }
 
+absl::StatusOr<Assignment> AssignPartitions(const GraphData& graph, const std::string& method, int num_partitions,
+                                            uint64_t seed) {
+  if (method == "metis") return MetisAssignment(graph, num_partitions, seed);
+  if (method == "random") return RandomAssignment(graph, num_partitions, seed);
+  return absl::InvalidArgumentError(absl::StrCat("method '", method, "' is not a method (random, metis)"));
+}
+
 }  // namespace graphstore

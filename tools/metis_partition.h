@@ -20,6 +20,11 @@ namespace graphstore {
 /// METIS fails.
 absl::StatusOr<Assignment> MetisAssignment(const GraphData& graph, int num_partitions, uint64_t seed);
 
+/// The assignment of `method`: "metis" (MetisAssignment) or "random" (RandomAssignment);
+/// InvalidArgument naming any other method.
+absl::StatusOr<Assignment> AssignPartitions(const GraphData& graph, const std::string& method, int num_partitions,
+                                            uint64_t seed);
+
 /// How an assignment splits the graph.
 struct PartitionReport {
   int num_partitions = 0;

@@ -50,14 +50,9 @@ int Run(int argc, char** argv) {
   options.num_partitions = static_cast<int>(*parts);
   options.edge_dir = flags.Get("edge_dir");
   options.method = method;
-  Assignment assignment;
-  if (method == "metis") {
-    auto a = MetisAssignment(*graph, options.num_partitions, *seed);
-    if (!a.ok()) return Fail(a.status());
-    assignment = *std::move(a);
-  } else {
-    assignment = RandomAssignment(*graph, options.num_partitions, *seed);
-  }
+  auto assigned = AssignPartitions(*graph, options.method, options.num_partitions, *seed);
+  if (!assigned.ok()) return Fail(assigned.status());
+  const Assignment& assignment = *assigned;
   if (auto s = WritePartitions(*graph, assignment, options, flags.Get("out")); !s.ok()) return Fail(s);
   for (const auto& t : graph->node_types) {
     std::printf("node type %-6s %6lld nodes, %lld features\n", t.name.c_str(), static_cast<long long>(t.num_nodes),

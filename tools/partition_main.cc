@@ -95,14 +95,9 @@ int Run(int argc, char** argv) {
   options.num_partitions = static_cast<int>(*parts);
   options.edge_dir = flags.Get("edge_dir");
   options.method = flags.Get("method");
-  Assignment assignment;
-  if (options.method == "metis") {
-    auto a = MetisAssignment(*graph, options.num_partitions, *seed);
-    if (!a.ok()) return Fail(a.status());
-    assignment = *std::move(a);
-  } else {
-    assignment = RandomAssignment(*graph, options.num_partitions, *seed);
-  }
+  auto assigned = AssignPartitions(*graph, options.method, options.num_partitions, *seed);
+  if (!assigned.ok()) return Fail(assigned.status());
+  const Assignment& assignment = *assigned;
   if (auto s = WritePartitions(*graph, assignment, options, flags.Get("out")); !s.ok()) return Fail(s);
 
   for (const auto& t : graph->node_types) {
