@@ -85,6 +85,19 @@ std::unique_ptr<Core> ShopCore(const std::string& dir) {
   return std::make_unique<Core>(*std::move(part), co);
 }
 
+// The train-split input of user anchors over user__buys__item.
+AblpInput TrainInput(const Partition& p, const std::string& negative_edge_type = "") {
+  AblpRequest req;
+  req.split = "train";
+  req.node_type = "user";
+  req.supervision_edge_type = "user__buys__item";
+  req.negative_edge_type = negative_edge_type;
+  auto in = LoadAblpInput(p, req);
+  INFO(in.status().ToString());
+  REQUIRE(in.ok());
+  return *std::move(in);
+}
+
 int Type(const Partition& p, const std::string& name) { return *p.FindNodeType(name); }
 int EdgeType(const Partition& p, const std::string& name) { return *p.FindEdgeType(name); }
 
@@ -220,14 +233,7 @@ TEST_CASE("an ABLP batch seeds its label nodes after the anchors and never passe
     DYNAMIC_SECTION("edge_dir " << edge_dir) {
       TempDir dir;
       auto p = Write(Shop(), dir.path(), edge_dir);
-      AblpRequest req;
-      req.split = "train";
-      req.node_type = "user";
-      req.supervision_edge_type = "user__buys__item";
-      req.negative_edge_type = "user__dislikes__item";
-      auto in = LoadAblpInput(*p, req);
-      REQUIRE(in.ok());
-      auto labeler = AblpLabeler::Create(p.get(), *std::move(in), {});
+      auto labeler = AblpLabeler::Create(p.get(), TrainInput(*p, "user__dislikes__item"), {});
       REQUIRE(labeler.ok());
       NeighborSamplerOptions o;
       o.fanouts = {-1, -1, -1};
@@ -301,18 +307,13 @@ TEST_CASE("generated negatives are never a known positive, repeat with the seed,
           "[ablp]") {
   TempDir dir;
   auto p = Write(Skewed(), dir.path());
-  AblpRequest req;
-  req.split = "train";
-  req.node_type = "user";
-  req.supervision_edge_type = "user__buys__item";
-  auto in = LoadAblpInput(*p, req);
-  REQUIRE(in.ok());
+  const AblpInput in = TrainInput(*p);
   const V anchors = {0};
   for (auto kind : {NegativeOptions::Kind::kUniform, NegativeOptions::Kind::kDegree}) {
     NegativeOptions n;
     n.kind = kind;
     n.num = 5;
-    auto labeler = AblpLabeler::Create(p.get(), *in, n);
+    auto labeler = AblpLabeler::Create(p.get(), in, n);
     REQUIRE(labeler.ok());
     int popular = 0, total = 0;
     for (int64_t b = 0; b < 400; ++b) {
@@ -450,13 +451,7 @@ TEST_CASE("PPR walks of a link-prediction batch do not cross its label edges", "
     return out;
   };
   CHECK(reached(Run(**s, user, {0})) == std::set<int64_t>{0, 1, 2});
-  AblpRequest req;
-  req.split = "train";
-  req.node_type = "user";
-  req.supervision_edge_type = "user__buys__item";
-  auto in = LoadAblpInput(*p, req);
-  REQUIRE(in.ok());
-  auto labeler = AblpLabeler::Create(p.get(), *std::move(in), {});
+  auto labeler = AblpLabeler::Create(p.get(), TrainInput(*p), {});
   REQUIRE(labeler.ok());
   const V anchors = {0};
   AblpBatch batch;
