@@ -197,23 +197,64 @@ TEST_CASE("the next epoch's stream opens as soon as the previous one has ended",
   CHECK(d.Stop(SIGTERM) == 0);
 }
 
+// Reads a whole epoch of a new channel on the split from its own connection, for a thread
+// other than the test's: Catch2's assertions are not thread-safe, so this reports what went
+// wrong instead of asserting. Returns "" and the sorted seeds, or the first failure.
+std::string ReadSplitEpochInThread(const Daemon& d, const std::string& split, std::vector<int64_t>* seeds) {
+  client::ClientOptions o;
+  o.address = d.address();
+  auto c = Client::Connect(o);
+  if (!c.ok()) return c.status().ToString();
+  v1::InitSamplingBackendRequest init;
+  init.set_backend_key("shared");
+  init.mutable_config()->set_batch_size(64);
+  init.mutable_config()->set_shuffle(true);
+  init.mutable_config()->add_num_neighbors(5);
+  init.mutable_config()->add_num_neighbors(3);
+  init.mutable_config()->set_with_node_features(true);
+  init.mutable_config()->set_with_labels(true);
+  auto backend = (*c)->InitSamplingBackend(init);
+  if (!backend.ok()) return backend.status().ToString();
+  v1::RegisterSamplingInputRequest reg;
+  reg.set_backend_id(backend->backend_id());
+  reg.set_worker_key("test");
+  reg.mutable_split()->set_split(split);
+  reg.set_seed(17);
+  auto channel = (*c)->RegisterSamplingInput(reg);
+  if (!channel.ok()) return channel.status().ToString();
+  v1::StartEpochRequest start;
+  start.set_channel_id(channel->channel_id());
+  if (auto r = (*c)->StartEpoch(start); !r.ok()) return r.status().ToString();
+  v1::StreamSampledMessagesRequest req;
+  req.set_channel_id(channel->channel_id());
+  auto stream = (*c)->Stream(req);
+  while (true) {
+    auto m = stream->Next();
+    if (!m.ok()) return m.status().ToString();
+    if (*m == nullptr) break;
+    const v1::Tensor& b = (*m)->nodes(0).batch();
+    const auto* p = reinterpret_cast<const int64_t*>(b.data().data());
+    seeds->insert(seeds->end(), p, p + b.data().size() / 8);
+  }
+  std::sort(seeds->begin(), seeds->end());
+  return "";
+}
+
 TEST_CASE("several clients stream concurrently and each gets its whole epoch", "[e2e]") {
   Daemon d(Dataset(), {"--num_workers=2"});
   std::vector<std::thread> threads;
-  std::atomic<int> complete{0};
+  std::vector<std::string> errors(4);
+  std::vector<std::vector<int64_t>> seeds(4);
   for (int i = 0; i < 4; ++i) {
-    threads.emplace_back([&, i] {
-      auto c = Connect(d);
-      const uint64_t backend = InitBackend(*c, "shared");
-      const uint64_t channel = RegisterSplit(*c, backend, i % 2 == 0 ? "train" : "val");
-      Start(*c, channel, 0);
-      std::vector<int64_t> seeds = ReadEpoch(*c, channel, 0);
-      std::sort(seeds.begin(), seeds.end());
-      if (seeds == SplitIds(i % 2 == 0 ? "train" : "val")) ++complete;
-    });
+    threads.emplace_back(
+        [&, i] { errors[i] = ReadSplitEpochInThread(d, i % 2 == 0 ? "train" : "val", &seeds[i]); });
   }
   for (auto& t : threads) t.join();
-  CHECK(complete.load() == 4);
+  for (int i = 0; i < 4; ++i) {
+    INFO("client " << i << ": " << errors[i]);
+    CHECK(errors[i].empty());
+    CHECK(seeds[i] == SplitIds(i % 2 == 0 ? "train" : "val"));
+  }
   CHECK(d.Stop(SIGTERM) == 0);
 }
 
@@ -223,20 +264,30 @@ TEST_CASE("the same backend key gives one backend; a different config is refused
   std::vector<std::thread> threads;
   std::vector<uint64_t> ids(6);
   std::atomic<int> created{0};
+  std::vector<absl::Status> status(6);
   for (int i = 0; i < 6; ++i) {
+    // No Catch2 assertion inside the threads: they are not thread-safe.
     threads.emplace_back([&, i] {
-      auto ci = Connect(d);
+      client::ClientOptions o;
+      o.address = d.address();
+      auto ci = Client::Connect(o);
+      if (!ci.ok()) {
+        status[i] = ci.status();
+        return;
+      }
       v1::InitSamplingBackendRequest req;
       req.set_backend_key("same");
       req.mutable_config()->set_batch_size(32);
       req.mutable_config()->add_num_neighbors(4);
-      auto r = ci->InitSamplingBackend(req);
-      REQUIRE(r.ok());
+      auto r = (*ci)->InitSamplingBackend(req);
+      status[i] = r.status();
+      if (!r.ok()) return;
       ids[i] = r->backend_id();
       created += r->created();
     });
   }
   for (auto& t : threads) t.join();
+  for (const auto& st : status) CHECK(st.ok());
   CHECK(created.load() == 1);
   CHECK(std::set<uint64_t>(ids.begin(), ids.end()).size() == 1);
   v1::InitSamplingBackendRequest other;
