@@ -365,16 +365,6 @@ Batch Loader::ToBatch(int server, std::shared_ptr<const v1::SampledMessage> msg,
   return b;
 }
 
-std::string ReverseEdgeTypeName(const std::string& edge_type) {
-  const size_t a = edge_type.find("__");
-  const size_t z = edge_type.rfind("__");
-  if (a == std::string::npos || a == z) return edge_type;
-  const std::string src = edge_type.substr(0, a);
-  const std::string rel = edge_type.substr(a + 2, z - a - 2);
-  const std::string dst = edge_type.substr(z + 2);
-  const std::string reverse = rel.rfind("rev_", 0) == 0 ? rel.substr(4) : absl::StrCat("rev_", rel);
-  return absl::StrCat(dst, "__", reverse, "__", src);
-}
 
 void Loader::Close() {
   if (closed_) return;

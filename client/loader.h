@@ -26,6 +26,7 @@
 #include "client/client.h"
 #include "client/shared_memory.h"
 #include "graphstore/v1/graphstore.pb.h"
+#include "server/type_names.h"
 
 namespace graphstore::client {
 
@@ -94,9 +95,8 @@ struct PprView {
   at::Tensor weight;
 };
 
-/// The reverse of edge type "src__rel__dst": "dst__rev_rel__src", or "dst__rel__src" for a
-/// relation named "rev_rel" (the names AddReverseEdgeTypes and PyG's ToUndirected give).
-std::string ReverseEdgeTypeName(const std::string& edge_type);
+/// The reverse of an edge type's name (server/type_names.h), as Batch::edges keys it.
+using graphstore::ReverseEdgeTypeName;
 
 /// One sampled subgraph of a homogeneous graph (the first node and edge type of a
 /// heterogeneous one; `message` has every type, and `nodes` / `edges` view them all).

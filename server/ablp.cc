@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "scheduler/draw.h"
+#include "server/type_names.h"
 
 namespace graphstore {
 namespace {
@@ -45,10 +46,7 @@ int64_t AblpInput::IndexOf(int64_t anchor) const {
 }
 
 int ReverseEdgeType(const Partition& partition, int edge_type) {
-  const v1::ManifestEdgeType& m = partition.manifest().edge_types(edge_type);
-  const std::string& rel = m.relation();
-  const std::string reverse = rel.rfind("rev_", 0) == 0 ? rel.substr(4) : absl::StrCat("rev_", rel);
-  const std::string name = absl::StrCat(m.dst_type(), "__", reverse, "__", m.src_type());
+  const std::string name = ReverseEdgeTypeName(partition.edge_type(edge_type).name);
   for (int i = 0; i < static_cast<int>(partition.edge_types().size()); ++i) {
     if (partition.edge_type(i).name == name) return i;
   }

@@ -13,6 +13,7 @@
 #include "server/manifest.h"
 #include "server/npy.h"
 #include "server/partition.h"
+#include "server/type_names.h"
 
 namespace graphstore {
 int FindType(const GraphData& g, const std::string& name) {
@@ -150,10 +151,6 @@ absl::Status ValidateGraph(const GraphData& g) {
     }
   }
   return absl::OkStatus();
-}
-
-std::string ReverseRelation(const std::string& relation) {
-  return relation.rfind("rev_", 0) == 0 ? relation.substr(4) : absl::StrCat("rev_", relation);
 }
 
 void AddReverseEdgeTypes(GraphData* g) {

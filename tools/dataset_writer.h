@@ -85,10 +85,6 @@ absl::Status ValidateGraph(const GraphData& graph);
 /// differ by at most one.
 Assignment RandomAssignment(const GraphData& graph, int num_partitions, uint64_t seed);
 
-/// The reverse relation name of `relation`: "rev_<relation>", or `relation` without its "rev_"
-/// prefix when it has one.
-std::string ReverseRelation(const std::string& relation);
-
 /// Adds, for every edge type src__rel__dst whose reverse (dst__rev_rel__src) is not there yet,
 /// the reverse type: every edge flipped, features kept, no label splits. Sampling can then
 /// follow a relation both ways, as PyG's ToUndirected does for heterogeneous graphs.
