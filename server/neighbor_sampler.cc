@@ -378,7 +378,7 @@ void DrawOwnedNeighbors(const Partition& partition, int edge_type, const int64_t
 
 absl::StatusOr<const NeighborDraw*> DrawNeighbors(const Partition& partition, PeerSampling* peers, int edge_type,
                                                   const int64_t* ids, size_t n, const DrawSpec& spec,
-                                                  const PeerSampling::Hop& hop, FrontierScratch* s) {
+                                                  const SeedBatch& batch, int hop, FrontierScratch* s) {
   const EdgeTypeStore& et = partition.edge_type(edge_type);
   const NodeTypeStore& row_type = partition.node_type(et.row_type);
   const NodeTypeStore& col_type = partition.node_type(et.col_type);
@@ -418,7 +418,19 @@ absl::StatusOr<const NeighborDraw*> DrawNeighbors(const Partition& partition, Pe
     }
   }
   std::unique_ptr<PeerSampling::Pending> pending;
-  if (!calls.empty()) pending = peers->SampleNeighbors(hop, &calls);
+  if (!calls.empty()) {
+    PeerSampling::Hop h;
+    h.edge_type = et.name;
+    h.fanout = spec.fanout;
+    h.replace = spec.replace;
+    h.with_edge_ids = spec.with_edge_ids;
+    h.with_edge_features = features;
+    h.seed = batch.seed;
+    h.epoch = batch.epoch;
+    h.batch = batch.batch_index;
+    h.hop = hop;
+    pending = peers->SampleNeighbors(h, &calls);
+  }
   NeighborDraw& draw = s->local;
   DrawOwnedNeighbors(partition, edge_type, owned, num_owned, spec, &draw);
   if (pending == nullptr) return &draw;
@@ -486,18 +498,8 @@ absl::Status NeighborSampler::ExpandHop(int edge_type, int fanout, uint64_t hop_
   spec.with_edge_features = options_.with_edge_features;
   spec.hop_key = hop_key;
   if (coordinates.ablp != nullptr) spec.excluded = &coordinates.ablp->excluded[edge_type];
-  PeerSampling::Hop h;
-  h.edge_type = et.name;
-  h.fanout = fanout;
-  h.replace = options_.replace;
-  h.with_edge_ids = options_.with_edge_ids;
-  h.with_edge_features = options_.with_edge_features && et.feature_dim > 0;
-  h.seed = coordinates.seed;
-  h.epoch = coordinates.epoch;
-  h.batch = coordinates.batch_index;
-  h.hop = hop;
   auto drawn = DrawNeighbors(*partition_, options_.peers, edge_type, out->nodes[et.row_type].ids.data() + begin, n,
-                             spec, h, &s->frontier);
+                             spec, coordinates, hop, &s->frontier);
   if (!drawn.ok()) return drawn.status();
   const NeighborDraw& d = **drawn;
 

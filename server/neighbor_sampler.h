@@ -137,13 +137,14 @@ struct FrontierScratch {
 };
 
 /// Draws for `ids` wherever they are owned: this partition's nodes with DrawOwnedNeighbors,
-/// the others by their owners through `peers` (one call per owner, concurrently, with `hop`'s
-/// coordinates, which must give `spec.hop_key`). Returns the draw in `ids` order (pointing into
-/// `scratch`). FAILED_PRECONDITION when a node is owned elsewhere and `peers` is null; the
-/// peers' errors as they come.
+/// the others by their owners through `peers` (one call per owner, concurrently, asking for the
+/// same `spec` at the coordinates (seed, epoch, batch index) of `batch` and `hop`, which must be
+/// what gave `spec.hop_key`). Returns the draw in `ids` order (pointing into `scratch`).
+/// FAILED_PRECONDITION when a node is owned elsewhere and `peers` is null; the peers' errors as
+/// they come.
 absl::StatusOr<const NeighborDraw*> DrawNeighbors(const Partition& partition, PeerSampling* peers, int edge_type,
                                                   const int64_t* ids, size_t n, const DrawSpec& spec,
-                                                  const PeerSampling::Hop& hop, FrontierScratch* scratch);
+                                                  const SeedBatch& batch, int hop, FrontierScratch* scratch);
 
 /// Copies the feature rows and labels of `nodes->ids` into `nodes`; feature rows go to
 /// `feature_dst` instead when it is not null (it must hold them all). Rows of nodes owned by

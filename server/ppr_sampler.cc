@@ -31,6 +31,16 @@ class PprScratch : public SamplerScratch {
   // Per batch: every known node's neighbours (keys), as ranges of `neighbors`.
   std::unordered_map<uint64_t, std::pair<size_t, size_t>> adjacency;
   std::vector<uint64_t> neighbors;
+  // Per batch, kept for their memory: the seeds, each seed's push state and its nodes to push
+  // this round and next, the nodes whose neighbours a round fetches (per type), one fetch's
+  // neighbours and offsets per edge type, and one seed's ranking.
+  std::vector<uint64_t> seeds;
+  std::vector<std::unordered_map<uint64_t, PushState>> state;
+  std::vector<std::vector<uint64_t>> current, next;
+  std::vector<std::vector<int64_t>> wanted;
+  std::vector<std::vector<uint64_t>> fetched;
+  std::vector<std::vector<size_t>> fetched_offsets;
+  std::vector<std::pair<double, uint64_t>> ranked;
 };
 
 }  // namespace
@@ -84,26 +94,42 @@ absl::Status PprSampler::Sample(const SeedBatch& batch, SamplerScratch* scratch,
   if (auto st = StartSubgraph(*partition_, batch, &s->local_of, out); !st.ok()) return st;
 
   // Every hop-0 node is a seed of its own push.
-  std::vector<uint64_t> seeds;
+  std::vector<uint64_t>& seeds = s->seeds;
+  seeds.clear();
   for (int t = 0; t < num_types; ++t) {
     for (int64_t id : out->nodes[t].ids) seeds.push_back(NodeKey(t, id));
     out->nodes[t].num_sampled_nodes.push_back(static_cast<int64_t>(out->nodes[t].ids.size()));
   }
   const size_t num_seeds = seeds.size();
-  std::vector<std::unordered_map<uint64_t, PushState>> state(num_seeds);
-  std::vector<std::vector<uint64_t>> current(num_seeds), next(num_seeds);
+  auto& state = s->state;
+  auto& current = s->current;
+  auto& next = s->next;
+  if (state.size() < num_seeds) {
+    state.resize(num_seeds);
+    current.resize(num_seeds);
+    next.resize(num_seeds);
+  }
   for (size_t i = 0; i < num_seeds; ++i) {
+    state[i].clear();
     state[i][seeds[i]] = PushState{0, 1, 0};
-    current[i].push_back(seeds[i]);
+    current[i].assign(1, seeds[i]);
+    next[i].clear();
+  }
+  for (size_t i = num_seeds; i < current.size(); ++i) {
+    current[i].clear();
+    next[i].clear();
   }
 
   // Fetches the neighbour lists of `keys` (unknown ones), per type along every edge type whose
   // rows have that type, concatenated in edge type order.
-  std::vector<std::vector<int64_t>> wanted(num_types);
+  auto& wanted = s->wanted;
+  wanted.resize(num_types);
+  s->fetched.resize(num_edge_types);
+  s->fetched_offsets.resize(num_edge_types);
   auto fetch = [&](const std::vector<std::vector<uint64_t>>& lists) -> absl::Status {
     for (auto& w : wanted) w.clear();
-    for (const auto& list : lists) {
-      for (uint64_t k : list) {
+    for (size_t i = 0; i < num_seeds; ++i) {
+      for (uint64_t k : lists[i]) {
         auto [it, inserted] = s->adjacency.emplace(k, std::make_pair(size_t{0}, size_t{0}));
         if (inserted) wanted[KeyType(k)].push_back(KeyId(k));
       }
@@ -111,29 +137,29 @@ absl::Status PprSampler::Sample(const SeedBatch& batch, SamplerScratch* scratch,
     for (int t = 0; t < num_types; ++t) {
       const std::vector<int64_t>& ids = wanted[t];
       if (ids.empty()) continue;
-      std::vector<std::vector<uint64_t>> per_node(ids.size());
       for (int e = 0; e < num_edge_types; ++e) {
         const EdgeTypeStore& et = partition_->edge_type(e);
         if (et.row_type != t) continue;
         DrawSpec spec;  // fanout -1: every neighbour, so the key does not matter
         if (batch.ablp != nullptr) spec.excluded = &batch.ablp->excluded[e];  // no walk over label edges
-        PeerSampling::Hop hop;
-        hop.edge_type = et.name;
-        hop.fanout = -1;
-        hop.seed = batch.seed;
-        hop.epoch = batch.epoch;
-        hop.batch = batch.batch_index;
-        auto drawn = DrawNeighbors(*partition_, options_.peers, e, ids.data(), ids.size(), spec, hop, &s->frontier);
+        auto drawn = DrawNeighbors(*partition_, options_.peers, e, ids.data(), ids.size(), spec, batch, 0, &s->frontier);
         if (!drawn.ok()) return drawn.status();
         const NeighborDraw& d = **drawn;
-        size_t j = 0;
-        for (size_t i = 0; i < ids.size(); ++i) {
-          for (int64_t k = 0; k < d.counts[i]; ++k, ++j) per_node[i].push_back(NodeKey(et.col_type, d.neighbors[j]));
-        }
+        std::vector<uint64_t>& keys = s->fetched[e];
+        std::vector<size_t>& offsets = s->fetched_offsets[e];
+        keys.clear();
+        offsets.assign(1, 0);
+        for (size_t i = 0; i < ids.size(); ++i) offsets.push_back(offsets.back() + static_cast<size_t>(d.counts[i]));
+        for (int64_t w : d.neighbors) keys.push_back(NodeKey(et.col_type, w));
       }
       for (size_t i = 0; i < ids.size(); ++i) {
         const size_t begin = s->neighbors.size();
-        s->neighbors.insert(s->neighbors.end(), per_node[i].begin(), per_node[i].end());
+        for (int e = 0; e < num_edge_types; ++e) {
+          if (partition_->edge_type(e).row_type != t) continue;
+          const auto& keys = s->fetched[e];
+          const auto& offsets = s->fetched_offsets[e];
+          s->neighbors.insert(s->neighbors.end(), keys.begin() + offsets[i], keys.begin() + offsets[i + 1]);
+        }
         s->adjacency[NodeKey(t, ids[i])] = {begin, s->neighbors.size()};
       }
     }
@@ -144,7 +170,7 @@ absl::Status PprSampler::Sample(const SeedBatch& batch, SamplerScratch* scratch,
   const double eps = options_.eps;
   for (int round = 0;; ++round) {
     bool any = false;
-    for (const auto& c : current) any |= !c.empty();
+    for (size_t i = 0; i < num_seeds; ++i) any |= !current[i].empty();
     if (!any) break;
     if (auto st = fetch(current); !st.ok()) return st;
     for (size_t i = 0; i < num_seeds; ++i) {
@@ -178,7 +204,7 @@ absl::Status PprSampler::Sample(const SeedBatch& batch, SamplerScratch* scratch,
   }
 
   // Per seed, the highest estimates (ties by type, then id), the seed left out.
-  std::vector<std::pair<double, uint64_t>> ranked;
+  std::vector<std::pair<double, uint64_t>>& ranked = s->ranked;
   std::map<std::pair<int, int>, size_t> entry_of;
   for (size_t i = 0; i < num_seeds; ++i) {
     ranked.clear();
