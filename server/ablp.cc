@@ -156,7 +156,9 @@ absl::Status AblpLabeler::MakeBatch(const int64_t* anchors, size_t n, uint64_t s
   out->neg_offsets.assign(1, 0);
   out->positives.clear();
   out->negatives.clear();
-  out->excluded.assign(partition_->edge_types().size(), {});
+  // Reused batch after batch: the lists keep their memory.
+  out->excluded.resize(partition_->edge_types().size());
+  for (auto& pairs : out->excluded) pairs.clear();
 
   const int64_t num_labels = partition_->node_type(in.label_type).num_nodes;
   const bool rows_are_sources = partition_->rows_are_sources();

@@ -680,6 +680,28 @@ absl::Status Core::RegisterSamplingInput(const v1::RegisterSamplingInputRequest&
   auto seeds = ResolveSeeds(req, &node_type, &ablp);
   if (!seeds.ok()) return seeds.status();
 
+  // A link-prediction channel's labeler follows its backend's negative sampling; it is built
+  // outside the lock (degree negatives sum a degree array). An unknown backend is refused below.
+  std::shared_ptr<const AblpLabeler> labeler;
+  if (req.has_ablp()) {
+    v1::SamplingConfig config;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      auto it = backends_.find(req.backend_id());
+      if (it != backends_.end() && it->second->state == BackendEntry::State::kReady) config = it->second->config;
+    }
+    NegativeOptions negatives;
+    negatives.num = config.num_negatives();
+    switch (config.negative_sampling()) {
+      case v1::NEGATIVE_SAMPLING_UNIFORM: negatives.kind = NegativeOptions::Kind::kUniform; break;
+      case v1::NEGATIVE_SAMPLING_DEGREE: negatives.kind = NegativeOptions::Kind::kDegree; break;
+      default: negatives.kind = NegativeOptions::Kind::kNone; break;
+    }
+    auto created = AblpLabeler::Create(partition_.get(), std::move(ablp), negatives);
+    if (!created.ok()) return InField(created.status(), "ablp");
+    labeler = *std::move(created);
+  }
+
   std::shared_ptr<BackendEntry> backend;
   auto channel = std::make_shared<ChannelEntry>();
   {
@@ -693,19 +715,6 @@ absl::Status Core::RegisterSamplingInput(const v1::RegisterSamplingInputRequest&
       return TooBig(absl::StrCat("too many live channels (limit ", options_.max_channels, ")"));
     }
     backend = it->second;
-    std::shared_ptr<const AblpLabeler> labeler;
-    if (req.has_ablp()) {
-      NegativeOptions negatives;
-      negatives.num = backend->config.num_negatives();
-      negatives.kind = backend->config.negative_sampling() == v1::NEGATIVE_SAMPLING_DEGREE
-                           ? NegativeOptions::Kind::kDegree
-                           : backend->config.negative_sampling() == v1::NEGATIVE_SAMPLING_UNIFORM
-                                 ? NegativeOptions::Kind::kUniform
-                                 : NegativeOptions::Kind::kNone;
-      auto created = AblpLabeler::Create(partition_.get(), std::move(ablp), negatives);
-      if (!created.ok()) return InField(created.status(), "ablp");
-      labeler = *std::move(created);
-    }
     channel->id = next_channel_id_++;
     channel->backend_id = backend->id;
     channel->worker_key = req.worker_key();
