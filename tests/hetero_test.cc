@@ -98,6 +98,14 @@ AblpInput TrainInput(const Partition& p, const std::string& negative_edge_type =
   return *std::move(in);
 }
 
+PprSamplerOptions Ppr(double alpha, double eps, int max_nodes_per_seed) {
+  PprSamplerOptions o;
+  o.alpha = alpha;
+  o.eps = eps;
+  o.max_nodes_per_seed = max_nodes_per_seed;
+  return o;
+}
+
 int Type(const Partition& p, const std::string& name) { return *p.FindNodeType(name); }
 int EdgeType(const Partition& p, const std::string& name) { return *p.FindEdgeType(name); }
 
@@ -363,10 +371,7 @@ TEST_CASE("PPR forward push matches power iteration and keeps the top nodes per 
   TempDir dir;
   const GraphData tiny = testing::TinyGraph();
   auto p = Write(tiny, dir.path());
-  PprSamplerOptions o;
-  o.alpha = 0.2;
-  o.eps = 1e-7;
-  o.max_nodes_per_seed = 3;
+  const PprSamplerOptions o = Ppr(0.2, 1e-7, 3);
   auto s = PprSampler::Create(p.get(), o);
   REQUIRE(s.ok());
   const SampledSubgraph g = Run(**s, 0, {0, 3});
@@ -411,10 +416,7 @@ TEST_CASE("PPR forward push matches power iteration and keeps the top nodes per 
 TEST_CASE("PPR walks every edge type of a heterogeneous graph", "[ppr]") {
   TempDir dir;
   auto p = Write(Shop(), dir.path());
-  PprSamplerOptions o;
-  o.alpha = 0.3;
-  o.eps = 1e-6;
-  o.max_nodes_per_seed = 10;
+  const PprSamplerOptions o = Ppr(0.3, 1e-6, 10);
   auto s = PprSampler::Create(p.get(), o);
   REQUIRE(s.ok());
   const SampledSubgraph g = Run(**s, Type(*p, "user"), {2});
@@ -432,10 +434,7 @@ TEST_CASE("PPR walks every edge type of a heterogeneous graph", "[ppr]") {
 TEST_CASE("PPR walks of a link-prediction batch do not cross its label edges", "[ppr][ablp]") {
   TempDir dir;
   auto p = Write(Shop(), dir.path());
-  PprSamplerOptions o;
-  o.alpha = 0.3;
-  o.eps = 1e-6;
-  o.max_nodes_per_seed = 10;
+  const PprSamplerOptions o = Ppr(0.3, 1e-6, 10);
   auto s = PprSampler::Create(p.get(), o);
   REQUIRE(s.ok());
   const int user = Type(*p, "user"), item = Type(*p, "item");
