@@ -24,10 +24,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "client/client.h"
-#include "server/log.h"
+#include "server/util/log.h"
 #include "server/server.h"
 #include "tools/dataset_writer.h"
-#include "tools/flags.h"
+#include "server/util/flags.h"
 #include "tools/generator.h"
 #include "tools/metis_partition.h"
 

@@ -26,7 +26,7 @@
 #include "server/partition.h"
 #include "server/ppr_sampler.h"
 #include "tools/dataset_writer.h"
-#include "tools/flags.h"
+#include "server/util/flags.h"
 #include "tools/generator.h"
 
 namespace graphstore {

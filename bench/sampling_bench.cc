@@ -19,7 +19,7 @@
 #include "scheduler/draw.h"
 #include "server/neighbor_sampler.h"
 #include "server/partition.h"
-#include "tools/flags.h"
+#include "server/util/flags.h"
 #include "bench/bench_graphs.h"
 
 namespace graphstore {

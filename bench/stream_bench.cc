@@ -26,11 +26,11 @@
 #include "client/shared_memory.h"
 #include "scheduler/backend.h"
 #include "scheduler/draw.h"
-#include "server/log.h"
+#include "server/util/log.h"
 #include "server/neighbor_sampler.h"
 #include "server/partition.h"
 #include "server/server.h"
-#include "tools/flags.h"
+#include "server/util/flags.h"
 #include "bench/bench_graphs.h"
 
 namespace graphstore {

@@ -26,7 +26,7 @@
 #include "client/client.h"
 #include "client/shared_memory.h"
 #include "graphstore/v1/graphstore.pb.h"
-#include "server/type_names.h"
+#include "proto/type_names.h"
 
 namespace graphstore::client {
 

@@ -4,7 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "scheduler/draw.h"
-#include "server/type_names.h"
+#include "proto/type_names.h"
 
 namespace graphstore {
 namespace {

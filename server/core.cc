@@ -6,7 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "google/protobuf/util/message_differencer.h"
 #include "scheduler/draw.h"
-#include "server/log.h"
+#include "server/util/log.h"
 #include "server/message.h"
 #include "server/ppr_sampler.h"
 

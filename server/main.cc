@@ -12,9 +12,9 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
-#include "server/log.h"
+#include "server/util/log.h"
 #include "server/server.h"
-#include "tools/flags.h"
+#include "server/util/flags.h"
 
 namespace graphstore {
 namespace {

@@ -5,7 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "server/log.h"
+#include "server/util/log.h"
 
 namespace graphstore {
 

@@ -6,7 +6,7 @@
 #include <chrono>
 
 #include "absl/strings/str_cat.h"
-#include "server/log.h"
+#include "server/util/log.h"
 
 namespace graphstore {
 

@@ -3,7 +3,7 @@
 #include <memory>
 #include <mutex>
 
-#include "server/log.h"
+#include "server/util/log.h"
 #include "server/message.h"
 
 namespace graphstore {

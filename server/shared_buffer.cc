@@ -18,7 +18,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/match.h"
-#include "server/log.h"
+#include "server/util/log.h"
 
 namespace graphstore {
 

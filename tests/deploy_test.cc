@@ -9,7 +9,7 @@
 
 #include "client/client.h"
 #include "tests/test_util.h"
-#include "tools/flags.h"
+#include "server/util/flags.h"
 #include "tools/generator.h"
 
 namespace graphstore {

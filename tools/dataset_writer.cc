@@ -13,7 +13,7 @@
 #include "server/manifest.h"
 #include "server/npy.h"
 #include "server/partition.h"
-#include "server/type_names.h"
+#include "proto/type_names.h"
 
 namespace graphstore {
 int FindType(const GraphData& g, const std::string& name) {

@@ -5,7 +5,7 @@
 #include <string>
 
 #include "server/partition.h"
-#include "tools/flags.h"
+#include "server/util/flags.h"
 
 int main(int argc, char** argv) {
   graphstore::Flags flags;

@@ -8,7 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "tools/dataset_writer.h"
-#include "tools/flags.h"
+#include "server/util/flags.h"
 #include "tools/metis_partition.h"
 #include "tools/movielens.h"
 

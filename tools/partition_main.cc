@@ -7,7 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "tools/dataset_writer.h"
 #include "tools/metis_partition.h"
-#include "tools/flags.h"
+#include "server/util/flags.h"
 #include "tools/graph_input.h"
 
 namespace graphstore {

@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "tools/flags.h"
+#include "server/util/flags.h"
 
 namespace graphstore {
 namespace {

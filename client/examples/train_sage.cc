@@ -9,7 +9,7 @@
 #include <cstdio>
 
 #include "absl/strings/str_cat.h"
-#include "tools/flags.h"
+#include "server/util/flags.h"
 
 namespace graphstore {
 namespace {

@@ -1,5 +1,5 @@
-#ifndef GRAPHSTORE_SERVER_TYPE_NAMES_H_
-#define GRAPHSTORE_SERVER_TYPE_NAMES_H_
+#ifndef GRAPHSTORE_PROTO_TYPE_NAMES_H_
+#define GRAPHSTORE_PROTO_TYPE_NAMES_H_
 
 // Names of edge types and their reverses, shared by the storage, the tools that write datasets
 // and the client that presents batches: one rule, so a reverse type means the same everywhere.
@@ -18,4 +18,4 @@ std::string ReverseEdgeTypeName(const std::string& edge_type);
 
 }  // namespace graphstore
 
-#endif  // GRAPHSTORE_SERVER_TYPE_NAMES_H_
+#endif  // GRAPHSTORE_PROTO_TYPE_NAMES_H_

@@ -1,4 +1,4 @@
-#include "server/type_names.h"
+#include "proto/type_names.h"
 
 #include "absl/strings/str_cat.h"
 

@@ -1,5 +1,5 @@
-#ifndef GRAPHSTORE_SERVER_LOG_H_
-#define GRAPHSTORE_SERVER_LOG_H_
+#ifndef GRAPHSTORE_SERVER_UTIL_LOG_H_
+#define GRAPHSTORE_SERVER_UTIL_LOG_H_
 
 // Named spdlog loggers, one per component ("core", "service", "main"), all to stderr.
 
@@ -18,4 +18,4 @@ bool SetLogLevel(const std::string& level);
 
 }  // namespace graphstore
 
-#endif  // GRAPHSTORE_SERVER_LOG_H_
+#endif  // GRAPHSTORE_SERVER_UTIL_LOG_H_

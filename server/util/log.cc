@@ -1,4 +1,4 @@
-#include "server/log.h"
+#include "server/util/log.h"
 
 #include <spdlog/sinks/stdout_color_sinks.h>
 

@@ -1,4 +1,4 @@
-#include "tools/flags.h"
+#include "server/util/flags.h"
 
 #include <cerrno>
 #include <cstdio>
