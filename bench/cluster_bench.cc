@@ -26,7 +26,7 @@
 #include "client/client.h"
 #include "server/util/log.h"
 #include "server/server.h"
-#include "tools/dataset_writer.h"
+#include "server/graph/dataset_writer.h"
 #include "server/util/flags.h"
 #include "tools/generator.h"
 #include "tools/metis_partition.h"

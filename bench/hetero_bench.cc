@@ -23,9 +23,9 @@
 #include "absl/strings/str_cat.h"
 #include "server/ablp.h"
 #include "server/neighbor_sampler.h"
-#include "server/partition.h"
+#include "server/graph/partition.h"
 #include "server/ppr_sampler.h"
-#include "tools/dataset_writer.h"
+#include "server/graph/dataset_writer.h"
 #include "server/util/flags.h"
 #include "tools/generator.h"
 

@@ -18,7 +18,7 @@
 #include "scheduler/backend.h"
 #include "scheduler/draw.h"
 #include "server/neighbor_sampler.h"
-#include "server/partition.h"
+#include "server/graph/partition.h"
 #include "server/util/flags.h"
 #include "bench/bench_graphs.h"
 

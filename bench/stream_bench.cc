@@ -28,7 +28,7 @@
 #include "scheduler/draw.h"
 #include "server/util/log.h"
 #include "server/neighbor_sampler.h"
-#include "server/partition.h"
+#include "server/graph/partition.h"
 #include "server/server.h"
 #include "server/util/flags.h"
 #include "bench/bench_graphs.h"

@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "server/partition.h"
+#include "server/graph/partition.h"
 
 namespace graphstore {
 

@@ -24,7 +24,7 @@
 #include "scheduler/backend.h"
 #include "server/ablp.h"
 #include "server/neighbor_sampler.h"
-#include "server/partition.h"
+#include "server/graph/partition.h"
 #include "server/remote_cache.h"
 #include "server/shared_buffer.h"
 

@@ -11,8 +11,8 @@
 #include "absl/status/status.h"
 
 #include "graphstore/v1/graphstore.pb.h"
-#include "server/npy.h"
-#include "server/partition.h"
+#include "server/graph/npy.h"
+#include "server/graph/partition.h"
 #include "server/sampler.h"
 #include "server/shared_buffer.h"
 

@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "server/partition.h"
+#include "server/graph/partition.h"
 #include "server/remote_cache.h"
 #include "server/sampler.h"
 

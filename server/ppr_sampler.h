@@ -15,7 +15,7 @@
 #include <memory>
 
 #include "absl/status/statusor.h"
-#include "server/partition.h"
+#include "server/graph/partition.h"
 #include "server/remote_cache.h"
 #include "server/sampler.h"
 

@@ -15,7 +15,7 @@
 #include <mutex>
 #include <vector>
 
-#include "server/partition.h"
+#include "server/graph/partition.h"
 
 namespace graphstore {
 

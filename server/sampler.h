@@ -14,7 +14,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "server/npy.h"
+#include "server/graph/npy.h"
 
 namespace graphstore {
 

@@ -5,10 +5,10 @@
 #include <cstring>
 
 #include "server/core.h"
-#include "server/partition.h"
+#include "server/graph/partition.h"
 #include "tests/fixtures.h"
 #include "tests/test_util.h"
-#include "tools/dataset_writer.h"
+#include "server/graph/dataset_writer.h"
 
 namespace graphstore {
 namespace {

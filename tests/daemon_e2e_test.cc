@@ -11,7 +11,7 @@
 #include <thread>
 
 #include "client/client.h"
-#include "server/partition.h"
+#include "server/graph/partition.h"
 #include "tests/daemon.h"
 #include "tests/fixtures.h"
 #include "tests/test_util.h"

@@ -5,7 +5,7 @@
 
 #include <string>
 
-#include "tools/dataset_writer.h"
+#include "server/graph/dataset_writer.h"
 #include "tools/graph_input.h"
 
 namespace graphstore::testing {

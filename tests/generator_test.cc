@@ -4,9 +4,9 @@
 #include <string>
 #include <vector>
 
-#include "server/partition.h"
+#include "server/graph/partition.h"
 #include "tests/test_util.h"
-#include "tools/dataset_writer.h"
+#include "server/graph/dataset_writer.h"
 #include "tools/generator.h"
 
 namespace graphstore {

@@ -13,11 +13,11 @@
 #include "server/ablp.h"
 #include "server/core.h"
 #include "server/neighbor_sampler.h"
-#include "server/partition.h"
+#include "server/graph/partition.h"
 #include "server/ppr_sampler.h"
 #include "tests/fixtures.h"
 #include "tests/test_util.h"
-#include "tools/dataset_writer.h"
+#include "server/graph/dataset_writer.h"
 
 namespace graphstore {
 namespace {

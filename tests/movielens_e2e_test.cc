@@ -19,7 +19,7 @@
 #include "absl/strings/str_cat.h"
 #include "server/server.h"
 #include "tests/test_util.h"
-#include "tools/dataset_writer.h"
+#include "server/graph/dataset_writer.h"
 #include "tools/movielens.h"
 
 namespace graphstore {

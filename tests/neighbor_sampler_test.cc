@@ -8,10 +8,10 @@
 
 #include "scheduler/draw.h"
 #include "server/neighbor_sampler.h"
-#include "server/partition.h"
+#include "server/graph/partition.h"
 #include "tests/fixtures.h"
 #include "tests/test_util.h"
-#include "tools/dataset_writer.h"
+#include "server/graph/dataset_writer.h"
 #include "tools/generator.h"
 
 namespace graphstore {

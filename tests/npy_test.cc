@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "server/npy.h"
+#include "server/graph/npy.h"
 #include "tests/test_util.h"
 
 namespace graphstore {

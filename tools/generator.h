@@ -15,7 +15,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "tools/dataset_writer.h"
+#include "server/graph/dataset_writer.h"
 
 namespace graphstore {
 

@@ -8,7 +8,7 @@
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
-#include "server/npy.h"
+#include "server/graph/npy.h"
 
 namespace graphstore {
 namespace {

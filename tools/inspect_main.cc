@@ -4,7 +4,7 @@
 #include <cstdio>
 #include <string>
 
-#include "server/partition.h"
+#include "server/graph/partition.h"
 #include "server/util/flags.h"
 
 int main(int argc, char** argv) {

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "tools/dataset_writer.h"
+#include "server/graph/dataset_writer.h"
 
 namespace graphstore {
 

@@ -20,7 +20,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "tools/dataset_writer.h"
+#include "server/graph/dataset_writer.h"
 
 namespace graphstore {
 

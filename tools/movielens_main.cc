@@ -7,7 +7,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
-#include "tools/dataset_writer.h"
+#include "server/graph/dataset_writer.h"
 #include "server/util/flags.h"
 #include "tools/metis_partition.h"
 #include "tools/movielens.h"

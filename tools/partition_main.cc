@@ -5,7 +5,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
-#include "tools/dataset_writer.h"
+#include "server/graph/dataset_writer.h"
 #include "tools/metis_partition.h"
 #include "server/util/flags.h"
 #include "tools/graph_input.h"

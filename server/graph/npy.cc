@@ -1,4 +1,4 @@
-#include "server/npy.h"
+#include "server/graph/npy.h"
 
 #include <fcntl.h>
 #include <sys/mman.h>

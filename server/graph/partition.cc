@@ -1,10 +1,10 @@
-#include "server/partition.h"
+#include "server/graph/partition.h"
 
 #include <algorithm>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "server/manifest.h"
+#include "server/graph/manifest.h"
 
 namespace graphstore {
 

@@ -1,4 +1,4 @@
-#include "server/manifest.h"
+#include "server/graph/manifest.h"
 
 #include <fstream>
 #include <set>
@@ -6,7 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "google/protobuf/util/json_util.h"
-#include "server/npy.h"
+#include "server/graph/npy.h"
 
 namespace graphstore {
 

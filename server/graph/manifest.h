@@ -1,5 +1,5 @@
-#ifndef GRAPHSTORE_SERVER_MANIFEST_H_
-#define GRAPHSTORE_SERVER_MANIFEST_H_
+#ifndef GRAPHSTORE_SERVER_GRAPH_MANIFEST_H_
+#define GRAPHSTORE_SERVER_GRAPH_MANIFEST_H_
 
 // Reading, writing and checking a partition's manifest.json (graphstore.v1.PartitionManifest
 // in protobuf's JSON mapping). The directory layout is in docs/format.md.
@@ -36,4 +36,4 @@ bool IsValidTypeName(const std::string& name);
 
 }  // namespace graphstore
 
-#endif  // GRAPHSTORE_SERVER_MANIFEST_H_
+#endif  // GRAPHSTORE_SERVER_GRAPH_MANIFEST_H_

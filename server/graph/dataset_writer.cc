@@ -1,4 +1,4 @@
-#include "tools/dataset_writer.h"
+#include "server/graph/dataset_writer.h"
 
 #include <sys/stat.h>
 
@@ -10,9 +10,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "graphstore/v1/manifest.pb.h"
-#include "server/manifest.h"
-#include "server/npy.h"
-#include "server/partition.h"
+#include "server/graph/manifest.h"
+#include "server/graph/npy.h"
+#include "server/graph/partition.h"
 #include "proto/type_names.h"
 
 namespace graphstore {

@@ -1,5 +1,5 @@
-#ifndef GRAPHSTORE_TOOLS_DATASET_WRITER_H_
-#define GRAPHSTORE_TOOLS_DATASET_WRITER_H_
+#ifndef GRAPHSTORE_SERVER_GRAPH_DATASET_WRITER_H_
+#define GRAPHSTORE_SERVER_GRAPH_DATASET_WRITER_H_
 
 // Writes a graph held in memory as partition directories (docs/format.md). Used by
 // graphstore-partition and by graphstore-generate when it writes several partitions.
@@ -104,4 +104,4 @@ absl::Status MakeDirs(const std::string& path);
 
 }  // namespace graphstore
 
-#endif  // GRAPHSTORE_TOOLS_DATASET_WRITER_H_
+#endif  // GRAPHSTORE_SERVER_GRAPH_DATASET_WRITER_H_

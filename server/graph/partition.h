@@ -1,5 +1,5 @@
-#ifndef GRAPHSTORE_SERVER_PARTITION_H_
-#define GRAPHSTORE_SERVER_PARTITION_H_
+#ifndef GRAPHSTORE_SERVER_GRAPH_PARTITION_H_
+#define GRAPHSTORE_SERVER_GRAPH_PARTITION_H_
 
 // One partition of a graph, memory-mapped from its directory and validated on load. This is
 // the storage the samplers read; it is immutable after Load and safe to share across threads.
@@ -14,7 +14,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "graphstore/v1/manifest.pb.h"
-#include "server/npy.h"
+#include "server/graph/npy.h"
 
 namespace graphstore {
 
@@ -137,4 +137,4 @@ std::string BookFile(const std::string& dir, const std::string& node_type, const
 
 }  // namespace graphstore
 
-#endif  // GRAPHSTORE_SERVER_PARTITION_H_
+#endif  // GRAPHSTORE_SERVER_GRAPH_PARTITION_H_

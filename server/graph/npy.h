@@ -1,5 +1,5 @@
-#ifndef GRAPHSTORE_SERVER_NPY_H_
-#define GRAPHSTORE_SERVER_NPY_H_
+#ifndef GRAPHSTORE_SERVER_GRAPH_NPY_H_
+#define GRAPHSTORE_SERVER_GRAPH_NPY_H_
 
 // NumPy .npy files: a read-only memory mapping with header validation, and a streaming writer.
 //
@@ -147,4 +147,4 @@ absl::Status WriteNpyVector(const std::string& path, const std::vector<T>& value
 
 }  // namespace graphstore
 
-#endif  // GRAPHSTORE_SERVER_NPY_H_
+#endif  // GRAPHSTORE_SERVER_GRAPH_NPY_H_
