@@ -21,10 +21,10 @@
 #include <random>
 
 #include "absl/strings/str_cat.h"
-#include "server/ablp.h"
-#include "server/neighbor_sampler.h"
+#include "server/sampling/ablp.h"
+#include "server/sampling/neighbor_sampler.h"
 #include "server/graph/partition.h"
-#include "server/ppr_sampler.h"
+#include "server/sampling/ppr_sampler.h"
 #include "server/graph/dataset_writer.h"
 #include "server/util/flags.h"
 #include "tools/generator.h"

@@ -16,8 +16,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "scheduler/backend.h"
-#include "scheduler/draw.h"
-#include "server/neighbor_sampler.h"
+#include "server/sampling/draw.h"
+#include "server/sampling/neighbor_sampler.h"
 #include "server/graph/partition.h"
 #include "server/util/flags.h"
 #include "bench/bench_graphs.h"
@@ -133,7 +133,7 @@ Rate SampleBackend(const NeighborSampler& sampler, int64_t num_nodes, int batch_
   scheduler::ChannelOptions co;
   co.seeds = RandomSeeds(99, num_nodes, batch_size * 2000);
   co.batch_size = batch_size;
-  co.shuffle = true;
+  co.order = [](int64_t epoch, std::vector<int64_t>* ids) { ShuffleForEpoch(0, epoch, ids); };
   if (!backend.AddChannel(1, co).ok() || !backend.StartEpoch(1, 0).ok()) std::abort();
   int64_t batches = 0;
   const auto start = Clock::now();

@@ -4,7 +4,6 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "scheduler/draw.h"
 
 namespace graphstore::scheduler {
 
@@ -76,7 +75,7 @@ struct Backend::Channel {
   // A fresh run of epoch `e`, nothing scheduled.
   Run NewRun(int64_t e) {
     auto order = std::make_shared<std::vector<int64_t>>(opts.seeds);
-    if (opts.shuffle) DeterministicShuffle(ShuffleKey(opts.seed, e), order->data(), order->size());
+    if (opts.order) opts.order(e, order.get());
     Run r;
     r.epoch = e;
     r.generation = next_generation++;

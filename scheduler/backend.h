@@ -3,14 +3,14 @@
 
 // The shared sampling backend: a pool of worker threads serving many channels fairly.
 //
-// A channel is one consumer's registered seeds. StartEpoch permutes them (if shuffling) with a
-// generator seeded by (channel seed, epoch) and splits them into batches. Workers take one batch
-// from the channel at the head of a round-robin queue of *runnable* channels and put the channel
-// back at the tail, so every runnable channel gets one batch per round. A channel is runnable
-// while its epoch has unscheduled batches, it has fewer than max_in_flight batches being
-// sampled, and its output buffer has room: a consumer that is slow or gone only stops its own
-// channel. Results wait in the channel's bounded buffer until the consumer pops them; the
-// consumer is told through a listener callback, never by polling.
+// A channel is one consumer's registered seeds. StartEpoch puts them in the epoch's order (the
+// channel's EpochOrder, e.g. a permutation keyed by the epoch) and splits them into batches.
+// Workers take one batch from the channel at the head of a round-robin queue of *runnable*
+// channels and put the channel back at the tail, so every runnable channel gets one batch per
+// round. A channel is runnable while its epoch has unscheduled batches, it has fewer than
+// max_in_flight batches being sampled, and its output buffer has room: a consumer that is slow
+// or gone only stops its own channel. Results wait in the channel's bounded buffer until the
+// consumer pops them; the consumer is told through a listener callback, never by polling.
 //
 // Plain C++ and abseil: no gRPC. The gRPC layer attaches a stream to a channel's listener.
 
@@ -78,17 +78,22 @@ struct BackendOptions {
   std::string name = "backend";
 };
 
+/// Puts a channel's seeds in the order of one epoch, in place (e.g. a seeded permutation).
+/// It must depend only on the epoch and what the caller bound into it: an epoch started again,
+/// resumed or sampled ahead must get the same batches.
+using EpochOrder = std::function<void(int64_t epoch, std::vector<int64_t>* seeds)>;
+
 /// Options of one channel.
 struct ChannelOptions {
   /// The seeds, in registration order.
   std::vector<int64_t> seeds;
   /// Seeds per batch, >= 1.
   int64_t batch_size = 1;
-  /// Permute the seeds every epoch.
-  bool shuffle = false;
+  /// The order of every epoch's seeds; null keeps registration order.
+  EpochOrder order;
   /// Drop a final batch smaller than batch_size.
   bool drop_last = false;
-  /// Seed of the channel's shuffles (and, through BatchTask, of its sampling).
+  /// Seed of the channel's sampling, passed through BatchTask.
   uint64_t seed = 0;
   /// Deliver batches in batch order (otherwise as they complete).
   bool ordered = false;

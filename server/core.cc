@@ -5,10 +5,12 @@
 
 #include "absl/strings/str_cat.h"
 #include "google/protobuf/util/message_differencer.h"
-#include "scheduler/draw.h"
+#include "server/sampling/draw.h"
 #include "server/util/log.h"
 #include "server/message.h"
-#include "server/ppr_sampler.h"
+#include "server/sampling/neighbor_draw.h"
+#include "server/sampling/ppr_sampler.h"
+#include "server/sampling/subgraph_sampler.h"
 
 namespace graphstore {
 
@@ -525,10 +527,15 @@ void Core::InitSamplingBackend(const v1::InitSamplingBackendRequest& req, v1::In
     so.with_node_features = config.with_node_features();
     so.with_labels = config.with_labels();
     so.with_edge_features = config.with_edge_features();
-    so.induced = config.kind() == v1::SAMPLER_KIND_SUBGRAPH;
+    so.limits.max_hops = options_.max_hops;
+    so.limits.max_fanout = options_.max_fanout;
     so.peers = cluster_.load();
     so.remote_cache = cache;
-    sampler = NeighborSampler::Create(partition_.get(), so);
+    if (config.kind() == v1::SAMPLER_KIND_SUBGRAPH) {
+      sampler = SubgraphSampler::Create(partition_.get(), so);
+    } else {
+      sampler = NeighborSampler::Create(partition_.get(), so);
+    }
   }
   absl::Status status;
   if (!sampler.ok()) {
@@ -735,7 +742,9 @@ absl::Status Core::RegisterSamplingInput(const v1::RegisterSamplingInputRequest&
     scheduler::ChannelOptions co;
     co.seeds = *std::move(seeds);
     co.batch_size = backend->config.batch_size();
-    co.shuffle = backend->config.shuffle();
+    if (backend->config.shuffle()) {
+      co.order = [seed = req.seed()](int64_t epoch, std::vector<int64_t>* ids) { ShuffleForEpoch(seed, epoch, ids); };
+    }
     co.drop_last = backend->config.drop_last();
     co.seed = req.seed();
     co.ordered = req.ordered();

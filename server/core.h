@@ -22,10 +22,10 @@
 #include "absl/status/statusor.h"
 #include "graphstore/v1/graphstore.pb.h"
 #include "scheduler/backend.h"
-#include "server/ablp.h"
-#include "server/neighbor_sampler.h"
+#include "server/sampling/ablp.h"
+#include "server/sampling/neighbor_sampler.h"
 #include "server/graph/partition.h"
-#include "server/remote_cache.h"
+#include "server/sampling/remote_cache.h"
 #include "server/shared_buffer.h"
 
 namespace graphstore {

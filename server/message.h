@@ -13,7 +13,7 @@
 #include "graphstore/v1/graphstore.pb.h"
 #include "server/graph/npy.h"
 #include "server/graph/partition.h"
-#include "server/sampler.h"
+#include "server/sampling/sampler.h"
 #include "server/shared_buffer.h"
 
 namespace graphstore {

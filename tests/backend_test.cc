@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "scheduler/backend.h"
+#include "server/sampling/draw.h"
 
 namespace graphstore::scheduler {
 namespace {
@@ -84,6 +85,11 @@ class FakeSampler {
   std::vector<uint64_t> started_;
   std::map<uint64_t, int> calls_;
 };
+
+// The keyed permutation the service gives its channels.
+EpochOrder Shuffle(uint64_t seed) {
+  return [seed](int64_t epoch, std::vector<int64_t>* seeds) { ShuffleForEpoch(seed, epoch, seeds); };
+}
 
 ChannelOptions Seeds(int64_t n, int64_t batch_size = 1) {
   ChannelOptions o;
@@ -218,8 +224,7 @@ TEST_CASE("every seed is delivered exactly once per epoch, shuffled or not", "[b
     ChannelOptions o;
     for (int64_t i = 0; i < 1000; ++i) o.seeds.push_back(3 * i + 7);
     o.batch_size = 64;
-    o.shuffle = shuffle;
-    o.seed = 99;
+    if (shuffle) o.order = Shuffle(99);
     REQUIRE(backend.AddChannel(id, o).ok());
     std::vector<std::vector<int64_t>> orders;
     for (int64_t epoch = 0; epoch < 3; ++epoch) {
@@ -253,8 +258,7 @@ TEST_CASE("shuffles depend only on the channel seed and the epoch", "[backend]")
   Backend a(one, fake.fn());
   Backend b(two, fake.fn());
   ChannelOptions o = Seeds(500, 50);
-  o.shuffle = true;
-  o.seed = 1234;
+  o.order = Shuffle(1234);
   REQUIRE(a.AddChannel(1, o).ok());
   REQUIRE(b.AddChannel(77, o).ok());
   REQUIRE(a.StartEpoch(1, 4).ok());
@@ -348,8 +352,7 @@ TEST_CASE("an epoch started from a batch delivers exactly the remaining batches"
   FakeSampler fake;
   Backend backend(BackendOptions(), fake.fn());
   ChannelOptions o = Seeds(100, 10);
-  o.shuffle = true;
-  o.seed = 5;
+  o.order = Shuffle(5);
   REQUIRE(backend.AddChannel(1, o).ok());
   REQUIRE(backend.AddChannel(2, o).ok());
   REQUIRE(backend.StartEpoch(1, 3).ok());
@@ -373,8 +376,7 @@ TEST_CASE("batches sampled ahead are adopted by the next epoch and equal a fresh
   Backend backend(ahead, fake.fn());
   Backend plain(BackendOptions(), fake.fn());
   ChannelOptions o = Seeds(50, 5);
-  o.shuffle = true;
-  o.seed = 11;
+  o.order = Shuffle(11);
   REQUIRE(backend.AddChannel(1, o).ok());
   REQUIRE(plain.AddChannel(1, o).ok());
 
@@ -417,8 +419,7 @@ TEST_CASE("an epoch other than the prepared one discards what was sampled ahead"
   Backend backend(ahead, fake.fn());
   Backend plain(BackendOptions(), fake.fn());
   ChannelOptions o = Seeds(40, 4);
-  o.shuffle = true;
-  o.seed = 3;
+  o.order = Shuffle(3);
   REQUIRE(backend.AddChannel(1, o).ok());
   REQUIRE(plain.AddChannel(1, o).ok());
   WaitForSpeculation(backend, 1, 3);
@@ -466,8 +467,7 @@ TEST_CASE("resuming an epoch from a batch delivers exactly the rest, even after 
   FakeSampler fake;
   Backend backend(BackendOptions(), fake.fn());
   ChannelOptions o = Seeds(60, 6);
-  o.shuffle = true;
-  o.seed = 9;
+  o.order = Shuffle(9);
   o.ordered = true;
   REQUIRE(backend.AddChannel(1, o).ok());
   REQUIRE(backend.StartEpoch(1, 2).ok());

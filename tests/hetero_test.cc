@@ -10,11 +10,12 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "server/ablp.h"
+#include "server/sampling/ablp.h"
 #include "server/core.h"
-#include "server/neighbor_sampler.h"
+#include "server/sampling/neighbor_sampler.h"
 #include "server/graph/partition.h"
-#include "server/ppr_sampler.h"
+#include "server/sampling/ppr_sampler.h"
+#include "server/sampling/subgraph_sampler.h"
 #include "tests/fixtures.h"
 #include "tests/test_util.h"
 #include "server/graph/dataset_writer.h"
@@ -464,9 +465,8 @@ TEST_CASE("SUBGRAPH sampling returns every edge among the sampled nodes", "[subg
   auto p = Write(testing::TinyGraph(), dir.path());
   NeighborSamplerOptions o;
   o.fanouts = {-1};
-  o.induced = true;
   o.with_edge_ids = true;
-  auto s = NeighborSampler::Create(p.get(), o);
+  auto s = SubgraphSampler::Create(p.get(), o);
   REQUIRE(s.ok());
   // One hop from 0 reaches 1 and 2; the induced subgraph adds 1 -> 2, which no hop drew.
   const SampledSubgraph g = Run(**s, 0, {0});

@@ -6,8 +6,8 @@
 #include <set>
 #include <vector>
 
-#include "scheduler/draw.h"
-#include "server/neighbor_sampler.h"
+#include "server/sampling/draw.h"
+#include "server/sampling/neighbor_sampler.h"
 #include "server/graph/partition.h"
 #include "tests/fixtures.h"
 #include "tests/test_util.h"

@@ -1,9 +1,9 @@
-#include "server/ablp.h"
+#include "server/sampling/ablp.h"
 
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
-#include "scheduler/draw.h"
+#include "server/sampling/draw.h"
 #include "proto/type_names.h"
 
 namespace graphstore {

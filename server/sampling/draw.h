@@ -1,5 +1,5 @@
-#ifndef GRAPHSTORE_SCHEDULER_DRAW_H_
-#define GRAPHSTORE_SCHEDULER_DRAW_H_
+#ifndef GRAPHSTORE_SERVER_SAMPLING_DRAW_H_
+#define GRAPHSTORE_SERVER_SAMPLING_DRAW_H_
 
 // Deterministic random draws. Every random choice graphstore makes is a pure function of a
 // 64-bit key built from (channel seed, epoch, batch, hop, edge type, node id), so results do
@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <string>
 #include <utility>
+#include <vector>
 
 namespace graphstore {
 
@@ -72,6 +73,11 @@ void DeterministicShuffle(uint64_t key, T* values, size_t n) {
   }
 }
 
+/// Puts a channel's seeds in the order of `epoch`: the permutation keyed by (seed, epoch).
+inline void ShuffleForEpoch(uint64_t seed, int64_t epoch, std::vector<int64_t>* ids) {
+  DeterministicShuffle(ShuffleKey(seed, epoch), ids->data(), ids->size());
+}
+
 /// Picks which of a node's `degree` neighbours to take, writing positions in [0, degree) to
 /// `out` (room for min(fanout, degree) values, or fanout with replacement) and returning how
 /// many were written. fanout < 0 takes all. Without replacement the positions are distinct and
@@ -81,4 +87,4 @@ int64_t DrawNeighborPositions(uint64_t key, int64_t degree, int fanout, bool rep
 
 }  // namespace graphstore
 
-#endif  // GRAPHSTORE_SCHEDULER_DRAW_H_
+#endif  // GRAPHSTORE_SERVER_SAMPLING_DRAW_H_

@@ -1,5 +1,5 @@
-#ifndef GRAPHSTORE_SERVER_ABLP_H_
-#define GRAPHSTORE_SERVER_ABLP_H_
+#ifndef GRAPHSTORE_SERVER_SAMPLING_ABLP_H_
+#define GRAPHSTORE_SERVER_SAMPLING_ABLP_H_
 
 // Anchor-based link prediction (ABLP) over one partition: the anchors of a label split with
 // their positive and negative label nodes (GetAblpInput), and what one batch of anchors adds to
@@ -120,4 +120,4 @@ class AblpLabeler {
 
 }  // namespace graphstore
 
-#endif  // GRAPHSTORE_SERVER_ABLP_H_
+#endif  // GRAPHSTORE_SERVER_SAMPLING_ABLP_H_

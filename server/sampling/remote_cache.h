@@ -1,5 +1,5 @@
-#ifndef GRAPHSTORE_SERVER_REMOTE_CACHE_H_
-#define GRAPHSTORE_SERVER_REMOTE_CACHE_H_
+#ifndef GRAPHSTORE_SERVER_SAMPLING_REMOTE_CACHE_H_
+#define GRAPHSTORE_SERVER_SAMPLING_REMOTE_CACHE_H_
 
 // Node data (feature rows, labels) of other partitions, kept once a peer has sent it. Node
 // data never changes, and in a cluster the same remote nodes come back batch after batch, so
@@ -50,4 +50,4 @@ class RemoteCache {
 
 }  // namespace graphstore
 
-#endif  // GRAPHSTORE_SERVER_REMOTE_CACHE_H_
+#endif  // GRAPHSTORE_SERVER_SAMPLING_REMOTE_CACHE_H_

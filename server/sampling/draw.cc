@@ -1,4 +1,4 @@
-#include "scheduler/draw.h"
+#include "server/sampling/draw.h"
 
 namespace graphstore {
 

@@ -1,5 +1,5 @@
-#ifndef GRAPHSTORE_SERVER_PPR_SAMPLER_H_
-#define GRAPHSTORE_SERVER_PPR_SAMPLER_H_
+#ifndef GRAPHSTORE_SERVER_SAMPLING_PPR_SAMPLER_H_
+#define GRAPHSTORE_SERVER_SAMPLING_PPR_SAMPLER_H_
 
 // Personalized-PageRank neighbourhoods (GiGL's DistPPRNeighborSampler): for each seed, forward
 // push (Andersen, Chung, Lang) estimates the seed's PPR vector over every edge type (in the
@@ -16,8 +16,9 @@
 
 #include "absl/status/statusor.h"
 #include "server/graph/partition.h"
-#include "server/remote_cache.h"
-#include "server/sampler.h"
+#include "server/sampling/peer_sampling.h"
+#include "server/sampling/remote_cache.h"
+#include "server/sampling/sampler.h"
 
 namespace graphstore {
 
@@ -30,6 +31,8 @@ struct PprSamplerOptions {
   int max_nodes_per_seed = 32;
   bool with_node_features = false;
   bool with_labels = false;
+  /// Bounds max_nodes_per_seed (by max_fanout).
+  SamplingLimits limits;
   /// As NeighborSamplerOptions: the cluster's other servers and their cached node data.
   PeerSampling* peers = nullptr;
   RemoteCache* remote_cache = nullptr;
@@ -44,7 +47,14 @@ class PprSampler : public Sampler {
   absl::Status Sample(const SeedBatch& batch, SamplerScratch* scratch, SampledSubgraph* out) const override;
 
  private:
+  struct Scratch;
   PprSampler(const Partition* partition, PprSamplerOptions options) : partition_(partition), options_(options) {}
+  // The steps of Sample: every hop-0 node starts a push with residual 1; a round fetches the
+  // neighbour lists its nodes need, then pushes; the top nodes per seed join the subgraph.
+  void StartPush(const SampledSubgraph& out, Scratch* s) const;
+  absl::Status FetchNeighbors(const SeedBatch& batch, Scratch* s) const;
+  void PushRound(int round, Scratch* s) const;
+  void KeepTop(Scratch* s, SampledSubgraph* out) const;
 
   const Partition* partition_;
   PprSamplerOptions options_;
@@ -52,4 +62,4 @@ class PprSampler : public Sampler {
 
 }  // namespace graphstore
 
-#endif  // GRAPHSTORE_SERVER_PPR_SAMPLER_H_
+#endif  // GRAPHSTORE_SERVER_SAMPLING_PPR_SAMPLER_H_

@@ -1,5 +1,5 @@
-#ifndef GRAPHSTORE_SERVER_SAMPLER_H_
-#define GRAPHSTORE_SERVER_SAMPLER_H_
+#ifndef GRAPHSTORE_SERVER_SAMPLING_SAMPLER_H_
+#define GRAPHSTORE_SERVER_SAMPLING_SAMPLER_H_
 
 // The sampling interface between the scheduler's workers and the sampling algorithms, and the
 // sampled subgraph they produce (GLT's tensors, per node type and per edge type). Plain C++:
@@ -122,71 +122,19 @@ struct SeedBatch {
   const AblpBatch* ablp = nullptr;
 };
 
+/// Bounds on what a sampler may be asked for; the service sets them from its options.
+struct SamplingLimits {
+  /// Most hops.
+  int max_hops = 8;
+  /// Largest fanout at any hop (-1, "all", is always allowed); also the most nodes PPR keeps
+  /// per seed.
+  int max_fanout = 100000;
+};
+
 /// Per-worker reusable memory of a sampler; one per worker thread, never shared.
 class SamplerScratch {
  public:
   virtual ~SamplerScratch() = default;
-};
-
-/// Work on nodes that other partitions own, done by their servers (the cluster's peers). A
-/// sampler hands it the frontier nodes and node data it does not hold; the implementation
-/// (server/peers.h) calls every owner at once, one batched call per owner. Plain C++, so the
-/// samplers stay free of any transport.
-class PeerSampling {
- public:
-  /// One owner's share of a hop.
-  struct NeighborCall {
-    int partition = 0;
-    std::vector<int64_t> ids;
-    /// Filled when the call completes: per id its neighbour count, then the neighbours (and
-    /// their edge ids, when asked for) concatenated in id order.
-    std::vector<int64_t> counts;
-    std::vector<int64_t> neighbors;
-    std::vector<int64_t> edge_ids;
-    /// Set before the call: (node, neighbour) pairs of `ids` the draw leaves out, flattened.
-    std::vector<int64_t> excluded;
-    /// Filled when asked for: the drawn edges' feature rows, row-major.
-    std::string edge_features;
-  };
-  /// One owner's share of a feature / label gather.
-  struct NodeDataCall {
-    int partition = 0;
-    std::vector<int64_t> ids;
-    /// Filled when the call completes: row-major feature rows and labels of `ids`.
-    std::string features;
-    std::vector<int64_t> labels;
-  };
-  /// What one hop draws: the draw of a node depends only on these and the node id, so the
-  /// owner draws exactly what a single partition holding the whole graph would.
-  struct Hop {
-    std::string edge_type;
-    int fanout = 0;
-    bool replace = false;
-    bool with_edge_ids = false;
-    bool with_edge_features = false;
-    uint64_t seed = 0;
-    int64_t epoch = 0;
-    int64_t batch = 0;
-    int hop = 0;
-  };
-  /// Calls under way. Wait blocks until every one is answered or has failed; destroying a
-  /// Pending cancels what is left and waits for it.
-  class Pending {
-   public:
-    virtual ~Pending() = default;
-    /// OK, or the first failure with the peer named: UNAVAILABLE when a peer is down,
-    /// unreachable or missed its deadline.
-    virtual absl::Status Wait() = 0;
-  };
-
-  virtual ~PeerSampling() = default;
-  /// OK once every peer has answered health; UNAVAILABLE naming the missing ones before.
-  virtual absl::Status Ready() const = 0;
-  /// Starts one call per entry of `calls` (distinct owners); `calls` must outlive the Pending.
-  virtual std::unique_ptr<Pending> SampleNeighbors(const Hop& hop, std::vector<NeighborCall>* calls) = 0;
-  /// Starts fetching features and / or labels of `node_type` nodes; same contract.
-  virtual std::unique_ptr<Pending> FetchNodeData(const std::string& node_type, bool features, bool labels,
-                                                 std::vector<NodeDataCall>* calls) = 0;
 };
 
 /// A sampling algorithm over one partition. Implementations hold the partition by const
@@ -204,4 +152,4 @@ class Sampler {
 
 }  // namespace graphstore
 
-#endif  // GRAPHSTORE_SERVER_SAMPLER_H_
+#endif  // GRAPHSTORE_SERVER_SAMPLING_SAMPLER_H_

@@ -1,4 +1,4 @@
-#include "server/remote_cache.h"
+#include "server/sampling/remote_cache.h"
 
 #include <cstring>
 #include <limits>

@@ -1,4 +1,4 @@
-#include "server/sampler.h"
+#include "server/sampling/sampler.h"
 
 namespace graphstore {
 

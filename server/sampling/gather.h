@@ -1,0 +1,35 @@
+#ifndef GRAPHSTORE_SERVER_SAMPLING_GATHER_H_
+#define GRAPHSTORE_SERVER_SAMPLING_GATHER_H_
+
+// Gathering the feature rows and labels of a subgraph's nodes, wherever they are owned: this
+// partition's rows from its mapped arrays, other partitions' from the remote cache or their
+// servers.
+
+#include "absl/status/status.h"
+#include "server/graph/partition.h"
+#include "server/sampling/peer_sampling.h"
+#include "server/sampling/remote_cache.h"
+#include "server/sampling/sampler.h"
+
+namespace graphstore {
+
+/// InvalidArgument naming the option when node features, labels or edge features are asked for
+/// and the dataset has none of them.
+absl::Status CheckGatherable(const Partition& partition, bool node_features, bool labels, bool edge_features);
+
+/// Copies the feature rows and labels of `nodes->ids` into `nodes`; feature rows go to
+/// `feature_dst` instead when it is not null (it must hold them all). Rows of nodes owned by
+/// other partitions come from `cache` when it has them, else from `peers` (then they are added
+/// to `cache`); FAILED_PRECONDITION when they are needed and `peers` is null.
+absl::Status GatherNodeData(const Partition& partition, int node_type, bool features, bool labels,
+                            char* feature_dst, SampledNodes* nodes, PeerSampling* peers = nullptr,
+                            RemoteCache* cache = nullptr);
+
+/// GatherNodeData for every node type of `out`, into the memory out->feature_target supplies
+/// when it is set (called once, with every type's feature bytes).
+absl::Status GatherSubgraphData(const Partition& partition, bool features, bool labels, PeerSampling* peers,
+                                RemoteCache* cache, SampledSubgraph* out);
+
+}  // namespace graphstore
+
+#endif  // GRAPHSTORE_SERVER_SAMPLING_GATHER_H_

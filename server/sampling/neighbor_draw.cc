@@ -1,0 +1,202 @@
+#include "server/sampling/neighbor_draw.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "server/sampling/draw.h"
+
+namespace graphstore {
+namespace {
+
+// Checks an owner's answer for the nodes of its call before it is merged.
+absl::Status CheckAnswer(const PeerSampling::NeighborCall& c, const NodeTypeStore& col_type, const DrawSpec& spec,
+                         size_t feature_row_bytes) {
+  int64_t total = 0;
+  for (int64_t k : c.counts) total += k;
+  if (c.counts.size() != c.ids.size() || total < 0 || static_cast<size_t>(total) != c.neighbors.size() ||
+      (spec.with_edge_ids && c.edge_ids.size() != c.neighbors.size()) ||
+      c.edge_features.size() != c.neighbors.size() * feature_row_bytes) {
+    return absl::InternalError(absl::StrCat("partition ", c.partition, " answered SampleNeighbors for ",
+                                            c.ids.size(), " nodes with inconsistent counts"));
+  }
+  for (int64_t w : c.neighbors) {
+    if (w < 0 || w >= col_type.num_nodes) {
+      return absl::InternalError(absl::StrCat("partition ", c.partition, " answered neighbour ", w,
+                                              ", which is not a '", col_type.name, "' node id"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+// Merges the local draw and the owners' answers in the order of the split's list.
+void MergeDraws(const OwnerSplit<PeerSampling::NeighborCall>& split, size_t n, const NeighborDraw& local,
+                bool with_edge_ids, size_t feature_row_bytes, NeighborDraw* merged) {
+  const auto& calls = split.calls;
+  merged->counts.clear();
+  merged->neighbors.clear();
+  merged->edge_ids.clear();
+  merged->edge_features.clear();
+  // Per source (the last: the local draw, else a call): next node, next neighbour.
+  std::vector<size_t> next_node(calls.size() + 1, 0);
+  std::vector<size_t> next_neighbor(calls.size() + 1, 0);
+  for (size_t i = 0; i < n; ++i) {
+    const int32_t r = split.call_of_item(i);
+    const bool here = r < 0;
+    const size_t src = here ? calls.size() : static_cast<size_t>(r);
+    const std::vector<int64_t>& counts = here ? local.counts : calls[r].counts;
+    const std::vector<int64_t>& neighbors = here ? local.neighbors : calls[r].neighbors;
+    const std::vector<int64_t>& eids = here ? local.edge_ids : calls[r].edge_ids;
+    const int64_t k = counts[next_node[src]++];
+    const size_t from = next_neighbor[src];
+    merged->counts.push_back(k);
+    merged->neighbors.insert(merged->neighbors.end(), neighbors.begin() + from, neighbors.begin() + from + k);
+    if (with_edge_ids) merged->edge_ids.insert(merged->edge_ids.end(), eids.begin() + from, eids.begin() + from + k);
+    if (feature_row_bytes > 0) {
+      const char* f = here ? local.edge_features.data() : calls[r].edge_features.data();
+      merged->edge_features.insert(merged->edge_features.end(), f + from * feature_row_bytes,
+                                   f + (from + k) * feature_row_bytes);
+    }
+    next_neighbor[src] = from + k;
+  }
+}
+
+}  // namespace
+
+void DrawOwnedNeighbors(const Partition& partition, int edge_type, const int64_t* ids, size_t n,
+                        const DrawSpec& spec, NeighborDraw* out) {
+  // Three passes, each issuing the next pass's random loads ahead of time: (1) row extents from
+  // indptr, (2) the draws, gathering CSR positions, (3) the neighbour ids from indices.
+  constexpr size_t kAhead = 32;
+  const EdgeTypeStore& et = partition.edge_type(edge_type);
+  const NodeTypeStore& rows = partition.node_type(et.row_type);
+  const int64_t* indptr = et.indptr_data();
+  const int64_t* indices = et.indices_data();
+  const int64_t* owner_row = rows.local.is_open() ? rows.local.data<int64_t>() : nullptr;
+  const int fanout = spec.fanout;
+  const bool replace = spec.replace;
+  const auto* excluded = spec.excluded != nullptr && !spec.excluded->empty() ? spec.excluded : nullptr;
+
+  out->base.resize(n);
+  out->degree.resize(n);
+  for (size_t i = 0; i < n; ++i) {
+    if (owner_row != nullptr && i + 2 * kAhead < n) __builtin_prefetch(owner_row + ids[i + 2 * kAhead]);
+    if (i + kAhead < n) __builtin_prefetch(indptr + rows.OwnerRow(ids[i + kAhead]));
+    const int64_t row = rows.OwnerRow(ids[i]);
+    out->base[i] = indptr[row];
+    out->degree[i] = indptr[row + 1] - out->base[i];
+  }
+
+  const bool draw_all = fanout < 0;
+  if (!draw_all && static_cast<int>(out->positions.size()) < fanout) out->positions.resize(fanout);
+  out->picked.clear();
+  out->counts.resize(n);
+  for (size_t i = 0; i < n; ++i) {
+    const int64_t base = out->base[i];
+    int64_t degree = out->degree[i];
+    // A node with excluded neighbours draws among the positions of the others.
+    const int64_t* candidates = nullptr;
+    if (excluded != nullptr) {
+      auto lo = std::lower_bound(excluded->begin(), excluded->end(), std::make_pair(ids[i], INT64_MIN));
+      if (lo != excluded->end() && lo->first == ids[i]) {
+        auto hi = lo;
+        while (hi != excluded->end() && hi->first == ids[i]) ++hi;
+        out->candidates.clear();
+        for (int64_t k = 0; k < degree; ++k) {
+          const int64_t w = indices[base + k];
+          bool skip = false;
+          for (auto it = lo; it != hi; ++it) skip |= it->second == w;
+          if (!skip) out->candidates.push_back(k);
+        }
+        candidates = out->candidates.data();
+        degree = static_cast<int64_t>(out->candidates.size());
+      }
+    }
+    auto position = [&](int64_t k) { return base + (candidates != nullptr ? candidates[k] : k); };
+    if (draw_all || (!replace && degree <= fanout)) {
+      for (int64_t k = 0; k < degree; ++k) out->picked.push_back(position(k));
+      out->counts[i] = degree;
+    } else {
+      const int64_t c = DrawNeighborPositions(HashCombine(spec.hop_key, static_cast<uint64_t>(ids[i])), degree,
+                                              fanout, replace, out->positions.data());
+      for (int64_t k = 0; k < c; ++k) out->picked.push_back(position(out->positions[k]));
+      out->counts[i] = c;
+    }
+  }
+
+  const size_t m = out->picked.size();
+  out->neighbors.resize(m);
+  out->edge_ids.resize(spec.with_edge_ids ? m : 0);
+  for (size_t j = 0; j < m; ++j) {
+    if (j + kAhead < m) __builtin_prefetch(indices + out->picked[j + kAhead]);
+    out->neighbors[j] = indices[out->picked[j]];
+    if (spec.with_edge_ids) out->edge_ids[j] = et.EdgeId(out->picked[j]);
+  }
+  out->edge_features.clear();
+  if (spec.with_edge_features && et.feature_dim > 0) {
+    const size_t row_bytes = static_cast<size_t>(et.feature_dim) * DtypeSize(et.feature_dtype);
+    const char* src = static_cast<const char*>(et.features.raw());
+    out->edge_features.resize(m * row_bytes);
+    for (size_t j = 0; j < m; ++j) {
+      std::memcpy(out->edge_features.data() + j * row_bytes, src + out->picked[j] * row_bytes, row_bytes);
+    }
+  }
+}
+
+absl::StatusOr<const NeighborDraw*> DrawNeighbors(const Partition& partition, PeerSampling* peers, int edge_type,
+                                                  const int64_t* ids, size_t n, const DrawSpec& spec,
+                                                  const SeedBatch& batch, int hop, FrontierScratch* s) {
+  const EdgeTypeStore& et = partition.edge_type(edge_type);
+  const NodeTypeStore& row_type = partition.node_type(et.row_type);
+  const bool features = spec.with_edge_features && et.feature_dim > 0;
+  const size_t row_bytes = features ? static_cast<size_t>(et.feature_dim) * DtypeSize(et.feature_dtype) : 0;
+  if (partition.num_partitions() == 1) {
+    DrawOwnedNeighbors(partition, edge_type, ids, n, spec, &s->local);
+    return &s->local;
+  }
+
+  // The nodes owned elsewhere join their owner's call, with the excluded pairs of their nodes;
+  // the owners draw while this server draws its own share.
+  auto& split = s->split;
+  if (auto st = split.Split(partition, row_type, ids, n, peers != nullptr, "sampling it needs", [](size_t) { return false; });
+      !st.ok()) {
+    return st;
+  }
+  s->owned.clear();
+  for (size_t i = 0; i < n; ++i) {
+    if (split.call_of_item(i) < 0) s->owned.push_back(ids[i]);
+  }
+  if (spec.excluded != nullptr) {
+    for (const auto& [node, neighbor] : *spec.excluded) {
+      const int32_t c = split.call_of_partition(row_type.Owner(node));
+      if (c < 0) continue;
+      split.calls[c].excluded.push_back(node);
+      split.calls[c].excluded.push_back(neighbor);
+    }
+  }
+  auto issue = [&](std::vector<PeerSampling::NeighborCall>* calls) {
+    PeerSampling::Hop h;
+    h.edge_type = et.name;
+    h.fanout = spec.fanout;
+    h.replace = spec.replace;
+    h.with_edge_ids = spec.with_edge_ids;
+    h.with_edge_features = features;
+    h.seed = batch.seed;
+    h.epoch = batch.epoch;
+    h.batch = batch.batch_index;
+    h.hop = hop;
+    return peers->SampleNeighbors(h, calls);
+  };
+  auto local = [&] {
+    DrawOwnedNeighbors(partition, edge_type, s->owned.data(), s->owned.size(), spec, &s->local);
+    return absl::OkStatus();
+  };
+  const NodeTypeStore& col_type = partition.node_type(et.col_type);
+  auto check = [&](const PeerSampling::NeighborCall& c) { return CheckAnswer(c, col_type, spec, row_bytes); };
+  if (auto st = split.Run(issue, local, check); !st.ok()) return st;
+  if (split.calls.empty()) return &s->local;
+  MergeDraws(split, n, s->local, spec.with_edge_ids, row_bytes, &s->merged);
+  return &s->merged;
+}
+
+}  // namespace graphstore

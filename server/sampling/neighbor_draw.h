@@ -1,0 +1,71 @@
+#ifndef GRAPHSTORE_SERVER_SAMPLING_NEIGHBOR_DRAW_H_
+#define GRAPHSTORE_SERVER_SAMPLING_NEIGHBOR_DRAW_H_
+
+// One hop's neighbour draw for a list of nodes: the one place a draw happens, whether a sampler
+// expands its own frontier or a peer's SampleNeighbors asks, so every server draws alike. A
+// node's draw is keyed by (hop key, node id) (server/sampling/draw.h), so it does not depend on
+// which server makes it.
+
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "server/graph/partition.h"
+#include "server/sampling/owner_split.h"
+#include "server/sampling/peer_sampling.h"
+#include "server/sampling/sampler.h"
+
+namespace graphstore {
+
+/// Neighbours drawn for a list of nodes, and the memory the draw reuses.
+struct NeighborDraw {
+  /// Per node its number of neighbours drawn; the neighbours' global ids (and edge ids and edge
+  /// feature rows, when asked for) concatenated in node order.
+  std::vector<int64_t> counts;
+  std::vector<int64_t> neighbors;
+  std::vector<int64_t> edge_ids;
+  std::vector<char> edge_features;
+  /// Staging, kept for reuse.
+  std::vector<int64_t> base, degree, positions, picked, candidates;
+};
+
+/// How one hop draws.
+struct DrawSpec {
+  /// Neighbours per node; -1 takes all.
+  int fanout = -1;
+  bool replace = false;
+  bool with_edge_ids = false;
+  bool with_edge_features = false;
+  /// Node id's draw is keyed by HashCombine(hop_key, id).
+  uint64_t hop_key = 0;
+  /// Sorted (node, neighbour) global id pairs never drawn (the batch's label edges); null: none.
+  const std::vector<std::pair<int64_t, int64_t>>* excluded = nullptr;
+};
+
+/// Draws neighbours along `edge_type` for each of `ids`, which `partition` owns (rows of the
+/// edge type's row type). A node with excluded neighbours draws among the others.
+void DrawOwnedNeighbors(const Partition& partition, int edge_type, const int64_t* ids, size_t n,
+                        const DrawSpec& spec, NeighborDraw* out);
+
+/// Memory of DrawNeighbors, kept for reuse.
+struct FrontierScratch {
+  NeighborDraw local;
+  NeighborDraw merged;
+  std::vector<int64_t> owned;
+  OwnerSplit<PeerSampling::NeighborCall> split;
+};
+
+/// Draws for `ids` wherever they are owned: this partition's nodes with DrawOwnedNeighbors,
+/// the others by their owners through `peers` (one call per owner, concurrently, asking for the
+/// same `spec` at the coordinates (seed, epoch, batch index) of `batch` and `hop`, which must be
+/// what gave `spec.hop_key`). Returns the draw in `ids` order (pointing into `scratch`).
+/// FAILED_PRECONDITION when a node is owned elsewhere and `peers` is null; the peers' errors as
+/// they come.
+absl::StatusOr<const NeighborDraw*> DrawNeighbors(const Partition& partition, PeerSampling* peers, int edge_type,
+                                                  const int64_t* ids, size_t n, const DrawSpec& spec,
+                                                  const SeedBatch& batch, int hop, FrontierScratch* scratch);
+
+}  // namespace graphstore
+
+#endif  // GRAPHSTORE_SERVER_SAMPLING_NEIGHBOR_DRAW_H_

@@ -1,0 +1,185 @@
+#include "server/sampling/neighbor_sampler.h"
+
+#include "absl/strings/str_cat.h"
+#include "server/sampling/ablp.h"
+#include "server/sampling/draw.h"
+#include "server/sampling/gather.h"
+
+namespace graphstore {
+
+absl::Status CheckFanouts(const std::vector<int>& fanouts, const std::string& field, const SamplingLimits& limits) {
+  if (static_cast<int>(fanouts.size()) > limits.max_hops) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat(field, " has ", fanouts.size(), " hops; the limit is ", limits.max_hops));
+  }
+  for (size_t i = 0; i < fanouts.size(); ++i) {
+    if (fanouts[i] < -1) {
+      return absl::InvalidArgumentError(absl::StrCat(field, "[", i, "]=", fanouts[i], " is below -1 (-1 takes all)"));
+    }
+    if (fanouts[i] > limits.max_fanout) {
+      return absl::ResourceExhaustedError(
+          absl::StrCat(field, "[", i, "]=", fanouts[i], " exceeds the limit ", limits.max_fanout));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::unique_ptr<NeighborSampler>> NeighborSampler::Create(const Partition* partition,
+                                                                         NeighborSamplerOptions options) {
+  std::unique_ptr<NeighborSampler> s(new NeighborSampler(partition, std::move(options)));
+  if (auto st = s->Init(); !st.ok()) return st;
+  return s;
+}
+
+absl::Status NeighborSampler::Init() {
+  const NeighborSamplerOptions& o = options_;
+  int hops = -1;
+  auto check_list = [&](const std::vector<int>& list, const std::string& field) -> absl::Status {
+    if (auto s = CheckFanouts(list, field, o.limits); !s.ok()) return s;
+    if (hops >= 0 && static_cast<int>(list.size()) != hops) {
+      return absl::InvalidArgumentError(absl::StrCat(field, " has ", list.size(), " hops but other fanouts have ", hops));
+    }
+    hops = static_cast<int>(list.size());
+    return absl::OkStatus();
+  };
+  if (!o.fanouts.empty()) {
+    if (auto s = check_list(o.fanouts, "num_neighbors"); !s.ok()) return s;
+  }
+  for (const auto& [name, list] : o.fanouts_by_type) {
+    if (name.empty() || !partition_->FindEdgeType(name).ok()) {
+      return absl::InvalidArgumentError(absl::StrCat("num_neighbors_by_type: edge type '", name, "' does not exist"));
+    }
+    if (auto s = check_list(list, absl::StrCat("num_neighbors_by_type['", name, "']")); !s.ok()) return s;
+  }
+  if (auto s = CheckGatherable(*partition_, o.with_node_features, o.with_labels, o.with_edge_features); !s.ok()) {
+    return s;
+  }
+  num_hops_ = std::max(hops, 0);
+  for (const EdgeTypeStore& e : partition_->edge_types()) {
+    auto it = o.fanouts_by_type.find(e.name);
+    if (it != o.fanouts_by_type.end()) {
+      fanout_.push_back(it->second);
+    } else if (!o.fanouts.empty()) {
+      fanout_.push_back(o.fanouts);
+    } else {
+      fanout_.emplace_back(num_hops_, 0);
+    }
+    edge_type_hash_.push_back(HashString(e.name));
+  }
+  return absl::OkStatus();
+}
+
+std::unique_ptr<SamplerScratch> NeighborSampler::NewScratch() const { return std::make_unique<Scratch>(); }
+
+absl::Status NeighborSampler::Sample(const SeedBatch& batch, SamplerScratch* scratch, SampledSubgraph* out) const {
+  auto* s = static_cast<Scratch*>(scratch);
+  ScopedLocalIds reset(&s->local_of, out);
+  if (auto st = SampleHops(batch, s, out); !st.ok()) return st;
+  return GatherData(out);
+}
+
+absl::Status NeighborSampler::GatherData(SampledSubgraph* out) const {
+  return GatherSubgraphData(*partition_, options_.with_node_features, options_.with_labels, options_.peers,
+                            options_.remote_cache, out);
+}
+
+absl::Status NeighborSampler::SampleHops(const SeedBatch& batch, Scratch* s, SampledSubgraph* out) const {
+  const int num_types = static_cast<int>(partition_->node_types().size());
+  const int num_edge_types = static_cast<int>(partition_->edge_types().size());
+  if (auto st = StartSubgraph(*partition_, batch, &s->local_of, out); !st.ok()) return st;
+  // Each type's nodes [begin, end) entered at the previous hop: the next hop's frontier.
+  std::vector<size_t> begin(num_types, 0);
+  std::vector<size_t> end(num_types);
+  for (int t = 0; t < num_types; ++t) {
+    end[t] = out->nodes[t].ids.size();
+    out->nodes[t].num_sampled_nodes.push_back(static_cast<int64_t>(end[t]));
+  }
+  for (int hop = 0; hop < num_hops_; ++hop) {
+    for (int e = 0; e < num_edge_types; ++e) {
+      const int fanout = fanout_[e][hop];
+      SampledEdges& edges = out->edges[e];
+      const size_t before = edges.rows.size();
+      if (fanout != 0) {
+        const int row_type = partition_->edge_type(e).row_type;
+        const uint64_t hop_key = HopKey(batch.seed, batch.epoch, batch.batch_index, hop, edge_type_hash_[e]);
+        if (auto st = ExpandHop(e, fanout, hop_key, batch, hop, begin[row_type], end[row_type],
+                                /*add_nodes=*/true, s, out);
+            !st.ok()) {
+          return st;
+        }
+      }
+      edges.num_sampled_edges.push_back(static_cast<int64_t>(edges.rows.size() - before));
+    }
+    for (int t = 0; t < num_types; ++t) {
+      const size_t now = out->nodes[t].ids.size();
+      out->nodes[t].num_sampled_nodes.push_back(static_cast<int64_t>(now - end[t]));
+      begin[t] = end[t];
+      end[t] = now;
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status NeighborSampler::ExpandHop(int edge_type, int fanout, uint64_t hop_key, const SeedBatch& coordinates,
+                                        int hop, size_t begin, size_t end, bool add_nodes, Scratch* s,
+                                        SampledSubgraph* out) const {
+  const EdgeTypeStore& et = partition_->edge_type(edge_type);
+  constexpr size_t kAhead = 32;
+  const size_t n = end - begin;
+  if (n == 0) return absl::OkStatus();
+
+  DrawSpec spec;
+  spec.fanout = fanout;
+  spec.replace = options_.replace;
+  spec.with_edge_ids = options_.with_edge_ids;
+  spec.with_edge_features = options_.with_edge_features;
+  spec.hop_key = hop_key;
+  if (coordinates.ablp != nullptr) spec.excluded = &coordinates.ablp->excluded[edge_type];
+  auto drawn = DrawNeighbors(*partition_, options_.peers, edge_type, out->nodes[et.row_type].ids.data() + begin, n,
+                             spec, coordinates, hop, &s->frontier);
+  if (!drawn.ok()) return drawn.status();
+  const NeighborDraw& d = **drawn;
+
+  // Map neighbours to local ids (appending new nodes in the order they are met) and emit the
+  // edges.
+  const size_t m = d.neighbors.size();
+  std::vector<int64_t>& col_ids = out->nodes[et.col_type].ids;
+  std::vector<int32_t>& col_map = s->local_of[et.col_type];
+  SampledEdges& edges = out->edges[edge_type];
+  const bool rows_are_sources = partition_->rows_are_sources();
+  std::vector<int64_t>& src = rows_are_sources ? edges.rows : edges.cols;
+  std::vector<int64_t>& dst = rows_are_sources ? edges.cols : edges.rows;
+  const bool features = options_.with_edge_features && et.feature_dim > 0;
+  const size_t row_bytes = features ? static_cast<size_t>(et.feature_dim) * DtypeSize(et.feature_dtype) : 0;
+  if (features) {
+    edges.feature_dim = et.feature_dim;
+    edges.feature_dtype = et.feature_dtype;
+  }
+  src.reserve(src.size() + m);
+  dst.reserve(dst.size() + m);
+  if (options_.with_edge_ids) edges.eids.reserve(edges.eids.size() + m);
+  size_t j = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const int64_t u = static_cast<int64_t>(begin + i);
+    for (int64_t k = 0; k < d.counts[i]; ++k, ++j) {
+      if (j + kAhead < m) __builtin_prefetch(&col_map[d.neighbors[j + kAhead]]);
+      const int64_t w = d.neighbors[j];
+      int32_t& local = col_map[w];
+      if (local < 0) {
+        if (!add_nodes) continue;
+        local = static_cast<int32_t>(col_ids.size());
+        col_ids.push_back(w);
+      }
+      src.push_back(u);
+      dst.push_back(local);
+      if (options_.with_edge_ids) edges.eids.push_back(d.edge_ids[j]);
+      if (features) {
+        edges.features.insert(edges.features.end(), d.edge_features.begin() + j * row_bytes,
+                              d.edge_features.begin() + (j + 1) * row_bytes);
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace graphstore

@@ -1,0 +1,109 @@
+#ifndef GRAPHSTORE_SERVER_SAMPLING_NEIGHBOR_SAMPLER_H_
+#define GRAPHSTORE_SERVER_SAMPLING_NEIGHBOR_SAMPLER_H_
+
+// k-hop neighbour sampling (GraphSAGE / GLT's NeighborSampler) over one partition.
+//
+// At each hop, every node that entered the subgraph in the previous hop (the seeds at hop 0)
+// is expanded along every edge type whose row type it has: up to `fanout` neighbours, drawn by
+// DrawNeighbors with the key (seed, epoch, batch, hop, edge type, node id). New nodes get the
+// next local id of their type in the order they are first met, so the output is a pure
+// function of the seeds and those coordinates, and does not depend on the partitioning: a
+// frontier node owned by another partition is expanded by its owner (PeerSampling) with the
+// same key, and its neighbours are merged in frontier order.
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "server/graph/partition.h"
+#include "server/sampling/neighbor_draw.h"
+#include "server/sampling/peer_sampling.h"
+#include "server/sampling/remote_cache.h"
+#include "server/sampling/sampler.h"
+#include "server/sampling/seeds.h"
+
+namespace graphstore {
+
+/// What a neighbour sampler returns.
+struct NeighborSamplerOptions {
+  /// Fanout per hop applied to every edge type; -1 takes all neighbours.
+  std::vector<int> fanouts;
+  /// Fanouts per hop for named edge types ("src__rel__dst"); overrides `fanouts` for that
+  /// type. Every list must have the same number of hops; 0 skips the type at that hop.
+  std::map<std::string, std::vector<int>> fanouts_by_type;
+  /// Draw with replacement.
+  bool replace = false;
+  /// Fill SampledEdges::eids.
+  bool with_edge_ids = false;
+  /// Gather node features.
+  bool with_node_features = false;
+  /// Gather node labels.
+  bool with_labels = false;
+  /// Gather the feature rows of the sampled edges.
+  bool with_edge_features = false;
+  /// Bounds on hops and fanouts.
+  SamplingLimits limits;
+  /// The servers of the other partitions, for frontier nodes and node data held there; null on
+  /// a single partition or a server outside a cluster (then such nodes fail the batch with
+  /// FAILED_PRECONDITION). Not owned; must outlive the sampler.
+  PeerSampling* peers = nullptr;
+  /// Node data of other partitions kept once fetched (see RemoteCache); null: none. Not owned.
+  RemoteCache* remote_cache = nullptr;
+};
+
+/// k-hop neighbour sampler.
+class NeighborSampler : public Sampler {
+ public:
+  /// Checks the options against the partition and the limits (edge types exist, hop counts
+  /// agree, fanouts >= -1 and within the limits, features/labels present when asked for).
+  /// InvalidArgument naming the field ("num_neighbors[1]=-2 is below -1"), ResourceExhausted
+  /// naming the limit.
+  static absl::StatusOr<std::unique_ptr<NeighborSampler>> Create(const Partition* partition,
+                                                                 NeighborSamplerOptions options);
+
+  std::unique_ptr<SamplerScratch> NewScratch() const override;
+  absl::Status Sample(const SeedBatch& batch, SamplerScratch* scratch, SampledSubgraph* out) const override;
+
+  int num_hops() const { return num_hops_; }
+
+ protected:
+  /// Per-worker memory: the dense id maps and the staging of each hop.
+  struct Scratch : SamplerScratch {
+    LocalIds local_of;
+    FrontierScratch frontier;
+  };
+
+  NeighborSampler(const Partition* partition, NeighborSamplerOptions options)
+      : partition_(partition), options_(std::move(options)) {}
+  /// The checks Create documents; derives the per-type fanouts.
+  absl::Status Init();
+  /// Places the seeds and expands every hop into `out` (no node data yet); `s->local_of` maps
+  /// every node of `out` until the caller's ScopedLocalIds resets it.
+  absl::Status SampleHops(const SeedBatch& batch, Scratch* s, SampledSubgraph* out) const;
+  /// Expands frontier [begin, end) of `edge_type`'s row type by one hop into `out`; nodes owned
+  /// elsewhere are expanded by their owners with the same (coordinates, hop) key. With
+  /// `add_nodes` false, only edges to nodes already in the subgraph are kept.
+  absl::Status ExpandHop(int edge_type, int fanout, uint64_t hop_key, const SeedBatch& coordinates, int hop,
+                         size_t begin, size_t end, bool add_nodes, Scratch* s, SampledSubgraph* out) const;
+  /// Gathers the node data the options ask for.
+  absl::Status GatherData(SampledSubgraph* out) const;
+
+  const Partition* partition_;
+  NeighborSamplerOptions options_;
+
+ private:
+  int num_hops_ = 0;
+  /// fanout_[edge type][hop].
+  std::vector<std::vector<int>> fanout_;
+  std::vector<uint64_t> edge_type_hash_;
+};
+
+/// Checks one list of per-hop fanouts against the limits; `field` names it in errors
+/// ("num_neighbors[1]=-2 is below -1 (-1 takes all)").
+absl::Status CheckFanouts(const std::vector<int>& fanouts, const std::string& field, const SamplingLimits& limits);
+
+}  // namespace graphstore
+
+#endif  // GRAPHSTORE_SERVER_SAMPLING_NEIGHBOR_SAMPLER_H_
