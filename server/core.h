@@ -25,8 +25,9 @@
 #include "server/sampling/ablp.h"
 #include "server/sampling/neighbor_sampler.h"
 #include "server/graph/partition.h"
+#include "server/cluster/cluster.h"
 #include "server/sampling/remote_cache.h"
-#include "server/shared_buffer.h"
+#include "server/shm/shared_buffer.h"
 
 namespace graphstore {
 
@@ -71,13 +72,6 @@ struct CoreOptions {
   int64_t state_log_interval_s = 30;
   /// In a cluster: bytes of other partitions' node data kept once fetched (0: none).
   int64_t peer_cache_bytes = 512LL << 20;
-};
-
-/// The other servers of a cluster as the core uses them: sampling of nodes they own, whether
-/// they all answer (sampling is refused until then), and what operators see of them.
-class Cluster : public PeerSampling {
- public:
-  virtual void FillStats(v1::ServerStats* out) const = 0;
 };
 
 /// What a stream needs to read a channel's epoch.

@@ -14,7 +14,7 @@
 #include "server/graph/npy.h"
 #include "server/graph/partition.h"
 #include "server/sampling/sampler.h"
-#include "server/shared_buffer.h"
+#include "server/shm/shared_buffer.h"
 
 namespace graphstore {
 

@@ -14,7 +14,7 @@
 
 #include "absl/status/statusor.h"
 #include "server/core.h"
-#include "server/peers.h"
+#include "server/cluster/peers.h"
 #include "server/service.h"
 
 namespace graphstore {

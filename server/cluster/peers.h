@@ -1,5 +1,5 @@
-#ifndef GRAPHSTORE_SERVER_PEERS_H_
-#define GRAPHSTORE_SERVER_PEERS_H_
+#ifndef GRAPHSTORE_SERVER_CLUSTER_PEERS_H_
+#define GRAPHSTORE_SERVER_CLUSTER_PEERS_H_
 
 // The other servers of a cluster, as one server sees them: a gRPC channel to each, a health
 // monitor that opens sampling once every peer has answered, and the batched per-owner calls
@@ -20,7 +20,7 @@
 #include "absl/status/statusor.h"
 #include "graphstore/v1/graphstore.grpc.pb.h"
 #include "grpc_health/v1/health.grpc.pb.h"
-#include "server/core.h"
+#include "server/cluster/cluster.h"
 
 namespace graphstore {
 
@@ -89,4 +89,4 @@ class Peers : public Cluster {
 
 }  // namespace graphstore
 
-#endif  // GRAPHSTORE_SERVER_PEERS_H_
+#endif  // GRAPHSTORE_SERVER_CLUSTER_PEERS_H_

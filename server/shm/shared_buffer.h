@@ -1,5 +1,5 @@
-#ifndef GRAPHSTORE_SERVER_SHARED_BUFFER_H_
-#define GRAPHSTORE_SERVER_SHARED_BUFFER_H_
+#ifndef GRAPHSTORE_SERVER_SHM_SHARED_BUFFER_H_
+#define GRAPHSTORE_SERVER_SHM_SHARED_BUFFER_H_
 
 // Shared-memory buffers: the transport for clients on the server's host. A sampled message's
 // tensor bytes go into a file in a tmpfs directory (/dev/shm); the gRPC message carries only
@@ -132,4 +132,4 @@ inline size_t AlignShared(size_t n) { return (n + 63) & ~size_t{63}; }
 
 }  // namespace graphstore
 
-#endif  // GRAPHSTORE_SERVER_SHARED_BUFFER_H_
+#endif  // GRAPHSTORE_SERVER_SHM_SHARED_BUFFER_H_

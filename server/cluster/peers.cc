@@ -1,4 +1,4 @@
-#include "server/peers.h"
+#include "server/cluster/peers.h"
 
 #include <chrono>
 #include <cstring>

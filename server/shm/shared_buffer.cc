@@ -1,4 +1,4 @@
-#include "server/shared_buffer.h"
+#include "server/shm/shared_buffer.h"
 
 #include <dirent.h>
 #include <fcntl.h>
