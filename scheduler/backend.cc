@@ -35,6 +35,17 @@ struct Run {
 
 }  // namespace
 
+const char* ChannelStateName(ChannelState state) {
+  switch (state) {
+    case ChannelState::kIdle: return "idle";
+    case ChannelState::kRunning: return "running";
+    case ChannelState::kEpochDone: return "epoch_done";
+    case ChannelState::kFailed: return "failed";
+    case ChannelState::kCancelled: return "cancelled";
+  }
+  return "unknown";
+}
+
 struct Backend::Channel {
   uint64_t id = 0;
   ChannelOptions opts;
@@ -84,6 +95,18 @@ struct Backend::Channel {
     return r;
   }
 
+  // The delivery counters and failure state of the current run, delivering from batch `from`
+  // on (what its buffer already holds counts as sampled).
+  void ResetProgress(int64_t from) {
+    start_batch = from;
+    next_to_deliver = from;
+    sampled = static_cast<int64_t>(cur.buffer.size());
+    delivered = 0;
+    error = absl::OkStatus();
+    failed_batch = -1;
+    cancelled = false;
+  }
+
   void DropAhead(Freed* freed) {
     ahead.TakeBuffer(freed);
     ahead = Run();
@@ -92,15 +115,18 @@ struct Backend::Channel {
 };
 
 absl::Status Backend::Validate(const BackendOptions& o) {
-  if (o.num_workers < 1 || o.num_workers > 256) {
-    return absl::InvalidArgumentError("num_workers must be in [1, 256]");
-  }
+  if (o.num_workers < 1) return absl::InvalidArgumentError("num_workers must be >= 1");
   if (o.max_in_flight_per_channel < 1) {
     return absl::InvalidArgumentError("max_in_flight_per_channel must be >= 1");
   }
   if (o.max_buffered_messages < 1) return absl::InvalidArgumentError("max_buffered_messages must be >= 1");
   if (o.max_buffered_bytes < 1) return absl::InvalidArgumentError("max_buffered_bytes must be >= 1");
   return absl::OkStatus();
+}
+
+absl::StatusOr<std::shared_ptr<Backend>> Backend::Create(BackendOptions options, SampleFn sample) {
+  if (auto s = Validate(options); !s.ok()) return s;
+  return std::make_shared<Backend>(std::move(options), std::move(sample));
 }
 
 Backend::Backend(BackendOptions options, SampleFn sample)
@@ -170,19 +196,13 @@ absl::StatusOr<StartOutcome> Backend::StartEpoch(uint64_t id, int64_t epoch, int
     if (epoch == c->ahead.epoch && start_batch == 0 && !c->ahead_failed) {
       // Adopt what was sampled ahead: its generation makes its tasks in flight the epoch's.
       c->cur = std::move(c->ahead);
-      c->start_batch = 0;
+      c->ResetProgress(0);
     } else {
       c->cur = c->NewRun(epoch);
-      c->start_batch = std::min(start_batch, c->cur.num_batches);
-      c->cur.next = c->start_batch;
+      c->cur.next = std::min(start_batch, c->cur.num_batches);
+      c->ResetProgress(c->cur.next);
     }
     c->DropAhead(&freed);
-    c->sampled = static_cast<int64_t>(c->cur.buffer.size());
-    c->delivered = 0;
-    c->next_to_deliver = c->start_batch;
-    c->error = absl::OkStatus();
-    c->failed_batch = -1;
-    c->cancelled = false;
     MaybeQueue(c);
   }
   ready_cv_.notify_all();
@@ -209,14 +229,8 @@ absl::Status Backend::ResumeEpoch(uint64_t id, int64_t epoch, int64_t start_batc
     }
     c->cur.TakeBuffer(&freed);
     c->cur.generation = c->next_generation++;
-    c->start_batch = start_batch;
     c->cur.next = start_batch;
-    c->next_to_deliver = start_batch;
-    c->sampled = 0;
-    c->delivered = 0;
-    c->error = absl::OkStatus();
-    c->failed_batch = -1;
-    c->cancelled = false;
+    c->ResetProgress(start_batch);
     MaybeQueue(c);
   }
   ready_cv_.notify_all();
@@ -522,16 +536,16 @@ ChannelStats Backend::DescribeLocked(const Channel& c) const {
   s.total_batches_sampled = c.total_sampled;
   s.runnable = Runnable(c);
   if (c.cancelled) {
-    s.state = "cancelled";
+    s.state = ChannelState::kCancelled;
   } else if (!c.error.ok()) {
-    s.state = "failed";
+    s.state = ChannelState::kFailed;
     s.error = std::string(c.error.message());
   } else if (c.cur.epoch < 0) {
-    s.state = "idle";
+    s.state = ChannelState::kIdle;
   } else if (c.delivered == c.cur.num_batches - c.start_batch) {
-    s.state = "epoch_done";
+    s.state = ChannelState::kEpochDone;
   } else {
-    s.state = "running";
+    s.state = ChannelState::kRunning;
   }
   return s;
 }
@@ -551,7 +565,7 @@ BackendStats Backend::Stats() const {
   s.total_batches_sampled = total_batches_sampled_;
   for (const auto& [id, c] : channels_) {
     ChannelStats cs = DescribeLocked(*c);
-    s.num_active_channels += cs.state == "running";
+    s.num_active_channels += cs.state == ChannelState::kRunning;
     s.num_runnable_channels += cs.runnable;
     s.buffered_bytes += cs.buffered_bytes;
     s.channels.push_back(std::move(cs));

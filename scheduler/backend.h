@@ -135,12 +135,28 @@ struct Delivery {
   absl::Status status;
 };
 
+/// Where a channel's current epoch stands.
+enum class ChannelState {
+  /// No epoch started yet.
+  kIdle,
+  /// The epoch has batches not yet delivered.
+  kRunning,
+  /// Every batch of the epoch was delivered.
+  kEpochDone,
+  /// A batch failed; the error is reported on the stream.
+  kFailed,
+  /// The epoch was abandoned (its reader went away).
+  kCancelled,
+};
+
+/// "idle", "running", "epoch_done", "failed" or "cancelled".
+const char* ChannelStateName(ChannelState state);
+
 /// A snapshot of one channel.
 struct ChannelStats {
   uint64_t channel_id = 0;
   std::string worker_key;
-  /// "idle" (no epoch yet), "running", "epoch_done", "failed", "cancelled".
-  std::string state;
+  ChannelState state = ChannelState::kIdle;
   int64_t epoch = -1;
   int64_t num_seeds = 0;
   int64_t num_batches = 0;
@@ -178,7 +194,10 @@ class Backend {
   Backend(const Backend&) = delete;
   Backend& operator=(const Backend&) = delete;
 
-  /// Validates options (InvalidArgument naming the field).
+  /// Validates `options` (InvalidArgument naming the field), then starts the backend. How many
+  /// workers a caller may ask for is the caller's policy; the backend only needs one.
+  static absl::StatusOr<std::shared_ptr<Backend>> Create(BackendOptions options, SampleFn sample);
+  /// The checks of Create.
   static absl::Status Validate(const BackendOptions& options);
 
   /// Registers a channel under a caller-chosen id. AlreadyExists if the id is in use,

@@ -317,7 +317,7 @@ TEST_CASE("a failing sample call fails its own channel only", "[backend]") {
   CHECK(d.kind == Kind::kFailed);
   CHECK_THAT(std::string(d.status.message()), Catch::Contains("batch 3 of epoch 0"));
   CHECK_THAT(std::string(d.status.message()), Catch::Contains("injected failure"));
-  CHECK(backend.Describe(2)->state == "failed");
+  CHECK(backend.Describe(2)->state == ChannelState::kFailed);
   for (uint64_t c : {1, 3}) {
     CHECK(Drain(backend, c, 0, &last).size() == 10);
     CHECK(last == Kind::kEndOfEpoch);
@@ -512,7 +512,7 @@ TEST_CASE("cancelling an epoch frees its buffer and stops its sampling", "[backe
   CHECK(d.kind == Kind::kClosed);
   CHECK(absl::IsCancelled(d.status));
   CHECK(backend.Describe(1)->buffered_messages == 0);
-  CHECK(backend.Describe(1)->state == "cancelled");
+  CHECK(backend.Describe(1)->state == ChannelState::kCancelled);
   REQUIRE(backend.StartEpoch(1, 1).ok());
   CHECK(Drain(backend, 1, 1).size() == 100);
   CHECK(!backend.CancelEpoch(2));

@@ -4,7 +4,7 @@
 
 #include <cstring>
 
-#include "server/core.h"
+#include "server/service/core.h"
 #include "server/graph/partition.h"
 #include "tests/fixtures.h"
 #include "tests/test_util.h"

@@ -11,7 +11,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "server/sampling/ablp.h"
-#include "server/core.h"
+#include "server/service/core.h"
 #include "server/sampling/neighbor_sampler.h"
 #include "server/graph/partition.h"
 #include "server/sampling/ppr_sampler.h"

@@ -1,19 +1,26 @@
-#ifndef GRAPHSTORE_SERVER_CORE_H_
-#define GRAPHSTORE_SERVER_CORE_H_
+#ifndef GRAPHSTORE_SERVER_SERVICE_CORE_H_
+#define GRAPHSTORE_SERVER_SERVICE_CORE_H_
 
-// The graphstore service logic for one partition: metadata and lookups, sampling backends,
-// channels with their tombstones and leases, and stream attachment. Every method takes a
-// request message and returns a status (TF Serving's *Impl shape); the gRPC layer
-// (server/service.h) only translates. No gRPC here.
+// The graphstore service logic for one partition, behind the gRPC adapter (server/service.h):
+// every method takes a request message and returns a status (TF Serving's *Impl shape). It
+// composes the units of this package: partition queries (queries.h), the one config layer
+// (config.h), the registry of backends and channels (registry.h), each backend's workers
+// (worker.h) and each shared-memory channel's ledger (shared_ledger.h). Its own code is the
+// sampling lifecycle (core.cc), stream attachment (core_streams.cc), introspection
+// (core_stats.cc), and leases and teardown (core_teardown.cc). No gRPC here.
+//
+// A channel id that is not live is answered the same way by every RPC (see Registry::NotLive):
+// NOT_FOUND when it was never given out; when it was destroyed, calls that only end or inspect
+// a channel succeed and say so (StartEpoch: DESTROYED, DestroySamplingInput: destroyed false,
+// ReleaseSharedBuffers: nothing freed, DescribeChannel: state "destroyed"), and calls that need
+// a live channel (StreamSampledMessages, RenewLease) fail with FAILED_PRECONDITION.
 
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <functional>
-#include <map>
 #include <memory>
 #include <mutex>
-#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -22,57 +29,16 @@
 #include "absl/status/statusor.h"
 #include "graphstore/v1/graphstore.pb.h"
 #include "scheduler/backend.h"
-#include "server/sampling/ablp.h"
-#include "server/sampling/neighbor_sampler.h"
-#include "server/graph/partition.h"
 #include "server/cluster/cluster.h"
+#include "server/graph/partition.h"
+#include "server/sampling/ablp.h"
 #include "server/sampling/remote_cache.h"
+#include "server/service/options.h"
+#include "server/service/queries.h"
+#include "server/service/registry.h"
 #include "server/shm/shared_buffer.h"
 
 namespace graphstore {
-
-/// Limits and defaults of the service. Every size a request can ask for is bounded here.
-struct CoreOptions {
-  /// Worker threads of a backend whose request leaves num_workers at 0.
-  int default_num_workers = 2;
-  /// Most worker threads one backend may ask for.
-  int max_num_workers = 64;
-  /// Batches of one channel sampled at once, unless the backend asks otherwise.
-  int default_max_in_flight = 2;
-  /// Output buffer of a channel in messages / bytes, unless the request asks otherwise.
-  int default_buffer_messages = 8;
-  int64_t default_buffer_bytes = 256LL << 20;
-  /// Batches of each channel's next epoch sampled ahead while workers are otherwise idle, so
-  /// that StartEpoch finds its first batches ready (see BackendOptions::speculative_batches).
-  int sample_ahead_batches = 2;
-  /// Largest output buffer a request may ask for, in messages / bytes.
-  int max_buffer_messages = 1024;
-  int64_t max_buffer_bytes = 4LL << 30;
-  /// Largest batch_size.
-  int max_batch_size = 1 << 20;
-  /// Largest fanout at any hop (-1, "all", is always allowed).
-  int max_fanout = 100000;
-  /// Most generated negatives per anchor of a link-prediction input.
-  int max_negatives = 1000;
-  /// Most hops.
-  int max_hops = 8;
-  /// Most ids in one request (seeds, features, labels, lookups).
-  int64_t max_ids_per_request = 50000000;
-  /// Most live channels and backends.
-  int max_channels = 100000;
-  int max_backends = 1024;
-  /// Longest backend_key / worker_key, in bytes.
-  size_t max_key_length = 256;
-  /// Lease of a channel whose request leaves lease_ms at 0, and the longest allowed, in ms.
-  int64_t default_lease_ms = 10 * 60 * 1000;
-  int64_t max_lease_ms = 7 * 24 * 3600 * 1000LL;
-  /// How often the lease watchdog looks for expired channels, in ms.
-  int64_t lease_check_interval_ms = 1000;
-  /// Interval of the periodic scheduler-state log line, in seconds; 0 turns it off.
-  int64_t state_log_interval_s = 30;
-  /// In a cluster: bytes of other partitions' node data kept once fetched (0: none).
-  int64_t peer_cache_bytes = 512LL << 20;
-};
 
 /// What a stream needs to read a channel's epoch.
 struct StreamAttachment {
@@ -94,14 +60,14 @@ class Core {
   Core& operator=(const Core&) = delete;
 
   const Partition& partition() const { return *partition_; }
+  const CoreOptions& options() const { return options_; }
   /// Joins a cluster whose servers are at `addresses` (partition order; DatasetMeta reports
   /// them): frontier nodes and node data of other partitions are sampled through `cluster`, and
   /// sampling is refused until cluster->Ready(). Call before the first backend is created;
   /// `cluster` must outlive the core.
   void SetCluster(Cluster* cluster, std::vector<std::string> addresses);
-  const CoreOptions& options() const { return options_; }
 
-  // Metadata and lookups.
+  // Metadata and lookups (PartitionQueries, plus this server's transport and cluster).
   absl::Status GetDatasetMeta(const v1::GetDatasetMetaRequest& req, v1::DatasetMeta* resp) const;
   absl::Status LookupPartitions(const v1::LookupPartitionsRequest& req, v1::LookupPartitionsResponse* resp) const;
   absl::Status GetNodeIds(const v1::GetNodeIdsRequest& req, v1::GetNodeIdsResponse* resp) const;
@@ -130,8 +96,7 @@ class Core {
   void DetachStream(uint64_t channel_id, bool cancelled);
   /// Counts a delivered message as activity on the channel (renews its lease).
   void Touch(uint64_t channel_id);
-  /// Whether a shared-memory channel's stream must hold back: its unreleased buffers have
-  /// reached the channel's buffer limit in bytes.
+  /// Whether a shared-memory channel's stream must hold back (SharedLedger::BacklogFull).
   bool SharedBacklogFull(uint64_t channel_id) const;
   /// Records a use of a shared buffer as sent on the channel; it lives until the client frees
   /// it or the channel is destroyed.
@@ -152,17 +117,22 @@ class Core {
   std::string StateSummary() const;
 
  private:
-  struct BackendEntry;
-  struct ChannelEntry;
+  using Clock = std::chrono::steady_clock;
 
-  absl::Status ValidateConfig(const v1::SamplingConfig& config, const v1::SamplerOptions& options) const;
+  // UNAVAILABLE while a cluster's peers have not all answered.
+  absl::Status SamplingOpen() const;
+  // Builds a new backend's workers and scheduler outside the lock; callers of the same key
+  // wait in its waiters.
+  absl::Status BuildBackend(BackendEntry* entry, std::unique_ptr<Sampler> sampler,
+                            const scheduler::BackendOptions& options);
   // The seeds of a registration and their node type; for an ablp input, its labels too.
   absl::StatusOr<std::vector<int64_t>> ResolveSeeds(const v1::RegisterSamplingInputRequest& req, int* node_type,
                                                     AblpInput* ablp) const;
-  absl::StatusOr<std::vector<int64_t>> SplitIds(const std::string& node_type, const std::string& split,
-                                                const v1::ServerSlice& slice, const std::string& field) const;
-  absl::Status CheckOwnedIds(int node_type, const google::protobuf::RepeatedField<int64_t>& ids,
-                             const std::string& field) const;
+  // A new channel entry for `req` on `backend` (mu_ held).
+  std::shared_ptr<ChannelEntry> NewChannel(const v1::RegisterSamplingInputRequest& req,
+                                           std::shared_ptr<BackendEntry> backend);
+  // The live channel `id` with mu_ held, or the status for an id that is not.
+  absl::StatusOr<std::shared_ptr<ChannelEntry>> LiveChannel(uint64_t id) const;
   // Removes a channel (mu_ held by the caller is released around backend calls); returns
   // whether its backend was stopped because it was the last channel.
   bool DestroyLocked(std::unique_lock<std::mutex>& lock, uint64_t channel_id);
@@ -171,30 +141,21 @@ class Core {
   void WatchdogLoop();
   // Stops the backends in retiring_ (mu_ held on entry and exit; released while stopping).
   void StopRetired(std::unique_lock<std::mutex>& lock);
-  // CSR positions of an edge type's edges ordered by global edge id; built on first use.
-  const std::vector<int64_t>& EdgePositionsById(int edge_type) const;
-
-  // UNAVAILABLE while a cluster's peers have not all answered.
-  absl::Status SamplingOpen() const;
 
   std::unique_ptr<Partition> partition_;
   const CoreOptions options_;
+  const PartitionQueries queries_;
   std::atomic<Cluster*> cluster_{nullptr};
-  std::unique_ptr<RemoteCache> remote_cache_;  // set with the cluster
+  std::unique_ptr<RemoteCache> remote_cache_;   // set with the cluster
   std::vector<std::string> cluster_addresses_;  // guarded by mu_
   // Declared before the backends so that it outlives every buffer they hold.
   const std::unique_ptr<SharedMemoryArea> shared_memory_;
-  const std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
+  const Clock::time_point started_ = Clock::now();
 
   mutable std::mutex mu_;
   std::condition_variable watchdog_cv_;
   bool shutting_down_ = false;
-  uint64_t next_backend_id_ = 1;
-  uint64_t next_channel_id_ = 1;
-  std::map<std::string, std::shared_ptr<BackendEntry>> backends_by_key_;
-  std::map<uint64_t, std::shared_ptr<BackendEntry>> backends_;
-  std::map<uint64_t, std::shared_ptr<ChannelEntry>> channels_;
-  std::set<uint64_t> destroyed_;  // tombstones: ids are never reused
+  Registry registry_;
   // Backends whose last channel is gone, waiting for the watchdog to join their workers.
   std::vector<std::shared_ptr<BackendEntry>> retiring_;
   int64_t leases_expired_ = 0;
@@ -202,10 +163,8 @@ class Core {
   // Serialises Shutdown() so the watchdog is joined once.
   std::mutex shutdown_mu_;
   std::thread watchdog_;
-  mutable std::mutex edge_index_mu_;
-  mutable std::map<int, std::vector<int64_t>> edge_index_;
 };
 
 }  // namespace graphstore
 
-#endif  // GRAPHSTORE_SERVER_CORE_H_
+#endif  // GRAPHSTORE_SERVER_SERVICE_CORE_H_

@@ -1,5 +1,5 @@
-#ifndef GRAPHSTORE_SERVER_MESSAGE_H_
-#define GRAPHSTORE_SERVER_MESSAGE_H_
+#ifndef GRAPHSTORE_SERVER_SERVICE_MESSAGE_H_
+#define GRAPHSTORE_SERVER_SERVICE_MESSAGE_H_
 
 // Conversions from the storage and sampling core's plain types to graphstore.v1 messages.
 // Protobuf messages only: no gRPC.
@@ -61,4 +61,4 @@ struct WireMessage {
 
 }  // namespace graphstore
 
-#endif  // GRAPHSTORE_SERVER_MESSAGE_H_
+#endif  // GRAPHSTORE_SERVER_SERVICE_MESSAGE_H_

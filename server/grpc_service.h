@@ -1,5 +1,5 @@
-#ifndef GRAPHSTORE_SERVER_SERVICE_H_
-#define GRAPHSTORE_SERVER_SERVICE_H_
+#ifndef GRAPHSTORE_SERVER_GRPC_SERVICE_H_
+#define GRAPHSTORE_SERVER_GRPC_SERVICE_H_
 
 // The gRPC face of the core: a thin callback-API adapter. Unary methods unpack, call the core
 // and convert its status; StreamSampledMessages is a ServerWriteReactor fed by the channel's
@@ -11,7 +11,7 @@
 
 #include "absl/status/status.h"
 #include "graphstore/v1/graphstore.grpc.pb.h"
-#include "server/core.h"
+#include "server/service/core.h"
 
 namespace graphstore {
 
@@ -75,4 +75,4 @@ class GraphStoreService final : public v1::GraphStore::CallbackService {
 
 }  // namespace graphstore
 
-#endif  // GRAPHSTORE_SERVER_SERVICE_H_
+#endif  // GRAPHSTORE_SERVER_GRPC_SERVICE_H_

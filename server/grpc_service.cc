@@ -1,10 +1,10 @@
-#include "server/service.h"
+#include "server/grpc_service.h"
 
 #include <memory>
 #include <mutex>
 
 #include "server/util/log.h"
-#include "server/message.h"
+#include "server/service/message.h"
 
 namespace graphstore {
 

@@ -1,4 +1,4 @@
-#include "server/message.h"
+#include "server/service/message.h"
 
 #include <cstring>
 

@@ -1,0 +1,151 @@
+#include "server/service/config.h"
+
+#include "absl/strings/str_cat.h"
+#include "server/sampling/neighbor_sampler.h"
+#include "server/sampling/ppr_sampler.h"
+#include "server/sampling/subgraph_sampler.h"
+
+namespace graphstore {
+namespace {
+
+absl::Status Invalid(const std::string& m) { return absl::InvalidArgumentError(m); }
+absl::Status TooBig(const std::string& m) { return absl::ResourceExhaustedError(m); }
+
+// A sampler's own errors name its option ("num_neighbors[0]..."); the request names it
+// "config.num_neighbors[0]...".
+absl::Status InConfig(const absl::Status& s) {
+  if (s.ok()) return s;
+  return absl::Status(s.code(), absl::StrCat("config.", s.message()));
+}
+
+// The fields every kind shares: batch shape, kind-specific fields, link-prediction negatives.
+absl::Status CheckCommon(const v1::SamplingConfig& c, const CoreOptions& limits) {
+  if (!v1::SamplerKind_IsValid(c.kind())) return Invalid(absl::StrCat("config.kind ", c.kind(), " is unknown"));
+  if (c.kind() == v1::SAMPLER_KIND_PPR) {
+    if (c.num_neighbors_size() > 0 || c.num_neighbors_by_type_size() > 0) {
+      return Invalid("config.num_neighbors: the PPR sampler takes config.ppr, not fanouts");
+    }
+    if (c.with_edge_ids() || c.with_edge_features()) {
+      return Invalid("config.with_edge_ids / with_edge_features: the PPR sampler returns no edges (see ppr weights)");
+    }
+  } else if (c.has_ppr()) {
+    return Invalid("config.ppr is only for config.kind SAMPLER_KIND_PPR");
+  }
+  if (c.batch_size() <= 0) return Invalid(absl::StrCat("config.batch_size must be >= 1, got ", c.batch_size()));
+  if (c.batch_size() > limits.max_batch_size) {
+    return TooBig(absl::StrCat("config.batch_size ", c.batch_size(), " exceeds the limit ", limits.max_batch_size));
+  }
+  if (c.num_negatives() < 0) return Invalid("config.num_negatives must be >= 0");
+  if (c.num_negatives() > limits.max_negatives) {
+    return TooBig(absl::StrCat("config.num_negatives ", c.num_negatives(), " exceeds the limit ", limits.max_negatives));
+  }
+  if (!v1::NegativeSampling_IsValid(c.negative_sampling())) {
+    return Invalid(absl::StrCat("config.negative_sampling ", c.negative_sampling(), " is unknown"));
+  }
+  if (c.num_negatives() > 0 && c.negative_sampling() == v1::NEGATIVE_SAMPLING_NONE) {
+    return Invalid("config.num_negatives needs config.negative_sampling UNIFORM or DEGREE");
+  }
+  return absl::OkStatus();
+}
+
+NeighborSamplerOptions NeighborOptionsOf(const v1::SamplingConfig& c, const CoreOptions& limits,
+                                         const SamplerEnvironment& env) {
+  NeighborSamplerOptions o;
+  o.fanouts.assign(c.num_neighbors().begin(), c.num_neighbors().end());
+  for (const auto& [name, f] : c.num_neighbors_by_type()) o.fanouts_by_type[name].assign(f.per_hop().begin(), f.per_hop().end());
+  o.replace = c.replace();
+  o.with_edge_ids = c.with_edge_ids();
+  o.with_node_features = c.with_node_features();
+  o.with_labels = c.with_labels();
+  o.with_edge_features = c.with_edge_features();
+  o.limits = limits.sampling;
+  o.peers = env.peers;
+  o.remote_cache = env.remote_cache;
+  return o;
+}
+
+PprSamplerOptions PprOptionsOf(const v1::SamplingConfig& c, const CoreOptions& limits, const SamplerEnvironment& env) {
+  PprSamplerOptions o;
+  o.alpha = c.ppr().alpha();
+  o.eps = c.ppr().eps();
+  o.max_nodes_per_seed = c.ppr().max_nodes_per_seed();
+  o.with_node_features = c.with_node_features();
+  o.with_labels = c.with_labels();
+  o.limits = limits.sampling;
+  o.peers = env.peers;
+  o.remote_cache = env.remote_cache;
+  return o;
+}
+
+}  // namespace
+
+absl::Status InField(const absl::Status& s, const std::string& field) {
+  if (s.ok()) return s;
+  return absl::Status(s.code(), absl::StrCat(field, ": ", s.message()));
+}
+
+absl::StatusOr<std::unique_ptr<Sampler>> BuildSampler(const v1::SamplingConfig& c, const CoreOptions& limits,
+                                                      const SamplerEnvironment& env) {
+  if (auto s = CheckCommon(c, limits); !s.ok()) return s;
+  // Each sampler checks the options that are its own (fanouts, PPR parameters, features)
+  // against the partition and the limits.
+  absl::StatusOr<std::unique_ptr<Sampler>> sampler;
+  switch (c.kind()) {
+    case v1::SAMPLER_KIND_PPR:
+      sampler = PprSampler::Create(env.partition, PprOptionsOf(c, limits, env));
+      break;
+    case v1::SAMPLER_KIND_SUBGRAPH:
+      sampler = SubgraphSampler::Create(env.partition, NeighborOptionsOf(c, limits, env));
+      break;
+    default:
+      sampler = NeighborSampler::Create(env.partition, NeighborOptionsOf(c, limits, env));
+      break;
+  }
+  if (!sampler.ok()) return InConfig(sampler.status());
+  return sampler;
+}
+
+absl::StatusOr<scheduler::BackendOptions> BuildBackendOptions(const v1::SamplerOptions& o, const CoreOptions& limits,
+                                                              const std::string& name) {
+  if (o.num_workers() < 0) return Invalid("options.num_workers must be >= 0 (0 = server default)");
+  if (o.num_workers() > limits.max_num_workers) {
+    return TooBig(absl::StrCat("options.num_workers ", o.num_workers(), " exceeds the limit ", limits.max_num_workers));
+  }
+  if (o.max_in_flight_per_channel() < 0) return Invalid("options.max_in_flight_per_channel must be >= 0");
+  if (o.max_in_flight_per_channel() > limits.max_in_flight_per_channel) {
+    return TooBig(absl::StrCat("options.max_in_flight_per_channel exceeds the limit ", limits.max_in_flight_per_channel));
+  }
+  scheduler::BackendOptions bo;
+  bo.num_workers = o.num_workers() > 0 ? o.num_workers() : limits.default_num_workers;
+  bo.max_in_flight_per_channel =
+      o.max_in_flight_per_channel() > 0 ? o.max_in_flight_per_channel() : limits.default_max_in_flight;
+  bo.max_buffered_messages = limits.default_buffer_messages;
+  bo.max_buffered_bytes = limits.default_buffer_bytes;
+  bo.speculative_batches = limits.sample_ahead_batches;
+  bo.name = name;
+  return bo;
+}
+
+NegativeOptions NegativesOf(const v1::SamplingConfig& config) {
+  NegativeOptions n;
+  n.num = config.num_negatives();
+  switch (config.negative_sampling()) {
+    case v1::NEGATIVE_SAMPLING_UNIFORM: n.kind = NegativeOptions::Kind::kUniform; break;
+    case v1::NEGATIVE_SAMPLING_DEGREE: n.kind = NegativeOptions::Kind::kDegree; break;
+    default: n.kind = NegativeOptions::Kind::kNone; break;
+  }
+  return n;
+}
+
+AblpRequest ToAblpRequest(const v1::GetAblpInputRequest& req) {
+  AblpRequest r;
+  r.split = req.split();
+  r.node_type = req.node_type();
+  r.supervision_edge_type = req.supervision_edge_type();
+  r.negative_edge_type = req.negative_edge_type();
+  r.rank = req.slice().rank();
+  r.world_size = req.slice().world_size();
+  return r;
+}
+
+}  // namespace graphstore

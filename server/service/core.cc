@@ -1,0 +1,382 @@
+#include "server/service/core.h"
+
+#include "absl/strings/str_cat.h"
+#include "google/protobuf/util/message_differencer.h"
+#include "server/sampling/draw.h"
+#include "server/service/config.h"
+#include "server/util/log.h"
+
+namespace graphstore {
+namespace {
+
+absl::Status Invalid(const std::string& m) { return absl::InvalidArgumentError(m); }
+absl::Status TooBig(const std::string& m) { return absl::ResourceExhaustedError(m); }
+
+// The checks of a registration's own fields (buffer, lease, keys), before anything is looked up.
+absl::Status CheckRegistration(const v1::RegisterSamplingInputRequest& req, const CoreOptions& o,
+                               bool offers_shared_memory) {
+  if (req.backend_id() == 0) return Invalid("backend_id is required");
+  if (req.worker_key().size() > o.max_key_length) {
+    return TooBig(absl::StrCat("worker_key is longer than ", o.max_key_length, " bytes"));
+  }
+  const auto& buf = req.buffer();
+  if (buf.max_messages() < 0 || buf.max_bytes() < 0) {
+    return Invalid("buffer.max_messages and buffer.max_bytes must be >= 0 (0 = server default)");
+  }
+  if (buf.max_messages() > o.max_buffer_messages) {
+    return TooBig(absl::StrCat("buffer.max_messages ", buf.max_messages(), " exceeds the limit ", o.max_buffer_messages));
+  }
+  if (buf.max_bytes() > o.max_buffer_bytes) {
+    return TooBig(absl::StrCat("buffer.max_bytes ", buf.max_bytes(), " exceeds the limit ", o.max_buffer_bytes));
+  }
+  if (req.lease_ms() < 0) return Invalid("lease_ms must be >= 0 (0 = server default)");
+  if (req.lease_ms() > o.max_lease_ms) {
+    return TooBig(absl::StrCat("lease_ms ", req.lease_ms(), " exceeds the limit ", o.max_lease_ms));
+  }
+  if (req.shared_memory() && !offers_shared_memory) {
+    return absl::FailedPreconditionError(
+        "shared_memory: this server does not offer shared memory (it runs with an empty --shared_memory_dir)");
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+Core::Core(std::unique_ptr<Partition> partition, CoreOptions options, std::unique_ptr<SharedMemoryArea> shared_memory)
+    : partition_(std::move(partition)),
+      options_(std::move(options)),
+      queries_(partition_.get(), &options_),
+      shared_memory_(std::move(shared_memory)) {
+  watchdog_ = std::thread([this] { WatchdogLoop(); });
+}
+
+Core::~Core() { Shutdown(); }
+
+// ----- Metadata and lookups ---------------------------------------------------------------
+
+absl::Status Core::GetDatasetMeta(const v1::GetDatasetMetaRequest&, v1::DatasetMeta* resp) const {
+  queries_.FillDatasetMeta(resp);
+  if (shared_memory_ != nullptr) {
+    resp->mutable_shared_memory()->set_dir(shared_memory_->dir());
+    resp->mutable_shared_memory()->set_probe_path(shared_memory_->probe_path());
+    resp->mutable_shared_memory()->set_probe_token(shared_memory_->probe_token());
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const auto& a : cluster_addresses_) resp->add_cluster(a);
+  return absl::OkStatus();
+}
+
+absl::Status Core::LookupPartitions(const v1::LookupPartitionsRequest& req, v1::LookupPartitionsResponse* resp) const {
+  return queries_.LookupPartitions(req, resp);
+}
+absl::Status Core::GetNodeIds(const v1::GetNodeIdsRequest& req, v1::GetNodeIdsResponse* resp) const {
+  return queries_.GetNodeIds(req, resp);
+}
+absl::Status Core::GetNodeFeatures(const v1::GetNodeFeaturesRequest& req, v1::GetNodeFeaturesResponse* resp) const {
+  return queries_.GetNodeFeatures(req, resp);
+}
+absl::Status Core::GetNodeLabels(const v1::GetNodeLabelsRequest& req, v1::GetNodeLabelsResponse* resp) const {
+  return queries_.GetNodeLabels(req, resp);
+}
+absl::Status Core::GetEdgeFeatures(const v1::GetEdgeFeaturesRequest& req, v1::GetEdgeFeaturesResponse* resp) const {
+  return queries_.GetEdgeFeatures(req, resp);
+}
+absl::Status Core::SampleNeighbors(const v1::SampleNeighborsRequest& req, v1::SampleNeighborsResponse* resp) const {
+  return queries_.SampleNeighbors(req, resp);
+}
+absl::Status Core::GetAblpInput(const v1::GetAblpInputRequest& req, v1::GetAblpInputResponse* resp) const {
+  return queries_.GetAblpInput(req, resp);
+}
+
+// ----- Backends ---------------------------------------------------------------------------
+
+void Core::SetCluster(Cluster* cluster, std::vector<std::string> addresses) {
+  std::lock_guard<std::mutex> lock(mu_);
+  cluster_addresses_ = std::move(addresses);
+  if (options_.peer_cache_bytes > 0 && remote_cache_ == nullptr) {
+    remote_cache_ = std::make_unique<RemoteCache>(partition_.get(), options_.peer_cache_bytes);
+  }
+  cluster_.store(cluster);
+}
+
+absl::Status Core::SamplingOpen() const {
+  const Cluster* cluster = cluster_.load();
+  return cluster == nullptr ? absl::OkStatus() : cluster->Ready();
+}
+
+void Core::InitSamplingBackend(const v1::InitSamplingBackendRequest& req, v1::InitSamplingBackendResponse* resp,
+                               std::function<void(absl::Status)> done) {
+  if (req.backend_key().empty()) return done(Invalid("backend_key is required"));
+  if (req.backend_key().size() > options_.max_key_length) {
+    return done(TooBig(absl::StrCat("backend_key is longer than ", options_.max_key_length, " bytes")));
+  }
+  SamplerEnvironment env;
+  env.partition = partition_.get();
+  env.peers = cluster_.load();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    env.remote_cache = remote_cache_.get();
+  }
+  auto sampler = BuildSampler(req.config(), options_, env);
+  if (!sampler.ok()) return done(sampler.status());
+  auto backend_options = BuildBackendOptions(req.options(), options_, req.backend_key());
+  if (!backend_options.ok()) return done(backend_options.status());
+  if (auto s = SamplingOpen(); !s.ok()) return done(s);
+
+  std::shared_ptr<BackendEntry> entry;
+  {
+    std::unique_lock<std::mutex> lock(mu_);
+    if (shutting_down_) return done(absl::UnavailableError("the server is shutting down"));
+    if (std::shared_ptr<BackendEntry> e = registry_.FindBackendByKey(req.backend_key())) {
+      if (!google::protobuf::util::MessageDifferencer::Equals(e->config, req.config())) {
+        return done(absl::FailedPreconditionError(absl::StrCat(
+            "backend_key '", req.backend_key(), "' already names backend ", e->id, " with a different config")));
+      }
+      auto reply = [resp, done, id = e->id](absl::Status s) {
+        if (s.ok()) {
+          resp->set_backend_id(id);
+          resp->set_created(false);
+        }
+        done(s);
+      };
+      if (e->state == BackendEntry::State::kCreating) {
+        e->waiters.push_back(std::move(reply));
+        return;
+      }
+      lock.unlock();
+      return reply(absl::OkStatus());
+    }
+    if (static_cast<int>(registry_.backends().size()) >= options_.max_backends) {
+      return done(TooBig(absl::StrCat("too many backends (limit ", options_.max_backends, ")")));
+    }
+    entry = registry_.AddBackend(req.backend_key(), req.config());
+  }
+
+  const absl::Status status = BuildBackend(entry.get(), *std::move(sampler), *backend_options);
+  std::vector<std::function<void(absl::Status)>> waiters;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    waiters.swap(entry->waiters);
+    if (status.ok()) {
+      entry->state = BackendEntry::State::kReady;
+    } else {
+      // A failed creation leaves nothing behind; a later call may try again.
+      registry_.RemoveBackend(entry->id);
+    }
+  }
+  if (status.ok()) {
+    Logger("core")->info("backend {} '{}' up: {} workers, batch size {}", entry->id, entry->key,
+                         entry->workers->num_workers(), req.config().batch_size());
+    resp->set_backend_id(entry->id);
+    resp->set_created(true);
+  } else {
+    Logger("core")->debug("backend '{}' failed: {}", entry->key, status.ToString());
+  }
+  done(status);
+  for (auto& w : waiters) w(status);
+}
+
+absl::Status Core::BuildBackend(BackendEntry* entry, std::unique_ptr<Sampler> sampler,
+                                const scheduler::BackendOptions& options) {
+  auto workers = std::make_shared<SamplingWorkers>(partition_.get(), std::move(sampler), options.num_workers);
+  // Runs on the backend's worker threads.
+  auto backend = scheduler::Backend::Create(
+      options, [workers](const scheduler::BatchTask& t) { return workers->SampleAndEncode(t); });
+  if (!backend.ok()) return backend.status();
+  entry->workers = std::move(workers);
+  entry->backend = *std::move(backend);
+  return absl::OkStatus();
+}
+
+// ----- Channels ---------------------------------------------------------------------------
+
+absl::StatusOr<std::vector<int64_t>> Core::ResolveSeeds(const v1::RegisterSamplingInputRequest& req,
+                                                        int* node_type, AblpInput* ablp) const {
+  switch (req.input_case()) {
+    case v1::RegisterSamplingInputRequest::kNodes: {
+      auto t = partition_->FindNodeType(req.nodes().node_type());
+      if (!t.ok()) return InField(t.status(), "nodes.node_type");
+      *node_type = *t;
+      if (auto s = queries_.CheckOwnedIds(*t, req.nodes().ids(), "nodes.ids"); !s.ok()) return s;
+      return std::vector<int64_t>(req.nodes().ids().begin(), req.nodes().ids().end());
+    }
+    case v1::RegisterSamplingInputRequest::kSplit: {
+      auto t = partition_->FindNodeType(req.split().node_type());
+      if (!t.ok()) return InField(t.status(), "split.node_type");
+      *node_type = *t;
+      return queries_.SplitIds(req.split().node_type(), req.split().split(), req.split().slice(), "split.");
+    }
+    case v1::RegisterSamplingInputRequest::kAblp: {
+      auto in = LoadAblpInput(*partition_, ToAblpRequest(req.ablp().input()));
+      if (!in.ok()) return InField(in.status(), "ablp.input");
+      *node_type = in->anchor_type;
+      *ablp = *std::move(in);
+      return ablp->anchors;
+    }
+    case v1::RegisterSamplingInputRequest::INPUT_NOT_SET:
+      break;
+  }
+  return Invalid("input: set one of nodes, split or ablp");
+}
+
+std::shared_ptr<ChannelEntry> Core::NewChannel(const v1::RegisterSamplingInputRequest& req,
+                                               std::shared_ptr<BackendEntry> backend) {
+  const auto& buf = req.buffer();
+  const int messages = buf.max_messages() > 0 ? buf.max_messages() : options_.default_buffer_messages;
+  auto channel = std::make_shared<ChannelEntry>(
+      messages, buf.max_bytes() > 0 ? buf.max_bytes() : options_.default_buffer_bytes);
+  channel->id = registry_.ReserveChannelId();
+  channel->backend = std::move(backend);
+  channel->worker_key = req.worker_key();
+  channel->lease_ms = req.lease_ms() > 0 ? req.lease_ms() : options_.default_lease_ms;
+  channel->last_activity = Clock::now();
+  if (req.shared_memory()) {
+    // Idle files are kept for as many batches as the channel can have alive (buffered or in
+    // flight, sampled ahead, being written, sent and not yet received, with the trainer), so
+    // that a steady stream reuses its files instead of making new ones.
+    const int live = 2 * messages + options_.sample_ahead_batches + 3;
+    channel->pool = std::make_shared<SharedBufferPool>(shared_memory_.get(), live);
+  }
+  return channel;
+}
+
+absl::Status Core::RegisterSamplingInput(const v1::RegisterSamplingInputRequest& req,
+                                         v1::RegisterSamplingInputResponse* resp) {
+  if (auto s = CheckRegistration(req, options_, shared_memory_ != nullptr); !s.ok()) return s;
+  int node_type = 0;
+  AblpInput ablp;
+  auto seeds = ResolveSeeds(req, &node_type, &ablp);
+  if (!seeds.ok()) return seeds.status();
+
+  // A link-prediction channel's labeler follows its backend's negative sampling; it is built
+  // outside the lock (degree negatives sum a degree array). An unknown backend is refused below.
+  std::shared_ptr<const AblpLabeler> labeler;
+  if (req.has_ablp()) {
+    v1::SamplingConfig config;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      auto b = registry_.FindBackend(req.backend_id());
+      if (b != nullptr && b->state == BackendEntry::State::kReady) config = b->config;
+    }
+    auto created = AblpLabeler::Create(partition_.get(), std::move(ablp), NegativesOf(config));
+    if (!created.ok()) return InField(created.status(), "ablp");
+    labeler = *std::move(created);
+  }
+
+  std::shared_ptr<ChannelEntry> channel;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (shutting_down_) return absl::UnavailableError("the server is shutting down");
+    std::shared_ptr<BackendEntry> backend = registry_.FindBackend(req.backend_id());
+    if (backend == nullptr || backend->state != BackendEntry::State::kReady) {
+      return absl::NotFoundError(absl::StrCat("backend_id ", req.backend_id(), " does not exist"));
+    }
+    if (static_cast<int>(registry_.channels().size()) >= options_.max_channels) {
+      return TooBig(absl::StrCat("too many live channels (limit ", options_.max_channels, ")"));
+    }
+    channel = NewChannel(req, backend);
+    channel->node_type = node_type;
+    channel->num_seeds = static_cast<int64_t>(seeds->size());
+    scheduler::ChannelOptions co;
+    co.seeds = *std::move(seeds);
+    co.batch_size = backend->config.batch_size();
+    if (backend->config.shuffle()) {
+      co.order = [seed = req.seed()](int64_t epoch, std::vector<int64_t>* ids) { ShuffleForEpoch(seed, epoch, ids); };
+    }
+    co.drop_last = backend->config.drop_last();
+    co.seed = req.seed();
+    co.ordered = req.ordered();
+    co.max_buffered_messages = req.buffer().max_messages();
+    co.max_buffered_bytes = req.buffer().max_bytes();
+    co.context = node_type;
+    auto sampling = std::make_shared<ChannelSampling>();
+    sampling->pool = channel->pool;
+    sampling->ablp = std::move(labeler);
+    co.attachment = std::move(sampling);
+    co.worker_key = req.worker_key();
+    if (auto s = backend->backend->AddChannel(channel->id, std::move(co)); !s.ok()) return s;
+    registry_.AddChannel(channel);
+  }
+  resp->set_channel_id(channel->id);
+  resp->set_num_seeds(channel->num_seeds);
+  resp->set_num_batches_per_epoch(*channel->backend->backend->NumBatches(channel->id));
+  resp->set_lease_ms(channel->lease_ms);
+  Logger("core")->info("channel {} registered on backend {} by '{}': {} seeds", channel->id, channel->backend->id,
+                       channel->worker_key, channel->num_seeds);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::shared_ptr<ChannelEntry>> Core::LiveChannel(uint64_t id) const {
+  Registry::Found found;
+  std::shared_ptr<ChannelEntry> c = registry_.FindChannel(id, &found);
+  if (c == nullptr) return Registry::NotLive(id, found);
+  return c;
+}
+
+absl::Status Core::StartEpoch(const v1::StartEpochRequest& req, v1::StartEpochResponse* resp) {
+  if (req.channel_id() == 0) return Invalid("channel_id is required");
+  if (req.epoch() < 0) return Invalid(absl::StrCat("epoch must be >= 0, got ", req.epoch()));
+  if (auto s = SamplingOpen(); !s.ok()) return s;
+  std::shared_ptr<scheduler::Backend> backend;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    Registry::Found found;
+    std::shared_ptr<ChannelEntry> c = registry_.FindChannel(req.channel_id(), &found);
+    if (found == Registry::Found::kDestroyed) {
+      resp->set_outcome(v1::StartEpochResponse::DESTROYED);
+      return absl::OkStatus();
+    }
+    if (c == nullptr) return Registry::NotLive(req.channel_id(), found);
+    c->last_activity = Clock::now();
+    backend = c->backend->backend;
+  }
+  auto outcome = backend->StartEpoch(req.channel_id(), req.epoch());
+  if (!outcome.ok()) {
+    // Destroyed between the lookup and the call.
+    if (absl::IsNotFound(outcome.status())) {
+      resp->set_outcome(v1::StartEpochResponse::DESTROYED);
+      return absl::OkStatus();
+    }
+    return outcome.status();
+  }
+  switch (*outcome) {
+    case scheduler::StartOutcome::kStarted: resp->set_outcome(v1::StartEpochResponse::STARTED); break;
+    case scheduler::StartOutcome::kAlreadyStarted: resp->set_outcome(v1::StartEpochResponse::ALREADY_STARTED); break;
+    case scheduler::StartOutcome::kStale: resp->set_outcome(v1::StartEpochResponse::STALE); break;
+  }
+  auto n = backend->NumBatches(req.channel_id());
+  resp->set_num_batches(n.ok() ? *n : 0);
+  if (*outcome == scheduler::StartOutcome::kStarted) {
+    Logger("core")->info("channel {} epoch {} started: {} batches", req.channel_id(), req.epoch(), resp->num_batches());
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Core::RenewLease(const v1::RenewLeaseRequest& req, v1::RenewLeaseResponse* resp) {
+  if (req.channel_id() == 0) return Invalid("channel_id is required");
+  std::lock_guard<std::mutex> lock(mu_);
+  auto c = LiveChannel(req.channel_id());
+  if (!c.ok()) return c.status();
+  (*c)->last_activity = Clock::now();
+  resp->set_lease_ms((*c)->lease_ms);
+  return absl::OkStatus();
+}
+
+absl::Status Core::DestroySamplingInput(const v1::DestroySamplingInputRequest& req,
+                                        v1::DestroySamplingInputResponse* resp) {
+  if (req.channel_id() == 0) return Invalid("channel_id is required");
+  std::unique_lock<std::mutex> lock(mu_);
+  Registry::Found found;
+  registry_.FindChannel(req.channel_id(), &found);
+  if (found == Registry::Found::kDestroyed) {
+    resp->set_destroyed(false);
+    return absl::OkStatus();
+  }
+  if (found == Registry::Found::kUnknown) return Registry::NotLive(req.channel_id(), found);
+  resp->set_backend_stopped(DestroyLocked(lock, req.channel_id()));
+  resp->set_destroyed(true);
+  Logger("core")->info("channel {} destroyed", req.channel_id());
+  return absl::OkStatus();
+}
+
+}  // namespace graphstore

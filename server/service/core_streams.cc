@@ -1,0 +1,115 @@
+// The core's side of a stream: attaching it to a channel's epoch (resuming where asked),
+// detaching it, and the shared-memory bookkeeping of what it sent.
+
+#include "absl/strings/str_cat.h"
+#include "server/service/core.h"
+#include "server/util/log.h"
+
+namespace graphstore {
+
+absl::StatusOr<StreamAttachment> Core::AttachStream(const v1::StreamSampledMessagesRequest& req) {
+  if (req.channel_id() == 0) return absl::InvalidArgumentError("channel_id is required");
+  if (req.epoch() < 0) return absl::InvalidArgumentError(absl::StrCat("epoch must be >= 0, got ", req.epoch()));
+  if (req.start_batch() < 0) return absl::InvalidArgumentError("start_batch must be >= 0");
+  std::lock_guard<std::mutex> lock(mu_);
+  if (shutting_down_) return absl::UnavailableError("the server is shutting down");
+  auto live = LiveChannel(req.channel_id());
+  if (!live.ok()) return live.status();
+  ChannelEntry& c = **live;
+  if (c.streaming) {
+    return absl::AlreadyExistsError(absl::StrCat("channel_id ", c.id, " already has an open stream"));
+  }
+  StreamAttachment a;
+  a.backend = c.backend->backend;
+  a.channel_id = c.id;
+  a.epoch = req.epoch();
+  a.shared_memory = c.pool != nullptr;
+  auto stats = a.backend->Describe(c.id);
+  if (!stats.ok()) return stats.status();
+  if (stats->epoch != req.epoch()) {
+    return absl::FailedPreconditionError(
+        stats->epoch < 0 ? absl::StrCat("epoch ", req.epoch(), " has not been started; call StartEpoch first")
+                         : absl::StrCat("epoch ", req.epoch(), " is not the channel's current epoch ", stats->epoch));
+  }
+  // A reconnecting reader resumes: from start_batch, or from the start of an epoch whose
+  // earlier stream was cancelled. Sampling is deterministic, so it gets exactly those batches.
+  if (req.start_batch() > 0 || stats->state == scheduler::ChannelState::kCancelled) {
+    if (req.start_batch() > stats->num_batches) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("start_batch ", req.start_batch(), " is past the epoch's ", stats->num_batches, " batches"));
+    }
+    if (auto s = a.backend->ResumeEpoch(c.id, req.epoch(), req.start_batch()); !s.ok()) return s;
+    Logger("core")->info("channel {}: epoch {} resumed from batch {}", c.id, req.epoch(), req.start_batch());
+  }
+  c.streaming = true;
+  c.last_activity = Clock::now();
+  ++open_streams_;
+  return a;
+}
+
+void Core::DetachStream(uint64_t channel_id, bool cancelled) {
+  std::shared_ptr<scheduler::Backend> backend;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    --open_streams_;
+    auto c = LiveChannel(channel_id);
+    if (!c.ok()) return;
+    (*c)->streaming = false;
+    (*c)->last_activity = Clock::now();
+    if (cancelled) backend = (*c)->backend->backend;
+  }
+  if (backend) {
+    backend->CancelEpoch(channel_id);
+    Logger("core")->info("channel {}: stream cancelled by the client; its epoch's remaining work is dropped",
+                         channel_id);
+  }
+}
+
+void Core::Touch(uint64_t channel_id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto c = LiveChannel(channel_id);
+  if (c.ok()) (*c)->last_activity = Clock::now();
+}
+
+bool Core::SharedBacklogFull(uint64_t channel_id) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto c = LiveChannel(channel_id);
+  return c.ok() && (*c)->shared.BacklogFull();
+}
+
+void Core::HandOff(uint64_t channel_id, std::shared_ptr<SharedUse> use) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto c = LiveChannel(channel_id);
+  if (!c.ok()) return;  // destroyed: the file goes with the last reference
+  (*c)->shared.Sent(std::move(use));
+}
+
+absl::Status Core::ReleaseSharedBuffers(const v1::ReleaseSharedBuffersRequest& req,
+                                        v1::ReleaseSharedBuffersResponse* resp) {
+  if (req.channel_id() == 0) return absl::InvalidArgumentError("channel_id is required");
+  for (const auto* ids : {&req.received_ids(), &req.freed_ids()}) {
+    if (ids->size() > options_.max_ids_per_request) {
+      return absl::ResourceExhaustedError(absl::StrCat(ids == &req.freed_ids() ? "freed_ids" : "received_ids",
+                                                       " has ", ids->size(), " ids; the limit is ",
+                                                       options_.max_ids_per_request));
+    }
+  }
+  SharedLedger::Release release;
+  std::shared_ptr<scheduler::Backend> backend;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    Registry::Found found;
+    std::shared_ptr<ChannelEntry> c = registry_.FindChannel(req.channel_id(), &found);
+    if (found == Registry::Found::kDestroyed) return absl::OkStatus();  // its buffers are gone already
+    if (c == nullptr) return Registry::NotLive(req.channel_id(), found);
+    release = c->shared.Apply(req.received_ids(), req.freed_ids());
+    c->last_activity = Clock::now();
+    if (release.unblocked) backend = c->backend->backend;
+  }
+  resp->set_freed(static_cast<int32_t>(release.freed.size()));
+  release.freed.clear();  // files go back to the pool, outside the lock
+  if (backend) backend->Wake(req.channel_id());  // a held-back stream may go on
+  return absl::OkStatus();
+}
+
+}  // namespace graphstore

@@ -1,0 +1,109 @@
+// Channels going away: destruction, the lease watchdog that reaps channels of vanished
+// clients (and joins the workers of backends whose last channel went), and shutdown.
+
+#include "server/service/core.h"
+#include "server/util/log.h"
+
+namespace graphstore {
+
+bool Core::DestroyLocked(std::unique_lock<std::mutex>& lock, uint64_t channel_id) {
+  std::shared_ptr<ChannelEntry> c = registry_.RemoveChannel(channel_id);
+  if (c == nullptr) return false;
+  std::shared_ptr<BackendEntry> b = c->backend;
+  const bool last = b->num_channels == 0;
+  if (last) {
+    registry_.RemoveBackend(b->id);
+    // Joining the workers may wait for a batch being sampled: the watchdog thread does it, so
+    // that a gRPC reaction never blocks on it.
+    retiring_.push_back(b);
+    watchdog_cv_.notify_all();
+  }
+  // Backend calls notify listeners (streams), which may call back into the core.
+  std::vector<std::shared_ptr<SharedUse>> sent = c->shared.TakeAll();
+  lock.unlock();
+  b->backend->RemoveChannel(channel_id);
+  sent.clear();  // with the pool gone, the channel's files are deleted with their last use
+  lock.lock();
+  return last;
+}
+
+void Core::StopRetired(std::unique_lock<std::mutex>& lock) {
+  while (!retiring_.empty()) {
+    std::vector<std::shared_ptr<BackendEntry>> batch;
+    batch.swap(retiring_);
+    lock.unlock();
+    for (const auto& b : batch) {
+      b->backend->Stop();
+      Logger("core")->info("backend {} '{}' stopped: its last channel was destroyed", b->id, b->key);
+    }
+    lock.lock();
+  }
+}
+
+void Core::WatchdogLoop() {
+  auto last_log = Clock::now();
+  std::string last_summary;
+  std::unique_lock<std::mutex> lock(mu_);
+  while (!shutting_down_) {
+    watchdog_cv_.wait_for(lock, std::chrono::milliseconds(options_.lease_check_interval_ms));
+    StopRetired(lock);
+    if (shutting_down_) break;
+    const auto now = Clock::now();
+    std::vector<uint64_t> expired;
+    for (const auto& [id, c] : registry_.channels()) {
+      if (!c->streaming && now - c->last_activity > std::chrono::milliseconds(c->lease_ms)) expired.push_back(id);
+    }
+    for (uint64_t id : expired) {
+      Registry::Found found;
+      if (registry_.FindChannel(id, &found) == nullptr) continue;  // destroyed meanwhile
+      Logger("core")->warn("channel {}: lease expired, destroying it", id);
+      DestroyLocked(lock, id);
+      ++leases_expired_;
+    }
+    if (options_.state_log_interval_s > 0 && now - last_log >= std::chrono::seconds(options_.state_log_interval_s)) {
+      last_log = now;
+      lock.unlock();
+      std::string summary = StateSummary();
+      if (summary != last_summary) Logger("core")->info("state: {}", summary);
+      last_summary = std::move(summary);
+      lock.lock();
+    }
+  }
+}
+
+int Core::Shutdown() {
+  std::lock_guard<std::mutex> once(shutdown_mu_);
+  std::vector<std::shared_ptr<BackendEntry>> idle_backends;
+  int destroyed = 0;
+  {
+    std::unique_lock<std::mutex> lock(mu_);
+    if (shutting_down_ && !watchdog_.joinable()) return 0;
+    shutting_down_ = true;
+    while (!registry_.channels().empty()) {
+      const uint64_t id = registry_.channels().begin()->first;
+      Logger("core")->info("shutdown: destroying live channel {} ('{}')", id,
+                           registry_.channels().begin()->second->worker_key);
+      DestroyLocked(lock, id);
+      ++destroyed;
+    }
+    for (const auto& [id, b] : registry_.backends()) idle_backends.push_back(b);
+    for (const auto& b : idle_backends) registry_.RemoveBackend(b->id);
+  }
+  watchdog_cv_.notify_all();
+  for (auto& b : idle_backends) {
+    if (b->backend) b->backend->Stop();
+  }
+  if (watchdog_.joinable()) watchdog_.join();
+  {
+    // Backends retired after the watchdog's last round.
+    std::unique_lock<std::mutex> lock(mu_);
+    StopRetired(lock);
+  }
+  if (destroyed > 0 || !idle_backends.empty()) {
+    Logger("core")->info("shutdown: destroyed {} live channels and stopped {} idle backends", destroyed,
+                         idle_backends.size());
+  }
+  return destroyed;
+}
+
+}  // namespace graphstore

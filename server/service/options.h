@@ -1,0 +1,60 @@
+#ifndef GRAPHSTORE_SERVER_SERVICE_OPTIONS_H_
+#define GRAPHSTORE_SERVER_SERVICE_OPTIONS_H_
+
+// Limits and defaults of the service core. Every size a request can ask for is bounded here,
+// once: the config layer (server/service/config.h) checks requests against these values and
+// hands the samplers and the scheduler options already within them.
+
+#include <cstddef>
+#include <cstdint>
+
+#include "server/sampling/sampler.h"
+
+namespace graphstore {
+
+/// Limits and defaults of the service. main.cc binds flags into some of them.
+struct CoreOptions {
+  /// Worker threads of a backend whose request leaves num_workers at 0.
+  int default_num_workers = 2;
+  /// Most worker threads one backend may ask for.
+  int max_num_workers = 64;
+  /// Batches of one channel sampled at once, unless the backend asks otherwise.
+  int default_max_in_flight = 2;
+  /// Most batches of one channel a backend may ask to sample at once.
+  int max_in_flight_per_channel = 64;
+  /// Output buffer of a channel in messages / bytes, unless the request asks otherwise.
+  int default_buffer_messages = 8;
+  int64_t default_buffer_bytes = 256LL << 20;
+  /// Batches of each channel's next epoch sampled ahead while workers are otherwise idle, so
+  /// that StartEpoch finds its first batches ready (see BackendOptions::speculative_batches).
+  int sample_ahead_batches = 2;
+  /// Largest output buffer a request may ask for, in messages / bytes.
+  int max_buffer_messages = 1024;
+  int64_t max_buffer_bytes = 4LL << 30;
+  /// Largest batch_size.
+  int max_batch_size = 1 << 20;
+  /// Most hops and largest fanout (-1, "all", is always allowed).
+  SamplingLimits sampling;
+  /// Most generated negatives per anchor of a link-prediction input.
+  int max_negatives = 1000;
+  /// Most ids in one request (seeds, features, labels, lookups).
+  int64_t max_ids_per_request = 50000000;
+  /// Most live channels and backends.
+  int max_channels = 100000;
+  int max_backends = 1024;
+  /// Longest backend_key / worker_key, in bytes.
+  size_t max_key_length = 256;
+  /// Lease of a channel whose request leaves lease_ms at 0, and the longest allowed, in ms.
+  int64_t default_lease_ms = 10 * 60 * 1000;
+  int64_t max_lease_ms = 7 * 24 * 3600 * 1000LL;
+  /// How often the lease watchdog looks for expired channels, in ms.
+  int64_t lease_check_interval_ms = 1000;
+  /// Interval of the periodic scheduler-state log line, in seconds; 0 turns it off.
+  int64_t state_log_interval_s = 30;
+  /// In a cluster: bytes of other partitions' node data kept once fetched (0: none).
+  int64_t peer_cache_bytes = 512LL << 20;
+};
+
+}  // namespace graphstore
+
+#endif  // GRAPHSTORE_SERVER_SERVICE_OPTIONS_H_

@@ -1,0 +1,289 @@
+#include "server/service/queries.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "server/sampling/draw.h"
+#include "server/sampling/neighbor_draw.h"
+#include "server/service/config.h"
+#include "server/service/message.h"
+
+namespace graphstore {
+namespace {
+
+absl::Status Invalid(const std::string& m) { return absl::InvalidArgumentError(m); }
+absl::Status TooBig(const std::string& m) { return absl::ResourceExhaustedError(m); }
+
+}  // namespace
+
+void PartitionQueries::FillDatasetMeta(v1::DatasetMeta* resp) const {
+  const auto& m = partition_->manifest();
+  resp->set_dataset_name(m.dataset_name());
+  resp->set_num_partitions(m.num_partitions());
+  resp->set_partition_id(m.partition_id());
+  resp->set_edge_dir(partition_->rows_are_sources() ? v1::EDGE_DIRECTION_OUT : v1::EDGE_DIRECTION_IN);
+  resp->set_partition_method(m.partition_method());
+  for (const auto& n : partition_->node_types()) {
+    auto* t = resp->add_node_types();
+    t->set_name(n.name);
+    t->set_num_nodes(n.num_nodes);
+    t->set_num_local_nodes(n.num_local);
+    t->mutable_features()->set_dim(n.feature_dim);
+    if (n.feature_dim > 0) t->mutable_features()->set_dtype(ToProtoDtype(n.feature_dtype));
+    t->set_has_labels(n.labels.is_open());
+    t->set_num_classes(n.num_classes);
+    for (const auto& [split, f] : n.splits) t->add_splits(split);
+  }
+  for (int i = 0; i < m.edge_types_size(); ++i) {
+    const EdgeTypeStore& e = partition_->edge_type(i);
+    auto* t = resp->add_edge_types();
+    t->set_name(e.name);
+    t->set_src_type(m.edge_types(i).src_type());
+    t->set_relation(m.edge_types(i).relation());
+    t->set_dst_type(m.edge_types(i).dst_type());
+    t->set_num_edges(e.num_edges);
+    t->set_num_local_edges(e.num_local);
+    t->set_has_edge_ids(e.edge_ids.is_open());
+    t->mutable_features()->set_dim(e.feature_dim);
+    if (e.feature_dim > 0) t->mutable_features()->set_dtype(ToProtoDtype(e.feature_dtype));
+  }
+  resp->set_is_heterogeneous(partition_->node_types().size() > 1 || partition_->edge_types().size() > 1);
+}
+
+absl::Status PartitionQueries::LookupPartitions(const v1::LookupPartitionsRequest& req,
+                                    v1::LookupPartitionsResponse* resp) const {
+  auto t = partition_->FindNodeType(req.node_type());
+  if (!t.ok()) return t.status();
+  if (req.ids_size() > options_->max_ids_per_request) {
+    return TooBig(absl::StrCat("ids has ", req.ids_size(), " entries; the limit is ", options_->max_ids_per_request));
+  }
+  const NodeTypeStore& n = partition_->node_type(*t);
+  std::vector<int32_t> out(req.ids_size());
+  for (int i = 0; i < req.ids_size(); ++i) {
+    const int64_t id = req.ids(i);
+    if (id < 0 || id >= n.num_nodes) {
+      return Invalid(absl::StrCat("ids[", i, "]=", id, " is not a '", n.name, "' node id (0 <= id < ",
+                                  n.num_nodes, ")"));
+    }
+    out[i] = n.Owner(id);
+  }
+  SetTensor(v1::DTYPE_INT32, {static_cast<int64_t>(out.size())}, out.data(), out.size() * 4,
+            resp->mutable_partitions());
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<int64_t>> PartitionQueries::SplitIds(const std::string& node_type, const std::string& split,
+                                                    const v1::ServerSlice& slice, const std::string& field) const {
+  auto t = partition_->FindNodeType(node_type);
+  if (!t.ok()) return InField(t.status(), field + "node_type");
+  if (slice.world_size() < 0) return Invalid(absl::StrCat(field, "slice.world_size must be >= 0"));
+  if (slice.world_size() > 1 && (slice.rank() < 0 || slice.rank() >= slice.world_size())) {
+    return Invalid(absl::StrCat(field, "slice.rank ", slice.rank(), " is outside [0, ", slice.world_size(), ")"));
+  }
+  if (slice.world_size() <= 1 && slice.rank() != 0) {
+    return Invalid(absl::StrCat(field, "slice.rank ", slice.rank(), " needs slice.world_size > 1"));
+  }
+  const NodeTypeStore& n = partition_->node_type(*t);
+  const int64_t* ids = n.global_ids();
+  int64_t count = n.num_local;
+  if (!split.empty()) {
+    auto it = n.splits.find(split);
+    if (it == n.splits.end()) {
+      std::string known;
+      for (const auto& [name, f] : n.splits) absl::StrAppend(&known, known.empty() ? "" : ", ", name);
+      return Invalid(absl::StrCat(field, "split '", split, "' does not exist for node type '", n.name,
+                                  "' (splits: ", known.empty() ? "none" : known, ")"));
+    }
+    ids = it->second.data<int64_t>();
+    count = it->second.num_elements();
+  }
+  const auto [begin, end] = SliceRange(count, slice.rank(), slice.world_size());
+  return std::vector<int64_t>(ids + begin, ids + end);
+}
+
+absl::Status PartitionQueries::GetNodeIds(const v1::GetNodeIdsRequest& req, v1::GetNodeIdsResponse* resp) const {
+  auto ids = SplitIds(req.node_type(), req.split(), req.slice(), "");
+  if (!ids.ok()) return ids.status();
+  SetInt64Tensor(*ids, resp->mutable_ids());
+  return absl::OkStatus();
+}
+
+absl::Status PartitionQueries::CheckOwnedIds(int node_type, const google::protobuf::RepeatedField<int64_t>& ids,
+                                 const std::string& field) const {
+  if (ids.size() > options_->max_ids_per_request) {
+    return TooBig(absl::StrCat(field, " has ", ids.size(), " entries; the limit is ", options_->max_ids_per_request));
+  }
+  const NodeTypeStore& n = partition_->node_type(node_type);
+  for (int i = 0; i < ids.size(); ++i) {
+    const int64_t id = ids[i];
+    if (id < 0 || id >= n.num_nodes) {
+      return Invalid(absl::StrCat(field, "[", i, "]=", id, " is not a '", n.name, "' node id (0 <= id < ",
+                                  n.num_nodes, ")"));
+    }
+    if (n.Owner(id) != partition_->partition_id()) {
+      return Invalid(absl::StrCat(field, "[", i, "]=", id, " is owned by partition ", n.Owner(id),
+                                  ", not by this server's partition ", partition_->partition_id()));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status PartitionQueries::GetNodeFeatures(const v1::GetNodeFeaturesRequest& req, v1::GetNodeFeaturesResponse* resp) const {
+  auto t = partition_->FindNodeType(req.node_type());
+  if (!t.ok()) return t.status();
+  const NodeTypeStore& n = partition_->node_type(*t);
+  if (n.feature_dim == 0) {
+    return absl::FailedPreconditionError(absl::StrCat("node type '", n.name, "' has no features"));
+  }
+  if (req.with_labels() && !n.labels.is_open()) {
+    return absl::FailedPreconditionError(absl::StrCat("with_labels: node type '", n.name, "' has no labels"));
+  }
+  if (auto s = CheckOwnedIds(*t, req.ids(), "ids"); !s.ok()) return s;
+  if (req.with_labels()) {
+    std::vector<int64_t> labels(req.ids_size());
+    for (int i = 0; i < req.ids_size(); ++i) labels[i] = n.labels.data<int64_t>()[n.OwnerRow(req.ids(i))];
+    SetInt64Tensor(labels, resp->mutable_labels());
+  }
+  const size_t row = static_cast<size_t>(n.feature_dim) * DtypeSize(n.feature_dtype);
+  std::string* data = resp->mutable_features()->mutable_data();
+  data->resize(row * req.ids_size());
+  const char* src = static_cast<const char*>(n.features.raw());
+  for (int i = 0; i < req.ids_size(); ++i) std::memcpy(&(*data)[i * row], src + n.OwnerRow(req.ids(i)) * row, row);
+  resp->mutable_features()->set_dtype(ToProtoDtype(n.feature_dtype));
+  resp->mutable_features()->add_shape(req.ids_size());
+  resp->mutable_features()->add_shape(n.feature_dim);
+  return absl::OkStatus();
+}
+
+absl::Status PartitionQueries::GetNodeLabels(const v1::GetNodeLabelsRequest& req, v1::GetNodeLabelsResponse* resp) const {
+  auto t = partition_->FindNodeType(req.node_type());
+  if (!t.ok()) return t.status();
+  const NodeTypeStore& n = partition_->node_type(*t);
+  if (!n.labels.is_open()) {
+    return absl::FailedPreconditionError(absl::StrCat("node type '", n.name, "' has no labels"));
+  }
+  if (auto s = CheckOwnedIds(*t, req.ids(), "ids"); !s.ok()) return s;
+  std::vector<int64_t> out(req.ids_size());
+  for (int i = 0; i < req.ids_size(); ++i) out[i] = n.labels.data<int64_t>()[n.OwnerRow(req.ids(i))];
+  SetInt64Tensor(out, resp->mutable_labels());
+  return absl::OkStatus();
+}
+
+absl::Status PartitionQueries::GetEdgeFeatures(const v1::GetEdgeFeaturesRequest& req, v1::GetEdgeFeaturesResponse* resp) const {
+  auto t = partition_->FindEdgeType(req.edge_type());
+  if (!t.ok()) return t.status();
+  const EdgeTypeStore& e = partition_->edge_type(*t);
+  if (e.feature_dim == 0) {
+    return absl::FailedPreconditionError(absl::StrCat("edge type '", e.name, "' has no features"));
+  }
+  if (req.ids_size() > options_->max_ids_per_request) {
+    return TooBig(absl::StrCat("ids has ", req.ids_size(), " entries; the limit is ", options_->max_ids_per_request));
+  }
+  // Edge id -> CSR position: the id itself without edge_ids.npy, else a binary search of the
+  // positions sorted by edge id.
+  const std::vector<int64_t>* by_id = e.edge_ids.is_open() ? &EdgePositionsById(*t) : nullptr;
+  const int64_t* stored = e.edge_ids.is_open() ? e.edge_ids.data<int64_t>() : nullptr;
+  std::vector<int64_t> pos(req.ids_size());
+  for (int i = 0; i < req.ids_size(); ++i) {
+    const int64_t id = req.ids(i);
+    int64_t p = -1;
+    if (by_id == nullptr) {
+      p = (id >= 0 && id < e.num_local) ? id : -1;
+    } else {
+      auto it = std::lower_bound(by_id->begin(), by_id->end(), id,
+                                 [stored](int64_t position, int64_t want) { return stored[position] < want; });
+      if (it != by_id->end() && stored[*it] == id) p = *it;
+    }
+    if (p < 0) return Invalid(absl::StrCat("ids[", i, "]=", id, " is not an edge stored in this partition"));
+    pos[i] = p;
+  }
+  const size_t row = static_cast<size_t>(e.feature_dim) * DtypeSize(e.feature_dtype);
+  std::string* data = resp->mutable_features()->mutable_data();
+  data->resize(row * pos.size());
+  const char* src = static_cast<const char*>(e.features.raw());
+  for (size_t i = 0; i < pos.size(); ++i) std::memcpy(&(*data)[i * row], src + pos[i] * row, row);
+  resp->mutable_features()->set_dtype(ToProtoDtype(e.feature_dtype));
+  resp->mutable_features()->add_shape(static_cast<int64_t>(pos.size()));
+  resp->mutable_features()->add_shape(e.feature_dim);
+  return absl::OkStatus();
+}
+
+const std::vector<int64_t>& PartitionQueries::EdgePositionsById(int edge_type) const {
+  std::lock_guard<std::mutex> lock(edge_index_mu_);
+  auto it = edge_index_.find(edge_type);
+  if (it != edge_index_.end()) return it->second;
+  const EdgeTypeStore& e = partition_->edge_type(edge_type);
+  const int64_t* ids = e.edge_ids.data<int64_t>();
+  std::vector<int64_t> order(e.num_local);
+  for (int64_t k = 0; k < e.num_local; ++k) order[k] = k;
+  std::sort(order.begin(), order.end(), [ids](int64_t a, int64_t b) { return ids[a] < ids[b]; });
+  return edge_index_.emplace(edge_type, std::move(order)).first->second;
+}
+
+absl::Status PartitionQueries::SampleNeighbors(const v1::SampleNeighborsRequest& req, v1::SampleNeighborsResponse* resp) const {
+  auto t = partition_->FindEdgeType(req.edge_type());
+  if (!t.ok()) return t.status();
+  const EdgeTypeStore& e = partition_->edge_type(*t);
+  if (req.fanout() < -1) return Invalid(absl::StrCat("fanout ", req.fanout(), " is below -1"));
+  if (req.fanout() > options_->sampling.max_fanout) {
+    return TooBig(absl::StrCat("fanout ", req.fanout(), " exceeds the limit ", options_->sampling.max_fanout));
+  }
+  if (auto s = CheckOwnedIds(e.row_type, req.ids(), "ids"); !s.ok()) return s;
+  if (req.with_edge_features() && e.feature_dim == 0) {
+    return absl::FailedPreconditionError(absl::StrCat("with_edge_features: edge type '", e.name, "' has no features"));
+  }
+  if (req.excluded_size() % 2 != 0) return Invalid("excluded must hold (node, neighbour) pairs");
+  if (req.excluded_size() > options_->max_ids_per_request) {
+    return TooBig(absl::StrCat("excluded has ", req.excluded_size(), " entries; the limit is ",
+                               options_->max_ids_per_request));
+  }
+  std::vector<std::pair<int64_t, int64_t>> excluded;
+  for (int i = 0; i + 1 < req.excluded_size(); i += 2) excluded.emplace_back(req.excluded(i), req.excluded(i + 1));
+  std::sort(excluded.begin(), excluded.end());
+  const auto& c = req.context();
+  DrawSpec spec;
+  spec.fanout = req.fanout();
+  spec.replace = req.replace();
+  spec.with_edge_ids = req.with_edge_ids();
+  spec.with_edge_features = req.with_edge_features();
+  spec.hop_key = HopKey(c.seed(), c.epoch(), c.batch(), c.hop(), HashString(e.name));
+  spec.excluded = &excluded;
+  NeighborDraw draw;
+  DrawOwnedNeighbors(*partition_, *t, req.ids().data(), static_cast<size_t>(req.ids_size()), spec, &draw);
+  SetInt64Tensor(draw.counts, resp->mutable_counts());
+  SetInt64Tensor(draw.neighbors, resp->mutable_neighbors());
+  if (req.with_edge_ids()) SetInt64Tensor(draw.edge_ids, resp->mutable_edge_ids());
+  if (req.with_edge_features()) {
+    SetTensor(ToProtoDtype(e.feature_dtype), {static_cast<int64_t>(draw.neighbors.size()), e.feature_dim},
+              draw.edge_features.data(), draw.edge_features.size(), resp->mutable_edge_features());
+  }
+  return absl::OkStatus();
+}
+
+namespace {
+
+// An int64 [n, width] matrix of each row's values padded with -1.
+void SetPaddedMatrix(const std::vector<int64_t>& offsets, const std::vector<int64_t>& values, v1::Tensor* out) {
+  const int64_t n = static_cast<int64_t>(offsets.size()) - 1;
+  int64_t width = 0;
+  for (int64_t i = 0; i < n; ++i) width = std::max(width, offsets[i + 1] - offsets[i]);
+  std::vector<int64_t> m(static_cast<size_t>(n * width), -1);
+  for (int64_t i = 0; i < n; ++i) {
+    std::copy(values.begin() + offsets[i], values.begin() + offsets[i + 1], m.begin() + i * width);
+  }
+  SetTensor(v1::DTYPE_INT64, {n, width}, m.data(), m.size() * 8, out);
+}
+
+}  // namespace
+
+absl::Status PartitionQueries::GetAblpInput(const v1::GetAblpInputRequest& req, v1::GetAblpInputResponse* resp) const {
+  auto in = LoadAblpInput(*partition_, ToAblpRequest(req));
+  if (!in.ok()) return in.status();
+  SetInt64Tensor(in->anchors, resp->mutable_anchors());
+  SetPaddedMatrix(in->pos_offsets, in->positives, resp->mutable_positive_labels());
+  if (in->negative_edge_type >= 0) SetPaddedMatrix(in->neg_offsets, in->negatives, resp->mutable_negative_labels());
+  return absl::OkStatus();
+}
+
+}  // namespace graphstore

@@ -1,0 +1,63 @@
+#ifndef GRAPHSTORE_SERVER_SERVICE_QUERIES_H_
+#define GRAPHSTORE_SERVER_SERVICE_QUERIES_H_
+
+// The stateless half of the service: questions answered from the partition alone (metadata,
+// partition lookups, ids by split, node and edge data, ABLP input) and the one-hop draw peers
+// ask for. Each takes a request and fills a response (TF Serving's *Impl shape); bad requests
+// get InvalidArgument / ResourceExhausted / FailedPrecondition naming the field. No gRPC.
+
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "graphstore/v1/graphstore.pb.h"
+#include "server/graph/partition.h"
+#include "server/service/options.h"
+
+namespace graphstore {
+
+/// Queries over one partition. Thread-safe.
+class PartitionQueries {
+ public:
+  /// Both must outlive the queries.
+  PartitionQueries(const Partition* partition, const CoreOptions* options)
+      : partition_(partition), options_(options) {}
+
+  /// The partition's part of DatasetMeta: name, partitions, direction, node and edge types.
+  void FillDatasetMeta(v1::DatasetMeta* resp) const;
+  absl::Status LookupPartitions(const v1::LookupPartitionsRequest& req, v1::LookupPartitionsResponse* resp) const;
+  absl::Status GetNodeIds(const v1::GetNodeIdsRequest& req, v1::GetNodeIdsResponse* resp) const;
+  absl::Status GetNodeFeatures(const v1::GetNodeFeaturesRequest& req, v1::GetNodeFeaturesResponse* resp) const;
+  absl::Status GetNodeLabels(const v1::GetNodeLabelsRequest& req, v1::GetNodeLabelsResponse* resp) const;
+  absl::Status GetEdgeFeatures(const v1::GetEdgeFeaturesRequest& req, v1::GetEdgeFeaturesResponse* resp) const;
+  absl::Status GetAblpInput(const v1::GetAblpInputRequest& req, v1::GetAblpInputResponse* resp) const;
+  /// One hop of neighbour sampling for nodes owned here, drawn exactly as this server's own
+  /// sampler would (DrawOwnedNeighbors with the request's draw context).
+  absl::Status SampleNeighbors(const v1::SampleNeighborsRequest& req, v1::SampleNeighborsResponse* resp) const;
+
+  /// The owned ids of `split` of `node_type` ("" for every owned node), sliced; `field`
+  /// prefixes the request fields in errors ("split.").
+  absl::StatusOr<std::vector<int64_t>> SplitIds(const std::string& node_type, const std::string& split,
+                                                const v1::ServerSlice& slice, const std::string& field) const;
+  /// OK when every id is a node of `node_type` owned by this partition and there are not too
+  /// many; `field` names the ids in errors.
+  absl::Status CheckOwnedIds(int node_type, const google::protobuf::RepeatedField<int64_t>& ids,
+                             const std::string& field) const;
+
+ private:
+  // CSR positions of an edge type's edges ordered by global edge id; built on first use.
+  const std::vector<int64_t>& EdgePositionsById(int edge_type) const;
+
+  const Partition* const partition_;
+  const CoreOptions* const options_;
+  mutable std::mutex edge_index_mu_;
+  mutable std::map<int, std::vector<int64_t>> edge_index_;
+};
+
+}  // namespace graphstore
+
+#endif  // GRAPHSTORE_SERVER_SERVICE_QUERIES_H_

@@ -1,0 +1,119 @@
+#ifndef GRAPHSTORE_SERVER_SERVICE_REGISTRY_H_
+#define GRAPHSTORE_SERVER_SERVICE_REGISTRY_H_
+
+// The backends and channels of one server, and what an id that is no longer live once named.
+// Ids are given out in increasing order and never reused, so a channel id below the next one
+// to be given out that is not live was destroyed: the tombstones are a high-water mark, not a
+// set that grows with every channel ever made.
+//
+// Not thread-safe: the core holds its lock around every call.
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "graphstore/v1/graphstore.pb.h"
+#include "scheduler/backend.h"
+#include "server/service/shared_ledger.h"
+#include "server/service/worker.h"
+#include "server/shm/shared_buffer.h"
+
+namespace graphstore {
+
+/// One backend: a worker pool running one sampler for every channel registered on it.
+struct BackendEntry {
+  enum class State {
+    /// Its sampler and workers are being built; callers with the same key wait.
+    kCreating,
+    /// Channels may register.
+    kReady,
+  };
+  uint64_t id = 0;
+  std::string key;
+  v1::SamplingConfig config;
+  State state = State::kCreating;
+  /// Callers waiting for the creation to finish.
+  std::vector<std::function<void(absl::Status)>> waiters;
+  /// Set once ready.
+  std::shared_ptr<SamplingWorkers> workers;
+  std::shared_ptr<scheduler::Backend> backend;
+  /// Live channels registered on it (kept by the Registry).
+  int num_channels = 0;
+};
+
+/// One channel: a trainer's seeds registered on a backend.
+struct ChannelEntry {
+  using Clock = std::chrono::steady_clock;
+
+  ChannelEntry(int buffer_messages, int64_t buffer_bytes)
+      : buffer_messages(buffer_messages), buffer_bytes(buffer_bytes), shared(buffer_messages, buffer_bytes) {}
+
+  uint64_t id = 0;
+  std::shared_ptr<BackendEntry> backend;
+  std::string worker_key;
+  int node_type = 0;
+  int64_t num_seeds = 0;
+  /// The lease: the channel is destroyed when no call touches it for lease_ms while it has no
+  /// open stream.
+  int64_t lease_ms = 0;
+  Clock::time_point last_activity;
+  bool streaming = false;
+  /// The channel's output buffer limits.
+  const int buffer_messages;
+  const int64_t buffer_bytes;
+  /// Shared-memory channels: the channel's files, and the uses sent and not yet freed.
+  std::shared_ptr<SharedBufferPool> pool;
+  SharedLedger shared;
+};
+
+/// Backends and channels by id.
+class Registry {
+ public:
+  /// What a channel id names.
+  enum class Found {
+    kLive,
+    /// Given out once and destroyed since.
+    kDestroyed,
+    /// Never given out.
+    kUnknown,
+  };
+
+  /// The live channel `id`, or null with `found` saying whether it was destroyed or never was.
+  std::shared_ptr<ChannelEntry> FindChannel(uint64_t id, Found* found) const;
+  /// The status every RPC answers for a channel id that is not live and must be: NOT_FOUND for
+  /// an id never given out, FAILED_PRECONDITION ("... was destroyed") for a destroyed one.
+  static absl::Status NotLive(uint64_t id, Found found);
+  /// The id the next channel gets. Reserving it makes it count as given out: if the channel is
+  /// never added, the id reads as destroyed.
+  uint64_t ReserveChannelId() { return next_channel_id_++; }
+  /// Adds a channel (with its reserved id) to its backend.
+  void AddChannel(std::shared_ptr<ChannelEntry> channel);
+  /// Removes a live channel; its id reads as destroyed from now on. Null when not live.
+  std::shared_ptr<ChannelEntry> RemoveChannel(uint64_t id);
+  const std::map<uint64_t, std::shared_ptr<ChannelEntry>>& channels() const { return channels_; }
+
+  /// The backend `id` (ready or being created), or null.
+  std::shared_ptr<BackendEntry> FindBackend(uint64_t id) const;
+  /// The backend named `key`, or null.
+  std::shared_ptr<BackendEntry> FindBackendByKey(const std::string& key) const;
+  /// Adds a new backend (state kCreating) under a fresh id.
+  std::shared_ptr<BackendEntry> AddBackend(const std::string& key, const v1::SamplingConfig& config);
+  /// Removes a backend; its key may name a new one.
+  void RemoveBackend(uint64_t id);
+  const std::map<uint64_t, std::shared_ptr<BackendEntry>>& backends() const { return backends_; }
+
+ private:
+  uint64_t next_backend_id_ = 1;
+  uint64_t next_channel_id_ = 1;
+  std::map<uint64_t, std::shared_ptr<BackendEntry>> backends_;
+  std::map<uint64_t, std::shared_ptr<ChannelEntry>> channels_;
+};
+
+}  // namespace graphstore
+
+#endif  // GRAPHSTORE_SERVER_SERVICE_REGISTRY_H_

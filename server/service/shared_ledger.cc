@@ -1,0 +1,51 @@
+#include "server/service/shared_ledger.h"
+
+namespace graphstore {
+
+void SharedLedger::Sent(std::shared_ptr<SharedUse> use) {
+  ++unreceived_;
+  unreceived_bytes_ += static_cast<int64_t>(use->file->size());
+  const uint64_t id = use->id;
+  sent_[id] = Entry{std::move(use), false};
+}
+
+bool SharedLedger::BacklogFull() const {
+  return unreceived_ > 0 && (unreceived_ >= max_messages_ || unreceived_bytes_ >= max_bytes_);
+}
+
+void SharedLedger::Receive(Entry& e) {
+  if (e.received) return;
+  e.received = true;
+  --unreceived_;
+  unreceived_bytes_ -= static_cast<int64_t>(e.use->file->size());
+}
+
+SharedLedger::Release SharedLedger::Apply(const google::protobuf::RepeatedField<uint64_t>& received,
+                                          const google::protobuf::RepeatedField<uint64_t>& freed) {
+  Release r;
+  const bool was_full = BacklogFull();
+  for (uint64_t id : received) {
+    auto s = sent_.find(id);
+    if (s != sent_.end()) Receive(s->second);
+  }
+  for (uint64_t id : freed) {
+    auto s = sent_.find(id);
+    if (s == sent_.end()) continue;
+    Receive(s->second);
+    r.freed.push_back(std::move(s->second.use));
+    sent_.erase(s);
+  }
+  r.unblocked = was_full && !BacklogFull();
+  return r;
+}
+
+std::vector<std::shared_ptr<SharedUse>> SharedLedger::TakeAll() {
+  std::vector<std::shared_ptr<SharedUse>> all;
+  for (auto& [id, s] : sent_) all.push_back(std::move(s.use));
+  sent_.clear();
+  unreceived_ = 0;
+  unreceived_bytes_ = 0;
+  return all;
+}
+
+}  // namespace graphstore

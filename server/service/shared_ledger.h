@@ -1,0 +1,69 @@
+#ifndef GRAPHSTORE_SERVER_SERVICE_SHARED_LEDGER_H_
+#define GRAPHSTORE_SERVER_SERVICE_SHARED_LEDGER_H_
+
+// The bookkeeping of a shared-memory channel's buffers once they are sent. A message names a
+// use of a pooled file (SampledMessage.shared_buffer); the client reports it received as soon
+// as it has mapped it, and freed once the trainer dropped its tensors (ReleaseSharedBuffers).
+// A use stays alive, and its file out of the pool, until it is freed or the channel goes.
+// Uses sent and not yet received count against the channel's buffer limits: at them, the
+// stream holds back, so a client that stops reading stops the channel, while one that keeps
+// batches (received, not freed) never stalls it.
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <vector>
+
+#include "google/protobuf/repeated_field.h"
+#include "server/shm/shared_buffer.h"
+
+namespace graphstore {
+
+/// One channel's sent uses. Not thread-safe: the core guards it.
+class SharedLedger {
+ public:
+  /// Holds back at `max_messages` unreceived uses or `max_bytes` of their files.
+  SharedLedger(int max_messages, int64_t max_bytes) : max_messages_(max_messages), max_bytes_(max_bytes) {}
+
+  /// Records a use as sent (unreceived).
+  void Sent(std::shared_ptr<SharedUse> use);
+  /// Whether the stream must hold back: the unreceived uses reach a limit.
+  bool BacklogFull() const;
+
+  /// What a release did.
+  struct Release {
+    /// Uses the client freed: drop them outside the core's lock (their files go back to the
+    /// pool, or are deleted).
+    std::vector<std::shared_ptr<SharedUse>> freed;
+    /// The backlog was full before and is not now: a held-back stream may go on.
+    bool unblocked = false;
+  };
+  /// Marks `received` uses received and `freed` ones freed (freeing implies receiving). Ids
+  /// that name no use sent (already freed, or never sent) are ignored.
+  Release Apply(const google::protobuf::RepeatedField<uint64_t>& received,
+                const google::protobuf::RepeatedField<uint64_t>& freed);
+  /// Takes every use (the channel is being destroyed); the ledger is empty after.
+  std::vector<std::shared_ptr<SharedUse>> TakeAll();
+
+  /// Uses sent and not yet freed.
+  int unreleased() const { return static_cast<int>(sent_.size()); }
+  /// Bytes of the files of uses sent and not yet received.
+  int64_t unreceived_bytes() const { return unreceived_bytes_; }
+
+ private:
+  struct Entry {
+    std::shared_ptr<SharedUse> use;
+    bool received = false;
+  };
+  void Receive(Entry& e);
+
+  const int max_messages_;
+  const int64_t max_bytes_;
+  std::map<uint64_t, Entry> sent_;
+  int unreceived_ = 0;
+  int64_t unreceived_bytes_ = 0;
+};
+
+}  // namespace graphstore
+
+#endif  // GRAPHSTORE_SERVER_SERVICE_SHARED_LEDGER_H_
