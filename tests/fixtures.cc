@@ -33,6 +33,39 @@ GraphData TinyGraph() {
   return g;
 }
 
+GraphData Shop() {
+  GraphData g;
+  g.name = "shop";
+  NodeTypeData user;
+  user.name = "user";
+  user.num_nodes = 3;
+  user.feature_dim = 1;
+  user.features = {0, 1, 2};
+  NodeTypeData item;
+  item.name = "item";
+  item.num_nodes = 4;
+  item.feature_dim = 1;
+  item.features = {100, 101, 102, 103};
+  g.node_types = {user, item};
+  EdgeTypeData buys;
+  buys.src_type = "user";
+  buys.relation = "buys";
+  buys.dst_type = "item";
+  buys.src = {0, 0, 1, 1, 2, 0};
+  buys.dst = {0, 1, 1, 2, 3, 2};
+  buys.feature_dim = 1;
+  buys.features = {0, 10, 20, 30, 40, 50};
+  buys.label_splits["train"] = LabelEdges{{0, 0, 1}, {0, 1, 2}};
+  buys.label_splits["val"] = LabelEdges{{2, 0}, {3, 3}};
+  EdgeTypeData dislikes;
+  dislikes.src_type = "user";
+  dislikes.relation = "dislikes";
+  dislikes.dst_type = "item";
+  dislikes.label_splits["train"] = LabelEdges{{0, 1}, {3, 0}};
+  g.edge_types = {buys, dislikes};
+  AddReverseEdgeTypes(&g);
+  return g;
+}
 const std::string& GeneratedDataset(int64_t num_nodes, int feature_dim, int num_classes) {
   static TempDir* dir = new TempDir();  // lives until the binary exits
   static std::map<std::tuple<int64_t, int, int>, std::string> made;

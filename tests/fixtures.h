@@ -14,6 +14,13 @@ namespace graphstore::testing {
 /// two features per node (id, -id) and label id % 3; splits train {0, 1, 2, 3}, test {4, 5}.
 GraphData TinyGraph();
 
+/// Users u0..u2 and items i0..i3. user__buys__item edges, edge id = position, feature 10 * id:
+///   e0 u0->i0, e1 u0->i1, e2 u1->i1, e3 u1->i2, e4 u2->i3, e5 u0->i2
+/// plus the reverse type item__rev_buys__user. Label splits of buys: train (u0,i0) (u0,i1)
+/// (u1,i2); val (u2,i3) (u0,i3). Explicit negatives in the label-only type user__dislikes__item:
+/// train (u0,i3) (u1,i0). User features [id], item features [100 + id].
+GraphData Shop();
+
 /// A generated single-partition dataset (seed 5, 8 average out-degree), written once per test
 /// binary and shared by its tests; returns its directory.
 const std::string& GeneratedDataset(int64_t num_nodes, int feature_dim, int num_classes);

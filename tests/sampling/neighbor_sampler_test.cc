@@ -10,6 +10,7 @@
 #include "server/sampling/neighbor_sampler.h"
 #include "server/graph/partition.h"
 #include "tests/fixtures.h"
+#include "tests/sampling/sampling_fixtures.h"
 #include "tests/test_util.h"
 #include "server/graph/dataset_writer.h"
 #include "tools/generator.h"
@@ -21,29 +22,16 @@ using testing::TempDir;
 
 std::unique_ptr<Partition> Write(const GraphData& g, const std::string& dir, const std::string& edge_dir = "out",
                                  int parts = 1, int which = 0) {
-  WriteOptions o;
-  o.edge_dir = edge_dir;
-  o.num_partitions = parts;
-  REQUIRE(WritePartitions(g, RandomAssignment(g, parts, 3), o, dir).ok());
-  auto p = Partition::Load(PartitionDir(dir, parts, which));
-  REQUIRE(p.ok());
-  return *std::move(p);
+  return testing::WritePartition(g, dir, edge_dir, parts, which);
 }
 
 SampledSubgraph Run(const Sampler& s, std::vector<int64_t> seeds, int64_t batch = 0, uint64_t seed = 1,
                     int64_t epoch = 0) {
-  auto scratch = s.NewScratch();
-  SeedBatch b;
-  b.ids = seeds.data();
-  b.size = seeds.size();
-  b.seed = seed;
-  b.epoch = epoch;
-  b.batch_index = batch;
-  SampledSubgraph out;
-  const absl::Status st = s.Sample(b, scratch.get(), &out);
-  INFO(st.ToString());
-  REQUIRE(st.ok());
-  return out;
+  testing::SampleAt at;
+  at.seed = seed;
+  at.epoch = epoch;
+  at.batch = batch;
+  return testing::RunSampler(s, std::move(seeds), at);
 }
 
 using V = std::vector<int64_t>;

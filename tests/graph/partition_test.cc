@@ -190,5 +190,25 @@ TEST_CASE("without content verification a bad index is not scanned but indptr st
   CHECK(!Partition::Load(dir.path(), quick).ok());
 }
 
+TEST_CASE("label files are validated on load, naming the file", "[partition]") {
+  TempDir dir;
+  GraphData g = testing::Shop();
+  REQUIRE(WritePartitions(g, RandomAssignment(g, 1, 0), WriteOptions(), dir.path()).ok());
+  // Unsorted rows.
+  const std::string file = dir.path() + "/edges/user__buys__item/labels_train.npy";
+  const int64_t rows[] = {1, 2, 0, 0};
+  REQUIRE(WriteNpy(file, NpyDtype::kInt64, {2, 2}, rows).ok());
+  auto p = Partition::Load(dir.path());
+  REQUIRE_FALSE(p.ok());
+  CHECK(p.status().message().find("labels_train.npy") != std::string::npos);
+  CHECK(p.status().message().find("not sorted") != std::string::npos);
+  // A destination outside the item ids.
+  const int64_t far[] = {0, 9};
+  REQUIRE(WriteNpy(file, NpyDtype::kInt64, {1, 2}, far).ok());
+  p = Partition::Load(dir.path());
+  REQUIRE_FALSE(p.ok());
+  CHECK(p.status().message().find("destination 9 is not a 'item' node id") != std::string::npos);
+}
+
 }  // namespace
 }  // namespace graphstore

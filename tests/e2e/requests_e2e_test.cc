@@ -1,0 +1,130 @@
+// End to end: every malformed request answered with its canonical code, naming the field.
+
+#include <catch2/catch.hpp>
+
+#include <signal.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+#include <set>
+#include <thread>
+
+#include "client/client.h"
+#include "server/graph/partition.h"
+#include "tests/daemon.h"
+#include "tests/e2e/e2e_util.h"
+#include "tests/fixtures.h"
+#include "tests/test_util.h"
+
+namespace graphstore {
+namespace {
+
+using client::Client;
+using namespace testing;
+
+TEST_CASE("every malformed request gets its canonical code and names the field", "[e2e]") {
+  Daemon d(Dataset());
+  auto c = Connect(d);
+  const uint64_t backend = InitBackend(*c, "errors");
+  struct Case {
+    std::string what;
+    absl::Status status;
+    absl::StatusCode code;
+    std::string field;
+  };
+  std::vector<Case> cases;
+  auto init = [&](auto edit) {
+    v1::InitSamplingBackendRequest r;
+    r.set_backend_key("k");
+    r.mutable_config()->set_batch_size(10);
+    r.mutable_config()->add_num_neighbors(2);
+    edit(r);
+    return c->InitSamplingBackend(r).status();
+  };
+  cases.push_back({"empty key", init([](auto& r) { r.clear_backend_key(); }), absl::StatusCode::kInvalidArgument, "backend_key"});
+  cases.push_back({"zero batch", init([](auto& r) { r.mutable_config()->set_batch_size(0); }),
+                   absl::StatusCode::kInvalidArgument, "config.batch_size"});
+  cases.push_back({"huge batch", init([](auto& r) { r.mutable_config()->set_batch_size(1 << 30); }),
+                   absl::StatusCode::kResourceExhausted, "config.batch_size"});
+  cases.push_back({"fanout -2", init([](auto& r) { r.mutable_config()->set_num_neighbors(0, -2); }),
+                   absl::StatusCode::kInvalidArgument, "config.num_neighbors[0]"});
+  cases.push_back({"huge fanout", init([](auto& r) { r.mutable_config()->set_num_neighbors(0, 1 << 30); }),
+                   absl::StatusCode::kResourceExhausted, "config.num_neighbors[0]"});
+  cases.push_back({"unknown edge type", init([](auto& r) {
+                     (*r.mutable_config()->mutable_num_neighbors_by_type())["a__b__c"].add_per_hop(1);
+                   }),
+                   absl::StatusCode::kInvalidArgument, "a__b__c"});
+  cases.push_back({"too many workers", init([](auto& r) { r.mutable_options()->set_num_workers(100000); }),
+                   absl::StatusCode::kResourceExhausted, "options.num_workers"});
+
+  auto reg = [&](auto edit) {
+    v1::RegisterSamplingInputRequest r;
+    r.set_backend_id(backend);
+    r.mutable_split()->set_split("train");
+    edit(r);
+    return c->RegisterSamplingInput(r).status();
+  };
+  cases.push_back({"no backend id", reg([](auto& r) { r.set_backend_id(0); }), absl::StatusCode::kInvalidArgument, "backend_id"});
+  cases.push_back({"unknown backend", reg([](auto& r) { r.set_backend_id(777); }), absl::StatusCode::kNotFound, "backend_id"});
+  cases.push_back({"no input", reg([](auto& r) { r.clear_split(); }), absl::StatusCode::kInvalidArgument, "input"});
+  cases.push_back({"bad split", reg([](auto& r) { r.mutable_split()->set_split("nope"); }),
+                   absl::StatusCode::kInvalidArgument, "split"});
+  cases.push_back({"bad node type", reg([](auto& r) { r.mutable_split()->set_node_type("paper"); }),
+                   absl::StatusCode::kInvalidArgument, "split.node_type"});
+  cases.push_back({"bad slice", reg([](auto& r) {
+                     r.mutable_split()->mutable_slice()->set_rank(3);
+                     r.mutable_split()->mutable_slice()->set_world_size(2);
+                   }),
+                   absl::StatusCode::kInvalidArgument, "split.slice.rank"});
+  cases.push_back({"seed out of range", reg([](auto& r) { r.mutable_nodes()->add_ids(5000); }),
+                   absl::StatusCode::kInvalidArgument, "nodes.ids[0]"});
+  cases.push_back({"negative buffer", reg([](auto& r) { r.mutable_buffer()->set_max_messages(-1); }),
+                   absl::StatusCode::kInvalidArgument, "buffer"});
+  cases.push_back({"huge buffer", reg([](auto& r) { r.mutable_buffer()->set_max_bytes(1LL << 50); }),
+                   absl::StatusCode::kResourceExhausted, "buffer.max_bytes"});
+  cases.push_back({"negative lease", reg([](auto& r) { r.set_lease_ms(-5); }), absl::StatusCode::kInvalidArgument, "lease_ms"});
+
+  v1::StartEpochRequest se;
+  cases.push_back({"start without channel", c->StartEpoch(se).status(), absl::StatusCode::kInvalidArgument, "channel_id"});
+  se.set_channel_id(1);
+  se.set_epoch(-1);
+  cases.push_back({"negative epoch", c->StartEpoch(se).status(), absl::StatusCode::kInvalidArgument, "epoch"});
+
+  v1::GetNodeFeaturesRequest gf;
+  gf.add_ids(-3);
+  cases.push_back({"feature id", c->GetNodeFeatures(gf).status(), absl::StatusCode::kInvalidArgument, "ids[0]"});
+  v1::GetNodeIdsRequest gi;
+  gi.set_node_type("user");
+  cases.push_back({"ids node type", c->GetNodeIds(gi).status(), absl::StatusCode::kInvalidArgument, "node_type"});
+  v1::LookupPartitionsRequest lp;
+  lp.add_ids(1);
+  lp.add_ids(99999);
+  cases.push_back({"lookup id", c->LookupPartitions(lp).status(), absl::StatusCode::kInvalidArgument, "ids[1]"});
+  v1::DescribeChannelRequest dc;
+  dc.set_channel_id(4242);
+  cases.push_back({"describe unknown", c->DescribeChannel(dc).status(), absl::StatusCode::kNotFound, "channel_id"});
+
+  // Streams: unknown channel, epoch not started.
+  auto stream_status = [&](uint64_t channel, int64_t epoch) {
+    auto s = Open(*c, channel, epoch);
+    return s->Next().status();
+  };
+  cases.push_back({"stream unknown", stream_status(4242, 0), absl::StatusCode::kNotFound, "channel_id"});
+  v1::RegisterSamplingInputRequest ok;
+  ok.set_backend_id(backend);
+  ok.mutable_split()->set_split("val");
+  const uint64_t fresh = c->RegisterSamplingInput(ok)->channel_id();
+  cases.push_back({"stream before start", stream_status(fresh, 0), absl::StatusCode::kFailedPrecondition, "StartEpoch"});
+
+  for (const auto& k : cases) {
+    INFO(k.what << ": " << k.status.ToString());
+    CHECK(k.status.code() == k.code);
+    CHECK_THAT(std::string(k.status.message()), Catch::Contains(k.field));
+  }
+  // The server survived all of it.
+  CHECK(c->GetDatasetMeta().ok());
+  CHECK(d.Stop(SIGTERM) == 0);
+}
+}  // namespace
+}  // namespace graphstore

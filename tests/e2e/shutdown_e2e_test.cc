@@ -1,0 +1,90 @@
+// End to end: how a daemon and its channels end: SIGTERM, Exit, leases, a bad partition.
+
+#include <catch2/catch.hpp>
+
+#include <signal.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+#include <set>
+#include <thread>
+
+#include "client/client.h"
+#include "server/graph/partition.h"
+#include "tests/daemon.h"
+#include "tests/e2e/e2e_util.h"
+#include "tests/fixtures.h"
+#include "tests/test_util.h"
+
+namespace graphstore {
+namespace {
+
+using client::Client;
+using namespace testing;
+
+TEST_CASE("SIGTERM with live streams ends them and exits 0", "[e2e]") {
+  Daemon d(Dataset());
+  auto c = Connect(d, 64 << 10);
+  const uint64_t backend = InitBackend(*c, "term", 8);
+  const uint64_t channel = RegisterSplit(*c, backend, "train", 2);
+  Start(*c, channel, 0);
+  auto stream = Open(*c, channel, 0);
+  REQUIRE(stream->Next().ok());
+  std::atomic<bool> ended{false};
+  absl::Status end;
+  std::thread reader([&] {
+    while (true) {
+      auto m = stream->Next();
+      if (!m.ok()) {
+        end = m.status();
+        break;
+      }
+      if (*m == nullptr) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));  // a slow trainer
+    }
+    ended = true;
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  CHECK(d.Stop(SIGTERM) == 0);
+  reader.join();
+  CHECK(ended.load());
+  CHECK(!end.ok());
+  CHECK_THAT(d.Log(), Catch::Contains("destroying live channel"));
+}
+TEST_CASE("the Exit RPC shuts the daemon down with exit code 0", "[e2e]") {
+  Daemon d(Dataset());
+  auto c = Connect(d);
+  const uint64_t backend = InitBackend(*c, "exit");
+  RegisterSplit(*c, backend, "val");
+  auto r = c->Exit();
+  REQUIRE(r.ok());
+  CHECK(r->channels_destroyed() == 1);
+  CHECK(d.WaitExit(30) == 0);
+}
+TEST_CASE("a channel whose client vanished is reaped when its lease expires", "[e2e]") {
+  Daemon d(Dataset());
+  auto c = Connect(d);
+  const uint64_t backend = InitBackend(*c, "lease");
+  v1::RegisterSamplingInputRequest req;
+  req.set_backend_id(backend);
+  req.mutable_split()->set_split("val");
+  req.set_lease_ms(300);
+  const uint64_t channel = c->RegisterSamplingInput(req)->channel_id();
+  v1::DescribeChannelRequest dc;
+  dc.set_channel_id(channel);
+  std::string state;
+  for (int i = 0; i < 300 && state != "destroyed"; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    state = c->DescribeChannel(dc)->state();
+  }
+  CHECK(state == "destroyed");
+  CHECK(c->GetServerStats()->leases_expired() == 1);
+  CHECK(d.Stop(SIGTERM) == 0);
+}
+TEST_CASE("a bad partition directory stops the daemon with the file named", "[e2e]") {
+  TempDir dir;
+  REQUIRE_THROWS_WITH(Daemon(dir.path()), Catch::Contains("manifest.json: file is missing"));
+}
+}  // namespace
+}  // namespace graphstore

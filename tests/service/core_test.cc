@@ -1,0 +1,183 @@
+// The service core called directly, with no server: the sampling lifecycle and how every RPC
+// treats a channel that is not live.
+
+#include <catch2/catch.hpp>
+
+#include <chrono>
+#include <string>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "server/graph/dataset_writer.h"
+#include "server/graph/partition.h"
+#include "server/service/core.h"
+#include "tests/fixtures.h"
+#include "tests/test_util.h"
+
+namespace graphstore {
+namespace {
+
+using testing::TempDir;
+
+std::unique_ptr<Core> CoreOver(const GraphData& g, const std::string& dir, CoreOptions co = CoreOptions()) {
+  REQUIRE(WritePartitions(g, RandomAssignment(g, 1, 0), WriteOptions(), dir).ok());
+  auto part = Partition::Load(dir);
+  REQUIRE(part.ok());
+  co.state_log_interval_s = 0;
+  return std::make_unique<Core>(*std::move(part), co);
+}
+
+std::unique_ptr<Core> ShopCore(const std::string& dir) { return CoreOver(testing::Shop(), dir); }
+
+// A backend over the tiny graph and a channel of its train split.
+uint64_t NewChannel(Core& core, int64_t lease_ms = 0) {
+  v1::InitSamplingBackendRequest init;
+  init.set_backend_key("tiny");
+  init.mutable_config()->set_batch_size(2);
+  init.mutable_config()->add_num_neighbors(1);
+  v1::InitSamplingBackendResponse backend;
+  absl::Status created;
+  core.InitSamplingBackend(init, &backend, [&](absl::Status s) { created = s; });
+  REQUIRE(created.ok());
+  v1::RegisterSamplingInputRequest reg;
+  reg.set_backend_id(backend.backend_id());
+  reg.mutable_split()->set_split("train");
+  reg.set_lease_ms(lease_ms);
+  v1::RegisterSamplingInputResponse channel;
+  REQUIRE(core.RegisterSamplingInput(reg, &channel).ok());
+  return channel.channel_id();
+}
+
+TEST_CASE("the core validates sampler kinds and link-prediction options, naming the field", "[core]") {
+  TempDir dir;
+  auto core_ptr = ShopCore(dir.path());
+  Core& core = *core_ptr;
+  auto init = [&](const v1::SamplingConfig& c) {
+    v1::InitSamplingBackendRequest req;
+    static int next_key = 0;
+    req.set_backend_key(absl::StrCat("backend-", next_key++));
+    *req.mutable_config() = c;
+    v1::InitSamplingBackendResponse resp;
+    absl::Status out;
+    core.InitSamplingBackend(req, &resp, [&](absl::Status s) { out = s; });
+    return std::make_pair(out, resp.backend_id());
+  };
+  v1::SamplingConfig c;
+  c.set_batch_size(2);
+  c.set_kind(v1::SAMPLER_KIND_PPR);
+  c.add_num_neighbors(2);
+  CHECK(init(c).first.message().find("config.num_neighbors") != std::string::npos);
+  c.clear_num_neighbors();
+  c.mutable_ppr()->set_alpha(0.2);
+  c.mutable_ppr()->set_eps(1e-4);
+  c.mutable_ppr()->set_max_nodes_per_seed(0);
+  CHECK(init(c).first.message().find("ppr.max_nodes_per_seed") != std::string::npos);
+  c.mutable_ppr()->set_max_nodes_per_seed(4);
+  CHECK(init(c).first.ok());
+  v1::SamplingConfig n;
+  n.set_batch_size(2);
+  n.add_num_neighbors(2);
+  n.set_num_negatives(3);
+  CHECK(init(n).first.message().find("config.num_negatives needs config.negative_sampling") != std::string::npos);
+  n.set_negative_sampling(v1::NEGATIVE_SAMPLING_DEGREE);
+  const auto [ok, backend] = init(n);
+  REQUIRE(ok.ok());
+
+  // An ablp registration: the anchors of the split; bad inputs name ablp.input.
+  v1::RegisterSamplingInputRequest reg;
+  reg.set_backend_id(backend);
+  auto* in = reg.mutable_ablp()->mutable_input();
+  in->set_split("train");
+  in->set_node_type("user");
+  in->set_supervision_edge_type("user__buys__item");
+  v1::RegisterSamplingInputResponse resp;
+  REQUIRE(core.RegisterSamplingInput(reg, &resp).ok());
+  CHECK(resp.num_seeds() == 2);
+  CHECK(resp.num_batches_per_epoch() == 1);
+  in->set_supervision_edge_type("user__likes__item");
+  const absl::Status st = core.RegisterSamplingInput(reg, &resp);
+  CHECK(st.code() == absl::StatusCode::kInvalidArgument);
+  CHECK(st.message().find("ablp.input: supervision_edge_type") != std::string::npos);
+}
+TEST_CASE("a destroyed channel is answered one way by every RPC, an unknown one NOT_FOUND", "[core]") {
+  TempDir dir;
+  auto core = CoreOver(testing::TinyGraph(), dir.path());
+  const uint64_t id = NewChannel(*core);
+  v1::DestroySamplingInputRequest destroy;
+  destroy.set_channel_id(id);
+  v1::DestroySamplingInputResponse destroyed;
+  REQUIRE(core->DestroySamplingInput(destroy, &destroyed).ok());
+  REQUIRE(destroyed.destroyed());
+
+  for (const uint64_t channel : {id, id + 1000}) {
+    const bool gone = channel == id;
+    INFO("channel " << channel << (gone ? " (destroyed)" : " (unknown)"));
+    auto expect = [&](const absl::Status& s, bool ok_when_gone) {
+      INFO(s.ToString());
+      if (!gone) {
+        CHECK(absl::IsNotFound(s));
+      } else if (ok_when_gone) {
+        CHECK(s.ok());
+      } else {
+        CHECK(absl::IsFailedPrecondition(s));
+        CHECK_THAT(std::string(s.message()), Catch::Contains("was destroyed"));
+      }
+    };
+    // Calls that only end or inspect a channel succeed and say so.
+    v1::StartEpochRequest start;
+    start.set_channel_id(channel);
+    v1::StartEpochResponse started;
+    expect(core->StartEpoch(start, &started), true);
+    if (gone) CHECK(started.outcome() == v1::StartEpochResponse::DESTROYED);
+    v1::DestroySamplingInputRequest again;
+    again.set_channel_id(channel);
+    v1::DestroySamplingInputResponse again_resp;
+    expect(core->DestroySamplingInput(again, &again_resp), true);
+    if (gone) CHECK(!again_resp.destroyed());
+    v1::ReleaseSharedBuffersRequest release;
+    release.set_channel_id(channel);
+    release.add_freed_ids(1);
+    v1::ReleaseSharedBuffersResponse released;
+    expect(core->ReleaseSharedBuffers(release, &released), true);
+    CHECK(released.freed() == 0);
+    v1::DescribeChannelRequest describe;
+    describe.set_channel_id(channel);
+    v1::ChannelStats stats;
+    expect(core->DescribeChannel(describe, &stats), true);
+    if (gone) CHECK(stats.state() == "destroyed");
+    // Calls that need a live channel fail.
+    v1::RenewLeaseRequest renew;
+    renew.set_channel_id(channel);
+    v1::RenewLeaseResponse renewed;
+    expect(core->RenewLease(renew, &renewed), false);
+    v1::StreamSampledMessagesRequest stream;
+    stream.set_channel_id(channel);
+    expect(core->AttachStream(stream).status(), false);
+  }
+}
+
+TEST_CASE("the watchdog reaps a channel whose lease ran out and stops its backend", "[core]") {
+  TempDir dir;
+  CoreOptions co;
+  co.lease_check_interval_ms = 10;
+  auto core = CoreOver(testing::TinyGraph(), dir.path(), co);
+  const uint64_t id = NewChannel(*core, /*lease_ms=*/50);
+  v1::DescribeChannelRequest describe;
+  describe.set_channel_id(id);
+  v1::ChannelStats stats;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  do {
+    stats.Clear();
+    REQUIRE(core->DescribeChannel(describe, &stats).ok());
+    if (stats.state() == "destroyed") break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  } while (std::chrono::steady_clock::now() < deadline);
+  CHECK(stats.state() == "destroyed");
+  v1::ServerStats server;
+  REQUIRE(core->GetServerStats({}, &server).ok());
+  CHECK(server.leases_expired() == 1);
+  CHECK(server.backends_size() == 0);
+}
+
+}  // namespace
+}  // namespace graphstore

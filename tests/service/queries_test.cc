@@ -1,0 +1,278 @@
+// The stateless partition queries, called directly with no server.
+
+#include <catch2/catch.hpp>
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "server/graph/dataset_writer.h"
+#include "server/graph/partition.h"
+#include "server/sampling/draw.h"
+#include "server/sampling/neighbor_draw.h"
+#include "server/service/queries.h"
+#include "tests/fixtures.h"
+#include "tests/test_util.h"
+
+namespace graphstore {
+namespace {
+
+using testing::TempDir;
+using V = std::vector<int64_t>;
+
+const CoreOptions kOptions;
+
+// The tiny graph with one feature per edge: edge i carries 10 * i.
+GraphData TinyWithEdgeFeatures() {
+  GraphData g = testing::TinyGraph();
+  EdgeTypeData& e = g.edge_types[0];
+  e.relation = "cites";
+  e.feature_dim = 1;
+  for (size_t i = 0; i < e.src.size(); ++i) e.features.push_back(10.0f * i);
+  return g;
+}
+std::unique_ptr<Partition> Load(const std::string& dir) {
+  auto p = Partition::Load(dir);
+  INFO(p.status().ToString());
+  REQUIRE(p.ok());
+  return *std::move(p);
+}
+
+PartitionQueries Queries(const Partition& p, const CoreOptions* options = &kOptions) {
+  return PartitionQueries(&p, options);
+}
+
+V Ints(const v1::Tensor& t) {
+  REQUIRE(t.dtype() == v1::DTYPE_INT64);
+  const auto* p = reinterpret_cast<const int64_t*>(t.data().data());
+  return V(p, p + t.data().size() / 8);
+}
+
+// The tiny graph in two partitions (nodes dealt by a seeded permutation).
+std::string TwoPartitions(const TempDir& dir) {
+  const GraphData g = testing::TinyGraph();
+  WriteOptions w;
+  w.num_partitions = 2;
+  REQUIRE(WritePartitions(g, RandomAssignment(g, 2, 4), w, dir.path()).ok());
+  return dir.path();
+}
+
+TEST_CASE("GetDatasetMeta names each edge type's relation", "[core]") {
+  TempDir dir;
+  const GraphData g = TinyWithEdgeFeatures();
+  REQUIRE(WritePartitions(g, RandomAssignment(g, 1, 0), WriteOptions(), dir.path()).ok());
+  auto p = Load(dir.path());
+  v1::DatasetMeta meta;
+  Queries(*p).FillDatasetMeta(&meta);
+  REQUIRE(meta.edge_types_size() == 1);
+  CHECK(meta.edge_types(0).name() == "node__cites__node");
+  CHECK(meta.edge_types(0).src_type() == "node");
+  CHECK(meta.edge_types(0).relation() == "cites");
+  CHECK(meta.edge_types(0).dst_type() == "node");
+  CHECK(meta.edge_types(0).features().dim() == 1);
+}
+TEST_CASE("GetEdgeFeatures finds stored edges by global edge id", "[core]") {
+  TempDir dir;
+  const GraphData g = TinyWithEdgeFeatures();
+  WriteOptions w;
+  w.num_partitions = 2;
+  REQUIRE(WritePartitions(g, RandomAssignment(g, 2, 4), w, dir.path()).ok());
+  int found = 0;
+  for (int p = 0; p < 2; ++p) {
+    auto part = Load(PartitionDir(dir.path(), 2, p));
+    const PartitionQueries queries = Queries(*part);
+    const EdgeTypeStore& e = part->edge_type(0);
+    for (int64_t k = 0; k < e.num_local; ++k) {
+      const int64_t id = e.EdgeId(k);
+      v1::GetEdgeFeaturesRequest req;
+      req.add_ids(id);
+      v1::GetEdgeFeaturesResponse resp;
+      REQUIRE(queries.GetEdgeFeatures(req, &resp).ok());
+      float value = 0;
+      std::memcpy(&value, resp.features().data().data(), sizeof(float));
+      CHECK(value == 10.0f * id);
+      ++found;
+    }
+    // An edge stored by the other partition is not found here.
+    v1::GetEdgeFeaturesRequest missing;
+    missing.add_ids(99);
+    v1::GetEdgeFeaturesResponse resp;
+    const absl::Status s = queries.GetEdgeFeatures(missing, &resp);
+    CHECK(absl::IsInvalidArgument(s));
+    CHECK_THAT(std::string(s.message()), Catch::Contains("ids[0]=99"));
+  }
+  CHECK(found == 7);
+}
+TEST_CASE("GetAblpInput answers anchors with padded positive and negative labels, sliced", "[ablp]") {
+  TempDir dir;
+  const GraphData g = testing::Shop();
+  REQUIRE(WritePartitions(g, RandomAssignment(g, 1, 0), WriteOptions(), dir.path()).ok());
+  auto p = Load(dir.path());
+  const PartitionQueries core = Queries(*p);
+  v1::GetAblpInputRequest req;
+  req.set_split("train");
+  req.set_node_type("user");
+  req.set_supervision_edge_type("user__buys__item");
+  req.set_negative_edge_type("user__dislikes__item");
+  v1::GetAblpInputResponse resp;
+  REQUIRE(core.GetAblpInput(req, &resp).ok());
+  CHECK(Ints(resp.anchors()) == V{0, 1});
+  CHECK(Ints(resp.positive_labels()) == V{0, 1, 2, -1});
+  CHECK(std::vector<int64_t>(resp.positive_labels().shape().begin(), resp.positive_labels().shape().end()) == V{2, 2});
+  CHECK(Ints(resp.negative_labels()) == V{3, 0});
+
+  req.mutable_slice()->set_rank(1);
+  req.mutable_slice()->set_world_size(2);
+  resp.Clear();
+  REQUIRE(core.GetAblpInput(req, &resp).ok());
+  CHECK(Ints(resp.anchors()) == V{1});
+  CHECK(Ints(resp.positive_labels()) == V{2});
+
+  // Bad requests name the field.
+  auto fails = [&](v1::GetAblpInputRequest r, const std::string& text) {
+    v1::GetAblpInputResponse out;
+    const absl::Status st = core.GetAblpInput(r, &out);
+    INFO(st.ToString());
+    CHECK(st.code() == absl::StatusCode::kInvalidArgument);
+    CHECK(st.message().find(text) != std::string::npos);
+  };
+  v1::GetAblpInputRequest bad = req;
+  bad.clear_slice();
+  bad.set_split("holdout");
+  fails(bad, "split 'holdout' has no label edges");
+  bad = req;
+  bad.set_supervision_edge_type("item__rev_buys__user");
+  fails(bad, "starts at 'item'");
+  bad = req;
+  bad.set_negative_edge_type("item__rev_buys__user");
+  fails(bad, "negative_edge_type 'item__rev_buys__user' does not join");
+  bad = req;
+  bad.set_node_type("shop");
+  fails(bad, "node_type");
+  bad = req;
+  bad.mutable_slice()->set_rank(2);
+  fails(bad, "slice.rank 2");
+}
+TEST_CASE("LookupPartitions answers every id's owner and names a bad one", "[queries]") {
+  TempDir dir;
+  auto p = Load(PartitionDir(TwoPartitions(dir), 2, 0));
+  const NodeTypeStore& n = p->node_type(0);
+  v1::LookupPartitionsRequest req;
+  for (int64_t id = 0; id < n.num_nodes; ++id) req.add_ids(id);
+  v1::LookupPartitionsResponse resp;
+  REQUIRE(Queries(*p).LookupPartitions(req, &resp).ok());
+  REQUIRE(resp.partitions().dtype() == v1::DTYPE_INT32);
+  const auto* owners = reinterpret_cast<const int32_t*>(resp.partitions().data().data());
+  for (int64_t id = 0; id < n.num_nodes; ++id) CHECK(owners[id] == n.Owner(id));
+  req.add_ids(6);
+  const absl::Status s = Queries(*p).LookupPartitions(req, &resp);
+  CHECK(absl::IsInvalidArgument(s));
+  CHECK_THAT(std::string(s.message()), Catch::Contains("ids[6]=6"));
+}
+
+TEST_CASE("GetNodeIds answers a split, sliced, and names an unknown split", "[queries]") {
+  TempDir dir;
+  const GraphData g = testing::TinyGraph();
+  REQUIRE(WritePartitions(g, RandomAssignment(g, 1, 0), WriteOptions(), dir.path()).ok());
+  auto p = Load(dir.path());
+  v1::GetNodeIdsRequest req;
+  req.set_split("train");
+  v1::GetNodeIdsResponse resp;
+  REQUIRE(Queries(*p).GetNodeIds(req, &resp).ok());
+  CHECK(Ints(resp.ids()) == V{0, 1, 2, 3});
+  req.mutable_slice()->set_rank(1);
+  req.mutable_slice()->set_world_size(2);
+  REQUIRE(Queries(*p).GetNodeIds(req, &resp).ok());
+  CHECK(Ints(resp.ids()) == V{2, 3});
+  req.set_split("holdout");
+  const absl::Status s = Queries(*p).GetNodeIds(req, &resp);
+  CHECK(absl::IsInvalidArgument(s));
+  CHECK_THAT(std::string(s.message()), Catch::Contains("split 'holdout' does not exist"));
+}
+
+TEST_CASE("GetNodeFeatures and GetNodeLabels answer owned rows and refuse others', naming the id", "[queries]") {
+  TempDir dir;
+  auto p = Load(PartitionDir(TwoPartitions(dir), 2, 1));
+  const NodeTypeStore& n = p->node_type(0);
+  v1::GetNodeFeaturesRequest req;
+  req.set_with_labels(true);
+  int64_t foreign = -1;
+  for (int64_t id = 0; id < n.num_nodes; ++id) {
+    if (n.Owner(id) == 1) {
+      req.add_ids(id);
+    } else {
+      foreign = id;
+    }
+  }
+  REQUIRE(req.ids_size() > 0);
+  REQUIRE(foreign >= 0);
+  v1::GetNodeFeaturesResponse resp;
+  REQUIRE(Queries(*p).GetNodeFeatures(req, &resp).ok());
+  REQUIRE(resp.features().shape(0) == req.ids_size());
+  const auto* f = reinterpret_cast<const float*>(resp.features().data().data());
+  const V labels = Ints(resp.labels());
+  for (int i = 0; i < req.ids_size(); ++i) {
+    // TinyGraph: features (id, -id), label id % 3.
+    CHECK(f[2 * i] == static_cast<float>(req.ids(i)));
+    CHECK(f[2 * i + 1] == -static_cast<float>(req.ids(i)));
+    CHECK(labels[i] == req.ids(i) % 3);
+  }
+  req.add_ids(foreign);
+  const absl::Status s = Queries(*p).GetNodeFeatures(req, &resp);
+  CHECK(absl::IsInvalidArgument(s));
+  CHECK_THAT(std::string(s.message()), Catch::Contains("is owned by partition 0"));
+  v1::GetNodeLabelsRequest lr;
+  lr.add_ids(foreign);
+  v1::GetNodeLabelsResponse lresp;
+  CHECK(absl::IsInvalidArgument(Queries(*p).GetNodeLabels(lr, &lresp)));
+}
+
+TEST_CASE("a request over the id limit is refused before any work", "[queries]") {
+  TempDir dir;
+  const GraphData g = testing::TinyGraph();
+  REQUIRE(WritePartitions(g, RandomAssignment(g, 1, 0), WriteOptions(), dir.path()).ok());
+  auto p = Load(dir.path());
+  CoreOptions small;
+  small.max_ids_per_request = 3;
+  v1::GetNodeLabelsRequest req;
+  for (int64_t id : {0, 1, 2, 3}) req.add_ids(id);
+  v1::GetNodeLabelsResponse resp;
+  const absl::Status s = Queries(*p, &small).GetNodeLabels(req, &resp);
+  CHECK(absl::IsResourceExhausted(s));
+  CHECK_THAT(std::string(s.message()), Catch::Contains("the limit is 3"));
+}
+
+TEST_CASE("SampleNeighbors draws what the local draw draws for the same context", "[queries]") {
+  TempDir dir;
+  auto p = Load(testing::GeneratedDataset(500, 4, 3));
+  v1::SampleNeighborsRequest req;
+  for (int64_t id = 0; id < 50; ++id) req.add_ids(id);
+  req.set_fanout(3);
+  req.set_with_edge_ids(true);
+  req.mutable_context()->set_seed(9);
+  req.mutable_context()->set_epoch(2);
+  req.mutable_context()->set_batch(5);
+  req.mutable_context()->set_hop(1);
+  v1::SampleNeighborsResponse resp;
+  REQUIRE(Queries(*p).SampleNeighbors(req, &resp).ok());
+  DrawSpec spec;
+  spec.fanout = 3;
+  spec.with_edge_ids = true;
+  spec.hop_key = HopKey(9, 2, 5, 1, HashString(p->edge_type(0).name));
+  NeighborDraw draw;
+  DrawOwnedNeighbors(*p, 0, req.ids().data(), req.ids_size(), spec, &draw);
+  CHECK(Ints(resp.counts()) == draw.counts);
+  CHECK(Ints(resp.neighbors()) == draw.neighbors);
+  CHECK(Ints(resp.edge_ids()) == draw.edge_ids);
+
+  req.add_excluded(1);
+  CHECK(absl::IsInvalidArgument(Queries(*p).SampleNeighbors(req, &resp)));
+  req.clear_excluded();
+  req.set_fanout(kOptions.sampling.max_fanout + 1);
+  const absl::Status s = Queries(*p).SampleNeighbors(req, &resp);
+  CHECK(absl::IsResourceExhausted(s));
+  CHECK_THAT(std::string(s.message()), Catch::Contains("fanout"));
+}
+
+}  // namespace
+}  // namespace graphstore

@@ -1,0 +1,93 @@
+// A shared-memory channel's ledger of sent buffers: the backlog that holds a stream back, and
+// receiving and freeing uses.
+
+#include <catch2/catch.hpp>
+
+#include <memory>
+#include <vector>
+
+#include "server/service/shared_ledger.h"
+#include "server/shm/shared_buffer.h"
+#include "tests/test_util.h"
+
+namespace graphstore {
+namespace {
+
+using Ids = google::protobuf::RepeatedField<uint64_t>;
+
+Ids Of(std::initializer_list<uint64_t> ids) {
+  Ids out;
+  for (uint64_t id : ids) out.Add(id);
+  return out;
+}
+
+struct Buffers {
+  testing::TempDir dir;
+  std::unique_ptr<SharedMemoryArea> area;
+  std::shared_ptr<SharedBufferPool> pool;
+  Buffers() {
+    auto a = SharedMemoryArea::Open(dir.path());
+    REQUIRE(a.ok());
+    area = *std::move(a);
+    pool = std::make_shared<SharedBufferPool>(area.get(), 4);
+  }
+  std::shared_ptr<SharedUse> Use(size_t bytes) {
+    auto u = pool->Acquire(bytes);
+    REQUIRE(u.ok());
+    return *std::move(u);
+  }
+};
+
+TEST_CASE("unreceived uses hold the stream back at the message limit; receiving one lets it go on", "[ledger]") {
+  Buffers b;
+  SharedLedger ledger(2, int64_t{1} << 40);
+  auto u1 = b.Use(100);
+  auto u2 = b.Use(100);
+  const uint64_t id1 = u1->id, id2 = u2->id;
+  ledger.Sent(std::move(u1));
+  CHECK(!ledger.BacklogFull());
+  ledger.Sent(std::move(u2));
+  CHECK(ledger.BacklogFull());
+  CHECK(ledger.unreleased() == 2);
+  const SharedLedger::Release r = ledger.Apply(Of({id1}), Of({}));
+  CHECK(r.unblocked);
+  CHECK(r.freed.empty());
+  CHECK(!ledger.BacklogFull());
+  CHECK(ledger.unreleased() == 2);  // received, still with the trainer
+  const SharedLedger::Release f = ledger.Apply(Of({}), Of({id1, id2}));
+  CHECK(!f.unblocked);
+  CHECK(f.freed.size() == 2);
+  CHECK(ledger.unreleased() == 0);
+  CHECK(ledger.unreceived_bytes() == 0);
+}
+
+TEST_CASE("unreceived bytes hold the stream back at the byte limit", "[ledger]") {
+  Buffers b;
+  auto u = b.Use(1 << 20);
+  const int64_t size = static_cast<int64_t>(u->file->size());
+  SharedLedger ledger(100, size);
+  ledger.Sent(std::move(u));
+  CHECK(ledger.BacklogFull());
+  CHECK(ledger.unreceived_bytes() == size);
+}
+
+TEST_CASE("ids the ledger does not hold are ignored, and TakeAll empties it", "[ledger]") {
+  Buffers b;
+  SharedLedger ledger(8, 1 << 30);
+  auto u = b.Use(64);
+  const uint64_t id = u->id;
+  ledger.Sent(std::move(u));
+  const SharedLedger::Release r = ledger.Apply(Of({id + 100}), Of({id + 101}));
+  CHECK(r.freed.empty());
+  CHECK(ledger.unreleased() == 1);
+  CHECK(ledger.Apply(Of({}), Of({id})).freed.size() == 1);
+  CHECK(ledger.Apply(Of({}), Of({id})).freed.empty());  // freeing twice frees once
+  ledger.Sent(b.Use(64));
+  ledger.Sent(b.Use(64));
+  CHECK(ledger.TakeAll().size() == 2);
+  CHECK(ledger.unreleased() == 0);
+  CHECK(!ledger.BacklogFull());
+}
+
+}  // namespace
+}  // namespace graphstore
