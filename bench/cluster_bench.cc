@@ -24,10 +24,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "client/client.h"
-#include "server/util/log.h"
-#include "server/server.h"
 #include "server/graph/dataset_writer.h"
+#include "server/server.h"
 #include "server/util/flags.h"
+#include "server/util/log.h"
 #include "tools/generator.h"
 #include "tools/metis_partition.h"
 
@@ -115,6 +115,37 @@ absl::StatusOr<Result> Run(const Setup& setup, const v1::SamplingConfig& config,
   return r;
 }
 
+// Writes each setup's partitions (kept in the cache between runs) and records its cut.
+absl::Status PrepareSetups(const GraphData& graph, uint64_t seed, const std::string& base, std::vector<Setup>* setups) {
+  for (auto& s : *setups) {
+    const bool metis = s.dir == base + "/metis2";
+    Assignment a;
+    if (s.num_partitions == 1) {
+      a = RandomAssignment(graph, 1, seed);
+    } else if (metis) {
+      auto m = MetisAssignment(graph, 2, seed);
+      if (!m.ok()) return m.status();
+      a = *std::move(m);
+    } else {
+      a = RandomAssignment(graph, 2, seed);
+    }
+    s.report = EvaluateAssignment(graph, a, s.num_partitions, true);
+    const std::string marker = s.num_partitions == 1 ? s.dir + "/manifest.json" : s.dir + "/part-1/manifest.json";
+    if (std::filesystem::exists(marker)) continue;
+    std::filesystem::remove_all(s.dir);
+    WriteOptions w;
+    w.num_partitions = s.num_partitions;
+    w.method = s.num_partitions == 1 ? "single" : (metis ? "metis" : "random");
+    if (auto st = WritePartitions(graph, a, w, s.dir); !st.ok()) return st;
+  }
+  return absl::OkStatus();
+}
+
+int Fail(const absl::Status& s) {
+  std::fprintf(stderr, "cluster_bench: %s\n", s.ToString().c_str());
+  return 1;
+}
+
 int Main(int argc, char** argv) {
   Flags flags;
   flags.Define("nodes", "200000", "nodes of the generated graph");
@@ -140,10 +171,7 @@ int Main(int argc, char** argv) {
   auto epochs = flags.GetInt("epochs");
   for (const absl::Status& s : {nodes.status(), degree.status(), dim.status(), batch.status(), workers.status(),
                                 epochs.status()}) {
-    if (!s.ok()) {
-      std::fprintf(stderr, "cluster_bench: %s\n", s.ToString().c_str());
-      return 2;
-    }
+    if (!s.ok()) return Fail(s);
   }
   GeneratorOptions g;
   g.num_nodes = *nodes;
@@ -151,10 +179,7 @@ int Main(int argc, char** argv) {
   g.feature_dim = static_cast<int>(*dim);
   g.seed = 1;
   auto graph = GenerateGraph(g);
-  if (!graph.ok()) {
-    std::fprintf(stderr, "cluster_bench: %s\n", graph.status().ToString().c_str());
-    return 2;
-  }
+  if (!graph.ok()) return Fail(graph.status());
   const std::string base = absl::StrCat(flags.Get("cache_dir"), "/cluster-", *nodes, "-", *degree, "-", *dim);
   const int64_t cache = CoreOptions().peer_cache_bytes;
   std::vector<Setup> setups = {
@@ -164,33 +189,7 @@ int Main(int argc, char** argv) {
       {"METIS, no peer cache", base + "/metis2", 2, {}, 0},
       {"random, no peer cache", base + "/random2", 2, {}, 0},
   };
-  for (auto& s : setups) {
-    Assignment a;
-    if (s.num_partitions == 1) {
-      a = RandomAssignment(*graph, 1, g.seed);
-    } else if (s.dir == base + "/metis2") {
-      auto m = MetisAssignment(*graph, 2, g.seed);
-      if (!m.ok()) {
-        std::fprintf(stderr, "cluster_bench: %s\n", m.status().ToString().c_str());
-        return 1;
-      }
-      a = *std::move(m);
-    } else {
-      a = RandomAssignment(*graph, 2, g.seed);
-    }
-    s.report = EvaluateAssignment(*graph, a, s.num_partitions, true);
-    const std::string marker = s.num_partitions == 1 ? s.dir + "/manifest.json" : s.dir + "/part-1/manifest.json";
-    if (!std::filesystem::exists(marker)) {
-      std::filesystem::remove_all(s.dir);
-      WriteOptions w;
-      w.num_partitions = s.num_partitions;
-      w.method = s.num_partitions == 1 ? "single" : (s.dir == base + "/metis2" ? "metis" : "random");
-      if (auto st = WritePartitions(*graph, a, w, s.dir); !st.ok()) {
-        std::fprintf(stderr, "cluster_bench: %s\n", st.ToString().c_str());
-        return 1;
-      }
-    }
-  }
+  if (auto s = PrepareSetups(*graph, g.seed, base, &setups); !s.ok()) return Fail(s);
 
   v1::SamplingConfig config;
   config.set_batch_size(static_cast<int>(*batch));
@@ -199,7 +198,6 @@ int Main(int argc, char** argv) {
   const bool features = flags.Get("features") != "false";
   config.set_with_node_features(features);
   config.set_with_labels(features);
-
   std::printf("graph: %lld nodes, %lld edges, %d float features; batch %lld, fanouts [%s], %lld workers in total, "
               "%lld epochs of the train split\n",
               static_cast<long long>(*nodes), static_cast<long long>(setups[0].report.num_edges), g.feature_dim,
@@ -210,10 +208,7 @@ int Main(int argc, char** argv) {
   double baseline = 0;
   for (const auto& s : setups) {
     auto r = Run(s, config, static_cast<int>(*workers), static_cast<int>(*epochs));
-    if (!r.ok()) {
-      std::fprintf(stderr, "cluster_bench: %s: %s\n", s.name.c_str(), r.status().ToString().c_str());
-      return 1;
-    }
+    if (!r.ok()) return Fail(absl::Status(r.status().code(), absl::StrCat(s.name, ": ", r.status().message())));
     if (baseline == 0) baseline = r->seeds_per_s;
     std::printf("%-24s %10.0f %10.2f %7.2f %9.2f%% %12.1f %11.2f MB\n", s.name.c_str(), r->seeds_per_s,
                 r->batches_per_s, r->seeds_per_s / baseline, 100 * s.report.cut_fraction(), r->calls_per_batch,

@@ -21,11 +21,11 @@
 #include <random>
 
 #include "absl/strings/str_cat.h"
+#include "server/graph/dataset_writer.h"
+#include "server/graph/partition.h"
 #include "server/sampling/ablp.h"
 #include "server/sampling/neighbor_sampler.h"
-#include "server/graph/partition.h"
 #include "server/sampling/ppr_sampler.h"
-#include "server/graph/dataset_writer.h"
 #include "server/util/flags.h"
 #include "tools/generator.h"
 
@@ -159,6 +159,102 @@ std::vector<int64_t> Shuffled(int64_t n, uint64_t seed) {
   return ids;
 }
 
+// The two benchmark graphs, loaded and paged in.
+struct Graphs {
+  std::unique_ptr<Partition> homo, bip;
+  std::vector<int64_t> homo_seeds, user_seeds;
+};
+
+absl::StatusOr<Graphs> LoadGraphs(double scale, const std::string& cache_dir) {
+  auto homo_dir = Homogeneous(scale, cache_dir);
+  if (!homo_dir.ok()) return homo_dir.status();
+  auto bip_dir = Bipartite(scale, cache_dir);
+  if (!bip_dir.ok()) return bip_dir.status();
+  Graphs g;
+  auto homo = Partition::Load(*homo_dir, {false});
+  if (!homo.ok()) return homo.status();
+  auto bip = Partition::Load(*bip_dir, {false});
+  if (!bip.ok()) return bip.status();
+  g.homo = *std::move(homo);
+  g.bip = *std::move(bip);
+  auto edges = [](const Partition& p) {
+    int64_t m = 0;
+    for (const auto& e : p.edge_types()) m += e.num_edges;
+    return m;
+  };
+  std::printf("homogeneous: %lld nodes, %lld edges;  bipartite: %lld users + %lld items, %lld edges (both ways)\n",
+              static_cast<long long>(g.homo->node_type(0).num_nodes), static_cast<long long>(edges(*g.homo)),
+              static_cast<long long>(g.bip->node_type(0).num_nodes),
+              static_cast<long long>(g.bip->node_type(1).num_nodes), static_cast<long long>(edges(*g.bip)));
+  if (Touch(*g.homo) + Touch(*g.bip) == 42) std::printf(" ");
+  g.homo_seeds = Shuffled(g.homo->node_type(0).num_nodes, 3);
+  g.user_seeds = Shuffled(g.bip->node_type(0).num_nodes, 3);
+  return g;
+}
+
+void PrintRow(const char* name, const Rate& r, const Rate& base) {
+  std::printf("%-24s %12.0f seeds/s %10.0f nodes/batch %10.0f edges/batch   ratio to homogeneous %.2f\n", name,
+              r.seeds_per_s, r.nodes_per_batch, r.edges_per_batch, r.seeds_per_s / base.seeds_per_s);
+}
+
+// Homogeneous, hetero and ABLP neighbour sampling with the same fanouts.
+absl::Status NeighborFigures(const Graphs& g, const std::vector<int>& fanouts, int batch, int negatives,
+                             double seconds) {
+  NeighborSamplerOptions ho;
+  ho.fanouts = fanouts;
+  ho.with_node_features = true;
+  auto homo_sampler = NeighborSampler::Create(g.homo.get(), ho);
+  if (!homo_sampler.ok()) return homo_sampler.status();
+  NeighborSamplerOptions bo;
+  std::vector<int> first(fanouts.size(), 0), second(fanouts.size(), 0);
+  for (size_t h = 0; h < fanouts.size(); ++h) (h % 2 == 0 ? first : second)[h] = fanouts[h];
+  bo.fanouts_by_type["user__buys__item"] = first;
+  bo.fanouts_by_type["item__rev_buys__user"] = second;
+  bo.with_node_features = true;
+  auto bip_sampler = NeighborSampler::Create(g.bip.get(), bo);
+  if (!bip_sampler.ok()) return bip_sampler.status();
+  const Rate h = Measure(**homo_sampler, 0, g.homo_seeds, batch, seconds);
+  const Rate x = Measure(**bip_sampler, 0, g.user_seeds, batch, seconds);
+
+  AblpRequest req;
+  req.split = "train";
+  req.node_type = "user";
+  req.supervision_edge_type = "user__buys__item";
+  auto input = LoadAblpInput(*g.bip, req);
+  if (!input.ok()) return input.status();
+  NegativeOptions neg;
+  neg.kind = NegativeOptions::Kind::kUniform;
+  neg.num = negatives;
+  std::vector<int64_t> anchors = input->anchors;
+  std::shuffle(anchors.begin(), anchors.end(), std::mt19937_64(3));
+  auto labeler = AblpLabeler::Create(g.bip.get(), *std::move(input), neg);
+  if (!labeler.ok()) return labeler.status();
+  AblpBatch labels;
+  const Rate a = Measure(**bip_sampler, 0, anchors, batch, seconds, [&](const int64_t* ids, size_t n, int64_t b) {
+    if (!(*labeler)->MakeBatch(ids, n, 1, 0, b, &labels).ok()) std::exit(1);
+    return &labels;
+  });
+  PrintRow("homogeneous (baseline)", h, h);
+  PrintRow("hetero (user seeds)", x, h);
+  PrintRow("ABLP (anchors)", a, h);
+  std::printf("ABLP: %d negatives per anchor, 2 positives for most anchors; seeds above count anchors\n\n", neg.num);
+  return absl::OkStatus();
+}
+
+absl::Status PprFigures(const Graphs& g, const PprSamplerOptions& po, int batch, double seconds) {
+  auto homo_ppr = PprSampler::Create(g.homo.get(), po);
+  if (!homo_ppr.ok()) return homo_ppr.status();
+  auto bip_ppr = PprSampler::Create(g.bip.get(), po);
+  if (!bip_ppr.ok()) return bip_ppr.status();
+  const Rate ph = Measure(**homo_ppr, 0, g.homo_seeds, batch, seconds);
+  const Rate px = Measure(**bip_ppr, 0, g.user_seeds, batch, seconds);
+  std::printf("PPR (alpha %g, eps %g, %d nodes per seed, batch %d):\n", po.alpha, po.eps, po.max_nodes_per_seed, batch);
+  std::printf("%-24s %12.0f seeds/s %10.0f nodes/batch\n", "PPR homogeneous", ph.seeds_per_s, ph.nodes_per_batch);
+  std::printf("%-24s %12.0f seeds/s %10.0f nodes/batch   ratio to homogeneous %.2f\n", "PPR hetero", px.seeds_per_s,
+              px.nodes_per_batch, px.seeds_per_s / ph.seeds_per_s);
+  return absl::OkStatus();
+}
+
 int Run(int argc, char** argv) {
   Flags flags;
   flags.Define("scale", "1", "fraction of ogbn-products' size (1: 2.45M nodes, ~127M stored edges)");
@@ -174,105 +270,30 @@ int Run(int argc, char** argv) {
   if (auto exit = flags.ParseCommandLine(argc, argv, "hetero_bench", "Hetero, ABLP and PPR sampling throughput.")) {
     return *exit;
   }
-  const double scale = *flags.GetDouble("scale");
   const double seconds = *flags.GetDouble("seconds");
   const int batch = static_cast<int>(*flags.GetInt("batch_size"));
   std::vector<int> fanouts;
   for (const auto& f : SplitList(flags.Get("fanouts"), ',')) fanouts.push_back(std::stoi(f));
-
-  auto homo_dir = Homogeneous(scale, flags.Get("cache_dir"));
-  auto bip_dir = Bipartite(scale, flags.Get("cache_dir"));
-  if (!homo_dir.ok() || !bip_dir.ok()) {
-    std::fprintf(stderr, "%s %s\n", homo_dir.status().ToString().c_str(), bip_dir.status().ToString().c_str());
+  auto graphs = LoadGraphs(*flags.GetDouble("scale"), flags.Get("cache_dir"));
+  if (!graphs.ok()) {
+    std::fprintf(stderr, "%s\n", graphs.status().ToString().c_str());
     return 1;
   }
-  auto homo = Partition::Load(*homo_dir, {false});
-  auto bip = Partition::Load(*bip_dir, {false});
-  if (!homo.ok() || !bip.ok()) {
-    std::fprintf(stderr, "%s %s\n", homo.status().ToString().c_str(), bip.status().ToString().c_str());
-    return 1;
-  }
-  auto edges = [](const Partition& p) {
-    int64_t m = 0;
-    for (const auto& e : p.edge_types()) m += e.num_edges;
-    return m;
-  };
-  auto nodes = [](const Partition& p) {
-    int64_t m = 0;
-    for (const auto& t : p.node_types()) m += t.num_nodes;
-    return m;
-  };
-  std::printf("homogeneous: %lld nodes, %lld edges;  bipartite: %lld users + %lld items, %lld edges (both ways)\n",
-              static_cast<long long>(nodes(**homo)), static_cast<long long>(edges(**homo)),
-              static_cast<long long>((*bip)->node_type(0).num_nodes), static_cast<long long>((*bip)->node_type(1).num_nodes),
-              static_cast<long long>(edges(**bip)));
-  if (Touch(**homo) + Touch(**bip) == 42) std::printf(" ");
   std::printf("batch %d, fanouts %s, 100 float features gathered, one thread, %.0f s per figure\n\n", batch,
               flags.Get("fanouts").c_str(), seconds);
-
-  NeighborSamplerOptions ho;
-  ho.fanouts = fanouts;
-  ho.with_node_features = true;
-  auto homo_sampler = NeighborSampler::Create(homo->get(), ho);
-  NeighborSamplerOptions bo;
-  std::vector<int> first(fanouts.size(), 0), second(fanouts.size(), 0);
-  for (size_t h = 0; h < fanouts.size(); ++h) (h % 2 == 0 ? first : second)[h] = fanouts[h];
-  bo.fanouts_by_type["user__buys__item"] = first;
-  bo.fanouts_by_type["item__rev_buys__user"] = second;
-  bo.with_node_features = true;
-  auto bip_sampler = NeighborSampler::Create(bip->get(), bo);
-  if (!homo_sampler.ok() || !bip_sampler.ok()) return 1;
-
-  const auto homo_seeds = Shuffled((*homo)->node_type(0).num_nodes, 3);
-  const auto user_seeds = Shuffled((*bip)->node_type(0).num_nodes, 3);
-  const Rate h = Measure(**homo_sampler, 0, homo_seeds, batch, seconds);
-  const Rate x = Measure(**bip_sampler, 0, user_seeds, batch, seconds);
-
-  AblpRequest req;
-  req.split = "train";
-  req.node_type = "user";
-  req.supervision_edge_type = "user__buys__item";
-  auto input = LoadAblpInput(**bip, req);
-  if (!input.ok()) return 1;
-  NegativeOptions neg;
-  neg.kind = NegativeOptions::Kind::kUniform;
-  neg.num = static_cast<int>(*flags.GetInt("negatives"));
-  std::vector<int64_t> anchors = input->anchors;
-  std::shuffle(anchors.begin(), anchors.end(), std::mt19937_64(3));
-  auto labeler = AblpLabeler::Create(bip->get(), *std::move(input), neg);
-  if (!labeler.ok()) return 1;
-  AblpBatch labels;
-  const Rate a = Measure(**bip_sampler, 0, anchors, batch, seconds, [&](const int64_t* ids, size_t n, int64_t b) {
-    if (!(*labeler)->MakeBatch(ids, n, 1, 0, b, &labels).ok()) std::exit(1);
-    return &labels;
-  });
-
-  auto row = [](const char* name, const Rate& r, const Rate& base) {
-    std::printf("%-24s %12.0f seeds/s %10.0f nodes/batch %10.0f edges/batch   ratio to homogeneous %.2f\n", name,
-                r.seeds_per_s, r.nodes_per_batch, r.edges_per_batch, r.seeds_per_s / base.seeds_per_s);
-  };
-  row("homogeneous (baseline)", h, h);
-  row("hetero (user seeds)", x, h);
-  row("ABLP (anchors)", a, h);
-  std::printf("ABLP: %d negatives per anchor, 2 positives for most anchors; seeds above count anchors\n\n",
-              neg.num);
-
+  if (auto s = NeighborFigures(*graphs, fanouts, batch, static_cast<int>(*flags.GetInt("negatives")), seconds); !s.ok()) {
+    std::fprintf(stderr, "%s\n", s.ToString().c_str());
+    return 1;
+  }
   PprSamplerOptions po;
   po.alpha = *flags.GetDouble("ppr_alpha");
   po.eps = *flags.GetDouble("ppr_eps");
   po.max_nodes_per_seed = static_cast<int>(*flags.GetInt("ppr_max_nodes"));
   po.with_node_features = true;
-  auto homo_ppr = PprSampler::Create(homo->get(), po);
-  auto bip_ppr = PprSampler::Create(bip->get(), po);
-  if (!homo_ppr.ok() || !bip_ppr.ok()) return 1;
-  const int ppr_batch = static_cast<int>(*flags.GetInt("ppr_batch"));
-  const Rate ph = Measure(**homo_ppr, 0, homo_seeds, ppr_batch, seconds);
-  const Rate px = Measure(**bip_ppr, 0, user_seeds, ppr_batch, seconds);
-  std::printf("PPR (alpha %g, eps %g, %d nodes per seed, batch %d):\n", po.alpha, po.eps, po.max_nodes_per_seed,
-              ppr_batch);
-  std::printf("%-24s %12.0f seeds/s %10.0f nodes/batch\n", "PPR homogeneous", ph.seeds_per_s, ph.nodes_per_batch);
-  std::printf("%-24s %12.0f seeds/s %10.0f nodes/batch   ratio to homogeneous %.2f\n", "PPR hetero", px.seeds_per_s,
-              px.nodes_per_batch, px.seeds_per_s / ph.seeds_per_s);
+  if (auto s = PprFigures(*graphs, po, static_cast<int>(*flags.GetInt("ppr_batch")), seconds); !s.ok()) {
+    std::fprintf(stderr, "%s\n", s.ToString().c_str());
+    return 1;
+  }
   return 0;
 }
 

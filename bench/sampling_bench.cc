@@ -15,12 +15,12 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "bench/bench_graphs.h"
 #include "scheduler/backend.h"
+#include "server/graph/partition.h"
 #include "server/sampling/draw.h"
 #include "server/sampling/neighbor_sampler.h"
-#include "server/graph/partition.h"
 #include "server/util/flags.h"
-#include "bench/bench_graphs.h"
 
 namespace graphstore {
 namespace {

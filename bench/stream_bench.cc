@@ -22,16 +22,16 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "bench/bench_graphs.h"
 #include "client/client.h"
 #include "client/shared_memory.h"
 #include "scheduler/backend.h"
-#include "server/sampling/draw.h"
-#include "server/util/log.h"
-#include "server/sampling/neighbor_sampler.h"
 #include "server/graph/partition.h"
+#include "server/sampling/draw.h"
+#include "server/sampling/neighbor_sampler.h"
 #include "server/server.h"
 #include "server/util/flags.h"
-#include "bench/bench_graphs.h"
+#include "server/util/log.h"
 
 namespace graphstore {
 namespace {

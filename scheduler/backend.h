@@ -268,6 +268,8 @@ class Backend {
   bool SpeculationRunnable(const Channel& c) const;
   void MaybeQueue(const ChannelPtr& c);
   Delivery TryPopLocked(Channel& c, int64_t epoch);
+  // kClosed for a channel that is not registered: destroyed, or never was.
+  Delivery MissingLocked(uint64_t id) const;
   ChannelStats DescribeLocked(const Channel& c) const;
   // Calls the channel's listener; must run without mu_ held.
   static void Notify(const ChannelPtr& c);

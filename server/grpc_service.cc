@@ -3,8 +3,8 @@
 #include <memory>
 #include <mutex>
 
-#include "server/util/log.h"
 #include "server/service/message.h"
+#include "server/util/log.h"
 
 namespace graphstore {
 

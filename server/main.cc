@@ -12,9 +12,9 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
-#include "server/util/log.h"
 #include "server/server.h"
 #include "server/util/flags.h"
+#include "server/util/log.h"
 
 namespace graphstore {
 namespace {
@@ -24,39 +24,37 @@ int Fail(const absl::Status& s) {
   return 2;
 }
 
-int Run(int argc, char** argv) {
-  ServerOptions d;
-  Flags flags;
-  flags.Define("partition", "", "partition directory to serve (a manifest.json and its arrays)");
-  flags.Define("host", d.host, "address to listen on (0.0.0.0 or :: for every interface)");
-  flags.Define("port", "0", "TCP port; 0 picks a free port");
-  flags.Define("port_file", "",
-               "write the bound port to this file once the server serves sampling (in a cluster: once every "
-               "peer answered); removed at a clean shutdown");
-  flags.Define("num_workers", absl::StrCat(d.core.default_num_workers), "sampling threads of a backend by default");
-  flags.Define("verify_partition", "true", "check every index of the partition at start-up");
-  flags.Define("default_lease_s", absl::StrCat(d.core.default_lease_ms / 1000),
-               "seconds a channel lives without client activity, unless its client asks otherwise");
-  flags.Define("state_log_interval_s", absl::StrCat(d.core.state_log_interval_s),
-               "seconds between scheduler-state log lines (0: off)");
-  flags.Define("max_message_mb", absl::StrCat(d.max_message_bytes >> 20), "largest gRPC message, MiB");
-  flags.Define("shared_memory_dir", d.shared_memory_dir,
-               "tmpfs directory for the shared-memory transport of clients on this host (empty: off)");
-  flags.Define("sample_ahead_batches", absl::StrCat(d.core.sample_ahead_batches),
-               "batches of each channel's next epoch sampled ahead while workers are idle (0: off)");
-  flags.Define("cluster", "",
-               "comma-separated host:port of every server of the cluster in partition order, this one's "
-               "included; sampling opens once every other one answers health");
-  flags.Define("peer_timeout_ms", absl::StrCat(d.peer_timeout_ms),
-               "deadline of each call to another server of the cluster, ms");
-  flags.Define("peer_cache_mb", absl::StrCat(d.core.peer_cache_bytes >> 20),
-               "MiB of other servers' node data (features, labels) kept once fetched (0: off)");
-  flags.Define("log_level", "info", "trace, debug, info, warn, error or off");
-  if (auto exit = flags.ParseCommandLine(argc, argv, "graphstored", "Serves one graph partition and a sampling backend.")) {
-    return *exit;
-  }
-  if (!SetLogLevel(flags.Get("log_level"))) return Fail(absl::InvalidArgumentError("--log_level is not a level"));
+void DefineFlags(Flags* flags) {
+  const ServerOptions d;
+  flags->Define("partition", "", "partition directory to serve (a manifest.json and its arrays)");
+  flags->Define("host", d.host, "address to listen on (0.0.0.0 or :: for every interface)");
+  flags->Define("port", "0", "TCP port; 0 picks a free port");
+  flags->Define("port_file", "",
+                "write the bound port to this file once the server serves sampling (in a cluster: once every "
+                "peer answered); removed at a clean shutdown");
+  flags->Define("num_workers", absl::StrCat(d.core.default_num_workers), "sampling threads of a backend by default");
+  flags->Define("verify_partition", "true", "check every index of the partition at start-up");
+  flags->Define("default_lease_s", absl::StrCat(d.core.default_lease_ms / 1000),
+                "seconds a channel lives without client activity, unless its client asks otherwise");
+  flags->Define("state_log_interval_s", absl::StrCat(d.core.state_log_interval_s),
+                "seconds between scheduler-state log lines (0: off)");
+  flags->Define("max_message_mb", absl::StrCat(d.max_message_bytes >> 20), "largest gRPC message, MiB");
+  flags->Define("shared_memory_dir", d.shared_memory_dir,
+                "tmpfs directory for the shared-memory transport of clients on this host (empty: off)");
+  flags->Define("sample_ahead_batches", absl::StrCat(d.core.sample_ahead_batches),
+                "batches of each channel's next epoch sampled ahead while workers are idle (0: off)");
+  flags->Define("cluster", "",
+                "comma-separated host:port of every server of the cluster in partition order, this one's "
+                "included; sampling opens once every other one answers health");
+  flags->Define("peer_timeout_ms", absl::StrCat(d.peer_timeout_ms),
+                "deadline of each call to another server of the cluster, ms");
+  flags->Define("peer_cache_mb", absl::StrCat(d.core.peer_cache_bytes >> 20),
+                "MiB of other servers' node data (features, labels) kept once fetched (0: off)");
+  flags->Define("log_level", "info", "trace, debug, info, warn, error or off");
+}
 
+// The flags bound into ServerOptions, each checked.
+absl::StatusOr<ServerOptions> ParseOptions(const Flags& flags) {
   ServerOptions o;
   o.partition_dir = flags.Get("partition");
   o.host = flags.Get("host");
@@ -72,11 +70,13 @@ int Run(int argc, char** argv) {
   for (const absl::Status& s : {port.status(), workers.status(), verify.status(), lease.status(),
                                 state_log.status(), max_mb.status(), ahead.status(), peer_timeout.status(),
                                 peer_cache.status()}) {
-    if (!s.ok()) return Fail(s);
+    if (!s.ok()) return s;
   }
-  if (*lease < 1) return Fail(absl::InvalidArgumentError("--default_lease_s must be >= 1"));
-  if (*max_mb < 1 || *max_mb > 2047) return Fail(absl::InvalidArgumentError("--max_message_mb must be in [1, 2047]"));
-  if (*ahead < 0 || *ahead > 64) return Fail(absl::InvalidArgumentError("--sample_ahead_batches must be in [0, 64]"));
+  if (*lease < 1) return absl::InvalidArgumentError("--default_lease_s must be >= 1");
+  if (*max_mb < 1 || *max_mb > 2047) return absl::InvalidArgumentError("--max_message_mb must be in [1, 2047]");
+  if (*ahead < 0 || *ahead > 64) return absl::InvalidArgumentError("--sample_ahead_batches must be in [0, 64]");
+  if (*peer_timeout < 1) return absl::InvalidArgumentError("--peer_timeout_ms must be >= 1");
+  if (*peer_cache < 0) return absl::InvalidArgumentError("--peer_cache_mb must be >= 0");
   o.port = static_cast<int>(*port);
   o.shared_memory_dir = flags.Get("shared_memory_dir");
   o.core.sample_ahead_batches = static_cast<int>(*ahead);
@@ -85,11 +85,35 @@ int Run(int argc, char** argv) {
   o.core.default_num_workers = static_cast<int>(*workers);
   o.core.default_lease_ms = *lease * 1000;
   o.core.state_log_interval_s = *state_log;
-  if (*peer_timeout < 1) return Fail(absl::InvalidArgumentError("--peer_timeout_ms must be >= 1"));
   o.cluster = SplitList(flags.Get("cluster"), ',');
   o.peer_timeout_ms = *peer_timeout;
-  if (*peer_cache < 0) return Fail(absl::InvalidArgumentError("--peer_cache_mb must be >= 0"));
   o.core.peer_cache_bytes = *peer_cache << 20;
+  return o;
+}
+
+// Writes the bound port to `path` atomically (scripts wait for the file to appear).
+absl::Status WritePortFile(const std::string& path, int port) {
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp);
+    out << port << "\n";
+    if (!out) return absl::PermissionDeniedError(absl::StrCat("cannot write --port_file=", path));
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    return absl::PermissionDeniedError(absl::StrCat("cannot write --port_file=", path));
+  }
+  return absl::OkStatus();
+}
+
+int Run(int argc, char** argv) {
+  Flags flags;
+  DefineFlags(&flags);
+  if (auto exit = flags.ParseCommandLine(argc, argv, "graphstored", "Serves one graph partition and a sampling backend.")) {
+    return *exit;
+  }
+  if (!SetLogLevel(flags.Get("log_level"))) return Fail(absl::InvalidArgumentError("--log_level is not a level"));
+  auto options = ParseOptions(flags);
+  if (!options.ok()) return Fail(options.status());
 
   // SIGTERM and SIGINT are taken synchronously by one thread, so shutdown runs as normal code.
   sigset_t signals;
@@ -98,14 +122,14 @@ int Run(int argc, char** argv) {
   sigaddset(&signals, SIGINT);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
-  auto server = GraphStoreServer::BuildAndStart(o);
+  auto server = GraphStoreServer::BuildAndStart(*options);
   if (!server.ok()) return Fail(server.status());
-  if (o.cluster.empty() && (*server)->core().partition().num_partitions() > 1) {
-    Logger("main")->warn("partition {} of {} serves without --cluster: batches that reach another partition's "
-                         "nodes fail with FAILED_PRECONDITION", (*server)->core().partition().partition_id(),
-                         (*server)->core().partition().num_partitions());
-  }
   GraphStoreServer* s = server->get();
+  const Partition& partition = s->core().partition();
+  if (options->cluster.empty() && partition.num_partitions() > 1) {
+    Logger("main")->warn("partition {} of {} serves without --cluster: batches that reach another partition's "
+                         "nodes fail with FAILED_PRECONDITION", partition.partition_id(), partition.num_partitions());
+  }
   std::thread signal_thread([s, signals] {
     int sig = 0;
     sigwait(&signals, &sig);
@@ -121,22 +145,14 @@ int Run(int argc, char** argv) {
     s->Shutdown();
     return 0;
   }
-  if (!flags.Get("port_file").empty()) {
-    const std::string path = flags.Get("port_file");
-    const std::string tmp = path + ".tmp";
-    {
-      std::ofstream out(tmp);
-      out << (*server)->port() << "\n";
-      if (!out) return Fail(absl::PermissionDeniedError(absl::StrCat("cannot write --port_file=", path)));
-    }
-    if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-      return Fail(absl::PermissionDeniedError(absl::StrCat("cannot write --port_file=", path)));
-    }
+  const std::string port_file = flags.Get("port_file");
+  if (!port_file.empty()) {
+    if (auto st = WritePortFile(port_file, s->port()); !st.ok()) return Fail(st);
   }
   s->Wait();
   s->Shutdown();
   // The port file exists while the server serves: a clean shutdown removes it.
-  if (!flags.Get("port_file").empty()) std::remove(flags.Get("port_file").c_str());
+  if (!port_file.empty()) std::remove(port_file.c_str());
   return 0;
 }
 

@@ -13,9 +13,9 @@
 #include <grpcpp/grpcpp.h>
 
 #include "absl/status/statusor.h"
-#include "server/service/core.h"
 #include "server/cluster/peers.h"
 #include "server/grpc_service.h"
+#include "server/service/core.h"
 
 namespace graphstore {
 

@@ -6,10 +6,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "graphstore/v1/manifest.pb.h"
+#include "server/graph/dataset_writer.h"
 #include "server/graph/manifest.h"
 #include "server/graph/npy.h"
 #include "server/graph/partition.h"
-#include "server/graph/dataset_writer.h"
 #include "tools/metis_partition.h"
 
 namespace graphstore {

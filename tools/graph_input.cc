@@ -164,150 +164,188 @@ absl::StatusOr<std::pair<std::vector<float>, int64_t>> ReadFloatMatrix(const std
   return std::make_pair(std::move(out), dim);
 }
 
-absl::StatusOr<GraphData> BuildGraph(const GraphInputSpec& spec) {
-  if (spec.edges.empty()) return absl::InvalidArgumentError("no edge list given (--edges)");
-  GraphData g;
-  g.name = spec.name;
-  std::map<std::string, TypeIds> seen;
-  std::vector<std::string> type_order;
-  auto note_type = [&](const std::string& t) {
-    if (!seen.count(t)) type_order.push_back(t);
-    return &seen[t];
-  };
-  const bool homogeneous = spec.edges.size() == 1 && spec.edges[0].type.empty();
-  auto node_type_of = [&](const std::string& t) { return t.empty() && homogeneous ? kDefaultNodeType : t; };
+namespace {
+
+// Builds a GraphData from the input files in phases: edges (raw ids), per-node files, then
+// the remap of raw ids to dense global ids, node data and splits in global ids.
+class GraphBuilder {
+ public:
+  explicit GraphBuilder(const GraphInputSpec& spec)
+      : spec_(spec), homogeneous_(spec.edges.size() == 1 && spec.edges[0].type.empty()) {
+    g_.name = spec.name;
+  }
+
+  absl::StatusOr<GraphData> Build() {
+    if (spec_.edges.empty()) return absl::InvalidArgumentError("no edge list given (--edges)");
+    if (auto s = ReadEdges(); !s.ok()) return s;
+    if (auto s = ReadNodeFiles(); !s.ok()) return s;
+    if (auto s = AlignRows(); !s.ok()) return s;
+    Remap();
+    if (auto s = AttachNodeData(); !s.ok()) return s;
+    if (auto s = ReadSplits(); !s.ok()) return s;
+    return std::move(g_);
+  }
+
+ private:
+  std::string NodeTypeOf(const std::string& t) const { return t.empty() && homogeneous_ ? kDefaultNodeType : t; }
+
+  TypeIds* NoteType(const std::string& t) {
+    if (!seen_.count(t)) type_order_.push_back(t);
+    return &seen_[t];
+  }
+
+  // The node type a per-node file names; it must be an endpoint type of some edge file.
+  absl::StatusOr<std::string> KnownType(const std::string& type, const char* flag) const {
+    const std::string t = NodeTypeOf(type);
+    if (!seen_.count(t)) return absl::InvalidArgumentError(absl::StrCat(flag, " names unknown node type '", t, "'"));
+    return t;
+  }
 
   // Edges, with raw endpoint ids.
-  for (const auto& ef : spec.edges) {
-    if (ef.type.empty() && spec.edges.size() > 1) {
-      return absl::InvalidArgumentError("with several --edges files, each needs TYPE= (src__rel__dst)");
+  absl::Status ReadEdges() {
+    for (const auto& ef : spec_.edges) {
+      if (ef.type.empty() && spec_.edges.size() > 1) {
+        return absl::InvalidArgumentError("with several --edges files, each needs TYPE= (src__rel__dst)");
+      }
+      EdgeTypeData e;
+      if (auto s = EdgeTypeParts(ef.type, &e.src_type, &e.relation, &e.dst_type); !s.ok()) return s;
+      auto lists = ReadEdgeList(ef.path, spec_.swap_columns);
+      if (!lists.ok()) return lists.status();
+      e.src = std::move(lists->first);
+      e.dst = std::move(lists->second);
+      NoteType(e.src_type)->raw.insert(e.src.begin(), e.src.end());
+      NoteType(e.dst_type)->raw.insert(e.dst.begin(), e.dst.end());
+      g_.edge_types.push_back(std::move(e));
     }
-    EdgeTypeData e;
-    if (auto s = EdgeTypeParts(ef.type, &e.src_type, &e.relation, &e.dst_type); !s.ok()) return s;
-    auto lists = ReadEdgeList(ef.path, spec.swap_columns);
-    if (!lists.ok()) return lists.status();
-    e.src = std::move(lists->first);
-    e.dst = std::move(lists->second);
-    auto* s_ids = note_type(e.src_type);
-    s_ids->raw.insert(e.src.begin(), e.src.end());
-    auto* d_ids = note_type(e.dst_type);
-    d_ids->raw.insert(e.dst.begin(), e.dst.end());
-    g.edge_types.push_back(std::move(e));
+    return absl::OkStatus();
   }
 
-  // Rows of per-node files: their raw ids.
-  std::map<std::string, std::vector<int64_t>> row_ids;
-  for (const auto& nf : spec.node_ids) {
-    const std::string t = node_type_of(nf.type);
-    if (!seen.count(t)) return absl::InvalidArgumentError(absl::StrCat("--node_ids names unknown node type '", t, "'"));
-    auto ids = ReadIdList(nf.path);
-    if (!ids.ok()) return ids.status();
-    row_ids[t] = *std::move(ids);
-    seen[t].raw.insert(row_ids[t].begin(), row_ids[t].end());
+  // --node_ids (the raw id of each row of a type's files), --features and --labels.
+  absl::Status ReadNodeFiles() {
+    for (const auto& nf : spec_.node_ids) {
+      auto t = KnownType(nf.type, "--node_ids");
+      if (!t.ok()) return t.status();
+      auto ids = ReadIdList(nf.path);
+      if (!ids.ok()) return ids.status();
+      row_ids_[*t] = *std::move(ids);
+      seen_[*t].raw.insert(row_ids_[*t].begin(), row_ids_[*t].end());
+    }
+    for (const auto& ff : spec_.features) {
+      auto t = KnownType(ff.type, "--features");
+      if (!t.ok()) return t.status();
+      auto m = ReadFloatMatrix(ff.path);
+      if (!m.ok()) return m.status();
+      features_[*t] = *std::move(m);
+    }
+    for (const auto& lf : spec_.labels) {
+      auto t = KnownType(lf.type, "--labels");
+      if (!t.ok()) return t.status();
+      auto l = ReadIdList(lf.path);
+      if (!l.ok()) return l.status();
+      labels_[*t] = *std::move(l);
+    }
+    return absl::OkStatus();
   }
-  std::map<std::string, std::pair<std::vector<float>, int64_t>> features;
-  for (const auto& ff : spec.features) {
-    const std::string t = node_type_of(ff.type);
-    if (!seen.count(t)) return absl::InvalidArgumentError(absl::StrCat("--features names unknown node type '", t, "'"));
-    auto m = ReadFloatMatrix(ff.path);
-    if (!m.ok()) return m.status();
-    features[t] = *std::move(m);
-  }
-  std::map<std::string, std::vector<int64_t>> labels;
-  for (const auto& lf : spec.labels) {
-    const std::string t = node_type_of(lf.type);
-    if (!seen.count(t)) return absl::InvalidArgumentError(absl::StrCat("--labels names unknown node type '", t, "'"));
-    auto l = ReadIdList(lf.path);
-    if (!l.ok()) return l.status();
-    labels[t] = *std::move(l);
-  }
-  // Without --node_ids, row i of a feature or label file is raw id i.
-  auto rows_of = [&](const std::string& t, int64_t n, const std::string& what) -> absl::StatusOr<std::vector<int64_t>> {
-    if (row_ids.count(t)) {
-      if (static_cast<int64_t>(row_ids[t].size()) != n) {
+
+  // The raw id of each of `n` rows of a file of type `t`: --node_ids when given, else row i is
+  // raw id i.
+  absl::StatusOr<std::vector<int64_t>> RowsOf(const std::string& t, int64_t n, const std::string& what) {
+    if (row_ids_.count(t)) {
+      if (static_cast<int64_t>(row_ids_[t].size()) != n) {
         return absl::InvalidArgumentError(absl::StrCat(what, " of '", t, "' has ", n, " rows but --node_ids lists ",
-                                                       row_ids[t].size(), " ids"));
+                                                       row_ids_[t].size(), " ids"));
       }
-      return row_ids[t];
+      return row_ids_[t];
     }
     std::vector<int64_t> r(n);
     for (int64_t i = 0; i < n; ++i) r[i] = i;
-    seen[t].raw.insert(r.begin(), r.end());
+    seen_[t].raw.insert(r.begin(), r.end());
     return r;
-  };
-  std::map<std::string, std::vector<int64_t>> feature_rows;
-  std::map<std::string, std::vector<int64_t>> label_rows;
-  for (auto& [t, m] : features) {
-    const int64_t n = m.second > 0 ? static_cast<int64_t>(m.first.size()) / m.second : 0;
-    auto r = rows_of(t, n, "--features");
-    if (!r.ok()) return r.status();
-    feature_rows[t] = *std::move(r);
-  }
-  for (auto& [t, l] : labels) {
-    auto r = rows_of(t, static_cast<int64_t>(l.size()), "--labels");
-    if (!r.ok()) return r.status();
-    label_rows[t] = *std::move(r);
   }
 
-  // Remap: global id = rank of the raw id within its type.
-  std::map<std::string, std::vector<int64_t>> sorted_raw;
-  for (const auto& t : type_order) {
-    NodeTypeData nt;
-    nt.name = t;
-    std::vector<int64_t> raw(seen[t].raw.begin(), seen[t].raw.end());
-    nt.num_nodes = static_cast<int64_t>(raw.size());
-    bool identity = true;
-    for (int64_t i = 0; i < nt.num_nodes && identity; ++i) identity = raw[i] == i;
-    if (!identity) nt.raw_ids = raw;
-    sorted_raw[t] = std::move(raw);
-    g.node_types.push_back(std::move(nt));
+  absl::Status AlignRows() {
+    for (auto& [t, m] : features_) {
+      const int64_t n = m.second > 0 ? static_cast<int64_t>(m.first.size()) / m.second : 0;
+      auto r = RowsOf(t, n, "--features");
+      if (!r.ok()) return r.status();
+      feature_rows_[t] = *std::move(r);
+    }
+    for (auto& [t, l] : labels_) {
+      auto r = RowsOf(t, static_cast<int64_t>(l.size()), "--labels");
+      if (!r.ok()) return r.status();
+      label_rows_[t] = *std::move(r);
+    }
+    return absl::OkStatus();
   }
-  auto to_global = [&](const std::string& t, int64_t raw) {
-    const auto& v = sorted_raw[t];
+
+  int64_t ToGlobal(const std::string& t, int64_t raw) const {
+    const auto& v = sorted_raw_.at(t);
     return static_cast<int64_t>(std::lower_bound(v.begin(), v.end(), raw) - v.begin());
-  };
-  for (auto& e : g.edge_types) {
-    for (auto& x : e.src) x = to_global(e.src_type, x);
-    for (auto& x : e.dst) x = to_global(e.dst_type, x);
   }
-  for (auto& nt : g.node_types) {
-    if (features.count(nt.name)) {
-      const auto& [data, dim] = features[nt.name];
-      const auto& rows = feature_rows[nt.name];
-      std::vector<bool> covered(nt.num_nodes, false);
-      nt.feature_dim = dim;
-      nt.features.assign(nt.num_nodes * dim, 0.0f);
-      for (size_t i = 0; i < rows.size(); ++i) {
-        const int64_t gid = to_global(nt.name, rows[i]);
-        std::copy_n(data.begin() + i * dim, dim, nt.features.begin() + gid * dim);
-        covered[gid] = true;
-      }
-      for (int64_t gid = 0; gid < nt.num_nodes; ++gid) {
-        if (!covered[gid]) {
-          return absl::InvalidArgumentError(absl::StrCat(
-              "the features of node type '", nt.name, "' have no row for raw id ", sorted_raw[nt.name][gid]));
+
+  // Global id = rank of the raw id within its type; the raw ids are kept unless they already
+  // are 0..n-1.
+  void Remap() {
+    for (const auto& t : type_order_) {
+      NodeTypeData nt;
+      nt.name = t;
+      std::vector<int64_t> raw(seen_[t].raw.begin(), seen_[t].raw.end());
+      nt.num_nodes = static_cast<int64_t>(raw.size());
+      bool identity = true;
+      for (int64_t i = 0; i < nt.num_nodes && identity; ++i) identity = raw[i] == i;
+      if (!identity) nt.raw_ids = raw;
+      sorted_raw_[t] = std::move(raw);
+      g_.node_types.push_back(std::move(nt));
+    }
+    for (auto& e : g_.edge_types) {
+      for (auto& x : e.src) x = ToGlobal(e.src_type, x);
+      for (auto& x : e.dst) x = ToGlobal(e.dst_type, x);
+    }
+  }
+
+  absl::Status AttachNodeData() {
+    for (auto& nt : g_.node_types) {
+      if (features_.count(nt.name)) {
+        const auto& [data, dim] = features_[nt.name];
+        const auto& rows = feature_rows_[nt.name];
+        std::vector<bool> covered(nt.num_nodes, false);
+        nt.feature_dim = dim;
+        nt.features.assign(nt.num_nodes * dim, 0.0f);
+        for (size_t i = 0; i < rows.size(); ++i) {
+          const int64_t gid = ToGlobal(nt.name, rows[i]);
+          std::copy_n(data.begin() + i * dim, dim, nt.features.begin() + gid * dim);
+          covered[gid] = true;
+        }
+        for (int64_t gid = 0; gid < nt.num_nodes; ++gid) {
+          if (!covered[gid]) {
+            return absl::InvalidArgumentError(absl::StrCat("the features of node type '", nt.name,
+                                                           "' have no row for raw id ", sorted_raw_[nt.name][gid]));
+          }
         }
       }
+      if (labels_.count(nt.name)) {
+        const auto& l = labels_[nt.name];
+        const auto& rows = label_rows_[nt.name];
+        nt.labels.assign(nt.num_nodes, -1);
+        for (size_t i = 0; i < rows.size(); ++i) nt.labels[ToGlobal(nt.name, rows[i])] = l[i];
+      }
     }
-    if (labels.count(nt.name)) {
-      const auto& l = labels[nt.name];
-      const auto& rows = label_rows[nt.name];
-      nt.labels.assign(nt.num_nodes, -1);
-      for (size_t i = 0; i < rows.size(); ++i) nt.labels[to_global(nt.name, rows[i])] = l[i];
-    }
+    return absl::OkStatus();
   }
-  for (const auto& [split, files] : spec.splits) {
-    for (const auto& sf : files) {
-      const std::string t = node_type_of(sf.type);
-      if (!sorted_raw.count(t)) return absl::InvalidArgumentError(absl::StrCat(sf.path, ": unknown node type '", t, "'"));
-      auto ids = ReadIdList(sf.path);
-      if (!ids.ok()) return ids.status();
-      for (auto& nt : g.node_types) {
-        if (nt.name != t) continue;
-        auto& out = nt.splits[split];
-        const auto& v = sorted_raw[t];
+
+  absl::Status ReadSplits() {
+    for (const auto& [split, files] : spec_.splits) {
+      for (const auto& sf : files) {
+        const std::string t = NodeTypeOf(sf.type);
+        if (!sorted_raw_.count(t)) {
+          return absl::InvalidArgumentError(absl::StrCat(sf.path, ": unknown node type '", t, "'"));
+        }
+        auto ids = ReadIdList(sf.path);
+        if (!ids.ok()) return ids.status();
+        auto& out = g_.node_types[FindType(g_, t)].splits[split];
+        const auto& v = sorted_raw_[t];
         for (int64_t raw : *ids) {
-          const int64_t gid = to_global(t, raw);
+          const int64_t gid = ToGlobal(t, raw);
           if (gid >= static_cast<int64_t>(v.size()) || v[gid] != raw) {
             return absl::InvalidArgumentError(absl::StrCat(sf.path, ": id ", raw, " is not a node of type '", t, "'"));
           }
@@ -317,8 +355,24 @@ absl::StatusOr<GraphData> BuildGraph(const GraphInputSpec& spec) {
         out.erase(std::unique(out.begin(), out.end()), out.end());
       }
     }
+    return absl::OkStatus();
   }
-  return g;
-}
+
+  const GraphInputSpec& spec_;
+  const bool homogeneous_;
+  GraphData g_;
+  std::map<std::string, TypeIds> seen_;
+  std::vector<std::string> type_order_;
+  std::map<std::string, std::vector<int64_t>> row_ids_;
+  std::map<std::string, std::pair<std::vector<float>, int64_t>> features_;
+  std::map<std::string, std::vector<int64_t>> labels_;
+  std::map<std::string, std::vector<int64_t>> feature_rows_;
+  std::map<std::string, std::vector<int64_t>> label_rows_;
+  std::map<std::string, std::vector<int64_t>> sorted_raw_;
+};
+
+}  // namespace
+
+absl::StatusOr<GraphData> BuildGraph(const GraphInputSpec& spec) { return GraphBuilder(spec).Build(); }
 
 }  // namespace graphstore

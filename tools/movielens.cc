@@ -57,26 +57,16 @@ absl::StatusOr<int64_t> Id(const std::string& file, int line, const std::string&
   return v;
 }
 
-}  // namespace
-
-absl::StatusOr<GraphData> ReadMovieLens(const std::string& dir, const MovieLensOptions& options) {
+// Users (u.user): age / 100, gender one-hot, occupation one-hot over u.occupation's list.
+absl::StatusOr<NodeTypeData> ReadUsers(const std::string& dir) {
   const std::string occupation_file = dir + "/u.occupation";
   const std::string user_file = dir + "/u.user";
-  const std::string item_file = dir + "/u.item";
-  const std::string data_file = dir + "/u.data";
   auto occupations = ReadRows(occupation_file, '|', 1);
   if (!occupations.ok()) return occupations.status();
   std::map<std::string, int> occupation_index;
   for (const auto& r : *occupations) occupation_index.emplace(r[0], static_cast<int>(occupation_index.size()));
   auto users = ReadRows(user_file, '|', 5);
   if (!users.ok()) return users.status();
-  auto items = ReadRows(item_file, '|', 5 + kGenres);
-  if (!items.ok()) return items.status();
-  auto ratings = ReadRows(data_file, '\t', 4);
-  if (!ratings.ok()) return ratings.status();
-
-  GraphData g;
-  g.name = "ml-100k";
   NodeTypeData user;
   user.name = "user";
   user.num_nodes = static_cast<int64_t>(users->size());
@@ -101,7 +91,14 @@ absl::StatusOr<GraphData> ReadMovieLens(const std::string& dir, const MovieLensO
     f[3 + occ->second] = 1.0f;
     user.raw_ids[*id - 1] = *id;
   }
+  return user;
+}
 
+// Movies (u.item): 19 genre flags and (release year - 1900) / 100.
+absl::StatusOr<NodeTypeData> ReadMovies(const std::string& dir) {
+  const std::string item_file = dir + "/u.item";
+  auto items = ReadRows(item_file, '|', 5 + kGenres);
+  if (!items.ok()) return items.status();
   NodeTypeData movie;
   movie.name = "movie";
   movie.num_nodes = static_cast<int64_t>(items->size());
@@ -130,19 +127,26 @@ absl::StatusOr<GraphData> ReadMovieLens(const std::string& dir, const MovieLensO
     }
     movie.raw_ids[*id - 1] = *id;
   }
+  return movie;
+}
 
-  // (user, time, movie, rating), split per user in time order.
-  struct Rating {
-    int64_t user, time, movie, rating;
-  };
+struct Rating {
+  int64_t user, time, movie, rating;
+};
+
+// Ratings (u.data) with 0-based ids, ordered by (user, time, movie).
+absl::StatusOr<std::vector<Rating>> ReadRatings(const std::string& dir, int64_t num_users, int64_t num_movies) {
+  const std::string data_file = dir + "/u.data";
+  auto ratings = ReadRows(data_file, '\t', 4);
+  if (!ratings.ok()) return ratings.status();
   std::vector<Rating> all;
   all.reserve(ratings->size());
   for (size_t i = 0; i < ratings->size(); ++i) {
     const auto& r = (*ratings)[i];
     const int line = static_cast<int>(i) + 1;
-    auto u = Id(data_file, line, r[0], user.num_nodes, "user id");
+    auto u = Id(data_file, line, r[0], num_users, "user id");
     if (!u.ok()) return u.status();
-    auto m = Id(data_file, line, r[1], movie.num_nodes, "movie id");
+    auto m = Id(data_file, line, r[1], num_movies, "movie id");
     if (!m.ok()) return m.status();
     int64_t rating, time;
     if (!ParseInt(r[2], &rating) || rating < 1 || rating > 5) {
@@ -154,7 +158,13 @@ absl::StatusOr<GraphData> ReadMovieLens(const std::string& dir, const MovieLensO
   std::sort(all.begin(), all.end(), [](const Rating& a, const Rating& b) {
     return std::tie(a.user, a.time, a.movie) < std::tie(b.user, b.time, b.movie);
   });
+  return all;
+}
 
+// user__rates__movie: each user's ratings in time order split train / val / test; the train
+// part are the graph's edges (feature rating / 5), and the good ratings of each part are its
+// label split.
+EdgeTypeData RatesEdges(const std::vector<Rating>& all, const MovieLensOptions& options) {
   EdgeTypeData rates;
   rates.src_type = "user";
   rates.relation = "rates";
@@ -171,24 +181,36 @@ absl::StatusOr<GraphData> ReadMovieLens(const std::string& dir, const MovieLensO
     const size_t n_val = static_cast<size_t>(static_cast<double>(n) * options.val);
     for (size_t k = 0; k < n; ++k) {
       const Rating& r = all[begin + k];
-      const bool positive = r.rating >= options.min_positive_rating;
       LabelEdges* labels = k < n_train ? &train : k < n_train + n_val ? &val : &test;
       if (k < n_train) {
         rates.src.push_back(r.user);
         rates.dst.push_back(r.movie);
         rates.features.push_back(static_cast<float>(r.rating) / 5.0f);
       }
-      if (positive) {
+      if (r.rating >= options.min_positive_rating) {
         labels->src.push_back(r.user);
         labels->dst.push_back(r.movie);
       }
     }
     begin = end;
   }
+  return rates;
+}
 
-  g.node_types.push_back(std::move(user));
-  g.node_types.push_back(std::move(movie));
-  g.edge_types.push_back(std::move(rates));
+}  // namespace
+
+absl::StatusOr<GraphData> ReadMovieLens(const std::string& dir, const MovieLensOptions& options) {
+  auto user = ReadUsers(dir);
+  if (!user.ok()) return user.status();
+  auto movie = ReadMovies(dir);
+  if (!movie.ok()) return movie.status();
+  auto ratings = ReadRatings(dir, user->num_nodes, movie->num_nodes);
+  if (!ratings.ok()) return ratings.status();
+  GraphData g;
+  g.name = "ml-100k";
+  g.node_types.push_back(*std::move(user));
+  g.node_types.push_back(*std::move(movie));
+  g.edge_types.push_back(RatesEdges(*ratings, options));
   AddReverseEdgeTypes(&g);
   if (auto s = ValidateGraph(g); !s.ok()) return s;
   return g;

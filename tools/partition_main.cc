@@ -6,9 +6,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "server/graph/dataset_writer.h"
-#include "tools/metis_partition.h"
 #include "server/util/flags.h"
 #include "tools/graph_input.h"
+#include "tools/metis_partition.h"
 
 namespace graphstore {
 namespace {
@@ -18,48 +18,37 @@ int Fail(const absl::Status& s) {
   return 2;
 }
 
-int Run(int argc, char** argv) {
-  Flags flags;
-  flags.Define("edges", "",
-               "[src__rel__dst=]PATH: a text edge list (\"a b\" per line, # comments) or "
-               "SRC.npy,DST.npy; one per edge type",
-               true);
-  flags.Define("swap_columns", "false", "text edge lists are \"dst src\" (e.g. Cora's cora.cites)");
-  flags.Define("node_ids", "", "[type=]PATH: raw id of each feature/label row (else row i is id i)", true);
-  flags.Define("features", "", "[type=]PATH.npy: node features [rows, dim], float32 or float64", true);
-  flags.Define("labels", "", "[type=]PATH.npy: node labels [rows], int64 or int32", true);
-  flags.Define("train_ids", "", "[type=]PATH: raw ids of the training split", true);
-  flags.Define("val_ids", "", "[type=]PATH: raw ids of the validation split", true);
-  flags.Define("test_ids", "", "[type=]PATH: raw ids of the test split", true);
-  flags.Define("split", "0.8,0.1,0.1",
-               "train,val,test fractions used when no split files are given (labelled node "
-               "types, or every type when none is labelled); \"none\" for no splits");
-  flags.Define("split_types", "", "comma-separated node types to split (overrides the default)");
-  flags.Define("partitions", "1", "number of partitions");
-  flags.Define("method", "random",
-               "partitioning method: random (balanced, ignores structure) or metis (keeps neighbourhoods together)");
-  flags.Define("edge_dir", "out", "\"out\" (CSR by source) or \"in\" (CSR by destination)");
-  flags.Define("reverse_edges", "false",
-               "also store every edge type's reverse (dst__rev_rel__src), so sampling can follow it both ways");
-  flags.Define("seed", "0", "seed of the random assignment and splits");
-  flags.Define("name", "graph", "dataset name recorded in the manifest");
-  flags.Define("out", "", "output directory (one partition: DIR itself; N: DIR/part-0..N-1)");
-  if (auto exit = flags.ParseCommandLine(argc, argv, "graphstore-partition", "Writes graphstore partition directories.")) {
-    return *exit;
-  }
-  if (flags.Get("out").empty()) return Fail(absl::InvalidArgumentError("--out is required"));
-  auto parts = flags.GetInt("partitions");
-  if (!parts.ok()) return Fail(parts.status());
-  if (*parts < 1 || *parts > 4096) return Fail(absl::InvalidArgumentError("--partitions must be in [1, 4096]"));
-  auto seed = flags.GetInt("seed");
-  if (!seed.ok()) return Fail(seed.status());
-  auto swap = flags.GetBool("swap_columns");
-  if (!swap.ok()) return Fail(swap.status());
-  if (flags.Get("method") != "random" && flags.Get("method") != "metis") {
-    return Fail(absl::InvalidArgumentError(absl::StrCat("--method=", flags.Get("method"),
-                                                        " is not a method (random, metis)")));
-  }
+void DefineFlags(Flags* flags) {
+  flags->Define("edges", "",
+                "[src__rel__dst=]PATH: a text edge list (\"a b\" per line, # comments) or "
+                "SRC.npy,DST.npy; one per edge type",
+                true);
+  flags->Define("swap_columns", "false", "text edge lists are \"dst src\" (e.g. Cora's cora.cites)");
+  flags->Define("node_ids", "", "[type=]PATH: raw id of each feature/label row (else row i is id i)", true);
+  flags->Define("features", "", "[type=]PATH.npy: node features [rows, dim], float32 or float64", true);
+  flags->Define("labels", "", "[type=]PATH.npy: node labels [rows], int64 or int32", true);
+  flags->Define("train_ids", "", "[type=]PATH: raw ids of the training split", true);
+  flags->Define("val_ids", "", "[type=]PATH: raw ids of the validation split", true);
+  flags->Define("test_ids", "", "[type=]PATH: raw ids of the test split", true);
+  flags->Define("split", "0.8,0.1,0.1",
+                "train,val,test fractions used when no split files are given (labelled node "
+                "types, or every type when none is labelled); \"none\" for no splits");
+  flags->Define("split_types", "", "comma-separated node types to split (overrides the default)");
+  flags->Define("partitions", "1", "number of partitions");
+  flags->Define("method", "random",
+                "partitioning method: random (balanced, ignores structure) or metis (keeps neighbourhoods together)");
+  flags->Define("edge_dir", "out", "\"out\" (CSR by source) or \"in\" (CSR by destination)");
+  flags->Define("reverse_edges", "false",
+                "also store every edge type's reverse (dst__rev_rel__src), so sampling can follow it both ways");
+  flags->Define("seed", "0", "seed of the random assignment and splits");
+  flags->Define("name", "graph", "dataset name recorded in the manifest");
+  flags->Define("out", "", "output directory (one partition: DIR itself; N: DIR/part-0..N-1)");
+}
 
+// The input files the flags name, read into a graph (with reverse edge types when asked).
+absl::StatusOr<GraphData> ReadInput(const Flags& flags) {
+  auto swap = flags.GetBool("swap_columns");
+  if (!swap.ok()) return swap.status();
   GraphInputSpec spec;
   spec.name = flags.Get("name");
   spec.swap_columns = *swap;
@@ -71,50 +60,76 @@ int Run(int argc, char** argv) {
     for (const auto& v : flags.GetAll(absl::StrCat(split, "_ids"))) spec.splits[split].push_back(ParseTypedFile(v));
   }
   auto graph = BuildGraph(spec);
-  if (!graph.ok()) return Fail(graph.status());
+  if (!graph.ok()) return graph.status();
   auto reverse = flags.GetBool("reverse_edges");
-  if (!reverse.ok()) return Fail(reverse.status());
+  if (!reverse.ok()) return reverse.status();
   if (*reverse) AddReverseEdgeTypes(&*graph);
+  return graph;
+}
 
-  if (spec.splits.empty() && flags.Get("split") != "none") {
-    const auto fr = SplitList(flags.Get("split"), ',');
-    if (fr.size() != 3) return Fail(absl::InvalidArgumentError("--split needs three fractions: train,val,test"));
-    double f[3];
-    for (int i = 0; i < 3; ++i) {
-      char* end = nullptr;
-      f[i] = std::strtod(fr[i].c_str(), &end);
-      if (*end != '\0') return Fail(absl::InvalidArgumentError(absl::StrCat("--split: '", fr[i], "' is not a number")));
-    }
-    if (auto s = AssignSplits(&*graph, f[0], f[1], f[2], *seed, SplitList(flags.Get("split_types"), ','));
-        !s.ok()) {
-      return Fail(s);
-    }
+// Splits by --split fractions, unless split files were given or --split=none.
+absl::Status SplitByFractions(const Flags& flags, int64_t seed, GraphData* graph) {
+  const bool files = !flags.GetAll("train_ids").empty() || !flags.GetAll("val_ids").empty() ||
+                     !flags.GetAll("test_ids").empty();
+  if (files || flags.Get("split") == "none") return absl::OkStatus();
+  const auto fr = SplitList(flags.Get("split"), ',');
+  if (fr.size() != 3) return absl::InvalidArgumentError("--split needs three fractions: train,val,test");
+  double f[3];
+  for (int i = 0; i < 3; ++i) {
+    char* end = nullptr;
+    f[i] = std::strtod(fr[i].c_str(), &end);
+    if (*end != '\0') return absl::InvalidArgumentError(absl::StrCat("--split: '", fr[i], "' is not a number"));
   }
+  return AssignSplits(graph, f[0], f[1], f[2], seed, SplitList(flags.Get("split_types"), ','));
+}
+
+void PrintSummary(const GraphData& graph, const Assignment& assignment, const WriteOptions& options,
+                  const std::string& out) {
+  for (const auto& t : graph.node_types) {
+    std::printf("node type %-16s %12lld nodes  features %lld  labels %s\n", t.name.c_str(),
+                static_cast<long long>(t.num_nodes), static_cast<long long>(t.feature_dim),
+                t.labels.empty() ? "no" : "yes");
+  }
+  for (const auto& e : graph.edge_types) {
+    std::printf("edge type %s__%s__%s %lld edges\n", e.src_type.c_str(), e.relation.c_str(), e.dst_type.c_str(),
+                static_cast<long long>(e.src.size()));
+  }
+  if (options.num_partitions > 1) {
+    const PartitionReport report =
+        EvaluateAssignment(graph, assignment, options.num_partitions, options.edge_dir != "in");
+    std::printf("method %s\n%s", options.method.c_str(), report.ToString().c_str());
+  }
+  std::printf("wrote %d partition(s) to %s\n", options.num_partitions, out.c_str());
+}
+
+int Run(int argc, char** argv) {
+  Flags flags;
+  DefineFlags(&flags);
+  if (auto exit = flags.ParseCommandLine(argc, argv, "graphstore-partition", "Writes graphstore partition directories.")) {
+    return *exit;
+  }
+  if (flags.Get("out").empty()) return Fail(absl::InvalidArgumentError("--out is required"));
+  auto parts = flags.GetInt("partitions");
+  if (!parts.ok()) return Fail(parts.status());
+  if (*parts < 1 || *parts > 4096) return Fail(absl::InvalidArgumentError("--partitions must be in [1, 4096]"));
+  auto seed = flags.GetInt("seed");
+  if (!seed.ok()) return Fail(seed.status());
+  if (flags.Get("method") != "random" && flags.Get("method") != "metis") {
+    return Fail(absl::InvalidArgumentError(absl::StrCat("--method=", flags.Get("method"),
+                                                        " is not a method (random, metis)")));
+  }
+  auto graph = ReadInput(flags);
+  if (!graph.ok()) return Fail(graph.status());
+  if (auto s = SplitByFractions(flags, *seed, &*graph); !s.ok()) return Fail(s);
 
   WriteOptions options;
   options.num_partitions = static_cast<int>(*parts);
   options.edge_dir = flags.Get("edge_dir");
   options.method = flags.Get("method");
-  auto assigned = AssignPartitions(*graph, options.method, options.num_partitions, *seed);
-  if (!assigned.ok()) return Fail(assigned.status());
-  const Assignment& assignment = *assigned;
-  if (auto s = WritePartitions(*graph, assignment, options, flags.Get("out")); !s.ok()) return Fail(s);
-
-  for (const auto& t : graph->node_types) {
-    std::printf("node type %-16s %12lld nodes  features %lld  labels %s\n", t.name.c_str(),
-                static_cast<long long>(t.num_nodes), static_cast<long long>(t.feature_dim),
-                t.labels.empty() ? "no" : "yes");
-  }
-  for (const auto& e : graph->edge_types) {
-    std::printf("edge type %s__%s__%s %lld edges\n", e.src_type.c_str(), e.relation.c_str(),
-                e.dst_type.c_str(), static_cast<long long>(e.src.size()));
-  }
-  if (options.num_partitions > 1) {
-    const PartitionReport report =
-        EvaluateAssignment(*graph, assignment, options.num_partitions, options.edge_dir != "in");
-    std::printf("method %s\n%s", options.method.c_str(), report.ToString().c_str());
-  }
-  std::printf("wrote %d partition(s) to %s\n", options.num_partitions, flags.Get("out").c_str());
+  auto assignment = AssignPartitions(*graph, options.method, options.num_partitions, *seed);
+  if (!assignment.ok()) return Fail(assignment.status());
+  if (auto s = WritePartitions(*graph, *assignment, options, flags.Get("out")); !s.ok()) return Fail(s);
+  PrintSummary(*graph, *assignment, options, flags.Get("out"));
   return 0;
 }
 

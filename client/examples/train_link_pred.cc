@@ -131,179 +131,215 @@ std::pair<double, double> RecallMrr(const torch::Tensor& scores, const std::map<
   return {recall / n, mrr / n};
 }
 
+// The task's node and edge types and sizes.
+struct Task {
+  std::string user_type, item_type;
+  /// user__REL__item and its reverse.
+  std::string supervision, reverse;
+  int64_t num_users = 0, num_items = 0, user_dim = 0, item_dim = 0;
+  int64_t hidden = 0;
+};
+
+client::LoaderOptions BaseOptions(const Flags& flags, const Task& task) {
+  client::LoaderOptions base;
+  base.servers = SplitList(flags.Get("servers"), ',');
+  base.config.set_batch_size(static_cast<int>(*flags.GetInt("batch_size")));
+  for (const std::string& et : {task.supervision, task.reverse}) {
+    auto& f = (*base.config.mutable_num_neighbors_by_type())[et];
+    for (const auto& n : SplitList(flags.Get("fanouts"), ',')) f.add_per_hop(std::stoi(n));
+  }
+  base.config.set_with_node_features(true);
+  base.seed = static_cast<uint64_t>(*flags.GetInt("seed"));
+  return base;
+}
+
+// Anchors of the train split with their positives and generated negatives.
+client::LoaderOptions TrainOptions(client::LoaderOptions o, const Flags& flags, const Task& task) {
+  o.backend_key = "train_link_pred/train";
+  o.worker_key = "train_link_pred:train";
+  o.config.set_shuffle(true);
+  o.config.set_num_negatives(static_cast<int>(*flags.GetInt("negatives")));
+  o.config.set_negative_sampling(flags.Get("negative_sampling") == "degree" ? v1::NEGATIVE_SAMPLING_DEGREE
+                                                                            : v1::NEGATIVE_SAMPLING_UNIFORM);
+  v1::GetAblpInputRequest ablp;
+  ablp.set_split("train");
+  ablp.set_node_type(task.user_type);
+  ablp.set_supervision_edge_type(task.supervision);
+  o.ablp = ablp;
+  return o;
+}
+
+// Every node of one type, through the same fanouts, for embedding them all.
+client::LoaderOptions EmbedOptions(client::LoaderOptions o, const std::string& node_type) {
+  o.backend_key = "train_link_pred/embed";
+  o.worker_key = absl::StrCat("train_link_pred:", node_type);
+  o.config.set_batch_size(256);
+  o.node_type = node_type;
+  o.split = "";
+  return o;
+}
+
+// The node counts and feature widths of the task's types; false when the dataset lacks them.
+bool Describe(const v1::DatasetMeta& meta, Task* task) {
+  for (const auto& t : meta.node_types()) {
+    if (t.name() == task->user_type) task->num_users = t.num_nodes(), task->user_dim = t.features().dim();
+    if (t.name() == task->item_type) task->num_items = t.num_nodes(), task->item_dim = t.features().dim();
+  }
+  return task->num_users > 0 && task->num_items > 0 && task->user_dim > 0 && task->item_dim > 0;
+}
+
+// What a user has already rated (never recommended again) and each item's rating count: the
+// graph's own supervision edges, read through graphstore with every neighbour of every user.
+std::pair<torch::Tensor, torch::Tensor> RatedItems(client::LoaderOptions o, const Task& task) {
+  auto seen = torch::zeros({task.num_users, task.num_items}, torch::kBool);
+  auto popularity = torch::zeros({task.num_items}, torch::kFloat32);
+  o = EmbedOptions(std::move(o), task.user_type);
+  o.backend_key = "train_link_pred/seen";
+  o.worker_key = "train_link_pred:seen";
+  o.config.clear_num_neighbors_by_type();
+  (*o.config.mutable_num_neighbors_by_type())[task.supervision].add_per_hop(-1);
+  (*o.config.mutable_num_neighbors_by_type())[task.reverse].add_per_hop(0);
+  o.config.set_with_node_features(false);
+  client::Loader loader(o);
+  loader.StartEpoch(0);
+  while (auto b = loader.Next()) {
+    for (const auto& [key, view] : b->edges) {
+      if (view.stored_type != task.supervision || view.edge_index.size(1) == 0) continue;
+      // Keyed by message-passing direction: the stored user -> item edges, possibly reversed.
+      const bool reversed = key != task.supervision;
+      auto u = b->nodes.at(task.user_type).node.index_select(0, view.edge_index[reversed ? 1 : 0]);
+      auto i = b->nodes.at(task.item_type).node.index_select(0, view.edge_index[reversed ? 0 : 1]);
+      seen.index_put_({u, i}, true);
+      popularity.index_add_(0, i, torch::ones({i.size(0)}));
+    }
+  }
+  return {seen, popularity};
+}
+
+// Embeds every user and item (the `epoch`th pass of the two loaders).
+std::pair<torch::Tensor, torch::Tensor> EmbedAll(BipartiteSage& model, client::Loader& users, client::Loader& items,
+                                                 const Task& task, int64_t epoch) {
+  torch::NoGradGuard no_grad;
+  model->eval();
+  auto user_h = torch::zeros({task.num_users, task.hidden});
+  auto item_h = torch::zeros({task.num_items, task.hidden});
+  for (auto* loader : {&users, &items}) {
+    const bool is_users = loader == &users;
+    loader->StartEpoch(epoch);
+    while (auto b = loader->Next()) {
+      auto [hu, hi] = model->forward(*b, task.user_type, task.item_type, task.supervision, task.reverse);
+      const auto& seeds = b->nodes.at(is_users ? task.user_type : task.item_type);
+      const int64_t s = seeds.batch.size(0);
+      (is_users ? user_h : item_h).index_copy_(0, seeds.node.narrow(0, 0, s), (is_users ? hu : hi).narrow(0, 0, s));
+    }
+  }
+  return {user_h, item_h};
+}
+
+// BPR over every (positive, negative) pair of each anchor of a batch.
+torch::Tensor BprLoss(const torch::Tensor& hu, const torch::Tensor& hi, const client::AblpView& a) {
+  auto anchor = hu.index_select(0, a.anchors);  // [a, H]
+  auto pos_mask = a.positive.ge(0);             // [a, P]
+  auto neg_mask = a.negative.ge(0);             // [a, Q]
+  auto pos = hi.index_select(0, a.positive.clamp_min(0).flatten()).view({a.positive.size(0), a.positive.size(1), -1});
+  auto neg = hi.index_select(0, a.negative.clamp_min(0).flatten()).view({a.negative.size(0), a.negative.size(1), -1});
+  auto sp = (pos * anchor.unsqueeze(1)).sum(-1);  // [a, P]
+  auto sn = (neg * anchor.unsqueeze(1)).sum(-1);  // [a, Q]
+  auto pair_mask = pos_mask.unsqueeze(2).logical_and(neg_mask.unsqueeze(1)).to(torch::kFloat32);
+  auto pair_loss = -torch::log_sigmoid(sp.unsqueeze(2) - sn.unsqueeze(1));
+  return (pair_loss * pair_mask).sum() / pair_mask.sum().clamp_min(1);
+}
+
+// One training epoch; returns (mean loss, batches).
+std::pair<double, int64_t> TrainEpoch(BipartiteSage& model, torch::optim::Optimizer& opt, client::Loader& train,
+                                      const Task& task, int64_t epoch) {
+  model->train();
+  train.StartEpoch(epoch);
+  double loss_sum = 0;
+  int64_t batches = 0;
+  while (auto b = train.Next()) {
+    auto [hu, hi] = model->forward(*b, task.user_type, task.item_type, task.supervision, task.reverse);
+    auto loss = BprLoss(hu, hi, *b->ablp);
+    opt.zero_grad();
+    loss.backward();
+    opt.step();
+    loss_sum += loss.item<double>();
+    ++batches;
+  }
+  return {loss_sum / std::max<int64_t>(1, batches), batches};
+}
+
+void DefineFlags(Flags* flags) {
+  flags->Define("servers", "", "comma-separated host:port of every server, in partition order");
+  flags->Define("epochs", "25", "training epochs");
+  flags->Define("batch_size", "64", "anchors per batch");
+  flags->Define("fanouts", "10,5", "neighbours per hop and edge type");
+  flags->Define("negatives", "16", "generated negatives per anchor");
+  flags->Define("negative_sampling", "uniform", "uniform or degree");
+  flags->Define("hidden", "64", "hidden units");
+  flags->Define("lr", "0.005", "Adam learning rate");
+  flags->Define("user_type", "user", "anchor node type");
+  flags->Define("item_type", "movie", "label node type");
+  flags->Define("relation", "rates", "supervision relation: user__REL__item");
+  flags->Define("seed", "0", "sampling and initialisation seed");
+  flags->Define("shutdown_servers", "false", "call Exit on every server when done");
+}
+
 int Run(int argc, char** argv) {
   Flags flags;
-  flags.Define("servers", "", "comma-separated host:port of every server, in partition order");
-  flags.Define("epochs", "25", "training epochs");
-  flags.Define("batch_size", "64", "anchors per batch");
-  flags.Define("fanouts", "10,5", "neighbours per hop and edge type");
-  flags.Define("negatives", "16", "generated negatives per anchor");
-  flags.Define("negative_sampling", "uniform", "uniform or degree");
-  flags.Define("hidden", "64", "hidden units");
-  flags.Define("lr", "0.005", "Adam learning rate");
-  flags.Define("user_type", "user", "anchor node type");
-  flags.Define("item_type", "movie", "label node type");
-  flags.Define("relation", "rates", "supervision relation: user__REL__item");
-  flags.Define("seed", "0", "sampling and initialisation seed");
-  flags.Define("shutdown_servers", "false", "call Exit on every server when done");
-  if (auto exit = flags.ParseCommandLine(argc, argv, "train_link_pred",
-                                         "Trains a link predictor through graphstore.")) {
+  DefineFlags(&flags);
+  if (auto exit = flags.ParseCommandLine(argc, argv, "train_link_pred", "Trains a link predictor through graphstore.")) {
     return *exit;
   }
   if (flags.Get("servers").empty()) {
     std::fprintf(stderr, "train_link_pred: --servers is required (see --help)\n");
     return 2;
   }
-  const std::string user_type = flags.Get("user_type");
-  const std::string item_type = flags.Get("item_type");
-  const std::string supervision = absl::StrCat(user_type, "__", flags.Get("relation"), "__", item_type);
-  const std::string reverse = client::ReverseEdgeTypeName(supervision);
-  const int epochs = static_cast<int>(*flags.GetInt("epochs"));
+  Task task;
+  task.user_type = flags.Get("user_type");
+  task.item_type = flags.Get("item_type");
+  task.supervision = absl::StrCat(task.user_type, "__", flags.Get("relation"), "__", task.item_type);
+  task.reverse = client::ReverseEdgeTypeName(task.supervision);
+  task.hidden = *flags.GetInt("hidden");
   torch::manual_seed(*flags.GetInt("seed"));
   torch::set_num_threads(1);
-
-  client::LoaderOptions base;
-  base.servers = SplitList(flags.Get("servers"), ',');
-  base.config.set_batch_size(static_cast<int>(*flags.GetInt("batch_size")));
-  for (const std::string& et : {supervision, reverse}) {
-    auto& f = (*base.config.mutable_num_neighbors_by_type())[et];
-    for (const auto& n : SplitList(flags.Get("fanouts"), ',')) f.add_per_hop(std::stoi(n));
-  }
-  base.config.set_with_node_features(true);
-  base.seed = static_cast<uint64_t>(*flags.GetInt("seed"));
-
+  const client::LoaderOptions base = BaseOptions(flags, task);
   try {
-    client::LoaderOptions train_opts = base;
-    train_opts.backend_key = "train_link_pred/train";
-    train_opts.worker_key = "train_link_pred:train";
-    train_opts.config.set_shuffle(true);
-    train_opts.config.set_num_negatives(static_cast<int>(*flags.GetInt("negatives")));
-    train_opts.config.set_negative_sampling(flags.Get("negative_sampling") == "degree" ? v1::NEGATIVE_SAMPLING_DEGREE
-                                                                                       : v1::NEGATIVE_SAMPLING_UNIFORM);
-    v1::GetAblpInputRequest ablp;
-    ablp.set_split("train");
-    ablp.set_node_type(user_type);
-    ablp.set_supervision_edge_type(supervision);
-    train_opts.ablp = ablp;
-    client::Loader train(train_opts);
-
-    // Embedding every node: all users, then all items, through the same fanouts.
-    client::LoaderOptions users_opts = base;
-    users_opts.backend_key = "train_link_pred/embed";
-    users_opts.worker_key = "train_link_pred:users";
-    users_opts.config.set_batch_size(256);
-    users_opts.node_type = user_type;
-    users_opts.split = "";
-    client::Loader users(users_opts);
-    client::LoaderOptions items_opts = users_opts;
-    items_opts.worker_key = "train_link_pred:items";
-    items_opts.node_type = item_type;
-    client::Loader items(items_opts);
-
-    const auto& meta = train.meta();
-    int64_t num_users = 0, num_items = 0, user_dim = 0, item_dim = 0;
-    for (const auto& t : meta.node_types()) {
-      if (t.name() == user_type) num_users = t.num_nodes(), user_dim = t.features().dim();
-      if (t.name() == item_type) num_items = t.num_nodes(), item_dim = t.features().dim();
-    }
-    if (num_users == 0 || num_items == 0 || user_dim == 0 || item_dim == 0) {
+    client::Loader train(TrainOptions(base, flags, task));
+    client::Loader users(EmbedOptions(base, task.user_type));
+    client::Loader items(EmbedOptions(base, task.item_type));
+    if (!Describe(train.meta(), &task)) {
       std::fprintf(stderr, "train_link_pred: the dataset needs '%s' and '%s' nodes with features\n",
-                   user_type.c_str(), item_type.c_str());
+                   task.user_type.c_str(), task.item_type.c_str());
       return 2;
     }
-
-    // Ground truth and what a user has already rated (never recommended again): the train
-    // label split and the graph's own edges, as the servers hold them.
-    const auto val = Labels(base.servers, "val", user_type, supervision);
-    const auto train_labels = Labels(base.servers, "train", user_type, supervision);
-    auto seen = torch::zeros({num_users, num_items}, torch::kBool);
-    auto popularity = torch::zeros({num_items}, torch::kFloat32);
-    {
-      client::LoaderOptions seen_opts = users_opts;
-      seen_opts.backend_key = "train_link_pred/seen";
-      seen_opts.worker_key = "train_link_pred:seen";
-      seen_opts.config.clear_num_neighbors_by_type();
-      (*seen_opts.config.mutable_num_neighbors_by_type())[supervision].add_per_hop(-1);
-      (*seen_opts.config.mutable_num_neighbors_by_type())[reverse].add_per_hop(0);
-      seen_opts.config.set_with_node_features(false);
-      client::Loader seen_loader(seen_opts);
-      seen_loader.StartEpoch(0);
-      while (auto b = seen_loader.Next()) {
-        for (const auto& [key, view] : b->edges) {
-          if (view.stored_type != supervision || view.edge_index.size(1) == 0) continue;
-          // Keyed by message-passing direction: the stored user -> item edges, possibly reversed.
-          const bool reversed = key != supervision;
-          auto u = b->nodes.at(user_type).node.index_select(0, view.edge_index[reversed ? 1 : 0]);
-          auto i = b->nodes.at(item_type).node.index_select(0, view.edge_index[reversed ? 0 : 1]);
-          seen.index_put_({u, i}, true);
-          popularity.index_add_(0, i, torch::ones({i.size(0)}));
-        }
-      }
-    }
-    auto masked = [&](torch::Tensor scores) { return scores.masked_fill(seen, -1e9); };
+    const auto val = Labels(base.servers, "val", task.user_type, task.supervision);
+    const auto train_labels = Labels(base.servers, "train", task.user_type, task.supervision);
+    const auto [seen, popularity] = RatedItems(base, task);
+    auto masked = [&seen = seen](torch::Tensor scores) { return scores.masked_fill(seen, -1e9); };
     const auto [pop_recall, pop_mrr] =
-        RecallMrr(masked(popularity.unsqueeze(0).expand({num_users, num_items}).clone()), val, 20);
+        RecallMrr(masked(popularity.unsqueeze(0).expand({task.num_users, task.num_items}).clone()), val, 20);
     std::printf("dataset '%s': %lld %s, %lld %s; %lld train anchors (%zu with labels), %zu val users, %zu server(s)\n",
-                meta.dataset_name().c_str(), static_cast<long long>(num_users), user_type.c_str(),
-                static_cast<long long>(num_items), item_type.c_str(), static_cast<long long>(train.num_seeds()),
-                train_labels.size(), val.size(), base.servers.size());
+                train.meta().dataset_name().c_str(), static_cast<long long>(task.num_users), task.user_type.c_str(),
+                static_cast<long long>(task.num_items), task.item_type.c_str(),
+                static_cast<long long>(train.num_seeds()), train_labels.size(), val.size(), base.servers.size());
     std::printf("popularity baseline: val recall@20 %.4f  MRR %.4f\n", pop_recall, pop_mrr);
 
-    BipartiteSage model(user_dim, item_dim, num_users, num_items, *flags.GetInt("hidden"));
+    BipartiteSage model(task.user_dim, task.item_dim, task.num_users, task.num_items, task.hidden);
     torch::optim::Adam opt(model->parameters(), torch::optim::AdamOptions(*flags.GetDouble("lr")));
-    int64_t infer_epoch = 0;
-    auto evaluate = [&]() {
-      torch::NoGradGuard no_grad;
-      model->eval();
-      auto user_h = torch::zeros({num_users, *flags.GetInt("hidden")});
-      auto item_h = torch::zeros({num_items, *flags.GetInt("hidden")});
-      for (auto* loader : {&users, &items}) {
-        const bool is_users = loader == &users;
-        loader->StartEpoch(infer_epoch);
-        while (auto b = loader->Next()) {
-          auto [hu, hi] = model->forward(*b, user_type, item_type, supervision, reverse);
-          const auto& seeds = b->nodes.at(is_users ? user_type : item_type);
-          const int64_t s = seeds.batch.size(0);
-          (is_users ? user_h : item_h).index_copy_(0, seeds.node.narrow(0, 0, s), (is_users ? hu : hi).narrow(0, 0, s));
-        }
-      }
-      ++infer_epoch;
+    auto evaluate = [&, infer_epoch = int64_t{0}]() mutable {
+      const auto [user_h, item_h] = EmbedAll(model, users, items, task, infer_epoch++);
       return RecallMrr(masked(user_h.matmul(item_h.t())), val, 20);
     };
-
     const auto [r0, m0] = evaluate();
     std::printf("before training: val recall@20 %.4f  MRR %.4f\n", r0, m0);
-    for (int epoch = 0; epoch < epochs; ++epoch) {
+    for (int epoch = 0; epoch < *flags.GetInt("epochs"); ++epoch) {
       const auto t0 = std::chrono::steady_clock::now();
-      model->train();
-      train.StartEpoch(epoch);
-      double loss_sum = 0;
-      int64_t batches = 0;
-      while (auto b = train.Next()) {
-        auto [hu, hi] = model->forward(*b, user_type, item_type, supervision, reverse);
-        const auto& a = *b->ablp;
-        auto anchor = hu.index_select(0, a.anchors);                               // [a, H]
-        auto pos_mask = a.positive.ge(0);                                          // [a, P]
-        auto neg_mask = a.negative.ge(0);                                          // [a, Q]
-        auto pos = hi.index_select(0, a.positive.clamp_min(0).flatten()).view({a.positive.size(0), a.positive.size(1), -1});
-        auto neg = hi.index_select(0, a.negative.clamp_min(0).flatten()).view({a.negative.size(0), a.negative.size(1), -1});
-        auto sp = (pos * anchor.unsqueeze(1)).sum(-1);                             // [a, P]
-        auto sn = (neg * anchor.unsqueeze(1)).sum(-1);                             // [a, Q]
-        // BPR over every (positive, negative) pair of each anchor.
-        auto pair_mask = pos_mask.unsqueeze(2).logical_and(neg_mask.unsqueeze(1)).to(torch::kFloat32);
-        auto pair_loss = -torch::log_sigmoid(sp.unsqueeze(2) - sn.unsqueeze(1));
-        auto loss = (pair_loss * pair_mask).sum() / pair_mask.sum().clamp_min(1);
-        opt.zero_grad();
-        loss.backward();
-        opt.step();
-        loss_sum += loss.item<double>();
-        ++batches;
-      }
+      const auto [loss, batches] = TrainEpoch(model, opt, train, task, epoch);
       const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       const auto [recall, mrr] = evaluate();
       std::printf("epoch %d: loss %.4f  val recall@20 %.4f  MRR %.4f  (popularity %.4f)  %lld batches, %.1f batches/s\n",
-                  epoch, loss_sum / std::max<int64_t>(1, batches), recall, mrr, pop_recall,
-                  static_cast<long long>(batches), batches / secs);
+                  epoch, loss, recall, mrr, pop_recall, static_cast<long long>(batches), batches / secs);
       std::fflush(stdout);
     }
     users.Close();

@@ -51,6 +51,74 @@ std::pair<torch::Tensor, torch::Tensor> MessageFlow(const client::Batch& b, bool
   return out_edges ? std::make_pair(b.cols, b.rows) : std::make_pair(b.rows, b.cols);
 }
 
+// One pass over an epoch's batches: trains when `opt` is given, else only scores. Returns
+// (mean loss, accuracy, batches); the loss and accuracy count each batch's seeds only.
+struct EpochResult {
+  double loss = 0;
+  double accuracy = 0;
+  int64_t batches = 0;
+};
+
+EpochResult RunEpoch(Sage& model, client::Loader& loader, int64_t epoch, bool out_edges,
+                     torch::optim::Optimizer* opt) {
+  double loss_sum = 0;
+  int64_t right = 0, seen = 0;
+  EpochResult r;
+  loader.StartEpoch(epoch);
+  while (auto b = loader.Next()) {
+    const int64_t s = b->num_seeds();
+    auto [src, dst] = MessageFlow(*b, out_edges);
+    auto logits = model->forward(b->x, src, dst).narrow(0, 0, s);
+    auto y = b->y.narrow(0, 0, s);
+    if (opt != nullptr) {
+      auto loss = torch::nn::functional::cross_entropy(logits, y);
+      opt->zero_grad();
+      loss.backward();
+      opt->step();
+      loss_sum += loss.item<double>() * s;
+    }
+    right += logits.argmax(1).eq(y).sum().item<int64_t>();
+    seen += s;
+    ++r.batches;
+  }
+  r.loss = loss_sum / std::max<int64_t>(1, seen);
+  r.accuracy = static_cast<double>(right) / std::max<int64_t>(1, seen);
+  return r;
+}
+
+// The training and validation loaders the flags describe.
+std::pair<client::LoaderOptions, client::LoaderOptions> LoaderOptionsFrom(const Flags& flags) {
+  client::LoaderOptions base;
+  base.servers = SplitList(flags.Get("servers"), ',');
+  base.config.set_batch_size(static_cast<int>(*flags.GetInt("batch_size")));
+  for (const auto& f : SplitList(flags.Get("fanouts"), ',')) base.config.add_num_neighbors(std::stoi(f));
+  base.config.set_with_node_features(true);
+  base.config.set_with_labels(true);
+  base.seed = static_cast<uint64_t>(*flags.GetInt("seed"));
+  client::LoaderOptions train = base;
+  train.backend_key = "train_sage/train";
+  train.config.set_shuffle(true);
+  train.split = "train";
+  train.worker_key = "train_sage:train";
+  client::LoaderOptions val = base;
+  val.backend_key = "train_sage/val";
+  val.split = "val";
+  val.worker_key = "train_sage:val";
+  return {train, val};
+}
+
+void PrintDataset(const client::Loader& train, const client::Loader& val, size_t servers) {
+  const auto& meta = train.meta();
+  const auto& nt = meta.node_types(0);
+  std::printf("dataset '%s': %lld nodes, %lld features, %lld classes; %lld train / %lld val seeds on %zu server(s)\n",
+              meta.dataset_name().c_str(), static_cast<long long>(nt.num_nodes()),
+              static_cast<long long>(nt.features().dim()), static_cast<long long>(nt.num_classes()),
+              static_cast<long long>(train.num_seeds()), static_cast<long long>(val.num_seeds()), servers);
+  std::printf("transport: shared memory from %d of %zu server(s), bytes in messages from the rest\n",
+              train.num_shared_memory_servers(), servers);
+  std::printf("chance accuracy: %.3f\n", 1.0 / std::max<int64_t>(1, nt.num_classes()));
+}
+
 int Run(int argc, char** argv) {
   Flags flags;
   flags.Define("servers", "", "comma-separated host:port of every server, in partition order");
@@ -71,79 +139,25 @@ int Run(int argc, char** argv) {
   const int epochs = static_cast<int>(*flags.GetInt("epochs"));
   torch::manual_seed(*flags.GetInt("seed"));
   torch::set_num_threads(1);
-
-  client::LoaderOptions base;
-  base.servers = SplitList(flags.Get("servers"), ',');
-  base.config.set_batch_size(static_cast<int>(*flags.GetInt("batch_size")));
-  for (const auto& f : SplitList(flags.Get("fanouts"), ',')) base.config.add_num_neighbors(std::stoi(f));
-  base.config.set_with_node_features(true);
-  base.config.set_with_labels(true);
-  base.seed = static_cast<uint64_t>(*flags.GetInt("seed"));
-
-  client::LoaderOptions train_opts = base;
-  train_opts.backend_key = "train_sage/train";
-  train_opts.config.set_shuffle(true);
-  train_opts.split = "train";
-  train_opts.worker_key = "train_sage:train";
-  client::LoaderOptions val_opts = base;
-  val_opts.backend_key = "train_sage/val";
-  val_opts.split = "val";
-  val_opts.worker_key = "train_sage:val";
-
+  const auto [train_opts, val_opts] = LoaderOptionsFrom(flags);
   try {
     client::Loader train(train_opts);
     client::Loader val(val_opts);
-    const auto& meta = train.meta();
-    const auto& nt = meta.node_types(0);
-    const bool out_edges = meta.edge_dir() != v1::EDGE_DIRECTION_IN;
-    std::printf("dataset '%s': %lld nodes, %lld features, %lld classes; %lld train / %lld val seeds on %zu server(s)\n",
-                meta.dataset_name().c_str(), static_cast<long long>(nt.num_nodes()),
-                static_cast<long long>(nt.features().dim()), static_cast<long long>(nt.num_classes()),
-                static_cast<long long>(train.num_seeds()), static_cast<long long>(val.num_seeds()),
-                base.servers.size());
-    std::printf("transport: shared memory from %d of %zu server(s), bytes in messages from the rest\n",
-                train.num_shared_memory_servers(), base.servers.size());
-    std::printf("chance accuracy: %.3f\n", 1.0 / std::max<int64_t>(1, nt.num_classes()));
+    PrintDataset(train, val, train_opts.servers.size());
+    const auto& nt = train.meta().node_types(0);
+    const bool out_edges = train.meta().edge_dir() != v1::EDGE_DIRECTION_IN;
     Sage model(nt.features().dim(), *flags.GetInt("hidden"), nt.num_classes());
     torch::optim::Adam opt(model->parameters(), torch::optim::AdamOptions(*flags.GetDouble("lr")));
-
     for (int epoch = 0; epoch < epochs; ++epoch) {
       const auto t0 = std::chrono::steady_clock::now();
       model->train();
-      train.StartEpoch(epoch);
-      double loss_sum = 0;
-      int64_t right = 0, seen = 0, batches = 0;
-      while (auto b = train.Next()) {
-        const int64_t s = b->num_seeds();
-        auto [src, dst] = MessageFlow(*b, out_edges);
-        auto logits = model->forward(b->x, src, dst).narrow(0, 0, s);
-        auto y = b->y.narrow(0, 0, s);
-        auto loss = torch::nn::functional::cross_entropy(logits, y);
-        opt.zero_grad();
-        loss.backward();
-        opt.step();
-        loss_sum += loss.item<double>() * s;
-        right += logits.argmax(1).eq(y).sum().item<int64_t>();
-        seen += s;
-        ++batches;
-      }
+      const EpochResult t = RunEpoch(model, train, epoch, out_edges, &opt);
       const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-
       model->eval();
       torch::NoGradGuard no_grad;
-      val.StartEpoch(epoch);
-      int64_t val_right = 0, val_seen = 0;
-      while (auto b = val.Next()) {
-        const int64_t s = b->num_seeds();
-        auto [src, dst] = MessageFlow(*b, out_edges);
-        auto logits = model->forward(b->x, src, dst).narrow(0, 0, s);
-        val_right += logits.argmax(1).eq(b->y.narrow(0, 0, s)).sum().item<int64_t>();
-        val_seen += s;
-      }
-      std::printf("epoch %d: loss %.4f  train acc %.3f  val acc %.3f  (%lld batches, %.1f batches/s)\n", epoch,
-                  loss_sum / std::max<int64_t>(1, seen), static_cast<double>(right) / std::max<int64_t>(1, seen),
-                  static_cast<double>(val_right) / std::max<int64_t>(1, val_seen), static_cast<long long>(batches),
-                  batches / secs);
+      const EpochResult v = RunEpoch(model, val, epoch, out_edges, nullptr);
+      std::printf("epoch %d: loss %.4f  train acc %.3f  val acc %.3f  (%lld batches, %.1f batches/s)\n", epoch, t.loss,
+                  t.accuracy, v.accuracy, static_cast<long long>(t.batches), t.batches / secs);
       std::fflush(stdout);
     }
     val.Close();

@@ -10,10 +10,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "graphstore/v1/manifest.pb.h"
+#include "proto/type_names.h"
 #include "server/graph/manifest.h"
 #include "server/graph/npy.h"
 #include "server/graph/partition.h"
-#include "proto/type_names.h"
 
 namespace graphstore {
 int FindType(const GraphData& g, const std::string& name) {
@@ -222,179 +222,206 @@ absl::Status AssignSplits(GraphData* g, double train, double val, double test, u
   return absl::OkStatus();
 }
 
-absl::Status WritePartitions(const GraphData& g, const Assignment& assignment,
-                             const WriteOptions& options, const std::string& out_dir) {
-  if (auto s = ValidateGraph(g); !s.ok()) return s;
-  const int P = options.num_partitions;
-  if (P < 1) return absl::InvalidArgumentError("num_partitions must be >= 1");
-  if (options.edge_dir != "in" && options.edge_dir != "out") {
-    return absl::InvalidArgumentError("edge_dir must be \"in\" or \"out\"");
-  }
-  if (assignment.size() != g.node_types.size()) {
-    return absl::InvalidArgumentError("assignment has the wrong number of node types");
-  }
-  const bool out_dir_rows = options.edge_dir == "out";
+namespace {
 
-  // Per node type: the row of each node within its owner (`local`), and each partition's
-  // owned ids in ascending order.
-  std::vector<std::vector<int64_t>> local(g.node_types.size());
-  std::vector<std::vector<std::vector<int64_t>>> owned(g.node_types.size());
+// Where every node and edge of a graph goes; computed once, then each partition is written
+// from it.
+struct Layout {
+  int num_partitions = 1;
+  bool rows_are_sources = true;
+  // Per node type: the row of each node within its owner, and each partition's owned ids in
+  // ascending order.
+  std::vector<std::vector<int64_t>> local;
+  std::vector<std::vector<std::vector<int64_t>>> owned;
+  // Per edge type: edges ordered by (owner of row node, row, column, edge id), i.e. every
+  // partition's CSR back to back, and where the next partition's run starts.
+  std::vector<std::vector<int64_t>> order;
+  std::vector<int64_t> cursor;
+};
+
+absl::Status PlaceNodes(const GraphData& g, const Assignment& assignment, Layout* l) {
+  const int P = l->num_partitions;
+  l->local.resize(g.node_types.size());
+  l->owned.resize(g.node_types.size());
   for (size_t t = 0; t < g.node_types.size(); ++t) {
     const auto& a = assignment[t];
     if (static_cast<int64_t>(a.size()) != g.node_types[t].num_nodes) {
       return absl::InvalidArgumentError(
           absl::StrCat("assignment of node type '", g.node_types[t].name, "' has the wrong length"));
     }
-    local[t].resize(a.size());
-    owned[t].resize(P);
+    l->local[t].resize(a.size());
+    l->owned[t].resize(P);
     for (int64_t gid = 0; gid < static_cast<int64_t>(a.size()); ++gid) {
       if (a[gid] < 0 || a[gid] >= P) {
         return absl::InvalidArgumentError(absl::StrCat("node ", gid, " assigned to partition ", a[gid]));
       }
-      local[t][gid] = static_cast<int64_t>(owned[t][a[gid]].size());
-      owned[t][a[gid]].push_back(gid);
+      l->local[t][gid] = static_cast<int64_t>(l->owned[t][a[gid]].size());
+      l->owned[t][a[gid]].push_back(gid);
     }
   }
+  return absl::OkStatus();
+}
 
-  // Per edge type: edges ordered by (owner of row node, row, column, edge id), i.e. every
-  // partition's CSR back to back.
-  std::vector<std::vector<int64_t>> order(g.edge_types.size());
-  for (size_t et = 0; et < g.edge_types.size(); ++et) {
-    const auto& e = g.edge_types[et];
-    const int row_t = FindType(g, out_dir_rows ? e.src_type : e.dst_type);
-    const auto& rows = out_dir_rows ? e.src : e.dst;
-    const auto& cols = out_dir_rows ? e.dst : e.src;
-    std::vector<int64_t> part_base(P + 1, 0);
-    for (int p = 0; p < P; ++p) part_base[p + 1] = part_base[p] + owned[row_t][p].size();
-    auto key = [&](int64_t i) {
-      const int64_t r = rows[i];
-      return part_base[assignment[row_t][r]] + local[row_t][r];
-    };
-    const int64_t n_rows = g.node_types[row_t].num_nodes;
-    std::vector<int64_t> start(n_rows + 1, 0);
-    for (size_t i = 0; i < rows.size(); ++i) ++start[key(i) + 1];
-    for (int64_t r = 0; r < n_rows; ++r) start[r + 1] += start[r];
-    std::vector<int64_t> ord(rows.size());
-    std::vector<int64_t> fill(start.begin(), start.end() - 1);
-    for (size_t i = 0; i < rows.size(); ++i) ord[fill[key(i)]++] = static_cast<int64_t>(i);
-    for (int64_t r = 0; r < n_rows; ++r) {
-      std::sort(ord.begin() + start[r], ord.begin() + start[r + 1], [&](int64_t x, int64_t y) {
-        return cols[x] != cols[y] ? cols[x] < cols[y] : x < y;
-      });
-    }
-    order[et] = std::move(ord);
+// The CSR order of one edge type's edges over all partitions (a counting sort by row key, then
+// each row by column).
+std::vector<int64_t> EdgeOrder(const GraphData& g, const Assignment& assignment, const Layout& l, size_t et) {
+  const auto& e = g.edge_types[et];
+  const int row_t = FindType(g, l.rows_are_sources ? e.src_type : e.dst_type);
+  const auto& rows = l.rows_are_sources ? e.src : e.dst;
+  const auto& cols = l.rows_are_sources ? e.dst : e.src;
+  std::vector<int64_t> part_base(l.num_partitions + 1, 0);
+  for (int p = 0; p < l.num_partitions; ++p) part_base[p + 1] = part_base[p] + l.owned[row_t][p].size();
+  auto key = [&](int64_t i) {
+    const int64_t r = rows[i];
+    return part_base[assignment[row_t][r]] + l.local[row_t][r];
+  };
+  const int64_t n_rows = g.node_types[row_t].num_nodes;
+  std::vector<int64_t> start(n_rows + 1, 0);
+  for (size_t i = 0; i < rows.size(); ++i) ++start[key(i) + 1];
+  for (int64_t r = 0; r < n_rows; ++r) start[r + 1] += start[r];
+  std::vector<int64_t> ord(rows.size());
+  std::vector<int64_t> fill(start.begin(), start.end() - 1);
+  for (size_t i = 0; i < rows.size(); ++i) ord[fill[key(i)]++] = static_cast<int64_t>(i);
+  for (int64_t r = 0; r < n_rows; ++r) {
+    std::sort(ord.begin() + start[r], ord.begin() + start[r + 1],
+              [&](int64_t x, int64_t y) { return cols[x] != cols[y] ? cols[x] < cols[y] : x < y; });
   }
+  return ord;
+}
 
-  // Where each edge type's next partition starts in `order`.
-  std::vector<int64_t> edge_cursor(g.edge_types.size(), 0);
-  for (int p = 0; p < P; ++p) {
-    const std::string dir = PartitionDir(out_dir, P, p);
+absl::Status WriteNodeType(const GraphData& g, const Assignment& assignment, const Layout& l, size_t t, int p,
+                           const std::string& dir, v1::PartitionManifest* m) {
+  const auto& nt = g.node_types[t];
+  const auto& ids = l.owned[t][p];
+  const int64_t n = static_cast<int64_t>(ids.size());
+  const std::string ndir = NodeDir(dir, nt.name);
+  if (auto s = MakeDirs(ndir); !s.ok()) return s;
+  auto* mt = m->add_node_types();
+  mt->set_name(nt.name);
+  mt->set_num_nodes(nt.num_nodes);
+  mt->set_num_local_nodes(n);
+  if (auto s = WriteNpyVector(ndir + "/ids.npy", ids); !s.ok()) return s;
+  if (auto s = WriteNpyVector(BookFile(dir, nt.name, "partition"), assignment[t]); !s.ok()) return s;
+  if (l.num_partitions > 1) {
+    if (auto s = WriteNpyVector(BookFile(dir, nt.name, "local"), l.local[t]); !s.ok()) return s;
+  }
+  if (!nt.raw_ids.empty()) {
+    mt->set_has_raw_ids(true);
+    if (auto s = WriteNpyVector(BookFile(dir, nt.name, "raw_ids"), nt.raw_ids); !s.ok()) return s;
+  }
+  if (nt.feature_dim > 0) {
+    mt->set_feature_dim(nt.feature_dim);
+    mt->set_feature_dtype("float32");
+    std::vector<float> f(n * nt.feature_dim);
+    for (int64_t i = 0; i < n; ++i) {
+      std::copy_n(nt.features.begin() + ids[i] * nt.feature_dim, nt.feature_dim, f.begin() + i * nt.feature_dim);
+    }
+    if (auto s = WriteNpy(ndir + "/features.npy", NpyDtype::kFloat32, {n, nt.feature_dim}, f.data()); !s.ok()) {
+      return s;
+    }
+  }
+  if (!nt.labels.empty()) {
+    mt->set_has_labels(true);
+    mt->set_num_classes(MaxLabel(nt.labels) + 1);
+    std::vector<int64_t> lab(n);
+    for (int64_t i = 0; i < n; ++i) lab[i] = nt.labels[ids[i]];
+    if (auto s = WriteNpyVector(ndir + "/labels.npy", lab); !s.ok()) return s;
+  }
+  for (const auto& [split, all] : nt.splits) {
+    std::vector<int64_t> mine;
+    for (int64_t id : all) {
+      if (assignment[t][id] == p) mine.push_back(id);
+    }
+    std::sort(mine.begin(), mine.end());
+    mt->add_splits(split);
+    if (auto s = WriteNpyVector(absl::StrCat(ndir, "/", split, ".npy"), mine); !s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status WriteEdgeType(const GraphData& g, const Assignment& assignment, Layout* l, size_t et, int p,
+                           const std::string& dir, v1::PartitionManifest* m) {
+  const auto& e = g.edge_types[et];
+  const int row_t = FindType(g, l->rows_are_sources ? e.src_type : e.dst_type);
+  const auto& rows = l->rows_are_sources ? e.src : e.dst;
+  const auto& cols = l->rows_are_sources ? e.dst : e.src;
+  const auto& row_ids = l->owned[row_t][p];
+  const std::string edir = EdgeDir(dir, EdgeName(e));
+  if (auto s = MakeDirs(edir); !s.ok()) return s;
+
+  // This partition's edges are the next run of the order, grouped by row.
+  std::vector<int64_t> indptr(row_ids.size() + 1, 0);
+  std::vector<int64_t> indices;
+  std::vector<int64_t> eids;
+  std::vector<float> feats;
+  const std::vector<int64_t>& order = l->order[et];
+  int64_t& cur = l->cursor[et];
+  for (size_t r = 0; r < row_ids.size(); ++r) {
+    while (cur < static_cast<int64_t>(order.size()) && rows[order[cur]] == row_ids[r]) {
+      const int64_t i = order[cur++];
+      indices.push_back(cols[i]);
+      eids.push_back(i);
+      if (e.feature_dim > 0) {
+        feats.insert(feats.end(), e.features.begin() + i * e.feature_dim, e.features.begin() + (i + 1) * e.feature_dim);
+      }
+    }
+    indptr[r + 1] = static_cast<int64_t>(indices.size());
+  }
+  auto* me = m->add_edge_types();
+  me->set_src_type(e.src_type);
+  me->set_relation(e.relation);
+  me->set_dst_type(e.dst_type);
+  me->set_num_edges(static_cast<int64_t>(e.src.size()));
+  me->set_num_local_edges(static_cast<int64_t>(indices.size()));
+  me->set_has_edge_ids(true);
+  if (auto s = WriteNpyVector(edir + "/indptr.npy", indptr); !s.ok()) return s;
+  if (auto s = WriteNpyVector(edir + "/indices.npy", indices); !s.ok()) return s;
+  if (auto s = WriteNpyVector(edir + "/edge_ids.npy", eids); !s.ok()) return s;
+  if (e.feature_dim > 0) {
+    me->set_feature_dim(e.feature_dim);
+    me->set_feature_dtype("float32");
+    const int64_t n = static_cast<int64_t>(indices.size());
+    if (auto s = WriteNpy(edir + "/features.npy", NpyDtype::kFloat32, {n, e.feature_dim}, feats.data()); !s.ok()) {
+      return s;
+    }
+  }
+  return WriteLabelSplits(g, e, assignment, p, edir, me);
+}
+
+}  // namespace
+
+absl::Status WritePartitions(const GraphData& g, const Assignment& assignment, const WriteOptions& options,
+                             const std::string& out_dir) {
+  if (auto s = ValidateGraph(g); !s.ok()) return s;
+  if (options.num_partitions < 1) return absl::InvalidArgumentError("num_partitions must be >= 1");
+  if (options.edge_dir != "in" && options.edge_dir != "out") {
+    return absl::InvalidArgumentError("edge_dir must be \"in\" or \"out\"");
+  }
+  if (assignment.size() != g.node_types.size()) {
+    return absl::InvalidArgumentError("assignment has the wrong number of node types");
+  }
+  Layout l;
+  l.num_partitions = options.num_partitions;
+  l.rows_are_sources = options.edge_dir == "out";
+  if (auto s = PlaceNodes(g, assignment, &l); !s.ok()) return s;
+  for (size_t et = 0; et < g.edge_types.size(); ++et) l.order.push_back(EdgeOrder(g, assignment, l, et));
+  l.cursor.assign(g.edge_types.size(), 0);
+
+  for (int p = 0; p < l.num_partitions; ++p) {
+    const std::string dir = PartitionDir(out_dir, l.num_partitions, p);
     if (auto s = MakeDirs(dir + "/book"); !s.ok()) return s;
     v1::PartitionManifest m;
     m.set_format_version(kFormatVersion);
     m.set_dataset_name(g.name);
-    m.set_num_partitions(P);
+    m.set_num_partitions(l.num_partitions);
     m.set_partition_id(p);
     m.set_edge_dir(options.edge_dir);
-    m.set_partition_method(P == 1 ? "single" : options.method);
-
+    m.set_partition_method(l.num_partitions == 1 ? "single" : options.method);
     for (size_t t = 0; t < g.node_types.size(); ++t) {
-      const auto& nt = g.node_types[t];
-      const auto& ids = owned[t][p];
-      const int64_t n = static_cast<int64_t>(ids.size());
-      const std::string ndir = NodeDir(dir, nt.name);
-      if (auto s = MakeDirs(ndir); !s.ok()) return s;
-      auto* mt = m.add_node_types();
-      mt->set_name(nt.name);
-      mt->set_num_nodes(nt.num_nodes);
-      mt->set_num_local_nodes(n);
-      if (auto s = WriteNpyVector(ndir + "/ids.npy", ids); !s.ok()) return s;
-      if (auto s = WriteNpyVector(BookFile(dir, nt.name, "partition"), assignment[t]); !s.ok()) return s;
-      if (P > 1) {
-        if (auto s = WriteNpyVector(BookFile(dir, nt.name, "local"), local[t]); !s.ok()) return s;
-      }
-      if (!nt.raw_ids.empty()) {
-        mt->set_has_raw_ids(true);
-        if (auto s = WriteNpyVector(BookFile(dir, nt.name, "raw_ids"), nt.raw_ids); !s.ok()) return s;
-      }
-      if (nt.feature_dim > 0) {
-        mt->set_feature_dim(nt.feature_dim);
-        mt->set_feature_dtype("float32");
-        std::vector<float> f(n * nt.feature_dim);
-        for (int64_t i = 0; i < n; ++i) {
-          std::copy_n(nt.features.begin() + ids[i] * nt.feature_dim, nt.feature_dim,
-                      f.begin() + i * nt.feature_dim);
-        }
-        if (auto s = WriteNpy(ndir + "/features.npy", NpyDtype::kFloat32, {n, nt.feature_dim}, f.data());
-            !s.ok()) {
-          return s;
-        }
-      }
-      if (!nt.labels.empty()) {
-        mt->set_has_labels(true);
-        mt->set_num_classes(MaxLabel(nt.labels) + 1);
-        std::vector<int64_t> lab(n);
-        for (int64_t i = 0; i < n; ++i) lab[i] = nt.labels[ids[i]];
-        if (auto s = WriteNpyVector(ndir + "/labels.npy", lab); !s.ok()) return s;
-      }
-      for (const auto& [split, all] : nt.splits) {
-        std::vector<int64_t> mine;
-        for (int64_t id : all) {
-          if (assignment[t][id] == p) mine.push_back(id);
-        }
-        std::sort(mine.begin(), mine.end());
-        mt->add_splits(split);
-        if (auto s = WriteNpyVector(absl::StrCat(ndir, "/", split, ".npy"), mine); !s.ok()) return s;
-      }
+      if (auto s = WriteNodeType(g, assignment, l, t, p, dir, &m); !s.ok()) return s;
     }
-
     for (size_t et = 0; et < g.edge_types.size(); ++et) {
-      const auto& e = g.edge_types[et];
-      const int row_t = FindType(g, out_dir_rows ? e.src_type : e.dst_type);
-      const auto& rows = out_dir_rows ? e.src : e.dst;
-      const auto& cols = out_dir_rows ? e.dst : e.src;
-      const auto& row_ids = owned[row_t][p];
-      const std::string edir = EdgeDir(dir, EdgeName(e));
-      if (auto s = MakeDirs(edir); !s.ok()) return s;
-
-      // This partition's edges are the next run of `order`, grouped by row.
-      std::vector<int64_t> indptr(row_ids.size() + 1, 0);
-      std::vector<int64_t> indices;
-      std::vector<int64_t> eids;
-      std::vector<float> feats;
-      int64_t& cur = edge_cursor[et];
-      for (size_t r = 0; r < row_ids.size(); ++r) {
-        while (cur < static_cast<int64_t>(order[et].size()) && rows[order[et][cur]] == row_ids[r]) {
-          const int64_t i = order[et][cur++];
-          indices.push_back(cols[i]);
-          eids.push_back(i);
-          if (e.feature_dim > 0) {
-            feats.insert(feats.end(), e.features.begin() + i * e.feature_dim,
-                         e.features.begin() + (i + 1) * e.feature_dim);
-          }
-        }
-        indptr[r + 1] = static_cast<int64_t>(indices.size());
-      }
-      auto* me = m.add_edge_types();
-      me->set_src_type(e.src_type);
-      me->set_relation(e.relation);
-      me->set_dst_type(e.dst_type);
-      me->set_num_edges(static_cast<int64_t>(e.src.size()));
-      me->set_num_local_edges(static_cast<int64_t>(indices.size()));
-      me->set_has_edge_ids(true);
-      if (auto s = WriteNpyVector(edir + "/indptr.npy", indptr); !s.ok()) return s;
-      if (auto s = WriteNpyVector(edir + "/indices.npy", indices); !s.ok()) return s;
-      if (auto s = WriteNpyVector(edir + "/edge_ids.npy", eids); !s.ok()) return s;
-      if (e.feature_dim > 0) {
-        me->set_feature_dim(e.feature_dim);
-        me->set_feature_dtype("float32");
-        const int64_t n = static_cast<int64_t>(indices.size());
-        if (auto s = WriteNpy(edir + "/features.npy", NpyDtype::kFloat32, {n, e.feature_dim}, feats.data());
-            !s.ok()) {
-          return s;
-        }
-      }
-      if (auto s = WriteLabelSplits(g, e, assignment, p, edir, me); !s.ok()) return s;
+      if (auto s = WriteEdgeType(g, assignment, &l, et, p, dir, &m); !s.ok()) return s;
     }
     if (auto s = ValidateManifest(m, dir + "/manifest.json"); !s.ok()) return s;
     if (auto s = WriteManifest(dir, m); !s.ok()) return s;

@@ -82,6 +82,11 @@ absl::StatusOr<std::unique_ptr<Partition>> Partition::Load(const std::string& di
 }
 
 absl::Status Partition::LoadNodeType(int index, bool verify) {
+  if (auto s = OpenNodeType(index); !s.ok()) return s;
+  return verify ? VerifyNodeType(nodes_[index]) : absl::OkStatus();
+}
+
+absl::Status Partition::OpenNodeType(int index) {
   const auto& m = manifest_.node_types(index);
   NodeTypeStore& t = nodes_[index];
   t.name = m.name();
@@ -120,8 +125,10 @@ absl::Status Partition::LoadNodeType(int index, bool verify) {
     if (!s.ok()) return s;
     t.splits.emplace(split, std::move(f));
   }
-  if (!verify) return absl::OkStatus();
+  return absl::OkStatus();
+}
 
+absl::Status Partition::VerifyNodeType(const NodeTypeStore& t) const {
   // Owned ids: strictly ascending, in range, and owned by this partition per the book.
   const int64_t* ids = t.global_ids();
   const int32_t* book = t.book.data<int32_t>();
@@ -179,6 +186,14 @@ absl::Status Partition::LoadNodeType(int index, bool verify) {
 }
 
 absl::Status Partition::LoadEdgeType(int index, bool verify) {
+  if (auto s = OpenEdgeType(index); !s.ok()) return s;
+  // The indptr checks are O(rows) and always run: a bad indptr would send the sampler out of
+  // bounds.
+  if (auto s = CheckIndptr(edges_[index]); !s.ok()) return s;
+  return verify ? VerifyEdgeType(edges_[index]) : absl::OkStatus();
+}
+
+absl::Status Partition::OpenEdgeType(int index) {
   const auto& m = manifest_.edge_types(index);
   EdgeTypeStore& e = edges_[index];
   e.name = EdgeTypeName(m);
@@ -223,9 +238,11 @@ absl::Status Partition::LoadEdgeType(int index, bool verify) {
     s = OpenExpect(edir + "/dst_degree.npy", NpyDtype::kInt64, {nodes_[e.dst_type].num_nodes}, &e.dst_degree);
     if (!s.ok()) return s;
   }
+  return absl::OkStatus();
+}
 
-  // The indptr checks are O(rows) and always run: a bad indptr would send the sampler out of
-  // bounds.
+absl::Status Partition::CheckIndptr(const EdgeTypeStore& e) const {
+  const int64_t rows = nodes_[e.row_type].num_local;
   const int64_t* ptr = e.indptr_data();
   if (ptr[0] != 0) return Corrupt(e.indptr, absl::StrCat("indptr[0] is ", ptr[0], ", expected 0"));
   for (int64_t r = 0; r < rows; ++r) {
@@ -238,7 +255,10 @@ absl::Status Partition::LoadEdgeType(int index, bool verify) {
     return Corrupt(e.indptr, absl::StrCat("last entry is ", ptr[rows], ", but ", e.indices.path(),
                                           " holds ", e.num_local, " edges"));
   }
-  if (!verify) return absl::OkStatus();
+  return absl::OkStatus();
+}
+
+absl::Status Partition::VerifyEdgeType(const EdgeTypeStore& e) const {
   if (auto st = CheckRange(e.indices, nodes_[e.col_type].num_nodes,
                            absl::StrCat("not a ", nodes_[e.col_type].name, " node id"));
       !st.ok()) {
@@ -247,6 +267,17 @@ absl::Status Partition::LoadEdgeType(int index, bool verify) {
   if (e.edge_ids.is_open()) {
     if (auto st = CheckRange(e.edge_ids, e.num_edges, "edge id"); !st.ok()) return st;
   }
+  if (auto st = VerifyLabelEdges(e); !st.ok()) return st;
+  if (e.dst_degree.is_open()) {
+    const int64_t* d = e.dst_degree.data<int64_t>();
+    for (int64_t i = 0; i < e.dst_degree.num_elements(); ++i) {
+      if (d[i] < 0) return Corrupt(e.dst_degree, absl::StrCat("entry ", i, " is negative"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Partition::VerifyLabelEdges(const EdgeTypeStore& e) const {
   const NodeTypeStore& src = nodes_[e.src_type];
   const NodeTypeStore& dst = nodes_[e.dst_type];
   for (const auto& [split, f] : e.label_splits) {
@@ -265,12 +296,6 @@ absl::Status Partition::LoadEdgeType(int index, bool verify) {
       if (i > 0 && (v[2 * i - 2] > a || (v[2 * i - 2] == a && v[2 * i - 1] >= b))) {
         return Corrupt(f, absl::StrCat("rows are not sorted and unique at row ", i));
       }
-    }
-  }
-  if (e.dst_degree.is_open()) {
-    const int64_t* d = e.dst_degree.data<int64_t>();
-    for (int64_t i = 0; i < e.dst_degree.num_elements(); ++i) {
-      if (d[i] < 0) return Corrupt(e.dst_degree, absl::StrCat("entry ", i, " is negative"));
     }
   }
   return absl::OkStatus();

@@ -117,8 +117,15 @@ class Partition {
 
  private:
   Partition() = default;
+  // Loading a type: open and shape-check its files, then (verify) check every entry.
   absl::Status LoadNodeType(int index, bool verify);
+  absl::Status OpenNodeType(int index);
+  absl::Status VerifyNodeType(const NodeTypeStore& t) const;
   absl::Status LoadEdgeType(int index, bool verify);
+  absl::Status OpenEdgeType(int index);
+  absl::Status CheckIndptr(const EdgeTypeStore& e) const;
+  absl::Status VerifyEdgeType(const EdgeTypeStore& e) const;
+  absl::Status VerifyLabelEdges(const EdgeTypeStore& e) const;
 
   std::string dir_;
   v1::PartitionManifest manifest_;

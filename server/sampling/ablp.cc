@@ -3,8 +3,8 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
-#include "server/sampling/draw.h"
 #include "proto/type_names.h"
+#include "server/sampling/draw.h"
 
 namespace graphstore {
 namespace {

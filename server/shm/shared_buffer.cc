@@ -16,8 +16,8 @@
 #include <random>
 #include <utility>
 
-#include "absl/strings/str_cat.h"
 #include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "server/util/log.h"
 
 namespace graphstore {

@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "client/client.h"
-#include "tests/test_util.h"
 #include "server/util/flags.h"
+#include "tests/test_util.h"
 #include "tools/generator.h"
 
 namespace graphstore {

@@ -17,9 +17,9 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "server/graph/dataset_writer.h"
 #include "server/server.h"
 #include "tests/test_util.h"
-#include "server/graph/dataset_writer.h"
 #include "tools/movielens.h"
 
 namespace graphstore {

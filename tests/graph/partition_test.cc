@@ -5,11 +5,11 @@
 #include <string>
 #include <vector>
 
+#include "server/graph/dataset_writer.h"
 #include "server/graph/npy.h"
 #include "server/graph/partition.h"
 #include "tests/fixtures.h"
 #include "tests/test_util.h"
-#include "server/graph/dataset_writer.h"
 
 namespace graphstore {
 namespace {

@@ -6,13 +6,13 @@
 #include <set>
 #include <vector>
 
+#include "server/graph/dataset_writer.h"
+#include "server/graph/partition.h"
 #include "server/sampling/draw.h"
 #include "server/sampling/neighbor_sampler.h"
-#include "server/graph/partition.h"
 #include "tests/fixtures.h"
 #include "tests/sampling/sampling_fixtures.h"
 #include "tests/test_util.h"
-#include "server/graph/dataset_writer.h"
 #include "tools/generator.h"
 
 namespace graphstore {

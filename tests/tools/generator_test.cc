@@ -4,9 +4,9 @@
 #include <string>
 #include <vector>
 
+#include "server/graph/dataset_writer.h"
 #include "server/graph/partition.h"
 #include "tests/test_util.h"
-#include "server/graph/dataset_writer.h"
 #include "tools/generator.h"
 
 namespace graphstore {

@@ -8,11 +8,11 @@
 #include <tuple>
 #include <vector>
 
+#include "server/graph/dataset_writer.h"
 #include "server/graph/npy.h"
 #include "server/graph/partition.h"
 #include "tests/fixtures.h"
 #include "tests/test_util.h"
-#include "server/graph/dataset_writer.h"
 #include "tools/graph_input.h"
 #include "tools/metis_partition.h"
 

@@ -1,0 +1,111 @@
+#ifndef GRAPHSTORE_SCHEDULER_BACKEND_CHANNEL_H_
+#define GRAPHSTORE_SCHEDULER_BACKEND_CHANNEL_H_
+
+// The state of one channel of a Backend: private to the backend's sources
+// (backend.cc schedules, backend_delivery.cc delivers). Guarded by Backend::mu_ unless noted.
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "scheduler/backend.h"
+
+namespace graphstore::scheduler {
+
+// Buffers taken out of channels under the lock, destroyed by the caller after releasing it.
+using Freed = std::vector<std::map<int64_t, Batch>>;
+
+// One epoch's schedule: the seed order, how far it is scheduled, and what it has buffered. A
+// channel has its current run and, while sampling ahead, the next epoch's.
+struct Run {
+  int64_t epoch = -1;
+  // Tasks carry the generation they were scheduled under; a result is kept only while its run
+  // still has that generation. Every (re)start takes a new one.
+  uint64_t generation = 0;
+  // The seed order; tasks keep a reference while they sample.
+  std::shared_ptr<const std::vector<int64_t>> order;
+  int64_t num_batches = 0;
+  int64_t next = 0;  // the next batch to schedule
+  std::map<int64_t, Batch> buffer;
+  int64_t bytes = 0;  // held by `buffer`
+
+  void TakeBuffer(Freed* freed) {
+    freed->push_back(std::move(buffer));
+    buffer.clear();
+    bytes = 0;
+  }
+};
+
+
+struct Backend::Channel {
+  uint64_t id = 0;
+  ChannelOptions opts;
+  int max_in_flight = 0;
+  int max_messages = 0;
+  int64_t max_bytes = 0;
+
+  // Guarded by Backend::mu_.
+  bool removed = false;
+  bool queued = false;        // in runnable_
+  bool queued_ahead = false;  // in speculative_
+  uint64_t next_generation = 1;
+  Run cur;
+  int64_t start_batch = 0;
+  int64_t next_to_deliver = 0;  // ordered delivery only
+  int64_t sampled = 0;
+  int64_t delivered = 0;
+  int in_flight = 0;  // tasks of both runs
+  absl::Status error;
+  int64_t failed_batch = -1;  // lowest failed batch index of the epoch
+  bool cancelled = false;     // the current epoch was abandoned
+  int64_t total_sampled = 0;
+
+  // Sampling ahead: the run of epoch cur.epoch + 1, or none (epoch -1).
+  Run ahead;
+  bool ahead_failed = false;  // a batch failed; the real epoch samples it again and reports it
+
+  // Serialises listener calls with ClearListener.
+  std::mutex listener_mu;
+  std::function<void()> listener;
+  uint64_t listener_token = 0;  // names `listener` (guarded by listener_mu)
+
+  int64_t BatchesFor(int64_t n) const {
+    const int64_t bs = opts.batch_size;
+    return opts.drop_last ? n / bs : (n + bs - 1) / bs;
+  }
+
+  // A fresh run of epoch `e`, nothing scheduled.
+  Run NewRun(int64_t e) {
+    auto order = std::make_shared<std::vector<int64_t>>(opts.seeds);
+    if (opts.order) opts.order(e, order.get());
+    Run r;
+    r.epoch = e;
+    r.generation = next_generation++;
+    r.num_batches = BatchesFor(static_cast<int64_t>(order->size()));
+    r.order = std::move(order);
+    return r;
+  }
+
+  // The delivery counters and failure state of the current run, delivering from batch `from`
+  // on (what its buffer already holds counts as sampled).
+  void ResetProgress(int64_t from) {
+    start_batch = from;
+    next_to_deliver = from;
+    sampled = static_cast<int64_t>(cur.buffer.size());
+    delivered = 0;
+    error = absl::OkStatus();
+    failed_batch = -1;
+    cancelled = false;
+  }
+
+  void DropAhead(Freed* freed) {
+    ahead.TakeBuffer(freed);
+    ahead = Run();
+    ahead_failed = false;
+  }
+};
+
+}  // namespace graphstore::scheduler
+
+#endif  // GRAPHSTORE_SCHEDULER_BACKEND_CHANNEL_H_
