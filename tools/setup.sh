@@ -16,7 +16,7 @@ PACKAGES=(
   libtorch-dev            # LibTorch for the client and the example trainers (CPU)
   libmetis-dev            # METIS partitioning
   python3                 # test-result counting in tools/test.sh, the local cluster launcher
-  python3-yaml            # the Kubernetes manifest check (tests/k8s_manifest_test.py)
+  python3-yaml            # the Kubernetes manifest check (tests/e2e/k8s_manifest_test.py)
 )
 
 missing=()
