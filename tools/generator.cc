@@ -117,6 +117,19 @@ int SplitOf(const GeneratorOptions& o, int64_t v) {
 
 constexpr const char* kSplitNames[] = {"train", "val", "test"};
 
+// Widens `range` (min row, then max row, `dim` columns) to cover `rows` rows; `first` starts it.
+void UpdateRange(const float* rows_data, int64_t rows, int64_t dim, bool first, std::vector<float>* range) {
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t c = 0; c < dim; ++c) {
+      const float v = rows_data[r * dim + c];
+      float& lo = (*range)[c];
+      float& hi = (*range)[dim + c];
+      if ((first && r == 0) || v < lo) lo = v;
+      if ((first && r == 0) || v > hi) hi = v;
+    }
+  }
+}
+
 // The whole graph as one partition, streamed to disk.
 absl::Status WriteSingle(const GeneratorOptions& o, const Communities& c, const std::string& dir) {
   if (o.edge_dir != "out") {
@@ -138,18 +151,22 @@ absl::Status WriteSingle(const GeneratorOptions& o, const Communities& c, const 
     features = *std::move(f);
   }
   std::vector<int64_t> indptr(n + 1, 0);
+  std::vector<int64_t> degree(n, 0);  // how often each node is a neighbour
   std::vector<int64_t> row;
   constexpr int64_t kChunk = 4096;
   std::vector<float> fbuf(static_cast<size_t>(kChunk) * o.feature_dim);
+  std::vector<float> range(2 * static_cast<size_t>(o.feature_dim));  // min row, max row
   for (int64_t base = 0; base < n; base += kChunk) {
     const int64_t end = std::min(n, base + kChunk);
     for (int64_t v = base; v < end; ++v) {
       GenerateRow(o, c, v, &row);
       indptr[v + 1] = indptr[v] + static_cast<int64_t>(row.size());
+      for (int64_t w : row) ++degree[w];
       if (auto s = (*indices)->Append(row.data(), static_cast<int64_t>(row.size())); !s.ok()) return s;
       if (features) GenerateFeatures(o, c, v, &fbuf[(v - base) * o.feature_dim]);
     }
     if (features) {
+      UpdateRange(fbuf.data(), end - base, o.feature_dim, base == 0, &range);
       if (auto s = features->Append(fbuf.data(), end - base); !s.ok()) return s;
     }
   }
@@ -158,6 +175,11 @@ absl::Status WriteSingle(const GeneratorOptions& o, const Communities& c, const 
     if (auto s = features->Finish(); !s.ok()) return s;
   }
   if (auto s = WriteNpyVector(edir + "/indptr.npy", indptr); !s.ok()) return s;
+  if (features) {
+    if (auto s = WriteNpy(ndir + "/feature_range.npy", NpyDtype::kFloat32, {2, o.feature_dim}, range.data()); !s.ok()) {
+      return s;
+    }
+  }
 
   std::vector<int64_t> ids(n);
   std::vector<int64_t> labels(n);
@@ -174,6 +196,7 @@ absl::Status WriteSingle(const GeneratorOptions& o, const Communities& c, const 
     if (auto s = WriteNpyVector(absl::StrCat(ndir, "/", kSplitNames[i], ".npy"), splits[i]); !s.ok()) return s;
   }
   if (auto s = WriteNpyVector(BookFile(dir, "node", "partition"), std::vector<int32_t>(n, 0)); !s.ok()) return s;
+  if (auto s = WriteNpyVector(BookFile(dir, "node", "degree"), degree); !s.ok()) return s;
 
   v1::PartitionManifest m;
   m.set_format_version(kFormatVersion);
@@ -190,6 +213,8 @@ absl::Status WriteSingle(const GeneratorOptions& o, const Communities& c, const 
   nt->set_feature_dtype("float32");
   nt->set_has_labels(true);
   nt->set_num_classes(o.num_classes);
+  nt->set_has_degree(true);
+  nt->set_has_feature_range(o.feature_dim > 0);
   for (const char* s : kSplitNames) nt->add_splits(s);
   auto* et = m.add_edge_types();
   et->set_src_type("node");

@@ -237,7 +237,19 @@ struct Layout {
   // partition's CSR back to back, and where the next partition's run starts.
   std::vector<std::vector<int64_t>> order;
   std::vector<int64_t> cursor;
+  // Per node type: how many edges of any type have each node as their column endpoint.
+  std::vector<std::vector<int64_t>> degree;
 };
+
+// The column degree of every node (book/<type>.degree.npy): the endpoint a hop samples.
+void CountDegrees(const GraphData& g, Layout* l) {
+  l->degree.assign(g.node_types.size(), {});
+  for (size_t t = 0; t < g.node_types.size(); ++t) l->degree[t].assign(g.node_types[t].num_nodes, 0);
+  for (const auto& e : g.edge_types) {
+    const int col_t = FindType(g, l->rows_are_sources ? e.dst_type : e.src_type);
+    for (int64_t v : l->rows_are_sources ? e.dst : e.src) ++l->degree[col_t][v];
+  }
+}
 
 absl::Status PlaceNodes(const GraphData& g, const Assignment& assignment, Layout* l) {
   const int P = l->num_partitions;
@@ -289,6 +301,20 @@ std::vector<int64_t> EdgeOrder(const GraphData& g, const Assignment& assignment,
   return ord;
 }
 
+// Each feature column's minimum (first row) and maximum (second) over every node of the type.
+std::vector<float> FeatureRange(const NodeTypeData& nt) {
+  const int64_t dim = nt.feature_dim;
+  std::vector<float> range(2 * dim, 0.0f);
+  for (int64_t v = 0; v < nt.num_nodes; ++v) {
+    for (int64_t c = 0; c < dim; ++c) {
+      const float x = nt.features[v * dim + c];
+      if (v == 0 || x < range[c]) range[c] = x;
+      if (v == 0 || x > range[dim + c]) range[dim + c] = x;
+    }
+  }
+  return range;
+}
+
 absl::Status WriteNodeType(const GraphData& g, const Assignment& assignment, const Layout& l, size_t t, int p,
                            const std::string& dir, v1::PartitionManifest* m) {
   const auto& nt = g.node_types[t];
@@ -305,6 +331,8 @@ absl::Status WriteNodeType(const GraphData& g, const Assignment& assignment, con
   if (l.num_partitions > 1) {
     if (auto s = WriteNpyVector(BookFile(dir, nt.name, "local"), l.local[t]); !s.ok()) return s;
   }
+  mt->set_has_degree(true);
+  if (auto s = WriteNpyVector(BookFile(dir, nt.name, "degree"), l.degree[t]); !s.ok()) return s;
   if (!nt.raw_ids.empty()) {
     mt->set_has_raw_ids(true);
     if (auto s = WriteNpyVector(BookFile(dir, nt.name, "raw_ids"), nt.raw_ids); !s.ok()) return s;
@@ -312,6 +340,12 @@ absl::Status WriteNodeType(const GraphData& g, const Assignment& assignment, con
   if (nt.feature_dim > 0) {
     mt->set_feature_dim(nt.feature_dim);
     mt->set_feature_dtype("float32");
+    mt->set_has_feature_range(true);
+    if (auto s = WriteNpy(ndir + "/feature_range.npy", NpyDtype::kFloat32, {2, nt.feature_dim},
+                          FeatureRange(nt).data());
+        !s.ok()) {
+      return s;
+    }
     std::vector<float> f(n * nt.feature_dim);
     for (int64_t i = 0; i < n; ++i) {
       std::copy_n(nt.features.begin() + ids[i] * nt.feature_dim, nt.feature_dim, f.begin() + i * nt.feature_dim);
@@ -404,6 +438,7 @@ absl::Status WritePartitions(const GraphData& g, const Assignment& assignment, c
   l.num_partitions = options.num_partitions;
   l.rows_are_sources = options.edge_dir == "out";
   if (auto s = PlaceNodes(g, assignment, &l); !s.ok()) return s;
+  CountDegrees(g, &l);
   for (size_t et = 0; et < g.edge_types.size(); ++et) l.order.push_back(EdgeOrder(g, assignment, l, et));
   l.cursor.assign(g.edge_types.size(), 0);
 

@@ -33,6 +33,8 @@ constexpr DtypeEntry kDtypes[] = {
     {NpyDtype::kFloat32, "float32", "<f4", 4}, {NpyDtype::kFloat16, "float16", "<f2", 2},
     {NpyDtype::kFloat64, "float64", "<f8", 8}, {NpyDtype::kUint8, "uint8", "|u1", 1},
     {NpyDtype::kBool, "bool", "|b1", 1},
+    // numpy has no bfloat16: it is an in-memory and wire type only, never read or written.
+    {NpyDtype::kBfloat16, "bfloat16", "", 2},
 };
 
 const DtypeEntry& Entry(NpyDtype dtype) {
@@ -107,6 +109,7 @@ absl::StatusOr<NpyHeader> ParseNpyHeader(const char* bytes, size_t size, const s
   const std::string descr = StringValue(text, "descr");
   bool found = false;
   for (const auto& e : kDtypes) {
+    if (e.descr[0] == '\0') continue;
     // A one-byte type may be written with any byte-order mark.
     if (descr == e.descr || (e.size == 1 && descr.size() == 3 && descr.substr(1) == std::string(e.descr).substr(1))) {
       header.dtype = e.dtype;

@@ -24,8 +24,9 @@
 
 namespace graphstore {
 
-/// Element types the partition format stores.
-enum class NpyDtype { kInt64, kInt32, kFloat32, kFloat16, kFloat64, kUint8, kBool };
+/// Element types the partition format stores, and kBfloat16, which only sampled feature rows
+/// take in memory and on the wire (numpy has no bfloat16; no .npy file holds it).
+enum class NpyDtype { kInt64, kInt32, kFloat32, kFloat16, kFloat64, kUint8, kBool, kBfloat16 };
 
 /// Bytes per element.
 size_t DtypeSize(NpyDtype dtype);

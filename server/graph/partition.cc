@@ -108,12 +108,20 @@ absl::Status Partition::OpenNodeType(int index) {
     s = OpenExpect(BookFile(dir_, t.name, "raw_ids"), NpyDtype::kInt64, {t.num_nodes}, &t.raw_ids);
     if (!s.ok()) return s;
   }
+  if (m.has_degree()) {
+    s = OpenExpect(BookFile(dir_, t.name, "degree"), NpyDtype::kInt64, {t.num_nodes}, &t.degree);
+    if (!s.ok()) return s;
+  }
   if (t.feature_dim > 0) {
     auto dtype = FeatureDtype(m.feature_dtype());
     if (!dtype.ok()) return dtype.status();
     t.feature_dtype = *dtype;
     s = OpenExpect(ndir + "/features.npy", t.feature_dtype, {t.num_local, t.feature_dim}, &t.features);
     if (!s.ok()) return s;
+    if (m.has_feature_range()) {
+      s = OpenExpect(ndir + "/feature_range.npy", NpyDtype::kFloat32, {2, t.feature_dim}, &t.feature_range);
+      if (!s.ok()) return s;
+    }
   }
   if (m.has_labels()) {
     s = OpenExpect(ndir + "/labels.npy", NpyDtype::kInt64, {t.num_local}, &t.labels);
@@ -163,6 +171,21 @@ absl::Status Partition::VerifyNodeType(const NodeTypeStore& t) const {
   }
   if (t.local.is_open()) {
     if (auto st = CheckRange(t.local, t.num_nodes, "row in the owner partition"); !st.ok()) return st;
+  }
+  if (t.feature_range.is_open()) {
+    const float* r = t.feature_range.data<float>();
+    for (int64_t c = 0; c < t.feature_dim; ++c) {
+      if (!(r[c] <= r[t.feature_dim + c])) {
+        return Corrupt(t.feature_range, absl::StrCat("column ", c, ": minimum ", r[c], " is not <= maximum ",
+                                                     r[t.feature_dim + c]));
+      }
+    }
+  }
+  if (t.degree.is_open()) {
+    const int64_t* d = t.degree.data<int64_t>();
+    for (int64_t g = 0; g < t.num_nodes; ++g) {
+      if (d[g] < 0) return Corrupt(t.degree, absl::StrCat("entry ", g, " is negative"));
+    }
   }
   if (t.labels.is_open()) {
     const int64_t* lab = t.labels.data<int64_t>();

@@ -33,8 +33,11 @@ struct NodeTypeStore {
   MappedNpy book;      ///< int32 [num_nodes]: owning partition of every global id.
   MappedNpy local;     ///< int64 [num_nodes]: row in the owner's arrays (several partitions only).
   MappedNpy features;  ///< [num_local, feature_dim], when feature_dim > 0.
+  /// float32 [2, feature_dim]: each column's min and max over the whole graph, when stored.
+  MappedNpy feature_range;
   MappedNpy labels;    ///< int64 [num_local], when the type has labels; -1 means unlabelled.
   MappedNpy raw_ids;   ///< int64 [num_nodes]: input id of every global id, when kept.
+  MappedNpy degree;    ///< int64 [num_nodes]: column degree of every global id, when stored.
   std::map<std::string, MappedNpy> splits;  ///< split name -> int64 owned global ids.
 
   const int64_t* global_ids() const { return ids.data<int64_t>(); }
@@ -64,6 +67,8 @@ struct EdgeTypeStore {
   MappedNpy indices;   ///< int64 [num_local]: global ids of the column type.
   MappedNpy edge_ids;  ///< int64 [num_local]: global edge ids, when stored.
   MappedNpy features;  ///< [num_local, feature_dim], when feature_dim > 0.
+  /// float32 [2, feature_dim]: each column's min and max over the whole graph, when stored.
+  MappedNpy feature_range;
   /// Label edges (link prediction): split name -> int64 [k, 2] (src, dst) global ids, sorted,
   /// src owned here.
   std::map<std::string, MappedNpy> label_splits;

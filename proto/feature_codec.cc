@@ -1,0 +1,149 @@
+#include "proto/feature_codec.h"
+
+#include <immintrin.h>
+
+#include <cstring>
+
+namespace graphstore::codec {
+namespace {
+
+uint32_t Bits(float f) {
+  uint32_t x;
+  std::memcpy(&x, &f, 4);
+  return x;
+}
+
+float FromBits(uint32_t x) {
+  float f;
+  std::memcpy(&f, &x, 4);
+  return f;
+}
+
+bool HasF16c() {
+  static const bool has = __builtin_cpu_supports("f16c") && __builtin_cpu_supports("avx");
+  return has;
+}
+
+__attribute__((target("avx,f16c"))) void FloatToHalfF16c(const float* src, size_t n, uint16_t* dst) {
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m128i h = _mm256_cvtps_ph(_mm256_loadu_ps(src + i), _MM_FROUND_TO_NEAREST_INT);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + i), h);
+  }
+  for (; i < n; ++i) dst[i] = FloatToHalf(src[i]);
+}
+
+__attribute__((target("avx,f16c"))) void HalfToFloatF16c(const uint16_t* src, size_t n, float* dst) {
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    _mm256_storeu_ps(dst + i, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i))));
+  }
+  for (; i < n; ++i) dst[i] = HalfToFloat(src[i]);
+}
+
+}  // namespace
+
+uint16_t FloatToHalf(float f) {
+  // Round to nearest even, as F16C does (Fabian Giesen's float_to_half_fast3_rtne).
+  constexpr uint32_t kInfinity = 255u << 23;
+  constexpr uint32_t kHalfMax = (127u + 16) << 23;
+  constexpr uint32_t kDenormMagic = ((127u - 15) + (23 - 10) + 1) << 23;
+  uint32_t x = Bits(f);
+  const uint32_t sign = x & 0x80000000u;
+  x ^= sign;
+  uint16_t out;
+  if (x >= kHalfMax) {
+    out = x > kInfinity ? 0x7e00 : 0x7c00;  // NaN stays NaN, too large becomes infinite
+  } else if (x < (113u << 23)) {
+    // A subnormal or zero half: the float addition rounds the mantissa into place.
+    const uint32_t r = Bits(FromBits(x) + FromBits(kDenormMagic));
+    out = static_cast<uint16_t>(r - kDenormMagic);
+  } else {
+    const uint32_t odd = (x >> 13) & 1;
+    x += ((15u - 127u) << 23) + 0xfff;
+    x += odd;
+    out = static_cast<uint16_t>(x >> 13);
+  }
+  return static_cast<uint16_t>(out | (sign >> 16));
+}
+
+float HalfToFloat(uint16_t h) {
+  const uint32_t sign = static_cast<uint32_t>(h & 0x8000) << 16;
+  uint32_t exponent = (h >> 10) & 0x1f;
+  uint32_t mantissa = h & 0x3ff;
+  if (exponent == 0x1f) return FromBits(sign | 0x7f800000u | (mantissa << 13));
+  if (exponent == 0) {
+    if (mantissa == 0) return FromBits(sign);
+    // Subnormal: normalise.
+    exponent = 127 - 15 + 1;
+    while ((mantissa & 0x400) == 0) {
+      mantissa <<= 1;
+      --exponent;
+    }
+    mantissa &= 0x3ff;
+    return FromBits(sign | (exponent << 23) | (mantissa << 13));
+  }
+  return FromBits(sign | ((exponent + 127 - 15) << 23) | (mantissa << 13));
+}
+
+uint16_t FloatToBfloat16(float f) {
+  const uint32_t x = Bits(f);
+  if ((x & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((x >> 16) | 0x40);  // quiet NaN
+  return static_cast<uint16_t>((x + 0x7fffu + ((x >> 16) & 1)) >> 16);
+}
+
+float Bfloat16ToFloat(uint16_t b) { return FromBits(static_cast<uint32_t>(b) << 16); }
+
+void FloatToHalf(const float* src, size_t n, uint16_t* dst) {
+  if (HasF16c()) return FloatToHalfF16c(src, n, dst);
+  for (size_t i = 0; i < n; ++i) dst[i] = FloatToHalf(src[i]);
+}
+
+void HalfToFloat(const uint16_t* src, size_t n, float* dst) {
+  if (HasF16c()) return HalfToFloatF16c(src, n, dst);
+  for (size_t i = 0; i < n; ++i) dst[i] = HalfToFloat(src[i]);
+}
+
+void FloatToBfloat16(const float* src, size_t n, uint16_t* dst) {
+  for (size_t i = 0; i < n; ++i) dst[i] = FloatToBfloat16(src[i]);
+}
+
+void Bfloat16ToFloat(const uint16_t* src, size_t n, float* dst) {
+  for (size_t i = 0; i < n; ++i) dst[i] = Bfloat16ToFloat(src[i]);
+}
+
+void Int8Parameters(const std::vector<float>& min, const std::vector<float>& max, std::vector<float>* scale,
+                    std::vector<float>* offset) {
+  scale->resize(min.size());
+  offset->resize(min.size());
+  for (size_t c = 0; c < min.size(); ++c) {
+    const float range = max[c] - min[c];
+    (*offset)[c] = min[c];
+    (*scale)[c] = range > 0 ? range / 255.0f : 1.0f;
+  }
+}
+
+void QuantizeRows(const float* src, size_t rows, size_t dim, const float* scale, const float* offset, uint8_t* dst) {
+  std::vector<float> inverse(dim);
+  for (size_t c = 0; c < dim; ++c) inverse[c] = 1.0f / scale[c];
+  for (size_t r = 0; r < rows; ++r) {
+    const float* in = src + r * dim;
+    uint8_t* out = dst + r * dim;
+    for (size_t c = 0; c < dim; ++c) {
+      float t = (in[c] - offset[c]) * inverse[c];
+      t = t > 0 ? (t < 255 ? t : 255) : 0;  // NaN -> 0
+      out[c] = static_cast<uint8_t>(t + 0.5f);
+    }
+  }
+}
+
+void DequantizeRows(const uint8_t* src, size_t rows, size_t dim, const float* scale, const float* offset,
+                    float* dst) {
+  for (size_t r = 0; r < rows; ++r) {
+    const uint8_t* in = src + r * dim;
+    float* out = dst + r * dim;
+    for (size_t c = 0; c < dim; ++c) out[c] = offset[c] + scale[c] * static_cast<float>(in[c]);
+  }
+}
+
+}  // namespace graphstore::codec

@@ -1,0 +1,46 @@
+#ifndef GRAPHSTORE_PROTO_FEATURE_CODEC_H_
+#define GRAPHSTORE_PROTO_FEATURE_CODEC_H_
+
+// How feature rows are encoded on the wire (graphstore.v1.FeatureEncoding), shared by the
+// servers that encode them and the clients that decode them, so both sides round alike.
+//
+//   FLOAT16   IEEE 754 half, round to nearest even.
+//   BFLOAT16  the upper half of a float32, round to nearest even (NaN stays NaN).
+//   INT8      per column c: q = clamp(round((x - offset[c]) / scale[c]), 0, 255) as one byte;
+//             x ~= offset[c] + scale[c] * q. With offset = min and scale = (max - min) / 255
+//             over the values encoded, |x - decoded| <= scale / 2.
+//
+// Conversions use the CPU's F16C instructions when it has them, else exact software rounding.
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+namespace graphstore::codec {
+
+/// float32 -> float16 / bfloat16 (round to nearest even) and back, `n` values.
+void FloatToHalf(const float* src, size_t n, uint16_t* dst);
+void HalfToFloat(const uint16_t* src, size_t n, float* dst);
+void FloatToBfloat16(const float* src, size_t n, uint16_t* dst);
+void Bfloat16ToFloat(const uint16_t* src, size_t n, float* dst);
+
+/// One value of each conversion (the rounding the bulk functions use).
+uint16_t FloatToHalf(float x);
+float HalfToFloat(uint16_t h);
+uint16_t FloatToBfloat16(float x);
+float Bfloat16ToFloat(uint16_t b);
+
+/// The per-column INT8 parameters of values in [min[c], max[c]]: offset = min, scale =
+/// (max - min) / 255 (1 for a constant column).
+void Int8Parameters(const std::vector<float>& min, const std::vector<float>& max, std::vector<float>* scale,
+                    std::vector<float>* offset);
+
+/// Quantizes `rows` rows of `dim` float32 values; values outside a column's range clamp.
+void QuantizeRows(const float* src, size_t rows, size_t dim, const float* scale, const float* offset, uint8_t* dst);
+/// Decodes `rows` rows of `dim` one-byte values.
+void DequantizeRows(const uint8_t* src, size_t rows, size_t dim, const float* scale, const float* offset,
+                    float* dst);
+
+}  // namespace graphstore::codec
+
+#endif  // GRAPHSTORE_PROTO_FEATURE_CODEC_H_
