@@ -4,52 +4,125 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "proto/feature_codec.h"
 #include "server/sampling/owner_split.h"
 
 namespace graphstore {
 namespace {
 
-// Where a gather writes: the node type's feature rows (row_bytes each) and labels.
-struct GatherTarget {
-  char* features = nullptr;  // null: no features
-  size_t row_bytes = 0;
-  int64_t* labels = nullptr;  // null: no labels
-};
-
-// Sizes `nodes`' outputs for a gather and says where the rows go.
-GatherTarget Prepare(const NodeTypeStore& t, bool features, bool labels, char* feature_dst, SampledNodes* nodes) {
-  GatherTarget g;
-  const size_t n = nodes->ids.size();
-  if (features) {
-    g.row_bytes = static_cast<size_t>(t.feature_dim) * DtypeSize(t.feature_dtype);
-    nodes->feature_dim = t.feature_dim;
-    nodes->feature_dtype = t.feature_dtype;
-    if (feature_dst != nullptr) {
-      nodes->features.clear();
-      nodes->placed_features = feature_dst;
-      nodes->placed_feature_bytes = n * g.row_bytes;
-      g.features = feature_dst;
-    } else {
-      nodes->features.resize(n * g.row_bytes);
-      g.features = nodes->features.data();
-    }
-  }
-  if (labels) {
-    nodes->labels.resize(n);
-    g.labels = nodes->labels.data();
-  }
-  return g;
+// Batches vary in size, and a pooled subgraph that grows its feature buffer by exactly what the
+// next batch needs reallocates again and again; fresh memory costs a page fault per page, more
+// than the gather itself. Growing by a quarter more settles the capacity within a few batches.
+void ResizeWithHeadroom(std::vector<char>* v, size_t n) {
+  if (n > v->capacity()) v->reserve(n + n / 4);
+  v->resize(n);
 }
 
+// Where a gather writes one node type's rows: features in the output encoding (row_bytes each,
+// at out_row[i] for node i, -1 for a row the trainer caches) and labels.
+class GatherTarget {
+ public:
+  GatherTarget(const NodeTypeStore& t, int type, bool features, bool labels, const FeatureOutput* output,
+               char* feature_dst, SampledNodes* nodes)
+      : dim_(static_cast<size_t>(t.feature_dim)), stored_row_bytes_(dim_ * DtypeSize(t.feature_dtype)) {
+    const size_t n = nodes->ids.size();
+    if (features) {
+      const FeatureOutput::Encoding enc = output != nullptr ? output->encoding : FeatureOutput::Encoding::kAsStored;
+      encoding_ = enc == FeatureOutput::Encoding::kFloat32 && t.feature_dtype == NpyDtype::kFloat32
+                      ? FeatureOutput::Encoding::kAsStored
+                      : enc;
+      const NpyDtype row_type = output != nullptr ? output->RowType(t.feature_dtype) : t.feature_dtype;
+      row_bytes_ = dim_ * DtypeSize(row_type);
+      if (encoding_ == FeatureOutput::Encoding::kInt8) {
+        scale_ = output->scale[type].data();
+        offset_ = output->offset[type].data();
+        nodes->feature_scale = scale_;
+        nodes->feature_offset = offset_;
+      }
+      // Rows the trainer caches are left out; the others keep node order.
+      out_row_.assign(n, 0);
+      int64_t rows = 0;
+      if (output != nullptr && type < static_cast<int>(output->cached.size()) && output->cached[type] != nullptr) {
+        nodes->cached.assign(n, 0);
+        for (size_t i = 0; i < n; ++i) {
+          if (output->Cached(type, nodes->ids[i])) {
+            nodes->cached[i] = 1;
+            out_row_[i] = -1;
+          } else {
+            out_row_[i] = rows++;
+          }
+        }
+      } else {
+        for (size_t i = 0; i < n; ++i) out_row_[i] = rows++;
+      }
+      nodes->feature_dim = t.feature_dim;
+      nodes->feature_dtype = row_type;
+      if (feature_dst != nullptr) {
+        nodes->features.clear();
+        nodes->placed_features = feature_dst;
+        nodes->placed_feature_bytes = static_cast<size_t>(rows) * row_bytes_;
+        features_ = feature_dst;
+      } else {
+        ResizeWithHeadroom(&nodes->features, static_cast<size_t>(rows) * row_bytes_);
+        features_ = nodes->features.data();
+      }
+    }
+    if (labels) {
+      nodes->labels.resize(n);
+      labels_ = nodes->labels.data();
+    }
+  }
+
+  bool features() const { return features_ != nullptr; }
+  bool labels() const { return labels_ != nullptr; }
+  /// Whether node i's row goes into the batch (features asked for, not cached by the trainer).
+  bool WantsRow(size_t i) const { return features_ != nullptr && out_row_[i] >= 0; }
+  size_t stored_row_bytes() const { return stored_row_bytes_; }
+
+  /// Writes node i's row, given in the stored dtype, in the output encoding.
+  void PutRow(size_t i, const char* stored) {
+    char* dst = features_ + static_cast<size_t>(out_row_[i]) * row_bytes_;
+    const auto* src = reinterpret_cast<const float*>(stored);
+    switch (encoding_) {
+      case FeatureOutput::Encoding::kAsStored:
+      case FeatureOutput::Encoding::kFloat32:
+        std::memcpy(dst, stored, row_bytes_);
+        break;
+      case FeatureOutput::Encoding::kFloat16:
+        codec::FloatToHalf(src, dim_, reinterpret_cast<uint16_t*>(dst));
+        break;
+      case FeatureOutput::Encoding::kBfloat16:
+        codec::FloatToBfloat16(src, dim_, reinterpret_cast<uint16_t*>(dst));
+        break;
+      case FeatureOutput::Encoding::kInt8:
+        codec::QuantizeRows(src, 1, dim_, scale_, offset_, reinterpret_cast<uint8_t*>(dst));
+        break;
+    }
+  }
+  void PutLabel(size_t i, int64_t label) { labels_[i] = label; }
+
+ private:
+  const size_t dim_;
+  const size_t stored_row_bytes_;
+  FeatureOutput::Encoding encoding_ = FeatureOutput::Encoding::kAsStored;
+  size_t row_bytes_ = 0;
+  const float* scale_ = nullptr;
+  const float* offset_ = nullptr;
+  std::vector<int64_t> out_row_;
+  char* features_ = nullptr;
+  int64_t* labels_ = nullptr;
+};
+
 // Copies the rows of the nodes this partition owns.
-void CopyOwned(const NodeTypeStore& t, int self, const std::vector<int64_t>& ids, const GatherTarget& g) {
-  const char* src = g.features != nullptr ? static_cast<const char*>(t.features.raw()) : nullptr;
-  const int64_t* lab = g.labels != nullptr ? t.labels.data<int64_t>() : nullptr;
+void CopyOwned(const NodeTypeStore& t, int self, const std::vector<int64_t>& ids, GatherTarget* g) {
+  const char* src = g->features() ? static_cast<const char*>(t.features.raw()) : nullptr;
+  const int64_t* lab = g->labels() ? t.labels.data<int64_t>() : nullptr;
+  const size_t row_bytes = g->stored_row_bytes();
   for (size_t i = 0; i < ids.size(); ++i) {
     if (t.Owner(ids[i]) != self) continue;
     const int64_t row = t.OwnerRow(ids[i]);
-    if (src != nullptr) std::memcpy(g.features + i * g.row_bytes, src + row * g.row_bytes, g.row_bytes);
-    if (lab != nullptr) g.labels[i] = lab[row];
+    if (g->WantsRow(i)) g->PutRow(i, src + row * row_bytes);
+    if (lab != nullptr) g->PutLabel(i, lab[row]);
   }
 }
 
@@ -73,27 +146,40 @@ absl::Status CheckGatherable(const Partition& partition, bool node_features, boo
 }
 
 absl::Status GatherNodeData(const Partition& partition, int node_type, bool features, bool labels,
-                            char* feature_dst, SampledNodes* nodes, PeerSampling* peers, RemoteCache* cache) {
+                            const FeatureOutput* output, char* feature_dst, SampledNodes* nodes, PeerSampling* peers,
+                            RemoteCache* cache) {
   const NodeTypeStore& t = partition.node_type(node_type);
   features = features && t.feature_dim > 0;
   labels = labels && t.labels.is_open();
   if (!features && !labels) return absl::OkStatus();
-  const GatherTarget g = Prepare(t, features, labels, feature_dst, nodes);
+  GatherTarget g(t, node_type, features, labels, output, feature_dst, nodes);
   const std::vector<int64_t>& ids = nodes->ids;
+  const int self = partition.partition_id();
   if (partition.num_partitions() == 1) {
-    CopyOwned(t, partition.partition_id(), ids, g);
+    CopyOwned(t, self, ids, &g);
     return absl::OkStatus();
   }
 
-  // Nodes owned elsewhere and not cached: one call per owner, answered while the local rows
-  // are copied.
+  // Nodes owned elsewhere whose data is needed and not in the cache of peers' rows: one call per
+  // owner, answered while the local rows are copied. A node whose row the trainer caches is
+  // fetched only for its label.
+  const size_t row_bytes = g.stored_row_bytes();
+  std::vector<char> row(row_bytes);
   OwnerSplit<PeerSampling::NodeDataCall> split;
-  auto cached = [&](size_t i) {
-    return cache != nullptr && (!features || cache->GetFeatures(node_type, ids[i], g.features + i * g.row_bytes)) &&
-           (!labels || cache->GetLabel(node_type, ids[i], &g.labels[i]));
+  auto have = [&](size_t i) {
+    if (cache == nullptr) return !g.WantsRow(i) && !labels;
+    if (g.WantsRow(i)) {
+      if (!cache->GetFeatures(node_type, ids[i], row.data())) return false;
+    }
+    int64_t label = 0;
+    if (labels && !cache->GetLabel(node_type, ids[i], &label)) return false;
+    // Both found: write them now (the split does not ask the owner).
+    if (g.WantsRow(i)) g.PutRow(i, row.data());
+    if (labels) g.PutLabel(i, label);
+    return true;
   };
   if (auto st = split.Split(partition, t, ids.data(), ids.size(), peers != nullptr, "its features and labels need",
-                            cached);
+                            have);
       !st.ok()) {
     return st;
   }
@@ -101,11 +187,11 @@ absl::Status GatherNodeData(const Partition& partition, int node_type, bool feat
     return peers->FetchNodeData(t.name, features, labels, calls);
   };
   auto local = [&] {
-    CopyOwned(t, partition.partition_id(), ids, g);
+    CopyOwned(t, self, ids, &g);
     return absl::OkStatus();
   };
   auto check = [&](const PeerSampling::NodeDataCall& c) {
-    if ((features && c.features.size() != c.ids.size() * g.row_bytes) || (labels && c.labels.size() != c.ids.size())) {
+    if ((features && c.features.size() != c.ids.size() * row_bytes) || (labels && c.labels.size() != c.ids.size())) {
       return absl::InternalError(absl::StrCat("partition ", c.partition, " answered the data of ", c.ids.size(), " '",
                                               t.name, "' nodes with the wrong size"));
     }
@@ -121,29 +207,33 @@ absl::Status GatherNodeData(const Partition& partition, int node_type, bool feat
     const size_t k = next[c]++;
     const PeerSampling::NodeDataCall& call = split.calls[c];
     if (features) {
-      const char* row = call.features.data() + k * g.row_bytes;
-      std::memcpy(g.features + i * g.row_bytes, row, g.row_bytes);
-      if (cache != nullptr) cache->PutFeatures(node_type, ids[i], row);
+      const char* r = call.features.data() + k * row_bytes;
+      if (g.WantsRow(i)) g.PutRow(i, r);
+      if (cache != nullptr) cache->PutFeatures(node_type, ids[i], r);
     }
     if (labels) {
-      g.labels[i] = call.labels[k];
+      g.PutLabel(i, call.labels[k]);
       if (cache != nullptr) cache->PutLabel(node_type, ids[i], call.labels[k]);
     }
   }
   return absl::OkStatus();
 }
 
-absl::Status GatherSubgraphData(const Partition& partition, bool features, bool labels, PeerSampling* peers,
-                                RemoteCache* cache, SampledSubgraph* out) {
+absl::Status GatherSubgraphData(const Partition& partition, bool features, bool labels, const FeatureOutput* output,
+                                PeerSampling* peers, RemoteCache* cache, SampledSubgraph* out) {
   const int num_types = static_cast<int>(partition.node_types().size());
   std::vector<char*> targets(num_types, nullptr);
   if (out->feature_target) {
     std::vector<size_t> bytes(num_types, 0);
     for (int t = 0; t < num_types; ++t) {
       const NodeTypeStore& nt = partition.node_type(t);
-      if (features && nt.feature_dim > 0) {
-        bytes[t] = out->nodes[t].ids.size() * static_cast<size_t>(nt.feature_dim) * DtypeSize(nt.feature_dtype);
+      if (!features || nt.feature_dim == 0) continue;
+      int64_t rows = static_cast<int64_t>(out->nodes[t].ids.size());
+      if (output != nullptr) {
+        for (int64_t id : out->nodes[t].ids) rows -= output->Cached(t, id);
       }
+      const NpyDtype row_type = output != nullptr ? output->RowType(nt.feature_dtype) : nt.feature_dtype;
+      bytes[t] = static_cast<size_t>(rows) * static_cast<size_t>(nt.feature_dim) * DtypeSize(row_type);
     }
     auto placed = out->feature_target(*out, bytes);
     if (!placed.ok()) return placed.status();
@@ -151,7 +241,7 @@ absl::Status GatherSubgraphData(const Partition& partition, bool features, bool 
     targets = *std::move(placed);
   }
   for (int t = 0; t < num_types; ++t) {
-    if (auto st = GatherNodeData(partition, t, features, labels, targets[t], &out->nodes[t], peers, cache);
+    if (auto st = GatherNodeData(partition, t, features, labels, output, targets[t], &out->nodes[t], peers, cache);
         !st.ok()) {
       return st;
     }

@@ -18,17 +18,19 @@ namespace graphstore {
 absl::Status CheckGatherable(const Partition& partition, bool node_features, bool labels, bool edge_features);
 
 /// Copies the feature rows and labels of `nodes->ids` into `nodes`; feature rows go to
-/// `feature_dst` instead when it is not null (it must hold them all). Rows of nodes owned by
-/// other partitions come from `cache` when it has them, else from `peers` (then they are added
-/// to `cache`); FAILED_PRECONDITION when they are needed and `peers` is null.
+/// `feature_dst` instead when it is not null (it must hold them all). `output` (null: as
+/// stored) says how rows are encoded and which the trainer caches: those are left out and
+/// flagged in nodes->cached. Rows of nodes owned by other partitions come from `cache` when it
+/// has them, else from `peers` (then they are added to `cache`); FAILED_PRECONDITION when they
+/// are needed and `peers` is null. Encodings other than as stored need float32 features.
 absl::Status GatherNodeData(const Partition& partition, int node_type, bool features, bool labels,
-                            char* feature_dst, SampledNodes* nodes, PeerSampling* peers = nullptr,
-                            RemoteCache* cache = nullptr);
+                            const FeatureOutput* output, char* feature_dst, SampledNodes* nodes,
+                            PeerSampling* peers = nullptr, RemoteCache* cache = nullptr);
 
 /// GatherNodeData for every node type of `out`, into the memory out->feature_target supplies
 /// when it is set (called once, with every type's feature bytes).
-absl::Status GatherSubgraphData(const Partition& partition, bool features, bool labels, PeerSampling* peers,
-                                RemoteCache* cache, SampledSubgraph* out);
+absl::Status GatherSubgraphData(const Partition& partition, bool features, bool labels, const FeatureOutput* output,
+                                PeerSampling* peers, RemoteCache* cache, SampledSubgraph* out);
 
 }  // namespace graphstore
 

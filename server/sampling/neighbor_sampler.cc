@@ -75,12 +75,12 @@ absl::Status NeighborSampler::Sample(const SeedBatch& batch, SamplerScratch* scr
   auto* s = static_cast<Scratch*>(scratch);
   ScopedLocalIds reset(&s->local_of, out);
   if (auto st = SampleHops(batch, s, out); !st.ok()) return st;
-  return GatherData(out);
+  return GatherData(batch, out);
 }
 
-absl::Status NeighborSampler::GatherData(SampledSubgraph* out) const {
-  return GatherSubgraphData(*partition_, options_.with_node_features, options_.with_labels, options_.peers,
-                            options_.remote_cache, out);
+absl::Status NeighborSampler::GatherData(const SeedBatch& batch, SampledSubgraph* out) const {
+  return GatherSubgraphData(*partition_, options_.with_node_features, options_.with_labels, batch.features,
+                            options_.peers, options_.remote_cache, out);
 }
 
 absl::Status NeighborSampler::SampleHops(const SeedBatch& batch, Scratch* s, SampledSubgraph* out) const {
@@ -147,8 +147,8 @@ absl::Status NeighborSampler::ExpandHop(int edge_type, int fanout, uint64_t hop_
   std::vector<int32_t>& col_map = s->local_of[et.col_type];
   SampledEdges& edges = out->edges[edge_type];
   const bool rows_are_sources = partition_->rows_are_sources();
-  std::vector<int64_t>& src = rows_are_sources ? edges.rows : edges.cols;
-  std::vector<int64_t>& dst = rows_are_sources ? edges.cols : edges.rows;
+  std::vector<int32_t>& src = rows_are_sources ? edges.rows : edges.cols;
+  std::vector<int32_t>& dst = rows_are_sources ? edges.cols : edges.rows;
   const bool features = options_.with_edge_features && et.feature_dim > 0;
   const size_t row_bytes = features ? static_cast<size_t>(et.feature_dim) * DtypeSize(et.feature_dtype) : 0;
   if (features) {
@@ -160,7 +160,7 @@ absl::Status NeighborSampler::ExpandHop(int edge_type, int fanout, uint64_t hop_
   if (options_.with_edge_ids) edges.eids.reserve(edges.eids.size() + m);
   size_t j = 0;
   for (size_t i = 0; i < n; ++i) {
-    const int64_t u = static_cast<int64_t>(begin + i);
+    const int32_t u = static_cast<int32_t>(begin + i);
     for (int64_t k = 0; k < d.counts[i]; ++k, ++j) {
       if (j + kAhead < m) __builtin_prefetch(&col_map[d.neighbors[j + kAhead]]);
       const int64_t w = d.neighbors[j];

@@ -87,8 +87,8 @@ class NeighborSampler : public Sampler {
   /// `add_nodes` false, only edges to nodes already in the subgraph are kept.
   absl::Status ExpandHop(int edge_type, int fanout, uint64_t hop_key, const SeedBatch& coordinates, int hop,
                          size_t begin, size_t end, bool add_nodes, Scratch* s, SampledSubgraph* out) const;
-  /// Gathers the node data the options ask for.
-  absl::Status GatherData(SampledSubgraph* out) const;
+  /// Gathers the node data the options ask for, as the batch's FeatureOutput says.
+  absl::Status GatherData(const SeedBatch& batch, SampledSubgraph* out) const;
 
   const Partition* partition_;
   NeighborSamplerOptions options_;

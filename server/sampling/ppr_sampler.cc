@@ -232,8 +232,8 @@ absl::Status PprSampler::Sample(const SeedBatch& batch, SamplerScratch* scratch,
   }
   KeepTop(s, out);
   for (auto& n : out->nodes) n.num_sampled_nodes.push_back(static_cast<int64_t>(n.ids.size()) - n.num_sampled_nodes[0]);
-  return GatherSubgraphData(*partition_, options_.with_node_features, options_.with_labels, options_.peers,
-                            options_.remote_cache, out);
+  return GatherSubgraphData(*partition_, options_.with_node_features, options_.with_labels, batch.features,
+                            options_.peers, options_.remote_cache, out);
 }
 
 }  // namespace graphstore

@@ -6,10 +6,10 @@ size_t SampledSubgraph::ByteSize() const {
   size_t bytes = 0;
   for (const auto& n : nodes) {
     bytes += (n.ids.size() + n.num_sampled_nodes.size() + n.batch.size() + n.labels.size()) * 8 +
-             n.feature_bytes();
+             n.feature_bytes() + n.cached.size();
   }
   for (const auto& e : edges) {
-    bytes += (e.rows.size() + e.cols.size() + e.eids.size() + e.num_sampled_edges.size()) * 8 + e.features.size();
+    bytes += (e.rows.size() + e.cols.size()) * 4 + (e.eids.size() + e.num_sampled_edges.size()) * 8 + e.features.size();
   }
   bytes += (ablp.anchors.size() + ablp.positive.size() + ablp.negative.size()) * 8;
   for (const auto& p : ppr) bytes += (p.seed_index.size() + p.node_index.size()) * 8 + p.weight.size() * 4;
@@ -29,6 +29,9 @@ void SampledSubgraph::Reset(size_t num_node_types, size_t num_edge_types) {
     n.feature_dim = 0;
     n.feature_dtype = NpyDtype::kFloat32;
     n.labels.clear();
+    n.cached.clear();
+    n.feature_scale = nullptr;
+    n.feature_offset = nullptr;
   }
   for (auto& e : edges) {
     e.rows.clear();
@@ -45,6 +48,17 @@ void SampledSubgraph::Reset(size_t num_node_types, size_t num_edge_types) {
   ablp.negative.clear();
   ablp.max_positive = ablp.max_negative = 0;
   ppr.clear();
+}
+
+NpyDtype FeatureOutput::RowType(NpyDtype stored) const {
+  switch (encoding) {
+    case Encoding::kAsStored: return stored;
+    case Encoding::kFloat32: return NpyDtype::kFloat32;
+    case Encoding::kFloat16: return NpyDtype::kFloat16;
+    case Encoding::kBfloat16: return NpyDtype::kBfloat16;
+    case Encoding::kInt8: return NpyDtype::kUint8;
+  }
+  return stored;
 }
 
 int64_t SampledSubgraph::NumEdges() const {

@@ -36,7 +36,21 @@ struct SampledNodes {
   NpyDtype feature_dtype = NpyDtype::kFloat32;
   /// Labels of ids, when gathered.
   std::vector<int64_t> labels;
+  /// With a trainer-side cache (FeatureOutput::cached): per node, 1 when its row was left out
+  /// because the trainer holds it; the feature matrix then has one row per 0 entry, in node
+  /// order. Empty otherwise.
+  std::vector<uint8_t> cached;
+  /// kUint8 rows (FeatureOutput's int8 encoding): each column's scale and offset, feature_dim
+  /// values each, owned by the batch's FeatureOutput.
+  const float* feature_scale = nullptr;
+  const float* feature_offset = nullptr;
 
+  /// Rows in the feature matrix (the nodes not cached by the trainer).
+  int64_t num_feature_rows() const {
+    int64_t n = static_cast<int64_t>(ids.size());
+    for (uint8_t c : cached) n -= c;
+    return n;
+  }
   /// The gathered feature bytes, wherever they are.
   const char* feature_data() const { return placed_features != nullptr ? placed_features : features.data(); }
   size_t feature_bytes() const { return placed_features != nullptr ? placed_feature_bytes : features.size(); }
@@ -44,10 +58,11 @@ struct SampledNodes {
 
 /// The sampled edges of one edge type, oriented as stored (source type -> destination type).
 struct SampledEdges {
-  /// Local index (into the source type's ids) of each edge's source.
-  std::vector<int64_t> rows;
+  /// Local index (into the source type's ids) of each edge's source. Local ids are int32: a
+  /// batch has fewer than 2^31 nodes of a type.
+  std::vector<int32_t> rows;
   /// Local index (into the destination type's ids) of each edge's destination.
-  std::vector<int64_t> cols;
+  std::vector<int32_t> cols;
   /// Global edge ids, when asked for.
   std::vector<int64_t> eids;
   /// Edges added per hop. Length hops (1 for an induced subgraph: all its edges at once).
@@ -105,7 +120,26 @@ struct SampledSubgraph {
   void Reset(size_t num_node_types, size_t num_edge_types);
 };
 
-struct AblpBatch;  // server/ablp.h
+struct AblpBatch;  // server/sampling/ablp.h
+
+/// How a batch's feature rows are written: the channel's encoding (graphstore.v1's
+/// FeatureEncoding, implemented by proto/feature_codec.h) and the rows its trainer caches.
+struct FeatureOutput {
+  enum class Encoding { kAsStored, kFloat32, kFloat16, kBfloat16, kInt8 };
+  Encoding encoding = Encoding::kAsStored;
+  /// kInt8: per node type (partition order), each column's scale and offset.
+  std::vector<std::vector<float>> scale, offset;
+  /// Per node type: for every global id, 1 when the trainer caches the node's row (left out of
+  /// the batch). Null or missing for a type without a cache.
+  std::vector<std::shared_ptr<const std::vector<uint8_t>>> cached;
+
+  /// The element type rows of a type stored as `stored` are written in.
+  NpyDtype RowType(NpyDtype stored) const;
+  /// The trainer caches node `id` of `type`.
+  bool Cached(int type, int64_t id) const {
+    return type < static_cast<int>(cached.size()) && cached[type] != nullptr && (*cached[type])[id] != 0;
+  }
+};
 
 /// The seeds of one batch and the coordinates its randomness derives from.
 struct SeedBatch {
@@ -120,6 +154,8 @@ struct SeedBatch {
   /// Link prediction: the seeds are anchors, and this adds their label nodes as seeds (after
   /// the anchors) and the label edges to leave out of every draw. Null otherwise.
   const AblpBatch* ablp = nullptr;
+  /// How feature rows are written; null: as stored, none left out.
+  const FeatureOutput* features = nullptr;
 };
 
 /// Bounds on what a sampler may be asked for; the service sets them from its options.
