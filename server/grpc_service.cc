@@ -3,18 +3,10 @@
 #include <memory>
 #include <mutex>
 
-#include "server/service/message.h"
+#include "server/stream_writer.h"
 #include "server/util/log.h"
 
 namespace graphstore {
-
-grpc::Status ToGrpcStatus(const absl::Status& status) {
-  if (status.ok()) return grpc::Status::OK;
-  constexpr size_t kMaxMessage = 1024;
-  std::string message(status.message().substr(0, kMaxMessage));
-  // absl and gRPC share the canonical code numbering.
-  return grpc::Status(static_cast<grpc::StatusCode>(static_cast<int>(status.code())), message);
-}
 
 namespace {
 
@@ -26,129 +18,6 @@ grpc::ServerUnaryReactor* Reply(grpc::CallbackServerContext* ctx, const absl::St
   reactor->Finish(ToGrpcStatus(status));
   return reactor;
 }
-
-// Streams one epoch of a channel. Writes are driven by the channel's listener (a batch is
-// ready, the epoch ended, the channel closed) and by OnWriteDone; a reaction never blocks:
-// with nothing ready the stream goes idle until the listener calls MaybeWrite again.
-// The stream detaches from its channel before its final status is sent, so a client that
-// starts the next epoch at once can open the next stream. Lifetime: deleted in OnDone, after
-// its own listener has been cleared (a newer stream's listener is left alone).
-class SampledMessageStream : public grpc::ServerWriteReactor<v1::SampledMessage> {
- public:
-  SampledMessageStream(Core* core, StreamAttachment attachment)
-      : core_(core), a_(std::move(attachment)) {}
-
-  // Called once after construction, from the method handler.
-  void Begin() {
-    auto token = a_.backend->SetListener(a_.channel_id, [this] { MaybeWrite(); });
-    if (!token.ok()) {
-      FinishOnce(ToGrpcStatus(token.status()), /*cancelled=*/false);
-      return;
-    }
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      listener_token_ = *token;
-    }
-    MaybeWrite();
-  }
-
-  void OnWriteDone(bool ok) override {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      writing_ = false;
-      current_.reset();
-    }
-    if (ok) {
-      core_->Touch(a_.channel_id);
-      MaybeWrite();
-    } else {
-      FinishOnce(grpc::Status(grpc::StatusCode::CANCELLED, "the client stopped reading"), /*cancelled=*/true);
-    }
-  }
-
-  void OnCancel() override { FinishOnce(grpc::Status::CANCELLED, /*cancelled=*/true); }
-
-  void OnDone() override {
-    uint64_t token;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      token = listener_token_;
-    }
-    // No call of this stream's listener runs after ClearListener returns, so `this` can go.
-    if (token != 0) a_.backend->ClearListener(a_.channel_id, token);
-    delete this;
-  }
-
- private:
-  // Runs on gRPC threads (reactions) and on backend worker threads (the listener).
-  void MaybeWrite() {
-    grpc::Status end;
-    const v1::SampledMessage* next = nullptr;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      if (writing_ || finished_) return;
-      // A shared-memory reader that has not handed back enough buffers waits; its release
-      // wakes the stream through the listener.
-      if (a_.shared_memory && core_->SharedBacklogFull(a_.channel_id)) return;
-      scheduler::Delivery d = a_.backend->TryPop(a_.channel_id, a_.epoch);
-      switch (d.kind) {
-        case scheduler::Delivery::Kind::kMessage:
-          // current_ stays alive until OnWriteDone; the write starts outside the lock because
-          // gRPC may run reactions inline.
-          current_ = std::static_pointer_cast<const WireMessage>(d.batch.payload);
-          writing_ = true;
-          next = &current_->msg;
-          // Recorded before the client can know the id, so its release always finds it.
-          if (current_->shared) core_->HandOff(a_.channel_id, current_->shared);
-          break;
-        case scheduler::Delivery::Kind::kPending:
-          return;
-        case scheduler::Delivery::Kind::kEndOfEpoch:
-          end = grpc::Status::OK;
-          break;
-        case scheduler::Delivery::Kind::kFailed:
-        case scheduler::Delivery::Kind::kClosed:
-          end = ToGrpcStatus(d.kind == scheduler::Delivery::Kind::kClosed && absl::IsCancelled(d.status)
-                                 ? absl::AbortedError(d.status.message())
-                                 : d.status);
-          break;
-      }
-    }
-    if (next != nullptr) {
-      StartWrite(next);
-      return;
-    }
-    FinishOnce(end, /*cancelled=*/false);
-  }
-
-  // Every end of the stream comes through here once. `cancelled`: the client went away before
-  // the epoch ended, so the core drops the epoch's remaining work.
-  void FinishOnce(const grpc::Status& status, bool cancelled) {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      if (finished_) return;
-      finished_ = true;
-    }
-    core_->DetachStream(a_.channel_id, cancelled);
-    Finish(status);
-  }
-
-  Core* const core_;
-  const StreamAttachment a_;
-  std::mutex mu_;
-  bool writing_ = false;
-  bool finished_ = false;
-  uint64_t listener_token_ = 0;  // 0 until the listener is set
-  // The message being written; gRPC reads it until OnWriteDone.
-  std::shared_ptr<const WireMessage> current_;
-};
-
-// A stream that fails before it starts.
-class FailedStream : public grpc::ServerWriteReactor<v1::SampledMessage> {
- public:
-  explicit FailedStream(const grpc::Status& s) { Finish(s); }
-  void OnDone() override { delete this; }
-};
 
 }  // namespace
 
@@ -189,12 +58,18 @@ grpc::ServerUnaryReactor* GraphStoreService::InitSamplingBackend(grpc::CallbackS
   return reactor;
 }
 
-grpc::ServerWriteReactor<v1::SampledMessage>* GraphStoreService::StreamSampledMessages(
-    grpc::CallbackServerContext* ctx, const v1::StreamSampledMessagesRequest* req) {
-  auto attachment = core_->AttachStream(*req);
+grpc::ServerWriteReactor<grpc::ByteBuffer>* GraphStoreService::StreamSampledMessages(
+    grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* raw) {
+  v1::StreamSampledMessagesRequest req;
+  grpc::ByteBuffer request(*raw);  // shares the slices; parsing clears it
+  if (!grpc::GenericDeserialize<grpc::ProtoBufferReader, v1::StreamSampledMessagesRequest>(&request, &req).ok()) {
+    return SampledMessageStream::Failed(
+        grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "the request is not a StreamSampledMessagesRequest"));
+  }
+  auto attachment = core_->AttachStream(req);
   if (!attachment.ok()) {
     Logger("service")->debug("StreamSampledMessages refused: {}", attachment.status().ToString());
-    return new FailedStream(ToGrpcStatus(attachment.status()));
+    return SampledMessageStream::Failed(ToGrpcStatus(attachment.status()));
   }
   auto* stream = new SampledMessageStream(core_, *std::move(attachment));
   stream->Begin();

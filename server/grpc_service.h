@@ -15,11 +15,12 @@
 
 namespace graphstore {
 
-/// Converts a core status to gRPC, keeping the canonical code and bounding the message.
-grpc::Status ToGrpcStatus(const absl::Status& status);
-
-/// The GraphStore service over a Core.
-class GraphStoreService final : public v1::GraphStore::CallbackService {
+/// The GraphStore service over a Core. StreamSampledMessages is a raw method: it writes the
+/// wire encoding of each batch (server/stream_writer.h) instead of SampledMessage objects, so
+/// that the tensors' bytes are not copied into a message and serialised again; clients see
+/// ordinary SampledMessages.
+class GraphStoreService final
+    : public v1::GraphStore::WithRawCallbackMethod_StreamSampledMessages<v1::GraphStore::CallbackService> {
  public:
   /// `on_exit` is called (once, from a gRPC thread, after the reply is sent) when a client
   /// calls Exit; the owner shuts the server down.
@@ -49,8 +50,8 @@ class GraphStoreService final : public v1::GraphStore::CallbackService {
                                                   v1::RegisterSamplingInputResponse* resp) override;
   grpc::ServerUnaryReactor* StartEpoch(grpc::CallbackServerContext* ctx, const v1::StartEpochRequest* req,
                                        v1::StartEpochResponse* resp) override;
-  grpc::ServerWriteReactor<v1::SampledMessage>* StreamSampledMessages(
-      grpc::CallbackServerContext* ctx, const v1::StreamSampledMessagesRequest* req) override;
+  grpc::ServerWriteReactor<grpc::ByteBuffer>* StreamSampledMessages(grpc::CallbackServerContext* ctx,
+                                                                    const grpc::ByteBuffer* request) override;
   grpc::ServerUnaryReactor* RenewLease(grpc::CallbackServerContext* ctx, const v1::RenewLeaseRequest* req,
                                        v1::RenewLeaseResponse* resp) override;
   grpc::ServerUnaryReactor* DestroySamplingInput(grpc::CallbackServerContext* ctx,

@@ -41,6 +41,8 @@ void DefineFlags(Flags* flags) {
   flags->Define("max_message_mb", absl::StrCat(d.max_message_bytes >> 20), "largest gRPC message, MiB");
   flags->Define("shared_memory_dir", d.shared_memory_dir,
                 "tmpfs directory for the shared-memory transport of clients on this host (empty: off)");
+  flags->Define("stream_part_mb", absl::StrCat(d.core.stream_part_bytes >> 20),
+                "a sampled batch larger than this is streamed in parts of about this size, MiB (0: one part)");
   flags->Define("sample_ahead_batches", absl::StrCat(d.core.sample_ahead_batches),
                 "batches of each channel's next epoch sampled ahead while workers are idle (0: off)");
   flags->Define("cluster", "",
@@ -67,9 +69,10 @@ absl::StatusOr<ServerOptions> ParseOptions(const Flags& flags) {
   auto ahead = flags.GetInt("sample_ahead_batches");
   auto peer_timeout = flags.GetInt("peer_timeout_ms");
   auto peer_cache = flags.GetInt("peer_cache_mb");
+  auto part_mb = flags.GetInt("stream_part_mb");
   for (const absl::Status& s : {port.status(), workers.status(), verify.status(), lease.status(),
                                 state_log.status(), max_mb.status(), ahead.status(), peer_timeout.status(),
-                                peer_cache.status()}) {
+                                peer_cache.status(), part_mb.status()}) {
     if (!s.ok()) return s;
   }
   if (*lease < 1) return absl::InvalidArgumentError("--default_lease_s must be >= 1");
@@ -77,6 +80,10 @@ absl::StatusOr<ServerOptions> ParseOptions(const Flags& flags) {
   if (*ahead < 0 || *ahead > 64) return absl::InvalidArgumentError("--sample_ahead_batches must be in [0, 64]");
   if (*peer_timeout < 1) return absl::InvalidArgumentError("--peer_timeout_ms must be >= 1");
   if (*peer_cache < 0) return absl::InvalidArgumentError("--peer_cache_mb must be >= 0");
+  if (*part_mb < 0 || *part_mb >= *max_mb) {
+    return absl::InvalidArgumentError("--stream_part_mb must be in [0, --max_message_mb)");
+  }
+  o.core.stream_part_bytes = static_cast<size_t>(*part_mb) << 20;
   o.port = static_cast<int>(*port);
   o.shared_memory_dir = flags.Get("shared_memory_dir");
   o.core.sample_ahead_batches = static_cast<int>(*ahead);

@@ -45,7 +45,8 @@ absl::Status CheckRegistration(const v1::RegisterSamplingInputRequest& req, cons
 Core::Core(std::unique_ptr<Partition> partition, CoreOptions options, std::unique_ptr<SharedMemoryArea> shared_memory)
     : partition_(std::move(partition)),
       options_(std::move(options)),
-      queries_(partition_.get(), &options_),
+      feature_outputs_(partition_.get()),
+      queries_(partition_.get(), &options_, &feature_outputs_),
       shared_memory_(std::move(shared_memory)) {
   watchdog_ = std::thread([this] { WatchdogLoop(); });
 }
@@ -178,7 +179,8 @@ void Core::InitSamplingBackend(const v1::InitSamplingBackendRequest& req, v1::In
 
 absl::Status Core::BuildBackend(BackendEntry* entry, std::unique_ptr<Sampler> sampler,
                                 const scheduler::BackendOptions& options) {
-  auto workers = std::make_shared<SamplingWorkers>(partition_.get(), std::move(sampler), options.num_workers);
+  auto workers = std::make_shared<SamplingWorkers>(partition_.get(), std::move(sampler), options.num_workers,
+                                                   options_.stream_part_bytes);
   // Runs on the backend's worker threads.
   auto backend = scheduler::Backend::Create(
       options, [workers](const scheduler::BatchTask& t) { return workers->SampleAndEncode(t); });
@@ -263,6 +265,9 @@ absl::Status Core::RegisterSamplingInput(const v1::RegisterSamplingInputRequest&
     labeler = *std::move(created);
   }
 
+  auto features = feature_outputs_.ForChannel(req.feature_encoding(), req.feature_cache_rows());
+  if (!features.ok()) return features.status();
+
   std::shared_ptr<ChannelEntry> channel;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -292,6 +297,10 @@ absl::Status Core::RegisterSamplingInput(const v1::RegisterSamplingInputRequest&
     auto sampling = std::make_shared<ChannelSampling>();
     sampling->pool = channel->pool;
     sampling->ablp = std::move(labeler);
+    sampling->features = *features;
+    channel->sampling = sampling;
+    channel->feature_encoding = req.feature_encoding();
+    channel->feature_cache_rows = req.feature_cache_rows();
     co.attachment = std::move(sampling);
     co.worker_key = req.worker_key();
     if (auto s = backend->backend->AddChannel(channel->id, std::move(co)); !s.ok()) return s;
@@ -301,6 +310,7 @@ absl::Status Core::RegisterSamplingInput(const v1::RegisterSamplingInputRequest&
   resp->set_num_seeds(channel->num_seeds);
   resp->set_num_batches_per_epoch(*channel->backend->backend->NumBatches(channel->id));
   resp->set_lease_ms(channel->lease_ms);
+  if (*features != nullptr) feature_outputs_.Describe(**features, req.feature_cache_rows(), resp);
   Logger("core")->info("channel {} registered on backend {} by '{}': {} seeds", channel->id, channel->backend->id,
                        channel->worker_key, channel->num_seeds);
   return absl::OkStatus();

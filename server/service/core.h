@@ -33,29 +33,22 @@
 #include "server/graph/partition.h"
 #include "server/sampling/ablp.h"
 #include "server/sampling/remote_cache.h"
+#include "server/service/feature_outputs.h"
 #include "server/service/options.h"
 #include "server/service/queries.h"
 #include "server/service/registry.h"
+#include "server/service/stream_host.h"
 #include "server/shm/shared_buffer.h"
 
 namespace graphstore {
 
-/// What a stream needs to read a channel's epoch.
-struct StreamAttachment {
-  std::shared_ptr<scheduler::Backend> backend;
-  uint64_t channel_id = 0;
-  int64_t epoch = 0;
-  /// The channel's messages carry shared buffers (see Core::HandOff).
-  bool shared_memory = false;
-};
-
 /// The service core. Thread-safe.
-class Core {
+class Core : public StreamHost {
  public:
   /// `shared_memory`, when given, is offered to clients on this host.
   Core(std::unique_ptr<Partition> partition, CoreOptions options,
        std::unique_ptr<SharedMemoryArea> shared_memory = nullptr);
-  ~Core();
+  ~Core() override;
   Core(const Core&) = delete;
   Core& operator=(const Core&) = delete;
 
@@ -92,15 +85,12 @@ class Core {
 
   /// Validates a stream request and marks the channel as streamed (one stream per channel).
   absl::StatusOr<StreamAttachment> AttachStream(const v1::StreamSampledMessagesRequest& req);
-  /// Called when a stream ends; `cancelled` abandons the epoch's remaining work.
-  void DetachStream(uint64_t channel_id, bool cancelled);
-  /// Counts a delivered message as activity on the channel (renews its lease).
-  void Touch(uint64_t channel_id);
-  /// Whether a shared-memory channel's stream must hold back (SharedLedger::BacklogFull).
-  bool SharedBacklogFull(uint64_t channel_id) const;
-  /// Records a use of a shared buffer as sent on the channel; it lives until the client frees
-  /// it or the channel is destroyed.
-  void HandOff(uint64_t channel_id, std::shared_ptr<SharedUse> use);
+  // StreamHost: the calls of a stream attached to a channel.
+  void DetachStream(uint64_t channel_id, bool cancelled) override;
+  void Touch(uint64_t channel_id) override;
+  /// SharedLedger::BacklogFull of the channel.
+  bool SharedBacklogFull(uint64_t channel_id) const override;
+  void HandOff(uint64_t channel_id, std::shared_ptr<SharedUse> use) override;
 
   absl::Status DescribeChannel(const v1::DescribeChannelRequest& req, v1::ChannelStats* resp) const;
   absl::Status DescribeBackend(const v1::DescribeBackendRequest& req, v1::BackendStats* resp) const;
@@ -144,6 +134,7 @@ class Core {
 
   std::unique_ptr<Partition> partition_;
   const CoreOptions options_;
+  FeatureOutputs feature_outputs_;
   const PartitionQueries queries_;
   std::atomic<Cluster*> cluster_{nullptr};
   std::unique_ptr<RemoteCache> remote_cache_;   // set with the cluster

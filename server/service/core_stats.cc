@@ -19,6 +19,15 @@ void Core::FillChannelStats(const ChannelEntry& c, v1::ChannelStats* out) const 
     out->set_pooled_buffers(c.pool->num_files());
     out->set_pooled_bytes(c.pool->bytes());
   }
+  out->set_feature_encoding(c.feature_encoding);
+  out->set_feature_cache_rows(c.feature_cache_rows);
+  if (c.sampling != nullptr) {
+    const int64_t sent = c.sampling->feature_rows_sent.load(std::memory_order_relaxed);
+    const int64_t cached = c.sampling->feature_rows_cached.load(std::memory_order_relaxed);
+    out->set_feature_rows_sent(sent);
+    out->set_feature_rows_cached(cached);
+    out->set_feature_cache_hit_rate(sent + cached > 0 ? static_cast<double>(cached) / (sent + cached) : 0.0);
+  }
   const auto idle = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - c.last_activity).count();
   out->set_lease_remaining_ms(c.streaming ? c.lease_ms : std::max<int64_t>(0, c.lease_ms - idle));
   auto s = c.backend->backend->Describe(c.id);

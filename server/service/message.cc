@@ -3,6 +3,8 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "google/protobuf/descriptor.h"
+#include "google/protobuf/message.h"
 
 namespace graphstore {
 
@@ -15,6 +17,7 @@ v1::DType ToProtoDtype(NpyDtype dtype) {
     case NpyDtype::kFloat64: return v1::DTYPE_FLOAT64;
     case NpyDtype::kUint8: return v1::DTYPE_UINT8;
     case NpyDtype::kBool: return v1::DTYPE_BOOL;
+    case NpyDtype::kBfloat16: return v1::DTYPE_BFLOAT16;
   }
   return v1::DTYPE_UNSPECIFIED;
 }
@@ -87,50 +90,21 @@ class TensorSink {
   std::vector<Pending> pending_;
 };
 
-void FillMessage(const Partition& partition, const SampledSubgraph& g, TensorSink& sink, v1::SampledMessage* msg) {
-  for (size_t t = 0; t < g.nodes.size(); ++t) {
-    const SampledNodes& n = g.nodes[t];
-    v1::NodeTensors* out = msg->add_nodes();
-    out->set_node_type(partition.node_type(static_cast<int>(t)).name);
-    sink.SetInt64(n.ids, out->mutable_ids());
-    sink.SetInt64(n.num_sampled_nodes, out->mutable_num_sampled_nodes());
-    sink.SetInt64(n.batch, out->mutable_batch());
-    if (n.feature_bytes() > 0 || (n.feature_dim > 0 && n.ids.empty())) {
-      sink.Set(ToProtoDtype(n.feature_dtype), {static_cast<int64_t>(n.ids.size()), n.feature_dim},
-               n.feature_data(), n.feature_bytes(), out->mutable_features());
+// Builds the protobuf message of `entries` (the shared-memory path and tests; sockets use the
+// wire encoder).
+void FillMessage(const std::vector<MessageEntry>& entries, TensorSink& sink, v1::SampledMessage* msg) {
+  const google::protobuf::Reflection* reflection = msg->GetReflection();
+  const google::protobuf::Descriptor* descriptor = msg->GetDescriptor();
+  for (const MessageEntry& e : entries) {
+    const google::protobuf::FieldDescriptor* field = descriptor->FindFieldByNumber(e.number);
+    google::protobuf::Message* m =
+        field->is_repeated() ? reflection->AddMessage(msg, field) : reflection->MutableMessage(msg, field);
+    const google::protobuf::Reflection* r = m->GetReflection();
+    for (const auto& [number, value] : e.strings) r->SetString(m, m->GetDescriptor()->FindFieldByNumber(number), value);
+    for (const TensorField& t : e.tensors) {
+      auto* out = static_cast<v1::Tensor*>(r->MutableMessage(m, m->GetDescriptor()->FindFieldByNumber(t.number)));
+      sink.Set(t.dtype, t.shape, t.data, t.bytes, out);
     }
-    if (!n.labels.empty()) sink.SetInt64(n.labels, out->mutable_labels());
-  }
-  for (size_t e = 0; e < g.edges.size(); ++e) {
-    const SampledEdges& s = g.edges[e];
-    v1::EdgeTensors* out = msg->add_edges();
-    out->set_edge_type(partition.edge_type(static_cast<int>(e)).name);
-    sink.SetInt64(s.rows, out->mutable_rows());
-    sink.SetInt64(s.cols, out->mutable_cols());
-    if (!s.eids.empty()) sink.SetInt64(s.eids, out->mutable_eids());
-    sink.SetInt64(s.num_sampled_edges, out->mutable_num_sampled_edges());
-    if (s.feature_dim > 0) {
-      sink.Set(ToProtoDtype(s.feature_dtype), {static_cast<int64_t>(s.rows.size()), s.feature_dim},
-               s.features.data(), s.features.size(), out->mutable_features());
-    }
-  }
-  if (g.ablp.present) {
-    const SampledAblp& a = g.ablp;
-    v1::AblpLabels* out = msg->mutable_ablp();
-    out->set_supervision_edge_type(partition.edge_type(a.supervision_edge_type).name);
-    sink.SetInt64(a.anchors, out->mutable_anchors());
-    const int64_t n = static_cast<int64_t>(a.anchors.size());
-    sink.Set(v1::DTYPE_INT64, {n, a.max_positive}, a.positive.data(), a.positive.size() * 8, out->mutable_positive());
-    sink.Set(v1::DTYPE_INT64, {n, a.max_negative}, a.negative.data(), a.negative.size() * 8, out->mutable_negative());
-  }
-  for (const SampledPpr& p : g.ppr) {
-    v1::PprWeights* out = msg->add_ppr();
-    out->set_seed_type(partition.node_type(p.seed_type).name);
-    out->set_node_type(partition.node_type(p.node_type).name);
-    sink.SetInt64(p.seed_index, out->mutable_seed_index());
-    sink.SetInt64(p.node_index, out->mutable_node_index());
-    sink.Set(v1::DTYPE_FLOAT32, {static_cast<int64_t>(p.weight.size())}, p.weight.data(), p.weight.size() * 4,
-             out->mutable_weight());
   }
 }
 
@@ -143,9 +117,85 @@ void SetTensor(v1::DType dtype, const std::vector<int64_t>& shape, const void* d
 
 void SetInt64Tensor(const std::vector<int64_t>& values, v1::Tensor* out) { TensorSink().SetInt64(values, out); }
 
+std::vector<MessageEntry> MessageEntries(const Partition& partition, const SampledSubgraph& g) {
+  std::vector<MessageEntry> entries;
+  auto tensor = [](MessageEntry* e, int number, v1::DType dtype, std::vector<int64_t> shape, const void* data,
+                   size_t bytes) {
+    e->tensors.push_back({number, dtype, std::move(shape), static_cast<const char*>(data), bytes});
+  };
+  auto int64s = [&](MessageEntry* e, int number, const std::vector<int64_t>& v) {
+    tensor(e, number, v1::DTYPE_INT64, {static_cast<int64_t>(v.size())}, v.data(), v.size() * 8);
+  };
+  for (size_t t = 0; t < g.nodes.size(); ++t) {
+    const SampledNodes& n = g.nodes[t];
+    MessageEntry& e = entries.emplace_back();
+    e.number = v1::SampledMessage::kNodesFieldNumber;
+    e.strings.emplace_back(v1::NodeTensors::kNodeTypeFieldNumber, partition.node_type(static_cast<int>(t)).name);
+    int64s(&e, v1::NodeTensors::kIdsFieldNumber, n.ids);
+    int64s(&e, v1::NodeTensors::kNumSampledNodesFieldNumber, n.num_sampled_nodes);
+    int64s(&e, v1::NodeTensors::kBatchFieldNumber, n.batch);
+    // The cached mask and INT8's scale and offset come before the rows, so that a streaming
+    // decoder can place and decode each row as it arrives.
+    if (!n.cached.empty()) {
+      tensor(&e, v1::NodeTensors::kCachedFieldNumber, v1::DTYPE_BOOL, {static_cast<int64_t>(n.cached.size())},
+             n.cached.data(), n.cached.size());
+    }
+    if (n.feature_scale != nullptr) {
+      tensor(&e, v1::NodeTensors::kFeatureScaleFieldNumber, v1::DTYPE_FLOAT32, {n.feature_dim}, n.feature_scale,
+             4 * n.feature_dim);
+      tensor(&e, v1::NodeTensors::kFeatureOffsetFieldNumber, v1::DTYPE_FLOAT32, {n.feature_dim}, n.feature_offset,
+             4 * n.feature_dim);
+    }
+    if (n.feature_bytes() > 0 || (n.feature_dim > 0 && (n.ids.empty() || !n.cached.empty()))) {
+      tensor(&e, v1::NodeTensors::kFeaturesFieldNumber, ToProtoDtype(n.feature_dtype),
+             {n.num_feature_rows(), n.feature_dim}, n.feature_data(), n.feature_bytes());
+    }
+    if (!n.labels.empty()) int64s(&e, v1::NodeTensors::kLabelsFieldNumber, n.labels);
+  }
+  for (size_t k = 0; k < g.edges.size(); ++k) {
+    const SampledEdges& s = g.edges[k];
+    MessageEntry& e = entries.emplace_back();
+    e.number = v1::SampledMessage::kEdgesFieldNumber;
+    e.strings.emplace_back(v1::EdgeTensors::kEdgeTypeFieldNumber, partition.edge_type(static_cast<int>(k)).name);
+    const int64_t m = static_cast<int64_t>(s.rows.size());
+    tensor(&e, v1::EdgeTensors::kRowsFieldNumber, v1::DTYPE_INT32, {m}, s.rows.data(), s.rows.size() * 4);
+    tensor(&e, v1::EdgeTensors::kColsFieldNumber, v1::DTYPE_INT32, {m}, s.cols.data(), s.cols.size() * 4);
+    if (!s.eids.empty()) int64s(&e, v1::EdgeTensors::kEidsFieldNumber, s.eids);
+    int64s(&e, v1::EdgeTensors::kNumSampledEdgesFieldNumber, s.num_sampled_edges);
+    if (s.feature_dim > 0) {
+      tensor(&e, v1::EdgeTensors::kFeaturesFieldNumber, ToProtoDtype(s.feature_dtype), {m, s.feature_dim},
+             s.features.data(), s.features.size());
+    }
+  }
+  if (g.ablp.present) {
+    const SampledAblp& a = g.ablp;
+    MessageEntry& e = entries.emplace_back();
+    e.number = v1::SampledMessage::kAblpFieldNumber;
+    e.strings.emplace_back(v1::AblpLabels::kSupervisionEdgeTypeFieldNumber,
+                           partition.edge_type(a.supervision_edge_type).name);
+    int64s(&e, v1::AblpLabels::kAnchorsFieldNumber, a.anchors);
+    const int64_t n = static_cast<int64_t>(a.anchors.size());
+    tensor(&e, v1::AblpLabels::kPositiveFieldNumber, v1::DTYPE_INT64, {n, a.max_positive}, a.positive.data(),
+           a.positive.size() * 8);
+    tensor(&e, v1::AblpLabels::kNegativeFieldNumber, v1::DTYPE_INT64, {n, a.max_negative}, a.negative.data(),
+           a.negative.size() * 8);
+  }
+  for (const SampledPpr& p : g.ppr) {
+    MessageEntry& e = entries.emplace_back();
+    e.number = v1::SampledMessage::kPprFieldNumber;
+    e.strings.emplace_back(v1::PprWeights::kSeedTypeFieldNumber, partition.node_type(p.seed_type).name);
+    e.strings.emplace_back(v1::PprWeights::kNodeTypeFieldNumber, partition.node_type(p.node_type).name);
+    int64s(&e, v1::PprWeights::kSeedIndexFieldNumber, p.seed_index);
+    int64s(&e, v1::PprWeights::kNodeIndexFieldNumber, p.node_index);
+    tensor(&e, v1::PprWeights::kWeightFieldNumber, v1::DTYPE_FLOAT32, {static_cast<int64_t>(p.weight.size())},
+           p.weight.data(), p.weight.size() * 4);
+  }
+  return entries;
+}
+
 void ToSampledMessage(const Partition& partition, const SampledSubgraph& g, v1::SampledMessage* msg) {
   TensorSink sink;
-  FillMessage(partition, g, sink, msg);
+  FillMessage(MessageEntries(partition, g), sink, msg);
 }
 
 void GatherIntoSharedBuffer(SharedBufferPool* pool, SampledSubgraph* subgraph, SharedLayout* layout) {
@@ -162,10 +212,10 @@ void GatherIntoSharedBuffer(SharedBufferPool* pool, SampledSubgraph* subgraph, S
     const size_t used = size;
     for (const SampledNodes& n : g.nodes) {
       size += AlignShared(n.ids.size() * 8) * 2 + AlignShared(n.num_sampled_nodes.size() * 8) +
-              AlignShared(n.batch.size() * 8);
+              AlignShared(n.batch.size() * 8) + AlignShared(n.ids.size()) + 2 * AlignShared(4 * n.feature_dim);
     }
     for (const SampledEdges& e : g.edges) {
-      size += AlignShared(e.rows.size() * 8) + AlignShared(e.cols.size() * 8) + AlignShared(e.eids.size() * 8) +
+      size += AlignShared(e.rows.size() * 4) + AlignShared(e.cols.size() * 4) + AlignShared(e.eids.size() * 8) +
               AlignShared(e.num_sampled_edges.size() * 8) + AlignShared(e.features.size());
     }
     size += AlignShared(g.ablp.anchors.size() * 8) + AlignShared(g.ablp.positive.size() * 8) +
@@ -189,7 +239,7 @@ void GatherIntoSharedBuffer(SharedBufferPool* pool, SampledSubgraph* subgraph, S
 absl::Status ToSharedSampledMessage(const Partition& partition, const SampledSubgraph& g, SharedBufferPool* pool,
                                     SharedLayout* layout, v1::SampledMessage* msg) {
   TensorSink sink(layout);
-  FillMessage(partition, g, sink, msg);
+  FillMessage(MessageEntries(partition, g), sink, msg);
   return sink.Place(pool, msg);
 }
 

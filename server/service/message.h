@@ -6,6 +6,8 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -27,6 +29,30 @@ void SetTensor(v1::DType dtype, const std::vector<int64_t>& shape, const void* d
 
 /// A 1-D int64 tensor of `values`.
 void SetInt64Tensor(const std::vector<int64_t>& values, v1::Tensor* out);
+
+/// One tensor of a sampled message: its field number in its entry, and its bytes (pointing
+/// into the subgraph it describes).
+struct TensorField {
+  int number = 0;
+  v1::DType dtype = v1::DTYPE_UNSPECIFIED;
+  std::vector<int64_t> shape;
+  const char* data = nullptr;
+  size_t bytes = 0;
+};
+
+/// One entry of a sampled message: a NodeTensors, EdgeTensors, AblpLabels or PprWeights
+/// (`number` is its field in SampledMessage), with its string fields and tensors.
+struct MessageEntry {
+  int number = 0;
+  std::vector<std::pair<int, std::string>> strings;
+  std::vector<TensorField> tensors;
+};
+
+/// A sampled subgraph as graphstore.v1.SampledMessage lays it out: the one description both
+/// the protobuf message (ToSampledMessage) and the socket's wire encoding (wire_encoder.h)
+/// are built from. Types with nothing sampled are still listed, with empty tensors, so a
+/// homogeneous graph always has exactly one entry each. Local indices (rows, cols) are int32.
+std::vector<MessageEntry> MessageEntries(const Partition& partition, const SampledSubgraph& subgraph);
 
 /// Writes a sampled subgraph's tensors into `msg` (nodes and edges per type, named by the
 /// partition's types). Types with nothing sampled are still listed, with empty tensors, so a
@@ -51,13 +77,6 @@ void GatherIntoSharedBuffer(SharedBufferPool* pool, SampledSubgraph* subgraph, S
 /// deleted lately are listed in `msg->retired_shared_paths`.
 absl::Status ToSharedSampledMessage(const Partition& partition, const SampledSubgraph& subgraph,
                                     SharedBufferPool* pool, SharedLayout* layout, v1::SampledMessage* msg);
-
-/// A sampled batch as the backend buffers it: the message, and on a shared-memory channel the
-/// use of the file holding its bytes (the file returns to its pool with the last reference).
-struct WireMessage {
-  v1::SampledMessage msg;
-  std::shared_ptr<SharedUse> shared;
-};
 
 }  // namespace graphstore
 

@@ -51,6 +51,9 @@ struct CoreOptions {
   int64_t lease_check_interval_ms = 1000;
   /// Interval of the periodic scheduler-state log line, in seconds; 0 turns it off.
   int64_t state_log_interval_s = 30;
+  /// A batch larger than this many bytes is streamed in parts of about this size
+  /// (SampledMessage.part), so the client decodes one while the next is on the wire.
+  size_t stream_part_bytes = 8 << 20;
   /// In a cluster: bytes of other partitions' node data kept once fetched (0: none).
   int64_t peer_cache_bytes = 512LL << 20;
 };

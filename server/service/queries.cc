@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "server/sampling/draw.h"
+#include "server/sampling/gather.h"
 #include "server/sampling/neighbor_draw.h"
 #include "server/service/config.h"
 #include "server/service/message.h"
@@ -145,6 +146,7 @@ absl::Status PartitionQueries::GetNodeFeatures(const v1::GetNodeFeaturesRequest&
     for (int i = 0; i < req.ids_size(); ++i) labels[i] = n.labels.data<int64_t>()[n.OwnerRow(req.ids(i))];
     SetInt64Tensor(labels, resp->mutable_labels());
   }
+  if (req.encoding() != v1::FEATURE_ENCODING_UNSPECIFIED) return EncodedFeatures(*t, req, resp);
   const size_t row = static_cast<size_t>(n.feature_dim) * DtypeSize(n.feature_dtype);
   std::string* data = resp->mutable_features()->mutable_data();
   data->resize(row * req.ids_size());
@@ -153,6 +155,23 @@ absl::Status PartitionQueries::GetNodeFeatures(const v1::GetNodeFeaturesRequest&
   resp->mutable_features()->set_dtype(ToProtoDtype(n.feature_dtype));
   resp->mutable_features()->add_shape(req.ids_size());
   resp->mutable_features()->add_shape(n.feature_dim);
+  return absl::OkStatus();
+}
+
+absl::Status PartitionQueries::EncodedFeatures(int type, const v1::GetNodeFeaturesRequest& req,
+                                               v1::GetNodeFeaturesResponse* resp) const {
+  auto output = outputs_->ForChannel(req.encoding(), 0);
+  if (!output.ok()) return InField(output.status(), "encoding");
+  SampledNodes nodes;
+  nodes.ids.assign(req.ids().begin(), req.ids().end());
+  if (auto s = GatherNodeData(*partition_, type, true, false, output->get(), nullptr, &nodes); !s.ok()) return s;
+  SetTensor(ToProtoDtype(nodes.feature_dtype), {static_cast<int64_t>(nodes.ids.size()), nodes.feature_dim},
+            nodes.feature_data(), nodes.feature_bytes(), resp->mutable_features());
+  if (nodes.feature_scale != nullptr) {
+    const int64_t dim = nodes.feature_dim;
+    SetTensor(v1::DTYPE_FLOAT32, {dim}, nodes.feature_scale, 4 * dim, resp->mutable_feature_scale());
+    SetTensor(v1::DTYPE_FLOAT32, {dim}, nodes.feature_offset, 4 * dim, resp->mutable_feature_offset());
+  }
   return absl::OkStatus();
 }
 

@@ -16,6 +16,7 @@
 #include "absl/status/statusor.h"
 #include "graphstore/v1/graphstore.pb.h"
 #include "server/graph/partition.h"
+#include "server/service/feature_outputs.h"
 #include "server/service/options.h"
 
 namespace graphstore {
@@ -23,9 +24,9 @@ namespace graphstore {
 /// Queries over one partition. Thread-safe.
 class PartitionQueries {
  public:
-  /// Both must outlive the queries.
-  PartitionQueries(const Partition* partition, const CoreOptions* options)
-      : partition_(partition), options_(options) {}
+  /// All must outlive the queries; `outputs` encodes GetNodeFeatures' rows when asked to.
+  PartitionQueries(const Partition* partition, const CoreOptions* options, FeatureOutputs* outputs)
+      : partition_(partition), options_(options), outputs_(outputs) {}
 
   /// The partition's part of DatasetMeta: name, partitions, direction, node and edge types.
   void FillDatasetMeta(v1::DatasetMeta* resp) const;
@@ -49,11 +50,14 @@ class PartitionQueries {
                              const std::string& field) const;
 
  private:
+  // GetNodeFeatures with an encoding (the rows as a channel with it would get them).
+  absl::Status EncodedFeatures(int type, const v1::GetNodeFeaturesRequest& req, v1::GetNodeFeaturesResponse* resp) const;
   // CSR positions of an edge type's edges ordered by global edge id; built on first use.
   const std::vector<int64_t>& EdgePositionsById(int edge_type) const;
 
   const Partition* const partition_;
   const CoreOptions* const options_;
+  FeatureOutputs* const outputs_;
   mutable std::mutex edge_index_mu_;
   mutable std::map<int, std::vector<int64_t>> edge_index_;
 };

@@ -69,6 +69,10 @@ struct ChannelEntry {
   /// Shared-memory channels: the channel's files, and the uses sent and not yet freed.
   std::shared_ptr<SharedBufferPool> pool;
   SharedLedger shared;
+  /// What the workers know of the channel (its attachment in the scheduler).
+  std::shared_ptr<const ChannelSampling> sampling;
+  v1::FeatureEncoding feature_encoding = v1::FEATURE_ENCODING_UNSPECIFIED;
+  int64_t feature_cache_rows = 0;
 };
 
 /// Backends and channels by id.

@@ -4,10 +4,55 @@
 
 namespace graphstore {
 
-SamplingWorkers::SamplingWorkers(const Partition* partition, std::unique_ptr<Sampler> sampler, int num_workers)
-    : partition_(partition), sampler_(std::move(sampler)), subgraph_(num_workers), ablp_(num_workers) {
+std::shared_ptr<SampledSubgraph> SubgraphPool::Acquire() {
+  std::unique_ptr<SampledSubgraph> g;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!idle_.empty()) {
+      g = std::move(idle_.back());
+      idle_.pop_back();
+    }
+  }
+  if (g == nullptr) g = std::make_unique<SampledSubgraph>();
+  std::weak_ptr<SubgraphPool> pool = weak_from_this();
+  return std::shared_ptr<SampledSubgraph>(g.release(), [pool](SampledSubgraph* p) {
+    if (auto alive = pool.lock()) return alive->Return(p);
+    delete p;
+  });
+}
+
+void SubgraphPool::Return(SampledSubgraph* g) {
+  std::unique_ptr<SampledSubgraph> owned(g);
+  owned->feature_target = nullptr;
+  std::lock_guard<std::mutex> lock(mu_);
+  if (idle_.size() < max_idle_) idle_.push_back(std::move(owned));
+}
+
+SamplingWorkers::SamplingWorkers(const Partition* partition, std::unique_ptr<Sampler> sampler, int num_workers,
+                                 size_t part_bytes)
+    : partition_(partition),
+      sampler_(std::move(sampler)),
+      part_bytes_(part_bytes),
+      subgraphs_(std::make_shared<SubgraphPool>(2 * static_cast<size_t>(num_workers) + 2)),
+      ablp_(num_workers) {
   for (int i = 0; i < num_workers; ++i) scratch_.push_back(sampler_->NewScratch());
 }
+
+namespace {
+
+void CountFeatureRows(const SampledSubgraph& g, const ChannelSampling& channel) {
+  int64_t sent = 0, cached = 0;
+  for (const SampledNodes& n : g.nodes) {
+    if (n.feature_dim == 0) continue;
+    const int64_t rows = n.num_feature_rows();
+    sent += rows;
+    cached += static_cast<int64_t>(n.ids.size()) - rows;
+  }
+  channel.feature_rows_sent.fetch_add(sent, std::memory_order_relaxed);
+  channel.feature_rows_cached.fetch_add(cached, std::memory_order_relaxed);
+}
+
+}  // namespace
 
 absl::StatusOr<scheduler::Batch> SamplingWorkers::SampleAndEncode(const scheduler::BatchTask& t) {
   SeedBatch b;
@@ -17,7 +62,8 @@ absl::StatusOr<scheduler::Batch> SamplingWorkers::SampleAndEncode(const schedule
   b.seed = t.seed;
   b.epoch = t.epoch;
   b.batch_index = t.batch_index;
-  SampledSubgraph& g = subgraph_[t.worker];
+  std::shared_ptr<SampledSubgraph> subgraph = subgraphs_->Acquire();
+  SampledSubgraph& g = *subgraph;
   const auto* channel = static_cast<const ChannelSampling*>(t.attachment);
   if (channel != nullptr && channel->ablp != nullptr) {
     AblpBatch& labels = ablp_[t.worker];
@@ -26,27 +72,37 @@ absl::StatusOr<scheduler::Batch> SamplingWorkers::SampleAndEncode(const schedule
     }
     b.ablp = &labels;
   }
+  if (channel != nullptr) b.features = channel->features.get();
   SharedBufferPool* pool = channel != nullptr ? channel->pool.get() : nullptr;
   SharedLayout layout;
   if (pool != nullptr) GatherIntoSharedBuffer(pool, &g, &layout);
   absl::Status sampled = sampler_->Sample(b, scratch_[t.worker].get(), &g);
   g.feature_target = nullptr;
   if (!sampled.ok()) return sampled;
+  if (channel != nullptr) CountFeatureRows(g, *channel);
 
   auto wire = std::make_shared<WireMessage>();
-  v1::SampledMessage* msg = &wire->msg;
-  msg->set_channel_id(t.channel_id);
-  msg->set_epoch(t.epoch);
-  msg->set_batch_index(t.batch_index);
-  msg->set_num_batches(t.num_batches);
+  WireHeader header;
+  header.channel_id = t.channel_id;
+  header.epoch = t.epoch;
+  header.batch_index = t.batch_index;
+  header.num_batches = t.num_batches;
   size_t bytes;
   if (pool != nullptr) {
-    if (auto s = ToSharedSampledMessage(*partition_, g, pool, &layout, msg); !s.ok()) return s;
+    v1::SampledMessage msg;
+    msg.set_channel_id(t.channel_id);
+    msg.set_epoch(t.epoch);
+    msg.set_batch_index(t.batch_index);
+    msg.set_num_batches(t.num_batches);
+    if (auto s = ToSharedSampledMessage(*partition_, g, pool, &layout, &msg); !s.ok()) return s;
+    wire->encoded = EncodeWhole(msg);
     wire->shared = std::move(layout.use);
-    bytes = msg->ByteSizeLong() + wire->shared->file->size();
+    bytes = wire->encoded->bytes + wire->shared->file->size();
   } else {
-    ToSampledMessage(*partition_, g, msg);
-    bytes = msg->ByteSizeLong();
+    // The parts point into the subgraph, which stays out of the pool until they are sent.
+    constexpr size_t kCopyBelow = 4096;
+    wire->encoded = EncodeParts(header, MessageEntries(*partition_, g), part_bytes_, kCopyBelow, subgraph);
+    bytes = wire->encoded->bytes;
   }
   return scheduler::Batch{std::move(wire), bytes};
 }

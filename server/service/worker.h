@@ -4,7 +4,9 @@
 // What a backend's worker threads run for each batch: sample it, then encode the wire message
 // there, off the gRPC threads, so a stream only has to write it.
 
+#include <atomic>
 #include <memory>
+#include <mutex>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -12,6 +14,7 @@
 #include "server/graph/partition.h"
 #include "server/sampling/ablp.h"
 #include "server/sampling/sampler.h"
+#include "server/service/wire_encoder.h"
 #include "server/shm/shared_buffer.h"
 
 namespace graphstore {
@@ -23,18 +26,53 @@ struct ChannelSampling {
   std::shared_ptr<SharedBufferPool> pool;
   /// Set on link-prediction channels.
   std::shared_ptr<const AblpLabeler> ablp;
+  /// Set on channels with a feature encoding or a trainer-side cache.
+  std::shared_ptr<const FeatureOutput> features;
+  /// Feature rows of sampled nodes sent, and left out because the trainer caches them (updated
+  /// by the workers).
+  mutable std::atomic<int64_t> feature_rows_sent{0};
+  mutable std::atomic<int64_t> feature_rows_cached{0};
+};
+
+/// A sampled batch as the backend buffers it and a stream sends it: its encoded parts, and on a
+/// shared-memory channel the use of the file holding its tensor bytes (the file returns to its
+/// pool with the last reference).
+struct WireMessage {
+  std::unique_ptr<EncodedMessage> encoded;
+  std::shared_ptr<SharedUse> shared;
+};
+
+/// Sampled subgraphs kept for reuse: a batch's encoded parts point into its subgraph until they
+/// are sent, and a reused subgraph keeps its vectors' memory, so a steady stream does not
+/// allocate (and page in) new memory per batch. Thread-safe.
+class SubgraphPool : public std::enable_shared_from_this<SubgraphPool> {
+ public:
+  /// Keeps at most `max_idle` subgraphs between uses.
+  explicit SubgraphPool(size_t max_idle) : max_idle_(max_idle) {}
+  /// A subgraph that returns to the pool when its last reference goes.
+  std::shared_ptr<SampledSubgraph> Acquire();
+
+ private:
+  void Return(SampledSubgraph* g);
+
+  const size_t max_idle_;
+  std::mutex mu_;
+  std::vector<std::unique_ptr<SampledSubgraph>> idle_;
 };
 
 /// A backend's sampler and each worker's reusable memory. Worker i only touches entry i of
 /// each vector, so workers never share state.
 class SamplingWorkers {
  public:
-  SamplingWorkers(const Partition* partition, std::unique_ptr<Sampler> sampler, int num_workers);
+  /// Batches are encoded in parts of about `part_bytes` (0: one part).
+  SamplingWorkers(const Partition* partition, std::unique_ptr<Sampler> sampler, int num_workers,
+                  size_t part_bytes = 8 << 20);
 
   /// Samples the batch of `task` and encodes it as the backend buffers it: a WireMessage (with
-  /// the channel, epoch, batch index and number of batches set), and the bytes it holds. On a
-  /// shared-memory channel the feature rows are gathered straight into a pooled buffer and the
-  /// message carries byte ranges. Runs on worker `task.worker`; the sampler's status otherwise.
+  /// the channel, epoch, batch index and number of batches set), and the bytes it holds. The
+  /// parts reference the sampled tensors without a copy. On a shared-memory channel the
+  /// feature rows are gathered straight into a pooled buffer and the message carries byte
+  /// ranges. Runs on worker `task.worker`; the sampler's status otherwise.
   absl::StatusOr<scheduler::Batch> SampleAndEncode(const scheduler::BatchTask& task);
 
   int num_workers() const { return static_cast<int>(scratch_.size()); }
@@ -42,9 +80,9 @@ class SamplingWorkers {
  private:
   const Partition* const partition_;
   const std::unique_ptr<Sampler> sampler_;
+  const size_t part_bytes_;
   std::vector<std::unique_ptr<SamplerScratch>> scratch_;
-  // The subgraph is copied into the message, so each worker reuses its own.
-  std::vector<SampledSubgraph> subgraph_;
+  std::shared_ptr<SubgraphPool> subgraphs_;
   std::vector<AblpBatch> ablp_;
 };
 

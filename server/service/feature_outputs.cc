@@ -1,0 +1,159 @@
+#include "server/service/feature_outputs.h"
+
+#include <algorithm>
+#include <numeric>
+
+#include "absl/strings/str_cat.h"
+#include "proto/feature_codec.h"
+#include "server/service/message.h"
+
+namespace graphstore {
+
+FeatureOutput::Encoding ToEncoding(v1::FeatureEncoding encoding) {
+  switch (encoding) {
+    case v1::FEATURE_ENCODING_FLOAT32: return FeatureOutput::Encoding::kFloat32;
+    case v1::FEATURE_ENCODING_FLOAT16: return FeatureOutput::Encoding::kFloat16;
+    case v1::FEATURE_ENCODING_BFLOAT16: return FeatureOutput::Encoding::kBfloat16;
+    case v1::FEATURE_ENCODING_INT8: return FeatureOutput::Encoding::kInt8;
+    default: return FeatureOutput::Encoding::kAsStored;
+  }
+}
+
+absl::Status FeatureOutputs::Range(int type, std::vector<float>* min, std::vector<float>* max) {
+  const NodeTypeStore& t = partition_->node_type(type);
+  const size_t dim = static_cast<size_t>(t.feature_dim);
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = ranges_.find(type);
+  if (it == ranges_.end()) {
+    std::vector<float> lo(dim, 0.0f), hi(dim, 0.0f);
+    if (t.feature_range.is_open()) {
+      const float* r = t.feature_range.data<float>();
+      lo.assign(r, r + dim);
+      hi.assign(r + dim, r + 2 * dim);
+    } else if (partition_->num_partitions() == 1) {
+      // The whole graph is here: the range of its rows, once.
+      const float* f = t.features.data<float>();
+      for (int64_t v = 0; v < t.num_local; ++v) {
+        for (size_t c = 0; c < dim; ++c) {
+          const float x = f[v * dim + c];
+          if (v == 0 || x < lo[c]) lo[c] = x;
+          if (v == 0 || x > hi[c]) hi[c] = x;
+        }
+      }
+    } else {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "feature_encoding INT8: node type '", t.name, "' has no ", NodeDir(partition_->dir(), t.name),
+          "/feature_range.npy, so the servers of this cluster cannot agree on a scale (rewrite the dataset with "
+          "graphstore-partition or graphstore-generate)"));
+    }
+    it = ranges_.emplace(type, std::make_pair(std::move(lo), std::move(hi))).first;
+  }
+  *min = it->second.first;
+  *max = it->second.second;
+  return absl::OkStatus();
+}
+
+absl::Status FeatureOutputs::Int8Parameters(int type, std::vector<float>* scale, std::vector<float>* offset) {
+  std::vector<float> min, max;
+  if (auto s = Range(type, &min, &max); !s.ok()) return s;
+  codec::Int8Parameters(min, max, scale, offset);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::shared_ptr<const FeatureOutputs::Hot>> FeatureOutputs::HotNodes(int type, int64_t k) {
+  const NodeTypeStore& t = partition_->node_type(type);
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = hot_.find({type, k});
+  if (it != hot_.end()) return it->second;
+  if (!t.degree.is_open()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "feature_cache_rows: node type '", t.name, "' has no ", BookFile(partition_->dir(), t.name, "degree"),
+        " to rank its nodes by (rewrite the dataset with graphstore-partition or graphstore-generate)"));
+  }
+  const int64_t* degree = t.degree.data<int64_t>();
+  std::vector<int64_t> order(t.num_nodes);
+  std::iota(order.begin(), order.end(), 0);
+  auto hotter = [degree](int64_t a, int64_t b) { return degree[a] != degree[b] ? degree[a] > degree[b] : a < b; };
+  k = std::min(k, t.num_nodes);
+  std::nth_element(order.begin(), order.begin() + k, order.end(), hotter);
+  order.resize(k);
+  std::sort(order.begin(), order.end());
+  auto hot = std::make_shared<Hot>();
+  auto flags = std::make_shared<std::vector<uint8_t>>(t.num_nodes, 0);
+  for (int64_t id : order) (*flags)[id] = 1;
+  hot->ids = std::move(order);
+  hot->flags = std::move(flags);
+  hot_.emplace(std::make_pair(type, k), hot);
+  return std::shared_ptr<const Hot>(hot);
+}
+
+absl::StatusOr<std::shared_ptr<const FeatureOutput>> FeatureOutputs::ForChannel(v1::FeatureEncoding encoding,
+                                                                                int64_t cache_rows) {
+  if (!v1::FeatureEncoding_IsValid(encoding)) {
+    return absl::InvalidArgumentError(absl::StrCat("feature_encoding ", encoding, " is unknown"));
+  }
+  if (cache_rows < 0) return absl::InvalidArgumentError("feature_cache_rows must be >= 0 (0: no cache)");
+  if (encoding == v1::FEATURE_ENCODING_UNSPECIFIED && cache_rows == 0) return nullptr;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = outputs_.find({encoding, cache_rows});
+    if (it != outputs_.end()) return it->second;
+  }
+  auto out = std::make_shared<FeatureOutput>();
+  out->encoding = ToEncoding(encoding);
+  const int num_types = static_cast<int>(partition_->node_types().size());
+  out->scale.resize(num_types);
+  out->offset.resize(num_types);
+  out->cached.resize(num_types);
+  for (int type = 0; type < num_types; ++type) {
+    const NodeTypeStore& t = partition_->node_type(type);
+    if (t.feature_dim == 0) continue;
+    if (out->encoding != FeatureOutput::Encoding::kAsStored && t.feature_dtype != NpyDtype::kFloat32) {
+      return absl::FailedPreconditionError(absl::StrCat("feature_encoding: node type '", t.name, "' stores ",
+                                                        DtypeName(t.feature_dtype),
+                                                        " features; encodings convert float32 ones"));
+    }
+    if (out->encoding == FeatureOutput::Encoding::kInt8) {
+      if (auto s = Int8Parameters(type, &out->scale[type], &out->offset[type]); !s.ok()) return s;
+    }
+    if (cache_rows > 0) {
+      auto hot = HotNodes(type, cache_rows);
+      if (!hot.ok()) return hot.status();
+      out->cached[type] = (*hot)->flags;
+    }
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  return outputs_.emplace(std::make_pair(static_cast<int>(encoding), cache_rows), std::move(out)).first->second;
+}
+
+void FeatureOutputs::Describe(const FeatureOutput& output, int64_t cache_rows,
+                              v1::RegisterSamplingInputResponse* resp) const {
+  for (int type = 0; type < static_cast<int>(partition_->node_types().size()); ++type) {
+    const NodeTypeStore& t = partition_->node_type(type);
+    if (t.feature_dim == 0) continue;
+    if (output.encoding == FeatureOutput::Encoding::kInt8) {
+      v1::FeatureQuantization* q = resp->add_feature_quantization();
+      q->set_node_type(t.name);
+      SetTensor(v1::DTYPE_FLOAT32, {t.feature_dim}, output.scale[type].data(), 4 * output.scale[type].size(),
+                q->mutable_scale());
+      SetTensor(v1::DTYPE_FLOAT32, {t.feature_dim}, output.offset[type].data(), 4 * output.offset[type].size(),
+                q->mutable_offset());
+    }
+    if (cache_rows > 0 && output.cached[type] != nullptr) {
+      const std::vector<uint8_t>& flags = *output.cached[type];
+      std::vector<int64_t> mine;
+      int64_t total = 0;
+      for (int64_t id = 0; id < t.num_nodes; ++id) {
+        if (!flags[id]) continue;
+        ++total;
+        if (t.Owner(id) == partition_->partition_id()) mine.push_back(id);
+      }
+      v1::FeatureCache* c = resp->add_feature_cache();
+      c->set_node_type(t.name);
+      SetInt64Tensor(mine, c->mutable_ids());
+      c->set_total_rows(total);
+    }
+  }
+}
+
+}  // namespace graphstore

@@ -1,0 +1,42 @@
+#ifndef GRAPHSTORE_SERVER_SERVICE_STREAM_HOST_H_
+#define GRAPHSTORE_SERVER_SERVICE_STREAM_HOST_H_
+
+// What a stream of sampled batches needs from the service: the channel's backend to pop from,
+// and the few calls a stream makes while it writes. The gRPC stream writer
+// (server/stream_writer.h) depends on this interface only; Core implements it.
+
+#include <cstdint>
+#include <memory>
+
+#include "scheduler/backend.h"
+#include "server/shm/shared_buffer.h"
+
+namespace graphstore {
+
+/// What a stream needs to read a channel's epoch.
+struct StreamAttachment {
+  std::shared_ptr<scheduler::Backend> backend;
+  uint64_t channel_id = 0;
+  int64_t epoch = 0;
+  /// The channel's messages carry shared buffers (see StreamHost::HandOff).
+  bool shared_memory = false;
+};
+
+/// The service as a stream sees it. Thread-safe.
+class StreamHost {
+ public:
+  virtual ~StreamHost() = default;
+  /// Called once when a stream ends; `cancelled` abandons the epoch's remaining work.
+  virtual void DetachStream(uint64_t channel_id, bool cancelled) = 0;
+  /// Counts a delivered message as activity on the channel (renews its lease).
+  virtual void Touch(uint64_t channel_id) = 0;
+  /// Whether a shared-memory channel's stream must hold back before its next batch.
+  virtual bool SharedBacklogFull(uint64_t channel_id) const = 0;
+  /// Records a use of a shared buffer as sent on the channel; it lives until the client frees
+  /// it or the channel is destroyed.
+  virtual void HandOff(uint64_t channel_id, std::shared_ptr<SharedUse> use) = 0;
+};
+
+}  // namespace graphstore
+
+#endif  // GRAPHSTORE_SERVER_SERVICE_STREAM_HOST_H_

@@ -1,0 +1,138 @@
+#include "server/stream_writer.h"
+
+#include <vector>
+
+namespace graphstore {
+
+grpc::Status ToGrpcStatus(const absl::Status& status) {
+  if (status.ok()) return grpc::Status::OK;
+  constexpr size_t kMaxMessage = 1024;
+  std::string message(status.message().substr(0, kMaxMessage));
+  // absl and gRPC share the canonical code numbering.
+  return grpc::Status(static_cast<grpc::StatusCode>(static_cast<int>(status.code())), message);
+}
+
+grpc::ByteBuffer PartBuffer(const std::shared_ptr<const WireMessage>& message, size_t part) {
+  // Small segments (field headers) are copied into their slice; large ones are referenced.
+  constexpr size_t kCopyBelow = 1024;
+  std::vector<grpc::Slice> slices;
+  for (const EncodedMessage::Segment& s : message->encoded->parts[part]) {
+    if (s.size < kCopyBelow) {
+      slices.emplace_back(s.data, s.size);
+      continue;
+    }
+    auto* ref = new std::shared_ptr<const WireMessage>(message);
+    slices.emplace_back(const_cast<char*>(s.data), s.size,
+                        [](void* p) { delete static_cast<std::shared_ptr<const WireMessage>*>(p); }, ref);
+  }
+  return grpc::ByteBuffer(slices.data(), slices.size());
+}
+
+void SampledMessageStream::Begin() {
+  auto token = a_.backend->SetListener(a_.channel_id, [this] { MaybeWrite(); });
+  if (!token.ok()) {
+    FinishOnce(ToGrpcStatus(token.status()), /*cancelled=*/false);
+    return;
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    listener_token_ = *token;
+  }
+  MaybeWrite();
+}
+
+void SampledMessageStream::OnWriteDone(bool ok) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    writing_ = false;
+    buffer_.Clear();
+  }
+  if (ok) {
+    host_->Touch(a_.channel_id);
+    MaybeWrite();
+  } else {
+    FinishOnce(grpc::Status(grpc::StatusCode::CANCELLED, "the client stopped reading"), /*cancelled=*/true);
+  }
+}
+
+void SampledMessageStream::OnCancel() { FinishOnce(grpc::Status::CANCELLED, /*cancelled=*/true); }
+
+void SampledMessageStream::OnDone() {
+  uint64_t token;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    token = listener_token_;
+  }
+  // No call of this stream's listener runs after ClearListener returns, so `this` can go.
+  if (token != 0) a_.backend->ClearListener(a_.channel_id, token);
+  delete this;
+}
+
+void SampledMessageStream::MaybeWrite() {
+  grpc::Status end;
+  bool write = false;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (writing_ || finished_) return;
+    if (current_ != nullptr && next_part_ < current_->encoded->parts.size()) {
+      // The rest of the batch being sent.
+      buffer_ = PartBuffer(current_, next_part_++);
+      writing_ = write = true;
+    } else {
+      current_.reset();
+      // A shared-memory reader that has not handed back enough buffers waits; its release
+      // wakes the stream through the listener.
+      if (a_.shared_memory && host_->SharedBacklogFull(a_.channel_id)) return;
+      scheduler::Delivery d = a_.backend->TryPop(a_.channel_id, a_.epoch);
+      switch (d.kind) {
+        case scheduler::Delivery::Kind::kMessage:
+          current_ = std::static_pointer_cast<const WireMessage>(d.batch.payload);
+          // Recorded before the client can know the id, so its release always finds it.
+          if (current_->shared) host_->HandOff(a_.channel_id, current_->shared);
+          buffer_ = PartBuffer(current_, 0);
+          next_part_ = 1;
+          writing_ = write = true;
+          break;
+        case scheduler::Delivery::Kind::kPending:
+          return;
+        case scheduler::Delivery::Kind::kEndOfEpoch:
+          end = grpc::Status::OK;
+          break;
+        case scheduler::Delivery::Kind::kFailed:
+        case scheduler::Delivery::Kind::kClosed:
+          end = ToGrpcStatus(d.kind == scheduler::Delivery::Kind::kClosed && absl::IsCancelled(d.status)
+                                 ? absl::AbortedError(d.status.message())
+                                 : d.status);
+          break;
+      }
+    }
+  }
+  // The write starts outside the lock because gRPC may run reactions inline; buffer_ stays
+  // untouched until OnWriteDone.
+  if (write) {
+    StartWrite(&buffer_);
+    return;
+  }
+  FinishOnce(end, /*cancelled=*/false);
+}
+
+void SampledMessageStream::FinishOnce(const grpc::Status& status, bool cancelled) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (finished_) return;
+    finished_ = true;
+  }
+  host_->DetachStream(a_.channel_id, cancelled);
+  Finish(status);
+}
+
+grpc::ServerWriteReactor<grpc::ByteBuffer>* SampledMessageStream::Failed(const grpc::Status& status) {
+  class FailedStream : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
+   public:
+    explicit FailedStream(const grpc::Status& s) { Finish(s); }
+    void OnDone() override { delete this; }
+  };
+  return new FailedStream(status);
+}
+
+}  // namespace graphstore

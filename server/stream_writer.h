@@ -1,0 +1,69 @@
+#ifndef GRAPHSTORE_SERVER_STREAM_WRITER_H_
+#define GRAPHSTORE_SERVER_STREAM_WRITER_H_
+
+// The gRPC writer of one StreamSampledMessages call: a ServerWriteReactor of raw ByteBuffers.
+// Each batch's encoded parts (server/service/wire_encoder.h) become slices that point at the
+// sampled tensors, so the bytes go from the sampler's memory to the socket without a copy.
+//
+// Writes are driven by the channel's listener (a batch is ready, the epoch ended, the channel
+// closed) and by OnWriteDone; a reaction never blocks: with nothing ready the stream goes idle
+// until the listener calls MaybeWrite again. One write is in flight at a time. The stream
+// detaches from its channel before its final status is sent, so a client that starts the next
+// epoch at once can open the next stream. Lifetime: deleted in OnDone, after its own listener
+// has been cleared (a newer stream's listener is left alone).
+
+#include <grpcpp/grpcpp.h>
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+
+#include "server/service/stream_host.h"
+#include "server/service/worker.h"
+
+namespace graphstore {
+
+class SampledMessageStream : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
+ public:
+  SampledMessageStream(StreamHost* host, StreamAttachment attachment) : host_(host), a_(std::move(attachment)) {}
+
+  /// Called once after construction, from the method handler.
+  void Begin();
+
+  void OnWriteDone(bool ok) override;
+  void OnCancel() override;
+  void OnDone() override;
+
+  /// A stream that fails before it starts (deleted in its OnDone).
+  static grpc::ServerWriteReactor<grpc::ByteBuffer>* Failed(const grpc::Status& status);
+
+ private:
+  // Runs on gRPC threads (reactions) and on backend worker threads (the listener).
+  void MaybeWrite();
+  // Every end of the stream comes through here once. `cancelled`: the client went away before
+  // the epoch ended, so the core drops the epoch's remaining work.
+  void FinishOnce(const grpc::Status& status, bool cancelled);
+
+  StreamHost* const host_;
+  const StreamAttachment a_;
+  std::mutex mu_;
+  bool writing_ = false;
+  bool finished_ = false;
+  uint64_t listener_token_ = 0;  // 0 until the listener is set
+  // The batch being written and its next part; gRPC holds the written parts' slices, which keep
+  // the batch alive until it has sent them.
+  std::shared_ptr<const WireMessage> current_;
+  size_t next_part_ = 0;
+  grpc::ByteBuffer buffer_;
+};
+
+/// Converts a core status to gRPC, keeping the canonical code and bounding the message.
+grpc::Status ToGrpcStatus(const absl::Status& status);
+
+/// The slices of part `part` of an encoded batch, pointing at its memory; each holds a
+/// reference to `message` until gRPC is done with it.
+grpc::ByteBuffer PartBuffer(const std::shared_ptr<const WireMessage>& message, size_t part);
+
+}  // namespace graphstore
+
+#endif  // GRAPHSTORE_SERVER_STREAM_WRITER_H_
