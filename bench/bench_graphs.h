@@ -17,7 +17,9 @@ namespace graphstore {
 /// if needed. Any other name is taken as a partition directory.
 inline absl::StatusOr<std::string> BenchGraph(const std::string& name, const std::string& cache_dir) {
   if (name != "1m" && name != "products") return name;
-  const std::string dir = absl::StrCat(cache_dir, "/", name);
+  // The format version is part of the name: a graph written by an older generator (without the
+  // degree and feature range files) is not reused.
+  const std::string dir = absl::StrCat(cache_dir, "/", name, "-v2");
   if (std::filesystem::exists(dir + "/manifest.json")) return dir;
   GeneratorOptions o;
   o.feature_dim = 100;

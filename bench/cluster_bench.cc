@@ -93,7 +93,7 @@ absl::StatusOr<Result> Run(const Setup& setup, const v1::SamplingConfig& config,
   auto run_epoch = [&](int64_t epoch, int64_t* seeds, int64_t* batches) {
     loader.StartEpoch(epoch);
     while (auto b = loader.Next()) {
-      *seeds += b->batch.numel();
+      *seeds += b->batch_size;
       ++*batches;
     }
   };

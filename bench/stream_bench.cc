@@ -1,35 +1,45 @@
-// End-to-end streaming throughput against the same sampling in process, and time to first
-// batch.
+// The remote trainer's data path, measured three ways in one run:
 //
-// In process: the scheduler's Backend runs the neighbour sampler with feature gathering on N
-// workers and the benchmark pops the SampledSubgraphs. End to end: a graphstored server (same
-// process, real gRPC over loopback TCP) runs the same sampling on N workers, builds the wire
-// messages, and a client reads the stream and parses every message -- once with the tensor
-// bytes inside the gRPC messages ("socket") and once through the shared-memory transport,
-// where the client also maps every buffer and hands it back. Each prints batches/s and MB/s
-// of message payload; the ratios are end to end / in process. Time to first batch is measured
-// from calling StartEpoch to holding the first message (mapped, for shared memory).
+// (a) Transport alone: batches sampled once, then replayed through the server's real send path
+//     (the raw stream writer, zero-copy parts) to a client that decodes them into tensors,
+//     against a raw TCP pump of the same bytes in the same parts over loopback (a length
+//     prefix per part, read into pooled buffers): the cost of gRPC, framing and decoding over
+//     the kernel's own copies.
+// (b) The whole path: a graphstored (in process, real gRPC over loopback) samples with N workers
+//     and a Loader reads the batches as tensors, over the socket and through shared memory,
+//     against the same sampling in process (recycled subgraph memory, no transport).
+// (c) Time from StartEpoch to holding the first batch (Loader), against the raw pump's time for
+//     one batch's bytes.
 //
 //   bazel-bin/bench/stream_bench --graph=1m
 
+// LibTorch first (see client/loader.h).
+#include "client/loader.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
 #include <algorithm>
-#include <atomic>
 #include <chrono>
 #include <cstdio>
-#include <string>
 #include <mutex>
+#include <string>
 #include <thread>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "bench/bench_graphs.h"
 #include "client/client.h"
-#include "client/shared_memory.h"
 #include "scheduler/backend.h"
 #include "server/graph/partition.h"
 #include "server/sampling/draw.h"
 #include "server/sampling/neighbor_sampler.h"
 #include "server/server.h"
+#include "server/service/worker.h"
+#include "server/stream_writer.h"
 #include "server/util/flags.h"
 #include "server/util/log.h"
 
@@ -40,46 +50,28 @@ using Clock = std::chrono::steady_clock;
 
 double Since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
-struct Rate {
-  double batches_per_s = 0;
-  double mb_per_s = 0;
-};
-
 std::vector<int64_t> Seeds(int64_t num_nodes, int64_t count) {
   DrawStream rng(7);
   std::vector<int64_t> s(count);
   for (auto& x : s) x = static_cast<int64_t>(rng.Below(num_nodes));
+  std::sort(s.begin(), s.end());
+  s.erase(std::unique(s.begin(), s.end()), s.end());
+  DeterministicShuffle(3, s.data(), s.size());
   return s;
 }
 
-Rate InProcess(const Partition& p, const NeighborSamplerOptions& so, int workers, int batch_size, double seconds) {
+// In-process sampling with recycled subgraph memory: what the server's workers do before any
+// transport. Batches per second.
+double InProcess(const Partition& p, const NeighborSamplerOptions& so, std::shared_ptr<SubgraphPool> pool,
+                 int workers, int batch_size, double seconds) {
   auto sampler = NeighborSampler::Create(&p, so);
   if (!sampler.ok()) std::abort();
   std::vector<std::unique_ptr<SamplerScratch>> scratch;
   for (int i = 0; i < workers; ++i) scratch.push_back((*sampler)->NewScratch());
   scheduler::BackendOptions bo;
   bo.num_workers = workers;
-  // Subgraphs are recycled once the consumer drops them, as the server recycles its buffers:
-  // the baseline pays for sampling, not for faulting in fresh memory every batch.
-  std::mutex pool_mu;
-  std::vector<std::unique_ptr<SampledSubgraph>> pool;
-  auto take = [&]() -> std::shared_ptr<SampledSubgraph> {
-    std::unique_ptr<SampledSubgraph> g;
-    {
-      std::lock_guard<std::mutex> lock(pool_mu);
-      if (!pool.empty()) {
-        g = std::move(pool.back());
-        pool.pop_back();
-      }
-    }
-    if (g == nullptr) g = std::make_unique<SampledSubgraph>();
-    return std::shared_ptr<SampledSubgraph>(g.release(), [&](SampledSubgraph* done) {
-      std::lock_guard<std::mutex> lock(pool_mu);
-      pool.emplace_back(done);
-    });
-  };
   scheduler::Backend backend(bo, [&](const scheduler::BatchTask& t) -> absl::StatusOr<scheduler::Batch> {
-    auto g = take();
+    auto g = pool->Acquire();
     SeedBatch b;
     b.ids = t.seeds;
     b.size = t.num_seeds;
@@ -94,143 +86,253 @@ Rate InProcess(const Partition& p, const NeighborSamplerOptions& so, int workers
   co.batch_size = batch_size;
   if (!backend.AddChannel(1, co).ok() || !backend.StartEpoch(1, 0).ok()) std::abort();
   int64_t batches = 0;
-  double bytes = 0;
   const auto t0 = Clock::now();
   while (Since(t0) < seconds) {
     auto d = backend.Pop(1, 0, std::chrono::seconds(60));
     if (d.kind != scheduler::Delivery::Kind::kMessage) break;
     ++batches;
-    bytes += static_cast<double>(d.batch.bytes);
   }
   const double el = Since(t0);
   backend.Stop();
-  return {batches / el, bytes / el / 1e6};  // the pool outlives every subgraph: Stop freed them
+  return batches / el;
 }
 
-v1::InitSamplingBackendRequest BackendRequest(const std::string& key, int batch_size, const std::vector<int>& fanouts,
-                                              int workers) {
-  v1::InitSamplingBackendRequest init;
-  init.set_backend_key(key);
-  init.mutable_config()->set_batch_size(batch_size);
-  for (int f : fanouts) init.mutable_config()->add_num_neighbors(f);
-  init.mutable_config()->set_with_node_features(true);
-  init.mutable_options()->set_num_workers(workers);
-  return init;
-}
+// ----- (a) the transport alone ------------------------------------------------------------
 
-uint64_t Register(client::Client& c, uint64_t backend, std::vector<int64_t> seeds, bool shared) {
-  v1::RegisterSamplingInputRequest reg;
-  reg.set_backend_id(backend);
-  reg.set_shared_memory(shared);
-  for (int64_t s : seeds) reg.mutable_nodes()->add_ids(s);
-  auto r = c.RegisterSamplingInput(reg);
-  if (!r.ok()) {
-    std::fprintf(stderr, "%s\n", r.status().ToString().c_str());
-    std::abort();
-  }
-  return r->channel_id();
-}
+// A stream host with nothing behind it: the replayed batches belong to no core.
+class ReplayHost : public StreamHost {
+ public:
+  void DetachStream(uint64_t, bool) override {}
+  void Touch(uint64_t) override {}
+  bool SharedBacklogFull(uint64_t) const override { return false; }
+  void HandOff(uint64_t, std::shared_ptr<SharedUse>) override {}
+};
 
-// Takes a received message as a trainer would: a shared-memory one is mapped (a file seen
-// before keeps its mapping), reported received, and freed at once. Returns the payload bytes.
-size_t Receive(client::Client& c, client::SharedMappings* mappings, uint64_t channel, const v1::SampledMessage& m) {
-  if (!m.has_shared_buffer()) return m.ByteSizeLong();
-  mappings->Forget(m.retired_shared_paths());
-  auto mapped = mappings->Map(m.shared_buffer());
-  v1::ReleaseSharedBuffersRequest r;
-  r.set_channel_id(channel);
-  r.add_freed_ids(m.shared_buffer().id());
-  if (!mapped.ok() || !c.ReleaseSharedBuffers(r).ok()) {
-    std::fprintf(stderr, "shared buffer: %s\n", mapped.status().ToString().c_str());
-    std::abort();
-  }
-  size_t bytes = m.ByteSizeLong();
-  for (const auto& n : m.nodes()) {
-    for (const v1::Tensor* t : {&n.ids(), &n.num_sampled_nodes(), &n.batch(), &n.features(), &n.labels()}) {
-      bytes += t->shared().length();
+// StreamSampledMessages over a backend whose "sampling" hands out batches encoded beforehand.
+class ReplayService
+    : public v1::GraphStore::WithRawCallbackMethod_StreamSampledMessages<v1::GraphStore::CallbackService> {
+ public:
+  explicit ReplayService(std::shared_ptr<scheduler::Backend> backend) : backend_(std::move(backend)) {}
+  grpc::ServerWriteReactor<grpc::ByteBuffer>* StreamSampledMessages(grpc::CallbackServerContext*,
+                                                                    const grpc::ByteBuffer* raw) override {
+    v1::StreamSampledMessagesRequest req;
+    grpc::ByteBuffer copy(*raw);
+    if (!grpc::GenericDeserialize<grpc::ProtoBufferReader, v1::StreamSampledMessagesRequest>(&copy, &req).ok()) {
+      return SampledMessageStream::Failed(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "bad request"));
     }
+    StreamAttachment a;
+    a.backend = backend_;
+    a.channel_id = req.channel_id();
+    a.epoch = req.epoch();
+    auto* s = new SampledMessageStream(&host_, a);
+    s->Begin();
+    return s;
   }
-  for (const auto& e : m.edges()) {
-    for (const v1::Tensor* t : {&e.rows(), &e.cols(), &e.eids(), &e.num_sampled_edges()}) bytes += t->shared().length();
-  }
-  return bytes;
-}
 
-Rate EndToEnd(client::Client& c, int64_t num_nodes, const std::vector<int>& fanouts, int workers, int batch_size,
-              double seconds, const std::string& shared_dir) {
-  const bool shared = !shared_dir.empty();
-  client::SharedMappings mappings(shared_dir);
-  const uint64_t backend =
-      c.InitSamplingBackend(BackendRequest(shared ? "e2e-shm" : "e2e", batch_size, fanouts, workers))->backend_id();
-  const uint64_t channel = Register(c, backend, Seeds(num_nodes, 300LL * batch_size), shared);
-  v1::StartEpochRequest se;
-  se.set_channel_id(channel);
-  se.set_epoch(0);
-  if (!c.StartEpoch(se).ok()) std::abort();
-  v1::StreamSampledMessagesRequest sr;
-  sr.set_channel_id(channel);
-  sr.set_epoch(0);
-  auto stream = c.Stream(sr);
-  int64_t batches = 0;
+ private:
+  ReplayHost host_;
+  std::shared_ptr<scheduler::Backend> backend_;
+};
+
+struct Throughput {
+  double bytes_per_s = 0;
+  double batches_per_s = 0;
+};
+
+// The gRPC send path: `batches` replayed `rounds` times, decoded by the client into tensors.
+Throughput ReplayGrpc(const std::vector<std::shared_ptr<const WireMessage>>& batches, int rounds,
+                      std::shared_ptr<client::BufferPool> pool) {
+  scheduler::BackendOptions bo;
+  bo.num_workers = 1;
+  auto backend = std::make_shared<scheduler::Backend>(bo, [&](const scheduler::BatchTask& t) {
+    const auto& m = batches[t.batch_index % batches.size()];
+    return absl::StatusOr<scheduler::Batch>(scheduler::Batch{m, m->encoded->bytes});
+  });
+  ReplayService service(backend);
+  grpc::ServerBuilder builder;
+  int port = 0;
+  builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
+  builder.RegisterService(&service);
+  builder.SetMaxSendMessageSize(INT32_MAX);
+  auto server = builder.BuildAndStart();
+  client::ClientOptions co;
+  co.address = absl::StrCat("127.0.0.1:", port);
+  co.max_message_bytes = INT32_MAX;
+  co.stream_window_bytes = 64 << 20;
+  auto c = client::Client::Connect(co);
+  if (!c.ok()) std::abort();
+  scheduler::ChannelOptions ch;
+  ch.seeds.assign(batches.size() * rounds, 0);
+  ch.batch_size = 1;
+  ch.ordered = true;
+  if (!backend->AddChannel(1, ch).ok() || !backend->StartEpoch(1, 0).ok()) std::abort();
+  v1::StreamSampledMessagesRequest req;
+  req.set_channel_id(1);
+  client::DecodeOptions decode;
+  decode.pool = std::move(pool);
+  auto stream = (*c)->StreamBatches(req, decode);
   double bytes = 0;
+  int64_t n = 0;
   const auto t0 = Clock::now();
-  while (Since(t0) < seconds) {
-    auto m = stream->Next();
-    if (!m.ok() || *m == nullptr) break;
-    ++batches;
-    bytes += static_cast<double>(Receive(c, &mappings, channel, **m));
+  while (true) {
+    auto b = stream->Next();
+    if (!b.ok() || *b == nullptr) break;
+    bytes += static_cast<double>((*b)->wire_bytes);
+    ++n;
   }
   const double el = Since(t0);
-  stream->Cancel();
   stream.reset();
-  v1::DestroySamplingInputRequest d;
-  d.set_channel_id(channel);
-  (void)c.DestroySamplingInput(d);
-  return {batches / el, bytes / el / 1e6};
+  server->Shutdown();
+  backend->Stop();
+  return {bytes / el, n / el};
 }
 
-// Milliseconds from calling StartEpoch to holding the first message, per epoch.
-// Element 0 is the first epoch, started right after registration (nothing prepared yet).
-std::vector<double> TimeToFirstBatch(client::Client& c, int64_t num_nodes, const std::vector<int>& fanouts,
-                                     int batch_size, int epochs, int gap_ms, const std::string& shared_dir) {
-  const bool shared = !shared_dir.empty();
-  client::SharedMappings mappings(shared_dir);
-  const uint64_t backend =
-      c.InitSamplingBackend(BackendRequest(shared ? "ttfb-shm" : "ttfb", batch_size, fanouts, 2))->backend_id();
-  const uint64_t channel = Register(c, backend, Seeds(num_nodes, 4LL * batch_size), shared);
+bool WriteAll(int fd, std::vector<iovec> iov) {
+  size_t i = 0;
+  while (i < iov.size()) {
+    const ssize_t w = writev(fd, iov.data() + i, static_cast<int>(std::min<size_t>(iov.size() - i, IOV_MAX)));
+    if (w <= 0) return false;
+    size_t done = static_cast<size_t>(w);
+    while (i < iov.size() && done >= iov[i].iov_len) done -= iov[i++].iov_len;
+    if (i < iov.size()) {
+      iov[i].iov_base = static_cast<char*>(iov[i].iov_base) + done;
+      iov[i].iov_len -= done;
+    }
+  }
+  return true;
+}
+
+// The same bytes in the same parts over a plain TCP connection: a length prefix per part, read
+// into pooled buffers.
+Throughput RawPump(const std::vector<std::shared_ptr<const WireMessage>>& batches, int rounds,
+                   const std::shared_ptr<client::BufferPool>& pool) {
+  const int listener = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof(addr);
+  if (bind(listener, reinterpret_cast<sockaddr*>(&addr), len) != 0 || listen(listener, 1) != 0 ||
+      getsockname(listener, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+    std::abort();
+  }
+  std::thread sender([&] {
+    const int fd = accept(listener, nullptr, nullptr);
+    for (int r = 0; r < rounds; ++r) {
+      for (const auto& m : batches) {
+        for (const auto& part : m->encoded->parts) {
+          uint64_t size = 0;
+          for (const auto& s : part) size += s.size;
+          std::vector<iovec> iov = {{&size, sizeof(size)}};
+          for (const auto& s : part) iov.push_back({const_cast<char*>(s.data), s.size});
+          if (!WriteAll(fd, iov)) std::abort();
+        }
+      }
+    }
+    close(fd);
+  });
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) std::abort();
+  auto read_all = [fd](char* p, size_t n) {
+    while (n > 0) {
+      const ssize_t k = read(fd, p, n);
+      if (k <= 0) return false;
+      p += k;
+      n -= static_cast<size_t>(k);
+    }
+    return true;
+  };
+  double bytes = 0;
+  const auto t0 = Clock::now();
+  uint64_t size;
+  while (read_all(reinterpret_cast<char*>(&size), sizeof(size))) {
+    auto buffer = pool->Acquire(size);
+    if (!read_all(buffer->data(), size)) break;
+    bytes += static_cast<double>(size);
+  }
+  const double el = Since(t0);
+  sender.join();
+  close(fd);
+  close(listener);
+  const double n = static_cast<double>(batches.size()) * rounds;
+  return {bytes / el, n / el};
+}
+
+// ----- (b), (c): the whole path through a Loader --------------------------------------------
+
+client::LoaderOptions LoaderFor(const std::string& address, const std::vector<int64_t>& seeds, int batch_size,
+                                const std::vector<int>& fanouts, int workers, bool shared, const std::string& key) {
+  client::LoaderOptions o;
+  o.servers = {address};
+  o.backend_key = key;
+  o.config.set_batch_size(batch_size);
+  for (int f : fanouts) o.config.add_num_neighbors(f);
+  o.config.set_with_node_features(true);
+  o.sampler_options.set_num_workers(workers);
+  o.seeds = seeds;
+  o.shared_memory = shared;
+  o.deadline = std::chrono::seconds(120);
+  o.stream_window_bytes = 64 << 20;
+  return o;
+}
+
+// Batches per second of a Loader reading epochs for `seconds`, after `warm` seconds that fill
+// the server's and the client's buffer pools.
+double LoaderRate(client::LoaderOptions o, double warm, double seconds) {
+  client::Loader loader(o);
+  loader.StartEpoch(0);
+  for (const auto w = Clock::now(); Since(w) < warm && loader.Next();) {
+  }
+  int64_t batches = 0;
+  const auto t0 = Clock::now();
+  for (int64_t epoch = 1; Since(t0) < seconds; ++epoch) {
+    loader.StartEpoch(epoch);
+    while (Since(t0) < seconds && loader.Next()) ++batches;
+  }
+  return batches / Since(t0);
+}
+
+// Milliseconds from StartEpoch to holding the first batch, epochs 1.. (epoch 0 starts cold).
+std::vector<double> FirstBatchMs(client::LoaderOptions o, int epochs, int gap_ms) {
+  client::Loader loader(o);
   std::vector<double> ms;
   for (int e = 0; e < epochs; ++e) {
-    v1::StartEpochRequest se;
-    se.set_channel_id(channel);
-    se.set_epoch(e);
     const auto t0 = Clock::now();
-    if (!c.StartEpoch(se).ok()) std::abort();
-    v1::StreamSampledMessagesRequest sr;
-    sr.set_channel_id(channel);
-    sr.set_epoch(e);
-    auto stream = c.Stream(sr);
-    auto first = stream->Next();
-    if (!first.ok() || *first == nullptr) std::abort();
-    Receive(c, &mappings, channel, **first);
-    ms.push_back(Since(t0) * 1e3);
-    while (true) {
-      auto m = stream->Next();
-      if (!m.ok() || *m == nullptr) break;
-      Receive(c, &mappings, channel, **m);
+    loader.StartEpoch(e);
+    if (!loader.Next()) std::abort();
+    if (e > 0) ms.push_back(Since(t0) * 1e3);
+    while (loader.Next()) {
     }
-    // Like a trainer, consume the epoch, then spend a moment on end-of-epoch work (validation,
-    // logging, checkpoints) before starting the next one.
+    // Like a trainer: end-of-epoch work (validation, logging) before the next epoch.
     std::this_thread::sleep_for(std::chrono::milliseconds(gap_ms));
   }
-  v1::DestroySamplingInputRequest d;
-  d.set_channel_id(channel);
-  (void)c.DestroySamplingInput(d);
   return ms;
 }
 
 double Percentile(std::vector<double> v, double q) {
   std::sort(v.begin(), v.end());
   return v[std::min(v.size() - 1, static_cast<size_t>(q * (v.size() - 1) + 0.5))];
+}
+
+// Batches sampled and encoded by the server's worker step, for replaying.
+std::vector<std::shared_ptr<const WireMessage>> Encoded(const Partition& p, const NeighborSamplerOptions& so,
+                                                        int batch_size, int count, size_t part_bytes) {
+  auto sampler = NeighborSampler::Create(&p, so);
+  if (!sampler.ok()) std::abort();
+  SamplingWorkers workers(&p, *std::move(sampler), 1, part_bytes);
+  const std::vector<int64_t> seeds = Seeds(p.node_type(0).num_nodes, static_cast<int64_t>(count) * batch_size);
+  std::vector<std::shared_ptr<const WireMessage>> out;
+  for (int b = 0; b < count; ++b) {
+    scheduler::BatchTask t;
+    t.channel_id = 1;
+    t.batch_index = b;
+    t.num_batches = count;
+    t.seeds = seeds.data() + static_cast<size_t>(b) * batch_size;
+    t.num_seeds = batch_size;
+    auto batch = workers.SampleAndEncode(t);
+    if (!batch.ok()) std::abort();
+    out.push_back(std::static_pointer_cast<const WireMessage>(batch->payload));
+  }
+  return out;
 }
 
 int Run(int argc, char** argv) {
@@ -241,83 +343,106 @@ int Run(int argc, char** argv) {
   flags.Define("batch_size", "1024", "seeds per batch");
   flags.Define("fanouts", "15,10,5", "fanout per hop");
   flags.Define("workers", "1", "sampling workers, in process and on the server");
-  flags.Define("ttfb_epochs", "40", "epochs timed for time to first batch");
+  flags.Define("part_mb", "8", "stream part size, MiB");
+  flags.Define("replay_batches", "6", "distinct batches replayed through the transport");
+  flags.Define("ttfb_epochs", "20", "epochs timed for time to first batch");
+  flags.Define("trials", "3", "alternating runs of the raw pump and the gRPC path in (a)");
+  flags.Define("sections", "abc", "which measurements to run: a (transport), b (whole path), c (first batch)");
   flags.Define("epoch_gap_ms", "100", "pause between consuming an epoch and starting the next (time to first batch)");
-  if (auto exit = flags.ParseCommandLine(argc, argv, "stream_bench", "End-to-end streaming vs in-process sampling.")) {
-    return *exit;
-  }
+  if (auto exit = flags.ParseCommandLine(argc, argv, "stream_bench", "The remote trainer's data path.")) return *exit;
   SetLogLevel("warn");
   auto graph = BenchGraph(flags.Get("graph"), flags.Get("cache_dir"));
   if (!graph.ok()) {
     std::fprintf(stderr, "%s\n", std::string(graph.status().message()).c_str());
     return 1;
   }
-  const std::string dir = *graph;
   const double seconds = *flags.GetDouble("seconds");
   const int batch_size = static_cast<int>(*flags.GetInt("batch_size"));
   const int workers = static_cast<int>(*flags.GetInt("workers"));
+  const size_t part_bytes = static_cast<size_t>(*flags.GetInt("part_mb")) << 20;
   std::vector<int> fanouts;
   for (const auto& f : SplitList(flags.Get("fanouts"), ',')) fanouts.push_back(std::stoi(f));
-
-  Partition::LoadOptions lo;
-  lo.verify_contents = false;
-  auto p = Partition::Load(dir, lo);
+  auto p = Partition::Load(*graph, {false});
   if (!p.ok()) return 1;
   const int64_t num_nodes = (*p)->node_type(0).num_nodes;
   NeighborSamplerOptions so;
   so.fanouts = fanouts;
   so.with_node_features = true;
-  InProcess(**p, so, workers, batch_size, 1.0);  // warm the page cache
-  const Rate local = InProcess(**p, so, workers, batch_size, seconds);
+  const std::string sections = flags.Get("sections");
+  std::printf("graph %s: %lld nodes; batch %d, fanout [%s], 100 float features, %d worker(s), parts of %zu MiB\n",
+              graph->c_str(), static_cast<long long>(num_nodes), batch_size, flags.Get("fanouts").c_str(), workers,
+              part_bytes >> 20);
+
+  // (a), and the raw pump's time for one batch that (c) is held to.
+  const int replay = static_cast<int>(*flags.GetInt("replay_batches"));
+  const auto encoded = Encoded(**p, so, batch_size, replay, part_bytes);
+  double batch_mb = 0;
+  for (const auto& m : encoded) batch_mb += m->encoded->bytes / 1e6 / encoded.size();
+  const int rounds = std::max(2, static_cast<int>(4000 / std::max(1.0, batch_mb * replay)));
+  // Noise on a shared machine is larger than the difference measured: the two paths alternate
+  // and each reports its median.
+  const int trials = static_cast<int>(*flags.GetInt("trials"));
+  const bool run_a = sections.find('a') != std::string::npos;
+  std::vector<double> raw_rates, grpc_rates;
+  // Each side keeps its buffers between runs, as a trainer's process does.
+  auto raw_pool = client::BufferPool::Create();
+  auto grpc_pool = client::BufferPool::Create();
+  RawPump(encoded, 1, raw_pool);
+  if (run_a) ReplayGrpc(encoded, 1, grpc_pool);
+  for (int t = 0; t < (run_a ? trials : 1); ++t) {
+    raw_rates.push_back(RawPump(encoded, rounds, raw_pool).bytes_per_s);
+    if (run_a) grpc_rates.push_back(ReplayGrpc(encoded, rounds, grpc_pool).bytes_per_s);
+  }
+  const double raw = Percentile(raw_rates, 0.5);
+  std::printf("(a) transport alone, %d batches of %.2f MB (%zu parts each) replayed %d times, median of %zu:\n",
+              replay, batch_mb, encoded[0]->encoded->parts.size(), rounds, raw_rates.size());
+  std::printf("    raw TCP pump (baseline)  %9.1f MB/s\n", raw / 1e6);
+  if (run_a) {
+    const double grpc = Percentile(grpc_rates, 0.5);
+    std::printf("    gRPC send + decode       %9.1f MB/s   ratio %.2f\n", grpc / 1e6, grpc / raw);
+  }
+  std::fflush(stdout);
 
   ServerOptions opts;
-  opts.partition_dir = dir;
+  opts.partition_dir = *graph;
   opts.verify_partition = false;
   opts.max_message_bytes = 2047 << 20;
+  opts.core.stream_part_bytes = part_bytes;
   auto server = GraphStoreServer::BuildAndStart(opts);
   if (!server.ok()) {
     std::fprintf(stderr, "%s\n", server.status().ToString().c_str());
     return 1;
   }
-  client::ClientOptions co;
-  co.address = (*server)->address();
-  co.max_message_bytes = 2047 << 20;
-  co.deadline = std::chrono::seconds(120);
-  auto c = client::Client::Connect(co);
-  if (!c.ok()) return 1;
-  auto meta = (*c)->GetDatasetMeta();
-  if (!meta.ok() || !client::SharesHostWith(*meta)) {
-    std::fprintf(stderr, "the server offers no usable shared memory\n");
-    return 1;
+  const std::string address = (*server)->address();
+  const auto seeds = Seeds(num_nodes, 300LL * batch_size);
+  if (sections.find('b') != std::string::npos) {
+    // The first run warms the page cache and the pooled subgraphs (fresh memory is slow to fault in).
+    auto pool = std::make_shared<SubgraphPool>(8);
+    InProcess(**p, so, pool, workers, batch_size, std::max(2.0, seconds / 2));
+    const double local = InProcess(**p, so, pool, workers, batch_size, seconds);
+    const double socket =
+        LoaderRate(LoaderFor(address, seeds, batch_size, fanouts, workers, false, "socket"), seconds / 2, seconds);
+    const double shm =
+        LoaderRate(LoaderFor(address, seeds, batch_size, fanouts, workers, true, "shm"), seconds / 2, seconds);
+    std::printf("(b) whole path, batches/s:\n");
+    std::printf("    in process (baseline)    %9.2f\n", local);
+    std::printf("    Loader over the socket   %9.2f   ratio %.2f\n", socket, socket / local);
+    std::printf("    Loader, shared memory    %9.2f   ratio %.2f\n", shm, shm / local);
+    std::fflush(stdout);
   }
-  const std::string shm_dir = meta->shared_memory().dir();
-  const int ttfb_epochs = static_cast<int>(*flags.GetInt("ttfb_epochs"));
-  const int gap_ms = static_cast<int>(*flags.GetInt("epoch_gap_ms"));
-  const Rate socket = EndToEnd(**c, num_nodes, fanouts, workers, batch_size, seconds, "");
-  const Rate shm = EndToEnd(**c, num_nodes, fanouts, workers, batch_size, seconds, shm_dir);
-  std::vector<double> ttfb_socket = TimeToFirstBatch(**c, num_nodes, fanouts, batch_size, ttfb_epochs, gap_ms, "");
-  std::vector<double> ttfb_shm = TimeToFirstBatch(**c, num_nodes, fanouts, batch_size, ttfb_epochs, gap_ms, shm_dir);
-  const double cold_socket = ttfb_socket.front();
-  const double cold_shm = ttfb_shm.front();
-  ttfb_socket.erase(ttfb_socket.begin());
-  ttfb_shm.erase(ttfb_shm.begin());
+  if (sections.find('c') != std::string::npos) {
+    const std::vector<int64_t> few(seeds.begin(), seeds.begin() + 4LL * batch_size);
+    const int epochs = static_cast<int>(*flags.GetInt("ttfb_epochs"));
+    const int gap = static_cast<int>(*flags.GetInt("epoch_gap_ms"));
+    const auto socket = FirstBatchMs(LoaderFor(address, few, batch_size, fanouts, 2, false, "ttfb"), epochs, gap);
+    const auto shm = FirstBatchMs(LoaderFor(address, few, batch_size, fanouts, 2, true, "ttfb-shm"), epochs, gap);
+    const double raw_ms = batch_mb * 1e6 / raw * 1e3;
+    std::printf("(c) StartEpoch to the first batch (epochs 1..%d, %d ms between epochs):\n", epochs - 1, gap);
+    std::printf("    raw pump, one batch's bytes   %8.2f ms (target: socket p50 <= %.2f ms)\n", raw_ms, raw_ms + 10);
+    std::printf("    socket        p50 %8.2f ms, p90 %8.2f ms\n", Percentile(socket, 0.5), Percentile(socket, 0.9));
+    std::printf("    shared memory p50 %8.2f ms, p90 %8.2f ms\n", Percentile(shm, 0.5), Percentile(shm, 0.9));
+  }
   (*server)->Shutdown();
-
-  std::printf("graph %s: %lld nodes; batch %d, fanout [%s], 100 float features, %d worker(s)\n", dir.c_str(),
-              static_cast<long long>(num_nodes), batch_size, flags.Get("fanouts").c_str(), workers);
-  std::printf("%-30s %10s %10s %8s\n", "", "batches/s", "MB/s", "ratio");
-  std::printf("%-30s %10.2f %10.1f %8s\n", "in process (baseline)", local.batches_per_s, local.mb_per_s, "1.00");
-  std::printf("%-30s %10.2f %10.1f %8.2f\n", "end to end, shared memory", shm.batches_per_s, shm.mb_per_s,
-              shm.batches_per_s / local.batches_per_s);
-  std::printf("%-30s %10.2f %10.1f %8.2f\n", "end to end, bytes in messages", socket.batches_per_s,
-              socket.mb_per_s, socket.batches_per_s / local.batches_per_s);
-  std::printf("time from StartEpoch to the first batch on the client (epochs 1..%d, %d ms between epochs;\n"
-              "first epoch right after registration, nothing sampled ahead yet):\n",
-              ttfb_epochs - 1, gap_ms);
-  std::printf("  shared memory:     p50 %8.2f ms, p90 %8.2f ms, first epoch %8.2f ms\n", Percentile(ttfb_shm, 0.5),
-              Percentile(ttfb_shm, 0.9), cold_shm);
-  std::printf("  bytes in messages: p50 %8.2f ms, p90 %8.2f ms, first epoch %8.2f ms\n", Percentile(ttfb_socket, 0.5),
-              Percentile(ttfb_socket, 0.9), cold_socket);
   return 0;
 }
 

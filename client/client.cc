@@ -2,7 +2,10 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include <condition_variable>
+#include <deque>
 #include <mutex>
+#include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "graphstore/v1/graphstore.grpc.pb.h"
@@ -47,6 +50,118 @@ class GrpcStream : public MessageStream {
   std::unique_ptr<grpc::ClientReader<v1::SampledMessage>> reader_;
   bool done_ = false;
   absl::StatusOr<std::shared_ptr<v1::SampledMessage>> final_ = nullptr;
+};
+
+// Reads the raw bytes of each message (a ByteBuffer's slices, no copy) on a thread of its own
+// and decodes them on the caller's: the socket read of one part overlaps the decoding of the
+// one before. The queue between them holds at most `kQueuedBytes` (and always one message), so
+// HTTP/2 flow control still bounds what a slow trainer lets in.
+class GrpcBatchStream : public BatchStream {
+ public:
+  static constexpr size_t kQueuedBytes = 16 << 20;
+
+  GrpcBatchStream(grpc::ChannelInterface* channel, const v1::StreamSampledMessagesRequest& req, DecodeOptions options)
+      : decoder_(std::move(options)) {
+    static const std::string kMethod = "/graphstore.v1.GraphStore/StreamSampledMessages";
+    const grpc::internal::RpcMethod method(kMethod.c_str(), grpc::internal::RpcMethod::SERVER_STREAMING);
+    reader_.reset(grpc::internal::ClientReaderFactory<grpc::ByteBuffer>::Create(channel, method, &ctx_, req));
+    thread_ = std::thread([this] { ReadAll(); });
+  }
+  ~GrpcBatchStream() override {
+    ctx_.TryCancel();
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      abandoned_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+  }
+
+  absl::StatusOr<std::shared_ptr<DecodedBatch>> Next() override {
+    while (final_.ok() && *final_ == nullptr) {
+      grpc::ByteBuffer buffer;
+      {
+        std::unique_lock<std::mutex> lock(mu_);
+        cv_.wait(lock, [&] { return !queue_.empty() || ended_; });
+        if (queue_.empty()) {
+          final_ = end_status_.ok() ? absl::StatusOr<std::shared_ptr<DecodedBatch>>(nullptr) : end_status_;
+          break;
+        }
+        buffer = std::move(queue_.front());
+        queue_.pop_front();
+        queued_bytes_ -= buffer.Length();
+      }
+      cv_.notify_all();
+      std::vector<grpc::Slice> slices;
+      if (!buffer.Dump(&slices).ok()) return Fail(absl::DataLossError("unreadable message"));
+      std::vector<Span> spans;
+      spans.reserve(slices.size());
+      for (const grpc::Slice& slice : slices) {
+        spans.push_back({reinterpret_cast<const char*>(slice.begin()), slice.size()});
+      }
+      auto batch = decoder_.Add(spans);
+      if (!batch.ok()) return Fail(batch.status());
+      if (*batch != nullptr) return batch;
+    }
+    return final_;
+  }
+
+  void Cancel() override { ctx_.TryCancel(); }
+
+ private:
+  void ReadAll() {
+    while (true) {
+      grpc::ByteBuffer buffer;
+      if (!reader_->Read(&buffer)) break;
+      std::unique_lock<std::mutex> lock(mu_);
+      cv_.wait(lock, [&] { return abandoned_ || queue_.empty() || queued_bytes_ + buffer.Length() <= kQueuedBytes; });
+      if (abandoned_) break;
+      queued_bytes_ += buffer.Length();
+      queue_.push_back(std::move(buffer));
+      lock.unlock();
+      cv_.notify_all();
+    }
+    // After a cancel the remaining messages are drained so Finish can return.
+    grpc::ByteBuffer drain;
+    bool abandoned;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      abandoned = abandoned_;
+    }
+    if (abandoned) {
+      while (reader_->Read(&drain)) {
+      }
+    }
+    const absl::Status s = FromGrpc(reader_->Finish());
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      end_status_ = s;
+      ended_ = true;
+    }
+    cv_.notify_all();
+  }
+
+  absl::StatusOr<std::shared_ptr<DecodedBatch>> Fail(const absl::Status& s) {
+    ctx_.TryCancel();
+    final_ = s;
+    return s;
+  }
+
+  grpc::ClientContext ctx_;
+  std::unique_ptr<grpc::ClientReader<grpc::ByteBuffer>> reader_;
+  BatchDecoder decoder_;
+  // The end of the stream as the caller has seen it: nullptr until it ends, then nullptr for
+  // a clean end or the error.
+  absl::StatusOr<std::shared_ptr<DecodedBatch>> final_ = std::shared_ptr<DecodedBatch>();
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<grpc::ByteBuffer> queue_;
+  size_t queued_bytes_ = 0;
+  bool ended_ = false;
+  bool abandoned_ = false;
+  absl::Status end_status_;
+  std::thread thread_;
 };
 
 class GrpcClient : public Client {
@@ -126,6 +241,11 @@ class GrpcClient : public Client {
 
   std::unique_ptr<MessageStream> Stream(const v1::StreamSampledMessagesRequest& req) override {
     return std::make_unique<GrpcStream>(stub_.get(), req);
+  }
+
+  std::unique_ptr<BatchStream> StreamBatches(const v1::StreamSampledMessagesRequest& req,
+                                             DecodeOptions options) override {
+    return std::make_unique<GrpcBatchStream>(channel_.get(), req, std::move(options));
   }
 
  private:

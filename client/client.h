@@ -12,6 +12,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "client/wire_decoder.h"
 #include "graphstore/v1/graphstore.pb.h"
 
 namespace graphstore::client {
@@ -38,6 +39,18 @@ class MessageStream {
   /// The next message; nullptr once the stream ended OK; the stream's error otherwise.
   /// Blocks until one of those is known.
   virtual absl::StatusOr<std::shared_ptr<v1::SampledMessage>> Next() = 0;
+  /// Cancels the call; a blocked Next returns CANCELLED. Thread-safe.
+  virtual void Cancel() = 0;
+};
+
+/// The batches of one StreamSampledMessages call, decoded from the bytes as they arrive (see
+/// client/wire_decoder.h): no protobuf message is built.
+class BatchStream {
+ public:
+  virtual ~BatchStream() = default;
+  /// The next whole batch; nullptr once the stream ended OK; the stream's error otherwise
+  /// (DataLoss for a malformed message). Blocks until one of those is known.
+  virtual absl::StatusOr<std::shared_ptr<DecodedBatch>> Next() = 0;
   /// Cancels the call; a blocked Next returns CANCELLED. Thread-safe.
   virtual void Cancel() = 0;
 };
@@ -75,6 +88,10 @@ class Client {
   /// Opens the stream of `req.epoch()` of a channel. Messages not yet read wait in gRPC's
   /// flow-control window and, beyond it, in the channel's bounded buffer on the server.
   virtual std::unique_ptr<MessageStream> Stream(const v1::StreamSampledMessagesRequest& req) = 0;
+  /// The same stream, decoded into batches with `options` (a batch sent in parts is one batch).
+  /// For channels without shared memory.
+  virtual std::unique_ptr<BatchStream> StreamBatches(const v1::StreamSampledMessagesRequest& req,
+                                                     DecodeOptions options) = 0;
 };
 
 }  // namespace graphstore::client

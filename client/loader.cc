@@ -1,10 +1,15 @@
 #include "client/loader.h"
 
+#include <algorithm>
+#include <atomic>
+#include <cstring>
 #include <map>
 #include <utility>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "proto/feature_codec.h"
 
 namespace graphstore::client {
 
@@ -26,13 +31,15 @@ struct Loader::Server {
   std::unique_ptr<Client> client;
   uint64_t channel = 0;
   int64_t num_batches = 0;
-  std::unique_ptr<MessageStream> stream;
+  std::unique_ptr<MessageStream> stream;         // shared-memory channels
+  std::unique_ptr<BatchStream> batches;          // the others
   std::thread reader;
   bool shared_memory = false;  // messages come through shared memory
   std::unique_ptr<SharedMappings> mappings;
   // Uses of shared buffers whose batches are gone, to hand back with the next release.
   std::shared_ptr<FreedUses> freed = std::make_shared<FreedUses>();
-  int in_queue = 0;  // messages of this server waiting in queue_ (guarded by Loader::mu_)
+  int in_queue = 0;  // batches of this server waiting in queue_ (guarded by Loader::mu_)
+  std::atomic<int64_t> bytes_received{0};
 
   // Reports the use `received` (0: none) and every use freed since the last report.
   absl::Status Release(uint64_t received) {
@@ -73,6 +80,7 @@ c10::ScalarType TorchType(v1::DType d) {
     case v1::DTYPE_INT32: return torch::kInt32;
     case v1::DTYPE_FLOAT32: return torch::kFloat32;
     case v1::DTYPE_FLOAT16: return torch::kFloat16;
+    case v1::DTYPE_BFLOAT16: return torch::kBFloat16;
     case v1::DTYPE_FLOAT64: return torch::kFloat64;
     case v1::DTYPE_UINT8: return torch::kUInt8;
     case v1::DTYPE_BOOL: return torch::kBool;
@@ -81,7 +89,44 @@ c10::ScalarType TorchType(v1::DType d) {
   throw Error(absl::DataLossError(absl::StrCat("tensor has unknown dtype ", static_cast<int>(d))));
 }
 
+std::vector<int64_t> Values(const at::Tensor& t) {
+  if (!t.defined()) return {};
+  at::Tensor c = t.to(torch::kInt64).contiguous();
+  return std::vector<int64_t>(c.data_ptr<int64_t>(), c.data_ptr<int64_t>() + c.numel());
+}
+
+// Decodes `rows` feature rows as GetNodeFeatures answered them into the cache's form.
+void DecodeCacheRows(const v1::GetNodeFeaturesResponse& r, bool decode, FeatureCache::Type* type, int32_t first) {
+  const v1::Tensor& f = r.features();
+  const size_t rows = static_cast<size_t>(f.shape(0));
+  const size_t dim = static_cast<size_t>(type->dim);
+  char* dst = type->rows.data() + static_cast<size_t>(first) * type->row_bytes;
+  const auto* src = f.data().data();
+  if (!decode || f.dtype() == type->dtype) {
+    std::memcpy(dst, src, rows * type->row_bytes);
+  } else if (f.dtype() == v1::DTYPE_FLOAT16) {
+    codec::HalfToFloat(reinterpret_cast<const uint16_t*>(src), rows * dim, reinterpret_cast<float*>(dst));
+  } else if (f.dtype() == v1::DTYPE_BFLOAT16) {
+    codec::Bfloat16ToFloat(reinterpret_cast<const uint16_t*>(src), rows * dim, reinterpret_cast<float*>(dst));
+  } else {
+    const auto* scale = reinterpret_cast<const float*>(r.feature_scale().data().data());
+    const auto* offset = reinterpret_cast<const float*>(r.feature_offset().data().data());
+    codec::DequantizeRows(reinterpret_cast<const uint8_t*>(src), rows, dim, scale, offset,
+                          reinterpret_cast<float*>(dst));
+  }
+}
+
 }  // namespace
+
+absl::StatusOr<v1::FeatureEncoding> ParseFeatureEncoding(const std::string& name) {
+  v1::FeatureEncoding e = v1::FEATURE_ENCODING_UNSPECIFIED;
+  if (name.empty()) return e;
+  if (!v1::FeatureEncoding_Parse(absl::StrCat("FEATURE_ENCODING_", absl::AsciiStrToUpper(name)), &e)) {
+    return absl::InvalidArgumentError(absl::StrCat("feature encoding '", name,
+                                                   "' is not one of float32, float16, bfloat16, int8"));
+  }
+  return e;
+}
 
 at::Tensor ToTensor(const v1::Tensor& t, std::shared_ptr<const void> owner, const MappedBuffer* shared) {
   const c10::ScalarType type = TorchType(t.dtype());
@@ -96,13 +141,24 @@ at::Tensor ToTensor(const v1::Tensor& t, std::shared_ptr<const void> owner, cons
   if (n == 0) return torch::empty(shape, torch::TensorOptions().dtype(type));
   // The bytes stay where protobuf or the mapping put them; the deleter keeps them alive.
   void* data = const_cast<char*>(*bytes);
-  return torch::from_blob(data, shape, [owner](void*) mutable { owner.reset(); },
+  return torch::from_blob(data, shape, [owner](void*) mutable { owner.reset(); }, torch::TensorOptions().dtype(type));
+}
+
+at::Tensor ToTensor(const DecodedTensor& t) {
+  if (!t.defined()) return at::Tensor();
+  const c10::ScalarType type = TorchType(t.dtype);
+  if (t.bytes == 0) return torch::empty(t.shape, torch::TensorOptions().dtype(type));
+  std::shared_ptr<Buffer> buffer = t.buffer;
+  return torch::from_blob(t.data, t.shape, [buffer](void*) mutable { buffer.reset(); },
                           torch::TensorOptions().dtype(type));
 }
 
 Loader::Loader(LoaderOptions options) : options_(std::move(options)) {
   if (options_.servers.empty()) throw Error(absl::InvalidArgumentError("LoaderOptions.servers is empty"));
   if (options_.prefetch < 1) throw Error(absl::InvalidArgumentError("LoaderOptions.prefetch must be >= 1"));
+  if (options_.feature_cache_rows < 0) {
+    throw Error(absl::InvalidArgumentError("LoaderOptions.feature_cache_rows must be >= 0"));
+  }
   for (const auto& address : options_.servers) {
     ClientOptions co;
     co.address = address;
@@ -113,7 +169,10 @@ Loader::Loader(LoaderOptions options) : options_(std::move(options)) {
     servers_.push_back(std::move(s));
   }
   meta_ = Check(servers_[0]->client->GetDatasetMeta());
-  for (size_t i = 0; i < servers_.size() && options_.shared_memory; ++i) {
+  // Shared memory carries features as stored.
+  const bool shm = options_.shared_memory && options_.feature_encoding == v1::FEATURE_ENCODING_UNSPECIFIED &&
+                   options_.feature_cache_rows == 0;
+  for (size_t i = 0; i < servers_.size() && shm; ++i) {
     const v1::DatasetMeta meta = i == 0 ? meta_ : Check(servers_[i]->client->GetDatasetMeta());
     servers_[i]->shared_memory = SharesHostWith(meta);
     if (servers_[i]->shared_memory) servers_[i]->mappings = std::make_unique<SharedMappings>(meta.shared_memory().dir());
@@ -122,7 +181,16 @@ Loader::Loader(LoaderOptions options) : options_(std::move(options)) {
     throw Error(absl::InvalidArgumentError(absl::StrCat("the dataset has ", meta_.num_partitions(),
                                                         " partitions but ", servers_.size(), " servers were given")));
   }
+  for (size_t i = 0; i < options_.seeds.size(); ++i) input_position_.emplace(options_.seeds[i], i);
+  try {
+    Register();
+  } catch (...) {
+    Close();
+    throw;
+  }
+}
 
+void Loader::Register() {
   // Explicit seeds go to the server that owns each of them.
   std::vector<std::vector<int64_t>> seeds_of(servers_.size());
   if (!options_.seeds.empty()) {
@@ -133,46 +201,87 @@ Loader::Loader(LoaderOptions options) : options_(std::move(options)) {
     const auto* p = reinterpret_cast<const int32_t*>(owners.partitions().data().data());
     for (size_t i = 0; i < options_.seeds.size(); ++i) seeds_of[p[i]].push_back(options_.seeds[i]);
   }
-
-  try {
-    for (size_t i = 0; i < servers_.size(); ++i) {
-      Server& s = *servers_[i];
-      v1::InitSamplingBackendRequest init;
-      init.set_backend_key(options_.backend_key);
-      *init.mutable_config() = options_.config;
-      *init.mutable_options() = options_.sampler_options;
-      const uint64_t backend = Check(s.client->InitSamplingBackend(init)).backend_id();
-      v1::RegisterSamplingInputRequest reg;
-      reg.set_backend_id(backend);
-      reg.set_worker_key(options_.worker_key);
-      if (options_.ablp.has_value()) {
-        v1::GetAblpInputRequest* in = reg.mutable_ablp()->mutable_input();
-        *in = *options_.ablp;
-        in->mutable_slice()->set_rank(options_.rank);
-        in->mutable_slice()->set_world_size(options_.world_size);
-      } else if (!options_.seeds.empty()) {
-        reg.mutable_nodes()->set_node_type(options_.node_type);
-        for (int64_t id : seeds_of[i]) reg.mutable_nodes()->add_ids(id);
-      } else {
-        reg.mutable_split()->set_node_type(options_.node_type);
-        reg.mutable_split()->set_split(options_.split);
-        reg.mutable_split()->mutable_slice()->set_rank(options_.rank);
-        reg.mutable_split()->mutable_slice()->set_world_size(options_.world_size);
-      }
-      reg.set_seed(options_.seed);
-      reg.mutable_buffer()->set_max_messages(options_.buffer_messages);
-      reg.mutable_buffer()->set_max_bytes(options_.buffer_bytes);
-      reg.set_lease_ms(options_.lease_ms);
-      reg.set_shared_memory(s.shared_memory);
-      auto r = Check(s.client->RegisterSamplingInput(reg));
-      s.channel = r.channel_id();
-      s.num_batches = r.num_batches_per_epoch();
-      num_seeds_ += r.num_seeds();
-      num_batches_ += r.num_batches_per_epoch();
+  std::vector<v1::RegisterSamplingInputResponse> registered;
+  for (size_t i = 0; i < servers_.size(); ++i) {
+    Server& s = *servers_[i];
+    v1::InitSamplingBackendRequest init;
+    init.set_backend_key(options_.backend_key);
+    *init.mutable_config() = options_.config;
+    *init.mutable_options() = options_.sampler_options;
+    const uint64_t backend = Check(s.client->InitSamplingBackend(init)).backend_id();
+    v1::RegisterSamplingInputRequest reg;
+    reg.set_backend_id(backend);
+    reg.set_worker_key(options_.worker_key);
+    if (options_.ablp.has_value()) {
+      v1::GetAblpInputRequest* in = reg.mutable_ablp()->mutable_input();
+      *in = *options_.ablp;
+      in->mutable_slice()->set_rank(options_.rank);
+      in->mutable_slice()->set_world_size(options_.world_size);
+    } else if (!options_.seeds.empty()) {
+      reg.mutable_nodes()->set_node_type(options_.node_type);
+      for (int64_t id : seeds_of[i]) reg.mutable_nodes()->add_ids(id);
+    } else {
+      reg.mutable_split()->set_node_type(options_.node_type);
+      reg.mutable_split()->set_split(options_.split);
+      reg.mutable_split()->mutable_slice()->set_rank(options_.rank);
+      reg.mutable_split()->mutable_slice()->set_world_size(options_.world_size);
     }
-  } catch (...) {
-    Close();
-    throw;
+    reg.set_seed(options_.seed);
+    reg.mutable_buffer()->set_max_messages(options_.buffer_messages);
+    reg.mutable_buffer()->set_max_bytes(options_.buffer_bytes);
+    reg.set_lease_ms(options_.lease_ms);
+    reg.set_shared_memory(s.shared_memory);
+    reg.set_feature_encoding(options_.feature_encoding);
+    reg.set_feature_cache_rows(options_.feature_cache_rows);
+    auto r = Check(s.client->RegisterSamplingInput(reg));
+    s.channel = r.channel_id();
+    s.num_batches = r.num_batches_per_epoch();
+    num_seeds_ += r.num_seeds();
+    num_batches_ += r.num_batches_per_epoch();
+    registered.push_back(std::move(r));
+  }
+  if (options_.feature_cache_rows > 0) FillFeatureCache(registered);
+}
+
+void Loader::FillFeatureCache(const std::vector<v1::RegisterSamplingInputResponse>& registered) {
+  // Every server lists the cached nodes it owns; their rows come from it, in the channel's
+  // encoding, kept as batches need them (decoded, or encoded).
+  constexpr int kIdsPerCall = 1 << 16;
+  for (const v1::NodeTypeInfo& info : meta_.node_types()) {
+    if (info.features().dim() == 0) continue;
+    FeatureCache::Type& type = cache_.types[info.name()];
+    type.slot_of.assign(info.num_nodes(), -1);
+    type.dim = info.features().dim();
+    type.dtype = info.features().dtype();
+    switch (options_.feature_encoding) {
+      case v1::FEATURE_ENCODING_FLOAT32: type.dtype = v1::DTYPE_FLOAT32; break;
+      case v1::FEATURE_ENCODING_FLOAT16: type.dtype = options_.decode_features ? v1::DTYPE_FLOAT32 : v1::DTYPE_FLOAT16; break;
+      case v1::FEATURE_ENCODING_BFLOAT16:
+        type.dtype = options_.decode_features ? v1::DTYPE_FLOAT32 : v1::DTYPE_BFLOAT16;
+        break;
+      case v1::FEATURE_ENCODING_INT8: type.dtype = options_.decode_features ? v1::DTYPE_FLOAT32 : v1::DTYPE_UINT8; break;
+      default: break;
+    }
+    type.row_bytes = static_cast<size_t>(type.dim) * DtypeSize(type.dtype);
+    int32_t next = 0;
+    for (size_t i = 0; i < servers_.size(); ++i) {
+      for (const v1::FeatureCache& c : registered[i].feature_cache()) {
+        if (c.node_type() != info.name()) continue;
+        const auto* ids = reinterpret_cast<const int64_t*>(c.ids().data().data());
+        const int n = static_cast<int>(c.ids().data().size() / 8);
+        type.rows.resize((static_cast<size_t>(next) + n) * type.row_bytes);
+        for (int begin = 0; begin < n; begin += kIdsPerCall) {
+          v1::GetNodeFeaturesRequest req;
+          req.set_node_type(info.name());
+          req.set_encoding(options_.feature_encoding);
+          const int end = std::min(n, begin + kIdsPerCall);
+          req.mutable_ids()->Add(ids + begin, ids + end);
+          auto rows = Check(servers_[i]->client->GetNodeFeatures(req));
+          DecodeCacheRows(rows, options_.decode_features, &type, next);
+          for (int k = begin; k < end; ++k) type.slot_of[ids[k]] = next++;
+        }
+      }
+    }
   }
 }
 
@@ -184,6 +293,20 @@ int Loader::num_shared_memory_servers() const {
   return n;
 }
 
+int64_t Loader::num_cached_rows() const {
+  int64_t n = 0;
+  for (const auto& [name, type] : cache_.types) {
+    n += static_cast<int64_t>(std::count_if(type.slot_of.begin(), type.slot_of.end(), [](int32_t s) { return s >= 0; }));
+  }
+  return n;
+}
+
+int64_t Loader::bytes_received() const {
+  int64_t n = 0;
+  for (const auto& s : servers_) n += s->bytes_received.load(std::memory_order_relaxed);
+  return n;
+}
+
 void Loader::StopReaders() {
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -191,11 +314,13 @@ void Loader::StopReaders() {
   }
   for (auto& s : servers_) {
     if (s->stream) s->stream->Cancel();
+    if (s->batches) s->batches->Cancel();
   }
   cv_.notify_all();
   for (auto& s : servers_) {
     if (s->reader.joinable()) s->reader.join();
     s->stream.reset();
+    s->batches.reset();
   }
   std::lock_guard<std::mutex> lock(mu_);
   queue_.clear();
@@ -220,13 +345,19 @@ void Loader::StartEpoch(int64_t epoch) {
     req.set_epoch(epoch);
     auto r = Check(s->client->StartEpoch(req));
     if (r.outcome() != v1::StartEpochResponse::STARTED) {
-      throw Error(absl::FailedPreconditionError(absl::StrCat(
-          s->client->address(), ": epoch ", epoch, " was not started (",
-          v1::StartEpochResponse::Outcome_Name(r.outcome()), "); epochs must increase")));
+      throw Error(absl::FailedPreconditionError(absl::StrCat(s->client->address(), ": epoch ", epoch,
+                                                             " was not started (",
+                                                             v1::StartEpochResponse::Outcome_Name(r.outcome()),
+                                                             "); epochs must increase")));
     }
   }
   epoch_ = epoch;
   open_streams_ = 0;
+  DecodeOptions decode;
+  decode.rows_are_sources = meta_.edge_dir() != v1::EDGE_DIRECTION_IN;
+  decode.decode_features = options_.decode_features;
+  decode.cache = options_.feature_cache_rows > 0 ? &cache_ : nullptr;
+  decode.pool = pool_;
   for (size_t i = 0; i < servers_.size(); ++i) {
     Server* s = servers_[i].get();
     if (s->num_batches == 0) continue;
@@ -234,33 +365,57 @@ void Loader::StartEpoch(int64_t epoch) {
     v1::StreamSampledMessagesRequest req;
     req.set_channel_id(s->channel);
     req.set_epoch(epoch);
-    s->stream = s->client->Stream(req);
-    // One reader per server keeps up to `prefetch` messages ahead of the trainer.
-    s->reader = std::thread([this, s, i] {
-      while (true) {
+    if (s->shared_memory) {
+      s->stream = s->client->Stream(req);
+    } else {
+      s->batches = s->client->StreamBatches(req, decode);
+    }
+    // One reader per server keeps up to `prefetch` batches ahead of the trainer.
+    s->reader = std::thread([this, s, i] { ReadStream(s, static_cast<int>(i)); });
+  }
+}
+
+void Loader::ReadStream(Server* s, int index) {
+  while (true) {
+    std::optional<Batch> batch;
+    absl::Status status;
+    try {
+      if (s->shared_memory) {
         auto m = s->stream->Next();
-        std::shared_ptr<const MappedBuffer> shared;
-        if (m.ok() && *m != nullptr && (*m)->has_shared_buffer()) {
-          auto mapped = s->Receive(**m);
+        if (m.ok() && *m != nullptr) {
+          auto mapped = (*m)->has_shared_buffer() ? s->Receive(**m)
+                                                  : absl::StatusOr<std::shared_ptr<const MappedBuffer>>(nullptr);
           if (mapped.ok()) {
-            shared = *std::move(mapped);
+            batch = FromMessage(index, *std::move(m), *std::move(mapped));
           } else {
-            m = mapped.status();
+            status = mapped.status();
           }
+        } else if (!m.ok()) {
+          status = m.status();
         }
-        std::unique_lock<std::mutex> lock(mu_);
-        if (!m.ok() || *m == nullptr) {
-          queue_.push_back(Item{static_cast<int>(i), nullptr, nullptr, m.ok() ? absl::OkStatus() : m.status()});
-          cv_.notify_all();
-          return;
+      } else {
+        auto d = s->batches->Next();
+        if (d.ok() && *d != nullptr) {
+          s->bytes_received.fetch_add(static_cast<int64_t>((*d)->wire_bytes), std::memory_order_relaxed);
+          batch = FromDecoded(index, *std::move(d));
+        } else if (!d.ok()) {
+          status = d.status();
         }
-        ++s->in_queue;
-        queue_.push_back(Item{static_cast<int>(i), *std::move(m), std::move(shared), absl::OkStatus()});
-        cv_.notify_all();
-        cv_.wait(lock, [&] { return s->in_queue < options_.prefetch || stopping_; });
-        if (stopping_) return;
       }
-    });
+    } catch (const Error& e) {
+      status = absl::Status(e.code(), e.what());
+    }
+    std::unique_lock<std::mutex> lock(mu_);
+    if (!batch.has_value()) {
+      queue_.push_back(Item{index, std::nullopt, status});
+      cv_.notify_all();
+      return;
+    }
+    ++s->in_queue;
+    queue_.push_back(Item{index, std::move(batch), absl::OkStatus()});
+    cv_.notify_all();
+    cv_.wait(lock, [&] { return s->in_queue < options_.prefetch || stopping_; });
+    if (stopping_) return;
   }
 }
 
@@ -274,10 +429,10 @@ std::optional<Batch> Loader::Next() {
       cv_.wait(lock, [&] { return !queue_.empty(); });
       item = std::move(queue_.front());
       queue_.pop_front();
-      if (item.message != nullptr) --servers_[item.server]->in_queue;
+      if (item.batch.has_value()) --servers_[item.server]->in_queue;
     }
     cv_.notify_all();
-    if (item.message != nullptr) return ToBatch(item.server, std::move(item.message), std::move(item.shared));
+    if (item.batch.has_value()) return std::move(item.batch);
     if (!item.status.ok()) {
       const absl::Status s(item.status.code(),
                            absl::StrCat(servers_[item.server]->client->address(), ": ", item.status.message()));
@@ -289,8 +444,48 @@ std::optional<Batch> Loader::Next() {
   }
 }
 
-Batch Loader::ToBatch(int server, std::shared_ptr<const v1::SampledMessage> msg,
-                      std::shared_ptr<const MappedBuffer> shared) const {
+Batch Loader::FromDecoded(int server, std::shared_ptr<const DecodedBatch> d) const {
+  Batch b;
+  b.server = server;
+  b.epoch = d->epoch;
+  b.batch_index = d->batch_index;
+  b.decoded = d;
+  for (const DecodedNodes& n : d->nodes) {
+    NodeView& v = b.nodes[n.node_type];
+    v.n_id = ToTensor(n.ids);
+    v.seeds = ToTensor(n.batch);
+    v.batch_size = v.seeds.defined() ? v.seeds.numel() : 0;
+    v.num_sampled_nodes = Values(ToTensor(n.num_sampled_nodes));
+    v.x = ToTensor(n.features);
+    v.y = ToTensor(n.labels);
+    v.x_scale = ToTensor(n.feature_scale);
+    v.x_offset = ToTensor(n.feature_offset);
+  }
+  const bool out_edges = meta_.edge_dir() != v1::EDGE_DIRECTION_IN;
+  for (const DecodedEdges& e : d->edges) {
+    EdgeView& v = b.edges[out_edges ? ReverseEdgeTypeName(e.edge_type) : e.edge_type];
+    v.stored_type = e.edge_type;
+    v.edge_index = ToTensor(e.edge_index);
+    v.e_id = ToTensor(e.eids);
+    v.edge_attr = ToTensor(e.features);
+    v.num_sampled_edges = Values(ToTensor(e.num_sampled_edges));
+  }
+  if (d->ablp.has_value()) {
+    b.ablp = AblpView{ToTensor(d->ablp->anchors), ToTensor(d->ablp->positive), ToTensor(d->ablp->negative)};
+  }
+  for (const DecodedPpr& p : d->ppr) {
+    b.ppr.push_back(PprView{p.seed_type, p.node_type, ToTensor(p.seed_index), ToTensor(p.node_index),
+                            ToTensor(p.weight)});
+  }
+  const std::string first_node = d->nodes.empty() ? std::string() : d->nodes[0].node_type;
+  const std::string first_edge =
+      d->edges.empty() ? std::string() : (out_edges ? ReverseEdgeTypeName(d->edges[0].edge_type) : d->edges[0].edge_type);
+  Finish(&b, first_node, first_edge);
+  return b;
+}
+
+Batch Loader::FromMessage(int server, std::shared_ptr<const v1::SampledMessage> msg,
+                          std::shared_ptr<const MappedBuffer> shared) const {
   Batch b;
   b.server = server;
   b.epoch = msg->epoch();
@@ -312,59 +507,73 @@ Batch Loader::ToBatch(int server, std::shared_ptr<const v1::SampledMessage> msg,
   owner->shared = shared;
   owner->freed = servers_[server]->freed;
   const MappedBuffer* buf = shared.get();
-  if (msg->nodes_size() > 0) {
-    const v1::NodeTensors& n = msg->nodes(0);
-    b.node = ToTensor(n.ids(), owner, buf);
-    b.batch = ToTensor(n.batch(), owner, buf);
-    b.num_sampled_nodes = ToTensor(n.num_sampled_nodes(), owner, buf);
-    if (n.has_features()) b.x = ToTensor(n.features(), owner, buf);
-    if (n.has_labels()) b.y = ToTensor(n.labels(), owner, buf);
-  }
-  if (msg->edges_size() > 0) {
-    const v1::EdgeTensors& e = msg->edges(0);
-    b.rows = ToTensor(e.rows(), owner, buf);
-    b.cols = ToTensor(e.cols(), owner, buf);
-    b.num_sampled_edges = ToTensor(e.num_sampled_edges(), owner, buf);
-    if (e.has_eids()) b.eids = ToTensor(e.eids(), owner, buf);
-  }
+  auto view = [&](const v1::Tensor& t) { return ToTensor(t, owner, buf); };
   for (const v1::NodeTensors& n : msg->nodes()) {
     NodeView& v = b.nodes[n.node_type()];
-    v.node = ToTensor(n.ids(), owner, buf);
-    v.batch = ToTensor(n.batch(), owner, buf);
-    v.num_sampled_nodes = ToTensor(n.num_sampled_nodes(), owner, buf);
-    if (n.has_features()) v.x = ToTensor(n.features(), owner, buf);
-    if (n.has_labels()) v.y = ToTensor(n.labels(), owner, buf);
+    v.n_id = view(n.ids());
+    v.seeds = view(n.batch());
+    v.batch_size = v.seeds.numel();
+    v.num_sampled_nodes = Values(view(n.num_sampled_nodes()));
+    if (n.has_features()) v.x = view(n.features());
+    if (n.has_labels()) v.y = view(n.labels());
   }
   const bool out_edges = meta_.edge_dir() != v1::EDGE_DIRECTION_IN;
   for (const v1::EdgeTensors& e : msg->edges()) {
     EdgeView& v = b.edges[out_edges ? ReverseEdgeTypeName(e.edge_type()) : e.edge_type()];
     v.stored_type = e.edge_type();
-    at::Tensor rows = ToTensor(e.rows(), owner, buf);
-    at::Tensor cols = ToTensor(e.cols(), owner, buf);
+    at::Tensor rows = view(e.rows()).to(torch::kInt64);
+    at::Tensor cols = view(e.cols()).to(torch::kInt64);
     v.edge_index = out_edges ? torch::stack({cols, rows}) : torch::stack({rows, cols});
-    v.num_sampled_edges = ToTensor(e.num_sampled_edges(), owner, buf);
-    if (e.has_eids()) v.eids = ToTensor(e.eids(), owner, buf);
-    if (e.has_features()) v.edge_attr = ToTensor(e.features(), owner, buf);
+    v.num_sampled_edges = Values(view(e.num_sampled_edges()));
+    if (e.has_eids()) v.e_id = view(e.eids());
+    if (e.has_features()) v.edge_attr = view(e.features());
   }
   if (msg->has_ablp()) {
-    AblpView a;
-    a.anchors = ToTensor(msg->ablp().anchors(), owner, buf);
-    a.positive = ToTensor(msg->ablp().positive(), owner, buf);
-    a.negative = ToTensor(msg->ablp().negative(), owner, buf);
-    b.ablp = a;
+    b.ablp = AblpView{view(msg->ablp().anchors()), view(msg->ablp().positive()), view(msg->ablp().negative())};
   }
   for (const v1::PprWeights& p : msg->ppr()) {
-    PprView v;
-    v.seed_type = p.seed_type();
-    v.node_type = p.node_type();
-    v.seed_index = ToTensor(p.seed_index(), owner, buf);
-    v.node_index = ToTensor(p.node_index(), owner, buf);
-    v.weight = ToTensor(p.weight(), owner, buf);
-    b.ppr.push_back(std::move(v));
+    b.ppr.push_back(
+        PprView{p.seed_type(), p.node_type(), view(p.seed_index()), view(p.node_index()), view(p.weight())});
   }
+  const std::string first_node = msg->nodes_size() > 0 ? msg->nodes(0).node_type() : std::string();
+  const std::string first_edge =
+      msg->edges_size() == 0
+          ? std::string()
+          : (out_edges ? ReverseEdgeTypeName(msg->edges(0).edge_type()) : msg->edges(0).edge_type());
+  Finish(&b, first_node, first_edge);
   return b;
 }
 
+void Loader::Finish(Batch* b, const std::string& first_node_type, const std::string& first_edge_key) const {
+  auto n = b->nodes.find(first_node_type);
+  if (n != b->nodes.end()) {
+    const NodeView& v = n->second;
+    b->n_id = v.n_id;
+    b->x = v.x;
+    b->y = v.y;
+    b->x_scale = v.x_scale;
+    b->x_offset = v.x_offset;
+    b->seeds = v.seeds;
+    b->batch_size = v.batch_size;
+    b->num_sampled_nodes = v.num_sampled_nodes;
+  }
+  auto e = b->edges.find(first_edge_key);
+  if (e != b->edges.end()) {
+    b->edge_index = e->second.edge_index;
+    b->e_id = e->second.e_id;
+    b->edge_attr = e->second.edge_attr;
+    b->num_sampled_edges = e->second.num_sampled_edges;
+  }
+  if (!input_position_.empty() && n != b->nodes.end() && n->second.seeds.defined()) {
+    const std::vector<int64_t> seeds = Values(n->second.seeds);
+    std::vector<int64_t> positions(seeds.size(), -1);
+    for (size_t i = 0; i < seeds.size(); ++i) {
+      auto it = input_position_.find(seeds[i]);
+      if (it != input_position_.end()) positions[i] = it->second;
+    }
+    b->input_id = torch::tensor(positions, torch::kInt64);
+  }
+}
 
 void Loader::Close() {
   if (closed_) return;

@@ -2,9 +2,12 @@
 #define GRAPHSTORE_CLIENT_LOADER_H_
 
 // The trainer's view of graphstore: register seeds on every server, run epochs, and iterate
-// sampled subgraphs as at::Tensor batches. Tensors view the received message bytes without
-// copying. Errors are thrown as graphstore::client::Error carrying the server's code and
-// message. Callers never see gRPC types.
+// sampled subgraphs as at::Tensor batches named as PyG names them (n_id, x, y, edge_index in
+// message-passing direction, e_id, edge_attr, batch_size, num_sampled_nodes / _edges).
+// Batches from a server on another host are decoded from the received bytes with one copy into
+// pooled memory (client/wire_decoder.h); from a server on this host they view its shared-memory
+// buffers without a copy. Errors are thrown as graphstore::client::Error carrying the server's
+// code and message. Callers never see gRPC types.
 
 // LibTorch first: Debian builds it with glog, whose CHECK macro must not leak into others.
 #include <torch/torch.h>
@@ -20,11 +23,14 @@
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <unordered_map>
 #include <vector>
 
 #include "absl/status/status.h"
+#include "client/buffer_pool.h"
 #include "client/client.h"
 #include "client/shared_memory.h"
+#include "client/wire_decoder.h"
 #include "graphstore/v1/graphstore.pb.h"
 #include "proto/type_names.h"
 
@@ -35,8 +41,7 @@ struct FreedUses;
 /// A failed graphstore call: the canonical code and the server's message.
 class Error : public std::runtime_error {
  public:
-  explicit Error(const absl::Status& status)
-      : std::runtime_error(status.ToString()), code_(status.code()) {}
+  explicit Error(const absl::Status& status) : std::runtime_error(status.ToString()), code_(status.code()) {}
   absl::StatusCode code() const { return code_; }
 
  private:
@@ -45,20 +50,31 @@ class Error : public std::runtime_error {
 
 /// Views a wire tensor as an at::Tensor without copying; `owner` keeps the bytes alive. A
 /// tensor of a shared-memory message views its slice of `shared`, which `owner` must also keep.
-at::Tensor ToTensor(const v1::Tensor& tensor, std::shared_ptr<const void> owner,
-                    const MappedBuffer* shared = nullptr);
+at::Tensor ToTensor(const v1::Tensor& tensor, std::shared_ptr<const void> owner, const MappedBuffer* shared = nullptr);
+
+/// Views a decoded tensor as an at::Tensor without copying (it keeps the buffer alive).
+at::Tensor ToTensor(const DecodedTensor& tensor);
 
 /// The tensors of one node type in a batch.
 struct NodeView {
-  /// int64 [n]: global ids; seeds (and a link-prediction batch's label nodes) first.
-  at::Tensor node;
-  /// int64 [b]: the batch's seeds of this type as registered.
-  at::Tensor batch;
-  /// [n, d] features and int64 [n] labels, when asked for.
+  /// int64 [n]: global ids of the sampled nodes of this type; the batch's seeds of the type
+  /// first (for a link-prediction batch, the anchors, then their label nodes).
+  at::Tensor n_id;
+  /// [n, dim] features (float32 unless the loader keeps the wire encoding) and int64 [n]
+  /// labels, when asked for.
   at::Tensor x;
   at::Tensor y;
-  /// int64 [hops + 1].
-  at::Tensor num_sampled_nodes;
+  /// With an INT8 encoding kept (LoaderOptions::decode_features false): float32 [dim], x ~=
+  /// x_offset + x_scale * x.
+  at::Tensor x_scale;
+  at::Tensor x_offset;
+  /// int64 [batch_size]: the batch's seeds of this type, as registered.
+  at::Tensor seeds;
+  /// The batch's seeds of this type: the first batch_size rows of n_id, x and y.
+  int64_t batch_size = 0;
+  /// Nodes added at each hop; entry 0 counts the seeds (and a link-prediction batch's label
+  /// nodes).
+  std::vector<int64_t> num_sampled_nodes;
 };
 
 /// The edges of one edge type in a batch, in message-passing direction: every edge points from
@@ -70,10 +86,10 @@ struct EdgeView {
   /// destination type).
   at::Tensor edge_index;
   /// int64 [m] global edge ids and [m, d] edge features, when asked for.
-  at::Tensor eids;
+  at::Tensor e_id;
   at::Tensor edge_attr;
-  /// int64 [hops].
-  at::Tensor num_sampled_edges;
+  /// Edges added at each hop.
+  std::vector<int64_t> num_sampled_edges;
 };
 
 /// Link-prediction labels of a batch, as local indices (see v1::AblpLabels).
@@ -95,32 +111,25 @@ struct PprView {
   at::Tensor weight;
 };
 
-/// The reverse of an edge type's name (server/type_names.h), as Batch::edges keys it.
+/// The reverse of an edge type's name (proto/type_names.h), as Batch::edges keys it.
 using graphstore::ReverseEdgeTypeName;
 
-/// One sampled subgraph of a homogeneous graph (the first node and edge type of a
-/// heterogeneous one; `message` has every type, and `nodes` / `edges` view them all).
+/// One sampled subgraph. The fields at the top view a homogeneous graph (the first node and
+/// edge type of a heterogeneous one); `nodes` and `edges` view every type.
 struct Batch {
   int64_t epoch = 0;
   int64_t batch_index = 0;
   /// Which server (index into LoaderOptions::servers) produced it.
   int server = 0;
-  /// int64 [n]: global ids of the sampled nodes; the unique seeds come first.
-  at::Tensor node;
-  /// int64 [b]: the batch's seeds as registered.
-  at::Tensor batch;
-  /// int64 [m]: local indices of each edge's source and destination (as stored).
-  at::Tensor rows;
-  at::Tensor cols;
-  /// int64 [m]: global edge ids, when the config asks for them.
-  at::Tensor eids;
-  /// [n, d] node features, when asked for.
-  at::Tensor x;
-  /// int64 [n] labels, when asked for.
-  at::Tensor y;
-  /// int64 [hops + 1] and [hops].
-  at::Tensor num_sampled_nodes;
-  at::Tensor num_sampled_edges;
+  /// As NodeView / EdgeView of the first node and edge type.
+  at::Tensor n_id, x, y, x_scale, x_offset, seeds;
+  at::Tensor edge_index, e_id, edge_attr;
+  int64_t batch_size = 0;
+  std::vector<int64_t> num_sampled_nodes;
+  std::vector<int64_t> num_sampled_edges;
+  /// int64 [batch_size], for a loader given explicit seeds: each seed's position in
+  /// LoaderOptions::seeds (PyG's input_id).
+  at::Tensor input_id;
   /// Every node type by name, and every edge type by its message-passing name (the stored name
   /// with edge_dir "in", the reverse name with "out"; see EdgeView).
   std::map<std::string, NodeView> nodes;
@@ -129,14 +138,11 @@ struct Batch {
   std::optional<AblpView> ablp;
   /// PPR batches only.
   std::vector<PprView> ppr;
-  /// The message the tensors view, and its mapped shared buffer when it came through shared
-  /// memory (then the message's tensors hold slices of it, not bytes). The slices stay valid
-  /// while any of this batch's tensors lives; read them only through the tensors.
+  /// What the tensors view: the decoded batch (from a socket), or the message and its mapped
+  /// shared buffer (shared memory; then the message's tensors hold slices of it, not bytes).
+  std::shared_ptr<const DecodedBatch> decoded;
   std::shared_ptr<const v1::SampledMessage> message;
   std::shared_ptr<const MappedBuffer> shared;
-
-  /// Number of unique seeds (the first rows of `node`, `x` and `y`).
-  int64_t num_seeds() const { return num_sampled_nodes.defined() ? num_sampled_nodes[0].item<int64_t>() : 0; }
 };
 
 /// What a Loader samples and from where.
@@ -152,7 +158,8 @@ struct LoaderOptions {
   std::string node_type;
   /// Seeds: a split name ("train", "val", "test", or "" for all nodes) ...
   std::string split = "train";
-  /// ... or explicit global ids (used when non-empty); each server gets the ones it owns ...
+  /// ... or explicit global ids (used when non-empty; no id twice); each server gets the ones
+  /// it owns ...
   std::vector<int64_t> seeds;
   /// ... or, when set, link-prediction anchors (split, anchor type, supervision and negative
   /// edge types); rank / world_size slice them on every server.
@@ -165,7 +172,7 @@ struct LoaderOptions {
   /// Server-side buffer per channel (0: server default).
   int buffer_messages = 0;
   int64_t buffer_bytes = 0;
-  /// Messages read ahead per server on the client.
+  /// Batches read ahead per server on the client.
   int prefetch = 4;
   /// Flow-control window of each stream, bytes (0: gRPC's self-tuning window).
   int stream_window_bytes = 8 << 20;
@@ -177,13 +184,29 @@ struct LoaderOptions {
   std::string worker_key = "trainer";
   /// Take batches through shared memory from servers that offer it and share this host
   /// (checked with the server's probe file); other servers send bytes over the connection.
+  /// Shared memory carries features as stored: a loader with a feature encoding or a feature
+  /// cache reads every server over its connection.
   bool shared_memory = true;
+  /// How feature rows travel (FEATURE_ENCODING_UNSPECIFIED: as stored). Ids, edges and labels
+  /// are always exact.
+  v1::FeatureEncoding feature_encoding = v1::FEATURE_ENCODING_UNSPECIFIED;
+  /// Rows of each node type with features this trainer keeps: the hottest nodes, fetched once
+  /// at construction; batches then carry only the other rows. 0: no cache.
+  int64_t feature_cache_rows = 0;
+  /// Hand `x` as float32 (the default), or in the wire encoding (float16, bfloat16, or uint8
+  /// with x_scale / x_offset) for the trainer to decode on its device.
+  bool decode_features = true;
 };
+
+/// The encoding a name gives ("float32", "float16", "bfloat16", "int8"; "" or "unspecified":
+/// as stored), case-insensitive. InvalidArgument naming the choices otherwise.
+absl::StatusOr<v1::FeatureEncoding> ParseFeatureEncoding(const std::string& name);
 
 /// Registers seeds on every server and iterates epochs. Not thread-safe: one trainer thread.
 class Loader {
  public:
-  /// Connects, creates or joins the backend and registers the seeds on every server.
+  /// Connects, creates or joins the backend, registers the seeds on every server and, with a
+  /// feature cache, fetches the cached rows.
   explicit Loader(LoaderOptions options);
   /// Close()s.
   ~Loader();
@@ -196,6 +219,10 @@ class Loader {
   /// Seeds and batches per epoch over all servers.
   int64_t num_seeds() const { return num_seeds_; }
   int64_t num_batches() const { return num_batches_; }
+  /// Rows in the trainer's feature cache, over all node types.
+  int64_t num_cached_rows() const;
+  /// Bytes received for the batches of this loader so far (socket servers).
+  int64_t bytes_received() const;
 
   /// Starts `epoch` on every server and opens their streams.
   void StartEpoch(int64_t epoch);
@@ -212,14 +239,20 @@ class Loader {
   struct Server;
   struct Item {
     int server = 0;
-    std::shared_ptr<v1::SampledMessage> message;  // nullptr: that server's stream ended
-    std::shared_ptr<const MappedBuffer> shared;
+    std::optional<Batch> batch;  // nullopt: that server's stream ended
     absl::Status status;
   };
 
+  void Register();
+  void FillFeatureCache(const std::vector<v1::RegisterSamplingInputResponse>& registered);
   void StopReaders();
-  Batch ToBatch(int server, std::shared_ptr<const v1::SampledMessage> msg,
-                std::shared_ptr<const MappedBuffer> shared) const;
+  void ReadStream(Server* s, int index);
+  // Batches from a shared-memory message or a decoded one.
+  Batch FromMessage(int server, std::shared_ptr<const v1::SampledMessage> msg,
+                    std::shared_ptr<const MappedBuffer> shared) const;
+  Batch FromDecoded(int server, std::shared_ptr<const DecodedBatch> decoded) const;
+  // The homogeneous fields and input_id, once `nodes` and `edges` are filled.
+  void Finish(Batch* b, const std::string& first_node_type, const std::string& first_edge_key) const;
 
   LoaderOptions options_;
   v1::DatasetMeta meta_;
@@ -230,6 +263,10 @@ class Loader {
   int open_streams_ = 0;
   bool closed_ = false;
   bool stopping_ = false;  // readers must exit (guarded by mu_)
+  std::shared_ptr<BufferPool> pool_ = BufferPool::Create();
+  FeatureCache cache_;
+  // Explicit seeds: each one's position in options_.seeds.
+  std::unordered_map<int64_t, int64_t> input_position_;
 
   std::mutex mu_;
   std::condition_variable cv_;

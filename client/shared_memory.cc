@@ -83,19 +83,6 @@ void SharedMappings::Forget(const google::protobuf::RepeatedPtrField<std::string
   }
 }
 
-size_t DtypeSize(v1::DType dtype) {
-  switch (dtype) {
-    case v1::DTYPE_INT64:
-    case v1::DTYPE_FLOAT64: return 8;
-    case v1::DTYPE_INT32:
-    case v1::DTYPE_FLOAT32: return 4;
-    case v1::DTYPE_FLOAT16: return 2;
-    case v1::DTYPE_UINT8:
-    case v1::DTYPE_BOOL: return 1;
-    default: return 0;
-  }
-}
-
 absl::StatusOr<const char*> TensorBytes(const v1::Tensor& t, const MappedBuffer* buffer) {
   uint64_t n = 1;
   for (int64_t d : t.shape()) {

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "client/wire_decoder.h"
 #include "graphstore/v1/graphstore.pb.h"
 
 namespace graphstore::client {
@@ -69,9 +70,6 @@ class SharedMappings {
 /// A tensor's bytes: its `data`, or its slice of `buffer` (DataLoss when the slice is missing,
 /// out of range, or disagrees with the shape and dtype).
 absl::StatusOr<const char*> TensorBytes(const v1::Tensor& tensor, const MappedBuffer* buffer);
-
-/// Bytes per element of a wire dtype (0 for an unknown one).
-size_t DtypeSize(v1::DType dtype);
 
 }  // namespace graphstore::client
 

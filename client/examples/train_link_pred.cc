@@ -56,8 +56,8 @@ struct BipartiteSageImpl : torch::nn::Module {
                                                   const std::string& to_user) {
     const client::NodeView& u = b.nodes.at(user_type);
     const client::NodeView& i = b.nodes.at(item_type);
-    auto hu = user_in(u.x) + user_emb(u.node);
-    auto hi = item_in(i.x) + item_emb(i.node);
+    auto hu = user_in(u.x) + user_emb(u.n_id);
+    auto hi = item_in(i.x) + item_emb(i.n_id);
     const auto e_ui = b.edges.count(to_item) ? b.edges.at(to_item).edge_index : torch::Tensor();
     const auto e_iu = b.edges.count(to_user) ? b.edges.at(to_user).edge_index : torch::Tensor();
     for (int l = 0; l < 2; ++l) {
@@ -150,6 +150,7 @@ client::LoaderOptions BaseOptions(const Flags& flags, const Task& task) {
   }
   base.config.set_with_node_features(true);
   base.seed = static_cast<uint64_t>(*flags.GetInt("seed"));
+  base.feature_encoding = client::ParseFeatureEncoding(flags.Get("feature_encoding")).value_or(base.feature_encoding);
   return base;
 }
 
@@ -207,8 +208,8 @@ std::pair<torch::Tensor, torch::Tensor> RatedItems(client::LoaderOptions o, cons
       if (view.stored_type != task.supervision || view.edge_index.size(1) == 0) continue;
       // Keyed by message-passing direction: the stored user -> item edges, possibly reversed.
       const bool reversed = key != task.supervision;
-      auto u = b->nodes.at(task.user_type).node.index_select(0, view.edge_index[reversed ? 1 : 0]);
-      auto i = b->nodes.at(task.item_type).node.index_select(0, view.edge_index[reversed ? 0 : 1]);
+      auto u = b->nodes.at(task.user_type).n_id.index_select(0, view.edge_index[reversed ? 1 : 0]);
+      auto i = b->nodes.at(task.item_type).n_id.index_select(0, view.edge_index[reversed ? 0 : 1]);
       seen.index_put_({u, i}, true);
       popularity.index_add_(0, i, torch::ones({i.size(0)}));
     }
@@ -229,8 +230,8 @@ std::pair<torch::Tensor, torch::Tensor> EmbedAll(BipartiteSage& model, client::L
     while (auto b = loader->Next()) {
       auto [hu, hi] = model->forward(*b, task.user_type, task.item_type, task.supervision, task.reverse);
       const auto& seeds = b->nodes.at(is_users ? task.user_type : task.item_type);
-      const int64_t s = seeds.batch.size(0);
-      (is_users ? user_h : item_h).index_copy_(0, seeds.node.narrow(0, 0, s), (is_users ? hu : hi).narrow(0, 0, s));
+      const int64_t s = seeds.batch_size;
+      (is_users ? user_h : item_h).index_copy_(0, seeds.n_id.narrow(0, 0, s), (is_users ? hu : hi).narrow(0, 0, s));
     }
   }
   return {user_h, item_h};
@@ -282,6 +283,7 @@ void DefineFlags(Flags* flags) {
   flags->Define("item_type", "movie", "label node type");
   flags->Define("relation", "rates", "supervision relation: user__REL__item");
   flags->Define("seed", "0", "sampling and initialisation seed");
+  flags->Define("feature_encoding", "", "feature rows on the wire: float32, float16, bfloat16 or int8");
   flags->Define("shutdown_servers", "false", "call Exit on every server when done");
 }
 
@@ -293,6 +295,10 @@ int Run(int argc, char** argv) {
   }
   if (flags.Get("servers").empty()) {
     std::fprintf(stderr, "train_link_pred: --servers is required (see --help)\n");
+    return 2;
+  }
+  if (auto e = client::ParseFeatureEncoding(flags.Get("feature_encoding")); !e.ok()) {
+    std::fprintf(stderr, "train_link_pred: --feature_encoding: %s\n", std::string(e.status().message()).c_str());
     return 2;
   }
   Task task;

@@ -45,12 +45,6 @@ struct SageImpl : torch::nn::Module {
 };
 TORCH_MODULE(Sage);
 
-// Messages flow from a sampled neighbour to the node that sampled it: with edge_dir "out" the
-// sampled node is an edge's destination (cols), with "in" its source (rows).
-std::pair<torch::Tensor, torch::Tensor> MessageFlow(const client::Batch& b, bool out_edges) {
-  return out_edges ? std::make_pair(b.cols, b.rows) : std::make_pair(b.rows, b.cols);
-}
-
 // One pass over an epoch's batches: trains when `opt` is given, else only scores. Returns
 // (mean loss, accuracy, batches); the loss and accuracy count each batch's seeds only.
 struct EpochResult {
@@ -59,16 +53,15 @@ struct EpochResult {
   int64_t batches = 0;
 };
 
-EpochResult RunEpoch(Sage& model, client::Loader& loader, int64_t epoch, bool out_edges,
-                     torch::optim::Optimizer* opt) {
+EpochResult RunEpoch(Sage& model, client::Loader& loader, int64_t epoch, torch::optim::Optimizer* opt) {
   double loss_sum = 0;
   int64_t right = 0, seen = 0;
   EpochResult r;
   loader.StartEpoch(epoch);
   while (auto b = loader.Next()) {
-    const int64_t s = b->num_seeds();
-    auto [src, dst] = MessageFlow(*b, out_edges);
-    auto logits = model->forward(b->x, src, dst).narrow(0, 0, s);
+    // edge_index points from each sampled neighbour to the node that sampled it.
+    const int64_t s = b->batch_size;
+    auto logits = model->forward(b->x, b->edge_index[0], b->edge_index[1]).narrow(0, 0, s);
     auto y = b->y.narrow(0, 0, s);
     if (opt != nullptr) {
       auto loss = torch::nn::functional::cross_entropy(logits, y);
@@ -95,6 +88,8 @@ std::pair<client::LoaderOptions, client::LoaderOptions> LoaderOptionsFrom(const 
   base.config.set_with_node_features(true);
   base.config.set_with_labels(true);
   base.seed = static_cast<uint64_t>(*flags.GetInt("seed"));
+  base.feature_encoding = client::ParseFeatureEncoding(flags.Get("feature_encoding")).value_or(base.feature_encoding);
+  base.feature_cache_rows = *flags.GetInt("feature_cache_rows");
   client::LoaderOptions train = base;
   train.backend_key = "train_sage/train";
   train.config.set_shuffle(true);
@@ -128,12 +123,18 @@ int Run(int argc, char** argv) {
   flags.Define("hidden", "64", "hidden units");
   flags.Define("lr", "0.005", "Adam learning rate");
   flags.Define("seed", "0", "sampling and initialisation seed");
+  flags.Define("feature_encoding", "", "feature rows on the wire: float32, float16, bfloat16 or int8");
+  flags.Define("feature_cache_rows", "0", "feature rows of the hottest nodes kept on the trainer (0: none)");
   flags.Define("shutdown_servers", "false", "call Exit on every server when done");
   if (auto exit = flags.ParseCommandLine(argc, argv, "train_sage", "Trains GraphSAGE through graphstore.")) {
     return *exit;
   }
   if (flags.Get("servers").empty()) {
     std::fprintf(stderr, "train_sage: --servers is required (see --help)\n");
+    return 2;
+  }
+  if (auto e = client::ParseFeatureEncoding(flags.Get("feature_encoding")); !e.ok()) {
+    std::fprintf(stderr, "train_sage: --feature_encoding: %s\n", std::string(e.status().message()).c_str());
     return 2;
   }
   const int epochs = static_cast<int>(*flags.GetInt("epochs"));
@@ -145,17 +146,16 @@ int Run(int argc, char** argv) {
     client::Loader val(val_opts);
     PrintDataset(train, val, train_opts.servers.size());
     const auto& nt = train.meta().node_types(0);
-    const bool out_edges = train.meta().edge_dir() != v1::EDGE_DIRECTION_IN;
     Sage model(nt.features().dim(), *flags.GetInt("hidden"), nt.num_classes());
     torch::optim::Adam opt(model->parameters(), torch::optim::AdamOptions(*flags.GetDouble("lr")));
     for (int epoch = 0; epoch < epochs; ++epoch) {
       const auto t0 = std::chrono::steady_clock::now();
       model->train();
-      const EpochResult t = RunEpoch(model, train, epoch, out_edges, &opt);
+      const EpochResult t = RunEpoch(model, train, epoch, &opt);
       const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       model->eval();
       torch::NoGradGuard no_grad;
-      const EpochResult v = RunEpoch(model, val, epoch, out_edges, nullptr);
+      const EpochResult v = RunEpoch(model, val, epoch, nullptr);
       std::printf("epoch %d: loss %.4f  train acc %.3f  val acc %.3f  (%lld batches, %.1f batches/s)\n", epoch, t.loss,
                   t.accuracy, v.accuracy, static_cast<long long>(t.batches), t.batches / secs);
       std::fflush(stdout);

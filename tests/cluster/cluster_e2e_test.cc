@@ -220,9 +220,9 @@ TEST_CASE("the Loader covers every server's seeds once per epoch and merges thei
         ++batches;
         servers.insert(b->server);
         CHECK(b->epoch == epoch);
-        CHECK(b->x.size(0) == b->node.size(0));
-        const auto* p = b->batch.data_ptr<int64_t>();
-        seen.insert(seen.end(), p, p + b->batch.numel());
+        CHECK(b->x.size(0) == b->n_id.size(0));
+        const auto* p = b->seeds.data_ptr<int64_t>();
+        seen.insert(seen.end(), p, p + b->seeds.numel());
       }
       std::sort(seen.begin(), seen.end());
       CHECK(seen == all);

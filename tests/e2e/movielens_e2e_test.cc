@@ -174,13 +174,13 @@ TEST_CASE("link-prediction batches on a 2-server cluster: labels, negatives, no 
   int64_t checked_edges = 0;
   while (auto b = loader.Next()) {
     REQUIRE(b->ablp.has_value());
-    const auto users = Ints(b->nodes.at("user").node);
-    const auto movies = Ints(b->nodes.at("movie").node);
+    const auto users = Ints(b->nodes.at("user").n_id);
+    const auto movies = Ints(b->nodes.at("movie").n_id);
     const auto anchors = Ints(b->ablp->anchors);
     const int64_t a = static_cast<int64_t>(anchors.size());
     // Anchors come first, in batch order.
     for (int64_t i = 0; i < a; ++i) CHECK(anchors[i] == i);
-    CHECK(Ints(b->nodes.at("user").batch) == std::vector<int64_t>(users.begin(), users.begin() + a));
+    CHECK(Ints(b->nodes.at("user").seeds) == std::vector<int64_t>(users.begin(), users.begin() + a));
     std::set<std::pair<int64_t, int64_t>> label_edges;
     const auto pos = Ints(b->ablp->positive);
     const auto neg = Ints(b->ablp->negative);
@@ -227,8 +227,8 @@ TEST_CASE("link-prediction batches on a 2-server cluster: labels, negatives, no 
 // A batch of one seed as comparable text: its labels, edges (global ids, edge ids, features) and
 // PPR weights, sorted.
 std::pair<int64_t, std::string> Canonical(const client::Batch& b) {
-  const auto users = Ints(b.nodes.at("user").node);
-  const auto movies = Ints(b.nodes.at("movie").node);
+  const auto users = Ints(b.nodes.at("user").n_id);
+  const auto movies = Ints(b.nodes.at("movie").n_id);
   auto gid = [&](const std::string& type, int64_t local) { return type == "user" ? users[local] : movies[local]; };
   std::vector<std::string> lines;
   for (const auto& [key, view] : b.edges) {
@@ -236,7 +236,7 @@ std::pair<int64_t, std::string> Canonical(const client::Batch& b) {
     const std::string dst_type = key.substr(key.rfind("__") + 2);
     const auto src = Ints(view.edge_index[0]);
     const auto dst = Ints(view.edge_index[1]);
-    const auto eids = view.eids.defined() ? Ints(view.eids) : std::vector<int64_t>(src.size(), -1);
+    const auto eids = view.e_id.defined() ? Ints(view.e_id) : std::vector<int64_t>(src.size(), -1);
     for (size_t k = 0; k < src.size(); ++k) {
       const float f = view.edge_attr.defined() ? view.edge_attr[k][0].item<float>() : 0.0f;
       lines.push_back(absl::StrCat(key, " ", gid(src_type, src[k]), " ", gid(dst_type, dst[k]), " ", eids[k], " ", f));
@@ -258,7 +258,7 @@ std::pair<int64_t, std::string> Canonical(const client::Batch& b) {
   std::string out;
   for (const auto& l : lines) absl::StrAppend(&out, l, "\n");
   // Every batch here has one user seed (or anchor), the first user node.
-  return {Ints(b.nodes.at("user").batch).at(0), out};
+  return {Ints(b.nodes.at("user").seeds).at(0), out};
 }
 
 // Per seed, what a setup of `parts` servers samples for it (batches of one seed).

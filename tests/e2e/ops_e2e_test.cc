@@ -109,17 +109,26 @@ TEST_CASE("the Loader yields tensors covering every seed, viewing the message by
     while (auto b = loader.Next()) {
       ++batches;
       REQUIRE(b->epoch == epoch);
-      REQUIRE(b->x.size(0) == b->node.size(0));
+      REQUIRE(b->x.size(0) == b->n_id.size(0));
       REQUIRE(b->x.size(1) == 8);
-      REQUIRE(b->y.size(0) == b->node.size(0));
-      REQUIRE(b->rows.size(0) == b->cols.size(0));
-      REQUIRE(b->rows.size(0) == b->num_sampled_edges.sum().item<int64_t>());
-      // Zero copy: the tensor's memory is the message's bytes, or its slice of the mapping.
-      const v1::Tensor& x = b->message->nodes(0).features();
-      CHECK(x.has_shared() == shared);
-      CHECK(b->x.data_ptr() == (shared ? static_cast<const void*>(b->shared->data() + x.shared().offset())
-                                       : static_cast<const void*>(x.data().data())));
-      auto s = b->batch.contiguous();
+      REQUIRE(b->y.size(0) == b->n_id.size(0));
+      REQUIRE(b->edge_index.size(0) == 2);
+      int64_t edges = 0;
+      for (int64_t k : b->num_sampled_edges) edges += k;
+      REQUIRE(b->edge_index.size(1) == edges);
+      REQUIRE(b->batch_size == b->seeds.numel());
+      // Zero copy: the tensor's memory is its slice of the mapping, or the buffer the received
+      // bytes were decoded into.
+      if (shared) {
+        const v1::Tensor& x = b->message->nodes(0).features();
+        CHECK(x.has_shared());
+        CHECK(b->x.data_ptr() == static_cast<const void*>(b->shared->data() + x.shared().offset()));
+      } else {
+        REQUIRE(b->decoded != nullptr);
+        CHECK(b->x.data_ptr() == static_cast<void*>(b->decoded->nodes[0].features.data));
+        CHECK(b->n_id.data_ptr() == static_cast<void*>(b->decoded->nodes[0].ids.data));
+      }
+      auto s = b->seeds.contiguous();
       seeds.insert(seeds.end(), s.data_ptr<int64_t>(), s.data_ptr<int64_t>() + s.numel());
     }
     CHECK(batches == loader.num_batches());

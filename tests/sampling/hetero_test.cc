@@ -25,6 +25,7 @@ using testing::TempDir;
 using testing::TrainInput;
 using testing::TypeIndex;
 using V = std::vector<int64_t>;
+using Local = std::vector<int32_t>;
 
 std::unique_ptr<Partition> Write(const GraphData& g, const std::string& dir, const std::string& edge_dir = "out") {
   return testing::WritePartition(g, dir, edge_dir);
@@ -59,16 +60,16 @@ TEST_CASE("heterogeneous sampling follows each edge type's own fanouts, with edg
   CHECK(g.nodes[item].ids == V{0, 1, 2});
   CHECK(g.nodes[item].num_sampled_nodes == V{0, 3, 0});
   // Hop 1: u0 buys i0 (e0), i1 (e1), i2 (e5), neighbours sorted by id.
-  CHECK(g.edges[buys].rows == V{0, 0, 0});
-  CHECK(g.edges[buys].cols == V{0, 1, 2});
+  CHECK(g.edges[buys].rows == Local{0, 0, 0});
+  CHECK(g.edges[buys].cols == Local{0, 1, 2});
   CHECK(g.edges[buys].eids == V{0, 1, 5});
   CHECK(g.edges[buys].num_sampled_edges == V{3, 0});
   REQUIRE(g.edges[buys].feature_dim == 1);
   const float* f = reinterpret_cast<const float*>(g.edges[buys].features.data());
   CHECK(std::vector<float>(f, f + 3) == std::vector<float>{0, 10, 50});
   // Hop 2: the items' buyers through the reverse type (item -> user, as stored).
-  CHECK(g.edges[rev].rows == V{0, 1, 1, 2, 2});
-  CHECK(g.edges[rev].cols == V{0, 0, 1, 0, 1});
+  CHECK(g.edges[rev].rows == Local{0, 1, 1, 2, 2});
+  CHECK(g.edges[rev].cols == Local{0, 0, 1, 0, 1});
   CHECK(g.edges[rev].eids == V{0, 1, 2, 5, 3});
   CHECK(g.edges[rev].num_sampled_edges == V{0, 5});
   const float* nf = reinterpret_cast<const float*>(g.nodes[item].features.data());

@@ -35,6 +35,7 @@ SampledSubgraph Run(const Sampler& s, std::vector<int64_t> seeds, int64_t batch 
 }
 
 using V = std::vector<int64_t>;
+using Local = std::vector<int32_t>;
 
 TEST_CASE("full-fanout two hops on a tiny graph gives the exact subgraph", "[sampler]") {
   TempDir dir;
@@ -52,8 +53,8 @@ TEST_CASE("full-fanout two hops on a tiny graph gives the exact subgraph", "[sam
   CHECK(n.num_sampled_nodes == V{1, 2, 1});
   CHECK(n.batch == V{0});
   const SampledEdges& e = g.edges[0];
-  CHECK(e.rows == V{0, 0, 1, 2});
-  CHECK(e.cols == V{1, 2, 2, 3});
+  CHECK(e.rows == Local{0, 0, 1, 2});
+  CHECK(e.cols == Local{1, 2, 2, 3});
   CHECK(e.eids == V{0, 1, 2, 3});
   CHECK(e.num_sampled_edges == V{2, 2});
   REQUIRE(n.features.size() == 4 * 2 * sizeof(float));
@@ -74,8 +75,8 @@ TEST_CASE("edge_dir in samples in-neighbours and keeps edges oriented source to 
   const SampledSubgraph g = Run(**s, {2});
   CHECK(g.nodes[0].ids == V{2, 0, 1, 5});
   // Hop 1: 0 -> 2 and 1 -> 2. Hop 2: 5 -> 0 and 0 -> 1.
-  CHECK(g.edges[0].rows == V{1, 2, 3, 1});
-  CHECK(g.edges[0].cols == V{0, 0, 1, 2});
+  CHECK(g.edges[0].rows == Local{1, 2, 3, 1});
+  CHECK(g.edges[0].cols == Local{0, 0, 1, 2});
 }
 
 TEST_CASE("duplicate seeds are kept in batch and appear once in ids", "[sampler]") {
@@ -312,7 +313,7 @@ TEST_CASE("heterogeneous fanouts expand each edge type from its row type", "[sam
   CHECK(out.edges[0].num_sampled_edges == V{2, 0});
   CHECK(out.edges[1].num_sampled_edges == V{0, 4});
   // item 0 <- users 0, 2; item 1 <- users 0, 1 (as item__rated_by__user rows = items).
-  CHECK(out.edges[1].rows == V{0, 0, 1, 1});
+  CHECK(out.edges[1].rows == Local{0, 0, 1, 1});
 }
 
 }  // namespace

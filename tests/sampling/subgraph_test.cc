@@ -25,6 +25,7 @@ using testing::TempDir;
 using testing::TrainInput;
 using testing::TypeIndex;
 using V = std::vector<int64_t>;
+using Local = std::vector<int32_t>;
 
 std::unique_ptr<Partition> Write(const GraphData& g, const std::string& dir, const std::string& edge_dir = "out") {
   return testing::WritePartition(g, dir, edge_dir);
@@ -50,8 +51,8 @@ TEST_CASE("SUBGRAPH sampling returns every edge among the sampled nodes", "[subg
   // One hop from 0 reaches 1 and 2; the induced subgraph adds 1 -> 2, which no hop drew.
   const SampledSubgraph g = Run(**s, 0, {0});
   CHECK(g.nodes[0].ids == V{0, 1, 2});
-  CHECK(g.edges[0].rows == V{0, 0, 1});
-  CHECK(g.edges[0].cols == V{1, 2, 2});
+  CHECK(g.edges[0].rows == Local{0, 0, 1});
+  CHECK(g.edges[0].cols == Local{1, 2, 2});
   CHECK(g.edges[0].eids == V{0, 1, 2});
   CHECK(g.edges[0].num_sampled_edges == V{3});
   // From 4: 4 -> 5 is drawn; 5 -> 0 leaves the node set, so only one edge.

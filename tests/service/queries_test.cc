@@ -3,6 +3,8 @@
 #include <catch2/catch.hpp>
 
 #include <cstring>
+#include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -39,7 +41,11 @@ std::unique_ptr<Partition> Load(const std::string& dir) {
 }
 
 PartitionQueries Queries(const Partition& p, const CoreOptions* options = &kOptions) {
-  return PartitionQueries(&p, options);
+  // Feature encodings are computed once per partition; the test's partitions live for a case.
+  static std::map<const Partition*, std::unique_ptr<FeatureOutputs>> outputs;
+  auto& out = outputs[&p];
+  if (out == nullptr) out = std::make_unique<FeatureOutputs>(&p);
+  return PartitionQueries(&p, options, out.get());
 }
 
 V Ints(const v1::Tensor& t) {

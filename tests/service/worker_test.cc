@@ -54,6 +54,17 @@ scheduler::BatchTask Task(const V& seeds, const void* attachment = nullptr) {
 
 const WireMessage& Wire(const scheduler::Batch& b) { return *static_cast<const WireMessage*>(b.payload.get()); }
 
+// The batch's message as any protobuf parser reads the bytes (one part: these batches are small).
+v1::SampledMessage Message(const scheduler::Batch& b) {
+  const EncodedMessage& e = *Wire(b).encoded;
+  REQUIRE(e.parts.size() == 1);
+  std::string bytes;
+  for (const EncodedMessage::Segment& s : e.parts[0]) bytes.append(s.data, s.size);
+  v1::SampledMessage m;
+  REQUIRE(m.ParseFromString(bytes));
+  return m;
+}
+
 // The message a direct Sample of the same batch encodes to.
 v1::SampledMessage Direct(const Partition& p, const V& seeds) {
   auto s = Sampler2Hops(p);
@@ -81,12 +92,12 @@ TEST_CASE("a worker's batch is the sampler's subgraph encoded, with the batch's 
   t.worker = 1;
   auto batch = workers.SampleAndEncode(t);
   REQUIRE(batch.ok());
-  const v1::SampledMessage& m = Wire(*batch).msg;
+  const v1::SampledMessage m = Message(*batch);
   CHECK(m.channel_id() == 12);
   CHECK(m.epoch() == 3);
   CHECK(m.batch_index() == 1);
   CHECK(m.num_batches() == 4);
-  CHECK(batch->bytes == m.ByteSizeLong());
+  CHECK(batch->bytes == Wire(*batch).encoded->bytes);
   CHECK(Wire(*batch).shared == nullptr);
   v1::SampledMessage expected = Direct(*p, seeds);
   expected.set_channel_id(12);
@@ -109,10 +120,11 @@ TEST_CASE("on a shared-memory channel the tensors are slices of a pooled buffer"
   REQUIRE(batch.ok());
   const WireMessage& w = Wire(*batch);
   REQUIRE(w.shared != nullptr);
-  CHECK(w.msg.shared_buffer().id() == w.shared->id);
-  CHECK(batch->bytes == w.msg.ByteSizeLong() + w.shared->file->size());
+  const v1::SampledMessage msg = Message(*batch);
+  CHECK(msg.shared_buffer().id() == w.shared->id);
+  CHECK(batch->bytes == w.encoded->bytes + w.shared->file->size());
   // The features in the buffer are the rows a bytes-in-message batch carries.
-  const v1::Tensor& x = w.msg.nodes(0).features();
+  const v1::Tensor& x = msg.nodes(0).features();
   CHECK(x.data().empty());
   REQUIRE(x.has_shared());
   const v1::SampledMessage expected = Direct(*p, seeds);
@@ -144,7 +156,7 @@ TEST_CASE("a link-prediction channel's batches carry their labels", "[worker]") 
   t.context = *p->FindNodeType("user");
   auto batch = workers.SampleAndEncode(t);
   REQUIRE(batch.ok());
-  const v1::SampledMessage& m = Wire(*batch).msg;
+  const v1::SampledMessage m = Message(*batch);
   REQUIRE(m.has_ablp());
   CHECK(m.ablp().supervision_edge_type() == "user__buys__item");
   CHECK(m.ablp().anchors().shape(0) == 2);

@@ -1,0 +1,703 @@
+#include "client/wire_decoder.h"
+
+#include <algorithm>
+#include <cstring>
+#include <deque>
+
+#include "absl/strings/str_cat.h"
+#include "proto/feature_codec.h"
+
+namespace graphstore::client {
+
+size_t DtypeSize(v1::DType dtype) {
+  switch (dtype) {
+    case v1::DTYPE_INT64:
+    case v1::DTYPE_FLOAT64: return 8;
+    case v1::DTYPE_INT32:
+    case v1::DTYPE_FLOAT32: return 4;
+    case v1::DTYPE_FLOAT16:
+    case v1::DTYPE_BFLOAT16: return 2;
+    case v1::DTYPE_UINT8:
+    case v1::DTYPE_BOOL: return 1;
+    default: return 0;
+  }
+}
+
+namespace {
+
+constexpr uint32_t kVarintType = 0;
+constexpr uint32_t kFixed64Type = 1;
+constexpr uint32_t kLengthType = 2;
+constexpr uint32_t kFixed32Type = 5;
+
+absl::Status Malformed(const std::string& what) {
+  return absl::DataLossError(absl::StrCat("malformed sampled message: ", what));
+}
+
+// Reads protobuf wire format from received pieces, within a limit.
+class Reader {
+ public:
+  // A reader of nothing (to be assigned) when `spans` is null.
+  explicit Reader(const std::vector<Span>* spans) : spans_(spans) {
+    if (spans == nullptr) return;
+    for (const Span& s : *spans) left_ += s.size;
+    Normalize();
+  }
+
+  size_t left() const { return left_; }
+
+  bool Varint(uint64_t* v) {
+    *v = 0;
+    for (int shift = 0; shift < 64; shift += 7) {
+      if (left_ == 0) return false;
+      const uint8_t b = static_cast<uint8_t>((*spans_)[index_].data[offset_]);
+      Advance(1);
+      *v |= static_cast<uint64_t>(b & 0x7f) << shift;
+      if ((b & 0x80) == 0) return true;
+    }
+    return false;
+  }
+
+  bool Skip(size_t n) {
+    if (n > left_) return false;
+    while (n > 0) {
+      const size_t k = std::min(n, (*spans_)[index_].size - offset_);
+      Advance(k);
+      n -= k;
+    }
+    return true;
+  }
+
+  bool Copy(char* dst, size_t n) {
+    if (n > left_) return false;
+    while (n > 0) {
+      const size_t k = std::min(n, (*spans_)[index_].size - offset_);
+      std::memcpy(dst, (*spans_)[index_].data + offset_, k);
+      Advance(k);
+      dst += k;
+      n -= k;
+    }
+    return true;
+  }
+
+  // The next n bytes as one contiguous run: in place when they are in one piece, else copied
+  // into `scratch` (room for n). Null when fewer are left.
+  const char* Contiguous(size_t n, char* scratch) {
+    if (n > left_) return nullptr;
+    if (n == 0) return scratch;
+    const Span& s = (*spans_)[index_];
+    if (s.size - offset_ >= n) {
+      const char* p = s.data + offset_;
+      Advance(n);
+      return p;
+    }
+    Copy(scratch, n);
+    return scratch;
+  }
+
+  // A reader of the next n bytes; this one moves past them.
+  bool Sub(size_t n, Reader* sub) {
+    if (n > left_) return false;
+    *sub = *this;
+    sub->left_ = n;
+    return Skip(n);
+  }
+
+  bool SkipField(uint32_t type) {
+    uint64_t v;
+    switch (type) {
+      case kVarintType: return Varint(&v);
+      case kFixed64Type: return Skip(8);
+      case kLengthType: return Varint(&v) && Skip(v);
+      case kFixed32Type: return Skip(4);
+      default: return false;
+    }
+  }
+
+ private:
+  void Advance(size_t n) {
+    offset_ += n;
+    left_ -= n;
+    Normalize();
+  }
+  void Normalize() {
+    while (left_ > 0 && index_ < spans_->size() && offset_ == (*spans_)[index_].size) {
+      ++index_;
+      offset_ = 0;
+    }
+  }
+
+  const std::vector<Span>* spans_;
+  size_t index_ = 0;
+  size_t offset_ = 0;
+  size_t left_ = 0;
+};
+
+// Calls `field(number, type, reader)` for every field of a message; `field` consumes the value
+// (or returns kSkip to have it skipped).
+enum class Handled { kDone, kSkip, kError };
+template <typename F>
+bool ForEachField(Reader r, F field) {
+  while (r.left() > 0) {
+    uint64_t tag;
+    if (!r.Varint(&tag)) return false;
+    const int number = static_cast<int>(tag >> 3);
+    const uint32_t type = static_cast<uint32_t>(tag & 7);
+    switch (field(number, type, r)) {
+      case Handled::kDone: break;
+      case Handled::kSkip:
+        if (!r.SkipField(type)) return false;
+        break;
+      case Handled::kError: return false;
+    }
+  }
+  return true;
+}
+
+// A length-delimited field's reader.
+bool LengthDelimited(uint32_t type, Reader& r, Reader* sub) {
+  uint64_t n;
+  return type == kLengthType && r.Varint(&n) && r.Sub(n, sub);
+}
+
+bool StringField(uint32_t type, Reader& r, std::string* out) {
+  Reader sub{nullptr};
+  if (!LengthDelimited(type, r, &sub)) return false;
+  out->resize(sub.left());
+  return sub.Copy(out->data(), out->size());
+}
+
+// One Tensor message as received: where its bytes go and where they are.
+struct WireTensor {
+  v1::DType dtype = v1::DTYPE_UNSPECIFIED;
+  std::vector<int64_t> shape;
+  uint64_t byte_offset = 0;
+  bool has_data = false;
+  Reader data{nullptr};
+  bool shared = false;
+
+  int64_t numel() const {
+    int64_t n = 1;
+    for (int64_t d : shape) n *= d;
+    return n;
+  }
+  size_t bytes() const { return static_cast<size_t>(numel()) * DtypeSize(dtype); }
+  size_t length() const { return has_data ? data.left() : 0; }
+};
+
+bool ParseTensor(Reader r, WireTensor* t) {
+  return ForEachField(r, [t](int number, uint32_t type, Reader& in) {
+    uint64_t v;
+    switch (number) {
+      case v1::Tensor::kDtypeFieldNumber:
+        if (type != kVarintType || !in.Varint(&v)) return Handled::kError;
+        t->dtype = static_cast<v1::DType>(v);
+        return Handled::kDone;
+      case v1::Tensor::kShapeFieldNumber:
+        if (type == kVarintType) {
+          if (!in.Varint(&v)) return Handled::kError;
+          t->shape.push_back(static_cast<int64_t>(v));
+          return Handled::kDone;
+        } else {
+          Reader packed{nullptr};
+          if (!LengthDelimited(type, in, &packed)) return Handled::kError;
+          while (packed.left() > 0) {
+            if (!packed.Varint(&v)) return Handled::kError;
+            t->shape.push_back(static_cast<int64_t>(v));
+          }
+          return Handled::kDone;
+        }
+      case v1::Tensor::kDataFieldNumber:
+        if (!LengthDelimited(type, in, &t->data)) return Handled::kError;
+        t->has_data = true;
+        return Handled::kDone;
+      case v1::Tensor::kSharedFieldNumber:
+        t->shared = true;
+        return Handled::kSkip;
+      case v1::Tensor::kByteOffsetFieldNumber:
+        if (type != kVarintType || !in.Varint(&t->byte_offset)) return Handled::kError;
+        return Handled::kDone;
+      default:
+        return Handled::kSkip;
+    }
+  });
+}
+
+}  // namespace
+
+// The batch being assembled.
+class BatchDecoder::State {
+ public:
+  explicit State(const DecodeOptions* options) : options_(options) {}
+
+  // Decodes one message of the batch.
+  absl::Status Add(const std::vector<Span>& message, bool* complete) {
+    Header h;
+    if (!ReadHeader(message, &h)) return Malformed("unreadable header fields");
+    const uint32_t parts = std::max<uint32_t>(h.num_parts, 1);
+    if (batch_ == nullptr) {
+      if (h.part != 0) return Malformed(absl::StrCat("batch ", h.batch_index, " starts with part ", h.part));
+      batch_ = std::make_shared<DecodedBatch>();
+      batch_->channel_id = h.channel_id;
+      batch_->epoch = h.epoch;
+      batch_->batch_index = h.batch_index;
+      batch_->num_batches = h.num_batches;
+      num_parts_ = parts;
+      next_part_ = 0;
+    }
+    if (h.part != next_part_ || h.epoch != batch_->epoch || h.batch_index != batch_->batch_index ||
+        parts != num_parts_) {
+      return Malformed(absl::StrCat("expected part ", next_part_, " of batch ", batch_->batch_index, ", got part ",
+                                    h.part, " of batch ", h.batch_index));
+    }
+    ++next_part_;
+    for (const Span& s : message) batch_->wire_bytes += s.size;
+    if (auto st = ReadEntries(message); !st.ok()) return st;
+    *complete = next_part_ == num_parts_;
+    return *complete ? Finish() : absl::OkStatus();
+  }
+
+  std::shared_ptr<DecodedBatch> Take() {
+    nodes_.clear();
+    edges_.clear();
+    ppr_.clear();
+    received_.clear();
+    return std::move(batch_);
+  }
+
+ private:
+  struct Header {
+    uint64_t channel_id = 0;
+    int64_t epoch = 0, batch_index = 0, num_batches = 0;
+    uint32_t part = 0, num_parts = 0;
+    bool shared = false;
+  };
+
+  // Per node type: what decoding its features needs across parts.
+  // Outputs live here (stable addresses) until the batch is whole, then move into it in order
+  // of first appearance.
+  struct NodeState {
+    size_t order = 0;
+    DecodedNodes out;
+    std::vector<uint8_t> cached;
+    size_t cached_received = 0;
+    std::vector<int64_t> sent_rows;  // node of each transmitted row, once `cached` is whole
+    std::vector<float> scale, offset;
+    v1::DType wire = v1::DTYPE_UNSPECIFIED;
+    int64_t rows = 0, dim = 0;
+    size_t wire_row_bytes = 0, out_row_bytes = 0;
+    std::vector<char> staged;  // rows that arrived before their mapping could be known
+    bool has_staged = false;
+  };
+  struct EdgeState {
+    size_t order = 0;
+    DecodedEdges out;
+  };
+
+  bool ReadHeader(const std::vector<Span>& message, Header* h) {
+    return ForEachField(Reader(&message), [h](int number, uint32_t type, Reader& in) {
+      uint64_t v;
+      switch (number) {
+        case v1::SampledMessage::kChannelIdFieldNumber:
+        case v1::SampledMessage::kEpochFieldNumber:
+        case v1::SampledMessage::kBatchIndexFieldNumber:
+        case v1::SampledMessage::kNumBatchesFieldNumber:
+        case v1::SampledMessage::kPartFieldNumber:
+        case v1::SampledMessage::kNumPartsFieldNumber:
+          if (type != kVarintType || !in.Varint(&v)) return Handled::kError;
+          if (number == v1::SampledMessage::kChannelIdFieldNumber) h->channel_id = v;
+          if (number == v1::SampledMessage::kEpochFieldNumber) h->epoch = static_cast<int64_t>(v);
+          if (number == v1::SampledMessage::kBatchIndexFieldNumber) h->batch_index = static_cast<int64_t>(v);
+          if (number == v1::SampledMessage::kNumBatchesFieldNumber) h->num_batches = static_cast<int64_t>(v);
+          if (number == v1::SampledMessage::kPartFieldNumber) h->part = static_cast<uint32_t>(v);
+          if (number == v1::SampledMessage::kNumPartsFieldNumber) h->num_parts = static_cast<uint32_t>(v);
+          return Handled::kDone;
+        default:
+          return Handled::kSkip;
+      }
+    });
+  }
+
+  absl::Status ReadEntries(const std::vector<Span>& message) {
+    absl::Status status;
+    const bool ok = ForEachField(Reader(&message), [&](int number, uint32_t type, Reader& in) {
+      if (number == v1::SampledMessage::kSharedBufferFieldNumber) {
+        status = Malformed("a shared-memory message reached the socket decoder");
+        return Handled::kError;
+      }
+      if (number != v1::SampledMessage::kNodesFieldNumber && number != v1::SampledMessage::kEdgesFieldNumber &&
+          number != v1::SampledMessage::kAblpFieldNumber && number != v1::SampledMessage::kPprFieldNumber) {
+        return Handled::kSkip;
+      }
+      Reader entry{nullptr};
+      if (!LengthDelimited(type, in, &entry)) return Handled::kError;
+      status = Entry(number, entry);
+      return status.ok() ? Handled::kDone : Handled::kError;
+    });
+    if (!status.ok()) return status;
+    return ok ? absl::OkStatus() : Malformed("truncated fields");
+  }
+
+  // One entry: its names first (a first pass), then its tensors.
+  absl::Status Entry(int number, const Reader& entry) {
+    // The string fields: field 1 of nodes, edges and ablp; fields 4 and 5 of PPR weights.
+    const bool ppr = number == v1::SampledMessage::kPprFieldNumber;
+    auto is_name = [ppr](int field) {
+      return ppr ? field == v1::PprWeights::kSeedTypeFieldNumber || field == v1::PprWeights::kNodeTypeFieldNumber
+                 : field == v1::NodeTensors::kNodeTypeFieldNumber;
+    };
+    std::map<int, std::string> names;
+    const bool ok = ForEachField(entry, [&](int field, uint32_t type, Reader& in) {
+      if (type != kLengthType || !is_name(field)) return Handled::kSkip;
+      return StringField(type, in, &names[field]) ? Handled::kDone : Handled::kError;
+    });
+    if (!ok) return Malformed("an entry's names");
+    absl::Status status;
+    const bool tensors_ok = ForEachField(entry, [&](int field, uint32_t type, Reader& in) {
+      if (type != kLengthType || is_name(field)) return Handled::kSkip;
+      Reader sub{nullptr};
+      WireTensor t;
+      if (!LengthDelimited(type, in, &sub) || !ParseTensor(sub, &t)) {
+        status = Malformed("a tensor");
+        return Handled::kError;
+      }
+      if (t.shared) {
+        status = Malformed("a shared-memory tensor reached the socket decoder");
+        return Handled::kError;
+      }
+      status = Tensor(number, names, field, t);
+      return status.ok() ? Handled::kDone : Handled::kError;
+    });
+    if (!status.ok()) return status;
+    return tensors_ok ? absl::OkStatus() : Malformed("an entry's tensors");
+  }
+
+  absl::Status Tensor(int entry, const std::map<int, std::string>& names, int field, WireTensor& t) {
+    auto name = [&](int f) {
+      auto it = names.find(f);
+      return it == names.end() ? std::string() : it->second;
+    };
+    switch (entry) {
+      case v1::SampledMessage::kNodesFieldNumber: return NodeTensor(name(v1::NodeTensors::kNodeTypeFieldNumber), field, t);
+      case v1::SampledMessage::kEdgesFieldNumber: return EdgeTensor(name(v1::EdgeTensors::kEdgeTypeFieldNumber), field, t);
+      case v1::SampledMessage::kAblpFieldNumber: {
+        if (!batch_->ablp) batch_->ablp.emplace();
+        DecodedAblp& a = *batch_->ablp;
+        a.supervision_edge_type = name(v1::AblpLabels::kSupervisionEdgeTypeFieldNumber);
+        DecodedTensor* out = field == v1::AblpLabels::kAnchorsFieldNumber    ? &a.anchors
+                             : field == v1::AblpLabels::kPositiveFieldNumber ? &a.positive
+                             : field == v1::AblpLabels::kNegativeFieldNumber ? &a.negative
+                                                                             : nullptr;
+        return out != nullptr ? Plain(out, t, "ablp") : absl::OkStatus();
+      }
+      default: {
+        // PPR: a new entry starts with its seed_index.
+        if (field == v1::PprWeights::kSeedIndexFieldNumber || ppr_.empty()) ppr_.emplace_back();
+        DecodedPpr& p = ppr_.back();
+        p.seed_type = name(v1::PprWeights::kSeedTypeFieldNumber);
+        p.node_type = name(v1::PprWeights::kNodeTypeFieldNumber);
+        DecodedTensor* out = field == v1::PprWeights::kSeedIndexFieldNumber   ? &p.seed_index
+                             : field == v1::PprWeights::kNodeIndexFieldNumber ? &p.node_index
+                                                                              : &p.weight;
+        return Plain(out, t, "ppr");
+      }
+    }
+  }
+
+  // A tensor copied as it is: allocated (full shape) on its first piece, then each piece's
+  // bytes at their offset.
+  absl::Status Plain(DecodedTensor* out, WireTensor& t, const std::string& what) {
+    if (auto st = Allocate(out, t.dtype, t.shape, what); !st.ok()) return st;
+    const size_t n = t.length();
+    if (t.byte_offset + n > out->bytes) return Malformed(absl::StrCat(what, ": bytes past the tensor's end"));
+    if (n > 0 && !t.data.Copy(out->data + t.byte_offset, n)) return Malformed(what);
+    received_[out] += n;
+    return absl::OkStatus();
+  }
+
+  absl::Status Allocate(DecodedTensor* out, v1::DType dtype, const std::vector<int64_t>& shape,
+                        const std::string& what) {
+    if (out->defined()) {
+      if (out->dtype != dtype || out->shape != shape) return Malformed(absl::StrCat(what, ": parts disagree on shape"));
+      return absl::OkStatus();
+    }
+    if (DtypeSize(dtype) == 0) return Malformed(absl::StrCat(what, ": dtype ", static_cast<int>(dtype), " is unknown"));
+    int64_t numel = 1;
+    for (int64_t d : shape) {
+      if (d < 0 || d > (int64_t{1} << 40)) return Malformed(absl::StrCat(what, ": shape"));
+      numel *= d;
+    }
+    out->dtype = dtype;
+    out->shape = shape;
+    out->bytes = static_cast<size_t>(numel) * DtypeSize(dtype);
+    if (out->bytes > 0) {
+      out->buffer = options_->pool->Acquire(out->bytes);
+      out->data = out->buffer->data();
+    }
+    received_[out] = 0;
+    return absl::OkStatus();
+  }
+
+  NodeState& Node(const std::string& type) {
+    auto [it, inserted] = nodes_.emplace(type, NodeState());
+    if (inserted) {
+      it->second.order = nodes_.size() - 1;
+      it->second.out.node_type = type;
+    }
+    return it->second;
+  }
+
+  absl::Status NodeTensor(const std::string& type, int field, WireTensor& t) {
+    NodeState& s = Node(type);
+    DecodedNodes& n = s.out;
+    const std::string what = absl::StrCat("node type '", type, "'");
+    switch (field) {
+      case v1::NodeTensors::kIdsFieldNumber: return Plain(&n.ids, t, what + " ids");
+      case v1::NodeTensors::kNumSampledNodesFieldNumber: return Plain(&n.num_sampled_nodes, t, what);
+      case v1::NodeTensors::kBatchFieldNumber: return Plain(&n.batch, t, what + " batch");
+      case v1::NodeTensors::kLabelsFieldNumber: return Plain(&n.labels, t, what + " labels");
+      case v1::NodeTensors::kFeatureScaleFieldNumber:
+      case v1::NodeTensors::kFeatureOffsetFieldNumber: {
+        std::vector<float>& v = field == v1::NodeTensors::kFeatureScaleFieldNumber ? s.scale : s.offset;
+        if (t.dtype != v1::DTYPE_FLOAT32 || t.shape.size() != 1 || t.byte_offset != 0 || t.length() != t.bytes()) {
+          return Malformed(what + ": feature scale or offset");
+        }
+        v.resize(t.shape[0]);
+        t.data.Copy(reinterpret_cast<char*>(v.data()), t.length());
+        if (!options_->decode_features) {
+          DecodedTensor* out = field == v1::NodeTensors::kFeatureScaleFieldNumber ? &n.feature_scale : &n.feature_offset;
+          return Allocate(out, t.dtype, t.shape, what).ok() && (std::memcpy(out->data, v.data(), out->bytes), true)
+                     ? absl::OkStatus()
+                     : Malformed(what);
+        }
+        return absl::OkStatus();
+      }
+      case v1::NodeTensors::kCachedFieldNumber: {
+        if (t.dtype != v1::DTYPE_BOOL || t.shape.size() != 1) return Malformed(what + ": cached mask");
+        s.cached.resize(t.shape[0]);
+        if (t.byte_offset + t.length() > s.cached.size()) return Malformed(what + ": cached mask");
+        t.data.Copy(reinterpret_cast<char*>(s.cached.data()) + t.byte_offset, t.length());
+        s.cached_received += t.length();
+        if (s.cached_received == s.cached.size()) Map(&s);
+        return absl::OkStatus();
+      }
+      case v1::NodeTensors::kFeaturesFieldNumber: return Features(&s, n, t, what);
+      default: return absl::OkStatus();
+    }
+  }
+
+  // The node of each transmitted row, once the cached mask is whole.
+  void Map(NodeState* s) {
+    s->sent_rows.clear();
+    for (size_t i = 0; i < s->cached.size(); ++i) {
+      if (!s->cached[i]) s->sent_rows.push_back(static_cast<int64_t>(i));
+    }
+  }
+
+  absl::Status Features(NodeState* s, DecodedNodes& n, WireTensor& t, const std::string& what) {
+    if (t.shape.size() != 2) return Malformed(what + ": features are not [rows, dim]");
+    if (s->wire == v1::DTYPE_UNSPECIFIED) {
+      s->wire = t.dtype;
+      s->rows = t.shape[0];
+      s->dim = t.shape[1];
+      s->wire_row_bytes = static_cast<size_t>(s->dim) * DtypeSize(t.dtype);
+      const bool cache = !s->cached.empty() || s->cached_received > 0;
+      const int64_t nodes = cache ? static_cast<int64_t>(s->cached.size()) : s->rows;
+      const v1::DType out = OutputType(*s);
+      if (auto st = Allocate(&n.features, out, {nodes, s->dim}, what + " features"); !st.ok()) return st;
+      s->out_row_bytes = static_cast<size_t>(s->dim) * DtypeSize(out);
+    } else if (t.dtype != s->wire || t.shape[0] != s->rows || t.shape[1] != s->dim) {
+      return Malformed(what + ": feature parts disagree");
+    }
+    const size_t n_bytes = t.length();
+    if (s->wire_row_bytes == 0 || t.byte_offset % s->wire_row_bytes != 0 || n_bytes % s->wire_row_bytes != 0 ||
+        t.byte_offset + n_bytes > static_cast<size_t>(s->rows) * s->wire_row_bytes) {
+      return Malformed(what + ": feature bytes are not whole rows of the matrix");
+    }
+    received_[&n.features] += n_bytes / s->wire_row_bytes * s->out_row_bytes;
+    const bool cache = !s->cached.empty();
+    const bool mapped = !cache || s->cached_received == s->cached.size();
+    const bool transform = OutputType(*s) != s->wire || (s->wire == v1::DTYPE_UINT8 && !s->scale.empty());
+    if (!cache && !transform) return t.data.Copy(n.features.data + t.byte_offset, n_bytes) ? absl::OkStatus() : Malformed(what);
+    if (!mapped || (s->wire == v1::DTYPE_UINT8 && options_->decode_features && s->scale.empty())) {
+      // Rows whose place (or scale) is not known yet wait until the batch is whole.
+      if (!s->has_staged) s->staged.resize(static_cast<size_t>(s->rows) * s->wire_row_bytes);
+      s->has_staged = true;
+      return t.data.Copy(s->staged.data() + t.byte_offset, n_bytes) ? absl::OkStatus() : Malformed(what);
+    }
+    return DecodeRows(s, n, t.data, t.byte_offset / s->wire_row_bytes, n_bytes / s->wire_row_bytes, what);
+  }
+
+  v1::DType OutputType(const NodeState& s) const {
+    if (!options_->decode_features) return s.wire;
+    switch (s.wire) {
+      case v1::DTYPE_FLOAT16:
+      case v1::DTYPE_BFLOAT16: return v1::DTYPE_FLOAT32;
+      case v1::DTYPE_UINT8: return s.scale.empty() ? v1::DTYPE_UINT8 : v1::DTYPE_FLOAT32;
+      default: return s.wire;
+    }
+  }
+
+  // Decodes transmitted rows [first, first + count) into their nodes' rows of the output.
+  absl::Status DecodeRows(NodeState* s, DecodedNodes& n, Reader& in, size_t first, size_t count,
+                          const std::string& what) {
+    std::vector<char> scratch(s->wire_row_bytes);
+    const v1::DType out = OutputType(*s);
+    const size_t dim = static_cast<size_t>(s->dim);
+    for (size_t r = 0; r < count; ++r) {
+      const char* src = in.Contiguous(s->wire_row_bytes, scratch.data());
+      if (src == nullptr) return Malformed(what + ": feature rows");
+      const size_t row = first + r;
+      const size_t node = s->cached.empty() ? row : static_cast<size_t>(s->sent_rows[row]);
+      char* dst = n.features.data + node * s->out_row_bytes;
+      if (out == s->wire) {
+        std::memcpy(dst, src, s->wire_row_bytes);
+      } else if (s->wire == v1::DTYPE_FLOAT16) {
+        codec::HalfToFloat(reinterpret_cast<const uint16_t*>(src), dim, reinterpret_cast<float*>(dst));
+      } else if (s->wire == v1::DTYPE_BFLOAT16) {
+        codec::Bfloat16ToFloat(reinterpret_cast<const uint16_t*>(src), dim, reinterpret_cast<float*>(dst));
+      } else {
+        if (s->scale.size() != dim || s->offset.size() != dim) return Malformed(what + ": scale and offset");
+        codec::DequantizeRows(reinterpret_cast<const uint8_t*>(src), 1, dim, s->scale.data(), s->offset.data(),
+                              reinterpret_cast<float*>(dst));
+      }
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status EdgeTensor(const std::string& type, int field, WireTensor& t) {
+    auto [it, inserted] = edges_.emplace(type, EdgeState());
+    if (inserted) {
+      it->second.order = edges_.size() - 1;
+      it->second.out.edge_type = type;
+    }
+    DecodedEdges& e = it->second.out;
+    const std::string what = absl::StrCat("edge type '", type, "'");
+    switch (field) {
+      case v1::EdgeTensors::kRowsFieldNumber:
+      case v1::EdgeTensors::kColsFieldNumber: {
+        // Messages flow from the sampled neighbour to the node that sampled it: with CSR rows
+        // as sources the rows are the samplers, else the neighbours.
+        const bool rows = field == v1::EdgeTensors::kRowsFieldNumber;
+        const int line = rows == options_->rows_are_sources ? 1 : 0;
+        return Widen(&e.edge_index, line, t, what + (rows ? " rows" : " cols"));
+      }
+      case v1::EdgeTensors::kEidsFieldNumber: return Plain(&e.eids, t, what + " eids");
+      case v1::EdgeTensors::kNumSampledEdgesFieldNumber: return Plain(&e.num_sampled_edges, t, what);
+      case v1::EdgeTensors::kFeaturesFieldNumber: return Plain(&e.features, t, what + " features");
+      default: return absl::OkStatus();
+    }
+  }
+
+  // Local indices (int32, or int64 from older servers) into line `line` of int64 [2, m].
+  absl::Status Widen(DecodedTensor* out, int line, WireTensor& t, const std::string& what) {
+    const size_t element = DtypeSize(t.dtype);
+    if ((t.dtype != v1::DTYPE_INT32 && t.dtype != v1::DTYPE_INT64) || t.shape.size() != 1) {
+      return Malformed(what + ": expected int32 or int64 [m]");
+    }
+    const int64_t m = t.shape[0];
+    if (auto st = Allocate(out, v1::DTYPE_INT64, {2, m}, what); !st.ok()) return st;
+    const size_t n = t.length();
+    if (t.byte_offset % element != 0 || n % element != 0 || t.byte_offset + n > static_cast<size_t>(m) * element) {
+      return Malformed(what + ": bytes are not whole indices");
+    }
+    int64_t* dst = reinterpret_cast<int64_t*>(out->data) + line * m + t.byte_offset / element;
+    if (element == 8) {
+      if (!t.data.Copy(reinterpret_cast<char*>(dst), n)) return Malformed(what);
+    } else {
+      constexpr size_t kChunk = 4096;
+      int32_t chunk[kChunk];
+      for (size_t done = 0; done < n / 4;) {
+        const size_t k = std::min(kChunk, n / 4 - done);
+        if (!t.data.Copy(reinterpret_cast<char*>(chunk), k * 4)) return Malformed(what);
+        for (size_t j = 0; j < k; ++j) dst[done + j] = chunk[j];
+        done += k;
+      }
+    }
+    received_[out] += n / element * 8;
+    return absl::OkStatus();
+  }
+
+  // The batch's last part is in: staged rows, cached rows, and a check that every tensor is whole.
+  absl::Status Finish() {
+    for (auto& [type, s] : nodes_) {
+      DecodedNodes& n = s.out;
+      const std::string what = absl::StrCat("node type '", type, "'");
+      if (s.has_staged) {
+        if (!s.cached.empty()) Map(&s);
+        std::vector<Span> staged = {{s.staged.data(), s.staged.size()}};
+        Reader in(&staged);
+        if (auto st = DecodeRows(&s, n, in, 0, static_cast<size_t>(s.rows), what); !st.ok()) return st;
+      }
+      if (!s.cached.empty() && n.features.defined()) {
+        if (auto st = FillCached(s, n, what); !st.ok()) return st;
+      }
+    }
+    for (const auto& [tensor, bytes] : received_) {
+      if (bytes != tensor->bytes) return Malformed(absl::StrCat("the batch ended with a tensor incomplete"));
+    }
+    batch_->nodes.resize(nodes_.size());
+    for (auto& [type, s] : nodes_) batch_->nodes[s.order] = std::move(s.out);
+    batch_->edges.resize(edges_.size());
+    for (auto& [type, e] : edges_) batch_->edges[e.order] = std::move(e.out);
+    for (DecodedPpr& p : ppr_) batch_->ppr.push_back(std::move(p));
+    return absl::OkStatus();
+  }
+
+  absl::Status FillCached(const NodeState& s, DecodedNodes& n, const std::string& what) {
+    const FeatureCache::Type* cache = nullptr;
+    if (options_->cache != nullptr) {
+      auto it = options_->cache->types.find(n.node_type);
+      if (it != options_->cache->types.end()) cache = &it->second;
+    }
+    const int64_t* ids = reinterpret_cast<const int64_t*>(n.ids.data);
+    const size_t num_ids = n.ids.bytes / 8;
+    for (size_t i = 0; i < s.cached.size(); ++i) {
+      if (!s.cached[i]) continue;
+      const int64_t id = i < num_ids ? ids[i] : -1;
+      const int32_t slot = cache != nullptr && id >= 0 && id < static_cast<int64_t>(cache->slot_of.size())
+                               ? cache->slot_of[id]
+                               : -1;
+      if (slot < 0) {
+        return absl::DataLossError(absl::StrCat(what, ": the server left out the row of node ", id,
+                                                " as cached, but this trainer's cache does not hold it"));
+      }
+      if (cache->row_bytes != s.out_row_bytes || cache->dtype != n.features.dtype) {
+        return absl::DataLossError(absl::StrCat(what, ": the trainer's cache holds rows of another width"));
+      }
+      std::memcpy(n.features.data + i * s.out_row_bytes, cache->rows.data() + slot * cache->row_bytes,
+                  s.out_row_bytes);
+    }
+    received_[&n.features] += std::count(s.cached.begin(), s.cached.end(), 1) * s.out_row_bytes;
+    return absl::OkStatus();
+  }
+
+  const DecodeOptions* options_;
+  std::shared_ptr<DecodedBatch> batch_;
+  uint32_t num_parts_ = 0;
+  uint32_t next_part_ = 0;
+  std::map<std::string, NodeState> nodes_;
+  std::map<std::string, EdgeState> edges_;
+  std::deque<DecodedPpr> ppr_;
+  std::map<const DecodedTensor*, size_t> received_;  // bytes written per output tensor
+};
+
+BatchDecoder::BatchDecoder(DecodeOptions options)
+    : options_(std::move(options)), state_(std::make_unique<State>(&options_)) {
+  if (options_.pool == nullptr) options_.pool = BufferPool::Create();
+}
+
+BatchDecoder::~BatchDecoder() = default;
+
+absl::StatusOr<std::shared_ptr<DecodedBatch>> BatchDecoder::Add(const std::vector<Span>& message) {
+  bool complete = false;
+  absl::Status status = state_->Add(message, &complete);
+  if (!status.ok()) {
+    state_->Take();  // a broken batch is dropped; the stream ends with the error anyway
+    return status;
+  }
+  if (!complete) return std::shared_ptr<DecodedBatch>();
+  return state_->Take();
+}
+
+}  // namespace graphstore::client
