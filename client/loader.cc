@@ -301,6 +301,8 @@ int64_t Loader::num_cached_rows() const {
   return n;
 }
 
+uint64_t Loader::channel_id(int server) const { return servers_.at(static_cast<size_t>(server))->channel; }
+
 int64_t Loader::bytes_received() const {
   int64_t n = 0;
   for (const auto& s : servers_) n += s->bytes_received.load(std::memory_order_relaxed);

@@ -223,6 +223,8 @@ class Loader {
   int64_t num_cached_rows() const;
   /// Bytes received for the batches of this loader so far (socket servers).
   int64_t bytes_received() const;
+  /// This loader's channel on server `server` (for DescribeChannel).
+  uint64_t channel_id(int server) const;
 
   /// Starts `epoch` on every server and opens their streams.
   void StartEpoch(int64_t epoch);

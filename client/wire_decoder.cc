@@ -466,9 +466,9 @@ class BatchDecoder::State {
         t.data.Copy(reinterpret_cast<char*>(v.data()), t.length());
         if (!options_->decode_features) {
           DecodedTensor* out = field == v1::NodeTensors::kFeatureScaleFieldNumber ? &n.feature_scale : &n.feature_offset;
-          return Allocate(out, t.dtype, t.shape, what).ok() && (std::memcpy(out->data, v.data(), out->bytes), true)
-                     ? absl::OkStatus()
-                     : Malformed(what);
+          if (auto st = Allocate(out, t.dtype, t.shape, what); !st.ok()) return st;
+          std::memcpy(out->data, v.data(), out->bytes);
+          received_[out] = out->bytes;
         }
         return absl::OkStatus();
       }

@@ -124,7 +124,10 @@ void Int8Parameters(const std::vector<float>& min, const std::vector<float>& max
 }
 
 void QuantizeRows(const float* src, size_t rows, size_t dim, const float* scale, const float* offset, uint8_t* dst) {
-  std::vector<float> inverse(dim);
+  // Called a row at a time by the gather: no allocation for common widths.
+  float stack[512];
+  std::vector<float> heap(dim > 512 ? dim : 0);
+  float* inverse = dim > 512 ? heap.data() : stack;
   for (size_t c = 0; c < dim; ++c) inverse[c] = 1.0f / scale[c];
   for (size_t r = 0; r < rows; ++r) {
     const float* in = src + r * dim;
