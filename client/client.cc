@@ -183,8 +183,8 @@ class GrpcClient : public Client {
     return resp;
   }
 
-  absl::StatusOr<v1::DatasetMeta> GetDatasetMeta() override {
-    return Call<v1::GetDatasetMetaRequest, v1::DatasetMeta>(&v1::GraphStore::Stub::GetDatasetMeta, {});
+  absl::StatusOr<v1::DatasetMeta> GetDatasetMeta(const v1::GetDatasetMetaRequest& req) override {
+    return Call<v1::GetDatasetMetaRequest, v1::DatasetMeta>(&v1::GraphStore::Stub::GetDatasetMeta, req);
   }
   absl::StatusOr<v1::LookupPartitionsResponse> LookupPartitions(const v1::LookupPartitionsRequest& r) override {
     return Call<v1::LookupPartitionsRequest, v1::LookupPartitionsResponse>(&v1::GraphStore::Stub::LookupPartitions, r);

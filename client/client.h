@@ -64,7 +64,8 @@ class Client {
 
   virtual const std::string& address() const = 0;
 
-  virtual absl::StatusOr<v1::DatasetMeta> GetDatasetMeta() = 0;
+  virtual absl::StatusOr<v1::DatasetMeta> GetDatasetMeta(const v1::GetDatasetMetaRequest& req) = 0;
+  absl::StatusOr<v1::DatasetMeta> GetDatasetMeta() { return GetDatasetMeta(v1::GetDatasetMetaRequest()); }
   virtual absl::StatusOr<v1::LookupPartitionsResponse> LookupPartitions(const v1::LookupPartitionsRequest& req) = 0;
   virtual absl::StatusOr<v1::GetNodeIdsResponse> GetNodeIds(const v1::GetNodeIdsRequest& req) = 0;
   virtual absl::StatusOr<v1::GetNodeFeaturesResponse> GetNodeFeatures(const v1::GetNodeFeaturesRequest& req) = 0;

@@ -4,6 +4,7 @@
 #include "google/protobuf/util/message_differencer.h"
 #include "server/sampling/draw.h"
 #include "server/service/config.h"
+#include "server/service/message.h"
 #include "server/util/log.h"
 
 namespace graphstore {
@@ -55,8 +56,21 @@ Core::~Core() { Shutdown(); }
 
 // ----- Metadata and lookups ---------------------------------------------------------------
 
-absl::Status Core::GetDatasetMeta(const v1::GetDatasetMetaRequest&, v1::DatasetMeta* resp) const {
+absl::Status Core::GetDatasetMeta(const v1::GetDatasetMetaRequest& req, v1::DatasetMeta* resp) const {
   queries_.FillDatasetMeta(resp);
+  if (req.with_feature_ranges()) {
+    for (int t = 0; t < static_cast<int>(partition_->node_types().size()); ++t) {
+      const NodeTypeStore& type = partition_->node_type(t);
+      if (type.feature_dim == 0 || type.feature_dtype != NpyDtype::kFloat32) continue;
+      std::vector<float> min, max;
+      if (auto s = feature_outputs_.Range(t, &min, &max); !s.ok()) return s;
+      auto* r = resp->add_feature_ranges();
+      r->set_node_type(type.name);
+      SetTensor(v1::DTYPE_FLOAT32, {type.feature_dim}, min.data(), min.size() * 4, r->mutable_min());
+      SetTensor(v1::DTYPE_FLOAT32, {type.feature_dim}, max.data(), max.size() * 4, r->mutable_max());
+      r->set_num_rows(type.num_nodes);
+    }
+  }
   if (shared_memory_ != nullptr) {
     resp->mutable_shared_memory()->set_dir(shared_memory_->dir());
     resp->mutable_shared_memory()->set_probe_path(shared_memory_->probe_path());

@@ -134,7 +134,7 @@ class Core : public StreamHost {
 
   std::unique_ptr<Partition> partition_;
   const CoreOptions options_;
-  FeatureOutputs feature_outputs_;
+  mutable FeatureOutputs feature_outputs_;  // computes ranges and hot sets once, on demand
   const PartitionQueries queries_;
   std::atomic<Cluster*> cluster_{nullptr};
   std::unique_ptr<RemoteCache> remote_cache_;   // set with the cluster

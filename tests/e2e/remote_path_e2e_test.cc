@@ -224,6 +224,31 @@ TEST_CASE("a feature cache rebuilds x bit for bit on 1 and 2 servers, and report
   }
 }
 
+TEST_CASE("every server of a cluster reports the same feature ranges, the ones INT8 encodes with", "[remote]") {
+  LocalCluster cluster(2);
+  std::vector<std::string> mins, maxs;
+  for (const auto& address : cluster.addresses) {
+    auto c = client::Client::Connect({address});
+    REQUIRE(c.ok());
+    v1::GetDatasetMetaRequest req;
+    CHECK((*c)->GetDatasetMeta(req)->feature_ranges_size() == 0);
+    req.set_with_feature_ranges(true);
+    auto meta = (*c)->GetDatasetMeta(req);
+    REQUIRE(meta.ok());
+    REQUIRE(meta->feature_ranges_size() == 1);
+    const auto& r = meta->feature_ranges(0);
+    CHECK(r.num_rows() == kNodes);
+    REQUIRE(r.min().shape(0) == 12);
+    const auto* lo = reinterpret_cast<const float*>(r.min().data().data());
+    const auto* hi = reinterpret_cast<const float*>(r.max().data().data());
+    for (int k = 0; k < 12; ++k) CHECK(lo[k] < hi[k]);
+    mins.push_back(r.min().data());
+    maxs.push_back(r.max().data());
+  }
+  CHECK(mins[0] == mins[1]);
+  CHECK(maxs[0] == maxs[1]);
+}
+
 TEST_CASE("a trainer restarted mid-epoch rebuilds its cache and gets correct features", "[remote]") {
   LocalCluster cluster(2);
   client::Loader reference(Options(cluster, v1::FEATURE_ENCODING_FLOAT32, 0));
