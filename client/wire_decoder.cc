@@ -258,6 +258,13 @@ class BatchDecoder::State {
   }
 
   std::shared_ptr<DecodedBatch> Take() {
+    // The per-type working memory serves the next batch: fresh pages cost more than the work.
+    for (auto& [type, n] : nodes_) {
+      n.cached.clear();
+      n.sent_rows.clear();
+      n.staged.clear();
+      spare_.push_back({std::move(n.cached), std::move(n.sent_rows), std::move(n.staged)});
+    }
     nodes_.clear();
     edges_.clear();
     ppr_.clear();
@@ -292,6 +299,11 @@ class BatchDecoder::State {
   struct EdgeState {
     size_t order = 0;
     DecodedEdges out;
+  };
+  struct Spare {
+    std::vector<uint8_t> cached;
+    std::vector<int64_t> sent_rows;
+    std::vector<char> staged;
   };
 
   bool ReadHeader(const std::vector<Span>& message, Header* h) {
@@ -443,6 +455,12 @@ class BatchDecoder::State {
     if (inserted) {
       it->second.order = nodes_.size() - 1;
       it->second.out.node_type = type;
+      if (!spare_.empty()) {
+        it->second.cached = std::move(spare_.back().cached);
+        it->second.sent_rows = std::move(spare_.back().sent_rows);
+        it->second.staged = std::move(spare_.back().staged);
+        spare_.pop_back();
+      }
     }
     return it->second;
   }
@@ -677,6 +695,7 @@ class BatchDecoder::State {
   uint32_t num_parts_ = 0;
   uint32_t next_part_ = 0;
   std::map<std::string, NodeState> nodes_;
+  std::vector<Spare> spare_;  // working memory of earlier batches
   std::map<std::string, EdgeState> edges_;
   std::deque<DecodedPpr> ppr_;
   std::map<const DecodedTensor*, size_t> received_;  // bytes written per output tensor

@@ -37,6 +37,8 @@ void Int8Parameters(const std::vector<float>& min, const std::vector<float>& max
 
 /// Quantizes `rows` rows of `dim` float32 values; values outside a column's range clamp.
 void QuantizeRows(const float* src, size_t rows, size_t dim, const float* scale, const float* offset, uint8_t* dst);
+/// One row, given each column's 1 / scale (the gather's form: it computes them once per batch).
+void QuantizeRow(const float* src, size_t dim, const float* inverse_scale, const float* offset, uint8_t* dst);
 /// Decodes `rows` rows of `dim` one-byte values.
 void DequantizeRows(const uint8_t* src, size_t rows, size_t dim, const float* scale, const float* offset,
                     float* dst);

@@ -36,6 +36,8 @@ class GatherTarget {
       if (encoding_ == FeatureOutput::Encoding::kInt8) {
         scale_ = output->scale[type].data();
         offset_ = output->offset[type].data();
+        inverse_scale_.resize(dim_);
+        for (size_t c = 0; c < dim_; ++c) inverse_scale_[c] = 1.0f / scale_[c];
         nodes->feature_scale = scale_;
         nodes->feature_offset = offset_;
       }
@@ -95,7 +97,7 @@ class GatherTarget {
         codec::FloatToBfloat16(src, dim_, reinterpret_cast<uint16_t*>(dst));
         break;
       case FeatureOutput::Encoding::kInt8:
-        codec::QuantizeRows(src, 1, dim_, scale_, offset_, reinterpret_cast<uint8_t*>(dst));
+        codec::QuantizeRow(src, dim_, inverse_scale_.data(), offset_, reinterpret_cast<uint8_t*>(dst));
         break;
     }
   }
@@ -108,6 +110,7 @@ class GatherTarget {
   size_t row_bytes_ = 0;
   const float* scale_ = nullptr;
   const float* offset_ = nullptr;
+  std::vector<float> inverse_scale_;
   std::vector<int64_t> out_row_;
   char* features_ = nullptr;
   int64_t* labels_ = nullptr;
