@@ -181,7 +181,13 @@ Loader::Loader(LoaderOptions options) : options_(std::move(options)) {
     throw Error(absl::InvalidArgumentError(absl::StrCat("the dataset has ", meta_.num_partitions(),
                                                         " partitions but ", servers_.size(), " servers were given")));
   }
-  for (size_t i = 0; i < options_.seeds.size(); ++i) input_position_.emplace(options_.seeds[i], i);
+  for (size_t i = 0; i < options_.seeds.size(); ++i) {
+    const auto [it, inserted] = input_position_.emplace(options_.seeds[i], i);
+    if (!inserted) {
+      throw Error(absl::InvalidArgumentError(absl::StrCat("LoaderOptions.seeds[", i, "]=", options_.seeds[i],
+                                                          " repeats seeds[", it->second, "]; each seed may appear once")));
+    }
+  }
   try {
     Register();
   } catch (...) {

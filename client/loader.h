@@ -41,11 +41,15 @@ struct FreedUses;
 /// A failed graphstore call: the canonical code and the server's message.
 class Error : public std::runtime_error {
  public:
-  explicit Error(const absl::Status& status) : std::runtime_error(status.ToString()), code_(status.code()) {}
+  explicit Error(const absl::Status& status)
+      : std::runtime_error(status.ToString()), code_(status.code()), message_(status.message()) {}
   absl::StatusCode code() const { return code_; }
+  /// The message alone, without the code.
+  const std::string& message() const { return message_; }
 
  private:
   absl::StatusCode code_;
+  std::string message_;
 };
 
 /// Views a wire tensor as an at::Tensor without copying; `owner` keeps the bytes alive. A

@@ -1,5 +1,6 @@
 #include "server/service/core.h"
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "google/protobuf/util/message_differencer.h"
 #include "server/sampling/draw.h"
@@ -214,6 +215,17 @@ absl::StatusOr<std::vector<int64_t>> Core::ResolveSeeds(const v1::RegisterSampli
       if (!t.ok()) return InField(t.status(), "nodes.node_type");
       *node_type = *t;
       if (auto s = queries_.CheckOwnedIds(*t, req.nodes().ids(), "nodes.ids"); !s.ok()) return s;
+      // Seeds come first in every batch's node list, in order: an id given twice would be one
+      // node but two seeds, and seeds[i] would no longer be node i.
+      absl::flat_hash_map<int64_t, int> first;
+      first.reserve(req.nodes().ids_size());
+      for (int i = 0; i < req.nodes().ids_size(); ++i) {
+        const auto [it, inserted] = first.emplace(req.nodes().ids(i), i);
+        if (!inserted) {
+          return Invalid(absl::StrCat("nodes.ids[", i, "]=", req.nodes().ids(i), " repeats nodes.ids[", it->second,
+                                      "]; each seed may appear once"));
+        }
+      }
       return std::vector<int64_t>(req.nodes().ids().begin(), req.nodes().ids().end());
     }
     case v1::RegisterSamplingInputRequest::kSplit: {

@@ -79,6 +79,10 @@ TEST_CASE("every malformed request gets its canonical code and names the field",
                    absl::StatusCode::kInvalidArgument, "split.slice.rank"});
   cases.push_back({"seed out of range", reg([](auto& r) { r.mutable_nodes()->add_ids(5000); }),
                    absl::StatusCode::kInvalidArgument, "nodes.ids[0]"});
+  cases.push_back({"duplicate seed", reg([](auto& r) {
+                     for (int64_t id : {4, 9, 4}) r.mutable_nodes()->add_ids(id);
+                   }),
+                   absl::StatusCode::kInvalidArgument, "nodes.ids[2]=4 repeats nodes.ids[0]"});
   cases.push_back({"negative buffer", reg([](auto& r) { r.mutable_buffer()->set_max_messages(-1); }),
                    absl::StatusCode::kInvalidArgument, "buffer"});
   cases.push_back({"huge buffer", reg([](auto& r) { r.mutable_buffer()->set_max_bytes(1LL << 50); }),
