@@ -17,6 +17,12 @@ PACKAGES=(
   libmetis-dev            # METIS partitioning
   python3                 # test-result counting in tools/test.sh, the local cluster launcher
   python3-yaml            # the Kubernetes manifest check (tests/e2e/k8s_manifest_test.py)
+  python3-dev             # CPython headers for the Python package's extension module (python/)
+  pybind11-dev            # the extension's bindings
+  python3-torch           # PyTorch for Python trainers: the same LibTorch build as libtorch-dev
+  python3-protobuf        # graphstore.v1 message stubs (python/)
+  python3-grpcio          # graphstore.v1 service stubs, used by operators' scripts and tests
+  python3-numpy           # the Python tests read partitions' .npy arrays
 )
 
 missing=()

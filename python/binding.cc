@@ -1,0 +1,288 @@
+// graphstore._graphstore: the C++ client::Loader for Python. The protocol lives in the Loader
+// alone; this file only converts. Options arrive as plain values and serialised v1 messages
+// (built by the Python package with its generated stubs); batches leave as dicts of
+// torch.Tensors that view the Loader's memory (no copy), which python/graphstore/loader.py
+// shapes into PyG-named objects. Errors become graphstore.GraphstoreError with the gRPC code
+// and the server's message. Blocking calls release the GIL.
+
+// LibTorch first (see client/loader.h).
+#include <torch/extension.h>
+
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "client/loader.h"
+
+namespace graphstore::python {
+namespace {
+
+namespace py = pybind11;
+using client::Batch;
+using client::Loader;
+using client::LoaderOptions;
+
+py::object TensorOrNone(const at::Tensor& t) {
+  if (!t.defined()) return py::none();
+  return py::cast(t);
+}
+
+py::list Ints(const std::vector<int64_t>& v) {
+  py::list out;
+  for (int64_t x : v) out.append(x);
+  return out;
+}
+
+// Address and size of every block of memory the batch's tensors view, for checking that
+// nothing was copied on the way to Python.
+py::list MemoryOf(const Batch& b) {
+  py::list out;
+  auto add = [&](const client::DecodedTensor& t) {
+    if (t.buffer != nullptr) out.append(py::make_tuple(reinterpret_cast<uintptr_t>(t.buffer->data()), t.buffer->size()));
+  };
+  if (b.shared != nullptr) out.append(py::make_tuple(reinterpret_cast<uintptr_t>(b.shared->data()), b.shared->size()));
+  if (b.decoded != nullptr) {
+    for (const auto& n : b.decoded->nodes) {
+      for (const auto* t : {&n.ids, &n.num_sampled_nodes, &n.batch, &n.labels, &n.features, &n.feature_scale,
+                            &n.feature_offset}) {
+        add(*t);
+      }
+    }
+    for (const auto& e : b.decoded->edges) {
+      for (const auto* t : {&e.edge_index, &e.eids, &e.num_sampled_edges, &e.features}) add(*t);
+    }
+    if (b.decoded->ablp.has_value()) {
+      for (const auto* t : {&b.decoded->ablp->anchors, &b.decoded->ablp->positive, &b.decoded->ablp->negative}) add(*t);
+    }
+  }
+  return out;
+}
+
+py::dict ToDict(const Batch& b) {
+  py::dict d;
+  d["epoch"] = b.epoch;
+  d["batch_index"] = b.batch_index;
+  d["server"] = b.server;
+  d["n_id"] = TensorOrNone(b.n_id);
+  d["x"] = TensorOrNone(b.x);
+  d["y"] = TensorOrNone(b.y);
+  d["x_scale"] = TensorOrNone(b.x_scale);
+  d["x_offset"] = TensorOrNone(b.x_offset);
+  d["seeds"] = TensorOrNone(b.seeds);
+  d["edge_index"] = TensorOrNone(b.edge_index);
+  d["e_id"] = TensorOrNone(b.e_id);
+  d["edge_attr"] = TensorOrNone(b.edge_attr);
+  d["batch_size"] = b.batch_size;
+  d["num_sampled_nodes"] = Ints(b.num_sampled_nodes);
+  d["num_sampled_edges"] = Ints(b.num_sampled_edges);
+  d["input_id"] = TensorOrNone(b.input_id);
+  py::dict nodes;
+  for (const auto& [name, n] : b.nodes) {
+    py::dict v;
+    v["n_id"] = TensorOrNone(n.n_id);
+    v["x"] = TensorOrNone(n.x);
+    v["y"] = TensorOrNone(n.y);
+    v["x_scale"] = TensorOrNone(n.x_scale);
+    v["x_offset"] = TensorOrNone(n.x_offset);
+    v["seeds"] = TensorOrNone(n.seeds);
+    v["batch_size"] = n.batch_size;
+    v["num_sampled_nodes"] = Ints(n.num_sampled_nodes);
+    nodes[py::str(name)] = v;
+  }
+  d["nodes"] = nodes;
+  py::dict edges;
+  for (const auto& [name, e] : b.edges) {
+    py::dict v;
+    v["stored_type"] = e.stored_type;
+    v["edge_index"] = TensorOrNone(e.edge_index);
+    v["e_id"] = TensorOrNone(e.e_id);
+    v["edge_attr"] = TensorOrNone(e.edge_attr);
+    v["num_sampled_edges"] = Ints(e.num_sampled_edges);
+    edges[py::str(name)] = v;
+  }
+  d["edges"] = edges;
+  if (b.ablp.has_value()) {
+    py::dict a;
+    a["anchors"] = TensorOrNone(b.ablp->anchors);
+    a["positive"] = TensorOrNone(b.ablp->positive);
+    a["negative"] = TensorOrNone(b.ablp->negative);
+    d["ablp"] = a;
+  } else {
+    d["ablp"] = py::none();
+  }
+  py::list ppr;
+  for (const auto& p : b.ppr) {
+    py::dict v;
+    v["seed_type"] = p.seed_type;
+    v["node_type"] = p.node_type;
+    v["seed_index"] = TensorOrNone(p.seed_index);
+    v["node_index"] = TensorOrNone(p.node_index);
+    v["weight"] = TensorOrNone(p.weight);
+    ppr.append(v);
+  }
+  d["ppr"] = ppr;
+  d["memory"] = MemoryOf(b);
+  d["shared_memory"] = b.shared != nullptr;
+  return d;
+}
+
+template <typename M>
+M ParseOrThrow(const py::bytes& bytes, const char* what) {
+  M m;
+  if (!m.ParseFromString(std::string(bytes))) throw py::value_error(std::string(what) + ": not a serialised message");
+  return m;
+}
+
+// The Loader with the GIL released around every call that talks to a server.
+class PyLoader {
+ public:
+  explicit PyLoader(LoaderOptions options) {
+    py::gil_scoped_release release;
+    loader_ = std::make_unique<Loader>(std::move(options));
+  }
+
+  Loader& get() {
+    if (loader_ == nullptr) throw client::Error(absl::FailedPreconditionError("the loader is closed"));
+    return *loader_;
+  }
+
+  void StartEpoch(int64_t epoch) {
+    Loader& l = get();
+    py::gil_scoped_release release;
+    l.StartEpoch(epoch);
+  }
+
+  py::object Next() {
+    Loader& l = get();
+    std::optional<Batch> b;
+    {
+      py::gil_scoped_release release;
+      b = l.Next();
+    }
+    if (!b.has_value()) return py::none();
+    return ToDict(*b);
+  }
+
+  // Destroys the channels and the Loader: batches already handed out keep their memory.
+  void Close() {
+    if (loader_ == nullptr) return;
+    std::unique_ptr<Loader> l = std::move(loader_);
+    py::gil_scoped_release release;
+    l->Close();
+    l.reset();
+  }
+
+  void ShutdownServers() {
+    Loader& l = get();
+    {
+      py::gil_scoped_release release;
+      l.ShutdownServers();
+    }
+    Close();
+  }
+
+  bool closed() const { return loader_ == nullptr; }
+
+ private:
+  std::unique_ptr<Loader> loader_;
+};
+
+LoaderOptions MakeOptions(const std::vector<std::string>& servers, const py::bytes& config,
+                          const py::bytes& sampler_options, const std::optional<py::bytes>& ablp,
+                          const std::string& backend_key, const std::string& node_type, const std::string& split,
+                          std::vector<int64_t> seeds, int rank, int world_size, uint64_t seed, int buffer_messages,
+                          int64_t buffer_bytes, int prefetch, int stream_window_bytes, int64_t deadline_ms,
+                          int64_t lease_ms, const std::string& worker_key, bool shared_memory,
+                          const std::string& feature_encoding, int64_t feature_cache_rows, bool decode_features) {
+  LoaderOptions o;
+  o.servers = servers;
+  o.config = ParseOrThrow<v1::SamplingConfig>(config, "config");
+  o.sampler_options = ParseOrThrow<v1::SamplerOptions>(sampler_options, "sampler_options");
+  if (ablp.has_value()) o.ablp = ParseOrThrow<v1::GetAblpInputRequest>(*ablp, "ablp");
+  o.backend_key = backend_key;
+  o.node_type = node_type;
+  o.split = split;
+  o.seeds = std::move(seeds);
+  o.rank = rank;
+  o.world_size = world_size;
+  o.seed = seed;
+  o.buffer_messages = buffer_messages;
+  o.buffer_bytes = buffer_bytes;
+  o.prefetch = prefetch;
+  o.stream_window_bytes = stream_window_bytes;
+  o.deadline = std::chrono::milliseconds(deadline_ms);
+  o.lease_ms = lease_ms;
+  o.worker_key = worker_key;
+  o.shared_memory = shared_memory;
+  auto encoding = client::ParseFeatureEncoding(feature_encoding);
+  if (!encoding.ok()) throw py::value_error("feature_encoding: " + std::string(encoding.status().message()));
+  o.feature_encoding = *encoding;
+  o.feature_cache_rows = feature_cache_rows;
+  o.decode_features = decode_features;
+  return o;
+}
+
+}  // namespace
+}  // namespace graphstore::python
+
+PYBIND11_MODULE(_graphstore, m) {
+  namespace py = pybind11;
+  using graphstore::python::PyLoader;
+  m.doc() = "graphstore's C++ Loader; use the graphstore package, not this module.";
+
+  // client::Error -> graphstore.errors.GraphstoreError(code_name, code_value, message).
+  py::register_exception_translator([](std::exception_ptr p) {
+    try {
+      if (p) std::rethrow_exception(p);
+    } catch (const graphstore::client::Error& e) {
+      py::object cls = py::module_::import("graphstore.errors").attr("GraphstoreError");
+      py::object err = cls(absl::StatusCodeToString(e.code()), static_cast<int>(e.code()), e.message());
+      PyErr_SetObject(cls.ptr(), err.ptr());
+    }
+  });
+
+  m.def("torch_version", [] { return std::string(TORCH_VERSION); }, "The LibTorch version this module was built with.");
+  m.def("cxx11_abi", [] { return static_cast<bool>(_GLIBCXX_USE_CXX11_ABI); },
+        "Whether this module was built with the C++11 std::string ABI.");
+
+  py::class_<PyLoader>(m, "Loader")
+      .def(py::init([](const std::vector<std::string>& servers, const py::bytes& config,
+                       const py::bytes& sampler_options, const std::optional<py::bytes>& ablp,
+                       const std::string& backend_key, const std::string& node_type, const std::string& split,
+                       std::vector<int64_t> seeds, int rank, int world_size, uint64_t seed, int buffer_messages,
+                       int64_t buffer_bytes, int prefetch, int stream_window_bytes, int64_t deadline_ms,
+                       int64_t lease_ms, const std::string& worker_key, bool shared_memory,
+                       const std::string& feature_encoding, int64_t feature_cache_rows, bool decode_features) {
+             return std::make_unique<PyLoader>(graphstore::python::MakeOptions(
+                 servers, config, sampler_options, ablp, backend_key, node_type, split, std::move(seeds), rank,
+                 world_size, seed, buffer_messages, buffer_bytes, prefetch, stream_window_bytes, deadline_ms,
+                 lease_ms, worker_key, shared_memory, feature_encoding, feature_cache_rows, decode_features));
+           }),
+           py::arg("servers"), py::arg("config"), py::arg("sampler_options"), py::arg("ablp"),
+           py::arg("backend_key"), py::arg("node_type"), py::arg("split"), py::arg("seeds"), py::arg("rank"),
+           py::arg("world_size"), py::arg("seed"), py::arg("buffer_messages"), py::arg("buffer_bytes"),
+           py::arg("prefetch"), py::arg("stream_window_bytes"), py::arg("deadline_ms"), py::arg("lease_ms"),
+           py::arg("worker_key"), py::arg("shared_memory"), py::arg("feature_encoding"),
+           py::arg("feature_cache_rows"), py::arg("decode_features"))
+      .def("start_epoch", &PyLoader::StartEpoch, py::arg("epoch"), "Starts an epoch on every server.")
+      .def("next", &PyLoader::Next, "The next batch as a dict, or None at the end of the epoch.")
+      .def("close", &PyLoader::Close, "Destroys this loader's channels; idempotent.")
+      .def("shutdown_servers", &PyLoader::ShutdownServers, "Asks every server to exit, then closes.")
+      .def_property_readonly("closed", &PyLoader::closed)
+      .def("meta", [](PyLoader& l) { return py::bytes(l.get().meta().SerializeAsString()); },
+           "The dataset's v1.DatasetMeta, serialised.")
+      .def("num_seeds", [](PyLoader& l) { return l.get().num_seeds(); })
+      .def("num_batches", [](PyLoader& l) { return l.get().num_batches(); })
+      .def("num_shared_memory_servers", [](PyLoader& l) { return l.get().num_shared_memory_servers(); })
+      .def("num_cached_rows", [](PyLoader& l) { return l.get().num_cached_rows(); })
+      .def("bytes_received", [](PyLoader& l) { return l.get().bytes_received(); })
+      .def("channel_id", [](PyLoader& l, int server) { return l.get().channel_id(server); }, py::arg("server"));
+}

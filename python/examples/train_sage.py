@@ -1,0 +1,124 @@
+"""Trains a GraphSAGE node classifier through graphstore: sampled subgraphs stream from the
+storage servers as PyG-shaped batches, the model trains with PyTorch, and loss and accuracy are
+printed per epoch.
+
+    PYTHONPATH=bazel-bin/python/site /usr/bin/python3 python/examples/train_sage.py \
+        --servers=127.0.0.1:PORT[,127.0.0.1:PORT2] --epochs=5
+"""
+
+import argparse
+import sys
+import time
+
+import torch
+import torch.nn.functional as F
+
+import graphstore
+
+try:
+    from torch_geometric.nn import SAGEConv
+except ImportError:
+    class SAGEConv(torch.nn.Module):
+        """h'_v = W_self h_v + W_neigh mean_{u -> v} h_u over edge_index (source -> target), as
+        torch_geometric.nn.SAGEConv computes it."""
+
+        def __init__(self, in_channels, out_channels):
+            super().__init__()
+            self.lin_l = torch.nn.Linear(in_channels, out_channels)
+            self.lin_r = torch.nn.Linear(in_channels, out_channels, bias=False)
+
+        def forward(self, x, edge_index):
+            src, dst = edge_index
+            total = torch.zeros_like(x).index_add_(0, dst, x.index_select(0, src))
+            deg = torch.zeros(x.size(0), dtype=x.dtype).index_add_(0, dst, torch.ones_like(dst, dtype=x.dtype))
+            return self.lin_l(total / deg.clamp_min(1).unsqueeze(1)) + self.lin_r(x)
+
+
+class Sage(torch.nn.Module):
+    def __init__(self, in_channels, hidden, classes):
+        super().__init__()
+        self.conv1 = SAGEConv(in_channels, hidden)
+        self.conv2 = SAGEConv(hidden, classes)
+
+    def forward(self, x, edge_index):
+        h = F.relu(self.conv1(x, edge_index))
+        h = F.dropout(h, p=0.2, training=self.training)
+        return self.conv2(h, edge_index)
+
+
+def run_epoch(model, loader, epoch, optimizer=None):
+    """One pass over an epoch; trains when an optimizer is given. Loss and accuracy count each
+    batch's seeds only. Returns (mean loss, accuracy, batches, seconds)."""
+    start = time.monotonic()
+    loss_sum, right, seen, batches = 0.0, 0, 0, 0
+    for batch in loader.epoch(epoch):
+        s = batch.batch_size
+        out = model(batch.x, batch.edge_index)[:s]
+        y = batch.y[:s]
+        if optimizer is not None:
+            loss = F.cross_entropy(out, y)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            loss_sum += loss.item() * s
+        right += int((out.argmax(1) == y).sum())
+        seen += s
+        batches += 1
+    return loss_sum / max(seen, 1), right / max(seen, 1), batches, time.monotonic() - start
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--servers", required=True, help="comma-separated host:port of every server, in partition order")
+    p.add_argument("--epochs", type=int, default=5)
+    p.add_argument("--batch_size", type=int, default=256)
+    p.add_argument("--fanouts", default="10,5", help="neighbours per hop")
+    p.add_argument("--hidden", type=int, default=64)
+    p.add_argument("--lr", type=float, default=0.005)
+    p.add_argument("--seed", type=int, default=0, help="sampling and initialisation seed")
+    p.add_argument("--feature_encoding", default="", help="float32, float16, bfloat16 or int8 on the wire")
+    p.add_argument("--feature_cache_rows", type=int, default=0, help="hottest nodes' feature rows kept here")
+    p.add_argument("--shutdown_servers", action="store_true", help="ask every server to exit when done")
+    args = p.parse_args(argv)
+
+    torch.manual_seed(args.seed)
+    torch.set_num_threads(1)
+    common = dict(num_neighbors=[int(f) for f in args.fanouts.split(",")], batch_size=args.batch_size,
+                  seed=args.seed, feature_encoding=args.feature_encoding,
+                  feature_cache_rows=args.feature_cache_rows)
+    try:
+        train = graphstore.Loader(args.servers, shuffle=True, split="train", backend_key="train_sage.py/train",
+                                  worker_key="train_sage.py:train", **common)
+        val = graphstore.Loader(args.servers, split="val", backend_key="train_sage.py/val",
+                                worker_key="train_sage.py:val", **common)
+        nt = train.meta.node_types[0]
+        print(f"dataset '{train.meta.dataset_name}': {nt.num_nodes} nodes, {nt.features.dim} features, "
+              f"{nt.num_classes} classes; {train.num_seeds} train / {val.num_seeds} val seeds on "
+              f"{len(train.servers)} server(s)")
+        print(f"transport: shared memory from {train.num_shared_memory_servers} of {len(train.servers)} server(s), "
+              f"bytes in messages from the rest; layer: {SAGEConv.__module__}.SAGEConv")
+        print(f"chance accuracy: {1 / max(nt.num_classes, 1):.3f}", flush=True)
+        model = Sage(nt.features.dim, args.hidden, nt.num_classes)
+        optimizer = torch.optim.Adam(model.parameters(), lr=args.lr)
+        for epoch in range(args.epochs):
+            model.train()
+            loss, acc, batches, secs = run_epoch(model, train, epoch, optimizer)
+            model.eval()
+            with torch.no_grad():
+                _, val_acc, _, _ = run_epoch(model, val, epoch)
+            print(f"epoch {epoch}: loss {loss:.4f}  train acc {acc:.3f}  val acc {val_acc:.3f}  "
+                  f"({batches} batches, {batches / secs:.1f} batches/s)", flush=True)
+        val.close()
+        if args.shutdown_servers:
+            train.shutdown_servers()
+            print("asked the servers to shut down")
+        else:
+            train.close()
+    except graphstore.GraphstoreError as e:
+        print(f"train_sage.py: {e}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

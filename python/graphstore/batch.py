@@ -1,0 +1,263 @@
+"""Sampled batches, named as PyG names them."""
+
+from __future__ import annotations
+
+from typing import Dict, List, Optional, Tuple, Union
+
+import torch
+
+EdgeType = Tuple[str, str, str]
+
+
+def edge_type_of(name: str) -> Union[EdgeType, str]:
+    """The ``(src, rel, dst)`` tuple of an edge type's wire name ``"src__rel__dst"`` (the name
+    itself when it is not of that form)."""
+    parts = name.split("__")
+    return (parts[0], parts[1], parts[2]) if len(parts) == 3 else name
+
+
+def edge_type_name(edge_type: Union[EdgeType, str]) -> str:
+    """The wire name ``"src__rel__dst"`` of an edge type given as a tuple or a name."""
+    if isinstance(edge_type, str):
+        return edge_type
+    if isinstance(edge_type, tuple) and len(edge_type) == 3 and all(isinstance(p, str) for p in edge_type):
+        return "__".join(edge_type)
+    raise TypeError(f"an edge type is a (src, rel, dst) tuple of str or a 'src__rel__dst' str, not {edge_type!r}")
+
+
+class NodeStore:
+    """The tensors of one node type in a batch.
+
+    Attributes:
+        n_id: int64 ``[n]`` global ids of the sampled nodes; the batch's seeds of this type
+            first (in a link-prediction batch, the anchors, then their label nodes).
+        x: ``[n, dim]`` features (float32 unless the loader keeps the wire encoding), or None.
+        y: int64 ``[n]`` labels, or None.
+        x_scale, x_offset: with an int8 encoding kept on the wire (``decode_features=False``):
+            float32 ``[dim]``, and ``x_offset + x_scale * x`` restores the features.
+        seeds: int64 ``[batch_size]``: this type's seeds as registered.
+        batch_size: the number of seeds of this type: the first rows of ``n_id``, ``x``, ``y``.
+        num_sampled_nodes: nodes added at each hop (entry 0: the seeds).
+    """
+
+    __slots__ = ("n_id", "x", "y", "x_scale", "x_offset", "seeds", "batch_size", "num_sampled_nodes")
+
+    def __init__(self, d: dict):
+        for k in self.__slots__:
+            setattr(self, k, d[k])
+
+    @property
+    def num_nodes(self) -> int:
+        """The number of sampled nodes of this type."""
+        return int(self.n_id.numel()) if self.n_id is not None else 0
+
+    def __repr__(self) -> str:
+        return f"NodeStore(num_nodes={self.num_nodes}, batch_size={self.batch_size})"
+
+
+class EdgeStore:
+    """The edges of one edge type in a batch, in message-passing direction.
+
+    Attributes:
+        edge_index: int64 ``[2, m]``: row 0 indexes the source type's nodes (the sampled
+            neighbours), row 1 the destination type's (the nodes that sampled them), as PyG's
+            ``MessagePassing`` consumes it.
+        e_id: int64 ``[m]`` global edge ids, when asked for (``edge_ids=True``), else None.
+        edge_attr: ``[m, d]`` edge features, when asked for (``edge_features=True``), else None.
+        num_sampled_edges: edges added at each hop.
+        stored_type: the edge type as the dataset stores it (the reverse of this key when the
+            dataset's edges point from the sampling node to its neighbours).
+    """
+
+    __slots__ = ("edge_index", "e_id", "edge_attr", "num_sampled_edges", "stored_type")
+
+    def __init__(self, d: dict):
+        for k in self.__slots__:
+            setattr(self, k, d[k])
+
+    @property
+    def num_edges(self) -> int:
+        """The number of sampled edges of this type."""
+        return int(self.edge_index.size(1)) if self.edge_index is not None else 0
+
+    def __repr__(self) -> str:
+        return f"EdgeStore(num_edges={self.num_edges}, stored_type={self.stored_type!r})"
+
+
+class PprWeights:
+    """Personalized PageRank weights of one (seed type, node type) pair of a PPR batch.
+
+    Attributes:
+        seed_type, node_type: the node types of the seeds and of the weighted nodes.
+        seed_index, node_index: int64 ``[k]`` local indices into those types' nodes.
+        weight: float32 ``[k]`` the PPR weight of ``node_index[i]`` for ``seed_index[i]``.
+    """
+
+    __slots__ = ("seed_type", "node_type", "seed_index", "node_index", "weight")
+
+    def __init__(self, d: dict):
+        for k in self.__slots__:
+            setattr(self, k, d[k])
+
+
+class Batch:
+    """One sampled subgraph, with the fields PyG's ``NeighborLoader`` gives.
+
+    The tensors view the memory the loader received them into (or the server's shared memory
+    on the same host): nothing is copied on the way to Python, and the memory stays valid as
+    long as a tensor refers to it.
+
+    Homogeneous fields (for a heterogeneous batch they are those of the first node and edge
+    type; use ``batch[node_type]`` and ``batch[(src, rel, dst)]``):
+
+    Attributes:
+        x, y, n_id, edge_index, e_id, edge_attr: see ``NodeStore`` and ``EdgeStore``.
+        batch_size: the number of seeds; the seeds are the first ``batch_size`` nodes.
+        num_sampled_nodes, num_sampled_edges: per-hop counts (lists of int).
+        input_id: int64 ``[batch_size]``: each seed's position in the loader's
+            ``input_nodes``, when it was given ids; else None.
+        x_scale, x_offset: see ``NodeStore``.
+        epoch, batch_index: which batch of which epoch this is.
+        server: the index of the server (in the loader's ``servers``) that sampled it.
+        anchors, positive, negative: link-prediction (ABLP) batches only, else None: int64
+            local indices; ``anchors`` ``[a]`` into the anchor type's nodes, ``positive``
+            ``[a, p]`` and ``negative`` ``[a, q]`` into the label type's nodes, padded with -1.
+        ppr: PPR batches only: a list of ``PprWeights``.
+    """
+
+    def __init__(self, d: dict):
+        self.epoch: int = d["epoch"]
+        self.batch_index: int = d["batch_index"]
+        self.server: int = d["server"]
+        self.n_id: Optional[torch.Tensor] = d["n_id"]
+        self.x: Optional[torch.Tensor] = d["x"]
+        self.y: Optional[torch.Tensor] = d["y"]
+        self.x_scale: Optional[torch.Tensor] = d["x_scale"]
+        self.x_offset: Optional[torch.Tensor] = d["x_offset"]
+        self.edge_index: Optional[torch.Tensor] = d["edge_index"]
+        self.e_id: Optional[torch.Tensor] = d["e_id"]
+        self.edge_attr: Optional[torch.Tensor] = d["edge_attr"]
+        self.batch_size: int = d["batch_size"]
+        self.num_sampled_nodes: List[int] = d["num_sampled_nodes"]
+        self.num_sampled_edges: List[int] = d["num_sampled_edges"]
+        self.input_id: Optional[torch.Tensor] = d["input_id"]
+        self._nodes: Dict[str, NodeStore] = {k: NodeStore(v) for k, v in d["nodes"].items()}
+        self._edges: Dict[Union[EdgeType, str], EdgeStore] = {
+            edge_type_of(k): EdgeStore(v) for k, v in d["edges"].items()
+        }
+        ablp = d["ablp"]
+        self.anchors: Optional[torch.Tensor] = ablp["anchors"] if ablp else None
+        self.positive: Optional[torch.Tensor] = ablp["positive"] if ablp else None
+        self.negative: Optional[torch.Tensor] = ablp["negative"] if ablp else None
+        self.ppr: List[PprWeights] = [PprWeights(p) for p in d["ppr"]]
+        self._memory: List[Tuple[int, int]] = d["memory"]
+        self.shared_memory: bool = d["shared_memory"]
+
+    @property
+    def node_types(self) -> List[str]:
+        """The node types in the batch."""
+        return list(self._nodes)
+
+    @property
+    def edge_types(self) -> List[Union[EdgeType, str]]:
+        """The edge types in the batch, as ``(src, rel, dst)`` tuples in message-passing
+        direction."""
+        return list(self._edges)
+
+    @property
+    def is_hetero(self) -> bool:
+        """Whether the graph has more than one node or edge type."""
+        return len(self._nodes) > 1 or len(self._edges) > 1
+
+    @property
+    def num_nodes(self) -> int:
+        """Sampled nodes over every type."""
+        return sum(n.num_nodes for n in self._nodes.values())
+
+    def __getitem__(self, key: Union[str, EdgeType]) -> Union[NodeStore, EdgeStore]:
+        """``batch["paper"]`` is a node type's ``NodeStore``; ``batch[("a", "r", "b")]`` (or
+        ``batch["a__r__b"]``) an edge type's ``EdgeStore``."""
+        if isinstance(key, str) and key in self._nodes:
+            return self._nodes[key]
+        ek = edge_type_of(key) if isinstance(key, str) else key
+        if ek in self._edges:
+            return self._edges[ek]
+        raise KeyError(f"{key!r} is neither a node type {self.node_types} nor an edge type {self.edge_types}")
+
+    def __contains__(self, key) -> bool:
+        try:
+            self[key]
+            return True
+        except (KeyError, TypeError):
+            return False
+
+    def _collect(self, store, attr):
+        return {k: getattr(v, attr) for k, v in store.items() if getattr(v, attr) is not None}
+
+    @property
+    def x_dict(self) -> Dict[str, torch.Tensor]:
+        """Features by node type (as ``HeteroData.x_dict``)."""
+        return self._collect(self._nodes, "x")
+
+    @property
+    def y_dict(self) -> Dict[str, torch.Tensor]:
+        """Labels by node type."""
+        return self._collect(self._nodes, "y")
+
+    @property
+    def n_id_dict(self) -> Dict[str, torch.Tensor]:
+        """Global node ids by node type."""
+        return self._collect(self._nodes, "n_id")
+
+    @property
+    def edge_index_dict(self) -> Dict[Union[EdgeType, str], torch.Tensor]:
+        """``edge_index`` by edge type (as ``HeteroData.edge_index_dict``)."""
+        return self._collect(self._edges, "edge_index")
+
+    @property
+    def batch_size_dict(self) -> Dict[str, int]:
+        """Seeds per node type."""
+        return {k: v.batch_size for k, v in self._nodes.items()}
+
+    def to_pyg(self):
+        """This batch as ``torch_geometric.data.Data`` (one node and edge type) or
+        ``HeteroData``, sharing the tensors. Needs ``torch_geometric``; raises ImportError saying
+        so when it is not installed."""
+        try:
+            from torch_geometric.data import Data, HeteroData  # noqa: PLC0415
+        except ImportError as e:
+            raise ImportError(
+                "Batch.to_pyg() needs torch_geometric, which is not importable here; the batch's "
+                "fields (x, edge_index, y, n_id, batch_size, ...) work without it") from e
+        if not self.is_hetero:
+            data = Data()
+            for k in ("x", "y", "edge_index", "n_id", "e_id", "edge_attr", "input_id"):
+                if getattr(self, k) is not None:
+                    data[k] = getattr(self, k)
+            data.batch_size = self.batch_size
+            data.num_sampled_nodes = self.num_sampled_nodes
+            data.num_sampled_edges = self.num_sampled_edges
+            if self.n_id is not None:
+                data.num_nodes = int(self.n_id.numel())
+            return data
+        data = HeteroData()
+        for k, v in self._nodes.items():
+            for a in ("x", "y", "n_id"):
+                if getattr(v, a) is not None:
+                    data[k][a] = getattr(v, a)
+            data[k].batch_size = v.batch_size
+            data[k].num_sampled_nodes = v.num_sampled_nodes
+            data[k].num_nodes = v.num_nodes
+        for k, v in self._edges.items():
+            for a in ("edge_index", "e_id", "edge_attr"):
+                if getattr(v, a) is not None:
+                    data[k][a] = getattr(v, a)
+            data[k].num_sampled_edges = v.num_sampled_edges
+        return data
+
+    def __repr__(self) -> str:
+        if self.is_hetero:
+            return (f"Batch(epoch={self.epoch}, batch_index={self.batch_index}, nodes={self._nodes}, "
+                    f"edges={self._edges})")
+        return (f"Batch(epoch={self.epoch}, batch_index={self.batch_index}, batch_size={self.batch_size}, "
+                f"num_nodes={self.num_nodes}, num_edges={sum(e.num_edges for e in self._edges.values())})")

@@ -1,0 +1,443 @@
+"""The Python package against real graphstored processes on loopback: every field of a
+homogeneous, a heterogeneous and an ABLP batch against the partition's own arrays, zero copy,
+an epoch across 2 servers, errors as exceptions, channels released by close() and garbage
+collection, and message passing equal to the C++ Loader's."""
+
+import gc
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+
+import gs_testing as gt  # puts the package on sys.path
+
+import grpc
+import numpy as np
+import torch
+
+import graphstore
+from graphstore import _graphstore
+from graphstore.v1 import graphstore_pb2 as pb
+from graphstore.v1 import graphstore_pb2_grpc as pb_grpc
+
+SHARED = os.environ.get("GRAPHSTORE_SHARED_DATA", os.path.join(gt.ROOT, "..", "shared", "data"))
+MOVIELENS = os.path.join(SHARED, "ml-100k")
+
+
+def npy(path):
+    return np.load(path, mmap_mode="r")
+
+
+class Partition:
+    """The arrays of one partition directory, read with numpy."""
+
+    def __init__(self, path):
+        self.path = path
+        with open(os.path.join(path, "manifest.json")) as f:
+            self.manifest = json.load(f)
+
+    def node(self, ntype, name):
+        return npy(os.path.join(self.path, "nodes", ntype, f"{name}.npy"))
+
+    def edge(self, etype, name):
+        return npy(os.path.join(self.path, "edges", etype, f"{name}.npy"))
+
+
+def stub(address):
+    channel = grpc.insecure_channel(address)
+    return channel, pb_grpc.GraphStoreStub(channel)
+
+
+def num_channels(address):
+    channel, s = stub(address)
+    with channel:
+        stats = s.GetServerStats(pb.GetServerStatsRequest(), timeout=10)
+    return sum(b.num_channels for b in stats.backends)
+
+
+def in_memory(t, memory):
+    """Whether every byte of tensor t lies in one of the (address, size) blocks."""
+    start, end = t.data_ptr(), t.data_ptr() + t.numel() * t.element_size()
+    return any(a <= start and end <= a + n for a, n in memory)
+
+
+def setUpModule():
+    global WORK, G1, D1, G2, CLUSTER, ML, DML
+    WORK = tempfile.mkdtemp(dir=gt.TMP)
+    G1 = os.path.join(WORK, "g1")
+    gt.run(gt.tool("graphstore-generate"), "--nodes=3000", "--feature_dim=16", "--classes=5", "--seed=7", f"--out={G1}")
+    D1 = gt.Daemon(G1, name="single").wait_ready()
+    G2 = os.path.join(WORK, "g2")
+    gt.run(gt.tool("graphstore-generate"), "--nodes=4000", "--feature_dim=8", "--classes=4", "--seed=3",
+           "--partitions=2", "--method=random", f"--out={G2}")
+    CLUSTER = gt.start_cluster(G2, 2)
+    ML = DML = None
+    if os.path.exists(os.path.join(MOVIELENS, "u.data")):
+        ML = os.path.join(WORK, "ml")
+        gt.run(gt.tool("graphstore-movielens"), f"--input={MOVIELENS}", f"--out={ML}")
+        DML = gt.Daemon(ML, name="movielens").wait_ready()
+
+
+def tearDownModule():
+    for d in [D1, DML] + CLUSTER:
+        if d is not None:
+            d.stop()
+
+
+class AbiTest(unittest.TestCase):
+    def test_built_against_the_interpreters_torch(self):
+        self.assertEqual(_graphstore.torch_version(), torch.__version__.split("a")[0].split("+")[0])
+        self.assertEqual(_graphstore.cxx11_abi(), torch._C._GLIBCXX_USE_CXX11_ABI)
+        with graphstore.Loader([D1.address], [2], batch_size=8, split="train") as loader:
+            batch = next(iter(loader))
+        # A tensor made by LibTorch in the extension is a full torch.Tensor here.
+        self.assertIsInstance(batch.x, torch.Tensor)
+        self.assertEqual(float((batch.x * 2).sum()), float(batch.x.sum()) * 2)
+
+
+class HomogeneousTest(unittest.TestCase):
+    def check_epoch(self, shared_memory):
+        p = Partition(G1)
+        ntype = p.manifest["node_types"][0]["name"]
+        e0 = p.manifest["edge_types"][0]
+        etype = f"{e0['src_type']}__{e0['relation']}__{e0['dst_type']}"
+        features, labels = p.node(ntype, "features"), p.node(ntype, "labels")
+        indptr, indices = p.edge(etype, "indptr"), p.edge(etype, "indices")
+        self.assertEqual(p.manifest.get("edge_dir", "out"), "out")
+        train = set(p.node(ntype, "train").tolist())
+        seen = []
+        loader = graphstore.Loader(servers=[D1.address], num_neighbors=[6, 3], batch_size=100, split="train",
+                                   shuffle=True, seed=4, edge_ids=True, shared_memory=shared_memory,
+                                   backend_key=f"homogeneous-{shared_memory}")
+        self.assertEqual(loader.num_shared_memory_servers, 1 if shared_memory else 0)
+        batches = 0
+        for batch in loader.epoch(0):
+            batches += 1
+            self.assertEqual(batch.shared_memory, shared_memory)
+            n, m = batch.n_id.numel(), batch.edge_index.size(1)
+            self.assertEqual(batch.n_id.dtype, torch.int64)
+            self.assertEqual((batch.x.dtype, tuple(batch.x.shape)), (torch.float32, (n, 16)))
+            self.assertEqual((batch.y.dtype, tuple(batch.y.shape)), (torch.int64, (n,)))
+            self.assertEqual((batch.edge_index.dtype, batch.edge_index.dim()), (torch.int64, 2))
+            self.assertEqual(tuple(batch.e_id.shape), (m,))
+            self.assertIsInstance(batch.batch_size, int)
+            self.assertTrue(all(isinstance(c, int) for c in batch.num_sampled_nodes + batch.num_sampled_edges))
+            self.assertEqual(batch.num_sampled_nodes[0], batch.batch_size)
+            self.assertEqual(sum(batch.num_sampled_nodes), n)
+            self.assertEqual(sum(batch.num_sampled_edges), m)
+            self.assertEqual(len(batch.num_sampled_nodes), 3)
+            self.assertEqual(len(batch.num_sampled_edges), 2)
+            self.assertIsNone(batch.input_id)  # seeds from a split, not given ids
+            ids = batch.n_id.numpy()
+            self.assertEqual(len(set(ids.tolist())), n)
+            seen += ids[:batch.batch_size].tolist()
+            np.testing.assert_array_equal(batch.x.numpy(), features[ids])
+            np.testing.assert_array_equal(batch.y.numpy(), labels[ids])
+            # Message-passing direction: row 0 the sampled neighbour, row 1 the node that
+            # sampled it; the stored edge (row 1 -> row 0) is the CSR entry e_id.
+            src, dst = batch.edge_index.numpy()
+            self.assertTrue((src < n).all() and (dst < n).all())
+            self.assertTrue((dst[:batch.num_sampled_edges[0]] < batch.batch_size).all())
+            e = batch.e_id.numpy()
+            self.assertTrue((indptr[ids[dst]] <= e).all() and (e < indptr[ids[dst] + 1]).all())
+            np.testing.assert_array_equal(indices[e], ids[src])
+        self.assertEqual(batches, len(loader))
+        self.assertEqual(sorted(seen), sorted(train))
+        loader.close()
+
+    def test_fields_over_the_socket(self):
+        self.check_epoch(shared_memory=False)
+
+    def test_fields_through_shared_memory(self):
+        self.check_epoch(shared_memory=True)
+
+    def test_explicit_seeds_give_input_id(self):
+        seeds = [17, 3, 2500, 41]
+        with graphstore.Loader([D1.address], [3], input_nodes=torch.tensor(seeds), batch_size=2) as loader:
+            got = {}
+            for batch in loader.epoch(0):
+                self.assertEqual(batch.input_id.dtype, torch.int64)
+                for pos, nid in zip(batch.input_id.tolist(), batch.n_id[:batch.batch_size].tolist()):
+                    got[pos] = nid
+        self.assertEqual(got, dict(enumerate(seeds)))
+
+    def test_epochs_iterate_like_a_dataloader(self):
+        with graphstore.Loader([D1.address], [2], batch_size=500, split="val") as loader:
+            first = [b.epoch for b in loader]
+            second = [b.epoch for b in loader]
+            loader.set_epoch(7)
+            third = [b.epoch for b in loader]
+        self.assertEqual((set(first), set(second), set(third)), ({0}, {1}, {7}))
+        self.assertEqual(len(first), len(loader) if not loader.closed else len(first))
+
+    def test_same_seed_same_batches(self):
+        def epoch(key):
+            with graphstore.Loader([D1.address], [4, 2], batch_size=64, shuffle=True, seed=9,
+                                   backend_key=key) as loader:
+                return {b.batch_index: (b.n_id.clone(), b.edge_index.clone()) for b in loader.epoch(2)}
+        a, b = epoch("determinism-a"), epoch("determinism-b")
+        self.assertEqual(a.keys(), b.keys())
+        for k in a:
+            self.assertTrue(torch.equal(a[k][0], b[k][0]) and torch.equal(a[k][1], b[k][1]))
+
+
+class ZeroCopyTest(unittest.TestCase):
+    def check(self, shared_memory, names, **options):
+        with graphstore.Loader([D1.address], [5, 5], batch_size=128, shared_memory=shared_memory,
+                               edge_ids=True, **options) as loader:
+            batch = next(iter(loader))
+        self.assertEqual(batch.shared_memory, shared_memory)
+        self.assertTrue(batch._memory)
+        for name in names:
+            self.assertTrue(in_memory(getattr(batch, name), batch._memory), f"{name} was copied")
+        # The memory outlives the loader: tensors keep it.
+        ids = batch.n_id.numpy()
+        np.testing.assert_allclose(batch.x.numpy(), Partition(G1).node("node", "features")[ids], rtol=1e-3, atol=1e-3)
+
+    def test_socket_batches_view_the_decoded_buffers(self):
+        self.check(False, ("n_id", "x", "y", "edge_index", "e_id"))
+
+    def test_shared_memory_batches_view_the_mapped_buffer(self):
+        # edge_index is laid out from the message's int32 rows and columns; everything else
+        # is a view of the server's file.
+        self.check(True, ("n_id", "x", "y", "e_id"))
+
+    def test_encoded_features_view_the_received_bytes(self):
+        self.check(False, ("n_id", "x", "y", "edge_index", "e_id"), feature_encoding="float16")
+
+
+class ClusterTest(unittest.TestCase):
+    def test_an_epoch_covers_both_partitions(self):
+        servers = [d.address for d in CLUSTER]
+        train = set()
+        for k in range(2):
+            train |= set(Partition(os.path.join(G2, f"part-{k}")).node("node", "train").tolist())
+        with graphstore.Loader(servers, [4, 4], batch_size=200, shuffle=True, split="train") as loader:
+            for epoch in range(2):
+                seeds, by_server = [], set()
+                for batch in loader.epoch(epoch):
+                    seeds += batch.n_id[:batch.batch_size].tolist()
+                    by_server.add(batch.server)
+                self.assertEqual(sorted(seeds), sorted(train))
+                self.assertEqual(by_server, {0, 1})
+
+    def test_ranks_split_the_seeds(self):
+        servers = [d.address for d in CLUSTER]
+        parts = []
+        for rank in range(2):
+            with graphstore.Loader(servers, [2], batch_size=300, split="train", rank=rank, world_size=2,
+                                   backend_key="ranks") as loader:
+                parts.append({i for b in loader.epoch(0) for i in b.n_id[:b.batch_size].tolist()})
+        self.assertFalse(parts[0] & parts[1])
+        self.assertTrue(parts[0] and parts[1])
+
+
+class ErrorsTest(unittest.TestCase):
+    def assertServerError(self, code, words, fn):
+        with self.assertRaises(graphstore.GraphstoreError) as cm:
+            fn()
+        self.assertEqual(cm.exception.code, code, str(cm.exception))
+        for w in words:
+            self.assertIn(w, cm.exception.message)
+        return cm.exception
+
+    def test_server_errors_carry_code_and_message(self):
+        self.assertServerError("INVALID_ARGUMENT", ["split"],
+                               lambda: graphstore.Loader([D1.address], [2], batch_size=4, split="nope"))
+        self.assertServerError("INVALID_ARGUMENT", ["seeds[2]=5", "seeds[0]"],
+                               lambda: graphstore.Loader([D1.address], [2], input_nodes=[5, 6, 5]))
+        e = self.assertServerError("INVALID_ARGUMENT", ["num_neighbors"],
+                                   lambda: graphstore.Loader([D1.address], {("a", "b", "c"): [2]}, batch_size=4))
+        self.assertEqual(e.code_value, grpc.StatusCode.INVALID_ARGUMENT.value[0])
+        self.assertServerError("INVALID_ARGUMENT", ["partitions"],
+                               lambda: graphstore.Loader([D1.address, D1.address], [2], batch_size=4))
+
+    def test_unreachable_server(self):
+        port = gt.free_ports(1)[0]
+        self.assertServerError("UNAVAILABLE", [], lambda: graphstore.Loader([f"127.0.0.1:{port}"], [2], deadline=2))
+
+    def test_epochs_must_increase(self):
+        with graphstore.Loader([D1.address], [2], batch_size=1000, split="val") as loader:
+            list(loader.epoch(3))
+            self.assertServerError("FAILED_PRECONDITION", ["epoch 1"], lambda: loader.epoch(1))
+        self.assertServerError("FAILED_PRECONDITION", ["closed"], lambda: loader.epoch(4))
+
+    def test_duplicate_seeds_refused_by_the_server(self):
+        channel, s = stub(D1.address)
+        with channel:
+            backend = s.InitSamplingBackend(pb.InitSamplingBackendRequest(
+                backend_key="dup", config=pb.SamplingConfig(batch_size=4, num_neighbors=[2])), timeout=10)
+            with self.assertRaises(grpc.RpcError) as cm:
+                s.RegisterSamplingInput(pb.RegisterSamplingInputRequest(
+                    backend_id=backend.backend_id, nodes=pb.NodeSeeds(ids=[1, 2, 1])), timeout=10)
+        self.assertEqual(cm.exception.code(), grpc.StatusCode.INVALID_ARGUMENT)
+        self.assertIn("nodes.ids[2]=1 repeats nodes.ids[0]", cm.exception.details())
+
+    def test_bad_arguments_name_themselves(self):
+        cases = [
+            (TypeError, "batch_size", dict(batch_size="8")),
+            (ValueError, "batch_size", dict(batch_size=0)),
+            (TypeError, "shuffle", dict(shuffle=1)),
+            (ValueError, "num_neighbors[1]", dict(num_neighbors=[2, -5])),
+            (TypeError, "num_neighbors", dict(num_neighbors=3)),
+            (ValueError, "feature_encoding", dict(feature_encoding="int4")),
+            (ValueError, "rank", dict(rank=2, world_size=2)),
+            (ValueError, "sampler", dict(sampler="random_walk")),
+            (TypeError, "input_nodes", dict(input_nodes=torch.tensor([1.5]))),
+            (ValueError, "deadline", dict(deadline=0)),
+            (ValueError, "servers", dict(servers=[])),
+            (TypeError, "ablp", dict(ablp="user__rates__movie")),
+        ]
+        for kind, word, kwargs in cases:
+            args = dict(servers=[D1.address], num_neighbors=[2])
+            args.update(kwargs)
+            with self.assertRaises(kind, msg=str(kwargs)) as cm:
+                graphstore.Loader(**args)
+            self.assertIn(word, str(cm.exception))
+
+    def test_to_pyg_says_what_it_needs(self):
+        with graphstore.Loader([D1.address], [2], batch_size=16) as loader:
+            batch = next(iter(loader))
+        try:
+            import torch_geometric  # noqa: F401
+        except ImportError:
+            with self.assertRaises(ImportError) as cm:
+                batch.to_pyg()
+            self.assertIn("torch_geometric", str(cm.exception))
+        else:
+            data = batch.to_pyg()
+            self.assertTrue(torch.equal(data.edge_index, batch.edge_index))
+
+
+class ChannelsTest(unittest.TestCase):
+    def test_close_releases_channels(self):
+        before = num_channels(D1.address)
+        loader = graphstore.Loader([D1.address], [2], batch_size=64, backend_key="close")
+        next(iter(loader))
+        self.assertEqual(num_channels(D1.address), before + 1)
+        loader.close()
+        self.assertEqual(num_channels(D1.address), before)
+        loader.close()  # idempotent
+        self.assertTrue(loader.closed)
+
+    def test_garbage_collection_releases_channels(self):
+        before = num_channels(D1.address)
+        loader = graphstore.Loader([D1.address], [2], batch_size=64, backend_key="gc")
+        it = iter(loader)
+        batch = next(it)
+        self.assertEqual(num_channels(D1.address), before + 1)
+        del loader, it
+        gc.collect()
+        self.assertEqual(num_channels(D1.address), before)
+        self.assertGreater(batch.x.numel(), 0)  # a batch taken stays usable
+
+    def test_context_manager_releases_channels_on_error(self):
+        before = num_channels(D1.address)
+        with self.assertRaises(KeyError):
+            with graphstore.Loader([D1.address], [2], batch_size=64, backend_key="with"):
+                raise KeyError("trainer failed")
+        self.assertEqual(num_channels(D1.address), before)
+
+
+@unittest.skipIf(not os.path.exists(os.path.join(MOVIELENS, "u.data")), f"no MovieLens 100k at {MOVIELENS}")
+class HeteroTest(unittest.TestCase):
+    def test_hetero_fields(self):
+        p = Partition(ML)
+        fan = {("user", "rates", "movie"): [4, 2], ("movie", "rev_rates", "user"): [4, 2]}
+        with graphstore.Loader([DML.address], fan, input_nodes="user", split="", batch_size=50, labels=False,
+                               edge_ids=True) as loader:
+            self.assertEqual(len(loader), (943 + 49) // 50)
+            users = []
+            for batch in loader.epoch(0):
+                self.assertTrue(batch.is_hetero)
+                self.assertEqual(set(batch.node_types), {"user", "movie"})
+                self.assertTrue(all(isinstance(t, tuple) and len(t) == 3 for t in batch.edge_types))
+                self.assertEqual(batch.batch_size_dict["user"], batch["user"].batch_size)
+                users += batch["user"].n_id[:batch["user"].batch_size].tolist()
+                for t in ("user", "movie"):
+                    store = batch[t]
+                    ids = store.n_id.numpy()
+                    self.assertEqual(store.x.dtype, torch.float32)
+                    np.testing.assert_array_equal(store.x.numpy(), p.node(t, "features")[ids])
+                    self.assertEqual(sum(store.num_sampled_nodes), store.num_nodes)
+                self.assertIs(batch.x_dict["user"], batch["user"].x)
+                for key in batch.edge_types:
+                    src_t, _, dst_t = key
+                    e = batch[key]
+                    self.assertEqual(e.edge_index.dtype, torch.int64)
+                    self.assertEqual(sum(e.num_sampled_edges), e.num_edges)
+                    src, dst = e.edge_index.numpy()
+                    self.assertTrue((src < batch[src_t].num_nodes).all() and (dst < batch[dst_t].num_nodes).all())
+                    # The stored edge runs from the node that sampled (row 1) to its neighbour.
+                    stored = e.stored_type
+                    self.assertEqual(stored.split("__")[0], dst_t)
+                    a, b = batch[dst_t].n_id.numpy()[dst], batch[src_t].n_id.numpy()[src]
+                    indptr, indices = p.edge(stored, "indptr"), p.edge(stored, "indices")
+                    # e_id is the global edge id; edge_ids.npy gives it per CSR position.
+                    order = np.argsort(p.edge(stored, "edge_ids"))
+                    eid = order[e.e_id.numpy()]  # one partition: edge_ids is a permutation
+                    self.assertTrue((indptr[a] <= eid).all() and (eid < indptr[a + 1]).all())
+                    np.testing.assert_array_equal(indices[eid], b)
+            self.assertEqual(sorted(users), list(range(943)))
+
+    def test_ablp_fields(self):
+        p = Partition(ML)
+        labels = p.edge("user__rates__movie", "labels_train")
+        positives = {(int(u), int(m)) for u, m in labels}
+        anchors_all = {u for u, _ in positives}
+        fan = {("user", "rates", "movie"): [3], ("movie", "rev_rates", "user"): [3]}
+        with graphstore.Loader([DML.address], fan, batch_size=32, shuffle=True, labels=False,
+                               ablp=graphstore.AblpInput(("user", "rates", "movie"), split="train"),
+                               num_negatives=5) as loader:
+            anchors_seen = []
+            for batch in loader.epoch(0):
+                a = batch.anchors
+                self.assertEqual(a.dtype, torch.int64)
+                self.assertEqual(batch.positive.size(0), a.size(0))
+                self.assertEqual(tuple(batch.negative.shape), (a.size(0), 5))
+                users = batch["user"].n_id.numpy()
+                movies = batch["movie"].n_id.numpy()
+                anchor_ids = users[a.numpy()]
+                anchors_seen += anchor_ids.tolist()
+                for row, u in enumerate(anchor_ids):
+                    pos = batch.positive[row]
+                    got = {(int(u), int(movies[k])) for k in pos[pos >= 0].tolist()}
+                    want = {(x, y) for x, y in positives if x == u}
+                    self.assertEqual(got, want)
+                self.assertTrue((batch.negative < len(movies)).all() and (batch.negative >= -1).all())
+                # The anchors are the batch's user seeds: the first rows of the user nodes.
+                self.assertTrue(torch.equal(a, torch.arange(a.size(0))))
+            self.assertEqual(sorted(anchors_seen), sorted(anchors_all))
+
+
+class MessagePassingTest(unittest.TestCase):
+    def test_same_output_as_the_cpp_loader(self):
+        out_dir = tempfile.mkdtemp(dir=WORK)
+        gt.run(os.path.join(gt.ROOT, "tests", "python", "mp_reference"), f"--servers={D1.address}", "--epoch=1",
+               "--batch_size=64", "--fanouts=10,5", "--seed=11", f"--out={out_dir}")
+        dim = 16
+        w = ((torch.arange(dim * 4) % 7) - 3).float().div(10).view(dim, 4)
+        compared = 0
+        with graphstore.Loader([D1.address], [10, 5], batch_size=64, shuffle=True, seed=11, labels=False,
+                               backend_key="mp-python") as loader:
+            for batch in loader.epoch(1):
+                # A PyG-style layer in plain torch: messages flow edge_index[0] -> edge_index[1].
+                h = batch.x @ w
+                src, dst = batch.edge_index
+                total = torch.zeros_like(h).index_add_(0, dst, h.index_select(0, src))
+                deg = torch.zeros(h.size(0)).index_add_(0, dst, torch.ones(dst.size(0)))
+                out = h + total / deg.clamp_min(1).unsqueeze(1)
+                base = os.path.join(out_dir, f"{batch.batch_index}.{batch.server}")
+                ref_ids = np.fromfile(base + ".n_id", dtype=np.int64)
+                ref_out = np.fromfile(base + ".out", dtype=np.float32).reshape(-1, 4)
+                np.testing.assert_array_equal(batch.n_id.numpy(), ref_ids)
+                np.testing.assert_allclose(out.numpy(), ref_out, rtol=1e-5, atol=1e-5)
+                compared += 1
+        self.assertEqual(compared, len(os.listdir(out_dir)) // 2)
+        self.assertGreater(compared, 10)
+
+
+if __name__ == "__main__":
+    gt.main("python_loader_test")
