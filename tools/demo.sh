@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
 # The main job: set up, build, generate the default dataset as two METIS partitions, start a
 # two-server cluster on loopback (deploy/local/cluster.sh), train a GraphSAGE model through it
-# for a few epochs, and stop both servers cleanly. Then, when MovieLens 100k is beside the
-# repository (../shared/data/ml-100k, read in place), the same for link prediction: convert it
-# into two partitions and train a user -> movie link predictor through a two-server cluster.
+# for a few epochs from Python and from C++, and stop both servers cleanly. Then, when
+# MovieLens 100k is beside the repository (../shared/data/ml-100k, read in place), the same for
+# link prediction: convert it into two partitions and train a user -> movie link predictor
+# through a two-server cluster, from Python and from C++.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 bash tools/setup.sh
-bazel build //server:graphstored //tools:all //client:train_sage //client:train_link_pred
+bazel build //server:graphstored //tools:all //client:train_sage //client:train_link_pred //python:graphstore
+export PYTHONPATH=$PWD/bazel-bin/python/site${PYTHONPATH:+:$PYTHONPATH}
 
 work=${GRAPHSTORE_DEMO_DIR:-/tmp/graphstore-demo}
 if [[ -e $work/run/cluster ]]; then deploy/local/cluster.sh stop "$work/run" >/dev/null 2>&1 || true; fi
@@ -22,6 +24,9 @@ cluster=$(deploy/local/cluster.sh start "$work/synthetic" "$work/run")
 trap 'deploy/local/cluster.sh stop "$work/run" >/dev/null 2>&1 || true' EXIT
 echo "graphstore cluster serving at $cluster (logs: $work/run/part-*.log)"
 
+echo "== GraphSAGE from Python (python/examples/train_sage.py)"
+/usr/bin/python3 python/examples/train_sage.py --servers="$cluster" --epochs=5
+echo "== GraphSAGE from C++ (client/examples/train_sage.cc)"
 bazel-bin/client/train_sage --servers="$cluster" --epochs=5
 
 trap - EXIT
@@ -38,6 +43,9 @@ bazel-bin/tools/graphstore-movielens --input="$movielens" --partitions=2 --metho
 cluster=$(deploy/local/cluster.sh start "$work/ml100k" "$work/run-lp")
 trap 'deploy/local/cluster.sh stop "$work/run-lp" >/dev/null 2>&1 || true' EXIT
 echo "graphstore cluster serving MovieLens at $cluster"
+echo "== link prediction from Python (python/examples/train_link_pred.py)"
+/usr/bin/python3 python/examples/train_link_pred.py --servers="$cluster" --epochs=25
+echo "== link prediction from C++ (client/examples/train_link_pred.cc)"
 bazel-bin/client/train_link_pred --servers="$cluster" --epochs=25
 trap - EXIT
 deploy/local/cluster.sh stop "$work/run-lp"
