@@ -60,9 +60,12 @@ class Daemon:
                 with open(self.port_file) as f:
                     self.port = int(f.read().strip())
                 return self
-            if self.proc.poll() is not None:
+            try:
+                # Returns at once if the daemon dies; otherwise look at the port file again.
+                self.proc.wait(timeout=0.02)
                 raise RuntimeError(f"graphstored exited during start-up:\n{open(self.log_path).read()[-2000:]}")
-            time.sleep(0.02)  # polling the port file: the daemon writes it once it serves
+            except subprocess.TimeoutExpired:
+                pass
         raise RuntimeError("graphstored did not serve within 60 s")
 
     @property
