@@ -106,6 +106,7 @@ class ReplayHost : public StreamHost {
   void Touch(uint64_t) override {}
   bool SharedBacklogFull(uint64_t) const override { return false; }
   void HandOff(uint64_t, std::shared_ptr<SharedUse>) override {}
+  void Sent(bool, int64_t, bool) override {}
 };
 
 // StreamSampledMessages over a backend whose "sampling" hands out batches encoded beforehand.
@@ -347,7 +348,10 @@ int Run(int argc, char** argv) {
   flags.Define("replay_batches", "6", "distinct batches replayed through the transport");
   flags.Define("ttfb_epochs", "20", "epochs timed for time to first batch");
   flags.Define("trials", "3", "alternating runs of the raw pump and the gRPC path in (a)");
-  flags.Define("sections", "abc", "which measurements to run: a (transport), b (whole path), c (first batch)");
+  flags.Define("sections", "abc",
+               "which measurements to run: a (transport), b (whole path), c (first batch), t (TLS against plaintext)");
+  flags.Define("tls_certs", "",
+               "for section t: a directory made by tests/security/make_certs.sh (ca.pem, server.pem, server.key)");
   flags.Define("epoch_gap_ms", "100", "pause between consuming an epoch and starting the next (time to first batch)");
   if (auto exit = flags.ParseCommandLine(argc, argv, "stream_bench", "The remote trainer's data path.")) return *exit;
   SetLogLevel("warn");
@@ -441,6 +445,45 @@ int Run(int argc, char** argv) {
     std::printf("    raw pump, one batch's bytes   %8.2f ms (target: socket p50 <= %.2f ms)\n", raw_ms, raw_ms + 10);
     std::printf("    socket        p50 %8.2f ms, p90 %8.2f ms\n", Percentile(socket, 0.5), Percentile(socket, 0.9));
     std::printf("    shared memory p50 %8.2f ms, p90 %8.2f ms\n", Percentile(shm, 0.5), Percentile(shm, 0.9));
+  }
+  if (sections.find('t') != std::string::npos) {
+    // The same partition behind a TLS listener; the plaintext server above is the baseline.
+    const std::string certs = flags.Get("tls_certs");
+    if (certs.empty()) {
+      std::fprintf(stderr, "section t needs --tls_certs=DIR (bash tests/security/make_certs.sh DIR)\n");
+      return 2;
+    }
+    ServerOptions tls_opts = opts;
+    tls_opts.tls.cert_file = certs + "/server.pem";
+    tls_opts.tls.key_file = certs + "/server.key";
+    auto tls_server = GraphStoreServer::BuildAndStart(tls_opts);
+    if (!tls_server.ok()) {
+      std::fprintf(stderr, "%s\n", tls_server.status().ToString().c_str());
+      return 1;
+    }
+    auto with_tls = [&](client::LoaderOptions o) {
+      o.servers = {(*tls_server)->address()};
+      o.security.ca_file = certs + "/ca.pem";
+      return o;
+    };
+    double plain = 0, tls = 0, plain_shm = 0, tls_shm = 0;
+    // Alternating runs; each figure is the better of two (noise on shared machines is one-sided).
+    for (int trial = 0; trial < 2; ++trial) {
+      plain = std::max(plain, LoaderRate(LoaderFor(address, seeds, batch_size, fanouts, workers, false, "plain"),
+                                         seconds / 2, seconds));
+      tls = std::max(tls, LoaderRate(with_tls(LoaderFor("", seeds, batch_size, fanouts, workers, false, "tls")),
+                                     seconds / 2, seconds));
+      plain_shm = std::max(plain_shm, LoaderRate(LoaderFor(address, seeds, batch_size, fanouts, workers, true,
+                                                           "plain-shm"), seconds / 2, seconds));
+      tls_shm = std::max(tls_shm, LoaderRate(with_tls(LoaderFor("", seeds, batch_size, fanouts, workers, true,
+                                                                "tls-shm")), seconds / 2, seconds));
+    }
+    std::printf("(t) TLS against plaintext, Loader batches/s (better of 2 alternating runs):\n");
+    std::printf("    socket, plaintext (baseline)   %9.2f\n", plain);
+    std::printf("    socket, TLS                    %9.2f   ratio %.2f\n", tls, tls / plain);
+    std::printf("    shared memory, plaintext       %9.2f\n", plain_shm);
+    std::printf("    shared memory, TLS listener    %9.2f   ratio %.2f\n", tls_shm, tls_shm / plain_shm);
+    (*tls_server)->Shutdown();
   }
   (*server)->Shutdown();
   return 0;

@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "client/channel.h"
 #include "graphstore/v1/graphstore.grpc.pb.h"
 
 namespace graphstore::client {
@@ -265,10 +266,16 @@ absl::StatusOr<std::unique_ptr<Client>> Client::Connect(const ClientOptions& opt
     args.SetInt(GRPC_ARG_HTTP2_BDP_PROBE, 0);
     args.SetInt(GRPC_ARG_HTTP2_STREAM_LOOKAHEAD_BYTES, options.stream_window_bytes);
   }
-  auto channel = grpc::CreateCustomChannel(options.address, grpc::InsecureChannelCredentials(), args);
+  auto opened = OpenChannel(options.address, options.security, args);
+  if (!opened.ok()) return opened.status();
+  std::shared_ptr<grpc::Channel> channel = *std::move(opened);
   if (!channel->WaitForConnected(std::chrono::system_clock::now() + options.connect_timeout)) {
-    return absl::UnavailableError(absl::StrCat("cannot connect to ", options.address, " within ",
-                                               options.connect_timeout.count(), " ms"));
+    return absl::UnavailableError(absl::StrCat(
+        "cannot connect to ", options.address, " within ", options.connect_timeout.count(), " ms",
+        options.security.uses_tls()
+            ? " (TLS: is the server's certificate signed by tls_ca, for this name, and not expired? does the server "
+              "require a client certificate?)"
+            : " (plaintext: does the server require TLS?)"));
   }
   return std::unique_ptr<Client>(new GrpcClient(options, std::move(channel)));
 }

@@ -12,6 +12,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "client/security.h"
 #include "client/wire_decoder.h"
 #include "graphstore/v1/graphstore.pb.h"
 
@@ -30,6 +31,8 @@ struct ClientOptions {
   /// HTTP/2 flow-control window of a stream, in bytes: how much the server may send ahead of
   /// the reader. 0 keeps gRPC's self-tuning window, which can grow to many megabytes.
   int stream_window_bytes = 0;
+  /// TLS and credentials (default: plaintext, none).
+  ChannelSecurity security;
 };
 
 /// The messages of one StreamSampledMessages call, read in order.

@@ -124,6 +124,8 @@ Loader::Loader(LoaderOptions options) : options_(std::move(options)) {
     co.address = address;
     co.deadline = options_.deadline;
     co.stream_window_bytes = options_.stream_window_bytes;
+    co.security = options_.security;
+    co.connect_timeout = options_.connect_timeout;
     auto s = std::make_unique<Server>();
     s->client = Check(Client::Connect(co));
     servers_.push_back(std::move(s));

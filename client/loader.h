@@ -182,6 +182,10 @@ struct LoaderOptions {
   int stream_window_bytes = 8 << 20;
   /// Deadline of every unary call.
   std::chrono::milliseconds deadline{30000};
+  /// TLS and credentials of every connection (default: plaintext, none).
+  ChannelSecurity security;
+  /// How long the connection to each server may take at construction.
+  std::chrono::milliseconds connect_timeout{10000};
   /// Channel lease on the servers, ms (0: server default).
   int64_t lease_ms = 0;
   /// Name of this trainer in server logs and stats.

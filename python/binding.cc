@@ -201,8 +201,11 @@ LoaderOptions MakeOptions(const std::vector<std::string>& servers, const py::byt
                           std::vector<int64_t> seeds, int rank, int world_size, uint64_t seed, int buffer_messages,
                           int64_t buffer_bytes, int prefetch, int stream_window_bytes, int64_t deadline_ms,
                           int64_t lease_ms, const std::string& worker_key, bool shared_memory,
-                          const std::string& feature_encoding, int64_t feature_cache_rows, bool decode_features) {
+                          const std::string& feature_encoding, int64_t feature_cache_rows, bool decode_features,
+                          const client::ChannelSecurity& security) {
   LoaderOptions o;
+  if (auto s = security.Check(); !s.ok()) throw py::value_error(std::string(s.message()));
+  o.security = security;
   o.servers = servers;
   o.config = ParseOrThrow<v1::SamplingConfig>(config, "config");
   o.sampler_options = ParseOrThrow<v1::SamplerOptions>(sampler_options, "sampler_options");
@@ -260,18 +263,29 @@ PYBIND11_MODULE(_graphstore, m) {
                        std::vector<int64_t> seeds, int rank, int world_size, uint64_t seed, int buffer_messages,
                        int64_t buffer_bytes, int prefetch, int stream_window_bytes, int64_t deadline_ms,
                        int64_t lease_ms, const std::string& worker_key, bool shared_memory,
-                       const std::string& feature_encoding, int64_t feature_cache_rows, bool decode_features) {
+                       const std::string& feature_encoding, int64_t feature_cache_rows, bool decode_features,
+                       bool tls, const std::string& tls_ca, const std::string& tls_cert, const std::string& tls_key,
+                       const std::string& tls_server_name, const std::string& token) {
+             graphstore::client::ChannelSecurity security;
+             security.tls = tls;
+             security.ca_file = tls_ca;
+             security.cert_file = tls_cert;
+             security.key_file = tls_key;
+             security.server_name = tls_server_name;
+             security.token = token;
              return std::make_unique<PyLoader>(graphstore::python::MakeOptions(
                  servers, config, sampler_options, ablp, backend_key, node_type, split, std::move(seeds), rank,
                  world_size, seed, buffer_messages, buffer_bytes, prefetch, stream_window_bytes, deadline_ms,
-                 lease_ms, worker_key, shared_memory, feature_encoding, feature_cache_rows, decode_features));
+                 lease_ms, worker_key, shared_memory, feature_encoding, feature_cache_rows, decode_features,
+                 security));
            }),
            py::arg("servers"), py::arg("config"), py::arg("sampler_options"), py::arg("ablp"),
            py::arg("backend_key"), py::arg("node_type"), py::arg("split"), py::arg("seeds"), py::arg("rank"),
            py::arg("world_size"), py::arg("seed"), py::arg("buffer_messages"), py::arg("buffer_bytes"),
            py::arg("prefetch"), py::arg("stream_window_bytes"), py::arg("deadline_ms"), py::arg("lease_ms"),
            py::arg("worker_key"), py::arg("shared_memory"), py::arg("feature_encoding"),
-           py::arg("feature_cache_rows"), py::arg("decode_features"))
+           py::arg("feature_cache_rows"), py::arg("decode_features"), py::arg("tls"), py::arg("tls_ca"),
+           py::arg("tls_cert"), py::arg("tls_key"), py::arg("tls_server_name"), py::arg("token"))
       .def("start_epoch", &PyLoader::StartEpoch, py::arg("epoch"), "Starts an epoch on every server.")
       .def("next", &PyLoader::Next, "The next batch as a dict, or None at the end of the epoch.")
       .def("close", &PyLoader::Close, "Destroys this loader's channels; idempotent.")

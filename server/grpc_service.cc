@@ -10,67 +10,131 @@ namespace graphstore {
 
 namespace {
 
-// Finishes a unary call with the core's status.
-grpc::ServerUnaryReactor* Reply(grpc::CallbackServerContext* ctx, const absl::Status& status,
-                                const char* method) {
-  if (!status.ok()) Logger("service")->debug("{} failed: {}", method, status.ToString());
-  auto* reactor = ctx->DefaultReactor();
-  reactor->Finish(ToGrpcStatus(status));
-  return reactor;
-}
+// Who may call what (server/security/auth.h explains the roles).
+constexpr uint32_t kAnyone = kAllRoles;
+constexpr uint32_t kReaders = kRoleTrainer | kRolePeer;
+constexpr uint32_t kTrainers = kRoleTrainer;
+constexpr uint32_t kDescribers = kRoleTrainer | kRoleOperator;
+constexpr uint32_t kOperators = kRoleOperator;
 
 }  // namespace
 
-#define GS_UNARY(Method, Req, Resp)                                                                    \
-  grpc::ServerUnaryReactor* GraphStoreService::Method(grpc::CallbackServerContext* ctx, const Req* req, \
-                                                      Resp* resp) {                                    \
-    return Reply(ctx, core_->Method(*req, resp), #Method);                                             \
+absl::StatusOr<Principal> GraphStoreService::Admit(grpc::CallbackServerContext* ctx, uint32_t roles,
+                                                   const char* method) const {
+  if (!auth_->enabled()) return Principal();
+  Authenticator::Presented presented;
+  const auto& metadata = ctx->client_metadata();
+  if (auto it = metadata.find("authorization"); it != metadata.end()) {
+    presented.authorization = std::string(it->second.data(), it->second.size());
   }
+  const std::shared_ptr<const grpc::AuthContext> auth_context = ctx->auth_context();
+  if (auth_context != nullptr && auth_context->IsPeerAuthenticated()) {
+    const auto names = auth_context->FindPropertyValues("x509_common_name");
+    if (!names.empty()) presented.certificate_name = std::string(names.front().data(), names.front().size());
+  }
+  auto principal = auth_->Authenticate(presented);
+  if (!principal.ok()) {
+    Logger("auth")->info("{} from {} refused: {}", method, ctx->peer(), std::string(principal.status().message()));
+    return principal.status();
+  }
+  if (auto s = Authenticator::Authorize(*principal, roles, method); !s.ok()) {
+    Logger("auth")->info("{} from {} refused: {}", method, ctx->peer(), std::string(s.message()));
+    return s;
+  }
+  return principal;
+}
 
-GS_UNARY(GetDatasetMeta, v1::GetDatasetMetaRequest, v1::DatasetMeta)
-GS_UNARY(LookupPartitions, v1::LookupPartitionsRequest, v1::LookupPartitionsResponse)
-GS_UNARY(GetNodeIds, v1::GetNodeIdsRequest, v1::GetNodeIdsResponse)
-GS_UNARY(GetAblpInput, v1::GetAblpInputRequest, v1::GetAblpInputResponse)
-GS_UNARY(GetNodeFeatures, v1::GetNodeFeaturesRequest, v1::GetNodeFeaturesResponse)
-GS_UNARY(GetNodeLabels, v1::GetNodeLabelsRequest, v1::GetNodeLabelsResponse)
-GS_UNARY(GetEdgeFeatures, v1::GetEdgeFeaturesRequest, v1::GetEdgeFeaturesResponse)
-GS_UNARY(SampleNeighbors, v1::SampleNeighborsRequest, v1::SampleNeighborsResponse)
-GS_UNARY(RegisterSamplingInput, v1::RegisterSamplingInputRequest, v1::RegisterSamplingInputResponse)
-GS_UNARY(StartEpoch, v1::StartEpochRequest, v1::StartEpochResponse)
-GS_UNARY(RenewLease, v1::RenewLeaseRequest, v1::RenewLeaseResponse)
-GS_UNARY(DestroySamplingInput, v1::DestroySamplingInputRequest, v1::DestroySamplingInputResponse)
-GS_UNARY(ReleaseSharedBuffers, v1::ReleaseSharedBuffersRequest, v1::ReleaseSharedBuffersResponse)
-GS_UNARY(DescribeChannel, v1::DescribeChannelRequest, v1::ChannelStats)
-GS_UNARY(DescribeBackend, v1::DescribeBackendRequest, v1::BackendStats)
-GS_UNARY(GetServerStats, v1::GetServerStatsRequest, v1::ServerStats)
+void GraphStoreService::Observe(const char* method, grpc::StatusCode code, Clock::time_point start) {
+  if (observer_ != nullptr) {
+    observer_->OnCall(method, code, std::chrono::duration<double>(Clock::now() - start).count());
+  }
+}
 
+grpc::ServerUnaryReactor* GraphStoreService::Reply(grpc::CallbackServerContext* ctx, const absl::Status& status,
+                                                   const char* method, Clock::time_point start) {
+  if (!status.ok()) Logger("service")->debug("{} failed: {}", method, status.ToString());
+  const grpc::Status reply = ToGrpcStatus(status);
+  Observe(method, reply.error_code(), start);
+  auto* reactor = ctx->DefaultReactor();
+  reactor->Finish(reply);
+  return reactor;
+}
+
+// A unary method admitted with `roles`; GS_UNARY_AS also hands the core the caller (methods on
+// channels and backends, which belong to identities).
+#define GS_UNARY_CALL(Method, Req, Resp, roles, ...)                                                       \
+  grpc::ServerUnaryReactor* GraphStoreService::Method(grpc::CallbackServerContext* ctx, const Req* req,     \
+                                                      Resp* resp) {                                        \
+    const auto start = Clock::now();                                                                       \
+    auto principal = Admit(ctx, roles, #Method);                                                           \
+    if (!principal.ok()) return Reply(ctx, principal.status(), #Method, start);                            \
+    return Reply(ctx, core_->Method(__VA_ARGS__), #Method, start);                                         \
+  }
+#define GS_UNARY(Method, Req, Resp, roles) GS_UNARY_CALL(Method, Req, Resp, roles, *req, resp)
+#define GS_UNARY_AS(Method, Req, Resp, roles) GS_UNARY_CALL(Method, Req, Resp, roles, *req, resp, principal->caller)
+
+GS_UNARY(GetDatasetMeta, v1::GetDatasetMetaRequest, v1::DatasetMeta, kAnyone)
+GS_UNARY(LookupPartitions, v1::LookupPartitionsRequest, v1::LookupPartitionsResponse, kAnyone)
+GS_UNARY(GetNodeIds, v1::GetNodeIdsRequest, v1::GetNodeIdsResponse, kTrainers)
+GS_UNARY(GetAblpInput, v1::GetAblpInputRequest, v1::GetAblpInputResponse, kTrainers)
+GS_UNARY(GetNodeFeatures, v1::GetNodeFeaturesRequest, v1::GetNodeFeaturesResponse, kReaders)
+GS_UNARY(GetNodeLabels, v1::GetNodeLabelsRequest, v1::GetNodeLabelsResponse, kReaders)
+GS_UNARY(GetEdgeFeatures, v1::GetEdgeFeaturesRequest, v1::GetEdgeFeaturesResponse, kReaders)
+GS_UNARY(SampleNeighbors, v1::SampleNeighborsRequest, v1::SampleNeighborsResponse, kReaders)
+GS_UNARY_AS(RegisterSamplingInput, v1::RegisterSamplingInputRequest, v1::RegisterSamplingInputResponse, kTrainers)
+GS_UNARY_AS(StartEpoch, v1::StartEpochRequest, v1::StartEpochResponse, kTrainers)
+GS_UNARY_AS(RenewLease, v1::RenewLeaseRequest, v1::RenewLeaseResponse, kTrainers)
+GS_UNARY_AS(DestroySamplingInput, v1::DestroySamplingInputRequest, v1::DestroySamplingInputResponse, kTrainers)
+GS_UNARY_AS(ReleaseSharedBuffers, v1::ReleaseSharedBuffersRequest, v1::ReleaseSharedBuffersResponse, kTrainers)
+GS_UNARY_AS(DescribeChannel, v1::DescribeChannelRequest, v1::ChannelStats, kDescribers)
+GS_UNARY_AS(DescribeBackend, v1::DescribeBackendRequest, v1::BackendStats, kDescribers)
+GS_UNARY(GetServerStats, v1::GetServerStatsRequest, v1::ServerStats, kOperators)
+
+#undef GS_UNARY_AS
 #undef GS_UNARY
+#undef GS_UNARY_CALL
 
 grpc::ServerUnaryReactor* GraphStoreService::InitSamplingBackend(grpc::CallbackServerContext* ctx,
                                                                  const v1::InitSamplingBackendRequest* req,
                                                                  v1::InitSamplingBackendResponse* resp) {
+  const auto start = Clock::now();
+  auto principal = Admit(ctx, kTrainers, "InitSamplingBackend");
+  if (!principal.ok()) return Reply(ctx, principal.status(), "InitSamplingBackend", start);
   auto* reactor = ctx->DefaultReactor();
   // The core answers at once, or later (from the thread that finishes a concurrent creation).
-  core_->InitSamplingBackend(*req, resp, [reactor](absl::Status s) {
-    if (!s.ok()) Logger("service")->debug("InitSamplingBackend failed: {}", s.ToString());
-    reactor->Finish(ToGrpcStatus(s));
-  });
+  core_->InitSamplingBackend(
+      *req, resp,
+      [this, reactor, start](absl::Status s) {
+        if (!s.ok()) Logger("service")->debug("InitSamplingBackend failed: {}", s.ToString());
+        const grpc::Status reply = ToGrpcStatus(s);
+        Observe("InitSamplingBackend", reply.error_code(), start);
+        reactor->Finish(reply);
+      },
+      principal->caller);
   return reactor;
 }
 
 grpc::ServerWriteReactor<grpc::ByteBuffer>* GraphStoreService::StreamSampledMessages(
     grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* raw) {
+  const auto start = Clock::now();
+  const char* method = "StreamSampledMessages";
+  auto fail = [&](const grpc::Status& status) {
+    Observe(method, status.error_code(), start);
+    return SampledMessageStream::Failed(status);
+  };
+  auto principal = Admit(ctx, kTrainers, method);
+  if (!principal.ok()) return fail(ToGrpcStatus(principal.status()));
   v1::StreamSampledMessagesRequest req;
   grpc::ByteBuffer request(*raw);  // shares the slices; parsing clears it
   if (!grpc::GenericDeserialize<grpc::ProtoBufferReader, v1::StreamSampledMessagesRequest>(&request, &req).ok()) {
-    return SampledMessageStream::Failed(
-        grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "the request is not a StreamSampledMessagesRequest"));
+    return fail(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "the request is not a StreamSampledMessagesRequest"));
   }
-  auto attachment = core_->AttachStream(req);
+  auto attachment = core_->AttachStream(req, principal->caller);
   if (!attachment.ok()) {
     Logger("service")->debug("StreamSampledMessages refused: {}", attachment.status().ToString());
-    return SampledMessageStream::Failed(ToGrpcStatus(attachment.status()));
+    return fail(ToGrpcStatus(attachment.status()));
   }
+  Observe(method, grpc::StatusCode::OK, start);
   auto* stream = new SampledMessageStream(core_, *std::move(attachment));
   stream->Begin();
   return stream;
@@ -89,9 +153,14 @@ grpc::ServerUnaryReactor* GraphStoreService::Exit(grpc::CallbackServerContext* c
    private:
     std::function<void()> on_exit_;
   };
-  Logger("service")->info("Exit requested by {}", ctx->peer());
+  const auto start = Clock::now();
+  auto principal = Admit(ctx, kOperators, "Exit");
+  if (!principal.ok()) return Reply(ctx, principal.status(), "Exit", start);
+  Logger("service")->info("Exit requested by {}{}", ctx->peer(),
+                          principal->caller.identity.empty() ? "" : " ('" + principal->caller.identity + "')");
   auto* reactor = new ExitReactor(on_exit_);
   resp->set_channels_destroyed(core_->num_channels());
+  Observe("Exit", grpc::StatusCode::OK, start);
   reactor->Finish(grpc::Status::OK);
   return reactor;
 }

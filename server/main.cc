@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "server/metrics/metrics.h"
 #include "server/server.h"
 #include "server/util/flags.h"
 #include "server/util/log.h"
@@ -52,7 +53,40 @@ void DefineFlags(Flags* flags) {
                 "deadline of each call to another server of the cluster, ms");
   flags->Define("peer_cache_mb", absl::StrCat(d.core.peer_cache_bytes >> 20),
                 "MiB of other servers' node data (features, labels) kept once fetched (0: off)");
+  flags->Define("tls_cert", "", "PEM certificate (chain) of this server; with --tls_key turns TLS on");
+  flags->Define("tls_key", "", "PEM private key of --tls_cert");
+  flags->Define("tls_client_ca", "",
+                "PEM CA certificates: clients (and peers) must present a certificate one of them signed (mutual TLS)");
+  flags->Define("tls_peer_ca", "",
+                "PEM CA that signed the peers' certificates, for calls to the cluster's other servers (default: "
+                "--tls_client_ca); with mutual TLS this server presents --tls_cert to them");
+  flags->Define("auth_tokens", "",
+                "token file, one 'TOKEN IDENTITY ROLE[,ROLE]' a line ('cert CN ROLE' for client certificates); "
+                "roles trainer, operator, peer; reloaded on SIGHUP. Empty and no --tls_client_ca: no authentication");
+  flags->Define("peer_token_file", "", "file holding the bearer token this server sends to its peers (role peer)");
+  flags->Define("max_channels_per_identity", absl::StrCat(d.core.max_channels_per_identity),
+                "live channels one authenticated identity may hold (0: no quota)");
+  flags->Define("max_backends_per_identity", absl::StrCat(d.core.max_backends_per_identity),
+                "backends one authenticated identity may have created and alive (0: no quota)");
+  flags->Define("max_buffer_mb_per_identity", absl::StrCat(d.core.max_buffer_bytes_per_identity >> 20),
+                "output-buffer MiB the channels of one authenticated identity may reserve together (0: no quota)");
+  flags->Define("default_backend_lease_s", absl::StrCat(d.core.default_backend_lease_ms / 1000),
+                "seconds a backend without channels lives, unless its creator asks otherwise");
+  flags->Define("health_port", "-1",
+                "also serve only grpc.health.v1.Health, in plaintext, on this port (for probes that cannot speak "
+                "TLS; -1: off)");
+  flags->Define("metrics_port", "0",
+                "serve Prometheus metrics over HTTP on this port of --host at /metrics (0: off)");
+  flags->Define("metrics_per_channel", "false", "add per-channel metric series (one label value per channel)");
   flags->Define("log_level", "info", "trace, debug, info, warn, error or off");
+}
+
+// The one token of a file (surrounding whitespace dropped).
+absl::StatusOr<std::string> ReadTokenFile(const std::string& path) {
+  std::ifstream in(path);
+  std::string token;
+  if (!in || !(in >> token)) return absl::InvalidArgumentError(absl::StrCat("--peer_token_file=", path, " holds no token"));
+  return token;
 }
 
 // The flags bound into ServerOptions, each checked.
@@ -70,10 +104,48 @@ absl::StatusOr<ServerOptions> ParseOptions(const Flags& flags) {
   auto peer_timeout = flags.GetInt("peer_timeout_ms");
   auto peer_cache = flags.GetInt("peer_cache_mb");
   auto part_mb = flags.GetInt("stream_part_mb");
+  auto quota_channels = flags.GetInt("max_channels_per_identity");
+  auto quota_backends = flags.GetInt("max_backends_per_identity");
+  auto quota_mb = flags.GetInt("max_buffer_mb_per_identity");
+  auto backend_lease = flags.GetInt("default_backend_lease_s");
   for (const absl::Status& s : {port.status(), workers.status(), verify.status(), lease.status(),
                                 state_log.status(), max_mb.status(), ahead.status(), peer_timeout.status(),
-                                peer_cache.status(), part_mb.status()}) {
+                                peer_cache.status(), part_mb.status(), quota_channels.status(),
+                                quota_backends.status(), quota_mb.status(), backend_lease.status()}) {
     if (!s.ok()) return s;
+  }
+  if (*quota_channels < 0 || *quota_channels > o.core.max_channels) {
+    return absl::InvalidArgumentError(absl::StrCat("--max_channels_per_identity must be in [0, ", o.core.max_channels, "]"));
+  }
+  if (*quota_backends < 0 || *quota_backends > o.core.max_backends) {
+    return absl::InvalidArgumentError(absl::StrCat("--max_backends_per_identity must be in [0, ", o.core.max_backends, "]"));
+  }
+  if (*quota_mb < 0 || *quota_mb > (int64_t{1} << 40)) {
+    return absl::InvalidArgumentError("--max_buffer_mb_per_identity must be in [0, 2^40]");
+  }
+  if (*backend_lease < 1) return absl::InvalidArgumentError("--default_backend_lease_s must be >= 1");
+  o.core.max_channels_per_identity = static_cast<int>(*quota_channels);
+  o.core.max_backends_per_identity = static_cast<int>(*quota_backends);
+  o.core.max_buffer_bytes_per_identity = *quota_mb << 20;
+  o.core.default_backend_lease_ms = *backend_lease * 1000;
+  o.tls.cert_file = flags.Get("tls_cert");
+  o.tls.key_file = flags.Get("tls_key");
+  o.tls.client_ca_file = flags.Get("tls_client_ca");
+  o.auth_tokens_file = flags.Get("auth_tokens");
+  if (o.tls.enabled()) {
+    o.peer_security.tls = true;
+    o.peer_security.ca_file = flags.IsSet("tls_peer_ca") ? flags.Get("tls_peer_ca") : o.tls.client_ca_file;
+    if (o.tls.mutual()) {
+      o.peer_security.cert_file = o.tls.cert_file;
+      o.peer_security.key_file = o.tls.key_file;
+    }
+  } else if (flags.IsSet("tls_peer_ca")) {
+    return absl::InvalidArgumentError("--tls_peer_ca needs --tls_cert and --tls_key");
+  }
+  if (const std::string path = flags.Get("peer_token_file"); !path.empty()) {
+    auto token = ReadTokenFile(path);
+    if (!token.ok()) return token.status();
+    o.peer_security.token = *std::move(token);
   }
   if (*lease < 1) return absl::InvalidArgumentError("--default_lease_s must be >= 1");
   if (*max_mb < 1 || *max_mb > 2047) return absl::InvalidArgumentError("--max_message_mb must be in [1, 2047]");
@@ -122,33 +194,64 @@ int Run(int argc, char** argv) {
   auto options = ParseOptions(flags);
   if (!options.ok()) return Fail(options.status());
 
-  // SIGTERM and SIGINT are taken synchronously by one thread, so shutdown runs as normal code.
+  // SIGTERM, SIGINT and SIGHUP are taken synchronously by one thread, so shutdown and reloads
+  // run as normal code.
   sigset_t signals;
   sigemptyset(&signals);
   sigaddset(&signals, SIGTERM);
   sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGHUP);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
+  auto health_port = flags.GetInt("health_port");
+  if (!health_port.ok()) return Fail(health_port.status());
+  if (*health_port < -1 || *health_port > 65535) return Fail(absl::InvalidArgumentError("--health_port must be in [-1, 65535]"));
+  options->health_port = static_cast<int>(*health_port);
+  auto metrics_port = flags.GetInt("metrics_port");
+  auto per_channel = flags.GetBool("metrics_per_channel");
+  if (!metrics_port.ok()) return Fail(metrics_port.status());
+  if (!per_channel.ok()) return Fail(per_channel.status());
+  if (*metrics_port < 0 || *metrics_port > 65535) return Fail(absl::InvalidArgumentError("--metrics_port must be in [0, 65535]"));
+  std::unique_ptr<Metrics> metrics;
+  if (*metrics_port > 0) {
+    Metrics::Options mo;
+    mo.address = options->host.find(':') != std::string::npos ? absl::StrCat("[", options->host, "]:", *metrics_port)
+                                                              : absl::StrCat(options->host, ":", *metrics_port);
+    mo.per_channel = *per_channel;
+    auto started = Metrics::Start(mo);
+    if (!started.ok()) return Fail(started.status());
+    metrics = *std::move(started);
+    options->call_observer = metrics.get();
+    Logger("main")->info("metrics on http://{}/metrics", mo.address);
+  }
 
   auto server = GraphStoreServer::BuildAndStart(*options);
   if (!server.ok()) return Fail(server.status());
   GraphStoreServer* s = server->get();
+  if (metrics != nullptr) metrics->Watch(&s->core());
   const Partition& partition = s->core().partition();
   if (options->cluster.empty() && partition.num_partitions() > 1) {
     Logger("main")->warn("partition {} of {} serves without --cluster: batches that reach another partition's "
                          "nodes fail with FAILED_PRECONDITION", partition.partition_id(), partition.num_partitions());
   }
   std::thread signal_thread([s, signals] {
-    int sig = 0;
-    sigwait(&signals, &sig);
-    if (sig == SIGTERM || sig == SIGINT) {
+    for (;;) {
+      int sig = 0;
+      if (sigwait(&signals, &sig) != 0) continue;
+      if (sig == SIGHUP) {
+        s->ReloadAuth();
+        continue;
+      }
       Logger("main")->info("received {}", sig == SIGTERM ? "SIGTERM" : "SIGINT");
       s->RequestShutdown();
+      return;
     }
   });
   signal_thread.detach();
   // In a cluster the port file appears once every peer answered, so scripts that wait for it
   // wait for a server that samples.
   if (!s->WaitSamplingOpen()) {
+    if (metrics != nullptr) metrics->Watch(nullptr);
     s->Shutdown();
     return 0;
   }
@@ -157,6 +260,7 @@ int Run(int argc, char** argv) {
     if (auto st = WritePortFile(port_file, s->port()); !st.ok()) return Fail(st);
   }
   s->Wait();
+  if (metrics != nullptr) metrics->Watch(nullptr);
   s->Shutdown();
   // The port file exists while the server serves: a clean shutdown removes it.
   if (!port_file.empty()) std::remove(port_file.c_str());

@@ -4,6 +4,7 @@
 #include <grpcpp/health_check_service_interface.h>
 
 #include <chrono>
+#include <map>
 
 #include "absl/strings/str_cat.h"
 #include "server/util/log.h"
@@ -12,7 +13,34 @@ namespace graphstore {
 
 namespace {
 constexpr char kServiceName[] = "graphstore.v1.GraphStore";
+
+// grpc.health.v1.Health.Check answered from statuses the server sets (the health-only port).
+class HealthMirror : public grpc::health::v1::Health::Service {
+ public:
+  void Set(const std::string& service, bool serving) {
+    std::lock_guard<std::mutex> lock(mu_);
+    status_[service] = serving;
+  }
+  grpc::Status Check(grpc::ServerContext*, const grpc::health::v1::HealthCheckRequest* req,
+                     grpc::health::v1::HealthCheckResponse* resp) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = status_.find(req->service());
+    if (it == status_.end()) return grpc::Status(grpc::StatusCode::NOT_FOUND, "unknown service");
+    resp->set_status(it->second ? grpc::health::v1::HealthCheckResponse::SERVING
+                                : grpc::health::v1::HealthCheckResponse::NOT_SERVING);
+    return grpc::Status::OK;
+  }
+
+ private:
+  std::mutex mu_;
+  std::map<std::string, bool> status_;
+};
 }  // namespace
+
+void GraphStoreServer::SetHealth(const std::string& service, bool serving) {
+  server_->GetHealthCheckService()->SetServingStatus(service, serving);
+  if (health_mirror_ != nullptr) static_cast<HealthMirror*>(health_mirror_.get())->Set(service, serving);
+}
 
 absl::StatusOr<std::unique_ptr<GraphStoreServer>> GraphStoreServer::BuildAndStart(const ServerOptions& options) {
   if (options.partition_dir.empty()) return absl::InvalidArgumentError("--partition is required");
@@ -22,6 +50,11 @@ absl::StatusOr<std::unique_ptr<GraphStoreServer>> GraphStoreServer::BuildAndStar
   if (options.host.empty()) return absl::InvalidArgumentError("--host is empty");
   if (options.core.default_num_workers < 1) return absl::InvalidArgumentError("--num_workers must be >= 1");
   if (options.max_message_bytes < 1 << 20) return absl::InvalidArgumentError("--max_message_mb must be >= 1");
+  auto credentials = ServerCredentials(options.tls);
+  if (!credentials.ok()) return credentials.status();
+  auto auth = Authenticator::Create({options.auth_tokens_file, options.tls.mutual()});
+  if (!auth.ok()) return auth.status();
+  if (auto s = options.peer_security.Check(); !s.ok()) return absl::InvalidArgumentError(absl::StrCat("peers: ", s.message()));
 
   const auto t0 = std::chrono::steady_clock::now();
   Partition::LoadOptions lo;
@@ -44,7 +77,9 @@ absl::StatusOr<std::unique_ptr<GraphStoreServer>> GraphStoreServer::BuildAndStar
   s->options_ = options;
   s->core_ = std::make_unique<Core>(*std::move(partition), options.core, std::move(shared));
   GraphStoreServer* self = s.get();
-  s->service_ = std::make_unique<GraphStoreService>(s->core_.get(), [self] { self->RequestShutdown(); });
+  s->auth_ = *std::move(auth);
+  s->service_ = std::make_unique<GraphStoreService>(s->core_.get(), s->auth_.get(), options.call_observer,
+                                                    [self] { self->RequestShutdown(); });
 
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
@@ -52,7 +87,7 @@ absl::StatusOr<std::unique_ptr<GraphStoreServer>> GraphStoreServer::BuildAndStar
   const std::string listen = options.host.find(':') != std::string::npos && options.host.front() != '['
                                  ? absl::StrCat("[", options.host, "]:", options.port)
                                  : absl::StrCat(options.host, ":", options.port);
-  builder.AddListeningPort(listen, grpc::InsecureServerCredentials(), &s->port_);
+  builder.AddListeningPort(listen, *credentials, &s->port_);
   builder.RegisterService(s->service_.get());
   builder.SetMaxSendMessageSize(options.max_message_bytes);
   builder.SetMaxReceiveMessageSize(options.max_message_bytes);
@@ -60,10 +95,30 @@ absl::StatusOr<std::unique_ptr<GraphStoreServer>> GraphStoreServer::BuildAndStar
   if (s->server_ == nullptr || s->port_ == 0) {
     return absl::UnavailableError(absl::StrCat("cannot listen on ", listen));
   }
+  if (options.health_port >= 0) {
+    s->health_mirror_ = std::make_unique<HealthMirror>();
+    grpc::ServerBuilder health;
+    const std::string at = options.host.find(':') != std::string::npos && options.host.front() != '['
+                               ? absl::StrCat("[", options.host, "]:", options.health_port)
+                               : absl::StrCat(options.host, ":", options.health_port);
+    health.AddListeningPort(at, grpc::InsecureServerCredentials(), &s->health_port_);
+    health.RegisterService(s->health_mirror_.get());
+    s->health_server_ = health.BuildAndStart();
+    if (s->health_server_ == nullptr || s->health_port_ <= 0) {
+      return absl::UnavailableError(absl::StrCat("cannot listen on --health_port: ", at));
+    }
+  }
   // "" says the server is up (what peers wait for); the service says it samples.
-  s->server_->GetHealthCheckService()->SetServingStatus("", true);
-  s->server_->GetHealthCheckService()->SetServingStatus(kServiceName, false);
-  Logger("main")->info("graphstored listening on {}", s->address());
+  s->SetHealth("", true);
+  s->SetHealth(kServiceName, false);
+  Logger("main")->info("graphstored listening on {} ({}{})", s->address(),
+                       !options.tls.enabled() ? "plaintext" : options.tls.mutual() ? "mutual TLS" : "TLS",
+                       s->auth_->enabled() ? ", authenticated calls" : ", no authentication");
+  if (!options.tls.enabled() && !IsLoopbackHost(options.host)) {
+    Logger("main")->warn("*** PLAINTEXT on {}: anything on the network can read the batches and, without "
+                         "--auth_tokens, call every method (Exit included). Use --tls_cert/--tls_key, "
+                         "--tls_client_ca or --auth_tokens outside a trusted network. ***", s->address());
+  }
   if (!options.cluster.empty()) {
     if (auto st = s->JoinCluster(options.cluster); !st.ok()) return st;
   } else {
@@ -83,7 +138,7 @@ absl::Status GraphStoreServer::JoinCluster(const std::vector<std::string>& addre
     if (peers_ != nullptr) return absl::FailedPreconditionError("the server already joined a cluster");
     // A server started outside the cluster samples again once the peers answer.
     sampling_open_ = false;
-    server_->GetHealthCheckService()->SetServingStatus(kServiceName, false);
+    SetHealth(kServiceName, false);
   }
   PeerOptions po;
   po.addresses = addresses;
@@ -91,6 +146,7 @@ absl::Status GraphStoreServer::JoinCluster(const std::vector<std::string>& addre
   po.call_timeout_ms = options_.peer_timeout_ms;
   po.max_message_bytes = options_.max_message_bytes;
   po.on_ready = [this] { OpenSampling(); };
+  po.security = options_.peer_security;
   auto peers = Peers::Create(std::move(po));
   if (!peers.ok()) return peers.status();
   std::lock_guard<std::mutex> lock(mu_);
@@ -104,7 +160,7 @@ void GraphStoreServer::OpenSampling() {
     std::lock_guard<std::mutex> lock(mu_);
     if (shut_down_ || sampling_open_) return;
     sampling_open_ = true;
-    server_->GetHealthCheckService()->SetServingStatus(kServiceName, true);
+    SetHealth(kServiceName, true);
   }
   cv_.notify_all();
 }
@@ -116,6 +172,20 @@ bool GraphStoreServer::WaitSamplingOpen() {
 }
 
 GraphStoreServer::~GraphStoreServer() { Shutdown(); }
+
+absl::Status GraphStoreServer::ReloadAuth() {
+  if (options_.auth_tokens_file.empty()) {
+    Logger("auth")->info("nothing to reload: the server runs without --auth_tokens");
+    return absl::OkStatus();
+  }
+  auto s = auth_->Reload();
+  if (s.ok()) {
+    Logger("auth")->info("token file {} reloaded", options_.auth_tokens_file);
+  } else {
+    Logger("auth")->error("token file not reloaded, the previous tokens stay: {}", std::string(s.message()));
+  }
+  return s;
+}
 
 std::string GraphStoreServer::address() const {
   return options_.host.find(':') != std::string::npos ? absl::StrCat("[", options_.host, "]:", port_)
@@ -145,8 +215,8 @@ int GraphStoreServer::Shutdown() {
   if (peers_ != nullptr) peers_->StopMonitor();
   if (server_) {
     std::lock_guard<std::mutex> lock(mu_);
-    server_->GetHealthCheckService()->SetServingStatus(kServiceName, false);
-    server_->GetHealthCheckService()->SetServingStatus("", false);
+    SetHealth(kServiceName, false);
+    SetHealth("", false);
   }
   // Destroying the channels ends their streams with ABORTED before gRPC stops.
   const int destroyed = core_ ? core_->Shutdown() : 0;
@@ -154,6 +224,7 @@ int GraphStoreServer::Shutdown() {
     server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(options_.shutdown_grace_s));
     server_->Wait();
   }
+  if (health_server_) health_server_->Shutdown(std::chrono::system_clock::now());
   Logger("main")->info("stopped; {} live channels were destroyed at shutdown", destroyed);
   std::lock_guard<std::mutex> lock(mu_);
   channels_destroyed_ = destroyed;

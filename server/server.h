@@ -14,7 +14,11 @@
 
 #include "absl/status/statusor.h"
 #include "server/cluster/peers.h"
+#include "client/security.h"
+#include "grpc_health/v1/health.grpc.pb.h"
 #include "server/grpc_service.h"
+#include "server/security/auth.h"
+#include "server/security/tls.h"
 #include "server/service/core.h"
 
 namespace graphstore {
@@ -41,6 +45,18 @@ struct ServerOptions {
   std::vector<std::string> cluster;
   /// Deadline of each call to a peer, in ms.
   int64_t peer_timeout_ms = 10000;
+  /// TLS of the listener (default: plaintext).
+  ServerTlsOptions tls;
+  /// The token file (server/security/auth.h); empty: no tokens.
+  std::string auth_tokens_file;
+  /// How this server calls its peers: TLS (their CA, this server's certificate when they
+  /// require one) and the token of its `peer` identity.
+  client::ChannelSecurity peer_security;
+  /// Sees every call (metrics); optional, outlives the server.
+  CallObserver* call_observer = nullptr;
+  /// A plaintext port on `host` that serves only grpc.health.v1.Health (for probes that cannot
+  /// speak TLS, such as Kubernetes' gRPC probes); -1: none, 0: a free one.
+  int health_port = -1;
   /// Service limits and defaults.
   CoreOptions core;
 };
@@ -55,9 +71,13 @@ class GraphStoreServer {
 
   /// The port actually bound.
   int port() const { return port_; }
+  /// The health-only port bound, or -1.
+  int health_port() const { return health_port_; }
   /// host:port actually bound.
   std::string address() const;
   Core& core() { return *core_; }
+  /// Reads the token file again (SIGHUP); on error the tokens in use stay.
+  absl::Status ReloadAuth();
 
   /// Joins the cluster of servers at `addresses` (partition order, this one's included): opens
   /// channels to the peers, which then sample the frontier nodes and fetch the data of the
@@ -83,14 +103,20 @@ class GraphStoreServer {
   GraphStoreServer() = default;
   // Marks sampling open (health SERVING for graphstore.v1.GraphStore) unless shut down.
   void OpenSampling();
+  // Sets a health status on the main port and on the health-only port.
+  void SetHealth(const std::string& service, bool serving);
 
   ServerOptions options_;
   // Declared before the core, which calls the peers from its workers until it is destroyed.
   std::unique_ptr<Peers> peers_;
   std::unique_ptr<Core> core_;
+  std::unique_ptr<Authenticator> auth_;
   std::unique_ptr<GraphStoreService> service_;
   std::unique_ptr<grpc::Server> server_;
   int port_ = 0;
+  std::unique_ptr<grpc::health::v1::Health::Service> health_mirror_;
+  std::unique_ptr<grpc::Server> health_server_;
+  int health_port_ = -1;
   std::mutex mu_;
   std::condition_variable cv_;
   bool shutdown_requested_ = false;

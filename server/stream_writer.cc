@@ -42,12 +42,17 @@ void SampledMessageStream::Begin() {
 }
 
 void SampledMessageStream::OnWriteDone(bool ok) {
+  size_t written = 0;
+  bool batch_done = false;
   {
     std::lock_guard<std::mutex> lock(mu_);
     writing_ = false;
+    written = buffer_.Length();
+    batch_done = current_ != nullptr && next_part_ >= current_->encoded->parts.size();
     buffer_.Clear();
   }
   if (ok) {
+    host_->Sent(a_.shared_memory, static_cast<int64_t>(written), batch_done);
     host_->Touch(a_.channel_id);
     MaybeWrite();
   } else {

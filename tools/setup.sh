@@ -23,6 +23,9 @@ PACKAGES=(
   python3-protobuf        # graphstore.v1 message stubs (python/)
   python3-grpcio          # graphstore.v1 service stubs, used by operators' scripts and tests
   python3-numpy           # the Python tests read partitions' .npy arrays
+  prometheus-cpp-dev      # graphstored's metrics endpoint (--metrics_port)
+  libssl-dev              # OpenSSL headers: certificate checks at start-up, token digests
+  openssl                 # the TLS tests make their certificates at test time
 )
 
 missing=()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import os
 import numbers
 from dataclasses import dataclass
 from typing import Iterator, List, Optional, Sequence, Union
@@ -169,6 +170,15 @@ class Loader:
         deadline: seconds every unary call may take.
         lease_ms: channel lease on the servers (0: their default).
         worker_key: this trainer's name in server logs and stats.
+        tls: connect with TLS (implied by ``tls_ca``, ``tls_cert`` and ``tls_key``); without
+            ``tls_ca`` the system's CA certificates verify the servers.
+        tls_ca: PEM file of the CA that signed the servers' certificates.
+        tls_cert, tls_key: PEM files of this trainer's client certificate and key, for servers
+            that require mutual TLS.
+        tls_server_name: the name the servers' certificates carry, when not the host of their
+            address.
+        token: bearer token sent with every call (servers run with ``--auth_tokens``); default:
+            the ``GRAPHSTORE_TOKEN`` environment variable, if set.
 
     Raises:
         TypeError, ValueError: a bad argument, naming it.
@@ -185,7 +195,9 @@ class Loader:
                  shared_memory: bool = True, prefetch: int = 4, backend_key: Optional[str] = None,
                  server_workers: int = 0, max_in_flight_per_channel: int = 0, buffer_messages: int = 0,
                  buffer_bytes: int = 0, stream_window_bytes: int = 8 << 20, deadline: float = 30.0,
-                 lease_ms: int = 0, worker_key: str = "python-trainer"):
+                 lease_ms: int = 0, worker_key: str = "python-trainer", tls: bool = False,
+                 tls_ca: Optional[str] = None, tls_cert: Optional[str] = None, tls_key: Optional[str] = None,
+                 tls_server_name: Optional[str] = None, token: Optional[str] = None):
         self._impl = None
         if isinstance(servers, str):
             servers = [s for s in servers.split(",") if s]
@@ -270,6 +282,15 @@ class Loader:
             digest = hashlib.sha1(config.SerializeToString(deterministic=True) + options.SerializeToString(
                 deterministic=True)).hexdigest()[:16]
             backend_key = f"python/{digest}"
+        security = {}
+        for name, value in (("tls_ca", tls_ca), ("tls_cert", tls_cert), ("tls_key", tls_key),
+                            ("tls_server_name", tls_server_name), ("token", token)):
+            security[name] = "" if value is None else _str(name, value)
+        if token is None:
+            security["token"] = os.environ.get("GRAPHSTORE_TOKEN", "")
+        for name in ("tls_ca", "tls_cert", "tls_key"):
+            if security[name] and not os.path.isfile(security[name]):
+                raise ValueError(f"{name}: no file {security[name]!r}")
         self._servers = list(servers)
         self._impl = _graphstore.Loader(
             servers=self._servers, config=config.SerializeToString(), sampler_options=options.SerializeToString(),
@@ -281,7 +302,7 @@ class Loader:
             deadline_ms=int(deadline * 1000), lease_ms=_int("lease_ms", lease_ms, 0),
             worker_key=_str("worker_key", worker_key), shared_memory=_bool("shared_memory", shared_memory),
             feature_encoding=feature_encoding, feature_cache_rows=_int("feature_cache_rows", feature_cache_rows, 0),
-            decode_features=_bool("decode_features", decode_features))
+            decode_features=_bool("decode_features", decode_features), tls=_bool("tls", tls), **security)
         self._next_epoch = 0
         self._current = None  # the epoch being iterated
 

@@ -4,8 +4,12 @@
 // The other servers of a cluster as the service core sees them. The gRPC implementation is
 // Peers (server/cluster/peers.h); this interface keeps the core free of gRPC.
 
+#include <functional>
+#include <string>
+
 #include "graphstore/v1/graphstore.pb.h"
 #include "server/sampling/peer_sampling.h"
+#include "server/util/histogram.h"
 
 namespace graphstore {
 
@@ -14,6 +18,9 @@ namespace graphstore {
 class Cluster : public PeerSampling {
  public:
   virtual void FillStats(v1::ServerStats* out) const = 0;
+  /// Calls `visit(partition, address, latency)` for each peer (metrics).
+  virtual void VisitLatency(
+      const std::function<void(int, const std::string&, const LatencyHistogram&)>& visit) const = 0;
 };
 
 }  // namespace graphstore

@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "client/channel.h"
 #include "server/util/log.h"
 
 namespace graphstore {
@@ -99,7 +100,10 @@ class PendingCalls : public PeerSampling::Pending {
     for (auto& s : slots_) {
       Slot* slot = s.get();
       slot->counters->calls.fetch_add(1, std::memory_order_relaxed);
-      slot->issue([this, slot](grpc::Status st) {
+      const auto start = std::chrono::steady_clock::now();
+      slot->issue([this, slot, start](grpc::Status st) {
+        slot->counters->latency.Observe(
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
         slot->status = std::move(st);
         std::lock_guard<std::mutex> lock(mu_);
         if (--remaining_ == 0) cv_.notify_all();
@@ -151,18 +155,26 @@ absl::StatusOr<std::unique_ptr<Peers>> Peers::Create(PeerOptions options) {
   if (options.call_timeout_ms <= 0) {
     return absl::InvalidArgumentError("peer_timeout_ms must be > 0");
   }
-  std::unique_ptr<Peers> p(new Peers(std::move(options)));
-  return p;
-}
-
-Peers::Peers(PeerOptions options) : options_(std::move(options)) {
   grpc::ChannelArguments args;
-  args.SetMaxReceiveMessageSize(options_.max_message_bytes);
-  args.SetMaxSendMessageSize(options_.max_message_bytes);
+  args.SetMaxReceiveMessageSize(options.max_message_bytes);
+  args.SetMaxSendMessageSize(options.max_message_bytes);
   // A restarted peer is found again within about a second.
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
   args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
+  std::vector<std::shared_ptr<grpc::Channel>> channels(n);
+  for (int k = 0; k < n; ++k) {
+    if (k == options.self) continue;
+    auto channel = client::OpenChannel(options.addresses[k], options.security, args);
+    if (!channel.ok()) return channel.status();
+    channels[k] = *std::move(channel);
+  }
+  std::unique_ptr<Peers> p(new Peers(std::move(options), std::move(channels)));
+  return p;
+}
+
+Peers::Peers(PeerOptions options, std::vector<std::shared_ptr<grpc::Channel>> channels)
+    : options_(std::move(options)) {
   for (size_t k = 0; k < options_.addresses.size(); ++k) {
     if (static_cast<int>(k) == options_.self) {
       peers_.push_back(nullptr);
@@ -171,7 +183,7 @@ Peers::Peers(PeerOptions options) : options_(std::move(options)) {
     auto peer = std::make_unique<Peer>();
     peer->partition = static_cast<int>(k);
     peer->address = options_.addresses[k];
-    peer->channel = grpc::CreateCustomChannel(peer->address, grpc::InsecureChannelCredentials(), args);
+    peer->channel = std::move(channels[k]);
     peer->stub = v1::GraphStore::NewStub(peer->channel);
     peer->health = grpc::health::v1::Health::NewStub(peer->channel);
     peers_.push_back(std::move(peer));
@@ -343,6 +355,13 @@ std::unique_ptr<PeerSampling::Pending> Peers::FetchNodeData(const std::string& n
   }
   pending->Start();
   return pending;
+}
+
+void Peers::VisitLatency(
+    const std::function<void(int, const std::string&, const LatencyHistogram&)>& visit) const {
+  for (const auto& peer : peers_) {
+    if (peer != nullptr) visit(peer->partition, peer->address, peer->counters.latency);
+  }
 }
 
 void Peers::FillStats(v1::ServerStats* out) const {

@@ -18,9 +18,11 @@
 #include <grpcpp/grpcpp.h>
 
 #include "absl/status/statusor.h"
+#include "client/security.h"
 #include "graphstore/v1/graphstore.grpc.pb.h"
 #include "grpc_health/v1/health.grpc.pb.h"
 #include "server/cluster/cluster.h"
+#include "server/util/histogram.h"
 
 namespace graphstore {
 
@@ -37,6 +39,8 @@ struct PeerOptions {
   int max_message_bytes = 512 << 20;
   /// Runs once, on the monitor thread, when every peer has answered health.
   std::function<void()> on_ready;
+  /// TLS and credentials of the calls to the peers (their role there is `peer`).
+  client::ChannelSecurity security;
 };
 
 /// Channels to the peers. Thread-safe.
@@ -48,6 +52,7 @@ class Peers : public Cluster {
   ~Peers() override;
   /// Ends the health monitor: on_ready does not run after this returns. Idempotent.
   void StopMonitor();
+  void VisitLatency(const std::function<void(int, const std::string&, const LatencyHistogram&)>& visit) const override;
 
   absl::Status Ready() const override;
   std::unique_ptr<Pending> SampleNeighbors(const Hop& hop, std::vector<NeighborCall>* calls) override;
@@ -64,11 +69,13 @@ class Peers : public Cluster {
     std::atomic<int64_t> failed_calls{0};
     std::atomic<int64_t> bytes_sent{0};
     std::atomic<int64_t> bytes_received{0};
+    /// Time from issuing a call to its answer.
+    LatencyHistogram latency;
   };
 
  private:
   struct Peer;
-  explicit Peers(PeerOptions options);
+  Peers(PeerOptions options, std::vector<std::shared_ptr<grpc::Channel>> channels);
   void MonitorLoop();
   // One health check; OK when the peer reports SERVING.
   absl::Status Check(Peer& peer);

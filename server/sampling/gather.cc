@@ -169,7 +169,7 @@ absl::Status GatherNodeData(const Partition& partition, int node_type, bool feat
   const size_t row_bytes = g.stored_row_bytes();
   std::vector<char> row(row_bytes);
   OwnerSplit<PeerSampling::NodeDataCall> split;
-  auto have = [&](size_t i) {
+  auto lookup = [&](size_t i) {
     if (cache == nullptr) return !g.WantsRow(i) && !labels;
     if (g.WantsRow(i)) {
       if (!cache->GetFeatures(node_type, ids[i], row.data())) return false;
@@ -181,11 +181,17 @@ absl::Status GatherNodeData(const Partition& partition, int node_type, bool feat
     if (labels) g.PutLabel(i, label);
     return true;
   };
-  if (auto st = split.Split(partition, t, ids.data(), ids.size(), peers != nullptr, "its features and labels need",
-                            have);
-      !st.ok()) {
-    return st;
-  }
+  int64_t hits = 0;
+  int64_t misses = 0;
+  auto have = [&](size_t i) {
+    const bool found = lookup(i);
+    ++(found ? hits : misses);
+    return found;
+  };
+  const absl::Status split_status =
+      split.Split(partition, t, ids.data(), ids.size(), peers != nullptr, "its features and labels need", have);
+  if (cache != nullptr) cache->CountLookups(hits, misses);
+  if (!split_status.ok()) return split_status;
   auto issue = [&](std::vector<PeerSampling::NodeDataCall>* calls) {
     return peers->FetchNodeData(t.name, features, labels, calls);
   };

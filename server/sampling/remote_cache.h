@@ -38,6 +38,15 @@ class RemoteCache {
   /// Bytes in use (rows and index arrays).
   int64_t bytes() const { return bytes_.load(std::memory_order_relaxed); }
 
+  /// Counts lookups of other partitions' nodes that the cache answered and that went to a peer
+  /// (added once per gather, not per row).
+  void CountLookups(int64_t hits, int64_t misses) const {
+    hits_.fetch_add(hits, std::memory_order_relaxed);
+    misses_.fetch_add(misses, std::memory_order_relaxed);
+  }
+  int64_t hits() const { return hits_.load(std::memory_order_relaxed); }
+  int64_t misses() const { return misses_.load(std::memory_order_relaxed); }
+
  private:
   struct Type;
   // Reserves `n` bytes of the budget; false when it is spent.
@@ -45,6 +54,8 @@ class RemoteCache {
 
   const int64_t capacity_;
   std::atomic<int64_t> bytes_{0};
+  mutable std::atomic<int64_t> hits_{0};
+  mutable std::atomic<int64_t> misses_{0};
   std::vector<std::unique_ptr<Type>> types_;
 };
 

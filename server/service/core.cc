@@ -121,10 +121,14 @@ absl::Status Core::SamplingOpen() const {
 }
 
 void Core::InitSamplingBackend(const v1::InitSamplingBackendRequest& req, v1::InitSamplingBackendResponse* resp,
-                               std::function<void(absl::Status)> done) {
+                               std::function<void(absl::Status)> done, const Caller& caller) {
   if (req.backend_key().empty()) return done(Invalid("backend_key is required"));
   if (req.backend_key().size() > options_.max_key_length) {
     return done(TooBig(absl::StrCat("backend_key is longer than ", options_.max_key_length, " bytes")));
+  }
+  if (req.lease_ms() < 0) return done(Invalid("lease_ms must be >= 0 (0 = server default)"));
+  if (req.lease_ms() > options_.max_lease_ms) {
+    return done(TooBig(absl::StrCat("lease_ms ", req.lease_ms(), " exceeds the limit ", options_.max_lease_ms)));
   }
   SamplerEnvironment env;
   env.partition = partition_.get();
@@ -148,10 +152,13 @@ void Core::InitSamplingBackend(const v1::InitSamplingBackendRequest& req, v1::In
         return done(absl::FailedPreconditionError(absl::StrCat(
             "backend_key '", req.backend_key(), "' already names backend ", e->id, " with a different config")));
       }
-      auto reply = [resp, done, id = e->id](absl::Status s) {
+      // Joining renews the lease of a backend that has no channel yet.
+      e->last_activity = Clock::now();
+      auto reply = [resp, done, id = e->id, lease = e->lease_ms](absl::Status s) {
         if (s.ok()) {
           resp->set_backend_id(id);
           resp->set_created(false);
+          resp->set_lease_ms(lease);
         }
         done(s);
       };
@@ -165,7 +172,13 @@ void Core::InitSamplingBackend(const v1::InitSamplingBackendRequest& req, v1::In
     if (static_cast<int>(registry_.backends().size()) >= options_.max_backends) {
       return done(TooBig(absl::StrCat("too many backends (limit ", options_.max_backends, ")")));
     }
-    entry = registry_.AddBackend(req.backend_key(), req.config());
+    const int quota = options_.max_backends_per_identity;
+    if (!caller.identity.empty() && quota > 0 && registry_.HoldingsOf(caller.identity).backends >= quota) {
+      return done(TooBig(absl::StrCat("identity '", caller.identity, "' already holds ", quota,
+                                      " backends (quota max_backends_per_identity=", quota, ")")));
+    }
+    entry = registry_.AddBackend(req.backend_key(), req.config(), caller.identity);
+    entry->lease_ms = req.lease_ms() > 0 ? req.lease_ms() : options_.default_backend_lease_ms;
   }
 
   const absl::Status status = BuildBackend(entry.get(), *std::move(sampler), *backend_options);
@@ -185,6 +198,7 @@ void Core::InitSamplingBackend(const v1::InitSamplingBackendRequest& req, v1::In
                          entry->workers->num_workers(), req.config().batch_size());
     resp->set_backend_id(entry->id);
     resp->set_created(true);
+    resp->set_lease_ms(entry->lease_ms);
   } else {
     Logger("core")->debug("backend '{}' failed: {}", entry->key, status.ToString());
   }
@@ -197,8 +211,21 @@ absl::Status Core::BuildBackend(BackendEntry* entry, std::unique_ptr<Sampler> sa
   auto workers = std::make_shared<SamplingWorkers>(partition_.get(), std::move(sampler), options.num_workers,
                                                    options_.stream_part_bytes);
   // Runs on the backend's worker threads.
-  auto backend = scheduler::Backend::Create(
-      options, [workers](const scheduler::BatchTask& t) { return workers->SampleAndEncode(t); });
+  SamplerKind kind = SamplerKind::kNeighbor;
+  if (entry->config.kind() == v1::SAMPLER_KIND_PPR) kind = SamplerKind::kPpr;
+  if (entry->config.kind() == v1::SAMPLER_KIND_SUBGRAPH) kind = SamplerKind::kSubgraph;
+  ServiceCounters* counters = &counters_;
+  auto backend = scheduler::Backend::Create(options, [workers, counters, kind](const scheduler::BatchTask& t) {
+    const auto start = Clock::now();
+    auto batch = workers->SampleAndEncode(t);
+    const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - start).count();
+    const auto* channel = static_cast<const ChannelSampling*>(t.attachment);
+    const SamplerKind k = channel != nullptr && channel->ablp != nullptr ? SamplerKind::kAblp : kind;
+    counters->sampling_seconds[static_cast<int>(k)].Observe(static_cast<double>(ns) / 1e9);
+    counters->worker_busy_ns.fetch_add(ns, std::memory_order_relaxed);
+    (batch.ok() ? counters->batches_sampled : counters->sampling_failures).fetch_add(1, std::memory_order_relaxed);
+    return batch;
+  });
   if (!backend.ok()) return backend.status();
   entry->workers = std::move(workers);
   entry->backend = *std::move(backend);
@@ -268,8 +295,25 @@ std::shared_ptr<ChannelEntry> Core::NewChannel(const v1::RegisterSamplingInputRe
   return channel;
 }
 
+absl::Status Core::CheckChannelQuota(const Caller& caller, int64_t buffer_bytes) const {
+  if (caller.identity.empty()) return absl::OkStatus();
+  const Holdings h = registry_.HoldingsOf(caller.identity);
+  const int channels = options_.max_channels_per_identity;
+  if (channels > 0 && h.channels >= channels) {
+    return TooBig(absl::StrCat("identity '", caller.identity, "' already holds ", h.channels,
+                               " channels (quota max_channels_per_identity=", channels, ")"));
+  }
+  const int64_t bytes = options_.max_buffer_bytes_per_identity;
+  if (bytes > 0 && h.buffer_bytes + buffer_bytes > bytes) {
+    return TooBig(absl::StrCat("identity '", caller.identity, "' holds channels with ", h.buffer_bytes,
+                               " buffer bytes; ", buffer_bytes, " more would pass its quota max_buffer_bytes_per_identity=",
+                               bytes));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status Core::RegisterSamplingInput(const v1::RegisterSamplingInputRequest& req,
-                                         v1::RegisterSamplingInputResponse* resp) {
+                                         v1::RegisterSamplingInputResponse* resp, const Caller& caller) {
   if (auto s = CheckRegistration(req, options_, shared_memory_ != nullptr); !s.ok()) return s;
   int node_type = 0;
   AblpInput ablp;
@@ -305,7 +349,11 @@ absl::Status Core::RegisterSamplingInput(const v1::RegisterSamplingInputRequest&
     if (static_cast<int>(registry_.channels().size()) >= options_.max_channels) {
       return TooBig(absl::StrCat("too many live channels (limit ", options_.max_channels, ")"));
     }
+    const int64_t buffer_bytes = req.buffer().max_bytes() > 0 ? req.buffer().max_bytes() : options_.default_buffer_bytes;
+    if (auto s = CheckChannelQuota(caller, buffer_bytes); !s.ok()) return s;
+    backend->last_activity = Clock::now();
     channel = NewChannel(req, backend);
+    channel->owner = caller.identity;
     channel->node_type = node_type;
     channel->num_seeds = static_cast<int64_t>(seeds->size());
     scheduler::ChannelOptions co;
@@ -349,7 +397,7 @@ absl::StatusOr<std::shared_ptr<ChannelEntry>> Core::LiveChannel(uint64_t id) con
   return c;
 }
 
-absl::Status Core::StartEpoch(const v1::StartEpochRequest& req, v1::StartEpochResponse* resp) {
+absl::Status Core::StartEpoch(const v1::StartEpochRequest& req, v1::StartEpochResponse* resp, const Caller& caller) {
   if (req.channel_id() == 0) return Invalid("channel_id is required");
   if (req.epoch() < 0) return Invalid(absl::StrCat("epoch must be >= 0, got ", req.epoch()));
   if (auto s = SamplingOpen(); !s.ok()) return s;
@@ -357,7 +405,7 @@ absl::Status Core::StartEpoch(const v1::StartEpochRequest& req, v1::StartEpochRe
   {
     std::lock_guard<std::mutex> lock(mu_);
     Registry::Found found;
-    std::shared_ptr<ChannelEntry> c = registry_.FindChannel(req.channel_id(), &found);
+    std::shared_ptr<ChannelEntry> c = registry_.FindChannelFor(req.channel_id(), caller, false, &found);
     if (found == Registry::Found::kDestroyed) {
       resp->set_outcome(v1::StartEpochResponse::DESTROYED);
       return absl::OkStatus();
@@ -388,22 +436,23 @@ absl::Status Core::StartEpoch(const v1::StartEpochRequest& req, v1::StartEpochRe
   return absl::OkStatus();
 }
 
-absl::Status Core::RenewLease(const v1::RenewLeaseRequest& req, v1::RenewLeaseResponse* resp) {
+absl::Status Core::RenewLease(const v1::RenewLeaseRequest& req, v1::RenewLeaseResponse* resp, const Caller& caller) {
   if (req.channel_id() == 0) return Invalid("channel_id is required");
   std::lock_guard<std::mutex> lock(mu_);
-  auto c = LiveChannel(req.channel_id());
-  if (!c.ok()) return c.status();
-  (*c)->last_activity = Clock::now();
-  resp->set_lease_ms((*c)->lease_ms);
+  Registry::Found found;
+  std::shared_ptr<ChannelEntry> c = registry_.FindChannelFor(req.channel_id(), caller, false, &found);
+  if (c == nullptr) return Registry::NotLive(req.channel_id(), found);
+  c->last_activity = Clock::now();
+  resp->set_lease_ms(c->lease_ms);
   return absl::OkStatus();
 }
 
 absl::Status Core::DestroySamplingInput(const v1::DestroySamplingInputRequest& req,
-                                        v1::DestroySamplingInputResponse* resp) {
+                                        v1::DestroySamplingInputResponse* resp, const Caller& caller) {
   if (req.channel_id() == 0) return Invalid("channel_id is required");
   std::unique_lock<std::mutex> lock(mu_);
   Registry::Found found;
-  registry_.FindChannel(req.channel_id(), &found);
+  registry_.FindChannelFor(req.channel_id(), caller, false, &found);
   if (found == Registry::Found::kDestroyed) {
     resp->set_destroyed(false);
     return absl::OkStatus();

@@ -14,6 +14,10 @@
 // a channel succeed and say so (StartEpoch: DESTROYED, DestroySamplingInput: destroyed false,
 // ReleaseSharedBuffers: nothing freed, DescribeChannel: state "destroyed"), and calls that need
 // a live channel (StreamSampledMessages, RenewLease) fail with FAILED_PRECONDITION.
+//
+// Channel methods take the Caller: a channel of another identity answers exactly as an id never
+// given out (NOT_FOUND), except to callers that see everything when they only describe it.
+// Without authentication every caller is Caller::Anonymous() and owns everything.
 
 #include <atomic>
 #include <chrono>
@@ -33,6 +37,8 @@
 #include "server/graph/partition.h"
 #include "server/sampling/ablp.h"
 #include "server/sampling/remote_cache.h"
+#include "server/service/caller.h"
+#include "server/service/counters.h"
 #include "server/service/feature_outputs.h"
 #include "server/service/options.h"
 #include "server/service/queries.h"
@@ -72,28 +78,50 @@ class Core : public StreamHost {
 
   /// Creates or joins a backend. When another caller is creating the same key, `done` runs
   /// once that creation finishes, with its outcome; otherwise it runs before this returns.
+  /// The backend is charged to the caller that creates it.
   void InitSamplingBackend(const v1::InitSamplingBackendRequest& req, v1::InitSamplingBackendResponse* resp,
-                           std::function<void(absl::Status)> done);
+                           std::function<void(absl::Status)> done, const Caller& caller = Caller::Anonymous());
+  /// The channel belongs to the caller; RESOURCE_EXHAUSTED past the caller's quotas.
   absl::Status RegisterSamplingInput(const v1::RegisterSamplingInputRequest& req,
-                                     v1::RegisterSamplingInputResponse* resp);
-  absl::Status StartEpoch(const v1::StartEpochRequest& req, v1::StartEpochResponse* resp);
-  absl::Status RenewLease(const v1::RenewLeaseRequest& req, v1::RenewLeaseResponse* resp);
+                                     v1::RegisterSamplingInputResponse* resp,
+                                     const Caller& caller = Caller::Anonymous());
+  absl::Status StartEpoch(const v1::StartEpochRequest& req, v1::StartEpochResponse* resp,
+                          const Caller& caller = Caller::Anonymous());
+  absl::Status RenewLease(const v1::RenewLeaseRequest& req, v1::RenewLeaseResponse* resp,
+                          const Caller& caller = Caller::Anonymous());
   absl::Status DestroySamplingInput(const v1::DestroySamplingInputRequest& req,
-                                    v1::DestroySamplingInputResponse* resp);
+                                    v1::DestroySamplingInputResponse* resp,
+                                    const Caller& caller = Caller::Anonymous());
   absl::Status ReleaseSharedBuffers(const v1::ReleaseSharedBuffersRequest& req,
-                                    v1::ReleaseSharedBuffersResponse* resp);
+                                    v1::ReleaseSharedBuffersResponse* resp,
+                                    const Caller& caller = Caller::Anonymous());
 
   /// Validates a stream request and marks the channel as streamed (one stream per channel).
-  absl::StatusOr<StreamAttachment> AttachStream(const v1::StreamSampledMessagesRequest& req);
+  absl::StatusOr<StreamAttachment> AttachStream(const v1::StreamSampledMessagesRequest& req,
+                                                const Caller& caller = Caller::Anonymous());
   // StreamHost: the calls of a stream attached to a channel.
   void DetachStream(uint64_t channel_id, bool cancelled) override;
   void Touch(uint64_t channel_id) override;
   /// SharedLedger::BacklogFull of the channel.
   bool SharedBacklogFull(uint64_t channel_id) const override;
   void HandOff(uint64_t channel_id, std::shared_ptr<SharedUse> use) override;
+  void Sent(bool shared_memory, int64_t bytes, bool batch_done) override;
 
-  absl::Status DescribeChannel(const v1::DescribeChannelRequest& req, v1::ChannelStats* resp) const;
-  absl::Status DescribeBackend(const v1::DescribeBackendRequest& req, v1::BackendStats* resp) const;
+  /// What was sampled, sent and dropped since start (metrics).
+  const ServiceCounters& counters() const { return counters_; }
+  /// Live shared-memory pool bytes over every channel.
+  int64_t shared_memory_bytes() const;
+  /// Lookups of other partitions' nodes answered by the peer cache and not (0 outside a cluster).
+  void PeerCacheLookups(int64_t* hits, int64_t* misses) const;
+  /// The cluster joined, or null.
+  const Cluster* cluster() const { return cluster_.load(); }
+
+  absl::Status DescribeChannel(const v1::DescribeChannelRequest& req, v1::ChannelStats* resp,
+                               const Caller& caller = Caller::Anonymous()) const;
+  /// A caller that does not see everything sees a backend it created or has a channel on, and
+  /// only its own channels in it; other backends are NOT_FOUND.
+  absl::Status DescribeBackend(const v1::DescribeBackendRequest& req, v1::BackendStats* resp,
+                               const Caller& caller = Caller::Anonymous()) const;
   absl::Status GetServerStats(const v1::GetServerStatsRequest& req, v1::ServerStats* resp) const;
 
   /// Destroys every live channel and stops every backend; streams end. Returns the number of
@@ -123,11 +151,15 @@ class Core : public StreamHost {
                                            std::shared_ptr<BackendEntry> backend);
   // The live channel `id` with mu_ held, or the status for an id that is not.
   absl::StatusOr<std::shared_ptr<ChannelEntry>> LiveChannel(uint64_t id) const;
+  // RESOURCE_EXHAUSTED when a registration of `buffer_bytes` would take the caller past a
+  // quota (mu_ held).
+  absl::Status CheckChannelQuota(const Caller& caller, int64_t buffer_bytes) const;
   // Removes a channel (mu_ held by the caller is released around backend calls); returns
   // whether its backend was stopped because it was the last channel.
   bool DestroyLocked(std::unique_lock<std::mutex>& lock, uint64_t channel_id);
   void FillChannelStats(const ChannelEntry& c, v1::ChannelStats* out) const;
-  void FillBackendStats(const BackendEntry& b, v1::BackendStats* out) const;
+  // The backend's stats with the channels `caller` may see.
+  void FillBackendStats(const BackendEntry& b, v1::BackendStats* out, const Caller& caller) const;
   void WatchdogLoop();
   // Stops the backends in retiring_ (mu_ held on entry and exit; released while stopping).
   void StopRetired(std::unique_lock<std::mutex>& lock);
@@ -150,6 +182,8 @@ class Core : public StreamHost {
   // Backends whose last channel is gone, waiting for the watchdog to join their workers.
   std::vector<std::shared_ptr<BackendEntry>> retiring_;
   int64_t leases_expired_ = 0;
+  int64_t backend_leases_expired_ = 0;
+  mutable ServiceCounters counters_;
   std::atomic<int> open_streams_{0};
   // Serialises Shutdown() so the watchdog is joined once.
   std::mutex shutdown_mu_;

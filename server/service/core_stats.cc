@@ -45,7 +45,7 @@ void Core::FillChannelStats(const ChannelEntry& c, v1::ChannelStats* out) const 
   out->set_error(s->error);
 }
 
-void Core::FillBackendStats(const BackendEntry& b, v1::BackendStats* out) const {
+void Core::FillBackendStats(const BackendEntry& b, v1::BackendStats* out, const Caller& caller) const {
   out->set_backend_id(b.id);
   out->set_backend_key(b.key);
   *out->mutable_config() = b.config;
@@ -57,15 +57,18 @@ void Core::FillBackendStats(const BackendEntry& b, v1::BackendStats* out) const 
   out->set_num_runnable_channels(s.num_runnable_channels);
   out->set_total_batches_sampled(s.total_batches_sampled);
   for (const auto& [id, c] : registry_.channels()) {
-    if (c->backend->id == b.id) FillChannelStats(*c, out->add_channels());
+    if (c->backend->id == b.id && (caller.sees_everything || c->owner == caller.identity)) {
+      FillChannelStats(*c, out->add_channels());
+    }
   }
 }
 
-absl::Status Core::DescribeChannel(const v1::DescribeChannelRequest& req, v1::ChannelStats* resp) const {
+absl::Status Core::DescribeChannel(const v1::DescribeChannelRequest& req, v1::ChannelStats* resp,
+                                   const Caller& caller) const {
   if (req.channel_id() == 0) return absl::InvalidArgumentError("channel_id is required");
   std::lock_guard<std::mutex> lock(mu_);
   Registry::Found found;
-  std::shared_ptr<ChannelEntry> c = registry_.FindChannel(req.channel_id(), &found);
+  std::shared_ptr<ChannelEntry> c = registry_.FindChannelFor(req.channel_id(), caller, true, &found);
   if (found == Registry::Found::kDestroyed) {
     resp->set_channel_id(req.channel_id());
     resp->set_state("destroyed");
@@ -76,12 +79,17 @@ absl::Status Core::DescribeChannel(const v1::DescribeChannelRequest& req, v1::Ch
   return absl::OkStatus();
 }
 
-absl::Status Core::DescribeBackend(const v1::DescribeBackendRequest& req, v1::BackendStats* resp) const {
+absl::Status Core::DescribeBackend(const v1::DescribeBackendRequest& req, v1::BackendStats* resp,
+                                   const Caller& caller) const {
   if (req.backend_id() == 0) return absl::InvalidArgumentError("backend_id is required");
   std::lock_guard<std::mutex> lock(mu_);
   std::shared_ptr<BackendEntry> b = registry_.FindBackend(req.backend_id());
-  if (b == nullptr) return absl::NotFoundError(absl::StrCat("backend_id ", req.backend_id(), " does not exist"));
-  FillBackendStats(*b, resp);
+  bool visible = b != nullptr && (caller.sees_everything || b->creator == caller.identity);
+  for (auto it = registry_.channels().begin(); b != nullptr && !visible && it != registry_.channels().end(); ++it) {
+    visible = it->second->backend == b && it->second->owner == caller.identity;
+  }
+  if (!visible) return absl::NotFoundError(absl::StrCat("backend_id ", req.backend_id(), " does not exist"));
+  FillBackendStats(*b, resp, caller);
   return absl::OkStatus();
 }
 
@@ -91,15 +99,31 @@ absl::Status Core::GetServerStats(const v1::GetServerStatsRequest&, v1::ServerSt
   int64_t bytes = 0;
   for (const auto& [id, b] : registry_.backends()) {
     auto* out = resp->add_backends();
-    FillBackendStats(*b, out);
+    FillBackendStats(*b, out, Caller::Anonymous());
     for (const auto& c : out->channels()) bytes += c.buffered_bytes();
   }
   resp->set_buffered_bytes(bytes);
   resp->set_open_streams(open_streams_.load());
   resp->set_leases_expired(leases_expired_);
+  resp->set_backend_leases_expired(backend_leases_expired_);
   if (const Cluster* cluster = cluster_.load(); cluster != nullptr) cluster->FillStats(resp);
   if (remote_cache_ != nullptr) resp->set_peer_cache_bytes(remote_cache_->bytes());
   return absl::OkStatus();
+}
+
+int64_t Core::shared_memory_bytes() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  int64_t bytes = 0;
+  for (const auto& [id, c] : registry_.channels()) {
+    if (c->pool != nullptr) bytes += c->pool->bytes();
+  }
+  return bytes;
+}
+
+void Core::PeerCacheLookups(int64_t* hits, int64_t* misses) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  *hits = remote_cache_ != nullptr ? remote_cache_->hits() : 0;
+  *misses = remote_cache_ != nullptr ? remote_cache_->misses() : 0;
 }
 
 int Core::num_channels() const {

@@ -7,15 +7,17 @@
 
 namespace graphstore {
 
-absl::StatusOr<StreamAttachment> Core::AttachStream(const v1::StreamSampledMessagesRequest& req) {
+absl::StatusOr<StreamAttachment> Core::AttachStream(const v1::StreamSampledMessagesRequest& req,
+                                                    const Caller& caller) {
   if (req.channel_id() == 0) return absl::InvalidArgumentError("channel_id is required");
   if (req.epoch() < 0) return absl::InvalidArgumentError(absl::StrCat("epoch must be >= 0, got ", req.epoch()));
   if (req.start_batch() < 0) return absl::InvalidArgumentError("start_batch must be >= 0");
   std::lock_guard<std::mutex> lock(mu_);
   if (shutting_down_) return absl::UnavailableError("the server is shutting down");
-  auto live = LiveChannel(req.channel_id());
-  if (!live.ok()) return live.status();
-  ChannelEntry& c = **live;
+  Registry::Found found;
+  std::shared_ptr<ChannelEntry> live = registry_.FindChannelFor(req.channel_id(), caller, false, &found);
+  if (live == nullptr) return Registry::NotLive(req.channel_id(), found);
+  ChannelEntry& c = *live;
   if (c.streaming) {
     return absl::AlreadyExistsError(absl::StrCat("channel_id ", c.id, " already has an open stream"));
   }
@@ -59,10 +61,17 @@ void Core::DetachStream(uint64_t channel_id, bool cancelled) {
     if (cancelled) backend = (*c)->backend->backend;
   }
   if (backend) {
+    if (auto s = backend->Describe(channel_id); s.ok()) counters_.batches_dropped += s->buffered_messages;
     backend->CancelEpoch(channel_id);
     Logger("core")->info("channel {}: stream cancelled by the client; its epoch's remaining work is dropped",
                          channel_id);
   }
+}
+
+void Core::Sent(bool shared_memory, int64_t bytes, bool batch_done) {
+  const int transport = shared_memory ? 1 : 0;
+  counters_.bytes_sent[transport].fetch_add(bytes, std::memory_order_relaxed);
+  if (batch_done) counters_.batches_sent[transport].fetch_add(1, std::memory_order_relaxed);
 }
 
 void Core::Touch(uint64_t channel_id) {
@@ -85,7 +94,7 @@ void Core::HandOff(uint64_t channel_id, std::shared_ptr<SharedUse> use) {
 }
 
 absl::Status Core::ReleaseSharedBuffers(const v1::ReleaseSharedBuffersRequest& req,
-                                        v1::ReleaseSharedBuffersResponse* resp) {
+                                        v1::ReleaseSharedBuffersResponse* resp, const Caller& caller) {
   if (req.channel_id() == 0) return absl::InvalidArgumentError("channel_id is required");
   for (const auto* ids : {&req.received_ids(), &req.freed_ids()}) {
     if (ids->size() > options_.max_ids_per_request) {
@@ -99,7 +108,7 @@ absl::Status Core::ReleaseSharedBuffers(const v1::ReleaseSharedBuffersRequest& r
   {
     std::lock_guard<std::mutex> lock(mu_);
     Registry::Found found;
-    std::shared_ptr<ChannelEntry> c = registry_.FindChannel(req.channel_id(), &found);
+    std::shared_ptr<ChannelEntry> c = registry_.FindChannelFor(req.channel_id(), caller, false, &found);
     if (found == Registry::Found::kDestroyed) return absl::OkStatus();  // its buffers are gone already
     if (c == nullptr) return Registry::NotLive(req.channel_id(), found);
     release = c->shared.Apply(req.received_ids(), req.freed_ids());

@@ -1,5 +1,6 @@
 // Channels going away: destruction, the lease watchdog that reaps channels of vanished
-// clients (and joins the workers of backends whose last channel went), and shutdown.
+// clients and backends nobody registers on (and joins the workers of backends whose last
+// channel went), and shutdown.
 
 #include "server/service/core.h"
 #include "server/util/log.h"
@@ -21,6 +22,7 @@ bool Core::DestroyLocked(std::unique_lock<std::mutex>& lock, uint64_t channel_id
   // Backend calls notify listeners (streams), which may call back into the core.
   std::vector<std::shared_ptr<SharedUse>> sent = c->shared.TakeAll();
   lock.unlock();
+  if (auto s = b->backend->Describe(channel_id); s.ok()) counters_.batches_dropped += s->buffered_messages;
   b->backend->RemoveChannel(channel_id);
   sent.clear();  // with the pool gone, the channel's files are deleted with their last use
   lock.lock();
@@ -34,7 +36,7 @@ void Core::StopRetired(std::unique_lock<std::mutex>& lock) {
     lock.unlock();
     for (const auto& b : batch) {
       b->backend->Stop();
-      Logger("core")->info("backend {} '{}' stopped: its last channel was destroyed", b->id, b->key);
+      Logger("core")->info("backend {} '{}' stopped", b->id, b->key);
     }
     lock.lock();
   }
@@ -60,6 +62,23 @@ void Core::WatchdogLoop() {
       DestroyLocked(lock, id);
       ++leases_expired_;
     }
+    // A backend nobody registered on (or whose channels all went while it was being joined)
+    // holds threads and a place under max_backends: it goes after its own lease.
+    std::vector<std::shared_ptr<BackendEntry>> idle;
+    for (const auto& [id, b] : registry_.backends()) {
+      if (b->state == BackendEntry::State::kReady && b->num_channels == 0 &&
+          now - b->last_activity > std::chrono::milliseconds(b->lease_ms)) {
+        idle.push_back(b);
+      }
+    }
+    for (const auto& b : idle) {
+      Logger("core")->warn("backend {} '{}': no channel within its lease of {} ms, stopping it", b->id, b->key,
+                           b->lease_ms);
+      registry_.RemoveBackend(b->id);
+      retiring_.push_back(b);
+      ++backend_leases_expired_;
+    }
+    if (!idle.empty()) StopRetired(lock);
     if (options_.state_log_interval_s > 0 && now - last_log >= std::chrono::seconds(options_.state_log_interval_s)) {
       last_log = now;
       lock.unlock();

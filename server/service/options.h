@@ -42,11 +42,19 @@ struct CoreOptions {
   /// Most live channels and backends.
   int max_channels = 100000;
   int max_backends = 1024;
+  /// Quotas of one authenticated identity (a server without authentication has one anonymous
+  /// caller, bound only by the limits above): live channels, backends it created, and the
+  /// buffer limits of its channels summed, in bytes. 0 means no quota.
+  int max_channels_per_identity = 1024;
+  int max_backends_per_identity = 16;
+  int64_t max_buffer_bytes_per_identity = 64LL << 30;
   /// Longest backend_key / worker_key, in bytes.
   size_t max_key_length = 256;
   /// Lease of a channel whose request leaves lease_ms at 0, and the longest allowed, in ms.
   int64_t default_lease_ms = 10 * 60 * 1000;
   int64_t max_lease_ms = 7 * 24 * 3600 * 1000LL;
+  /// Lease of a backend without channels whose request leaves lease_ms at 0, in ms.
+  int64_t default_backend_lease_ms = 10 * 60 * 1000;
   /// How often the lease watchdog looks for expired channels, in ms.
   int64_t lease_check_interval_ms = 1000;
   /// Interval of the periodic scheduler-state log line, in seconds; 0 turns it off.

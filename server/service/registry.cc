@@ -14,6 +14,24 @@ std::shared_ptr<ChannelEntry> Registry::FindChannel(uint64_t id, Found* found) c
   return nullptr;
 }
 
+std::shared_ptr<ChannelEntry> Registry::FindChannelFor(uint64_t id, const Caller& caller, bool describe,
+                                                      Found* found) const {
+  std::shared_ptr<ChannelEntry> c = FindChannel(id, found);
+  if (describe && caller.sees_everything) return c;
+  if (c != nullptr) {
+    if (c->owner == caller.identity) return c;
+    *found = Found::kUnknown;
+    return nullptr;
+  }
+  if (*found == Found::kDestroyed) {
+    auto it = destroyed_owners_.find(id);
+    // An owner no longer remembered reads as unknown to every named identity.
+    const std::string owner = it == destroyed_owners_.end() ? std::string() : it->second;
+    if (owner != caller.identity) *found = Found::kUnknown;
+  }
+  return nullptr;
+}
+
 absl::Status Registry::NotLive(uint64_t id, Found found) {
   if (found == Found::kDestroyed) {
     return absl::FailedPreconditionError(absl::StrCat("channel_id ", id, " was destroyed"));
@@ -23,6 +41,9 @@ absl::Status Registry::NotLive(uint64_t id, Found found) {
 
 void Registry::AddChannel(std::shared_ptr<ChannelEntry> channel) {
   ++channel->backend->num_channels;
+  Holdings& h = holdings_[channel->owner];
+  ++h.channels;
+  h.buffer_bytes += channel->buffer_bytes;
   const uint64_t id = channel->id;
   channels_[id] = std::move(channel);
 }
@@ -33,6 +54,18 @@ std::shared_ptr<ChannelEntry> Registry::RemoveChannel(uint64_t id) {
   std::shared_ptr<ChannelEntry> c = std::move(it->second);
   channels_.erase(it);
   --c->backend->num_channels;
+  Holdings& h = holdings_[c->owner];
+  --h.channels;
+  h.buffer_bytes -= c->buffer_bytes;
+  if (h.channels == 0 && h.backends == 0) holdings_.erase(c->owner);
+  if (!c->owner.empty()) {
+    destroyed_owners_[id] = c->owner;
+    destroyed_order_.push_back(id);
+    if (destroyed_order_.size() > kDestroyedOwnersKept) {
+      destroyed_owners_.erase(destroyed_order_.front());
+      destroyed_order_.pop_front();
+    }
+  }
   return c;
 }
 
@@ -50,15 +83,32 @@ std::shared_ptr<BackendEntry> Registry::FindBackendByKey(const std::string& key)
   return nullptr;
 }
 
-std::shared_ptr<BackendEntry> Registry::AddBackend(const std::string& key, const v1::SamplingConfig& config) {
+std::shared_ptr<BackendEntry> Registry::AddBackend(const std::string& key, const v1::SamplingConfig& config,
+                                                   const std::string& creator) {
   auto b = std::make_shared<BackendEntry>();
   b->id = next_backend_id_++;
   b->key = key;
   b->config = config;
+  b->creator = creator;
+  b->last_activity = BackendEntry::Clock::now();
   backends_[b->id] = b;
+  ++holdings_[creator].backends;
   return b;
 }
 
-void Registry::RemoveBackend(uint64_t id) { backends_.erase(id); }
+void Registry::RemoveBackend(uint64_t id) {
+  auto it = backends_.find(id);
+  if (it == backends_.end()) return;
+  const std::string creator = it->second->creator;
+  backends_.erase(it);
+  Holdings& h = holdings_[creator];
+  --h.backends;
+  if (h.channels == 0 && h.backends == 0) holdings_.erase(creator);
+}
+
+Holdings Registry::HoldingsOf(const std::string& identity) const {
+  auto it = holdings_.find(identity);
+  return it == holdings_.end() ? Holdings() : it->second;
+}
 
 }  // namespace graphstore

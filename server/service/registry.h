@@ -6,10 +6,17 @@
 // to be given out that is not live was destroyed: the tombstones are a high-water mark, not a
 // set that grows with every channel ever made.
 //
+// With authentication a channel belongs to the identity that registered it, and other
+// identities must not learn that it exists: FindChannelFor answers for them as for an id never
+// given out. The owners of the most recently destroyed channels are remembered (a bounded
+// number) so that a destroyed channel reads as destroyed only to its owner. The registry also
+// keeps what each identity holds, for the quotas.
+//
 // Not thread-safe: the core holds its lock around every call.
 
 #include <chrono>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
@@ -19,6 +26,7 @@
 #include "absl/status/status.h"
 #include "graphstore/v1/graphstore.pb.h"
 #include "scheduler/backend.h"
+#include "server/service/caller.h"
 #include "server/service/shared_ledger.h"
 #include "server/service/worker.h"
 #include "server/shm/shared_buffer.h"
@@ -33,10 +41,17 @@ struct BackendEntry {
     /// Channels may register.
     kReady,
   };
+  using Clock = std::chrono::steady_clock;
+
   uint64_t id = 0;
   std::string key;
   v1::SamplingConfig config;
   State state = State::kCreating;
+  /// The identity that created it (charged for it in the quotas).
+  std::string creator;
+  /// While it has no channel, it is stopped once no call touched it for lease_ms.
+  int64_t lease_ms = 0;
+  Clock::time_point last_activity;
   /// Callers waiting for the creation to finish.
   std::vector<std::function<void(absl::Status)>> waiters;
   /// Set once ready.
@@ -55,6 +70,8 @@ struct ChannelEntry {
 
   uint64_t id = 0;
   std::shared_ptr<BackendEntry> backend;
+  /// The identity that registered it; only it may drive, read or end the channel.
+  std::string owner;
   std::string worker_key;
   int node_type = 0;
   int64_t num_seeds = 0;
@@ -75,9 +92,20 @@ struct ChannelEntry {
   int64_t feature_cache_rows = 0;
 };
 
+/// What one identity holds, against its quotas.
+struct Holdings {
+  int channels = 0;
+  int backends = 0;
+  /// The buffer limits (buffer_bytes) of its live channels, summed.
+  int64_t buffer_bytes = 0;
+};
+
 /// Backends and channels by id.
 class Registry {
  public:
+  /// Owners of destroyed channels remembered for FindChannelFor.
+  static constexpr size_t kDestroyedOwnersKept = 1 << 16;
+
   /// What a channel id names.
   enum class Found {
     kLive,
@@ -89,6 +117,9 @@ class Registry {
 
   /// The live channel `id`, or null with `found` saying whether it was destroyed or never was.
   std::shared_ptr<ChannelEntry> FindChannel(uint64_t id, Found* found) const;
+  /// FindChannel as `caller` sees it: another identity's channel, live or destroyed, is
+  /// kUnknown, unless `describe` and the caller sees everything.
+  std::shared_ptr<ChannelEntry> FindChannelFor(uint64_t id, const Caller& caller, bool describe, Found* found) const;
   /// The status every RPC answers for a channel id that is not live and must be: NOT_FOUND for
   /// an id never given out, FAILED_PRECONDITION ("... was destroyed") for a destroyed one.
   static absl::Status NotLive(uint64_t id, Found found);
@@ -105,17 +136,25 @@ class Registry {
   std::shared_ptr<BackendEntry> FindBackend(uint64_t id) const;
   /// The backend named `key`, or null.
   std::shared_ptr<BackendEntry> FindBackendByKey(const std::string& key) const;
-  /// Adds a new backend (state kCreating) under a fresh id.
-  std::shared_ptr<BackendEntry> AddBackend(const std::string& key, const v1::SamplingConfig& config);
+  /// Adds a new backend (state kCreating) under a fresh id, charged to `creator`.
+  std::shared_ptr<BackendEntry> AddBackend(const std::string& key, const v1::SamplingConfig& config,
+                                           const std::string& creator = "");
   /// Removes a backend; its key may name a new one.
   void RemoveBackend(uint64_t id);
   const std::map<uint64_t, std::shared_ptr<BackendEntry>>& backends() const { return backends_; }
+
+  /// What `identity` holds now.
+  Holdings HoldingsOf(const std::string& identity) const;
 
  private:
   uint64_t next_backend_id_ = 1;
   uint64_t next_channel_id_ = 1;
   std::map<uint64_t, std::shared_ptr<BackendEntry>> backends_;
   std::map<uint64_t, std::shared_ptr<ChannelEntry>> channels_;
+  std::map<std::string, Holdings> holdings_;
+  // Owners (non-empty) of recently destroyed channels, and their ids oldest first.
+  std::map<uint64_t, std::string> destroyed_owners_;
+  std::deque<uint64_t> destroyed_order_;
 };
 
 }  // namespace graphstore

@@ -35,6 +35,8 @@ class StreamHost {
   /// Records a use of a shared buffer as sent on the channel; it lives until the client frees
   /// it or the channel is destroyed.
   virtual void HandOff(uint64_t channel_id, std::shared_ptr<SharedUse> use) = 0;
+  /// Counts `bytes` written on a stream (and a whole batch when `batch_done`), for metrics.
+  virtual void Sent(bool shared_memory, int64_t bytes, bool batch_done) = 0;
 };
 
 }  // namespace graphstore

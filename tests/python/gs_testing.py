@@ -43,12 +43,13 @@ def free_ports(n):
 class Daemon:
     """graphstored serving one partition on loopback; ready once its port file is written."""
 
-    def __init__(self, partition, port=0, cluster=None, name="d"):
+    def __init__(self, partition, port=0, cluster=None, name="d", flags=()):
         self.port_file = os.path.join(TMP, f"{name}-{os.getpid()}-{time.monotonic_ns()}.port")
         self.log_path = self.port_file + ".log"
         args = [GRAPHSTORED, f"--partition={partition}", f"--port={port}", f"--port_file={self.port_file}"]
         if cluster:
             args.append(f"--cluster={cluster}")
+        args.extend(flags)
         self.log = open(self.log_path, "w")
         self.proc = subprocess.Popen(args, stdout=self.log, stderr=subprocess.STDOUT)
         self.port = None
