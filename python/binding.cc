@@ -66,35 +66,40 @@ py::list MemoryOf(const Batch& b) {
   return out;
 }
 
+// The node fields a Batch (its first node type) and a NodeView share.
+template <typename Nodes>
+void PutNodeFields(const Nodes& n, py::dict* d) {
+  (*d)["n_id"] = TensorOrNone(n.n_id);
+  (*d)["x"] = TensorOrNone(n.x);
+  (*d)["y"] = TensorOrNone(n.y);
+  (*d)["x_scale"] = TensorOrNone(n.x_scale);
+  (*d)["x_offset"] = TensorOrNone(n.x_offset);
+  (*d)["seeds"] = TensorOrNone(n.seeds);
+  (*d)["batch_size"] = n.batch_size;
+  (*d)["num_sampled_nodes"] = Ints(n.num_sampled_nodes);
+}
+
+// The edge fields a Batch (its first edge type) and an EdgeView share.
+template <typename Edges>
+void PutEdgeFields(const Edges& e, py::dict* d) {
+  (*d)["edge_index"] = TensorOrNone(e.edge_index);
+  (*d)["e_id"] = TensorOrNone(e.e_id);
+  (*d)["edge_attr"] = TensorOrNone(e.edge_attr);
+  (*d)["num_sampled_edges"] = Ints(e.num_sampled_edges);
+}
+
 py::dict ToDict(const Batch& b) {
   py::dict d;
   d["epoch"] = b.epoch;
   d["batch_index"] = b.batch_index;
   d["server"] = b.server;
-  d["n_id"] = TensorOrNone(b.n_id);
-  d["x"] = TensorOrNone(b.x);
-  d["y"] = TensorOrNone(b.y);
-  d["x_scale"] = TensorOrNone(b.x_scale);
-  d["x_offset"] = TensorOrNone(b.x_offset);
-  d["seeds"] = TensorOrNone(b.seeds);
-  d["edge_index"] = TensorOrNone(b.edge_index);
-  d["e_id"] = TensorOrNone(b.e_id);
-  d["edge_attr"] = TensorOrNone(b.edge_attr);
-  d["batch_size"] = b.batch_size;
-  d["num_sampled_nodes"] = Ints(b.num_sampled_nodes);
-  d["num_sampled_edges"] = Ints(b.num_sampled_edges);
+  PutNodeFields(b, &d);
+  PutEdgeFields(b, &d);
   d["input_id"] = TensorOrNone(b.input_id);
   py::dict nodes;
   for (const auto& [name, n] : b.nodes) {
     py::dict v;
-    v["n_id"] = TensorOrNone(n.n_id);
-    v["x"] = TensorOrNone(n.x);
-    v["y"] = TensorOrNone(n.y);
-    v["x_scale"] = TensorOrNone(n.x_scale);
-    v["x_offset"] = TensorOrNone(n.x_offset);
-    v["seeds"] = TensorOrNone(n.seeds);
-    v["batch_size"] = n.batch_size;
-    v["num_sampled_nodes"] = Ints(n.num_sampled_nodes);
+    PutNodeFields(n, &v);
     nodes[py::str(name)] = v;
   }
   d["nodes"] = nodes;
@@ -102,10 +107,7 @@ py::dict ToDict(const Batch& b) {
   for (const auto& [name, e] : b.edges) {
     py::dict v;
     v["stored_type"] = e.stored_type;
-    v["edge_index"] = TensorOrNone(e.edge_index);
-    v["e_id"] = TensorOrNone(e.e_id);
-    v["edge_attr"] = TensorOrNone(e.edge_attr);
-    v["num_sampled_edges"] = Ints(e.num_sampled_edges);
+    PutEdgeFields(e, &v);
     edges[py::str(name)] = v;
   }
   d["edges"] = edges;

@@ -14,6 +14,8 @@ namespace graphstore {
 namespace {
 constexpr char kServiceName[] = "graphstore.v1.GraphStore";
 
+}  // namespace
+
 // grpc.health.v1.Health.Check answered from statuses the server sets (the health-only port).
 class HealthMirror : public grpc::health::v1::Health::Service {
  public:
@@ -35,11 +37,10 @@ class HealthMirror : public grpc::health::v1::Health::Service {
   std::mutex mu_;
   std::map<std::string, bool> status_;
 };
-}  // namespace
 
 void GraphStoreServer::SetHealth(const std::string& service, bool serving) {
   server_->GetHealthCheckService()->SetServingStatus(service, serving);
-  if (health_mirror_ != nullptr) static_cast<HealthMirror*>(health_mirror_.get())->Set(service, serving);
+  if (health_mirror_ != nullptr) health_mirror_->Set(service, serving);
 }
 
 absl::StatusOr<std::unique_ptr<GraphStoreServer>> GraphStoreServer::BuildAndStart(const ServerOptions& options) {

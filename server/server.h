@@ -23,6 +23,8 @@
 
 namespace graphstore {
 
+class HealthMirror;
+
 /// Everything graphstored is configured with; main.cc binds flags into it.
 struct ServerOptions {
   /// The partition directory to serve (required).
@@ -114,7 +116,7 @@ class GraphStoreServer {
   std::unique_ptr<GraphStoreService> service_;
   std::unique_ptr<grpc::Server> server_;
   int port_ = 0;
-  std::unique_ptr<grpc::health::v1::Health::Service> health_mirror_;
+  std::unique_ptr<HealthMirror> health_mirror_;
   std::unique_ptr<grpc::Server> health_server_;
   int health_port_ = -1;
   std::mutex mu_;

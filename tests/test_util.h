@@ -3,6 +3,8 @@
 
 // Helpers shared by the tests: scratch directories and the location of ../shared/data.
 
+#include <chrono>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -32,6 +34,11 @@ std::string ReadFile(const std::string& path);
 void WriteFile(const std::string& path, const std::string& contents);
 /// Runs a shell command; returns its exit status (or -1).
 int RunCommand(const std::string& command);
+
+/// Asks `done` until it answers true or `timeout` passes (polling a server's state, with a
+/// short pause between asks); returns its last answer. Tests REQUIRE it, so a state that never
+/// comes fails instead of passing.
+bool PollUntil(const std::function<bool()>& done, std::chrono::milliseconds timeout = std::chrono::seconds(30));
 
 /// `n` distinct loopback ports that were free a moment ago (for servers that must know each
 /// other's addresses before they start).

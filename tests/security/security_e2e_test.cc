@@ -13,7 +13,6 @@
 #include <chrono>
 #include <set>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -265,20 +264,13 @@ TEST_CASE("tokens: missing, wrong, wrong role, reloaded on SIGHUP; health and re
   testing::WriteFile(tokens, absl::StrCat(kTokenB, " trainer-b trainer\n", added, " trainer-c trainer\n"));
   d.Signal(SIGHUP);
   auto c = MustDial(d.address(), Token(added));
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-  while (!c->GetDatasetMeta().ok()) {
-    REQUIRE(std::chrono::steady_clock::now() < deadline);
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
+  REQUIRE(testing::PollUntil([&] { return c->GetDatasetMeta().ok(); }));
   CHECK_THAT(d.Log(), Catch::Contains("reloaded"));
   CHECK(a->GetDatasetMeta().status().code() == absl::StatusCode::kUnauthenticated);
   // A broken file is refused and the tokens in use stay.
   testing::WriteFile(tokens, "broken line\n");
   d.Signal(SIGHUP);
-  while (d.Log().find("token file not reloaded") == std::string::npos) {
-    REQUIRE(std::chrono::steady_clock::now() < deadline);
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
+  REQUIRE(testing::PollUntil([&] { return d.Log().find("token file not reloaded") != std::string::npos; }));
   CHECK(c->GetDatasetMeta().ok());
 }
 
@@ -414,11 +406,7 @@ TEST_CASE("a backend nobody registers on is reaped after its lease; one with cha
 
   v1::DescribeBackendRequest describe;
   describe.set_backend_id(idle->backend_id());
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-  while (c->DescribeBackend(describe).ok()) {
-    REQUIRE(std::chrono::steady_clock::now() < deadline);
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
+  REQUIRE(testing::PollUntil([&] { return !c->DescribeBackend(describe).ok(); }));
   CHECK(c->DescribeBackend(describe).status().code() == absl::StatusCode::kNotFound);
   auto stats = c->GetServerStats();
   REQUIRE(stats.ok());
