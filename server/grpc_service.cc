@@ -1,8 +1,10 @@
 #include "server/grpc_service.h"
 
+#include <limits>
 #include <memory>
 #include <mutex>
 
+#include "absl/strings/str_cat.h"
 #include "server/stream_writer.h"
 #include "server/util/log.h"
 
@@ -60,15 +62,51 @@ grpc::ServerUnaryReactor* GraphStoreService::Reply(grpc::CallbackServerContext* 
   return reactor;
 }
 
-// A unary method admitted with `roles`; GS_UNARY_AS also hands the core the caller (methods on
-// channels and backends, which belong to identities).
-#define GS_UNARY_CALL(Method, Req, Resp, roles, ...)                                                       \
-  grpc::ServerUnaryReactor* GraphStoreService::Method(grpc::CallbackServerContext* ctx, const Req* req,     \
-                                                      Resp* resp) {                                        \
-    const auto start = Clock::now();                                                                       \
-    auto principal = Admit(ctx, roles, #Method);                                                           \
-    if (!principal.ok()) return Reply(ctx, principal.status(), #Method, start);                            \
-    return Reply(ctx, core_->Method(__VA_ARGS__), #Method, start);                                         \
+namespace {
+
+// Parses a raw request body; a body that is not a `Req` is the caller's error.
+template <typename Req>
+absl::Status ParseRequest(const grpc::ByteBuffer* raw, Req* req) {
+  grpc::ByteBuffer body(*raw);  // shares the slices; parsing clears it
+  if (grpc::GenericDeserialize<grpc::ProtoBufferReader, Req>(&body, req).ok()) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat("the request body is not a valid ", Req::descriptor()->full_name(),
+                                                 " (malformed protobuf, or a string field that is not UTF-8)"));
+}
+
+// Serialises a response; the core bounds every response before building it, so failing here
+// means a bound is missing, and the caller gets RESOURCE_EXHAUSTED instead of a dead server.
+absl::Status SerializeResponse(const google::protobuf::Message& resp, grpc::ByteBuffer* out) {
+  const size_t size = resp.ByteSizeLong();
+  if (size > static_cast<size_t>(std::numeric_limits<int32_t>::max())) {
+    return absl::ResourceExhaustedError(absl::StrCat("the response would be ", size >> 20,
+                                                     " MiB, above protobuf's 2 GiB message limit"));
+  }
+  bool own_buffer = false;
+  const grpc::Status s = grpc::GenericSerialize<grpc::ProtoBufferWriter, google::protobuf::Message>(resp, out, &own_buffer);
+  if (!s.ok()) return absl::InternalError(absl::StrCat("serialising the response failed: ", s.error_message()));
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+// A unary method admitted with `roles`: authenticate, parse, call the core, serialise.
+// GS_UNARY_AS also hands the core the caller (methods on channels and backends, which belong
+// to identities).
+#define GS_UNARY_CALL(Method, Req, Resp, roles, ...)                                                  \
+  grpc::ServerUnaryReactor* GraphStoreService::Method(grpc::CallbackServerContext* ctx,                \
+                                                      const grpc::ByteBuffer* request,                 \
+                                                      grpc::ByteBuffer* response) {                    \
+    const auto start = Clock::now();                                                                  \
+    auto principal = Admit(ctx, roles, #Method);                                                      \
+    if (!principal.ok()) return Reply(ctx, principal.status(), #Method, start);                       \
+    Req req_message;                                                                                  \
+    if (auto s = ParseRequest(request, &req_message); !s.ok()) return Reply(ctx, s, #Method, start);  \
+    const Req* req = &req_message;                                                                    \
+    Resp resp_message;                                                                                \
+    Resp* resp = &resp_message;                                                                       \
+    absl::Status status = core_->Method(__VA_ARGS__);                                                 \
+    if (status.ok()) status = SerializeResponse(resp_message, response);                              \
+    return Reply(ctx, status, #Method, start);                                                        \
   }
 #define GS_UNARY(Method, Req, Resp, roles) GS_UNARY_CALL(Method, Req, Resp, roles, *req, resp)
 #define GS_UNARY_AS(Method, Req, Resp, roles) GS_UNARY_CALL(Method, Req, Resp, roles, *req, resp, principal->caller)
@@ -95,16 +133,20 @@ GS_UNARY(GetServerStats, v1::GetServerStatsRequest, v1::ServerStats, kOperators)
 #undef GS_UNARY_CALL
 
 grpc::ServerUnaryReactor* GraphStoreService::InitSamplingBackend(grpc::CallbackServerContext* ctx,
-                                                                 const v1::InitSamplingBackendRequest* req,
-                                                                 v1::InitSamplingBackendResponse* resp) {
+                                                                 const grpc::ByteBuffer* request,
+                                                                 grpc::ByteBuffer* response) {
   const auto start = Clock::now();
   auto principal = Admit(ctx, kTrainers, "InitSamplingBackend");
   if (!principal.ok()) return Reply(ctx, principal.status(), "InitSamplingBackend", start);
+  v1::InitSamplingBackendRequest req;
+  if (auto s = ParseRequest(request, &req); !s.ok()) return Reply(ctx, s, "InitSamplingBackend", start);
   auto* reactor = ctx->DefaultReactor();
   // The core answers at once, or later (from the thread that finishes a concurrent creation).
+  auto resp = std::make_shared<v1::InitSamplingBackendResponse>();
   core_->InitSamplingBackend(
-      *req, resp,
-      [this, reactor, start](absl::Status s) {
+      req, resp.get(),
+      [this, reactor, start, resp, response](absl::Status s) {
+        if (s.ok()) s = SerializeResponse(*resp, response);
         if (!s.ok()) Logger("service")->debug("InitSamplingBackend failed: {}", s.ToString());
         const grpc::Status reply = ToGrpcStatus(s);
         Observe("InitSamplingBackend", reply.error_code(), start);
@@ -125,10 +167,7 @@ grpc::ServerWriteReactor<grpc::ByteBuffer>* GraphStoreService::StreamSampledMess
   auto principal = Admit(ctx, kTrainers, method);
   if (!principal.ok()) return fail(ToGrpcStatus(principal.status()));
   v1::StreamSampledMessagesRequest req;
-  grpc::ByteBuffer request(*raw);  // shares the slices; parsing clears it
-  if (!grpc::GenericDeserialize<grpc::ProtoBufferReader, v1::StreamSampledMessagesRequest>(&request, &req).ok()) {
-    return fail(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "the request is not a StreamSampledMessagesRequest"));
-  }
+  if (auto s = ParseRequest(raw, &req); !s.ok()) return fail(ToGrpcStatus(s));
   auto attachment = core_->AttachStream(req, principal->caller);
   if (!attachment.ok()) {
     Logger("service")->debug("StreamSampledMessages refused: {}", attachment.status().ToString());
@@ -140,8 +179,8 @@ grpc::ServerWriteReactor<grpc::ByteBuffer>* GraphStoreService::StreamSampledMess
   return stream;
 }
 
-grpc::ServerUnaryReactor* GraphStoreService::Exit(grpc::CallbackServerContext* ctx, const v1::ExitRequest*,
-                                                  v1::ExitResponse* resp) {
+grpc::ServerUnaryReactor* GraphStoreService::Exit(grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* request,
+                                                  grpc::ByteBuffer* response) {
   class ExitReactor : public grpc::ServerUnaryReactor {
    public:
     explicit ExitReactor(std::function<void()> on_exit) : on_exit_(std::move(on_exit)) {}
@@ -156,12 +195,16 @@ grpc::ServerUnaryReactor* GraphStoreService::Exit(grpc::CallbackServerContext* c
   const auto start = Clock::now();
   auto principal = Admit(ctx, kOperators, "Exit");
   if (!principal.ok()) return Reply(ctx, principal.status(), "Exit", start);
+  v1::ExitRequest req;
+  if (auto s = ParseRequest(request, &req); !s.ok()) return Reply(ctx, s, "Exit", start);
   Logger("service")->info("Exit requested by {}{}", ctx->peer(),
                           principal->caller.identity.empty() ? "" : " ('" + principal->caller.identity + "')");
   auto* reactor = new ExitReactor(on_exit_);
-  resp->set_channels_destroyed(core_->num_channels());
-  Observe("Exit", grpc::StatusCode::OK, start);
-  reactor->Finish(grpc::Status::OK);
+  v1::ExitResponse resp;
+  resp.set_channels_destroyed(core_->num_channels());
+  const absl::Status s = SerializeResponse(resp, response);
+  Observe("Exit", ToGrpcStatus(s).error_code(), start);
+  reactor->Finish(ToGrpcStatus(s));
   return reactor;
 }
 

@@ -26,12 +26,34 @@ class CallObserver {
   virtual void OnCall(const char* method, grpc::StatusCode code, double seconds) = 0;
 };
 
-/// The GraphStore service over a Core. StreamSampledMessages is a raw method: it writes the
-/// wire encoding of each batch (server/stream_writer.h) instead of SampledMessage objects, so
-/// that the tensors' bytes are not copied into a message and serialised again; clients see
-/// ordinary SampledMessages.
-class GraphStoreService final
-    : public v1::GraphStore::WithRawCallbackMethod_StreamSampledMessages<v1::GraphStore::CallbackService> {
+/// Every method is registered raw (ByteBuffer in, ByteBuffer out), so that the service parses
+/// requests itself: a body that is not the method's request message answers INVALID_ARGUMENT
+/// with a message instead of gRPC's bare UNIMPLEMENTED.
+using RawGraphStoreService = v1::GraphStore::WithRawCallbackMethod_GetDatasetMeta<
+    v1::GraphStore::WithRawCallbackMethod_LookupPartitions<
+    v1::GraphStore::WithRawCallbackMethod_GetNodeIds<
+    v1::GraphStore::WithRawCallbackMethod_GetAblpInput<
+    v1::GraphStore::WithRawCallbackMethod_GetNodeFeatures<
+    v1::GraphStore::WithRawCallbackMethod_GetNodeLabels<
+    v1::GraphStore::WithRawCallbackMethod_GetEdgeFeatures<
+    v1::GraphStore::WithRawCallbackMethod_SampleNeighbors<
+    v1::GraphStore::WithRawCallbackMethod_InitSamplingBackend<
+    v1::GraphStore::WithRawCallbackMethod_RegisterSamplingInput<
+    v1::GraphStore::WithRawCallbackMethod_StartEpoch<
+    v1::GraphStore::WithRawCallbackMethod_RenewLease<
+    v1::GraphStore::WithRawCallbackMethod_DestroySamplingInput<
+    v1::GraphStore::WithRawCallbackMethod_ReleaseSharedBuffers<
+    v1::GraphStore::WithRawCallbackMethod_DescribeChannel<
+    v1::GraphStore::WithRawCallbackMethod_DescribeBackend<
+    v1::GraphStore::WithRawCallbackMethod_GetServerStats<
+    v1::GraphStore::WithRawCallbackMethod_Exit<
+    v1::GraphStore::WithRawCallbackMethod_StreamSampledMessages<
+    v1::GraphStore::CallbackService>>>>>>>>>>>>>>>>>>>;
+
+/// The GraphStore service over a Core. StreamSampledMessages writes the wire encoding of each
+/// batch (server/stream_writer.h) instead of SampledMessage objects, so that the tensors' bytes
+/// are not copied into a message and serialised again; clients see ordinary SampledMessages.
+class GraphStoreService final : public RawGraphStoreService {
  public:
   /// `on_exit` is called (once, from a gRPC thread, after the reply is sent) when a client
   /// calls Exit; the owner shuts the server down. `auth` (required) and `observer` (optional)
@@ -39,48 +61,30 @@ class GraphStoreService final
   GraphStoreService(Core* core, const Authenticator* auth, CallObserver* observer, std::function<void()> on_exit)
       : core_(core), auth_(auth), observer_(observer), on_exit_(std::move(on_exit)) {}
 
-  grpc::ServerUnaryReactor* GetDatasetMeta(grpc::CallbackServerContext* ctx, const v1::GetDatasetMetaRequest* req,
-                                           v1::DatasetMeta* resp) override;
-  grpc::ServerUnaryReactor* LookupPartitions(grpc::CallbackServerContext* ctx, const v1::LookupPartitionsRequest* req,
-                                             v1::LookupPartitionsResponse* resp) override;
-  grpc::ServerUnaryReactor* GetNodeIds(grpc::CallbackServerContext* ctx, const v1::GetNodeIdsRequest* req,
-                                       v1::GetNodeIdsResponse* resp) override;
-  grpc::ServerUnaryReactor* GetAblpInput(grpc::CallbackServerContext* ctx, const v1::GetAblpInputRequest* req,
-                                         v1::GetAblpInputResponse* resp) override;
-  grpc::ServerUnaryReactor* GetNodeFeatures(grpc::CallbackServerContext* ctx, const v1::GetNodeFeaturesRequest* req,
-                                            v1::GetNodeFeaturesResponse* resp) override;
-  grpc::ServerUnaryReactor* GetNodeLabels(grpc::CallbackServerContext* ctx, const v1::GetNodeLabelsRequest* req,
-                                          v1::GetNodeLabelsResponse* resp) override;
-  grpc::ServerUnaryReactor* GetEdgeFeatures(grpc::CallbackServerContext* ctx, const v1::GetEdgeFeaturesRequest* req,
-                                            v1::GetEdgeFeaturesResponse* resp) override;
-  grpc::ServerUnaryReactor* SampleNeighbors(grpc::CallbackServerContext* ctx, const v1::SampleNeighborsRequest* req,
-                                            v1::SampleNeighborsResponse* resp) override;
-  grpc::ServerUnaryReactor* InitSamplingBackend(grpc::CallbackServerContext* ctx,
-                                                const v1::InitSamplingBackendRequest* req,
-                                                v1::InitSamplingBackendResponse* resp) override;
-  grpc::ServerUnaryReactor* RegisterSamplingInput(grpc::CallbackServerContext* ctx,
-                                                  const v1::RegisterSamplingInputRequest* req,
-                                                  v1::RegisterSamplingInputResponse* resp) override;
-  grpc::ServerUnaryReactor* StartEpoch(grpc::CallbackServerContext* ctx, const v1::StartEpochRequest* req,
-                                       v1::StartEpochResponse* resp) override;
+#define GS_RAW_UNARY(Method)                                                                            \
+  grpc::ServerUnaryReactor* Method(grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* request, \
+                                   grpc::ByteBuffer* response) override;
+  GS_RAW_UNARY(GetDatasetMeta)
+  GS_RAW_UNARY(LookupPartitions)
+  GS_RAW_UNARY(GetNodeIds)
+  GS_RAW_UNARY(GetAblpInput)
+  GS_RAW_UNARY(GetNodeFeatures)
+  GS_RAW_UNARY(GetNodeLabels)
+  GS_RAW_UNARY(GetEdgeFeatures)
+  GS_RAW_UNARY(SampleNeighbors)
+  GS_RAW_UNARY(InitSamplingBackend)
+  GS_RAW_UNARY(RegisterSamplingInput)
+  GS_RAW_UNARY(StartEpoch)
+  GS_RAW_UNARY(RenewLease)
+  GS_RAW_UNARY(DestroySamplingInput)
+  GS_RAW_UNARY(ReleaseSharedBuffers)
+  GS_RAW_UNARY(DescribeChannel)
+  GS_RAW_UNARY(DescribeBackend)
+  GS_RAW_UNARY(GetServerStats)
+  GS_RAW_UNARY(Exit)
+#undef GS_RAW_UNARY
   grpc::ServerWriteReactor<grpc::ByteBuffer>* StreamSampledMessages(grpc::CallbackServerContext* ctx,
                                                                     const grpc::ByteBuffer* request) override;
-  grpc::ServerUnaryReactor* RenewLease(grpc::CallbackServerContext* ctx, const v1::RenewLeaseRequest* req,
-                                       v1::RenewLeaseResponse* resp) override;
-  grpc::ServerUnaryReactor* DestroySamplingInput(grpc::CallbackServerContext* ctx,
-                                                 const v1::DestroySamplingInputRequest* req,
-                                                 v1::DestroySamplingInputResponse* resp) override;
-  grpc::ServerUnaryReactor* ReleaseSharedBuffers(grpc::CallbackServerContext* ctx,
-                                                 const v1::ReleaseSharedBuffersRequest* req,
-                                                 v1::ReleaseSharedBuffersResponse* resp) override;
-  grpc::ServerUnaryReactor* DescribeChannel(grpc::CallbackServerContext* ctx, const v1::DescribeChannelRequest* req,
-                                            v1::ChannelStats* resp) override;
-  grpc::ServerUnaryReactor* DescribeBackend(grpc::CallbackServerContext* ctx, const v1::DescribeBackendRequest* req,
-                                            v1::BackendStats* resp) override;
-  grpc::ServerUnaryReactor* GetServerStats(grpc::CallbackServerContext* ctx, const v1::GetServerStatsRequest* req,
-                                           v1::ServerStats* resp) override;
-  grpc::ServerUnaryReactor* Exit(grpc::CallbackServerContext* ctx, const v1::ExitRequest* req,
-                                 v1::ExitResponse* resp) override;
 
  private:
   using Clock = std::chrono::steady_clock;

@@ -76,7 +76,9 @@ absl::StatusOr<std::unique_ptr<GraphStoreServer>> GraphStoreServer::BuildAndStar
 
   std::unique_ptr<GraphStoreServer> s(new GraphStoreServer());
   s->options_ = options;
-  s->core_ = std::make_unique<Core>(*std::move(partition), options.core, std::move(shared));
+  CoreOptions core_options = options.core;
+  core_options.max_response_bytes = options.max_message_bytes;
+  s->core_ = std::make_unique<Core>(*std::move(partition), core_options, std::move(shared));
   GraphStoreServer* self = s.get();
   s->auth_ = *std::move(auth);
   s->service_ = std::make_unique<GraphStoreService>(s->core_.get(), s->auth_.get(), options.call_observer,

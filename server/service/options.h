@@ -39,6 +39,10 @@ struct CoreOptions {
   int max_negatives = 1000;
   /// Most ids in one request (seeds, features, labels, lookups).
   int64_t max_ids_per_request = 50000000;
+  /// Largest unary response, in bytes (the server sets it to --max_message_mb). Every response
+  /// is bounded before it is built: a request whose answer could exceed this is refused with
+  /// RESOURCE_EXHAUSTED, never built and then dropped.
+  int64_t max_response_bytes = 512LL << 20;
   /// Most live channels and backends.
   int max_channels = 100000;
   int max_backends = 1024;

@@ -16,6 +16,15 @@ namespace {
 absl::Status Invalid(const std::string& m) { return absl::InvalidArgumentError(m); }
 absl::Status TooBig(const std::string& m) { return absl::ResourceExhaustedError(m); }
 
+// Refuses a response of `bytes` above the limit, before it is built; `what` says which request
+// fields make it that large.
+absl::Status CheckResponseBytes(double bytes, int64_t limit, const std::string& what) {
+  if (bytes <= static_cast<double>(limit)) return absl::OkStatus();
+  return TooBig(absl::StrCat("the response would hold ", static_cast<int64_t>(bytes / (1 << 20)), " MiB (", what,
+                             "), above the largest message of ", limit >> 20,
+                             " MiB (--max_message_mb); ask for fewer ids per request"));
+}
+
 }  // namespace
 
 void PartitionQueries::FillDatasetMeta(v1::DatasetMeta* resp) const {
@@ -58,6 +67,11 @@ absl::Status PartitionQueries::LookupPartitions(const v1::LookupPartitionsReques
   if (!t.ok()) return t.status();
   if (req.ids_size() > options_->max_ids_per_request) {
     return TooBig(absl::StrCat("ids has ", req.ids_size(), " entries; the limit is ", options_->max_ids_per_request));
+  }
+  if (auto s = CheckResponseBytes(4.0 * req.ids_size(), options_->max_response_bytes,
+                                  absl::StrCat(req.ids_size(), " ids x 4 bytes"));
+      !s.ok()) {
+    return s;
   }
   const NodeTypeStore& n = partition_->node_type(*t);
   std::vector<int32_t> out(req.ids_size());
@@ -106,6 +120,11 @@ absl::StatusOr<std::vector<int64_t>> PartitionQueries::SplitIds(const std::strin
 absl::Status PartitionQueries::GetNodeIds(const v1::GetNodeIdsRequest& req, v1::GetNodeIdsResponse* resp) const {
   auto ids = SplitIds(req.node_type(), req.split(), req.slice(), "");
   if (!ids.ok()) return ids.status();
+  if (auto s = CheckResponseBytes(8.0 * ids->size(), options_->max_response_bytes,
+                                  absl::StrCat(ids->size(), " ids x 8 bytes; split the read with slice"));
+      !s.ok()) {
+    return s;
+  }
   SetInt64Tensor(*ids, resp->mutable_ids());
   return absl::OkStatus();
 }
@@ -141,6 +160,14 @@ absl::Status PartitionQueries::GetNodeFeatures(const v1::GetNodeFeaturesRequest&
     return absl::FailedPreconditionError(absl::StrCat("with_labels: node type '", n.name, "' has no labels"));
   }
   if (auto s = CheckOwnedIds(*t, req.ids(), "ids"); !s.ok()) return s;
+  {
+    const double row = static_cast<double>(n.feature_dim) * DtypeSize(n.feature_dtype) + (req.with_labels() ? 8 : 0);
+    if (auto s = CheckResponseBytes(row * req.ids_size(), options_->max_response_bytes,
+                                    absl::StrCat(req.ids_size(), " ids x ", row, " bytes per row"));
+        !s.ok()) {
+      return s;
+    }
+  }
   if (req.with_labels()) {
     std::vector<int64_t> labels(req.ids_size());
     for (int i = 0; i < req.ids_size(); ++i) labels[i] = n.labels.data<int64_t>()[n.OwnerRow(req.ids(i))];
@@ -183,6 +210,11 @@ absl::Status PartitionQueries::GetNodeLabels(const v1::GetNodeLabelsRequest& req
     return absl::FailedPreconditionError(absl::StrCat("node type '", n.name, "' has no labels"));
   }
   if (auto s = CheckOwnedIds(*t, req.ids(), "ids"); !s.ok()) return s;
+  if (auto s = CheckResponseBytes(8.0 * req.ids_size(), options_->max_response_bytes,
+                                  absl::StrCat(req.ids_size(), " ids x 8 bytes"));
+      !s.ok()) {
+    return s;
+  }
   std::vector<int64_t> out(req.ids_size());
   for (int i = 0; i < req.ids_size(); ++i) out[i] = n.labels.data<int64_t>()[n.OwnerRow(req.ids(i))];
   SetInt64Tensor(out, resp->mutable_labels());
@@ -218,6 +250,11 @@ absl::Status PartitionQueries::GetEdgeFeatures(const v1::GetEdgeFeaturesRequest&
     pos[i] = p;
   }
   const size_t row = static_cast<size_t>(e.feature_dim) * DtypeSize(e.feature_dtype);
+  if (auto s = CheckResponseBytes(static_cast<double>(row) * pos.size(), options_->max_response_bytes,
+                                  absl::StrCat(pos.size(), " ids x ", row, " bytes per row"));
+      !s.ok()) {
+    return s;
+  }
   std::string* data = resp->mutable_features()->mutable_data();
   data->resize(row * pos.size());
   const char* src = static_cast<const char*>(e.features.raw());
@@ -251,6 +288,25 @@ absl::Status PartitionQueries::SampleNeighbors(const v1::SampleNeighborsRequest&
   if (auto s = CheckOwnedIds(e.row_type, req.ids(), "ids"); !s.ok()) return s;
   if (req.with_edge_features() && e.feature_dim == 0) {
     return absl::FailedPreconditionError(absl::StrCat("with_edge_features: edge type '", e.name, "' has no features"));
+  }
+  {
+    // The most neighbours the draw can return: each node's degree, or its fanout.
+    const NodeTypeStore& rows = partition_->node_type(e.row_type);
+    const int64_t* indptr = e.indptr_data();
+    double most = 0;
+    for (const int64_t id : req.ids()) {
+      const int64_t row = rows.OwnerRow(id);
+      const int64_t degree = indptr[row + 1] - indptr[row];
+      most += req.fanout() < 0 ? degree : (req.replace() ? (degree > 0 ? req.fanout() : 0) : std::min<int64_t>(degree, req.fanout()));
+    }
+    const double per_neighbor = 8.0 + (req.with_edge_ids() ? 8 : 0) +
+                                (req.with_edge_features() ? static_cast<double>(e.feature_dim) * DtypeSize(e.feature_dtype) : 0);
+    if (auto s = CheckResponseBytes(8.0 * req.ids_size() + most * per_neighbor, options_->max_response_bytes,
+                                    absl::StrCat("up to ", static_cast<int64_t>(most), " neighbours of ", req.ids_size(),
+                                                 " ids at fanout ", req.fanout()));
+        !s.ok()) {
+      return s;
+    }
   }
   if (req.excluded_size() % 2 != 0) return Invalid("excluded must hold (node, neighbour) pairs");
   if (req.excluded_size() > options_->max_ids_per_request) {
@@ -299,6 +355,21 @@ void SetPaddedMatrix(const std::vector<int64_t>& offsets, const std::vector<int6
 absl::Status PartitionQueries::GetAblpInput(const v1::GetAblpInputRequest& req, v1::GetAblpInputResponse* resp) const {
   auto in = LoadAblpInput(*partition_, ToAblpRequest(req));
   if (!in.ok()) return in.status();
+  {
+    // The label matrices are padded to their widest row.
+    auto padded = [](const std::vector<int64_t>& offsets) {
+      int64_t width = 0;
+      for (size_t i = 0; i + 1 < offsets.size(); ++i) width = std::max(width, offsets[i + 1] - offsets[i]);
+      return static_cast<double>(width) * (offsets.empty() ? 0 : offsets.size() - 1) * 8;
+    };
+    const double bytes = 8.0 * in->anchors.size() + padded(in->pos_offsets) +
+                         (in->negative_edge_type >= 0 ? padded(in->neg_offsets) : 0);
+    if (auto s = CheckResponseBytes(bytes, options_->max_response_bytes,
+                                    absl::StrCat(in->anchors.size(), " anchors with their padded label rows; use slice"));
+        !s.ok()) {
+      return s;
+    }
+  }
   SetInt64Tensor(in->anchors, resp->mutable_anchors());
   SetPaddedMatrix(in->pos_offsets, in->positives, resp->mutable_positive_labels());
   if (in->negative_edge_type >= 0) SetPaddedMatrix(in->neg_offsets, in->negatives, resp->mutable_negative_labels());
