@@ -2,7 +2,21 @@
 
 #include "absl/strings/str_cat.h"
 
+#include <random>
+
 namespace graphstore {
+
+Registry::Registry(uint64_t instance) {
+  const uint64_t mask = (uint64_t{1} << kIdInstanceBits) - 1;
+  instance &= mask;
+  if (instance == 0) {
+    std::random_device random;
+    while (instance == 0) instance = ((uint64_t{random()} << 32) ^ random()) & mask;
+  }
+  first_id_ = (instance << kIdCounterBits) + 1;
+  next_backend_id_ = first_id_;
+  next_channel_id_ = first_id_;
+}
 
 std::shared_ptr<ChannelEntry> Registry::FindChannel(uint64_t id, Found* found) const {
   auto it = channels_.find(id);
@@ -10,7 +24,7 @@ std::shared_ptr<ChannelEntry> Registry::FindChannel(uint64_t id, Found* found) c
     *found = Found::kLive;
     return it->second;
   }
-  *found = id > 0 && id < next_channel_id_ ? Found::kDestroyed : Found::kUnknown;
+  *found = GaveOut(id) ? Found::kDestroyed : Found::kUnknown;
   return nullptr;
 }
 

@@ -100,9 +100,20 @@ struct Holdings {
   int64_t buffer_bytes = 0;
 };
 
-/// Backends and channels by id.
+/// Backends and channels by id. Ids never repeat across restarts of a server: each registry
+/// draws a random instance number that fills an id's high bits (kIdCounterBits below them
+/// count), so a trainer that comes back with an id from before a restart gets NOT_FOUND
+/// instead of another trainer's channel. Ids stay below 2^63 (they fit an int64 and JSON).
 class Registry {
  public:
+  static constexpr int kIdCounterBits = 39;
+  static constexpr int kIdInstanceBits = 24;
+
+  /// A registry whose ids carry `instance` (taken modulo 2^kIdInstanceBits; 0 draws one at
+  /// random, never 0 itself).
+  explicit Registry(uint64_t instance = 0);
+  uint64_t instance() const { return first_id_ >> kIdCounterBits; }
+
   /// Owners of destroyed channels remembered for FindChannelFor.
   static constexpr size_t kDestroyedOwnersKept = 1 << 16;
 
@@ -126,6 +137,8 @@ class Registry {
   /// The id the next channel gets. Reserving it makes it count as given out: if the channel is
   /// never added, the id reads as destroyed.
   uint64_t ReserveChannelId() { return next_channel_id_++; }
+  /// Whether `id` was given out by this registry (live or not).
+  bool GaveOut(uint64_t id) const { return id >= first_id_ && id < next_channel_id_; }
   /// Adds a channel (with its reserved id) to its backend.
   void AddChannel(std::shared_ptr<ChannelEntry> channel);
   /// Removes a live channel; its id reads as destroyed from now on. Null when not live.
@@ -147,8 +160,9 @@ class Registry {
   Holdings HoldingsOf(const std::string& identity) const;
 
  private:
-  uint64_t next_backend_id_ = 1;
-  uint64_t next_channel_id_ = 1;
+  uint64_t first_id_;
+  uint64_t next_backend_id_;
+  uint64_t next_channel_id_;
   std::map<uint64_t, std::shared_ptr<BackendEntry>> backends_;
   std::map<uint64_t, std::shared_ptr<ChannelEntry>> channels_;
   std::map<std::string, Holdings> holdings_;

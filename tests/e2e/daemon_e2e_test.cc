@@ -217,7 +217,7 @@ TEST_CASE("StartEpoch: repeated and stale are no-ops, destroyed is silent, unkno
   CHECK(!again->destroyed());
   CHECK(Start(*c, channel, 4) == v1::StartEpochResponse::DESTROYED);
   v1::StartEpochRequest unknown;
-  unknown.set_channel_id(999);
+  unknown.set_channel_id(channel + 1000);
   CHECK(c->StartEpoch(unknown).status().code() == absl::StatusCode::kNotFound);
   v1::DescribeBackendRequest db;
   db.set_backend_id(backend);
@@ -246,13 +246,10 @@ TEST_CASE("a client that cancels mid-stream releases the channel's work", "[e2e]
   v1::DescribeChannelRequest dc;
   dc.set_channel_id(channel);
   absl::StatusOr<v1::ChannelStats> s;
-  for (int i = 0; i < 500; ++i) {
+  REQUIRE(PollUntil([&] {
     s = c->DescribeChannel(dc);
-    REQUIRE(s.ok());
-    if (s->state() == "cancelled" && !s->streaming() && s->in_flight() == 0) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  CHECK(s->state() == "cancelled");
+    return s.ok() && s->state() == "cancelled" && !s->streaming() && s->in_flight() == 0;
+  }));
   CHECK(s->buffered_messages() == 0);
   CHECK(!s->streaming());
   const int64_t sampled = s->batches_sampled();
@@ -271,8 +268,10 @@ TEST_CASE("a client that cancels mid-stream releases the channel's work", "[e2e]
 }
 TEST_CASE("destroying a channel ends its live stream", "[e2e]") {
   Daemon d(Dataset());
-  auto c = Connect(d);
-  const uint64_t backend = InitBackend(*c, "destroy", 8);
+  // One seed per batch and a 64 KiB stream window: the epoch is ~30 times what the window,
+  // the buffer and the client's read-ahead hold, so the stream cannot end before the destroy.
+  auto c = Connect(d, 64 << 10);
+  const uint64_t backend = InitBackend(*c, "destroy", 1);
   const uint64_t channel = RegisterSplit(*c, backend, "train", 2);
   Start(*c, channel, 0);
   auto stream = Open(*c, channel, 0);
@@ -301,17 +300,28 @@ TEST_CASE("a reader that stops reading does not grow server memory past its buff
   Start(*c, channel, 0);
   auto stream = Open(*c, channel, 0);
   REQUIRE(stream->Next().ok());
-  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  // The channel fills its buffer of 3 and then has nothing in flight.
   v1::DescribeChannelRequest dc;
   dc.set_channel_id(channel);
-  auto a = c->DescribeChannel(dc);
-  REQUIRE(a.ok());
-  std::this_thread::sleep_for(std::chrono::milliseconds(500));
-  auto b = c->DescribeChannel(dc);
+  absl::StatusOr<v1::ChannelStats> b;
+  REQUIRE(PollUntil([&] {
+    b = c->DescribeChannel(dc);
+    return b.ok() && b->buffered_messages() == 3 && b->in_flight() == 0;
+  }));
+  // Sampling stopped: a whole epoch of another channel runs through the same workers, which
+  // serve every runnable channel a batch per round, and the blocked channel gets none.
+  const uint64_t other = RegisterSplit(*c, backend, "val");
+  REQUIRE(Start(*c, other, 0) == v1::StartEpochResponse::STARTED);
+  CHECK(!ReadEpoch(*c, other, 0).empty());
+  const v1::ChannelStats a = *b;
+  b = c->DescribeChannel(dc);
   REQUIRE(b.ok());
-  CHECK(b->buffered_messages() <= 3);
-  CHECK(b->batches_sampled() == a->batches_sampled());  // sampling stopped
+  CHECK(b->buffered_messages() == 3);
+  CHECK(b->batches_sampled() == a.batches_sampled());
   CHECK(b->batches_sampled() < b->num_batches());
+  v1::DestroySamplingInputRequest destroy;
+  destroy.set_channel_id(other);  // with whatever it sampled ahead of its next epoch
+  REQUIRE(c->DestroySamplingInput(destroy).ok());
   v1::ServerStats stats = *c->GetServerStats();
   CHECK(stats.buffered_bytes() == b->buffered_bytes());
   // Reading again resumes the flow and the epoch completes.
@@ -323,6 +333,29 @@ TEST_CASE("a reader that stops reading does not grow server memory past its buff
     ++more;
   }
   CHECK(more + 1 == b->num_batches());
+  CHECK(d.Stop(SIGTERM) == 0);
+}
+TEST_CASE("a channel id from before a restart is NOT_FOUND, never another trainer's channel", "[e2e]") {
+  uint64_t old_channel = 0;
+  int port = 0;
+  {
+    Daemon d(Dataset());
+    port = d.port();
+    auto c = Connect(d);
+    old_channel = RegisterSplit(*c, InitBackend(*c, "restart"), "val");
+    CHECK(d.Stop(SIGTERM) == 0);
+  }
+  Daemon d(Dataset(), {}, port);
+  auto c = Connect(d);
+  // Another trainer registers first on the restarted server.
+  const uint64_t fresh = RegisterSplit(*c, InitBackend(*c, "restart"), "val");
+  CHECK(fresh != old_channel);
+  v1::StartEpochRequest start;
+  start.set_channel_id(old_channel);
+  auto r = c->StartEpoch(start);
+  CHECK(r.status().code() == absl::StatusCode::kNotFound);
+  auto stream = Open(*c, old_channel, 0);
+  CHECK(stream->Next().status().code() == absl::StatusCode::kNotFound);
   CHECK(d.Stop(SIGTERM) == 0);
 }
 }  // namespace

@@ -17,6 +17,23 @@ std::shared_ptr<ChannelEntry> NewChannel(Registry& r, std::shared_ptr<BackendEnt
   return c;
 }
 
+TEST_CASE("ids of two registries (a server and its restart) never meet", "[registry]") {
+  Registry before(7), after(8), random_a, random_b;
+  auto b = before.AddBackend("k", v1::SamplingConfig());
+  auto old_channel = NewChannel(before, b);
+  auto b2 = after.AddBackend("k", v1::SamplingConfig());
+  auto new_channel = NewChannel(after, b2);
+  CHECK(old_channel->id != new_channel->id);
+  CHECK(b->id != b2->id);
+  Registry::Found found;
+  CHECK(after.FindChannel(old_channel->id, &found) == nullptr);
+  CHECK(found == Registry::Found::kUnknown);  // NOT_FOUND, not another trainer's channel
+  CHECK(after.FindBackend(b->id) == nullptr);
+  CHECK(old_channel->id < (uint64_t{1} << 63));  // fits an int64
+  CHECK(random_a.instance() != 0);
+  CHECK(random_a.instance() != random_b.instance());  // 1 in 16 million to fail
+}
+
 TEST_CASE("channel ids are never reused, and a gone id reads as destroyed, an unknown one as unknown", "[registry]") {
   Registry r;
   auto b = r.AddBackend("k", v1::SamplingConfig());
