@@ -276,13 +276,11 @@ absl::Status ReadUntilError(client::MessageStream& stream, int* received) {
 
 // Waits until a server's health monitor sees its one peer answering (or not).
 void WaitPeer(client::Client& c, bool answering) {
-  for (int i = 0; i < 400; ++i) {
+  const bool changed = testing::PollUntil([&] {
     auto s = c.GetServerStats();
-    REQUIRE(s.ok());
-    if (s->peers_size() == 1 && s->peers(0).answering() == answering) return;
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  FAIL("the peer's health did not change");
+    return s.ok() && s->peers_size() == 1 && s->peers(0).answering() == answering;
+  });
+  if (!changed) FAIL("the peer's health did not change");
 }
 
 TEST_CASE("sampling waits for every peer; a dead or frozen peer gives UNAVAILABLE naming it; sampling recovers",

@@ -96,6 +96,15 @@ std::vector<int64_t> ReadEpoch(Client& c, uint64_t channel, int64_t epoch, int64
   return seeds;
 }
 
+void RunWitnessEpoch(Client& c, uint64_t backend) {
+  const uint64_t witness = RegisterSplit(c, backend, "val");
+  REQUIRE(Start(c, witness, 0) == v1::StartEpochResponse::STARTED);
+  REQUIRE(!ReadEpoch(c, witness, 0).empty());
+  v1::DestroySamplingInputRequest destroy;
+  destroy.set_channel_id(witness);
+  REQUIRE(c.DestroySamplingInput(destroy).ok());
+}
+
 std::vector<int64_t> SplitIds(const std::string& split) {
   auto p = Partition::Load(Dataset());
   REQUIRE(p.ok());

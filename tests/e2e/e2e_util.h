@@ -39,6 +39,12 @@ std::unique_ptr<client::MessageStream> Open(client::Client& c, uint64_t channel,
 /// Reads a whole epoch; returns its seeds in delivery order and checks the stream ends OK.
 std::vector<int64_t> ReadEpoch(client::Client& c, uint64_t channel, int64_t epoch, int64_t* batches = nullptr);
 
+/// Shows that the backend gives a stopped channel no work: another channel's whole epoch (the
+/// "val" split) runs through the same workers, which serve every runnable channel a batch per
+/// round; the witness channel is destroyed afterwards. Compare the stopped channel's
+/// batches_sampled before and after (no fixed sleep, so it holds on a slow machine).
+void RunWitnessEpoch(client::Client& c, uint64_t backend);
+
 /// The stored ids of a split of the dataset.
 std::vector<int64_t> SplitIds(const std::string& split);
 

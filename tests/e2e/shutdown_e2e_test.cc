@@ -32,6 +32,7 @@ TEST_CASE("SIGTERM with live streams ends them and exits 0", "[e2e]") {
   auto stream = Open(*c, channel, 0);
   REQUIRE(stream->Next().ok());
   std::atomic<bool> ended{false};
+  std::atomic<int> received{1};
   absl::Status end;
   std::thread reader([&] {
     while (true) {
@@ -41,11 +42,12 @@ TEST_CASE("SIGTERM with live streams ends them and exits 0", "[e2e]") {
         break;
       }
       if (*m == nullptr) break;
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));  // a slow trainer
+      ++received;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));  // a slow trainer's step
     }
     ended = true;
   });
-  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  REQUIRE(PollUntil([&] { return received.load() >= 3; }));  // the stream is live
   CHECK(d.Stop(SIGTERM) == 0);
   reader.join();
   CHECK(ended.load());
@@ -73,12 +75,7 @@ TEST_CASE("a channel whose client vanished is reaped when its lease expires", "[
   const uint64_t channel = c->RegisterSamplingInput(req)->channel_id();
   v1::DescribeChannelRequest dc;
   dc.set_channel_id(channel);
-  std::string state;
-  for (int i = 0; i < 300 && state != "destroyed"; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    state = c->DescribeChannel(dc)->state();
-  }
-  CHECK(state == "destroyed");
+  CHECK(PollUntil([&] { return c->DescribeChannel(dc)->state() == "destroyed"; }));
   CHECK(c->GetServerStats()->leases_expired() == 1);
   CHECK(d.Stop(SIGTERM) == 0);
 }

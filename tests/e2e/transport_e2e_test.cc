@@ -18,21 +18,21 @@
 #include "client/client.h"
 #include "client/shared_memory.h"
 #include "tests/daemon.h"
+#include "tests/e2e/e2e_util.h"
 #include "tests/fixtures.h"
+#include "tests/test_util.h"
 
 namespace graphstore {
 namespace {
 
 using client::Client;
+using testing::Connect;
 using testing::Daemon;
+using testing::PollUntil;
+using testing::RunWitnessEpoch;
 
 const std::string& Dataset() { return testing::GeneratedDataset(3000, 16, 8); }
 
-std::unique_ptr<Client> Connect(const Daemon& d) {
-  auto c = Client::Connect({d.address()});
-  REQUIRE(c.ok());
-  return *std::move(c);
-}
 
 uint64_t InitBackend(Client& c, const std::string& key) {
   v1::InitSamplingBackendRequest req;
@@ -214,14 +214,18 @@ TEST_CASE("a shared-memory reader that reports nothing holds its stream at the b
   auto first = stream->Next();
   REQUIRE(first.ok());
   REQUIRE(*first != nullptr);
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  // The channel's buffer (one message at max_bytes=1) fills and nothing is in flight.
+  REQUIRE(PollUntil([&] {
+    const v1::ChannelStats s = Describe(*c, channel);
+    return s.buffered_messages() == 1 && s.in_flight() == 0;
+  }));
+  const int64_t sampled = Describe(*c, channel).batches_sampled();
+  RunWitnessEpoch(*c, backend);
   v1::ChannelStats s = Describe(*c, channel);
   CHECK(s.unreleased_buffers() == 1);  // nothing more was sent
   CHECK(s.unreceived_bytes() > 0);
   CHECK(s.batches_delivered() == 1);
-  const int64_t sampled = s.batches_sampled();
-  std::this_thread::sleep_for(std::chrono::milliseconds(200));
-  CHECK(Describe(*c, channel).batches_sampled() == sampled);  // and sampling stopped
+  CHECK(s.batches_sampled() == sampled);  // and sampling stopped
   // Reporting receipt lets the stream go on; the rest of the epoch arrives.
   REQUIRE(mappings.Map((*first)->shared_buffer()).ok());
   v1::ReleaseSharedBuffersRequest r;
@@ -258,13 +262,8 @@ TEST_CASE("batches sampled ahead of StartEpoch equal those sampled after it", "[
   const uint64_t cp = *Register(*p, InitBackend(*p, "plain"), false);
   for (int64_t epoch = 0; epoch < 3; ++epoch) {
     // Before each epoch the server has prepared its first batches (the default is 2).
-    v1::ChannelStats s;
-    for (int i = 0; i < 500; ++i) {
-      s = Describe(*a, ca);
-      if (s.sampled_ahead() == 2) break;
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
-    CHECK(s.sampled_ahead() == 2);
+    REQUIRE(PollUntil([&] { return Describe(*a, ca).sampled_ahead() >= 2; }));
+    CHECK(Describe(*a, ca).sampled_ahead() == 2);
     CHECK(Describe(*p, cp).sampled_ahead() == 0);
     Start(*a, ca, epoch);
     Start(*p, cp, epoch);
@@ -293,9 +292,7 @@ TEST_CASE("a reader that reconnects resumes its epoch from a batch", "[transport
     while (stream->Next().ok()) {
     }
   }
-  for (int i = 0; i < 500 && Describe(*c, cut).streaming(); ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
+  REQUIRE(PollUntil([&] { return !Describe(*c, cut).streaming(); }));
   auto resumed = Open(*c, cut, 1, 3);
   const Epoch rest = ReadAll(*c, cut, 1, nullptr, resumed.get());
   std::vector<int64_t> expect;

@@ -22,7 +22,7 @@ using Kind = Delivery::Kind;
 
 // Waits until the channel holds `n` batches sampled ahead.
 void WaitForSpeculation(Backend& b, uint64_t id, int n) {
-  for (int i = 0; i < 1000 && b.Describe(id)->speculative_buffered < n; ++i) std::this_thread::sleep_for(2ms);
+  REQUIRE(graphstore::testing::PollUntil([&] { return b.Describe(id)->speculative_buffered >= n; }));
   REQUIRE(b.Describe(id)->speculative_buffered == n);
 }
 TEST_CASE("every seed is delivered exactly once per epoch, shuffled or not", "[backend]") {
@@ -131,7 +131,8 @@ TEST_CASE("batches sampled ahead are adopted by the next epoch and equal a fresh
 
   // Before the first epoch: its first two batches are prepared, and nothing more.
   WaitForSpeculation(backend, 1, 2);
-  std::this_thread::sleep_for(20ms);
+  WaitIdle(backend, 1);
+  RunWitnessEpoch(backend, 2);
   CHECK(backend.Describe(1)->speculative_epoch == 0);
   CHECK(backend.Describe(1)->total_batches_sampled == 2);
   fake.Close();  // no sampling from here: only adopted batches can be delivered
@@ -200,10 +201,10 @@ TEST_CASE("a cancelled channel samples nothing ahead, and removal frees what it 
   REQUIRE(backend.StartEpoch(1, 0).ok());
   REQUIRE(backend.Pop(1, 0, 10s).kind == Kind::kMessage);
   CHECK(backend.CancelEpoch(1));
-  std::this_thread::sleep_for(30ms);
-  CHECK(backend.Describe(1)->speculative_buffered == 0);
+  WaitIdle(backend, 1);
   const int calls = fake.calls(1);
-  std::this_thread::sleep_for(30ms);
+  RunWitnessEpoch(backend, 2);
+  CHECK(backend.Describe(1)->speculative_buffered == 0);
   CHECK(fake.calls(1) == calls);
   const int before = live_payloads.load();
   CHECK(backend.RemoveChannel(2));
@@ -248,10 +249,10 @@ TEST_CASE("cancelling an epoch frees its buffer and stops its sampling", "[backe
   REQUIRE(backend.AddChannel(1, Seeds(100)).ok());
   REQUIRE(backend.StartEpoch(1, 0).ok());
   REQUIRE(backend.Pop(1, 0, 10s).kind == Kind::kMessage);
-  std::this_thread::sleep_for(20ms);
   CHECK(backend.CancelEpoch(1));
+  WaitIdle(backend, 1);
   const int calls = fake.calls(1);
-  std::this_thread::sleep_for(20ms);
+  RunWitnessEpoch(backend);
   CHECK(fake.calls(1) == calls);
   Delivery d = backend.TryPop(1, 0);
   CHECK(d.kind == Kind::kClosed);

@@ -80,7 +80,9 @@ TEST_CASE("a buffer bounded in bytes stops a channel's sampling", "[backend]") {
   o.max_in_flight = 1;
   REQUIRE(backend.AddChannel(1, o).ok());
   REQUIRE(backend.StartEpoch(1, 0).ok());
-  std::this_thread::sleep_for(50ms);
+  REQUIRE(graphstore::testing::PollUntil([&] { return backend.Describe(1)->buffered_bytes >= 300; }));
+  WaitIdle(backend, 1);
+  RunWitnessEpoch(backend);
   auto stats = backend.Describe(1);
   REQUIRE(stats.ok());
   CHECK(stats->buffered_bytes == 300);
@@ -98,13 +100,11 @@ TEST_CASE("removing a channel mid-epoch frees all its state and cancels the rest
     std::atomic<int> notified{0};
     REQUIRE(backend.SetListener(5, [&] { ++notified; }).ok());
     for (int i = 0; i < 3; ++i) REQUIRE(backend.Pop(5, 0, 10s).kind == Kind::kMessage);
-    std::this_thread::sleep_for(10ms);
     CHECK(backend.RemoveChannel(5));
     CHECK(!backend.RemoveChannel(5));
     const int calls_at_removal = fake.calls(5);
     // In-flight batches finish and are discarded: nothing stays alive.
-    for (int i = 0; i < 200 && live_payloads.load() > 0; ++i) std::this_thread::sleep_for(5ms);
-    CHECK(live_payloads.load() == 0);
+    CHECK(graphstore::testing::PollUntil([&] { return live_payloads.load() == 0; }));
     CHECK(backend.num_channels() == 0);
     CHECK(backend.Stats().buffered_bytes == 0);
     CHECK(fake.calls(5) <= calls_at_removal + bo.max_in_flight_per_channel);
@@ -200,7 +200,8 @@ TEST_CASE("Stop closes live channels and joins the workers", "[backend]") {
     Drain(backend, 1, 0, &last);
     CHECK(last == Kind::kClosed);
   });
-  std::this_thread::sleep_for(20ms);
+  // Stop while the reader is mid-epoch.
+  REQUIRE(graphstore::testing::PollUntil([&] { return backend.Describe(1)->batches_delivered > 0; }));
   backend.Stop();
   reader.join();
   backend.Stop();
@@ -215,12 +216,14 @@ TEST_CASE("a listener cleared after removal is never called again", "[backend]")
   std::atomic<int> calls{0};
   auto token = backend.SetListener(1, [&] { ++calls; });
   REQUIRE(token.ok());
+  fake.Close();  // hold the batches in flight at the sampler
   REQUIRE(backend.StartEpoch(1, 0).ok());
-  std::this_thread::sleep_for(2ms);  // batches in flight
+  REQUIRE(graphstore::testing::PollUntil([&] { return backend.Describe(1)->in_flight > 0; }));
   backend.RemoveChannel(1);
   backend.ClearListener(1, *token);
   const int after = calls.load();
-  std::this_thread::sleep_for(30ms);  // the in-flight batches finish
+  fake.Open();  // the in-flight batches finish after the removal
+  RunWitnessEpoch(backend);  // and have, once another channel's whole epoch went through
   CHECK(calls.load() == after);
 }
 TEST_CASE("clearing a replaced listener leaves the newer one in place", "[backend]") {

@@ -17,6 +17,7 @@
 
 #include "scheduler/backend.h"
 #include "server/sampling/draw.h"
+#include "tests/test_util.h"
 
 namespace graphstore::scheduler::testing {
 
@@ -117,6 +118,28 @@ inline std::map<int64_t, std::vector<int64_t>> Drain(Backend& b, uint64_t id, in
     REQUIRE(P(d).epoch == epoch);
     REQUIRE(out.emplace(d.batch_index, P(d).seeds).second);
   }
+}
+
+// Waits until channel `id` has no batch being sampled.
+inline void WaitIdle(Backend& b, uint64_t id) {
+  REQUIRE(graphstore::testing::PollUntil([&] { return b.Describe(id)->in_flight == 0; }));
+}
+
+// Shows that the backend gives no work to channels that must be stopped: a witness channel's
+// whole epoch runs through the same workers, which serve every runnable channel a batch per
+// round; with sampling ahead on, the witness also waits for the `ahead` batches of its next
+// epoch, which the workers sample round-robin with every channel that may sample ahead. A
+// stopped channel whose sampling count did not move meanwhile is stopped, however slow the
+// machine (no fixed sleep).
+inline void RunWitnessEpoch(Backend& b, int ahead = 0) {
+  constexpr uint64_t kWitness = 999999;
+  REQUIRE(b.AddChannel(kWitness, Seeds(20)).ok());
+  REQUIRE(b.StartEpoch(kWitness, 0).ok());
+  REQUIRE(Drain(b, kWitness, 0).size() == 20);
+  if (ahead > 0) {
+    REQUIRE(graphstore::testing::PollUntil([&] { return b.Describe(kWitness)->speculative_buffered == ahead; }));
+  }
+  b.RemoveChannel(kWitness);
 }
 
 }  // namespace graphstore::scheduler::testing

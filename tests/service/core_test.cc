@@ -165,14 +165,10 @@ TEST_CASE("the watchdog reaps a channel whose lease ran out and stops its backen
   v1::DescribeChannelRequest describe;
   describe.set_channel_id(id);
   v1::ChannelStats stats;
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-  do {
+  CHECK(testing::PollUntil([&] {
     stats.Clear();
-    REQUIRE(core->DescribeChannel(describe, &stats).ok());
-    if (stats.state() == "destroyed") break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  } while (std::chrono::steady_clock::now() < deadline);
-  CHECK(stats.state() == "destroyed");
+    return core->DescribeChannel(describe, &stats).ok() && stats.state() == "destroyed";
+  }));
   v1::ServerStats server;
   REQUIRE(core->GetServerStats({}, &server).ok());
   CHECK(server.leases_expired() == 1);
