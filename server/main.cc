@@ -34,7 +34,10 @@ void DefineFlags(Flags* flags) {
                 "write the bound port to this file once the server serves sampling (in a cluster: once every "
                 "peer answered); removed at a clean shutdown");
   flags->Define("num_workers", absl::StrCat(d.core.default_num_workers), "sampling threads of a backend by default");
-  flags->Define("verify_partition", "true", "check every index of the partition at start-up");
+  flags->Define("verify_partition", "true",
+                "check every index of the partition at start-up (O(edges)); false skips the scans and "
+                "trusts the files: a corrupt index then crashes the daemon while sampling, so turn it "
+                "off only for a partition that graphstore-inspect has passed and that has not changed since");
   flags->Define("default_lease_s", absl::StrCat(d.core.default_lease_ms / 1000),
                 "seconds a channel lives without client activity, unless its client asks otherwise");
   flags->Define("state_log_interval_s", absl::StrCat(d.core.state_log_interval_s),

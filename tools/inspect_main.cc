@@ -1,5 +1,6 @@
 // graphstore-inspect: loads a partition directory with full validation and prints what it
-// holds. Exit 0 when the partition is valid, 1 (with the problem) when it is not.
+// holds. Exit 0 when the partition is valid; 2 (with the problem) when it is not or the command
+// line is wrong: the same codes graphstored exits with when it refuses a partition.
 
 #include <cstdio>
 #include <string>
@@ -20,7 +21,7 @@ int main(int argc, char** argv) {
   auto p = graphstore::Partition::Load(flags.Get("partition"));
   if (!p.ok()) {
     std::fprintf(stderr, "graphstore-inspect: %s\n", std::string(p.status().message()).c_str());
-    return 1;
+    return 2;
   }
   const auto& part = **p;
   std::printf("dataset %s: partition %d of %d, edge_dir %s, method %s\n",

@@ -24,6 +24,10 @@ bool IsValidTypeName(const std::string& name) {
   return true;
 }
 
+bool IsReservedNodeFile(const std::string& split) {
+  return split == "ids" || split == "features" || split == "labels" || split == "feature_range";
+}
+
 absl::Status ValidateManifest(const v1::PartitionManifest& m, const std::string& file) {
   auto bad = [&](const std::string& what) {
     return absl::DataLossError(absl::StrCat(file, ": ", what));
@@ -59,10 +63,28 @@ absl::Status ValidateManifest(const v1::PartitionManifest& m, const std::string&
     if (n.has_labels() && n.num_classes() < 0) {
       return bad(absl::StrCat("node type '", n.name(), "': num_classes < 0"));
     }
+    if (n.num_nodes() > kMaxCount) {
+      return bad(absl::StrCat("node type '", n.name(), "': num_nodes ", n.num_nodes(), " is above the limit ", kMaxCount));
+    }
+    if (n.feature_dim() > kMaxFeatureDim) {
+      return bad(absl::StrCat("node type '", n.name(), "': feature_dim ", n.feature_dim(), " is above the limit ",
+                              kMaxFeatureDim));
+    }
+    if (m.num_partitions() == 1 && n.num_local_nodes() != n.num_nodes()) {
+      return bad(absl::StrCat("node type '", n.name(), "': the only partition must own all ", n.num_nodes(),
+                              " nodes, not num_local_nodes=", n.num_local_nodes()));
+    }
+    if (n.splits_size() > kMaxSplits) {
+      return bad(absl::StrCat("node type '", n.name(), "': ", n.splits_size(), " splits, the limit is ", kMaxSplits));
+    }
     std::set<std::string> splits;
     for (const auto& s : n.splits()) {
       if (!IsValidTypeName(s) || !splits.insert(s).second) {
         return bad(absl::StrCat("node type '", n.name(), "': bad or repeated split '", s, "'"));
+      }
+      if (IsReservedNodeFile(s)) {
+        return bad(absl::StrCat("node type '", n.name(), "': split '", s, "' would be stored as ", s,
+                                ".npy, a file of the format itself"));
       }
     }
   }
@@ -79,7 +101,18 @@ absl::Status ValidateManifest(const v1::PartitionManifest& m, const std::string&
     if (e.num_edges() < 0 || e.num_local_edges() < 0 || e.num_local_edges() > e.num_edges()) {
       return bad(absl::StrCat("edge type '", name, "': need 0 <= num_local_edges <= num_edges"));
     }
+    if (e.num_edges() > kMaxCount) {
+      return bad(absl::StrCat("edge type '", name, "': num_edges ", e.num_edges(), " is above the limit ", kMaxCount));
+    }
+    if (m.num_partitions() == 1 && e.num_local_edges() != e.num_edges()) {
+      return bad(absl::StrCat("edge type '", name, "': the only partition must store all ", e.num_edges(),
+                              " edges, not num_local_edges=", e.num_local_edges()));
+    }
     if (e.feature_dim() < 0) return bad(absl::StrCat("edge type '", name, "': feature_dim < 0"));
+    if (e.feature_dim() > kMaxFeatureDim) {
+      return bad(absl::StrCat("edge type '", name, "': feature_dim ", e.feature_dim(), " is above the limit ",
+                              kMaxFeatureDim));
+    }
     if (!e.feature_dtype().empty() && e.feature_dtype() != "float32" && e.feature_dtype() != "float16") {
       return bad(absl::StrCat("edge type '", name, "': feature_dtype '", e.feature_dtype(),
                               "' is not float32 or float16"));

@@ -34,6 +34,18 @@ absl::Status ValidateManifest(const v1::PartitionManifest& manifest, const std::
 /// Whether `name` is usable as a node type or relation name: [A-Za-z0-9_-]+ without "__".
 bool IsValidTypeName(const std::string& name);
 
+/// Most nodes of a type and edges of a type (2^40): far above any real graph, and low enough
+/// that no size derived from them overflows.
+inline constexpr int64_t kMaxCount = int64_t{1} << 40;
+/// Most splits of a node type.
+inline constexpr int kMaxSplits = 64;
+/// Widest feature row.
+inline constexpr int64_t kMaxFeatureDim = int64_t{1} << 20;
+
+/// Whether `split` would be stored under the name of a file the format already puts in a node
+/// type's directory (ids, features, labels, ...).
+bool IsReservedNodeFile(const std::string& split);
+
 }  // namespace graphstore
 
 #endif  // GRAPHSTORE_SERVER_GRAPH_MANIFEST_H_

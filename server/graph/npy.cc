@@ -7,6 +7,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <limits>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -44,17 +45,128 @@ const DtypeEntry& Entry(NpyDtype dtype) {
   return kDtypes[0];
 }
 
-// Returns the quoted string value following `key` in the header dict, or "" if absent.
-std::string StringValue(const std::string& text, const std::string& key) {
-  size_t k = text.find("'" + key + "'");
-  if (k == std::string::npos) return "";
-  size_t colon = text.find(':', k);
-  if (colon == std::string::npos) return "";
-  size_t q1 = text.find_first_of("'\"", colon);
-  if (q1 == std::string::npos) return "";
-  size_t q2 = text.find(text[q1], q1 + 1);
-  if (q2 == std::string::npos) return "";
-  return text.substr(q1 + 1, q2 - q1 - 1);
+// The header text numpy writes: a Python dict literal with exactly the keys 'descr' (a string),
+// 'fortran_order' (True or False) and 'shape' (a tuple of non-negative ints), then only
+// whitespace. Parsed as strictly as numpy's own reader (ast.literal_eval and its key check);
+// returns "" or what is wrong.
+class HeaderDictParser {
+ public:
+  explicit HeaderDictParser(const std::string& text) : t_(text) {}
+
+  std::string Parse(NpyHeader* out) {
+    SkipSpace();
+    if (!Eat('{')) return "the header is not a dict (no '{')";
+    bool descr = false, fortran = false, shape = false;
+    while (true) {
+      SkipSpace();
+      if (Eat('}')) break;
+      std::string key;
+      if (!String(&key)) return Error("a quoted key");
+      SkipSpace();
+      if (!Eat(':')) return Error("':' after '" + key + "'");
+      SkipSpace();
+      if (key == "descr") {
+        if (descr) return "'descr' appears twice";
+        descr = true;
+        if (!String(&descr_)) return Error("a quoted 'descr'");
+      } else if (key == "fortran_order") {
+        if (fortran) return "'fortran_order' appears twice";
+        fortran = true;
+        if (t_.compare(p_, 4, "True") == 0) {
+          return "Fortran-order arrays are not supported; save with numpy.ascontiguousarray";
+        }
+        if (t_.compare(p_, 5, "False") != 0) return "bad 'fortran_order' value (expected True or False)";
+        p_ += 5;
+      } else if (key == "shape") {
+        if (shape) return "'shape' appears twice";
+        shape = true;
+        if (auto s = Shape(&out->shape); !s.empty()) return s;
+      } else {
+        return "unexpected key '" + key + "' in the header (numpy writes descr, fortran_order, shape)";
+      }
+      SkipSpace();
+      if (Eat(',')) continue;
+      if (Eat('}')) break;
+      return Error("',' or '}'");
+    }
+    if (!descr) return "no 'descr' in header";
+    if (!fortran) return "no 'fortran_order' in header";
+    if (!shape) return "no 'shape' in header";
+    SkipSpace();
+    if (p_ != t_.size()) return absl::StrCat("unexpected bytes after the header dict at offset ", p_);
+    return "";
+  }
+  const std::string& descr() const { return descr_; }
+
+ private:
+  void SkipSpace() {
+    while (p_ < t_.size() && (t_[p_] == ' ' || t_[p_] == '\n' || t_[p_] == '\t' || t_[p_] == '\r')) ++p_;
+  }
+  bool Eat(char c) {
+    if (p_ < t_.size() && t_[p_] == c) {
+      ++p_;
+      return true;
+    }
+    return false;
+  }
+  bool String(std::string* out) {
+    if (p_ >= t_.size() || (t_[p_] != '\'' && t_[p_] != '"')) return false;
+    const size_t close = t_.find(t_[p_], p_ + 1);
+    if (close == std::string::npos) return false;
+    *out = t_.substr(p_ + 1, close - p_ - 1);
+    if (out->find('\\') != std::string::npos) return false;
+    p_ = close + 1;
+    return true;
+  }
+  std::string Shape(std::vector<int64_t>* shape) {
+    if (!Eat('(')) return Error("'(' opening 'shape'");
+    int64_t elements = 1;
+    bool comma_after_last = false;
+    while (true) {
+      SkipSpace();
+      if (Eat(')')) break;
+      const size_t begin = p_;
+      int64_t v = 0;
+      while (p_ < t_.size() && t_[p_] >= '0' && t_[p_] <= '9') {
+        if (v > (std::numeric_limits<int64_t>::max() - 9) / 10) return "a dimension of 'shape' overflows int64";
+        v = v * 10 + (t_[p_++] - '0');
+      }
+      if (p_ == begin) return Error("a non-negative integer in 'shape'");
+      if (v != 0 && elements > std::numeric_limits<int64_t>::max() / v) return "'shape' has more elements than int64 counts";
+      elements *= v;
+      shape->push_back(v);
+      SkipSpace();
+      comma_after_last = Eat(',');
+      if (comma_after_last) continue;
+      if (Eat(')')) break;
+      return Error("',' or ')' in 'shape'");
+    }
+    if (shape->size() == 1 && !comma_after_last) return "'shape' of one dimension must be a tuple, like (5,)";
+    return "";
+  }
+  std::string Error(const std::string& expected) const {
+    return absl::StrCat("malformed header dict: expected ", expected, " at offset ", p_);
+  }
+
+  const std::string& t_;
+  size_t p_ = 0;
+  std::string descr_;
+};
+
+std::string ParseHeaderDict(const std::string& text, NpyHeader* header) {
+  HeaderDictParser parser(text);
+  if (auto s = parser.Parse(header); !s.empty()) return s;
+  const std::string& descr = parser.descr();
+  for (const auto& e : kDtypes) {
+    if (e.descr[0] == '\0') continue;
+    // A one-byte type may be written with any byte-order mark.
+    if (descr == e.descr || (e.size == 1 && descr.size() == 3 && descr.substr(1) == std::string(e.descr).substr(1))) {
+      header->dtype = e.dtype;
+      return "";
+    }
+  }
+  return absl::StrCat("unsupported dtype descriptor '", descr,
+                      "' (expected little-endian int64, int32, float32, float16, float64, uint8 or bool)");
 }
 
 std::string ShapeString(const std::vector<int64_t>& shape) {
@@ -103,55 +215,9 @@ absl::StatusOr<NpyHeader> ParseNpyHeader(const char* bytes, size_t size, const s
   }
   if (prefix + header_len > size) return bad("header truncated");
   const std::string text(bytes + prefix, header_len);
-
   NpyHeader header;
   header.data_offset = prefix + header_len;
-  const std::string descr = StringValue(text, "descr");
-  bool found = false;
-  for (const auto& e : kDtypes) {
-    if (e.descr[0] == '\0') continue;
-    // A one-byte type may be written with any byte-order mark.
-    if (descr == e.descr || (e.size == 1 && descr.size() == 3 && descr.substr(1) == std::string(e.descr).substr(1))) {
-      header.dtype = e.dtype;
-      found = true;
-    }
-  }
-  if (!found) {
-    return bad(absl::StrCat("unsupported dtype descriptor '", descr,
-                            "' (expected little-endian int64, int32, float32, float16, float64, "
-                            "uint8 or bool)"));
-  }
-  const size_t fo = text.find("'fortran_order'");
-  if (fo == std::string::npos) return bad("no 'fortran_order' in header");
-  const size_t fo_val = text.find_first_not_of(" :", fo + 15);
-  if (fo_val == std::string::npos) return bad("no 'fortran_order' value");
-  if (text.compare(fo_val, 4, "True") == 0) {
-    return bad("Fortran-order arrays are not supported; save with numpy.ascontiguousarray");
-  }
-  if (text.compare(fo_val, 5, "False") != 0) return bad("bad 'fortran_order' value");
-
-  const size_t sk = text.find("'shape'");
-  if (sk == std::string::npos) return bad("no 'shape' in header");
-  const size_t open = text.find('(', sk);
-  const size_t close = text.find(')', open == std::string::npos ? sk : open);
-  if (open == std::string::npos || close == std::string::npos) return bad("bad 'shape'");
-  const std::string dims = text.substr(open + 1, close - open - 1);
-  size_t pos = 0;
-  while (pos < dims.size()) {
-    pos = dims.find_first_not_of(" ,", pos);
-    if (pos == std::string::npos) break;
-    size_t end = dims.find_first_of(" ,", pos);
-    if (end == std::string::npos) end = dims.size();
-    const std::string tok = dims.substr(pos, end - pos);
-    errno = 0;
-    char* stop = nullptr;
-    const long long v = std::strtoll(tok.c_str(), &stop, 10);
-    if (errno != 0 || stop != tok.c_str() + tok.size() || v < 0) {
-      return bad(absl::StrCat("bad dimension '", tok, "' in shape"));
-    }
-    header.shape.push_back(v);
-    pos = end;
-  }
+  if (auto s = ParseHeaderDict(text, &header); !s.empty()) return bad(s);
   return header;
 }
 

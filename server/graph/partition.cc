@@ -196,13 +196,25 @@ absl::Status Partition::VerifyNodeType(const NodeTypeStore& t) const {
       }
     }
   }
+  // A node is in at most one split, once: a repeated seed would be sampled twice an epoch, and
+  // a node in two splits leaks evaluation nodes into training.
+  std::vector<int8_t> split_of(t.splits.empty() ? 0 : t.num_nodes, -1);
+  std::vector<const std::string*> split_names;
   for (const auto& [name, f] : t.splits) {
+    const int8_t mark = static_cast<int8_t>(split_names.size());
+    split_names.push_back(&name);
     const int64_t* v = f.data<int64_t>();
     for (int64_t i = 0; i < f.num_elements(); ++i) {
       if (v[i] < 0 || v[i] >= t.num_nodes || book[v[i]] != partition_id()) {
         return Corrupt(f, absl::StrCat("entry ", i, " is node ", v[i],
                                        ", which this partition does not own"));
       }
+      if (split_of[v[i]] == mark) return Corrupt(f, absl::StrCat("entry ", i, ": node ", v[i], " is listed twice"));
+      if (split_of[v[i]] >= 0) {
+        return Corrupt(f, absl::StrCat("entry ", i, ": node ", v[i], " is also in split '",
+                                       *split_names[split_of[v[i]]], "' (splits must not overlap)"));
+      }
+      split_of[v[i]] = mark;
     }
   }
   return absl::OkStatus();
@@ -289,6 +301,17 @@ absl::Status Partition::VerifyEdgeType(const EdgeTypeStore& e) const {
   }
   if (e.edge_ids.is_open()) {
     if (auto st = CheckRange(e.edge_ids, e.num_edges, "edge id"); !st.ok()) return st;
+  }
+  // Within a row, neighbours are sorted by id, then edge id (the format's rule).
+  const int64_t* ptr = e.indptr_data();
+  const int64_t* idx = e.indices_data();
+  const int64_t* eid = e.edge_ids.is_open() ? e.edge_ids.data<int64_t>() : nullptr;
+  for (int64_t r = 0; r < nodes_[e.row_type].num_local; ++r) {
+    for (int64_t k = ptr[r] + 1; k < ptr[r + 1]; ++k) {
+      if (idx[k - 1] < idx[k] || (idx[k - 1] == idx[k] && (eid == nullptr || eid[k - 1] <= eid[k]))) continue;
+      return Corrupt(e.indices, absl::StrCat("row ", r, " is not sorted at entry ", k, " (", idx[k - 1], " then ",
+                                             idx[k], "); neighbours are sorted by id, then edge id"));
+    }
   }
   if (auto st = VerifyLabelEdges(e); !st.ok()) return st;
   if (e.dst_degree.is_open()) {

@@ -87,6 +87,18 @@ TEST_CASE("malformed .npy files are rejected with the file and the problem", "[n
   object.replace(object.find("<f4"), 3, "|O8");
   std::string bad_shape = good;
   bad_shape.replace(bad_shape.find("(2, 2)"), 6, "(2, x)");
+  // The same header text with one edit, padded back to its length.
+  auto edited = [&](const std::string& from, const std::string& to) {
+    std::string out = good;
+    const size_t at = out.find(from);
+    std::string repl = to;
+    const size_t pad_at = out.find('\n');
+    out.replace(at, from.size(), repl);
+    if (repl.size() < from.size()) out.insert(out.find('\n'), from.size() - repl.size(), ' ');
+    if (repl.size() > from.size()) out.erase(out.find('\n') - (repl.size() - from.size()), repl.size() - from.size());
+    (void)pad_at;
+    return out;
+  };
   const std::vector<Case> cases = {
       {"empty.npy", "", "empty"},
       {"magic.npy", "PK\x03\x04 not numpy at all", "magic"},
@@ -96,7 +108,13 @@ TEST_CASE("malformed .npy files are rejected with the file and the problem", "[n
       {"fortran.npy", fortran, "Fortran"},
       {"bigendian.npy", big_endian, "dtype descriptor '>f4'"},
       {"object.npy", object, "dtype descriptor"},
-      {"shape.npy", bad_shape, "bad dimension"},
+      {"shape.npy", bad_shape, "integer in 'shape'"},
+      {"after.npy", edited("), }", "), }x"), "unexpected bytes after the header dict"},
+      {"unclosed.npy", edited("), }", "),  "), "expected a quoted key"},
+      {"extra_key.npy", edited("), }", "), 'x': 1}"), "unexpected key 'x'"},
+      {"twice.npy", edited("'shape': (2, 2), }", "'shape': (2, 2), 'shape': (2, 2)}"), "'shape' appears twice"},
+      {"huge.npy", edited("(2, 2)", "(99999999999, 99999999999)"), "more elements than int64"},
+      {"not_tuple.npy", edited("(2, 2)", "(4)"), "must be a tuple"},
   };
   for (const auto& c : cases) {
     INFO(c.name);

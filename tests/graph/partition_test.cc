@@ -107,8 +107,24 @@ TEST_CASE("every kind of corrupt partition fails with the file and the problem",
       {"wrong shape labels", [&](const std::string& d) { Replace<int64_t>(d + N + "labels.npy", {0, 1, 2}); },
        "labels.npy", "shape is (3,), expected (6,)"},
       {"edge count disagrees with manifest",
-       [&](const std::string& d) { EditManifest(d, "\"num_local_edges\": \"7\"", "\"num_local_edges\": \"6\""); },
+       [&](const std::string& d) {
+         EditManifest(d, "\"num_local_edges\": \"7\"", "\"num_local_edges\": \"6\"");
+         EditManifest(d, "\"num_edges\": \"7\"", "\"num_edges\": \"6\"");
+       },
        "indices.npy", "shape is (7,), expected (6,)"},
+      {"one partition holding part of the edges",
+       [&](const std::string& d) { EditManifest(d, "\"num_edges\": \"7\"", "\"num_edges\": \"9223372036854775807\""); },
+       "manifest.json", "above the limit"},
+      {"a split named like a file of the format",
+       [&](const std::string& d) { EditManifest(d, "\"test\"", "\"labels\""); },
+       "manifest.json", "split 'labels' would be stored as labels.npy"},
+      {"a row's neighbours out of order", [&](const std::string& d) {
+         Replace<int64_t>(d + E + "indices.npy", {2, 1, 2, 3, 4, 5, 0});
+       }, "indices.npy", "row 0 is not sorted at entry 1 (2 then 1)"},
+      {"a node twice in a split", [&](const std::string& d) { Replace<int64_t>(d + N + "test.npy", {4, 4}); },
+       "test.npy", "node 4 is listed twice"},
+      {"a node in two splits", [&](const std::string& d) { Replace<int64_t>(d + N + "test.npy", {4, 0}); },
+       "train.npy", "splits must not overlap"},
       {"index out of range", [&](const std::string& d) {
          Replace<int64_t>(d + E + "indices.npy", {1, 2, 2, 3, 4, 99, 0});
        }, "indices.npy", "entry 5 is 99, outside [0, 6)"},

@@ -1,0 +1,40 @@
+// graphstore-inspect and graphstored agree on a partition: both accept a good one, both refuse a
+// corrupt one with exit code 2 and the file named.
+
+#include <catch2/catch.hpp>
+
+#include <string>
+
+#include "tests/test_util.h"
+
+namespace graphstore {
+namespace {
+
+using testing::ReadFile;
+using testing::RunCommand;
+using testing::TempDir;
+
+TEST_CASE("graphstore-inspect and graphstored refuse the same corrupt partition with exit code 2", "[tools]") {
+  TempDir dir;
+  const std::string g = dir / "g";
+  REQUIRE(RunCommand("tools/graphstore-generate --nodes=300 --feature_dim=4 --out=" + g + " >/dev/null") == 0);
+  CHECK(RunCommand("tools/graphstore-inspect --partition=" + g + " >" + dir / "ok.txt") == 0);
+  CHECK_THAT(ReadFile(dir / "ok.txt"), Catch::Contains("300 of 300 nodes"));
+
+  // Garbage after the header dict of one .npy file.
+  const std::string labels = g + "/nodes/node/labels.npy";
+  std::string bytes = ReadFile(labels);
+  const size_t end = bytes.find('}');
+  REQUIRE(end != std::string::npos);
+  bytes[end + 1] = 'x';
+  testing::WriteFile(labels, bytes);
+
+  CHECK(RunCommand("tools/graphstore-inspect --partition=" + g + " 2>" + dir / "inspect.txt") == 2);
+  CHECK_THAT(ReadFile(dir / "inspect.txt"), Catch::Contains("labels.npy"));
+  CHECK(RunCommand("server/graphstored --port=0 --partition=" + g + " >" + dir / "daemon.txt 2>&1") == 2);
+  CHECK_THAT(ReadFile(dir / "daemon.txt"), Catch::Contains("labels.npy: not a valid .npy file"));
+  CHECK(RunCommand("tools/graphstore-inspect 2>/dev/null") == 2);  // no --partition
+}
+
+}  // namespace
+}  // namespace graphstore
