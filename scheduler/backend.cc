@@ -38,6 +38,12 @@ Backend::Backend(BackendOptions options, SampleFn sample)
     : options_(std::move(options)), sample_(std::move(sample)) {
   const int n = std::max(1, options_.num_workers);
   for (int i = 0; i < n; ++i) workers_.emplace_back([this, i] { WorkerLoop(i); });
+  if (options_.budget != nullptr) budget_token_ = options_.budget->Subscribe([this] { Kick(); });
+}
+
+void Backend::Kick() {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const auto& [id, c] : channels_) MaybeQueue(c);
 }
 
 Backend::~Backend() { Stop(); }
@@ -52,11 +58,13 @@ absl::Status Backend::AddChannel(uint64_t id, ChannelOptions options) {
   c->max_in_flight = options.max_in_flight > 0 ? options.max_in_flight : options_.max_in_flight_per_channel;
   c->max_messages = options.max_buffered_messages > 0 ? options.max_buffered_messages : options_.max_buffered_messages;
   c->max_bytes = options.max_buffered_bytes > 0 ? options.max_buffered_bytes : options_.max_buffered_bytes;
+  c->budget = options_.budget.get();
   c->opts = std::move(options);
   std::lock_guard<std::mutex> lock(mu_);
   if (stopping_) return absl::FailedPreconditionError("the backend is stopped");
   auto [it, inserted] = channels_.emplace(id, std::move(c));
   if (!inserted) return absl::AlreadyExistsError(absl::StrCat("channel ", id, " already exists"));
+  if (options_.budget != nullptr) options_.budget->AddChannel();
   MaybeQueue(it->second);  // may sample the first epoch's first batches ahead
   return absl::OkStatus();
 }
@@ -70,6 +78,7 @@ bool Backend::RemoveChannel(uint64_t id) {
     if (it == channels_.end()) return false;
     c = std::move(it->second);
     channels_.erase(it);
+    if (options_.budget != nullptr) options_.budget->RemoveChannel();
     removed_[id] = c;
     c->removed = true;
     c->cur.TakeBuffer(&freed);
@@ -101,6 +110,7 @@ absl::StatusOr<StartOutcome> Backend::StartEpoch(uint64_t id, int64_t epoch, int
     if (epoch == c->ahead.epoch && start_batch == 0 && !c->ahead_failed) {
       // Adopt what was sampled ahead: its generation makes its tasks in flight the epoch's.
       c->cur = std::move(c->ahead);
+      c->ahead = Run();  // its bytes are the current run's now
       c->ResetProgress(0);
     } else {
       c->cur = c->NewRun(epoch);
@@ -174,7 +184,8 @@ bool Backend::Runnable(const Channel& c) const {
   return !c.removed && !stopping_ && c.cur.epoch >= 0 && c.error.ok() && c.cur.next < c.cur.num_batches &&
          c.in_flight < c.max_in_flight &&
          c.in_flight + static_cast<int>(c.cur.buffer.size() + c.ahead.buffer.size()) < c.max_messages &&
-         c.cur.bytes + c.ahead.bytes < c.max_bytes;
+         c.cur.bytes + c.ahead.bytes < c.max_bytes &&
+         (options_.budget == nullptr || options_.budget->AllowsBatch(c.cur.bytes + c.ahead.bytes));
 }
 
 bool Backend::SpeculationRunnable(const Channel& c) const {
@@ -189,7 +200,8 @@ bool Backend::SpeculationRunnable(const Channel& c) const {
   // Its own budget, the size of the buffer's, so that it overlaps the tail of the epoch whose
   // last batches still fill the buffer.
   return c.ahead.next < limit && c.in_flight < c.max_in_flight &&
-         static_cast<int>(c.ahead.buffer.size()) < c.max_messages && c.ahead.bytes < c.max_bytes;
+         static_cast<int>(c.ahead.buffer.size()) < c.max_messages && c.ahead.bytes < c.max_bytes &&
+         (options_.budget == nullptr || options_.budget->AllowsSpeculation());
 }
 
 void Backend::MaybeQueue(const ChannelPtr& c) {
@@ -253,8 +265,7 @@ void Backend::WorkerLoop(int worker) {
     // Generations are never 0 and never reused, so they alone say which run a result is for.
     if (!c->removed && generation == c->ahead.generation) {
       if (result.ok()) {
-        c->ahead.bytes += static_cast<int64_t>(result->bytes);
-        c->ahead.buffer.emplace(b, *std::move(result));
+        c->ahead.Keep(b, *std::move(result));
         ++c->total_sampled;
         ++total_batches_sampled_;
       } else {
@@ -262,8 +273,7 @@ void Backend::WorkerLoop(int worker) {
       }
     } else if (!c->removed && generation == c->cur.generation && !c->cancelled) {
       if (result.ok()) {
-        c->cur.bytes += static_cast<int64_t>(result->bytes);
-        c->cur.buffer.emplace(b, *std::move(result));
+        c->cur.Keep(b, *std::move(result));
         ++c->sampled;
         ++c->total_sampled;
         ++total_batches_sampled_;
@@ -285,17 +295,21 @@ void Backend::WorkerLoop(int worker) {
 
 void Backend::Stop() {
   std::lock_guard<std::mutex> stop_lock(stop_mu_);
+  if (budget_token_ != 0) {
+    options_.budget->Unsubscribe(budget_token_);
+    budget_token_ = 0;
+  }
   std::vector<ChannelPtr> removed;
+  Freed freed;
   {
     std::lock_guard<std::mutex> lock(mu_);
     stopping_ = true;
     for (auto& [id, c] : channels_) {
       removed_[id] = c;
       c->removed = true;
-      c->cur.buffer.clear();
-      c->cur.bytes = 0;
-      c->ahead.buffer.clear();
-      c->ahead.bytes = 0;
+      c->cur.TakeBuffer(&freed);
+      c->ahead.TakeBuffer(&freed);
+      if (options_.budget != nullptr) options_.budget->RemoveChannel();
       removed.push_back(c);
     }
     channels_.clear();

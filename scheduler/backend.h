@@ -76,6 +76,9 @@ struct BackendOptions {
   int speculative_batches = 0;
   /// Name for logs.
   std::string name = "backend";
+  /// The server-wide budget of buffered bytes this backend shares with others (null: none;
+  /// see scheduler/memory_budget.h). It must outlive the backend.
+  std::shared_ptr<class MemoryBudget> budget;
 };
 
 /// Puts a channel's seeds in the order of one epoch, in place (e.g. a seeded permutation).
@@ -263,6 +266,8 @@ class Backend {
   using ChannelPtr = std::shared_ptr<Channel>;
 
   void WorkerLoop(int worker);
+  // Looks at every channel again (the memory budget has room).
+  void Kick();
   // The following run with mu_ held.
   bool Runnable(const Channel& c) const;
   bool SpeculationRunnable(const Channel& c) const;
@@ -291,6 +296,7 @@ class Backend {
   std::mutex stop_mu_;
   int64_t total_batches_sampled_ = 0;
   uint64_t next_listener_token_ = 1;
+  uint64_t budget_token_ = 0;
   std::vector<std::thread> workers_;
 };
 

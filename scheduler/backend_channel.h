@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "scheduler/backend.h"
+#include "scheduler/memory_budget.h"
 
 namespace graphstore::scheduler {
 
@@ -29,10 +30,25 @@ struct Run {
   int64_t next = 0;  // the next batch to schedule
   std::map<int64_t, Batch> buffer;
   int64_t bytes = 0;  // held by `buffer`
+  // The server-wide budget `bytes` is charged to (may be null).
+  MemoryBudget* budget = nullptr;
 
+  void Keep(int64_t b, Batch batch) {
+    bytes += static_cast<int64_t>(batch.bytes);
+    if (budget != nullptr) budget->Charge(static_cast<int64_t>(batch.bytes));
+    buffer.emplace(b, std::move(batch));
+  }
+  Batch Take(std::map<int64_t, Batch>::iterator it) {
+    Batch batch = std::move(it->second);
+    buffer.erase(it);
+    bytes -= static_cast<int64_t>(batch.bytes);
+    if (budget != nullptr) budget->Release(static_cast<int64_t>(batch.bytes));
+    return batch;
+  }
   void TakeBuffer(Freed* freed) {
     freed->push_back(std::move(buffer));
     buffer.clear();
+    if (budget != nullptr) budget->Release(bytes);
     bytes = 0;
   }
 };
@@ -44,6 +60,7 @@ struct Backend::Channel {
   int max_in_flight = 0;
   int max_messages = 0;
   int64_t max_bytes = 0;
+  MemoryBudget* budget = nullptr;
 
   // Guarded by Backend::mu_.
   bool removed = false;
@@ -80,6 +97,7 @@ struct Backend::Channel {
     auto order = std::make_shared<std::vector<int64_t>>(opts.seeds);
     if (opts.order) opts.order(e, order.get());
     Run r;
+    r.budget = budget;
     r.epoch = e;
     r.generation = next_generation++;
     r.num_batches = BatchesFor(static_cast<int64_t>(order->size()));

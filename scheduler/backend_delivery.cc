@@ -38,9 +38,7 @@ Delivery Backend::TryPopLocked(Channel& c, int64_t epoch) {
     if (!c.opts.ordered || it->first == c.next_to_deliver) {
       d.kind = Delivery::Kind::kMessage;
       d.batch_index = it->first;
-      d.batch = std::move(it->second);
-      c.cur.bytes -= static_cast<int64_t>(d.batch.bytes);
-      c.cur.buffer.erase(it);
+      d.batch = c.cur.Take(it);
       ++c.delivered;
       if (c.opts.ordered) ++c.next_to_deliver;
       return d;

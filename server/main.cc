@@ -42,6 +42,12 @@ void DefineFlags(Flags* flags) {
                 "seconds a channel lives without client activity, unless its client asks otherwise");
   flags->Define("state_log_interval_s", absl::StrCat(d.core.state_log_interval_s),
                 "seconds between scheduler-state log lines (0: off)");
+  flags->Define("max_buffered_mb", "0",
+                "server-wide MiB of sampled batches not yet read, over all channels (0: a quarter of the "
+                "host's memory); past it channels sample only their fair share and new channels are refused");
+  flags->Define("max_worker_threads", "0",
+                "worker threads of all backends together (0: 16 per core, at least 64); past it new "
+                "backends are refused");
   flags->Define("max_message_mb", absl::StrCat(d.max_message_bytes >> 20), "largest gRPC message, MiB");
   flags->Define("shared_memory_dir", d.shared_memory_dir,
                 "tmpfs directory for the shared-memory transport of clients on this host (empty: off)");
@@ -111,10 +117,13 @@ absl::StatusOr<ServerOptions> ParseOptions(const Flags& flags) {
   auto quota_backends = flags.GetInt("max_backends_per_identity");
   auto quota_mb = flags.GetInt("max_buffer_mb_per_identity");
   auto backend_lease = flags.GetInt("default_backend_lease_s");
+  auto buffered_mb = flags.GetInt("max_buffered_mb");
+  auto worker_threads = flags.GetInt("max_worker_threads");
   for (const absl::Status& s : {port.status(), workers.status(), verify.status(), lease.status(),
                                 state_log.status(), max_mb.status(), ahead.status(), peer_timeout.status(),
                                 peer_cache.status(), part_mb.status(), quota_channels.status(),
-                                quota_backends.status(), quota_mb.status(), backend_lease.status()}) {
+                                quota_backends.status(), quota_mb.status(), backend_lease.status(),
+                                buffered_mb.status(), worker_threads.status()}) {
     if (!s.ok()) return s;
   }
   if (*quota_channels < 0 || *quota_channels > o.core.max_channels) {
@@ -127,6 +136,14 @@ absl::StatusOr<ServerOptions> ParseOptions(const Flags& flags) {
     return absl::InvalidArgumentError("--max_buffer_mb_per_identity must be in [0, 2^40]");
   }
   if (*backend_lease < 1) return absl::InvalidArgumentError("--default_backend_lease_s must be >= 1");
+  if (*buffered_mb < 0 || *buffered_mb > (int64_t{1} << 40)) {
+    return absl::InvalidArgumentError("--max_buffered_mb must be in [0, 2^40]");
+  }
+  if (*worker_threads < 0 || *worker_threads > 100000) {
+    return absl::InvalidArgumentError("--max_worker_threads must be in [0, 100000]");
+  }
+  o.core.max_buffered_bytes_total = *buffered_mb << 20;
+  o.core.max_worker_threads = static_cast<int>(*worker_threads);
   o.core.max_channels_per_identity = static_cast<int>(*quota_channels);
   o.core.max_backends_per_identity = static_cast<int>(*quota_backends);
   o.core.max_buffer_bytes_per_identity = *quota_mb << 20;

@@ -1,5 +1,9 @@
 #include "server/service/core.h"
 
+#include <unistd.h>
+
+#include <algorithm>
+
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "google/protobuf/util/message_differencer.h"
@@ -13,6 +17,12 @@ namespace {
 
 absl::Status Invalid(const std::string& m) { return absl::InvalidArgumentError(m); }
 absl::Status TooBig(const std::string& m) { return absl::ResourceExhaustedError(m); }
+
+int64_t HostMemoryBytes() {
+  const long pages = sysconf(_SC_PHYS_PAGES);
+  const long page = sysconf(_SC_PAGE_SIZE);
+  return pages > 0 && page > 0 ? static_cast<int64_t>(pages) * page : int64_t{8} << 30;
+}
 
 // The checks of a registration's own fields (buffer, lease, keys), before anything is looked up.
 absl::Status CheckRegistration(const v1::RegisterSamplingInputRequest& req, const CoreOptions& o,
@@ -49,7 +59,14 @@ Core::Core(std::unique_ptr<Partition> partition, CoreOptions options, std::uniqu
       options_(std::move(options)),
       feature_outputs_(partition_.get()),
       queries_(partition_.get(), &options_, &feature_outputs_),
-      shared_memory_(std::move(shared_memory)) {
+      shared_memory_(std::move(shared_memory)),
+      budget_(std::make_shared<scheduler::MemoryBudget>(options_.max_buffered_bytes_total > 0
+                                                           ? options_.max_buffered_bytes_total
+                                                           : HostMemoryBytes() / 4)),
+      max_worker_threads_(options_.max_worker_threads > 0 ? options_.max_worker_threads
+                                                          : std::max(64, 16 * static_cast<int>(std::thread::hardware_concurrency()))) {
+  Logger("core")->info("budgets: {} MiB of unread sampled batches, {} worker threads", budget_->limit() >> 20,
+                       max_worker_threads_);
   watchdog_ = std::thread([this] { WatchdogLoop(); });
 }
 
@@ -141,6 +158,7 @@ void Core::InitSamplingBackend(const v1::InitSamplingBackendRequest& req, v1::In
   if (!sampler.ok()) return done(sampler.status());
   auto backend_options = BuildBackendOptions(req.options(), options_, req.backend_key());
   if (!backend_options.ok()) return done(backend_options.status());
+  backend_options->budget = budget_;
   if (auto s = SamplingOpen(); !s.ok()) return done(s);
 
   std::shared_ptr<BackendEntry> entry;
@@ -177,7 +195,15 @@ void Core::InitSamplingBackend(const v1::InitSamplingBackendRequest& req, v1::In
       return done(TooBig(absl::StrCat("identity '", caller.identity, "' already holds ", quota,
                                       " backends (quota max_backends_per_identity=", quota, ")")));
     }
+    int threads = 0;
+    for (const auto& [id, b] : registry_.backends()) threads += b->worker_threads;
+    if (threads + backend_options->num_workers > max_worker_threads_) {
+      return done(TooBig(absl::StrCat("options.num_workers: the backends hold ", threads, " worker threads; ",
+                                      backend_options->num_workers, " more would pass the server's limit of ",
+                                      max_worker_threads_, " (--max_worker_threads)")));
+    }
     entry = registry_.AddBackend(req.backend_key(), req.config(), caller.identity);
+    entry->worker_threads = backend_options->num_workers;
     entry->lease_ms = req.lease_ms() > 0 ? req.lease_ms() : options_.default_backend_lease_ms;
   }
 
@@ -315,6 +341,11 @@ absl::Status Core::CheckChannelQuota(const Caller& caller, int64_t buffer_bytes)
 absl::Status Core::RegisterSamplingInput(const v1::RegisterSamplingInputRequest& req,
                                          v1::RegisterSamplingInputResponse* resp, const Caller& caller) {
   if (auto s = CheckRegistration(req, options_, shared_memory_ != nullptr); !s.ok()) return s;
+  if (!budget_->HasRoom()) {
+    return TooBig(absl::StrCat("the server holds ", budget_->used() >> 20, " MiB of sampled batches that no one has "
+                               "read yet (limit ", budget_->limit() >> 20,
+                               " MiB, --max_buffered_mb); register again once trainers have caught up"));
+  }
   int node_type = 0;
   AblpInput ablp;
   auto seeds = ResolveSeeds(req, &node_type, &ablp);

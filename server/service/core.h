@@ -33,6 +33,7 @@
 #include "absl/status/statusor.h"
 #include "graphstore/v1/graphstore.pb.h"
 #include "scheduler/backend.h"
+#include "scheduler/memory_budget.h"
 #include "server/cluster/cluster.h"
 #include "server/graph/partition.h"
 #include "server/sampling/ablp.h"
@@ -174,6 +175,10 @@ class Core : public StreamHost {
   // Declared before the backends so that it outlives every buffer they hold.
   const std::unique_ptr<SharedMemoryArea> shared_memory_;
   const Clock::time_point started_ = Clock::now();
+
+  // Sampled-but-unread bytes of every backend (options_.max_buffered_bytes_total resolved).
+  const std::shared_ptr<scheduler::MemoryBudget> budget_;
+  const int max_worker_threads_;
 
   mutable std::mutex mu_;
   std::condition_variable watchdog_cv_;

@@ -21,10 +21,11 @@ bool Core::DestroyLocked(std::unique_lock<std::mutex>& lock, uint64_t channel_id
   }
   // Backend calls notify listeners (streams), which may call back into the core.
   std::vector<std::shared_ptr<SharedUse>> sent = c->shared.TakeAll();
+  if (c->pool != nullptr) c->pool->Close();  // a batch in flight must not reuse a file the client maps
   lock.unlock();
   if (auto s = b->backend->Describe(channel_id); s.ok()) counters_.batches_dropped += s->buffered_messages;
   b->backend->RemoveChannel(channel_id);
-  sent.clear();  // with the pool gone, the channel's files are deleted with their last use
+  sent.clear();  // with the pool closed, the channel's files are deleted with their last use
   lock.lock();
   return last;
 }

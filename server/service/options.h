@@ -43,6 +43,13 @@ struct CoreOptions {
   /// is bounded before it is built: a request whose answer could exceed this is refused with
   /// RESOURCE_EXHAUSTED, never built and then dropped.
   int64_t max_response_bytes = 512LL << 20;
+  /// Server-wide: bytes of sampled batches not yet read, over every channel (0: a quarter of
+  /// the host's memory), and worker threads of all backends together (0: 16 per core, at
+  /// least 64). Past the first, channels sample only within their fair share, sampling ahead
+  /// stops, and new channels are refused with RESOURCE_EXHAUSTED; past the second, new
+  /// backends are.
+  int64_t max_buffered_bytes_total = 0;
+  int max_worker_threads = 0;
   /// Most live channels and backends.
   int max_channels = 100000;
   int max_backends = 1024;

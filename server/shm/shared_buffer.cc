@@ -140,6 +140,7 @@ absl::StatusOr<std::shared_ptr<SharedUse>> SharedBufferPool::Acquire(size_t size
   use->pool = weak_from_this();
   {
     std::lock_guard<std::mutex> lock(mu_);
+    if (closed_) return absl::CancelledError("the channel's shared-memory pool is closed");
     use->id = next_use_++;
     // The smallest free file that fits.
     auto best = free_.end();
@@ -169,6 +170,12 @@ void SharedBufferPool::Return(std::shared_ptr<SharedBufferFile> file) {
   std::shared_ptr<SharedBufferFile> dropped;
   {
     std::lock_guard<std::mutex> lock(mu_);
+    if (closed_) {
+      --num_files_;
+      bytes_ -= static_cast<int64_t>(file->size());
+      dropped = std::move(file);
+      return;
+    }
     free_.push_back(std::move(file));
     if (static_cast<int>(free_.size()) <= max_free_) return;
     // Too many idle files: delete the smallest.
@@ -180,6 +187,17 @@ void SharedBufferPool::Return(std::shared_ptr<SharedBufferFile> file) {
     --num_files_;
     bytes_ -= static_cast<int64_t>(dropped->size());
   }
+}
+
+void SharedBufferPool::Close() {
+  std::vector<std::shared_ptr<SharedBufferFile>> dropped;
+  std::lock_guard<std::mutex> lock(mu_);
+  closed_ = true;
+  for (auto& f : free_) {
+    --num_files_;
+    bytes_ -= static_cast<int64_t>(f->size());
+  }
+  dropped.swap(free_);
 }
 
 std::vector<std::string> SharedBufferPool::TakeRetired() {

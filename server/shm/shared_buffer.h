@@ -105,8 +105,12 @@ class SharedBufferPool : public std::enable_shared_from_this<SharedBufferPool> {
   /// Keeps at most `max_free` unused files; more are deleted.
   SharedBufferPool(SharedMemoryArea* area, int max_free) : area_(area), max_free_(max_free) {}
 
-  /// A use of a free file of at least `size` bytes, or of a new one.
+  /// A use of a free file of at least `size` bytes, or of a new one. CANCELLED once closed.
   absl::StatusOr<std::shared_ptr<SharedUse>> Acquire(size_t size);
+  /// The channel is gone: free files are deleted, files coming back are deleted instead of
+  /// kept, and Acquire fails. A file a client may still map (its use was sent) is then never
+  /// written again, however long a batch in flight keeps the pool alive.
+  void Close();
   /// Paths of files deleted since the last call.
   std::vector<std::string> TakeRetired();
   /// Files and their bytes, in use or free.
@@ -122,6 +126,7 @@ class SharedBufferPool : public std::enable_shared_from_this<SharedBufferPool> {
   mutable std::mutex mu_;
   std::vector<std::shared_ptr<SharedBufferFile>> free_;
   std::vector<std::string> retired_;
+  bool closed_ = false;
   int num_files_ = 0;
   int64_t bytes_ = 0;
   uint64_t next_use_ = 1;

@@ -209,5 +209,37 @@ TEST_CASE("a response that would pass the message limit is refused before it is 
   CHECK(d.Stop(SIGTERM) == 0);
 }
 
+TEST_CASE("past the server-wide budget of unread batches, new channels are refused until readers catch up", "[e2e]") {
+  Daemon d(Dataset(), {"--max_buffered_mb=1"});
+  auto c = Connect(d);
+  const uint64_t backend = InitBackend(*c, "budget");
+  std::vector<uint64_t> channels;
+  for (int i = 0; i < 3; ++i) channels.push_back(RegisterSplit(*c, backend, "train"));
+  for (uint64_t id : channels) Start(*c, id, 0);  // and never read
+  REQUIRE(PollUntil([&] { return c->GetServerStats()->buffered_bytes() >= (1 << 20); }));
+  v1::RegisterSamplingInputRequest r;
+  r.set_backend_id(backend);
+  r.mutable_split()->set_split("val");
+  auto refused = c->RegisterSamplingInput(r);
+  CHECK(refused.status().code() == absl::StatusCode::kResourceExhausted);
+  CHECK_THAT(std::string(refused.status().message()), Catch::Contains("--max_buffered_mb"));
+  // Channels keep their buffers bounded: three channels of 8 messages would hold far more.
+  CHECK(c->GetServerStats()->buffered_bytes() < (2 << 20));
+  // One reader catches up: its epoch completes; then the others are destroyed and a channel
+  // registers again.
+  CHECK(!ReadEpoch(*c, channels[0], 0).empty());
+  for (uint64_t id : channels) {
+    v1::DestroySamplingInputRequest destroy;
+    destroy.set_channel_id(id);
+    REQUIRE(c->DestroySamplingInput(destroy).ok());
+  }
+  CHECK(c->GetServerStats()->buffered_bytes() == 0);
+  r.set_backend_id(InitBackend(*c, "budget"));  // the last channel's destroy stopped the backend
+  auto again = c->RegisterSamplingInput(r);
+  INFO(again.status().ToString());
+  CHECK(again.ok());
+  CHECK(d.Stop(SIGTERM) == 0);
+}
+
 }  // namespace
 }  // namespace graphstore

@@ -413,7 +413,8 @@ TEST_CASE("a backend nobody registers on is reaped after its lease; one with cha
   CHECK(stats->backend_leases_expired() == 1);
   describe.set_backend_id(used->backend_id());
   CHECK(c->DescribeBackend(describe).ok());
-  CHECK_THAT(d.Log(), Catch::Contains("backend 1 'idle': no channel within its lease of 300 ms"));
+  CHECK_THAT(d.Log(), Catch::Contains(absl::StrCat("backend ", idle->backend_id(),
+                                                   " 'idle': no channel within its lease of 300 ms")));
 
   // The key is free again.
   auto again = Init(*c, "idle");
