@@ -28,7 +28,7 @@ class CallObserver {
 
 /// Every method is registered raw (ByteBuffer in, ByteBuffer out), so that the service parses
 /// requests itself: a body that is not the method's request message answers INVALID_ARGUMENT
-/// with a message instead of gRPC's bare UNIMPLEMENTED.
+/// with a message naming the expected message type (gRPC's own parsing answers with no text).
 using RawGraphStoreService = v1::GraphStore::WithRawCallbackMethod_GetDatasetMeta<
     v1::GraphStore::WithRawCallbackMethod_LookupPartitions<
     v1::GraphStore::WithRawCallbackMethod_GetNodeIds<

@@ -66,10 +66,11 @@ GraphData Shop() {
   AddReverseEdgeTypes(&g);
   return g;
 }
-const std::string& GeneratedDataset(int64_t num_nodes, int feature_dim, int num_classes) {
+const std::string& GeneratedDataset(int64_t num_nodes, int feature_dim, int num_classes, int num_partitions,
+                                    uint64_t seed) {
   static TempDir* dir = new TempDir();  // lives until the binary exits
-  static std::map<std::tuple<int64_t, int, int>, std::string> made;
-  const auto key = std::make_tuple(num_nodes, feature_dim, num_classes);
+  static std::map<std::tuple<int64_t, int, int, int, uint64_t>, std::string> made;
+  const auto key = std::make_tuple(num_nodes, feature_dim, num_classes, num_partitions, seed);
   auto it = made.find(key);
   if (it != made.end()) return it->second;
   GeneratorOptions o;
@@ -77,7 +78,8 @@ const std::string& GeneratedDataset(int64_t num_nodes, int feature_dim, int num_
   o.avg_degree = 8;
   o.feature_dim = feature_dim;
   o.num_classes = num_classes;
-  o.seed = 5;
+  o.num_partitions = num_partitions;
+  o.seed = seed;
   const std::string path = dir->path() + "/data-" + std::to_string(made.size());
   if (!GenerateDataset(o, path).ok()) throw std::runtime_error("cannot generate a test dataset");
   return made.emplace(key, path).first->second;

@@ -13,7 +13,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <map>
 #include <memory>
 #include <set>
 #include <string>
@@ -26,8 +25,8 @@
 #include "grpc_health/v1/health.grpc.pb.h"
 #include "server/server.h"
 #include "tests/daemon.h"
+#include "tests/fixtures.h"
 #include "tests/test_util.h"
-#include "tools/generator.h"
 
 namespace graphstore {
 namespace {
@@ -37,20 +36,7 @@ using testing::TempDir;
 
 // The same generated graph written as 1, 2 and 4 randomly assigned partitions.
 const std::string& Dataset(int num_partitions) {
-  static TempDir* dir = new TempDir();
-  static std::map<int, std::string> made;
-  auto it = made.find(num_partitions);
-  if (it != made.end()) return it->second;
-  GeneratorOptions g;
-  g.num_nodes = 3000;
-  g.avg_degree = 8;
-  g.feature_dim = 8;
-  g.num_classes = 4;
-  g.seed = 11;
-  g.num_partitions = num_partitions;
-  const std::string path = dir->path() + "/p" + std::to_string(num_partitions);
-  REQUIRE(GenerateDataset(g, path).ok());
-  return made.emplace(num_partitions, path).first->second;
+  return testing::GeneratedDataset(3000, 8, 4, num_partitions, /*seed=*/11);
 }
 
 std::string PartDir(int num_partitions, int k) {

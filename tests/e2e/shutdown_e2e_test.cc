@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstring>
+#include <future>
 #include <set>
 #include <thread>
 
@@ -31,11 +32,15 @@ TEST_CASE("SIGTERM with live streams ends them and exits 0", "[e2e]") {
   Start(*c, channel, 0);
   auto stream = Open(*c, channel, 0);
   REQUIRE(stream->Next().ok());
+  // The reader takes a few batches, then holds still until SIGTERM is sent: the epoch (225
+  // batches) is far more than the 64 KiB window and the buffer hold, so the stream is live.
   std::atomic<bool> ended{false};
   std::atomic<int> received{1};
+  std::promise<void> terminated;
   absl::Status end;
-  std::thread reader([&] {
+  std::thread reader([&, go_on = terminated.get_future()] {
     while (true) {
+      if (received.load() == 3) go_on.wait();
       auto m = stream->Next();
       if (!m.ok()) {
         end = m.status();
@@ -43,12 +48,13 @@ TEST_CASE("SIGTERM with live streams ends them and exits 0", "[e2e]") {
       }
       if (*m == nullptr) break;
       ++received;
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));  // a slow trainer's step
     }
     ended = true;
   });
-  REQUIRE(PollUntil([&] { return received.load() >= 3; }));  // the stream is live
-  CHECK(d.Stop(SIGTERM) == 0);
+  REQUIRE(PollUntil([&] { return received.load() >= 3; }));
+  d.Signal(SIGTERM);
+  terminated.set_value();
+  CHECK(d.WaitExit(30) == 0);
   reader.join();
   CHECK(ended.load());
   CHECK(!end.ok());

@@ -90,13 +90,10 @@ TEST_CASE("malformed .npy files are rejected with the file and the problem", "[n
   // The same header text with one edit, padded back to its length.
   auto edited = [&](const std::string& from, const std::string& to) {
     std::string out = good;
-    const size_t at = out.find(from);
-    std::string repl = to;
-    const size_t pad_at = out.find('\n');
-    out.replace(at, from.size(), repl);
-    if (repl.size() < from.size()) out.insert(out.find('\n'), from.size() - repl.size(), ' ');
-    if (repl.size() > from.size()) out.erase(out.find('\n') - (repl.size() - from.size()), repl.size() - from.size());
-    (void)pad_at;
+    out.replace(out.find(from), from.size(), to);
+    const size_t newline = out.find('\n');
+    if (to.size() < from.size()) out.insert(newline, from.size() - to.size(), ' ');
+    if (to.size() > from.size()) out.erase(newline - (to.size() - from.size()), to.size() - from.size());
     return out;
   };
   const std::vector<Case> cases = {

@@ -19,9 +19,9 @@
 #include "grpc_health/v1/health.grpc.pb.h"
 #include "grpc_probe/reflection_probe.grpc.pb.h"
 #include "tests/daemon.h"
+#include "tests/fixtures.h"
 #include "tests/e2e/e2e_util.h"
 #include "tests/test_util.h"
-#include "tools/generator.h"
 
 namespace graphstore {
 namespace {
@@ -297,21 +297,15 @@ TEST_CASE("a trainer cannot see, stream, start, renew or destroy another trainer
     CHECK_THAT(std::string(s.message()), Catch::EndsWith(absl::StrCat("channel_id ", probe, " does not exist")));
   };
   for (uint64_t probe : {id, uint64_t{999999}}) {
-    v1::DescribeChannelRequest describe;
-    describe.set_channel_id(probe);
-    expect_hidden(b->DescribeChannel(describe).status(), probe);
-    v1::StartEpochRequest start;
-    start.set_channel_id(probe);
-    expect_hidden(b->StartEpoch(start).status(), probe);
-    v1::RenewLeaseRequest renew;
-    renew.set_channel_id(probe);
-    expect_hidden(b->RenewLease(renew).status(), probe);
-    v1::ReleaseSharedBuffersRequest release;
-    release.set_channel_id(probe);
-    expect_hidden(b->ReleaseSharedBuffers(release).status(), probe);
-    v1::DestroySamplingInputRequest destroy;
-    destroy.set_channel_id(probe);
-    expect_hidden(b->DestroySamplingInput(destroy).status(), probe);
+    auto on = [probe](auto request) {  // a request naming the probed channel
+      request.set_channel_id(probe);
+      return request;
+    };
+    expect_hidden(b->DescribeChannel(on(v1::DescribeChannelRequest())).status(), probe);
+    expect_hidden(b->StartEpoch(on(v1::StartEpochRequest())).status(), probe);
+    expect_hidden(b->RenewLease(on(v1::RenewLeaseRequest())).status(), probe);
+    expect_hidden(b->ReleaseSharedBuffers(on(v1::ReleaseSharedBuffersRequest())).status(), probe);
+    expect_hidden(b->DestroySamplingInput(on(v1::DestroySamplingInputRequest())).status(), probe);
   }
   REQUIRE(testing::Start(*a, id, 0) == v1::StartEpochResponse::STARTED);
   auto stolen = testing::Open(*b, id, 0);
@@ -430,22 +424,7 @@ TEST_CASE("a backend nobody registers on is reaped after its lease; one with cha
 }
 
 // The generated graph in two partitions.
-const std::string& TwoPartitions() {
-  static testing::TempDir* dir = new testing::TempDir();
-  static const std::string path = [] {
-    GeneratorOptions g;
-    g.num_nodes = 3000;
-    g.avg_degree = 8;
-    g.feature_dim = 8;
-    g.num_classes = 4;
-    g.seed = 11;
-    g.num_partitions = 2;
-    const std::string p = dir->path() + "/p2";
-    REQUIRE(GenerateDataset(g, p).ok());
-    return p;
-  }();
-  return path;
-}
+const std::string& TwoPartitions() { return testing::GeneratedDataset(3000, 8, 4, 2, /*seed=*/11); }
 
 TEST_CASE("a cluster over mutual TLS: peers call each other with their certificates and the peer role", "[tls]") {
   testing::TempDir dir;
