@@ -1,5 +1,7 @@
 #include "client/client.h"
 
+#include <algorithm>
+
 #include <grpcpp/grpcpp.h>
 
 #include <condition_variable>
@@ -265,6 +267,13 @@ absl::StatusOr<std::unique_ptr<Client>> Client::Connect(const ClientOptions& opt
   if (options.stream_window_bytes > 0) {
     args.SetInt(GRPC_ARG_HTTP2_BDP_PROBE, 0);
     args.SetInt(GRPC_ARG_HTTP2_STREAM_LOOKAHEAD_BYTES, options.stream_window_bytes);
+  }
+  if (options.reconnect_backoff_max.count() > 0) {
+    const int max_ms = static_cast<int>(std::min<int64_t>(options.reconnect_backoff_max.count(), 1 << 30));
+    const int first_ms = std::min(100, max_ms);
+    args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, first_ms);
+    args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, first_ms);
+    args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, max_ms);
   }
   auto opened = OpenChannel(options.address, options.security, args);
   if (!opened.ok()) return opened.status();

@@ -33,6 +33,9 @@ struct ClientOptions {
   int stream_window_bytes = 0;
   /// TLS and credentials (default: plaintext, none).
   ChannelSecurity security;
+  /// Longest wait between attempts to reconnect to a server that went away (0: gRPC's default,
+  /// which grows to two minutes).
+  std::chrono::milliseconds reconnect_backoff_max{0};
 };
 
 /// The messages of one StreamSampledMessages call, read in order.

@@ -9,6 +9,8 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "spdlog/sinks/stdout_color_sinks.h"
+#include "spdlog/spdlog.h"
 #include "proto/feature_codec.h"
 
 namespace graphstore::client {
@@ -29,12 +31,26 @@ struct FreedUses {
 
 struct Loader::Server {
   std::unique_ptr<Client> client;
-  uint64_t channel = 0;
+  std::atomic<uint64_t> channel{0};
   int64_t num_batches = 0;
+  std::atomic<int64_t> lease_ms{0};  // granted
+  // What registers this trainer here, kept to register again after a restart, and what the
+  // first registration's feature cache listed (a restarted server must list the same).
+  v1::InitSamplingBackendRequest init;
+  v1::RegisterSamplingInputRequest registration;
+  std::string cache_listing;
+  // The open stream's objects; the reader replaces them when it reconnects, StopReaders
+  // cancels them (both under stream_mu).
+  std::mutex stream_mu;
   std::unique_ptr<MessageStream> stream;         // shared-memory channels
   std::unique_ptr<BatchStream> batches;          // the others
   std::thread reader;
-  bool shared_memory = false;  // messages come through shared memory
+  // Which batches of the current epoch reached the trainer's queue, and the first that has
+  // not: a resumed stream starts there and drops what arrived before (its reader only).
+  std::vector<char> delivered;
+  int64_t first_missing = 0;
+  bool shared_memory_allowed = false;  // the loader's options permit shared memory
+  bool shared_memory = false;          // messages come through shared memory
   std::unique_ptr<SharedMappings> mappings;
   // Uses of shared buffers whose batches are gone, to hand back with the next release.
   std::shared_ptr<FreedUses> freed = std::make_shared<FreedUses>();
@@ -68,10 +84,41 @@ struct Loader::Server {
 
 namespace {
 
+using SteadyClock = std::chrono::steady_clock;
+constexpr std::chrono::milliseconds kFirstBackoff{50};
+
 template <typename T>
 T Check(absl::StatusOr<T> v) {
   if (!v.ok()) throw Error(v.status());
   return *std::move(v);
+}
+
+// Failures that a server coming back, or a connection being made again, can mend: the server
+// or the link is down, the server lost the channel (restarted), or dropped the stream.
+bool Retryable(const absl::Status& s) {
+  switch (s.code()) {
+    case absl::StatusCode::kUnavailable:
+    case absl::StatusCode::kDeadlineExceeded:
+    case absl::StatusCode::kNotFound:
+    case absl::StatusCode::kAlreadyExists:  // the server has not yet seen the old stream go
+    case absl::StatusCode::kCancelled:
+    case absl::StatusCode::kAborted: return true;
+    default: return false;
+  }
+}
+
+std::string CacheListing(const v1::RegisterSamplingInputResponse& r) {
+  std::string out;
+  for (const v1::FeatureCache& c : r.feature_cache()) out += c.SerializeAsString();
+  return out;
+}
+
+std::shared_ptr<spdlog::logger> Log() {
+  static const std::shared_ptr<spdlog::logger> logger = [] {
+    auto l = spdlog::get("loader");
+    return l != nullptr ? l : spdlog::stderr_color_mt("loader");
+  }();
+  return logger;
 }
 
 std::vector<int64_t> Values(const at::Tensor& t) {
@@ -119,6 +166,13 @@ Loader::Loader(LoaderOptions options) : options_(std::move(options)) {
   if (options_.feature_cache_rows < 0) {
     throw Error(absl::InvalidArgumentError("LoaderOptions.feature_cache_rows must be >= 0"));
   }
+  if (options_.reconnect_deadline.count() < 0) {
+    throw Error(absl::InvalidArgumentError("LoaderOptions.reconnect_deadline must be >= 0"));
+  }
+  if (options_.reconnect_backoff_max < kFirstBackoff) {
+    throw Error(absl::InvalidArgumentError(
+        absl::StrCat("LoaderOptions.reconnect_backoff_max must be >= ", kFirstBackoff.count(), " ms")));
+  }
   for (const auto& address : options_.servers) {
     ClientOptions co;
     co.address = address;
@@ -126,6 +180,7 @@ Loader::Loader(LoaderOptions options) : options_(std::move(options)) {
     co.stream_window_bytes = options_.stream_window_bytes;
     co.security = options_.security;
     co.connect_timeout = options_.connect_timeout;
+    co.reconnect_backoff_max = options_.reconnect_backoff_max;
     auto s = std::make_unique<Server>();
     s->client = Check(Client::Connect(co));
     servers_.push_back(std::move(s));
@@ -135,6 +190,7 @@ Loader::Loader(LoaderOptions options) : options_(std::move(options)) {
   const bool shm = options_.shared_memory && options_.feature_encoding == v1::FEATURE_ENCODING_UNSPECIFIED &&
                    options_.feature_cache_rows == 0;
   for (size_t i = 0; i < servers_.size() && shm; ++i) {
+    servers_[i]->shared_memory_allowed = true;
     const v1::DatasetMeta meta = i == 0 ? meta_ : Check(servers_[i]->client->GetDatasetMeta());
     servers_[i]->shared_memory = SharesHostWith(meta);
     if (servers_[i]->shared_memory) servers_[i]->mappings = std::make_unique<SharedMappings>(meta.shared_memory().dir());
@@ -156,6 +212,7 @@ Loader::Loader(LoaderOptions options) : options_(std::move(options)) {
     Close();
     throw;
   }
+  if (options_.renew_leases) keeper_ = std::thread([this] { KeepLeases(); });
 }
 
 void Loader::Register() {
@@ -172,13 +229,11 @@ void Loader::Register() {
   std::vector<v1::RegisterSamplingInputResponse> registered;
   for (size_t i = 0; i < servers_.size(); ++i) {
     Server& s = *servers_[i];
-    v1::InitSamplingBackendRequest init;
+    v1::InitSamplingBackendRequest& init = s.init;
     init.set_backend_key(options_.backend_key);
     *init.mutable_config() = options_.config;
     *init.mutable_options() = options_.sampler_options;
-    const uint64_t backend = Check(s.client->InitSamplingBackend(init)).backend_id();
-    v1::RegisterSamplingInputRequest reg;
-    reg.set_backend_id(backend);
+    v1::RegisterSamplingInputRequest& reg = s.registration;
     reg.set_worker_key(options_.worker_key);
     if (options_.ablp.has_value()) {
       v1::GetAblpInputRequest* in = reg.mutable_ablp()->mutable_input();
@@ -198,17 +253,46 @@ void Loader::Register() {
     reg.mutable_buffer()->set_max_messages(options_.buffer_messages);
     reg.mutable_buffer()->set_max_bytes(options_.buffer_bytes);
     reg.set_lease_ms(options_.lease_ms);
-    reg.set_shared_memory(s.shared_memory);
     reg.set_feature_encoding(options_.feature_encoding);
     reg.set_feature_cache_rows(options_.feature_cache_rows);
-    auto r = Check(s.client->RegisterSamplingInput(reg));
-    s.channel = r.channel_id();
-    s.num_batches = r.num_batches_per_epoch();
+    auto r = Check(RegisterOn(&s, /*again=*/false));
     num_seeds_ += r.num_seeds();
     num_batches_ += r.num_batches_per_epoch();
     registered.push_back(std::move(r));
   }
   if (options_.feature_cache_rows > 0) FillFeatureCache(registered);
+}
+
+absl::StatusOr<v1::RegisterSamplingInputResponse> Loader::RegisterOn(Server* s, bool again) {
+  if (again && s->shared_memory_allowed) {
+    // A restarted server may offer shared memory elsewhere, or not at all.
+    auto meta = s->client->GetDatasetMeta();
+    if (!meta.ok()) return meta.status();
+    s->shared_memory = SharesHostWith(*meta);
+    s->mappings = s->shared_memory ? std::make_unique<SharedMappings>(meta->shared_memory().dir()) : nullptr;
+    s->freed = std::make_shared<FreedUses>();  // uses of the lost channel mean nothing here
+  }
+  auto backend = s->client->InitSamplingBackend(s->init);
+  if (!backend.ok()) return backend.status();
+  v1::RegisterSamplingInputRequest reg = s->registration;
+  reg.set_backend_id(backend->backend_id());
+  reg.set_shared_memory(s->shared_memory);
+  auto r = s->client->RegisterSamplingInput(reg);
+  if (!r.ok()) return r.status();
+  if (!again) {
+    s->num_batches = r->num_batches_per_epoch();
+    s->cache_listing = CacheListing(*r);
+  } else if (r->num_batches_per_epoch() != s->num_batches || CacheListing(*r) != s->cache_listing) {
+    v1::DestroySamplingInputRequest destroy;
+    destroy.set_channel_id(r->channel_id());
+    (void)s->client->DestroySamplingInput(destroy);
+    return absl::FailedPreconditionError(absl::StrCat(
+        s->client->address(), " came back serving different data (", r->num_batches_per_epoch(),
+        " batches per epoch, was ", s->num_batches, "; or another feature cache): the epoch cannot resume"));
+  }
+  s->channel = r->channel_id();
+  s->lease_ms = r->lease_ms();
+  return r;
 }
 
 void Loader::FillFeatureCache(const std::vector<v1::RegisterSamplingInputResponse>& registered) {
@@ -283,6 +367,7 @@ void Loader::StopReaders() {
     stopping_ = true;
   }
   for (auto& s : servers_) {
+    std::lock_guard<std::mutex> lock(s->stream_mu);
     if (s->stream) s->stream->Cancel();
     if (s->batches) s->batches->Cancel();
   }
@@ -299,53 +384,128 @@ void Loader::StopReaders() {
   stopping_ = false;
 }
 
+absl::Status Loader::StartOn(Server* s, int64_t epoch, int64_t from, bool retry) {
+  v1::StartEpochRequest req;
+  req.set_channel_id(s->channel);
+  req.set_epoch(epoch);
+  req.set_start_batch(from);
+  auto r = s->client->StartEpoch(req);
+  if (!r.ok()) return r.status();
+  if (r->outcome() == v1::StartEpochResponse::STARTED) return absl::OkStatus();
+  // A retried call whose first attempt reached the server.
+  if (retry && r->outcome() == v1::StartEpochResponse::ALREADY_STARTED) return absl::OkStatus();
+  return absl::FailedPreconditionError(absl::StrCat("epoch ", epoch, " was not started (",
+                                                    v1::StartEpochResponse::Outcome_Name(r->outcome()),
+                                                    "); epochs must increase"));
+}
+
+absl::Status Loader::OpenStream(Server* s, int64_t from) {
+  v1::StreamSampledMessagesRequest req;
+  req.set_channel_id(s->channel);
+  req.set_epoch(epoch_);
+  req.set_start_batch(from);
+  std::lock_guard<std::mutex> lock(s->stream_mu);
+  // StopReaders sets stopping_ before it cancels under stream_mu: a stream opened after that
+  // would never be cancelled.
+  if (stopping_) return absl::CancelledError("the loader stopped reading");
+  if (s->shared_memory) {
+    s->batches.reset();
+    s->stream = s->client->Stream(req);
+  } else {
+    s->stream.reset();
+    s->batches = s->client->StreamBatches(req, decode_);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Loader::Resync(Server* s, int64_t epoch, int64_t from, bool open) {
+  v1::DescribeChannelRequest describe;
+  describe.set_channel_id(s->channel);
+  auto described = s->client->DescribeChannel(describe);
+  if (!described.ok() && described.status().code() != absl::StatusCode::kNotFound) return described.status();
+  if (!described.ok()) {
+    // The server restarted and lost the channel: the same registration samples the same batches.
+    const uint64_t lost = s->channel;
+    auto r = RegisterOn(s, /*again=*/true);
+    if (!r.ok()) return r.status();
+    Log()->warn("{}: channel {} is gone (the server restarted); registered again as channel {}",
+                s->client->address(), lost, r->channel_id());
+    if (auto st = StartOn(s, epoch, from, /*retry=*/false); !st.ok()) return st;
+  } else if (!open) {
+    if (auto st = StartOn(s, epoch, from, /*retry=*/true); !st.ok()) return st;
+  }
+  return open ? OpenStream(s, from) : absl::OkStatus();
+}
+
+absl::Status Loader::Retry(Server* s, absl::Status last, SteadyClock::time_point give_up,
+                           std::chrono::milliseconds* backoff, const std::function<absl::Status()>& attempt) {
+  while (true) {
+    if (SteadyClock::now() + *backoff > give_up) {
+      return absl::Status(last.code(), absl::StrCat(last.message(), " (gave up reconnecting after ",
+                                                    options_.reconnect_deadline.count(), " ms)"));
+    }
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      if (cv_.wait_for(lock, *backoff, [&] { return stopping_.load(); })) {
+        return absl::CancelledError("the loader stopped reading");
+      }
+    }
+    *backoff = std::min(*backoff * 2, options_.reconnect_backoff_max);
+    absl::Status st = attempt();
+    if (st.ok()) {
+      ++reconnects_;
+      return st;
+    }
+    if (!Retryable(st)) return st;
+    last = std::move(st);
+  }
+}
+
 void Loader::StartEpoch(int64_t epoch) {
   if (closed_) throw Error(absl::FailedPreconditionError("the loader is closed"));
   StopReaders();
   for (auto& s : servers_) {
-    // Batches of the last epoch that are gone free their files for this one.
-    if (auto st = s->Release(0); !st.ok()) throw Error(st);
+    // Batches of the last epoch that are gone free their files for this one (a server that is
+    // down lost them anyway).
+    if (auto st = s->Release(0); !st.ok() && !Retryable(st)) throw Error(st);
   }
   // A server without seeds for this trainer has no batches: it counts as finished at once
   // (GiGL's active mask) and is not asked for an epoch.
   for (auto& s : servers_) {
     if (s->num_batches == 0) continue;
-    v1::StartEpochRequest req;
-    req.set_channel_id(s->channel);
-    req.set_epoch(epoch);
-    auto r = Check(s->client->StartEpoch(req));
-    if (r.outcome() != v1::StartEpochResponse::STARTED) {
-      throw Error(absl::FailedPreconditionError(absl::StrCat(s->client->address(), ": epoch ", epoch,
-                                                             " was not started (",
-                                                             v1::StartEpochResponse::Outcome_Name(r.outcome()),
-                                                             "); epochs must increase")));
+    absl::Status st = StartOn(s.get(), epoch, 0, /*retry=*/false);
+    if (!st.ok() && Retryable(st) && options_.reconnect_deadline.count() > 0) {
+      Log()->warn("{}: starting epoch {} failed ({}); reconnecting for up to {} ms", s->client->address(), epoch,
+                  st.ToString(), options_.reconnect_deadline.count());
+      auto backoff = kFirstBackoff;
+      st = Retry(s.get(), st, SteadyClock::now() + options_.reconnect_deadline, &backoff,
+                 [&] { return Resync(s.get(), epoch, 0, /*open=*/false); });
     }
+    if (!st.ok()) throw Error(absl::Status(st.code(), absl::StrCat(s->client->address(), ": ", st.message())));
   }
   epoch_ = epoch;
   open_streams_ = 0;
-  DecodeOptions decode;
-  decode.rows_are_sources = meta_.edge_dir() != v1::EDGE_DIRECTION_IN;
-  decode.decode_features = options_.decode_features;
-  decode.cache = options_.feature_cache_rows > 0 ? &cache_ : nullptr;
-  decode.pool = pool_;
+  decode_ = DecodeOptions();
+  decode_.rows_are_sources = meta_.edge_dir() != v1::EDGE_DIRECTION_IN;
+  decode_.decode_features = options_.decode_features;
+  decode_.cache = options_.feature_cache_rows > 0 ? &cache_ : nullptr;
+  decode_.pool = pool_;
   for (size_t i = 0; i < servers_.size(); ++i) {
     Server* s = servers_[i].get();
     if (s->num_batches == 0) continue;
     ++open_streams_;
-    v1::StreamSampledMessagesRequest req;
-    req.set_channel_id(s->channel);
-    req.set_epoch(epoch);
-    if (s->shared_memory) {
-      s->stream = s->client->Stream(req);
-    } else {
-      s->batches = s->client->StreamBatches(req, decode);
-    }
+    s->delivered.assign(static_cast<size_t>(s->num_batches), 0);
+    s->first_missing = 0;
+    (void)OpenStream(s, 0);  // stopping_ is false here: it opens
     // One reader per server keeps up to `prefetch` batches ahead of the trainer.
     s->reader = std::thread([this, s, i] { ReadStream(s, static_cast<int>(i)); });
   }
 }
 
 void Loader::ReadStream(Server* s, int index) {
+  // While a failure is being retried: when to give up, and the next wait.
+  std::optional<SteadyClock::time_point> give_up;
+  auto backoff = kFirstBackoff;
   while (true) {
     std::optional<Batch> batch;
     absl::Status status;
@@ -375,6 +535,42 @@ void Loader::ReadStream(Server* s, int index) {
     } catch (const Error& e) {
       status = absl::Status(e.code(), e.what());
     }
+    if (batch.has_value()) {
+      give_up.reset();
+      backoff = kFirstBackoff;
+      const int64_t b = batch->batch_index;
+      if (b < 0 || b >= s->num_batches) {
+        status = absl::DataLossError(absl::StrCat("batch_index ", b, " is outside the epoch's ", s->num_batches,
+                                                  " batches"));
+        batch.reset();
+      } else if (s->delivered[static_cast<size_t>(b)]) {
+        continue;  // sent again by a resumed stream: the trainer has it
+      } else {
+        s->delivered[static_cast<size_t>(b)] = 1;
+        while (s->first_missing < s->num_batches && s->delivered[static_cast<size_t>(s->first_missing)]) {
+          ++s->first_missing;
+        }
+      }
+    } else if (status.ok() && s->first_missing < s->num_batches) {
+      status = absl::InternalError(absl::StrCat("the stream ended without batch ", s->first_missing, " of ",
+                                                s->num_batches));
+    }
+    if (!batch.has_value() && !status.ok() && !stopping_ && Retryable(status) &&
+        options_.reconnect_deadline.count() > 0) {
+      if (!give_up.has_value()) {
+        give_up = SteadyClock::now() + options_.reconnect_deadline;
+        Log()->warn("{}: epoch {} stream failed ({}) after {} of {} batches; reconnecting for up to {} ms",
+                    s->client->address(), epoch_, status.ToString(), s->first_missing, s->num_batches,
+                    options_.reconnect_deadline.count());
+      }
+      const int64_t from = s->first_missing;
+      status = Retry(s, status, *give_up, &backoff, [&] { return Resync(s, epoch_, from, /*open=*/true); });
+      if (status.ok()) {
+        Log()->info("{}: epoch {} resumed from batch {} on channel {}", s->client->address(), epoch_, from,
+                    s->channel.load());
+        continue;
+      }
+    }
     std::unique_lock<std::mutex> lock(mu_);
     if (!batch.has_value()) {
       queue_.push_back(Item{index, std::nullopt, status});
@@ -386,6 +582,28 @@ void Loader::ReadStream(Server* s, int index) {
     cv_.notify_all();
     cv_.wait(lock, [&] { return s->in_queue < options_.prefetch || stopping_; });
     if (stopping_) return;
+  }
+}
+
+void Loader::KeepLeases() {
+  std::unique_lock<std::mutex> lock(keeper_mu_);
+  while (!keeper_stop_) {
+    int64_t lease = 0;
+    for (const auto& s : servers_) {
+      const int64_t granted = s->lease_ms.load();
+      if (granted > 0) lease = lease == 0 ? granted : std::min(lease, granted);
+    }
+    const auto every = std::chrono::milliseconds(std::max<int64_t>(10, lease > 0 ? lease / 3 : 1000));
+    if (keeper_cv_.wait_for(lock, every, [&] { return keeper_stop_; })) break;
+    lock.unlock();
+    for (const auto& s : servers_) {
+      v1::RenewLeaseRequest req;
+      req.set_channel_id(s->channel);
+      if (req.channel_id() == 0) continue;
+      // A server that is down is the readers' business; its next channel gets renewed.
+      if (s->client->RenewLease(req).ok()) ++renewals_;
+    }
+    lock.lock();
   }
 }
 
@@ -551,9 +769,15 @@ void Loader::Close() {
     std::lock_guard<std::mutex> lock(mu_);
     closed_ = true;
   }
+  {
+    std::lock_guard<std::mutex> lock(keeper_mu_);
+    keeper_stop_ = true;
+  }
+  keeper_cv_.notify_all();
+  if (keeper_.joinable()) keeper_.join();
   StopReaders();
   for (auto& s : servers_) {
-    if (s->channel == 0) continue;
+    if (s->channel.load() == 0) continue;
     v1::DestroySamplingInputRequest req;
     req.set_channel_id(s->channel);
     (void)s->client->DestroySamplingInput(req);

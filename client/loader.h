@@ -12,10 +12,12 @@
 // LibTorch first: Debian builds it with glog, whose CHECK macro must not leak into others.
 #include <torch/torch.h>
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -204,6 +206,17 @@ struct LoaderOptions {
   /// Hand `x` as float32 (the default), or in the wire encoding (float16, bfloat16, or uint8
   /// with x_scale / x_offset) for the trainer to decode on its device.
   bool decode_features = true;
+  /// A server that restarts or drops the connection is retried for up to this long, with waits
+  /// doubling from 50 ms to reconnect_backoff_max: the channel is registered again with the
+  /// same seed and inputs when the server lost it, and the epoch resumes from the first batch
+  /// not yet delivered, so the trainer sees every batch once, exactly as without the failure.
+  /// Past the deadline, Next (or StartEpoch) throws the server's last error. 0: fail at once.
+  std::chrono::milliseconds reconnect_deadline{60000};
+  std::chrono::milliseconds reconnect_backoff_max{2000};
+  /// Renew every channel's lease in the background (every third of the granted lease), so a
+  /// trainer busy for longer than the lease between batches or epochs keeps its channels. A
+  /// trainer that dies stops renewing, and the servers reap its channels after the lease.
+  bool renew_leases = true;
 };
 
 /// The encoding a name gives ("float32", "float16", "bfloat16", "int8"; "" or "unspecified":
@@ -231,8 +244,13 @@ class Loader {
   int64_t num_cached_rows() const;
   /// Bytes received for the batches of this loader so far (socket servers).
   int64_t bytes_received() const;
-  /// This loader's channel on server `server` (for DescribeChannel).
+  /// This loader's channel on server `server` (for DescribeChannel); a new one after the
+  /// server restarted.
   uint64_t channel_id(int server) const;
+  /// Times a failed server was reconnected (and its epoch resumed) so far.
+  int64_t num_reconnects() const { return reconnects_.load(); }
+  /// Leases renewed in the background so far.
+  int64_t num_lease_renewals() const { return renewals_.load(); }
 
   /// Starts `epoch` on every server and opens their streams.
   void StartEpoch(int64_t epoch);
@@ -254,9 +272,24 @@ class Loader {
   };
 
   void Register();
+  // Creates or joins the backend and registers this trainer's inputs on one server; `again`
+  // after the server lost the channel (the answer must match the first registration's).
+  absl::StatusOr<v1::RegisterSamplingInputResponse> RegisterOn(Server* s, bool again);
   void FillFeatureCache(const std::vector<v1::RegisterSamplingInputResponse>& registered);
+  // StartEpoch on one server from batch `from`; ALREADY_STARTED counts as done when `retry`.
+  absl::Status StartOn(Server* s, int64_t epoch, int64_t from, bool retry);
+  // Opens the stream of the current epoch from batch `from` (CANCELLED once readers stop).
+  absl::Status OpenStream(Server* s, int64_t from);
+  // After a failure: registers again if the server lost the channel, starts `epoch` from
+  // `from` where needed and, with `open`, opens the stream from `from`.
+  absl::Status Resync(Server* s, int64_t epoch, int64_t from, bool open);
+  // Calls `attempt` with growing waits until it succeeds, fails with a code that retrying
+  // cannot change, or `give_up` comes; returns the last error then.
+  absl::Status Retry(Server* s, absl::Status last, std::chrono::steady_clock::time_point give_up,
+                     std::chrono::milliseconds* backoff, const std::function<absl::Status()>& attempt);
   void StopReaders();
   void ReadStream(Server* s, int index);
+  void KeepLeases();
   // Batches from a shared-memory message or a decoded one.
   Batch FromMessage(int server, std::shared_ptr<const v1::SampledMessage> msg,
                     std::shared_ptr<const MappedBuffer> shared) const;
@@ -272,7 +305,15 @@ class Loader {
   int64_t epoch_ = -1;
   int open_streams_ = 0;
   bool closed_ = false;
-  bool stopping_ = false;  // readers must exit (guarded by mu_)
+  std::atomic<bool> stopping_{false};  // readers must exit (set under mu_)
+  DecodeOptions decode_;               // of the current epoch's socket streams
+  std::atomic<int64_t> reconnects_{0};
+  std::atomic<int64_t> renewals_{0};
+  // The lease keeper.
+  std::thread keeper_;
+  std::mutex keeper_mu_;
+  std::condition_variable keeper_cv_;
+  bool keeper_stop_ = false;  // guarded by keeper_mu_
   std::shared_ptr<BufferPool> pool_ = BufferPool::Create();
   FeatureCache cache_;
   // Explicit seeds: each one's position in options_.seeds.

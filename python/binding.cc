@@ -204,7 +204,7 @@ LoaderOptions MakeOptions(const std::vector<std::string>& servers, const py::byt
                           int64_t buffer_bytes, int prefetch, int stream_window_bytes, int64_t deadline_ms,
                           int64_t lease_ms, const std::string& worker_key, bool shared_memory,
                           const std::string& feature_encoding, int64_t feature_cache_rows, bool decode_features,
-                          const client::ChannelSecurity& security) {
+                          int64_t reconnect_deadline_ms, bool renew_leases, const client::ChannelSecurity& security) {
   LoaderOptions o;
   if (auto s = security.Check(); !s.ok()) throw py::value_error(std::string(s.message()));
   o.security = security;
@@ -232,6 +232,8 @@ LoaderOptions MakeOptions(const std::vector<std::string>& servers, const py::byt
   o.feature_encoding = *encoding;
   o.feature_cache_rows = feature_cache_rows;
   o.decode_features = decode_features;
+  o.reconnect_deadline = std::chrono::milliseconds(reconnect_deadline_ms);
+  o.renew_leases = renew_leases;
   return o;
 }
 
@@ -266,7 +268,7 @@ PYBIND11_MODULE(_graphstore, m) {
                        int64_t buffer_bytes, int prefetch, int stream_window_bytes, int64_t deadline_ms,
                        int64_t lease_ms, const std::string& worker_key, bool shared_memory,
                        const std::string& feature_encoding, int64_t feature_cache_rows, bool decode_features,
-                       bool tls, const std::string& tls_ca, const std::string& tls_cert, const std::string& tls_key,
+                       int64_t reconnect_deadline_ms, bool renew_leases, bool tls, const std::string& tls_ca, const std::string& tls_cert, const std::string& tls_key,
                        const std::string& tls_server_name, const std::string& token) {
              graphstore::client::ChannelSecurity security;
              security.tls = tls;
@@ -279,14 +281,15 @@ PYBIND11_MODULE(_graphstore, m) {
                  servers, config, sampler_options, ablp, backend_key, node_type, split, std::move(seeds), rank,
                  world_size, seed, buffer_messages, buffer_bytes, prefetch, stream_window_bytes, deadline_ms,
                  lease_ms, worker_key, shared_memory, feature_encoding, feature_cache_rows, decode_features,
-                 security));
+                 reconnect_deadline_ms, renew_leases, security));
            }),
            py::arg("servers"), py::arg("config"), py::arg("sampler_options"), py::arg("ablp"),
            py::arg("backend_key"), py::arg("node_type"), py::arg("split"), py::arg("seeds"), py::arg("rank"),
            py::arg("world_size"), py::arg("seed"), py::arg("buffer_messages"), py::arg("buffer_bytes"),
            py::arg("prefetch"), py::arg("stream_window_bytes"), py::arg("deadline_ms"), py::arg("lease_ms"),
            py::arg("worker_key"), py::arg("shared_memory"), py::arg("feature_encoding"),
-           py::arg("feature_cache_rows"), py::arg("decode_features"), py::arg("tls"), py::arg("tls_ca"),
+           py::arg("feature_cache_rows"), py::arg("decode_features"), py::arg("reconnect_deadline_ms"),
+           py::arg("renew_leases"), py::arg("tls"), py::arg("tls_ca"),
            py::arg("tls_cert"), py::arg("tls_key"), py::arg("tls_server_name"), py::arg("token"))
       .def("start_epoch", &PyLoader::StartEpoch, py::arg("epoch"), "Starts an epoch on every server.")
       .def("next", &PyLoader::Next, "The next batch as a dict, or None at the end of the epoch.")
@@ -298,6 +301,7 @@ PYBIND11_MODULE(_graphstore, m) {
       .def("num_seeds", [](PyLoader& l) { return l.get().num_seeds(); })
       .def("num_batches", [](PyLoader& l) { return l.get().num_batches(); })
       .def("num_shared_memory_servers", [](PyLoader& l) { return l.get().num_shared_memory_servers(); })
+      .def("num_reconnects", [](PyLoader& l) { return l.get().num_reconnects(); })
       .def("num_cached_rows", [](PyLoader& l) { return l.get().num_cached_rows(); })
       .def("bytes_received", [](PyLoader& l) { return l.get().bytes_received(); })
       .def("channel_id", [](PyLoader& l, int server) { return l.get().channel_id(server); }, py::arg("server"));

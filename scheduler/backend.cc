@@ -142,6 +142,9 @@ absl::Status Backend::ResumeEpoch(uint64_t id, int64_t epoch, int64_t start_batc
       return absl::InvalidArgumentError(
           absl::StrCat("start_batch ", start_batch, " is outside [0, ", c->cur.num_batches, "]"));
     }
+    // A stream opened where its epoch already starts, before anything went wrong or out:
+    // nothing to redo.
+    if (!c->cancelled && c->error.ok() && c->delivered == 0 && c->start_batch == start_batch) return absl::OkStatus();
     c->cur.TakeBuffer(&freed);
     c->cur.generation = c->next_generation++;
     c->cur.next = start_batch;
@@ -185,7 +188,7 @@ bool Backend::Runnable(const Channel& c) const {
          c.in_flight < c.max_in_flight &&
          c.in_flight + static_cast<int>(c.cur.buffer.size() + c.ahead.buffer.size()) < c.max_messages &&
          c.cur.bytes + c.ahead.bytes < c.max_bytes &&
-         (options_.budget == nullptr || options_.budget->AllowsBatch(c.cur.bytes + c.ahead.bytes));
+         (options_.budget == nullptr || options_.budget->AllowsBatch(c.cur.bytes + c.ahead.bytes, c.in_flight));
 }
 
 bool Backend::SpeculationRunnable(const Channel& c) const {

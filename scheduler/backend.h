@@ -219,7 +219,9 @@ class Backend {
 
   /// Restarts the channel's current epoch `epoch` from batch `start_batch` (a consumer that
   /// reconnects after losing its stream): buffered and in-flight batches are dropped and batches
-  /// start_batch.. are delivered, even if the epoch was cancelled. NotFound for an unknown
+  /// start_batch.. are delivered, even if the epoch was cancelled or failed; an epoch that
+  /// starts at `start_batch` and has delivered nothing and failed nothing is left as it is.
+  /// NotFound for an unknown
   /// channel; FailedPrecondition when `epoch` is not the current epoch; InvalidArgument for a
   /// negative start batch or one past the end.
   absl::Status ResumeEpoch(uint64_t id, int64_t epoch, int64_t start_batch);

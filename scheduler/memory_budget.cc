@@ -53,9 +53,12 @@ void MemoryBudget::RemoveChannel() {
   --channels_;
 }
 
-bool MemoryBudget::AllowsBatch(int64_t held) {
+bool MemoryBudget::AllowsBatch(int64_t held, int in_flight) {
   std::lock_guard<std::mutex> lock(mu_);
-  if (used_ < limit_ || held == 0 || held < limit_ / std::max<int64_t>(1, channels_)) return true;
+  // Past the limit a channel samples one batch at a time, while it holds less than its share.
+  if (used_ < limit_ || (in_flight == 0 && (held == 0 || held < limit_ / std::max<int64_t>(1, channels_)))) {
+    return true;
+  }
   held_back_ = true;
   return false;
 }

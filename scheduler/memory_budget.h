@@ -38,9 +38,10 @@ class MemoryBudget {
   void AddChannel();
   void RemoveChannel();
 
-  /// Whether a channel holding `held` bytes may sample another batch of its epoch; false
-  /// records that work waits for room.
-  bool AllowsBatch(int64_t held);
+  /// Whether a channel holding `held` bytes with `in_flight` batches being sampled may sample
+  /// another batch of its epoch: always below the limit; past it, one batch at a time for a
+  /// channel holding nothing or less than its fair share. False records that work waits for room.
+  bool AllowsBatch(int64_t held, int in_flight);
   /// Whether a channel may sample ahead of its next epoch; false records the same.
   bool AllowsSpeculation();
 

@@ -169,6 +169,12 @@ class Loader:
         stream_window_bytes: flow-control window of each stream (0: gRPC's self-tuning one).
         deadline: seconds every unary call may take.
         lease_ms: channel lease on the servers (0: their default).
+        reconnect_deadline: seconds a server that restarts or drops the connection is retried
+            (the epoch resumes from the first batch not yet delivered, every batch once and
+            identical to an uninterrupted epoch); past it the server's last error is raised.
+            0: raise at once.
+        renew_leases: renew the channels' leases in the background, so a trainer busy for
+            longer than the lease (validation, a checkpoint) keeps them.
         worker_key: this trainer's name in server logs and stats.
         tls: connect with TLS (implied by ``tls_ca``, ``tls_cert`` and ``tls_key``); without
             ``tls_ca`` the system's CA certificates verify the servers.
@@ -195,7 +201,8 @@ class Loader:
                  shared_memory: bool = True, prefetch: int = 4, backend_key: Optional[str] = None,
                  server_workers: int = 0, max_in_flight_per_channel: int = 0, buffer_messages: int = 0,
                  buffer_bytes: int = 0, stream_window_bytes: int = 8 << 20, deadline: float = 30.0,
-                 lease_ms: int = 0, worker_key: str = "python-trainer", tls: bool = False,
+                 lease_ms: int = 0, reconnect_deadline: float = 60.0, renew_leases: bool = True,
+                 worker_key: str = "python-trainer", tls: bool = False,
                  tls_ca: Optional[str] = None, tls_cert: Optional[str] = None, tls_key: Optional[str] = None,
                  tls_server_name: Optional[str] = None, token: Optional[str] = None):
         self._impl = None
@@ -278,6 +285,9 @@ class Loader:
                              f"got {feature_encoding!r}")
         if isinstance(deadline, bool) or not isinstance(deadline, numbers.Real) or deadline <= 0:
             raise ValueError(f"deadline must be a positive number of seconds, got {deadline!r}")
+        if (isinstance(reconnect_deadline, bool) or not isinstance(reconnect_deadline, numbers.Real)
+                or not reconnect_deadline >= 0):
+            raise ValueError(f"reconnect_deadline must be a number of seconds >= 0, got {reconnect_deadline!r}")
         if backend_key is None:
             digest = hashlib.sha1(config.SerializeToString(deterministic=True) + options.SerializeToString(
                 deterministic=True)).hexdigest()[:16]
@@ -302,7 +312,9 @@ class Loader:
             deadline_ms=int(deadline * 1000), lease_ms=_int("lease_ms", lease_ms, 0),
             worker_key=_str("worker_key", worker_key), shared_memory=_bool("shared_memory", shared_memory),
             feature_encoding=feature_encoding, feature_cache_rows=_int("feature_cache_rows", feature_cache_rows, 0),
-            decode_features=_bool("decode_features", decode_features), tls=_bool("tls", tls), **security)
+            decode_features=_bool("decode_features", decode_features),
+            reconnect_deadline_ms=int(reconnect_deadline * 1000), renew_leases=_bool("renew_leases", renew_leases),
+            tls=_bool("tls", tls), **security)
         self._next_epoch = 0
         self._current = None  # the epoch being iterated
 
@@ -365,6 +377,12 @@ class Loader:
     def num_shared_memory_servers(self) -> int:
         """How many servers hand batches over through shared memory."""
         return int(self._open().num_shared_memory_servers())
+
+    @property
+    def num_reconnects(self) -> int:
+        """Times a server that restarted or dropped the connection was reconnected and its
+        epoch resumed."""
+        return int(self._open().num_reconnects())
 
     @property
     def num_cached_rows(self) -> int:

@@ -431,6 +431,7 @@ absl::StatusOr<std::shared_ptr<ChannelEntry>> Core::LiveChannel(uint64_t id) con
 absl::Status Core::StartEpoch(const v1::StartEpochRequest& req, v1::StartEpochResponse* resp, const Caller& caller) {
   if (req.channel_id() == 0) return Invalid("channel_id is required");
   if (req.epoch() < 0) return Invalid(absl::StrCat("epoch must be >= 0, got ", req.epoch()));
+  if (req.start_batch() < 0) return Invalid(absl::StrCat("start_batch must be >= 0, got ", req.start_batch()));
   if (auto s = SamplingOpen(); !s.ok()) return s;
   std::shared_ptr<scheduler::Backend> backend;
   {
@@ -445,7 +446,7 @@ absl::Status Core::StartEpoch(const v1::StartEpochRequest& req, v1::StartEpochRe
     c->last_activity = Clock::now();
     backend = c->backend->backend;
   }
-  auto outcome = backend->StartEpoch(req.channel_id(), req.epoch());
+  auto outcome = backend->StartEpoch(req.channel_id(), req.epoch(), req.start_batch());
   if (!outcome.ok()) {
     // Destroyed between the lookup and the call.
     if (absl::IsNotFound(outcome.status())) {

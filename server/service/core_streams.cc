@@ -34,8 +34,10 @@ absl::StatusOr<StreamAttachment> Core::AttachStream(const v1::StreamSampledMessa
                          : absl::StrCat("epoch ", req.epoch(), " is not the channel's current epoch ", stats->epoch));
   }
   // A reconnecting reader resumes: from start_batch, or from the start of an epoch whose
-  // earlier stream was cancelled. Sampling is deterministic, so it gets exactly those batches.
-  if (req.start_batch() > 0 || stats->state == scheduler::ChannelState::kCancelled) {
+  // earlier stream was cancelled or failed (a peer that was down may be back). Sampling is
+  // deterministic, so it gets exactly those batches.
+  if (req.start_batch() > 0 || stats->state == scheduler::ChannelState::kCancelled ||
+      stats->state == scheduler::ChannelState::kFailed) {
     if (req.start_batch() > stats->num_batches) {
       return absl::InvalidArgumentError(
           absl::StrCat("start_batch ", req.start_batch(), " is past the epoch's ", stats->num_batches, " batches"));

@@ -100,6 +100,9 @@ TEST_CASE("every malformed request gets its canonical code and names the field",
   se.set_channel_id(1);
   se.set_epoch(-1);
   cases.push_back({"negative epoch", c->StartEpoch(se).status(), absl::StatusCode::kInvalidArgument, "epoch"});
+  se.set_epoch(0);
+  se.set_start_batch(-2);
+  cases.push_back({"negative start batch", c->StartEpoch(se).status(), absl::StatusCode::kInvalidArgument, "start_batch"});
 
   v1::GetNodeFeaturesRequest gf;
   gf.add_ids(-3);

@@ -309,6 +309,32 @@ class ErrorsTest(unittest.TestCase):
         port = gt.free_ports(1)[0]
         self.assertServerError("UNAVAILABLE", [], lambda: graphstore.Loader([f"127.0.0.1:{port}"], [2], deadline=2))
 
+    def test_a_server_restart_mid_epoch_loses_and_repeats_nothing(self):
+        port = gt.free_ports(1)[0]
+        d = gt.Daemon(G1, port=port, name="restarted").wait_ready()
+        args = dict(servers=[d.address], num_neighbors=[4, 2], batch_size=16, split="train", shuffle=True, seed=8,
+                    shared_memory=False, buffer_messages=1, prefetch=1, stream_window_bytes=64 << 10,
+                    backend_key="restart")
+        try:
+            with graphstore.Loader(**args) as reference:
+                want = {b.batch_index: (b.n_id.clone(), b.edge_index.clone(), b.x.clone()) for b in reference.epoch(0)}
+            with graphstore.Loader(**args) as loader:
+                got = {}
+                for b in loader.epoch(0):
+                    self.assertNotIn(b.batch_index, got)
+                    got[b.batch_index] = (b.n_id.clone(), b.edge_index.clone(), b.x.clone())
+                    if len(got) == 4:
+                        d.proc.kill()
+                        d.proc.wait()
+                        d = gt.Daemon(G1, port=port, name="restarted").wait_ready()
+                self.assertGreaterEqual(loader.num_reconnects, 1)
+            self.assertEqual(sorted(got), sorted(want))
+            for i, (n_id, edge_index, x) in want.items():
+                self.assertTrue(torch.equal(got[i][0], n_id) and torch.equal(got[i][1], edge_index)
+                                and torch.equal(got[i][2], x), f"batch {i}")
+        finally:
+            d.stop()
+
     def test_epochs_must_increase(self):
         with graphstore.Loader([D1.address], [2], batch_size=1000, split="val") as loader:
             list(loader.epoch(3))
@@ -338,6 +364,7 @@ class ErrorsTest(unittest.TestCase):
             (ValueError, "sampler", dict(sampler="random_walk")),
             (TypeError, "input_nodes", dict(input_nodes=torch.tensor([1.5]))),
             (ValueError, "deadline", dict(deadline=0)),
+            (ValueError, "reconnect_deadline", dict(reconnect_deadline=-1)),
             (ValueError, "servers", dict(servers=[])),
             (TypeError, "ablp", dict(ablp="user__rates__movie")),
         ]

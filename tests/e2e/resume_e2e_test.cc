@@ -1,0 +1,254 @@
+// Trainers ride out failures: a Loader whose server is killed with SIGKILL mid-epoch and
+// restarted (alone, or as one of a 2-server cluster) delivers every batch of the epoch once,
+// byte-identical to an uninterrupted epoch; past its deadline it fails with the server's last
+// error; its background lease renewal keeps a busy trainer's channels alive.
+
+#include "client/loader.h"  // LibTorch first (see loader.h)
+
+#undef CHECK
+#include <catch2/catch.hpp>
+
+#include <signal.h>
+
+#include <map>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "tests/daemon.h"
+#include "tests/fixtures.h"
+#include "tests/test_util.h"
+
+namespace graphstore {
+namespace {
+
+using testing::Daemon;
+using testing::PollUntil;
+
+// Small batches, a one-message server buffer, a small window and one batch of prefetch: most
+// of an epoch is still unsampled when the test kills a server.
+client::LoaderOptions Options(const std::vector<std::string>& servers, bool shared_memory) {
+  client::LoaderOptions o;
+  o.servers = servers;
+  o.backend_key = "resume";
+  o.config.set_batch_size(16);
+  o.config.add_num_neighbors(5);
+  o.config.add_num_neighbors(3);
+  o.config.set_shuffle(true);
+  o.config.set_with_node_features(true);
+  o.config.set_with_labels(true);
+  o.config.set_with_edge_ids(true);
+  o.split = "train";
+  o.seed = 41;
+  o.buffer_messages = 1;
+  o.prefetch = 1;
+  o.stream_window_bytes = 64 << 10;
+  o.shared_memory = shared_memory;
+  o.reconnect_deadline = std::chrono::seconds(60);
+  o.reconnect_backoff_max = std::chrono::milliseconds(200);
+  return o;
+}
+
+// A batch's tensors, copied out of whatever they viewed.
+struct Snapshot {
+  at::Tensor n_id, edge_index, e_id, x, y;
+  std::vector<int64_t> num_sampled_nodes;
+  explicit Snapshot(const client::Batch& b)
+      : n_id(b.n_id.clone()), edge_index(b.edge_index.clone()), e_id(b.e_id.clone()), x(b.x.clone()),
+        y(b.y.clone()), num_sampled_nodes(b.num_sampled_nodes) {}
+};
+using Epoch = std::map<std::pair<int, int64_t>, Snapshot>;
+
+// Reads batches into `out` until the epoch ends or `limit` batches were read; each batch once.
+void Read(client::Loader& loader, Epoch* out, size_t limit = SIZE_MAX) {
+  while (out->size() < limit) {
+    auto b = loader.Next();
+    if (!b.has_value()) return;
+    const auto [it, inserted] = out->emplace(std::make_pair(b->server, b->batch_index), Snapshot(*b));
+    INFO("server " << b->server << " batch " << b->batch_index);
+    REQUIRE(inserted);
+  }
+}
+
+void CheckSame(const Epoch& got, const Epoch& want) {
+  REQUIRE(got.size() == want.size());
+  for (const auto& [key, w] : want) {
+    INFO("server " << key.first << " batch " << key.second);
+    REQUIRE(got.count(key) == 1);
+    const Snapshot& g = got.at(key);
+    CHECK(torch::equal(g.n_id, w.n_id));
+    CHECK(torch::equal(g.edge_index, w.edge_index));
+    CHECK(torch::equal(g.e_id, w.e_id));
+    CHECK(torch::equal(g.x, w.x));
+    CHECK(torch::equal(g.y, w.y));
+    CHECK(g.num_sampled_nodes == w.num_sampled_nodes);
+  }
+}
+
+std::string Address(int port) { return absl::StrCat("127.0.0.1:", port); }
+
+TEST_CASE("a trainer rides out its server's SIGKILL and restart mid-epoch, byte-identical", "[resume]") {
+  const bool shared_memory = GENERATE(false, true);
+  INFO((shared_memory ? "shared memory" : "socket"));
+  const std::string dir = testing::GeneratedDataset(3000, 16, 8, 1, 11);
+  const int port = testing::FreeLoopbackPorts(1)[0];
+  const std::vector<std::string> flags = {"--state_log_interval_s=0"};
+  auto d = std::make_unique<Daemon>(dir, flags, port);
+
+  Epoch want;
+  {
+    client::Loader reference(Options({Address(port)}, shared_memory));
+    REQUIRE(reference.num_shared_memory_servers() == (shared_memory ? 1 : 0));
+    reference.StartEpoch(0);
+    Read(reference, &want);
+    REQUIRE(static_cast<int64_t>(want.size()) == reference.num_batches());
+    REQUIRE(want.size() > 40);
+  }
+
+  client::Loader loader(Options({Address(port)}, shared_memory));
+  const uint64_t first_channel = loader.channel_id(0);
+  loader.StartEpoch(0);
+  Epoch got;
+  Read(loader, &got, 5);
+  REQUIRE(got.size() == 5);
+  CHECK(d->Stop(SIGKILL) == -1);
+  d = std::make_unique<Daemon>(dir, flags, port);
+  Read(loader, &got);
+  CheckSame(got, want);
+  CHECK(loader.num_reconnects() >= 1);
+  CHECK(loader.channel_id(0) != first_channel);
+  CHECK(loader.num_shared_memory_servers() == (shared_memory ? 1 : 0));
+
+  // The next epoch runs on the new channel as usual.
+  loader.StartEpoch(1);
+  Epoch next;
+  Read(loader, &next);
+  CHECK(static_cast<int64_t>(next.size()) == loader.num_batches());
+  loader.Close();
+  CHECK(d->Stop(SIGTERM) == 0);
+}
+
+TEST_CASE("a server killed between epochs is reconnected by the next StartEpoch", "[resume]") {
+  const std::string dir = testing::GeneratedDataset(3000, 16, 8, 1, 11);
+  const int port = testing::FreeLoopbackPorts(1)[0];
+  const std::vector<std::string> flags = {"--state_log_interval_s=0"};
+  auto d = std::make_unique<Daemon>(dir, flags, port);
+  client::Loader loader(Options({Address(port)}, false));
+  loader.StartEpoch(0);
+  Epoch first;
+  Read(loader, &first);
+  CHECK(d->Stop(SIGKILL) == -1);
+  d = std::make_unique<Daemon>(dir, flags, port);
+  loader.StartEpoch(1);
+  Epoch second;
+  Read(loader, &second);
+  CHECK(static_cast<int64_t>(second.size()) == loader.num_batches());
+  CHECK(loader.num_reconnects() >= 1);
+  CHECK(d->Stop(SIGTERM) == 0);
+}
+
+TEST_CASE("a 2-server cluster: a trainer rides out one server's SIGKILL and restart, byte-identical",
+          "[resume][cluster]") {
+  const std::string dir = testing::GeneratedDataset(3000, 16, 8, 2, 11);
+  const std::vector<int> ports = testing::FreeLoopbackPorts(2);
+  const std::vector<std::string> addresses = {Address(ports[0]), Address(ports[1])};
+  const std::vector<std::string> flags = {"--cluster=" + addresses[0] + "," + addresses[1], "--peer_timeout_ms=2000",
+                                          "--shared_memory_dir=", "--state_log_interval_s=0"};
+  auto d0 = std::make_unique<Daemon>(dir + "/part-0", flags, ports[0], /*wait=*/false);
+  auto d1 = std::make_unique<Daemon>(dir + "/part-1", flags, ports[1], /*wait=*/false);
+  d0->WaitReady();
+  d1->WaitReady();
+
+  Epoch want;
+  {
+    client::Loader reference(Options(addresses, false));
+    reference.StartEpoch(0);
+    Read(reference, &want);
+    REQUIRE(static_cast<int64_t>(want.size()) == reference.num_batches());
+  }
+  client::Loader loader(Options(addresses, false));
+  loader.StartEpoch(0);
+  Epoch got;
+  Read(loader, &got, 6);
+  REQUIRE(got.size() == 6);
+  // Server 1 goes: its own stream breaks, and server 0's batches that reach partition 1 fail.
+  CHECK(d1->Stop(SIGKILL) == -1);
+  d1 = std::make_unique<Daemon>(dir + "/part-1", flags, ports[1]);
+  Read(loader, &got);
+  CheckSame(got, want);
+  CHECK(loader.num_reconnects() >= 1);
+  loader.Close();
+  CHECK(d0->Stop(SIGTERM) == 0);
+  CHECK(d1->Stop(SIGTERM) == 0);
+}
+
+TEST_CASE("past its reconnect deadline the Loader fails with the server's last error", "[resume]") {
+  const std::string dir = testing::GeneratedDataset(3000, 16, 8, 1, 11);
+  Daemon d(dir, {"--state_log_interval_s=0"});
+  client::LoaderOptions o = Options({d.address()}, false);
+  o.reconnect_deadline = std::chrono::milliseconds(1500);
+  client::Loader loader(o);
+  loader.StartEpoch(0);
+  Epoch got;
+  Read(loader, &got, 3);
+  CHECK(d.Stop(SIGKILL) == -1);
+  try {
+    Read(loader, &got);
+    FAIL("the epoch ended although its server is gone");
+  } catch (const client::Error& e) {
+    CHECK(e.code() == absl::StatusCode::kUnavailable);
+    CHECK_THAT(e.message(), Catch::Contains(d.address()));
+    CHECK_THAT(e.message(), Catch::Contains("gave up reconnecting after 1500 ms"));
+  }
+  CHECK(static_cast<int64_t>(got.size()) < loader.num_batches());
+}
+
+TEST_CASE("the Loader renews its leases while the trainer is busy; a silent channel is reaped", "[resume]") {
+  const std::string dir = testing::GeneratedDataset(3000, 16, 8, 1, 11);
+  Daemon d(dir, {"--state_log_interval_s=0"});
+  client::LoaderOptions o = Options({d.address()}, false);
+  o.lease_ms = 300;
+  client::Loader loader(o);
+  loader.StartEpoch(0);
+  Epoch first;
+  Read(loader, &first);  // the stream is closed now: only the lease holds the channel
+
+  // The trainer is busy. A channel registered after the epoch ended with the same lease and no
+  // renewal is reaped; had the loader's lease lapsed, the same reaper pass would take it first.
+  client::ClientOptions co;
+  co.address = d.address();
+  auto c = client::Client::Connect(co);
+  REQUIRE(c.ok());
+  v1::InitSamplingBackendRequest init;
+  init.set_backend_key("silent");
+  *init.mutable_config() = o.config;
+  auto backend = (*c)->InitSamplingBackend(init);
+  REQUIRE(backend.ok());
+  v1::RegisterSamplingInputRequest reg;
+  reg.set_backend_id(backend->backend_id());
+  reg.mutable_split()->set_split("val");
+  reg.set_lease_ms(300);
+  auto silent = (*c)->RegisterSamplingInput(reg);
+  REQUIRE(silent.ok());
+  auto state = [&](uint64_t channel) {
+    v1::DescribeChannelRequest req;
+    req.set_channel_id(channel);
+    auto s = (*c)->DescribeChannel(req);
+    return s.ok() ? s->state() : std::string(s.status().message());
+  };
+  CHECK(PollUntil([&] { return state(silent->channel_id()) == "destroyed"; }));
+  CHECK(state(loader.channel_id(0)) != "destroyed");
+  CHECK(loader.num_lease_renewals() > 0);
+
+  loader.StartEpoch(1);
+  Epoch second;
+  Read(loader, &second);
+  CHECK(static_cast<int64_t>(second.size()) == loader.num_batches());
+  CHECK(loader.num_reconnects() == 0);
+  CHECK(d.Stop(SIGTERM) == 0);
+}
+
+}  // namespace
+}  // namespace graphstore
