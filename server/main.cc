@@ -48,6 +48,16 @@ void DefineFlags(Flags* flags) {
   flags->Define("max_worker_threads", "0",
                 "worker threads of all backends together (0: 16 per core, at least 64); past it new "
                 "backends are refused");
+  flags->Define("max_unfreed_shared_mb_per_channel",
+                absl::StrCat(d.core.max_unfreed_shared_bytes_per_channel >> 20),
+                "MiB of shared buffers a client may hold received and not freed per channel; past it the "
+                "channel's stream pauses until it frees some");
+  flags->Define("max_unfreed_shared_mb", "0",
+                "MiB of shared buffers not freed by clients, over all channels (0: half the shared-memory "
+                "filesystem); past it channels above their fair share pause");
+  flags->Define("shared_release_timeout_s", absl::StrCat(d.core.shared_release_timeout_ms / 1000),
+                "seconds a paused stream waits for its client to free shared buffers before it ends with "
+                "RESOURCE_EXHAUSTED");
   flags->Define("max_message_mb", absl::StrCat(d.max_message_bytes >> 20), "largest gRPC message, MiB");
   flags->Define("shared_memory_dir", d.shared_memory_dir,
                 "tmpfs directory for the shared-memory transport of clients on this host (empty: off)");
@@ -119,7 +129,10 @@ absl::StatusOr<ServerOptions> ParseOptions(const Flags& flags) {
   auto backend_lease = flags.GetInt("default_backend_lease_s");
   auto buffered_mb = flags.GetInt("max_buffered_mb");
   auto worker_threads = flags.GetInt("max_worker_threads");
-  for (const absl::Status& s : {port.status(), workers.status(), verify.status(), lease.status(),
+  auto unfreed_channel_mb = flags.GetInt("max_unfreed_shared_mb_per_channel");
+  auto unfreed_mb = flags.GetInt("max_unfreed_shared_mb");
+  auto release_timeout = flags.GetInt("shared_release_timeout_s");
+  for (const absl::Status& s : {unfreed_channel_mb.status(), unfreed_mb.status(), release_timeout.status(),port.status(), workers.status(), verify.status(), lease.status(),
                                 state_log.status(), max_mb.status(), ahead.status(), peer_timeout.status(),
                                 peer_cache.status(), part_mb.status(), quota_channels.status(),
                                 quota_backends.status(), quota_mb.status(), backend_lease.status(),
@@ -142,6 +155,18 @@ absl::StatusOr<ServerOptions> ParseOptions(const Flags& flags) {
   if (*worker_threads < 0 || *worker_threads > 100000) {
     return absl::InvalidArgumentError("--max_worker_threads must be in [0, 100000]");
   }
+  if (*unfreed_channel_mb < 1 || *unfreed_channel_mb > (int64_t{1} << 40)) {
+    return absl::InvalidArgumentError("--max_unfreed_shared_mb_per_channel must be in [1, 2^40]");
+  }
+  if (*unfreed_mb < 0 || *unfreed_mb > (int64_t{1} << 40)) {
+    return absl::InvalidArgumentError("--max_unfreed_shared_mb must be in [0, 2^40]");
+  }
+  if (*release_timeout < 1 || *release_timeout > 86400) {
+    return absl::InvalidArgumentError("--shared_release_timeout_s must be in [1, 86400]");
+  }
+  o.core.max_unfreed_shared_bytes_per_channel = *unfreed_channel_mb << 20;
+  o.core.max_unfreed_shared_bytes_total = *unfreed_mb << 20;
+  o.core.shared_release_timeout_ms = *release_timeout * 1000;
   o.core.max_buffered_bytes_total = *buffered_mb << 20;
   o.core.max_worker_threads = static_cast<int>(*worker_threads);
   o.core.max_channels_per_identity = static_cast<int>(*quota_channels);

@@ -87,8 +87,15 @@ void SampledMessageStream::MaybeWrite() {
       current_.reset();
       // A shared-memory reader that has not handed back enough buffers waits; its release
       // wakes the stream through the listener.
-      if (a_.shared_memory && host_->SharedBacklogFull(a_.channel_id)) return;
-      scheduler::Delivery d = a_.backend->TryPop(a_.channel_id, a_.epoch);
+      absl::StatusOr<bool> hold = a_.shared_memory ? host_->SharedHoldBack(a_.channel_id) : false;
+      if (hold.ok() && *hold) return;
+      scheduler::Delivery d;
+      if (hold.ok()) {
+        d = a_.backend->TryPop(a_.channel_id, a_.epoch);
+      } else {
+        d.kind = scheduler::Delivery::Kind::kFailed;
+        d.status = hold.status();
+      }
       switch (d.kind) {
         case scheduler::Delivery::Kind::kMessage:
           current_ = std::static_pointer_cast<const WireMessage>(d.batch.payload);

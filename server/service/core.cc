@@ -1,5 +1,6 @@
 #include "server/service/core.h"
 
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -22,6 +23,13 @@ int64_t HostMemoryBytes() {
   const long pages = sysconf(_SC_PHYS_PAGES);
   const long page = sysconf(_SC_PAGE_SIZE);
   return pages > 0 && page > 0 ? static_cast<int64_t>(pages) * page : int64_t{8} << 30;
+}
+
+// Size of the filesystem holding `dir` (8 GiB when it cannot be read).
+int64_t FilesystemBytes(const std::string& dir) {
+  struct statvfs fs;
+  if (statvfs(dir.c_str(), &fs) != 0 || fs.f_blocks == 0) return int64_t{8} << 30;
+  return static_cast<int64_t>(fs.f_blocks) * static_cast<int64_t>(fs.f_frsize);
 }
 
 // The checks of a registration's own fields (buffer, lease, keys), before anything is looked up.
@@ -64,9 +72,16 @@ Core::Core(std::unique_ptr<Partition> partition, CoreOptions options, std::uniqu
                                                            ? options_.max_buffered_bytes_total
                                                            : HostMemoryBytes() / 4)),
       max_worker_threads_(options_.max_worker_threads > 0 ? options_.max_worker_threads
-                                                          : std::max(64, 16 * static_cast<int>(std::thread::hardware_concurrency()))) {
+                                                          : std::max(64, 16 * static_cast<int>(std::thread::hardware_concurrency()))),
+      max_shared_unfreed_(options_.max_unfreed_shared_bytes_total > 0
+                              ? options_.max_unfreed_shared_bytes_total
+                              : (shared_memory_ != nullptr ? FilesystemBytes(shared_memory_->dir()) / 2 : 0)) {
   Logger("core")->info("budgets: {} MiB of unread sampled batches, {} worker threads", budget_->limit() >> 20,
                        max_worker_threads_);
+  if (shared_memory_ != nullptr) {
+    Logger("core")->info("shared memory: {} MiB of buffers not freed by clients ({} MiB per channel)",
+                         max_shared_unfreed_ >> 20, options_.max_unfreed_shared_bytes_per_channel >> 20);
+  }
   watchdog_ = std::thread([this] { WatchdogLoop(); });
 }
 
@@ -305,7 +320,8 @@ std::shared_ptr<ChannelEntry> Core::NewChannel(const v1::RegisterSamplingInputRe
   const auto& buf = req.buffer();
   const int messages = buf.max_messages() > 0 ? buf.max_messages() : options_.default_buffer_messages;
   auto channel = std::make_shared<ChannelEntry>(
-      messages, buf.max_bytes() > 0 ? buf.max_bytes() : options_.default_buffer_bytes);
+      messages, buf.max_bytes() > 0 ? buf.max_bytes() : options_.default_buffer_bytes,
+      options_.max_unfreed_shared_bytes_per_channel);
   channel->id = registry_.ReserveChannelId();
   channel->backend = std::move(backend);
   channel->worker_key = req.worker_key();
@@ -410,6 +426,7 @@ absl::Status Core::RegisterSamplingInput(const v1::RegisterSamplingInputRequest&
     co.worker_key = req.worker_key();
     if (auto s = backend->backend->AddChannel(channel->id, std::move(co)); !s.ok()) return s;
     registry_.AddChannel(channel);
+    if (channel->pool != nullptr) ++shared_channels_;
   }
   resp->set_channel_id(channel->id);
   resp->set_num_seeds(channel->num_seeds);

@@ -103,8 +103,9 @@ class Core : public StreamHost {
   // StreamHost: the calls of a stream attached to a channel.
   void DetachStream(uint64_t channel_id, bool cancelled) override;
   void Touch(uint64_t channel_id) override;
-  /// SharedLedger::BacklogFull of the channel.
-  bool SharedBacklogFull(uint64_t channel_id) const override;
+  /// SharedLedger::HoldBack of the channel against the server-wide limit; the error of a
+  /// client that freed nothing for shared_release_timeout_ms while its stream waited.
+  absl::StatusOr<bool> SharedHoldBack(uint64_t channel_id) override;
   void HandOff(uint64_t channel_id, std::shared_ptr<SharedUse> use) override;
   void Sent(bool shared_memory, int64_t bytes, bool batch_done) override;
 
@@ -112,6 +113,9 @@ class Core : public StreamHost {
   const ServiceCounters& counters() const { return counters_; }
   /// Live shared-memory pool bytes over every channel.
   int64_t shared_memory_bytes() const;
+  /// Bytes of shared buffers sent and not yet freed, over every channel, and their limit.
+  int64_t shared_unfreed_bytes() const;
+  int64_t shared_unfreed_limit() const { return max_shared_unfreed_; }
   /// Lookups of other partitions' nodes answered by the peer cache and not (0 outside a cluster).
   void PeerCacheLookups(int64_t* hits, int64_t* misses) const;
   /// The cluster joined, or null.
@@ -179,6 +183,11 @@ class Core : public StreamHost {
   // Sampled-but-unread bytes of every backend (options_.max_buffered_bytes_total resolved).
   const std::shared_ptr<scheduler::MemoryBudget> budget_;
   const int max_worker_threads_;
+  // Shared buffers sent and not yet freed over every channel (guarded by mu_), their limit,
+  // and the channels that have shared memory (for the fair share).
+  int64_t shared_unfreed_ = 0;
+  const int64_t max_shared_unfreed_;
+  int shared_channels_ = 0;
 
   mutable std::mutex mu_;
   std::condition_variable watchdog_cv_;

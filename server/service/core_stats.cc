@@ -15,6 +15,8 @@ void Core::FillChannelStats(const ChannelEntry& c, v1::ChannelStats* out) const 
   out->set_shared_memory(c.pool != nullptr);
   out->set_unreleased_buffers(c.shared.unreleased());
   out->set_unreceived_bytes(c.shared.unreceived_bytes());
+  out->set_unfreed_bytes(c.shared.unfreed_bytes());
+  out->set_waiting_for_release(c.unfreed_wait_since.has_value());
   if (c.pool != nullptr) {
     out->set_pooled_buffers(c.pool->num_files());
     out->set_pooled_bytes(c.pool->bytes());
@@ -106,6 +108,8 @@ absl::Status Core::GetServerStats(const v1::GetServerStatsRequest&, v1::ServerSt
   resp->set_open_streams(open_streams_.load());
   resp->set_leases_expired(leases_expired_);
   resp->set_backend_leases_expired(backend_leases_expired_);
+  resp->set_shared_unfreed_bytes(shared_unfreed_);
+  resp->set_shared_unfreed_limit(max_shared_unfreed_);
   if (const Cluster* cluster = cluster_.load(); cluster != nullptr) cluster->FillStats(resp);
   if (remote_cache_ != nullptr) resp->set_peer_cache_bytes(remote_cache_->bytes());
   return absl::OkStatus();

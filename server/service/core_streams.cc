@@ -82,17 +82,35 @@ void Core::Touch(uint64_t channel_id) {
   if (c.ok()) (*c)->last_activity = Clock::now();
 }
 
-bool Core::SharedBacklogFull(uint64_t channel_id) const {
+absl::StatusOr<bool> Core::SharedHoldBack(uint64_t channel_id) {
   std::lock_guard<std::mutex> lock(mu_);
-  auto c = LiveChannel(channel_id);
-  return c.ok() && (*c)->shared.BacklogFull();
+  auto found = LiveChannel(channel_id);
+  if (!found.ok()) return false;
+  ChannelEntry& c = **found;
+  if (!c.unfreed_error.ok()) return c.unfreed_error;
+  const int64_t share = max_shared_unfreed_ / std::max(1, shared_channels_);
+  const SharedLedger::Hold hold = c.shared.HoldBack(shared_unfreed_ >= max_shared_unfreed_, share);
+  if (hold != SharedLedger::Hold::kUnfreed) {
+    c.unfreed_wait_since.reset();
+  } else if (!c.unfreed_wait_since.has_value()) {
+    c.unfreed_wait_since = Clock::now();
+    Logger("core")->info("channel {}: stream paused, its client holds {} MiB of shared buffers it has not freed",
+                         channel_id, c.shared.unfreed_bytes() >> 20);
+  }
+  return hold != SharedLedger::Hold::kNone;
 }
 
 void Core::HandOff(uint64_t channel_id, std::shared_ptr<SharedUse> use) {
   std::lock_guard<std::mutex> lock(mu_);
   auto c = LiveChannel(channel_id);
   if (!c.ok()) return;  // destroyed: the file goes with the last reference
+  shared_unfreed_ += static_cast<int64_t>(use->file->size());
   (*c)->shared.Sent(std::move(use));
+}
+
+int64_t Core::shared_unfreed_bytes() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return shared_unfreed_;
 }
 
 absl::Status Core::ReleaseSharedBuffers(const v1::ReleaseSharedBuffersRequest& req,
@@ -106,20 +124,33 @@ absl::Status Core::ReleaseSharedBuffers(const v1::ReleaseSharedBuffersRequest& r
     }
   }
   SharedLedger::Release release;
-  std::shared_ptr<scheduler::Backend> backend;
+  // Streams that may go on: this channel's, and when the server drops below its shared-memory
+  // limit, every shared-memory channel's.
+  std::vector<std::pair<uint64_t, std::shared_ptr<scheduler::Backend>>> wake;
   {
     std::lock_guard<std::mutex> lock(mu_);
     Registry::Found found;
     std::shared_ptr<ChannelEntry> c = registry_.FindChannelFor(req.channel_id(), caller, false, &found);
     if (found == Registry::Found::kDestroyed) return absl::OkStatus();  // its buffers are gone already
     if (c == nullptr) return Registry::NotLive(req.channel_id(), found);
+    const bool server_was_full = shared_unfreed_ >= max_shared_unfreed_;
     release = c->shared.Apply(req.received_ids(), req.freed_ids());
+    shared_unfreed_ -= release.freed_bytes;
     c->last_activity = Clock::now();
-    if (release.unblocked) backend = c->backend->backend;
+    if (release.freed_bytes > 0) {
+      c->unfreed_wait_since.reset();
+      c->unfreed_error = absl::OkStatus();  // a later stream of the channel may go on
+    }
+    if (release.unblocked || release.freed_bytes > 0) wake.emplace_back(c->id, c->backend->backend);
+    if (server_was_full && shared_unfreed_ < max_shared_unfreed_) {
+      for (const auto& [id, other] : registry_.channels()) {
+        if (other->pool != nullptr && other->streaming && id != c->id) wake.emplace_back(id, other->backend->backend);
+      }
+    }
   }
   resp->set_freed(static_cast<int32_t>(release.freed.size()));
   release.freed.clear();  // files go back to the pool, outside the lock
-  if (backend) backend->Wake(req.channel_id());  // a held-back stream may go on
+  for (const auto& [id, backend] : wake) backend->Wake(id);  // a held-back stream may go on
   return absl::OkStatus();
 }
 

@@ -2,6 +2,7 @@
 // clients and backends nobody registers on (and joins the workers of backends whose last
 // channel went), and shutdown.
 
+#include "absl/strings/str_cat.h"
 #include "server/service/core.h"
 #include "server/util/log.h"
 
@@ -20,6 +21,8 @@ bool Core::DestroyLocked(std::unique_lock<std::mutex>& lock, uint64_t channel_id
     watchdog_cv_.notify_all();
   }
   // Backend calls notify listeners (streams), which may call back into the core.
+  shared_unfreed_ -= c->shared.unfreed_bytes();
+  if (c->pool != nullptr) --shared_channels_;
   std::vector<std::shared_ptr<SharedUse>> sent = c->shared.TakeAll();
   if (c->pool != nullptr) c->pool->Close();  // a batch in flight must not reuse a file the client maps
   lock.unlock();
@@ -55,6 +58,26 @@ void Core::WatchdogLoop() {
     std::vector<uint64_t> expired;
     for (const auto& [id, c] : registry_.channels()) {
       if (!c->streaming && now - c->last_activity > std::chrono::milliseconds(c->lease_ms)) expired.push_back(id);
+    }
+    // A stream that has waited for its client to free shared buffers for too long ends.
+    std::vector<std::pair<uint64_t, std::shared_ptr<scheduler::Backend>>> overdue;
+    for (const auto& [id, c] : registry_.channels()) {
+      if (c->unfreed_wait_since.has_value() && c->unfreed_error.ok() &&
+          now - *c->unfreed_wait_since >= std::chrono::milliseconds(options_.shared_release_timeout_ms)) {
+        c->unfreed_error = absl::ResourceExhaustedError(absl::StrCat(
+            "channel ", id, " holds ", c->shared.unreleased(), " shared buffers (", c->shared.unfreed_bytes() >> 20,
+            " MiB) that its client received and did not free for ", options_.shared_release_timeout_ms,
+            " ms; the limit is ", options_.max_unfreed_shared_bytes_per_channel >> 20,
+            " MiB per channel (--max_unfreed_shared_mb_per_channel) and ", max_shared_unfreed_ >> 20,
+            " MiB for the server (--max_unfreed_shared_mb): free batches with ReleaseSharedBuffers.freed_ids"));
+        Logger("core")->warn("{}", std::string(c->unfreed_error.message()));
+        overdue.emplace_back(id, c->backend->backend);
+      }
+    }
+    if (!overdue.empty()) {
+      lock.unlock();
+      for (const auto& [id, backend] : overdue) backend->Wake(id);  // its stream ends with the error
+      lock.lock();
     }
     for (uint64_t id : expired) {
       Registry::Found found;

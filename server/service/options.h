@@ -50,6 +50,13 @@ struct CoreOptions {
   /// backends are.
   int64_t max_buffered_bytes_total = 0;
   int max_worker_threads = 0;
+  /// Shared memory: bytes of a channel's files sent and not yet freed by its client, before its
+  /// stream pauses; the same over all channels (0: half the shared-memory filesystem), past
+  /// which channels above their fair share pause; and how long a paused stream waits for the
+  /// client to free something before it ends with RESOURCE_EXHAUSTED.
+  int64_t max_unfreed_shared_bytes_per_channel = int64_t{4} << 30;
+  int64_t max_unfreed_shared_bytes_total = 0;
+  int64_t shared_release_timeout_ms = 60000;
   /// Most live channels and backends.
   int max_channels = 100000;
   int max_backends = 1024;

@@ -20,6 +20,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -67,8 +68,10 @@ struct BackendEntry {
 struct ChannelEntry {
   using Clock = std::chrono::steady_clock;
 
-  ChannelEntry(int buffer_messages, int64_t buffer_bytes)
-      : buffer_messages(buffer_messages), buffer_bytes(buffer_bytes), shared(buffer_messages, buffer_bytes) {}
+  ChannelEntry(int buffer_messages, int64_t buffer_bytes, int64_t max_unfreed_shared_bytes)
+      : buffer_messages(buffer_messages),
+        buffer_bytes(buffer_bytes),
+        shared(buffer_messages, buffer_bytes, max_unfreed_shared_bytes) {}
 
   uint64_t id = 0;
   std::shared_ptr<BackendEntry> backend;
@@ -88,6 +91,10 @@ struct ChannelEntry {
   /// Shared-memory channels: the channel's files, and the uses sent and not yet freed.
   std::shared_ptr<SharedBufferPool> pool;
   SharedLedger shared;
+  /// Since when the stream has waited for the client to free shared buffers (unset when it
+  /// does not), and the error that ended it when it waited too long (cleared by a free).
+  std::optional<Clock::time_point> unfreed_wait_since;
+  absl::Status unfreed_error;
   /// What the workers know of the channel (its attachment in the scheduler).
   std::shared_ptr<const ChannelSampling> sampling;
   v1::FeatureEncoding feature_encoding = v1::FEATURE_ENCODING_UNSPECIFIED;

@@ -5,12 +5,22 @@ namespace graphstore {
 void SharedLedger::Sent(std::shared_ptr<SharedUse> use) {
   ++unreceived_;
   unreceived_bytes_ += static_cast<int64_t>(use->file->size());
+  unfreed_bytes_ += static_cast<int64_t>(use->file->size());
   const uint64_t id = use->id;
   sent_[id] = Entry{std::move(use), false};
 }
 
 bool SharedLedger::BacklogFull() const {
   return unreceived_ > 0 && (unreceived_ >= max_messages_ || unreceived_bytes_ >= max_bytes_);
+}
+
+SharedLedger::Hold SharedLedger::HoldBack(bool server_full, int64_t share) const {
+  if (BacklogFull()) return Hold::kUnreceived;
+  // One use always goes, however large, so that a trainer holding nothing is never stuck.
+  if (unfreed_bytes_ > 0 && (unfreed_bytes_ >= max_unfreed_bytes_ || (server_full && unfreed_bytes_ >= share))) {
+    return Hold::kUnfreed;
+  }
+  return Hold::kNone;
 }
 
 void SharedLedger::Receive(Entry& e) {
@@ -32,6 +42,9 @@ SharedLedger::Release SharedLedger::Apply(const google::protobuf::RepeatedField<
     auto s = sent_.find(id);
     if (s == sent_.end()) continue;
     Receive(s->second);
+    const auto bytes = static_cast<int64_t>(s->second.use->file->size());
+    unfreed_bytes_ -= bytes;
+    r.freed_bytes += bytes;
     r.freed.push_back(std::move(s->second.use));
     sent_.erase(s);
   }
@@ -45,6 +58,7 @@ std::vector<std::shared_ptr<SharedUse>> SharedLedger::TakeAll() {
   sent_.clear();
   unreceived_ = 0;
   unreceived_bytes_ = 0;
+  unfreed_bytes_ = 0;
   return all;
 }
 

@@ -6,8 +6,10 @@
 // as it has mapped it, and freed once the trainer dropped its tensors (ReleaseSharedBuffers).
 // A use stays alive, and its file out of the pool, until it is freed or the channel goes.
 // Uses sent and not yet received count against the channel's buffer limits: at them, the
-// stream holds back, so a client that stops reading stops the channel, while one that keeps
-// batches (received, not freed) never stalls it.
+// stream holds back, so a client that stops reading stops the channel. Uses received and not
+// freed (batches the trainer keeps) count against a larger limit of their own, per channel and
+// (through the core) server-wide: at it the stream pauses until the trainer frees some, so a
+// client that never frees cannot fill the shared-memory filesystem.
 
 #include <cstdint>
 #include <map>
@@ -22,12 +24,24 @@ namespace graphstore {
 /// One channel's sent uses. Not thread-safe: the core guards it.
 class SharedLedger {
  public:
-  /// Holds back at `max_messages` unreceived uses or `max_bytes` of their files.
-  SharedLedger(int max_messages, int64_t max_bytes) : max_messages_(max_messages), max_bytes_(max_bytes) {}
+  /// Holds back at `max_messages` unreceived uses or `max_bytes` of their files, and at
+  /// `max_unfreed_bytes` of the files of uses not yet freed.
+  SharedLedger(int max_messages, int64_t max_bytes, int64_t max_unfreed_bytes)
+      : max_messages_(max_messages), max_bytes_(max_bytes), max_unfreed_bytes_(max_unfreed_bytes) {}
 
   /// Records a use as sent (unreceived).
   void Sent(std::shared_ptr<SharedUse> use);
-  /// Whether the stream must hold back: the unreceived uses reach a limit.
+  /// Why the stream must hold back, if it must.
+  enum class Hold {
+    kNone,
+    /// The unreceived uses reach the buffer limits: the client is not reading.
+    kUnreceived,
+    /// The uses not freed reach `max_unfreed_bytes`, or `share` when the server's shared
+    /// memory is at its limit: the client keeps too much.
+    kUnfreed,
+  };
+  Hold HoldBack(bool server_full, int64_t share) const;
+  /// Whether the unreceived uses reach the buffer limits.
   bool BacklogFull() const;
 
   /// What a release did.
@@ -37,6 +51,8 @@ class SharedLedger {
     std::vector<std::shared_ptr<SharedUse>> freed;
     /// The backlog was full before and is not now: a held-back stream may go on.
     bool unblocked = false;
+    /// Bytes of the files of the freed uses.
+    int64_t freed_bytes = 0;
   };
   /// Marks `received` uses received and `freed` ones freed (freeing implies receiving). Ids
   /// that name no use sent (already freed, or never sent) are ignored.
@@ -49,6 +65,8 @@ class SharedLedger {
   int unreleased() const { return static_cast<int>(sent_.size()); }
   /// Bytes of the files of uses sent and not yet received.
   int64_t unreceived_bytes() const { return unreceived_bytes_; }
+  /// Bytes of the files of uses sent and not yet freed.
+  int64_t unfreed_bytes() const { return unfreed_bytes_; }
 
  private:
   struct Entry {
@@ -59,9 +77,11 @@ class SharedLedger {
 
   const int max_messages_;
   const int64_t max_bytes_;
+  const int64_t max_unfreed_bytes_;
   std::map<uint64_t, Entry> sent_;
   int unreceived_ = 0;
   int64_t unreceived_bytes_ = 0;
+  int64_t unfreed_bytes_ = 0;
 };
 
 }  // namespace graphstore

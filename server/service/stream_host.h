@@ -8,6 +8,8 @@
 #include <cstdint>
 #include <memory>
 
+#include "absl/status/statusor.h"
+
 #include "scheduler/backend.h"
 #include "server/shm/shared_buffer.h"
 
@@ -30,8 +32,9 @@ class StreamHost {
   virtual void DetachStream(uint64_t channel_id, bool cancelled) = 0;
   /// Counts a delivered message as activity on the channel (renews its lease).
   virtual void Touch(uint64_t channel_id) = 0;
-  /// Whether a shared-memory channel's stream must hold back before its next batch.
-  virtual bool SharedBacklogFull(uint64_t channel_id) const = 0;
+  /// Whether a shared-memory channel's stream must hold back before its next batch (a release
+  /// wakes it); an error ends the stream with it (a client that kept its buffers too long).
+  virtual absl::StatusOr<bool> SharedHoldBack(uint64_t channel_id) = 0;
   /// Records a use of a shared buffer as sent on the channel; it lives until the client frees
   /// it or the channel is destroyed.
   virtual void HandOff(uint64_t channel_id, std::shared_ptr<SharedUse> use) = 0;

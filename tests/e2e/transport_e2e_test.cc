@@ -240,6 +240,95 @@ TEST_CASE("a shared-memory reader that reports nothing holds its stream at the b
   CHECK(d.Stop(SIGTERM) == 0);
 }
 
+// Receives shared-memory messages, mapping each and reporting it received but never freed,
+// until the stream ends; returns its status and the ids kept.
+absl::Status ReceiveKeeping(Client& c, uint64_t channel, client::MessageStream* stream,
+                            client::SharedMappings* mappings, std::vector<uint64_t>* kept) {
+  while (true) {
+    auto m = stream->Next();
+    if (!m.ok()) return m.status();
+    if (*m == nullptr) return absl::OkStatus();
+    REQUIRE((*m)->has_shared_buffer());
+    REQUIRE(mappings->Map((*m)->shared_buffer()).ok());
+    v1::ReleaseSharedBuffersRequest r;
+    r.set_channel_id(channel);
+    r.add_received_ids((*m)->shared_buffer().id());
+    REQUIRE(c.ReleaseSharedBuffers(r).ok());
+    kept->push_back((*m)->shared_buffer().id());
+  }
+}
+
+TEST_CASE("a client that keeps its shared buffers is paused at the channel's cap, then RESOURCE_EXHAUSTED",
+          "[transport]") {
+  Daemon d(Dataset(), {"--max_unfreed_shared_mb_per_channel=1", "--shared_release_timeout_s=1"});
+  auto c = Connect(d);
+  auto meta = c->GetDatasetMeta();
+  REQUIRE(meta.ok());
+  client::SharedMappings mappings(meta->shared_memory().dir());
+  const uint64_t channel = *Register(*c, InitBackend(*c, "keeper"), true);
+  Start(*c, channel, 0);
+  auto stream = Open(*c, channel, 0);
+  std::vector<uint64_t> kept;
+  const absl::Status s = ReceiveKeeping(*c, channel, stream.get(), &mappings, &kept);
+  CHECK(s.code() == absl::StatusCode::kResourceExhausted);
+  CHECK_THAT(std::string(s.message()), Catch::Contains("did not free"));
+  CHECK_THAT(std::string(s.message()), Catch::Contains("--max_unfreed_shared_mb_per_channel"));
+  v1::ChannelStats stats = Describe(*c, channel);
+  REQUIRE(kept.size() >= 1);
+  CHECK(static_cast<int64_t>(kept.size()) < stats.num_batches());
+  CHECK(stats.waiting_for_release());
+  // Held: at most the cap plus the one use that crossed it (files grow in 2 MiB granules, so
+  // here the first use already reaches the 1 MiB cap).
+  CHECK(kept.size() == 1);
+  CHECK(stats.unfreed_bytes() == (int64_t{2} << 20));
+  CHECK(stats.unreleased_buffers() == static_cast<int>(kept.size()));
+
+  // Freeing lets the channel go on: a new stream delivers the rest of the epoch.
+  v1::ReleaseSharedBuffersRequest r;
+  r.set_channel_id(channel);
+  for (uint64_t id : kept) r.add_freed_ids(id);
+  REQUIRE(c->ReleaseSharedBuffers(r).ok());
+  stats = Describe(*c, channel);
+  CHECK(!stats.waiting_for_release());
+  CHECK(stats.unfreed_bytes() == 0);
+  const Epoch rest = ReadAll(*c, channel, 0, &mappings);
+  CHECK(static_cast<int64_t>(rest.batches.size() + kept.size()) == stats.num_batches());
+  CHECK(d.Stop(SIGTERM) == 0);
+}
+
+TEST_CASE("past the server's shared-memory cap a channel that keeps its buffers waits; one that frees goes on",
+          "[transport]") {
+  Daemon d(Dataset(), {"--max_unfreed_shared_mb=1"});
+  auto c = Connect(d);
+  auto meta = c->GetDatasetMeta();
+  REQUIRE(meta.ok());
+  client::SharedMappings mappings(meta->shared_memory().dir());
+  const uint64_t backend = InitBackend(*c, "two");
+  const uint64_t hog = *Register(*c, backend, true);
+  const uint64_t polite = *Register(*c, backend, true);
+  CHECK(c->GetServerStats()->shared_unfreed_limit() == (int64_t{1} << 20));
+  Start(*c, hog, 0);
+  Start(*c, polite, 0);
+  auto hog_stream = Open(*c, hog, 0);
+  std::vector<uint64_t> kept;
+  absl::Status hog_status;
+  client::SharedMappings hog_mappings(meta->shared_memory().dir());
+  std::thread reader([&] { hog_status = ReceiveKeeping(*c, hog, hog_stream.get(), &hog_mappings, &kept); });
+  REQUIRE(PollUntil([&] { return Describe(*c, hog).waiting_for_release(); }));
+  const Epoch all = ReadAll(*c, polite, 0, &mappings);
+  CHECK(static_cast<int64_t>(all.batches.size()) == Describe(*c, polite).num_batches());
+  v1::ChannelStats h = Describe(*c, hog);
+  CHECK(h.waiting_for_release());
+  CHECK(h.batches_delivered() < h.num_batches());
+  v1::DestroySamplingInputRequest destroy;
+  destroy.set_channel_id(hog);
+  REQUIRE(c->DestroySamplingInput(destroy).ok());
+  reader.join();
+  CHECK(hog_status.code() == absl::StatusCode::kAborted);
+  CHECK(c->GetServerStats()->shared_unfreed_bytes() == 0);
+  CHECK(d.Stop(SIGTERM) == 0);
+}
+
 TEST_CASE("a server without shared memory refuses a shared-memory channel", "[transport]") {
   Daemon d(Dataset(), {"--shared_memory_dir="});
   auto c = Connect(d);

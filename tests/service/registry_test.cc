@@ -10,7 +10,7 @@ namespace graphstore {
 namespace {
 
 std::shared_ptr<ChannelEntry> NewChannel(Registry& r, std::shared_ptr<BackendEntry> b) {
-  auto c = std::make_shared<ChannelEntry>(8, 1 << 20);
+  auto c = std::make_shared<ChannelEntry>(8, 1 << 20, int64_t{1} << 30);
   c->id = r.ReserveChannelId();
   c->backend = std::move(b);
   r.AddChannel(c);

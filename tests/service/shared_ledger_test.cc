@@ -40,7 +40,7 @@ struct Buffers {
 
 TEST_CASE("unreceived uses hold the stream back at the message limit; receiving one lets it go on", "[ledger]") {
   Buffers b;
-  SharedLedger ledger(2, int64_t{1} << 40);
+  SharedLedger ledger(2, int64_t{1} << 40, int64_t{1} << 40);
   auto u1 = b.Use(100);
   auto u2 = b.Use(100);
   const uint64_t id1 = u1->id, id2 = u2->id;
@@ -65,15 +65,48 @@ TEST_CASE("unreceived bytes hold the stream back at the byte limit", "[ledger]")
   Buffers b;
   auto u = b.Use(1 << 20);
   const int64_t size = static_cast<int64_t>(u->file->size());
-  SharedLedger ledger(100, size);
+  SharedLedger ledger(100, size, int64_t{1} << 40);
   ledger.Sent(std::move(u));
   CHECK(ledger.BacklogFull());
   CHECK(ledger.unreceived_bytes() == size);
 }
 
+TEST_CASE("uses received and never freed pause the stream at the channel's and the server's limits", "[ledger]") {
+  Buffers b;
+  auto u1 = b.Use(1 << 20);
+  const int64_t size = static_cast<int64_t>(u1->file->size());
+  SharedLedger ledger(100, int64_t{1} << 40, 2 * size);
+  const uint64_t id1 = u1->id;
+  ledger.Sent(std::move(u1));
+  ledger.Apply(Of({id1}), Of({}));
+  CHECK(ledger.HoldBack(false, 0) == SharedLedger::Hold::kNone);
+  // The server at its limit: past its share the channel waits, under it it goes on.
+  CHECK(ledger.HoldBack(true, size) == SharedLedger::Hold::kUnfreed);
+  CHECK(ledger.HoldBack(true, 2 * size) == SharedLedger::Hold::kNone);
+  auto u2 = b.Use(1 << 20);
+  const uint64_t id2 = u2->id;
+  ledger.Sent(std::move(u2));
+  ledger.Apply(Of({id2}), Of({}));
+  CHECK(ledger.unfreed_bytes() == 2 * size);
+  CHECK(!ledger.BacklogFull());  // everything was received ...
+  CHECK(ledger.HoldBack(false, 0) == SharedLedger::Hold::kUnfreed);  // ... and kept
+  const SharedLedger::Release f = ledger.Apply(Of({}), Of({id1}));
+  CHECK(f.freed_bytes == size);
+  CHECK(ledger.unfreed_bytes() == size);
+  CHECK(ledger.HoldBack(false, 0) == SharedLedger::Hold::kNone);
+}
+
+TEST_CASE("one use always goes, however large", "[ledger]") {
+  Buffers b;
+  SharedLedger ledger(100, int64_t{1} << 40, 1);
+  CHECK(ledger.HoldBack(true, 0) == SharedLedger::Hold::kNone);
+  ledger.Sent(b.Use(64));
+  CHECK(ledger.HoldBack(false, 0) == SharedLedger::Hold::kUnfreed);
+}
+
 TEST_CASE("ids the ledger does not hold are ignored, and TakeAll empties it", "[ledger]") {
   Buffers b;
-  SharedLedger ledger(8, 1 << 30);
+  SharedLedger ledger(8, 1 << 30, int64_t{1} << 40);
   auto u = b.Use(64);
   const uint64_t id = u->id;
   ledger.Sent(std::move(u));
