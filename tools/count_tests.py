@@ -1,10 +1,12 @@
 """Counts test cases from a `bazel test --test_summary=short` run.
 
-Usage: count_tests.py TESTLOGS_DIR BAZEL_OUTPUT_LOG
+Usage: count_tests.py TESTLOGS_DIR BAZEL_OUTPUT_LOG [EXTRA_JUNIT_XML]
 The summary lines of the log say which targets ran and how they ended. For a target that
 passed or failed, its JUnit report (written by tests/catch_main.cc) gives one <testcase> per
 Catch2 TEST_CASE; a target that failed to build, timed out, or left no report counts as one
-failure. Prints the failing cases, then "N passed, N failed"; exits 1 when anything failed.
+failure. EXTRA_JUNIT_XML (the fuzz run's report) adds its cases; when given and missing or
+empty, that counts as one failure. Prints the failing cases, then "N passed, N failed"; exits 1
+when anything failed.
 """
 import os
 import re
@@ -51,6 +53,19 @@ def main(argv):
             failures.append(f"{target}: {status}")
     if not results:
         failures.append("no test target ran")
+    if len(argv) > 3:
+        try:
+            root = ET.parse(argv[3]).getroot()
+            cases = list(root.iter("testcase"))
+        except (OSError, ET.ParseError):
+            cases = []
+        if not cases:
+            failures.append("fuzz: no report (tests/fuzz/run.sh did not finish)")
+        for case in cases:
+            if case.find("failure") is not None:
+                failures.append(f"fuzz: {case.get('name')}")
+            else:
+                passed += 1
     for f in failures:
         print(f"FAILED {f}")
     print(f"{passed} passed, {len(failures)} failed")

@@ -18,11 +18,16 @@ if [ -z "${GRAPHSTORE_SHARED_DATA:-}" ]; then
 fi
 
 log=$(mktemp)
-trap 'rm -f "$log"' EXIT
+fuzz_report=$(mktemp)
+trap 'rm -f "$log" "$fuzz_report"' EXIT
 bazel test --keep_going --test_summary=short "$@" //... 2>&1 | tee "$log"
 status=${PIPESTATUS[0]}
 
-python3 tools/count_tests.py "$(bazel info bazel-testlogs 2>/dev/null)" "$log"
+# Every libFuzzer target for a few seconds from its seed corpus, so that a regression in the
+# readers or the request validation surfaces here (longer runs: bash tests/fuzz/run.sh 600).
+bash tests/fuzz/run.sh "${GRAPHSTORE_FUZZ_SECONDS:-5}" "$fuzz_report" || status=1
+
+python3 tools/count_tests.py "$(bazel info bazel-testlogs 2>/dev/null)" "$log" "$fuzz_report"
 count_status=$?
 if [ "$status" -ne 0 ] || [ "$count_status" -ne 0 ]; then exit 1; fi
 exit 0
