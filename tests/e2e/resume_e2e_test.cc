@@ -27,8 +27,14 @@ namespace {
 using testing::Daemon;
 using testing::PollUntil;
 
-// Small batches, a one-message server buffer, a small window and one batch of prefetch: most
-// of an epoch is still unsampled when the test kills a server.
+// The test graph: 512 features make each batch ~0.7 MB and an epoch ~80 MB, far more than the
+// server's one-message buffer, the 64 KiB window, the client's 16 MiB read-ahead queue and one
+// batch of prefetch hold together, so most of an epoch is still unsent when a server is killed.
+const std::string& Dataset(int num_partitions) {
+  return testing::GeneratedDataset(3000, 512, 8, num_partitions, 11);
+}
+
+// Small batches, a one-message server buffer, a small window and one batch of prefetch.
 client::LoaderOptions Options(const std::vector<std::string>& servers, bool shared_memory) {
   client::LoaderOptions o;
   o.servers = servers;
@@ -92,7 +98,7 @@ std::string Address(int port) { return absl::StrCat("127.0.0.1:", port); }
 TEST_CASE("a trainer rides out its server's SIGKILL and restart mid-epoch, byte-identical", "[resume]") {
   const bool shared_memory = GENERATE(false, true);
   INFO((shared_memory ? "shared memory" : "socket"));
-  const std::string dir = testing::GeneratedDataset(3000, 16, 8, 1, 11);
+  const std::string dir = Dataset(1);
   const int port = testing::FreeLoopbackPorts(1)[0];
   const std::vector<std::string> flags = {"--state_log_interval_s=0"};
   auto d = std::make_unique<Daemon>(dir, flags, port);
@@ -131,7 +137,7 @@ TEST_CASE("a trainer rides out its server's SIGKILL and restart mid-epoch, byte-
 }
 
 TEST_CASE("a server killed between epochs is reconnected by the next StartEpoch", "[resume]") {
-  const std::string dir = testing::GeneratedDataset(3000, 16, 8, 1, 11);
+  const std::string dir = Dataset(1);
   const int port = testing::FreeLoopbackPorts(1)[0];
   const std::vector<std::string> flags = {"--state_log_interval_s=0"};
   auto d = std::make_unique<Daemon>(dir, flags, port);
@@ -151,7 +157,7 @@ TEST_CASE("a server killed between epochs is reconnected by the next StartEpoch"
 
 TEST_CASE("a 2-server cluster: a trainer rides out one server's SIGKILL and restart, byte-identical",
           "[resume][cluster]") {
-  const std::string dir = testing::GeneratedDataset(3000, 16, 8, 2, 11);
+  const std::string dir = Dataset(2);
   const std::vector<int> ports = testing::FreeLoopbackPorts(2);
   const std::vector<std::string> addresses = {Address(ports[0]), Address(ports[1])};
   const std::vector<std::string> flags = {"--cluster=" + addresses[0] + "," + addresses[1], "--peer_timeout_ms=2000",
@@ -185,7 +191,7 @@ TEST_CASE("a 2-server cluster: a trainer rides out one server's SIGKILL and rest
 }
 
 TEST_CASE("past its reconnect deadline the Loader fails with the server's last error", "[resume]") {
-  const std::string dir = testing::GeneratedDataset(3000, 16, 8, 1, 11);
+  const std::string dir = Dataset(1);
   Daemon d(dir, {"--state_log_interval_s=0"});
   client::LoaderOptions o = Options({d.address()}, false);
   o.reconnect_deadline = std::chrono::milliseconds(1500);
@@ -206,7 +212,7 @@ TEST_CASE("past its reconnect deadline the Loader fails with the server's last e
 }
 
 TEST_CASE("the Loader renews its leases while the trainer is busy; a silent channel is reaped", "[resume]") {
-  const std::string dir = testing::GeneratedDataset(3000, 16, 8, 1, 11);
+  const std::string dir = Dataset(1);
   Daemon d(dir, {"--state_log_interval_s=0"});
   client::LoaderOptions o = Options({d.address()}, false);
   o.lease_ms = 300;

@@ -310,8 +310,14 @@ class ErrorsTest(unittest.TestCase):
         self.assertServerError("UNAVAILABLE", [], lambda: graphstore.Loader([f"127.0.0.1:{port}"], [2], deadline=2))
 
     def test_a_server_restart_mid_epoch_loses_and_repeats_nothing(self):
+        # 512 features: an epoch (~80 MB) is far more than the server's buffer, the window and
+        # the client's 16 MiB read-ahead hold, so the kill lands mid-epoch.
+        wide = os.path.join(WORK, "wide")
+        if not os.path.exists(wide):
+            gt.run(gt.tool("graphstore-generate"), "--nodes=3000", "--feature_dim=512", "--classes=5", "--seed=7",
+                   f"--out={wide}")
         port = gt.free_ports(1)[0]
-        d = gt.Daemon(G1, port=port, name="restarted").wait_ready()
+        d = gt.Daemon(wide, port=port, name="restarted").wait_ready()
         args = dict(servers=[d.address], num_neighbors=[4, 2], batch_size=16, split="train", shuffle=True, seed=8,
                     shared_memory=False, buffer_messages=1, prefetch=1, stream_window_bytes=64 << 10,
                     backend_key="restart")
@@ -326,7 +332,7 @@ class ErrorsTest(unittest.TestCase):
                     if len(got) == 4:
                         d.proc.kill()
                         d.proc.wait()
-                        d = gt.Daemon(G1, port=port, name="restarted").wait_ready()
+                        d = gt.Daemon(wide, port=port, name="restarted").wait_ready()
                 self.assertGreaterEqual(loader.num_reconnects, 1)
             self.assertEqual(sorted(got), sorted(want))
             for i, (n_id, edge_index, x) in want.items():
