@@ -3,10 +3,12 @@
 // For each graph: independent random 8-byte loads over the graph's CSR index array (same size,
 // same memory), then k-hop neighbour sampling of random 1024-seed batches with fanout
 // [15, 10, 5], on 1 and 2 threads; then the same sampling through the scheduler's Backend.
-// Prints sampled edges/s, seeds/s, the baseline loads/s and their ratio.
+// Prints sampled edges/s, seeds/s, the baseline loads/s and their ratio. Then weighted draws
+// (by the graph's edge weights) beside uniform ones, without and with replacement, on 1 thread.
 //
 //   bazel run -c opt //bench:sampling_bench -- --graphs=1m,products
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -206,6 +208,27 @@ int Run(int argc, char** argv) {
                     direct.edges_per_s / one_thread_edges);
       }
       std::fflush(stdout);
+    }
+    if (e.weights_data() != nullptr) {
+      // Alternating runs, the better of two each: the machine is shared.
+      for (bool replace : {false, true}) {
+        NeighborSamplerOptions uo = so;
+        uo.replace = replace;
+        NeighborSamplerOptions wo = uo;
+        wo.weighted_edge_types = {"*"};
+        auto uniform = NeighborSampler::Create(p->get(), uo);
+        auto weighted = NeighborSampler::Create(p->get(), wo);
+        if (!uniform.ok() || !weighted.ok()) return 1;
+        double u = 0, w = 0;
+        for (int round = 0; round < 2; ++round) {
+          u = std::max(u, SampleDirect(**uniform, num_nodes, batch_size, 1, seconds).edges_per_s);
+          w = std::max(w, SampleDirect(**weighted, num_nodes, batch_size, 1, seconds).edges_per_s);
+        }
+        std::printf("%-10s weighted vs uniform, %s replacement, 1 thread: uniform %.3g edges/s, weighted %.3g "
+                    "edges/s, ratio %.2f\n",
+                    label.c_str(), replace ? "with" : "without", u, w, w / u);
+        std::fflush(stdout);
+      }
     }
   }
   return 0;

@@ -80,6 +80,7 @@ const std::string& GeneratedDataset(int64_t num_nodes, int feature_dim, int num_
   o.num_classes = num_classes;
   o.num_partitions = num_partitions;
   o.seed = seed;
+  o.edge_weights = true;  // uniform sampling ignores them; weighted sampling tests use them
   const std::string path = dir->path() + "/data-" + std::to_string(made.size());
   if (!GenerateDataset(o, path).ok()) throw std::runtime_error("cannot generate a test dataset");
   return made.emplace(key, path).first->second;

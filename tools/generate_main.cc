@@ -29,6 +29,8 @@ int Run(int argc, char** argv) {
   flags.Define("feature_signal", absl::StrCat(d.feature_signal), "centroid std relative to unit noise");
   flags.Define("split", "0.6,0.2,0.2", "train,val,test fractions");
   flags.Define("seed", "0", "seed of everything");
+  flags.Define("edge_weights", "false",
+               "also write a sampling weight per edge (0 for about one edge in ten, else 1..8)");
   flags.Define("partitions", "1", "partitions (1: DIR is a partition directory; N: DIR/part-K)");
   flags.Define("edge_dir", "out", "\"out\" or \"in\"");
   flags.Define("method", d.method, "assignment of nodes to partitions: \"random\" or \"metis\"");
@@ -73,6 +75,9 @@ int Run(int argc, char** argv) {
   auto seed = flags.GetInt("seed");
   if (!seed.ok()) return Fail(seed.status());
   o.seed = static_cast<uint64_t>(*seed);
+  auto weights = flags.GetBool("edge_weights");
+  if (!weights.ok()) return Fail(weights.status());
+  o.edge_weights = *weights;
   o.edge_dir = flags.Get("edge_dir");
   o.method = flags.Get("method");
   if (flags.IsSet("name") || flags.Get("preset").empty()) o.name = flags.Get("name");

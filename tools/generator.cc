@@ -130,6 +130,16 @@ void UpdateRange(const float* rows_data, int64_t rows, int64_t dim, bool first, 
   }
 }
 
+}  // namespace
+
+float EdgeWeight(uint64_t seed, int64_t src, int64_t dst) {
+  const uint64_t h = Mix(Mix(seed ^ 0x5bd1e995u) ^ static_cast<uint64_t>(src) * 0x9e3779b97f4a7c15ULL ^
+                         static_cast<uint64_t>(dst));
+  return h % 10 == 0 ? 0.0f : static_cast<float>(1 + (h >> 8) % 8);
+}
+
+namespace {
+
 // The whole graph as one partition, streamed to disk.
 absl::Status WriteSingle(const GeneratorOptions& o, const Communities& c, const std::string& dir) {
   if (o.edge_dir != "out") {
@@ -144,6 +154,13 @@ absl::Status WriteSingle(const GeneratorOptions& o, const Communities& c, const 
   }
   auto indices = NpyWriter::Create(edir + "/indices.npy", NpyDtype::kInt64);
   if (!indices.ok()) return indices.status();
+  std::unique_ptr<NpyWriter> weights;
+  if (o.edge_weights) {
+    auto w = NpyWriter::Create(edir + "/weights.npy", NpyDtype::kFloat32);
+    if (!w.ok()) return w.status();
+    weights = *std::move(w);
+  }
+  std::vector<float> row_weights;
   std::unique_ptr<NpyWriter> features;
   if (o.feature_dim > 0) {
     auto f = NpyWriter::Create(ndir + "/features.npy", NpyDtype::kFloat32, {o.feature_dim});
@@ -163,6 +180,11 @@ absl::Status WriteSingle(const GeneratorOptions& o, const Communities& c, const 
       indptr[v + 1] = indptr[v] + static_cast<int64_t>(row.size());
       for (int64_t w : row) ++degree[w];
       if (auto s = (*indices)->Append(row.data(), static_cast<int64_t>(row.size())); !s.ok()) return s;
+      if (weights) {
+        row_weights.clear();
+        for (int64_t w : row) row_weights.push_back(EdgeWeight(o.seed, v, w));
+        if (auto s = weights->Append(row_weights.data(), static_cast<int64_t>(row.size())); !s.ok()) return s;
+      }
       if (features) GenerateFeatures(o, c, v, &fbuf[(v - base) * o.feature_dim]);
     }
     if (features) {
@@ -171,6 +193,9 @@ absl::Status WriteSingle(const GeneratorOptions& o, const Communities& c, const 
     }
   }
   if (auto s = (*indices)->Finish(); !s.ok()) return s;
+  if (weights) {
+    if (auto s = weights->Finish(); !s.ok()) return s;
+  }
   if (features) {
     if (auto s = features->Finish(); !s.ok()) return s;
   }
@@ -222,6 +247,7 @@ absl::Status WriteSingle(const GeneratorOptions& o, const Communities& c, const 
   et->set_dst_type("node");
   et->set_num_edges(indptr[n]);
   et->set_num_local_edges(indptr[n]);
+  et->set_has_edge_weights(o.edge_weights);
   return WriteManifest(dir, m);
 }
 
@@ -243,6 +269,7 @@ GraphData Materialise(const GeneratorOptions& o, const Communities& c) {
     for (int64_t u : row) {
       et.src.push_back(v);
       et.dst.push_back(u);
+      if (o.edge_weights) et.weights.push_back(EdgeWeight(o.seed, v, u));
     }
     if (o.feature_dim > 0) GenerateFeatures(o, c, v, &nt.features[v * o.feature_dim]);
     nt.labels[v] = c.label[v];

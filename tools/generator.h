@@ -43,6 +43,8 @@ struct GeneratorOptions {
   double test_fraction = 0.2;
   /// Seed of everything.
   uint64_t seed = 0;
+  /// Also write a sampling weight per edge (EdgeWeight).
+  bool edge_weights = false;
   /// Partitions to write, >= 1.
   int num_partitions = 1;
   /// How nodes are assigned to partitions: "random" or "metis".
@@ -63,6 +65,10 @@ absl::StatusOr<GraphData> GenerateGraph(const GeneratorOptions& options);
 /// Generates the dataset into `out_dir` (a partition directory when there is one partition,
 /// else `out_dir`/part-K).
 absl::Status GenerateDataset(const GeneratorOptions& options, const std::string& out_dir);
+
+/// The weight the generator gives edge (src, dst) under `seed`: 0 for about one edge in ten,
+/// else an integer in [1, 8].
+float EdgeWeight(uint64_t seed, int64_t src, int64_t dst);
 
 }  // namespace graphstore
 

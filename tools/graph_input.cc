@@ -1,6 +1,7 @@
 #include "tools/graph_input.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cerrno>
 #include <cstdlib>
 #include <fstream>
@@ -217,7 +218,56 @@ class GraphBuilder {
       NoteType(e.dst_type)->raw.insert(e.dst.begin(), e.dst.end());
       g_.edge_types.push_back(std::move(e));
     }
+    for (const auto& wf : spec_.edge_weights) {
+      EdgeTypeData* e = nullptr;
+      for (auto& t : g_.edge_types) {
+        if (wf.type.empty() ? g_.edge_types.size() == 1
+                            : absl::StrCat(t.src_type, "__", t.relation, "__", t.dst_type) == wf.type) {
+          e = &t;
+        }
+      }
+      if (e == nullptr) {
+        return absl::InvalidArgumentError(absl::StrCat("--edge_weights=", wf.type.empty() ? "" : wf.type + "=", wf.path,
+                                                       wf.type.empty() ? ": with several edge types, name one (TYPE=PATH)"
+                                                                       : ": no --edges file has that type"));
+      }
+      auto w = ReadWeights(wf.path);
+      if (!w.ok()) return w.status();
+      if (w->size() != e->src.size()) {
+        return absl::InvalidArgumentError(absl::StrCat(wf.path, ": ", w->size(), " weights for ", e->src.size(),
+                                                       " edges; give one per edge, in the edge list's order"));
+      }
+      for (size_t i = 0; i < w->size(); ++i) {
+        if (!((*w)[i] >= 0) || !std::isfinite((*w)[i])) {
+          return absl::InvalidArgumentError(
+              absl::StrCat(wf.path, ": weight ", i, " is ", (*w)[i], "; weights are finite and >= 0"));
+        }
+      }
+      e->weights = *std::move(w);
+    }
     return absl::OkStatus();
+  }
+
+  // Weights: a 1-D float .npy, or text with one number per line.
+  static absl::StatusOr<std::vector<float>> ReadWeights(const std::string& path) {
+    if (path.size() > 4 && path.substr(path.size() - 4) == ".npy") {
+      auto m = ReadFloatMatrix(path);
+      if (!m.ok()) return m.status();
+      if (m->second != 1) return absl::InvalidArgumentError(absl::StrCat(path, ": expected a 1-D array of weights"));
+      return std::move(m->first);
+    }
+    std::ifstream in(path);
+    if (!in) return absl::NotFoundError(absl::StrCat(path, ": cannot open"));
+    std::vector<float> out;
+    std::string line;
+    for (int64_t n = 1; std::getline(in, line); ++n) {
+      if (line.empty() || line[0] == '#') continue;
+      char* end = nullptr;
+      const float v = std::strtof(line.c_str(), &end);
+      if (end == line.c_str()) return absl::InvalidArgumentError(absl::StrCat(path, ":", n, ": not a number"));
+      out.push_back(v);
+    }
+    return out;
   }
 
   // --node_ids (the raw id of each row of a type's files), --features and --labels.

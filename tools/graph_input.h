@@ -42,6 +42,9 @@ struct GraphInputSpec {
   std::vector<TypedFile> labels;
   /// Split name ("train", "val", "test") -> files of raw ids.
   std::map<std::string, std::vector<TypedFile>> splits;
+  /// Edge weights, one per edge of the type's edge list in its order (.npy float32/float64
+  /// 1-D, or text with one number per line); type as in `edges`.
+  std::vector<TypedFile> edge_weights;
 };
 
 /// Reads an edge list: a text file of "a b" pairs (whitespace or comma separated, extra

@@ -147,6 +147,10 @@ class Loader:
             ``y``, ``e_id``, ``edge_attr``).
         sampler: ``"neighbor"`` (k-hop), ``"subgraph"`` (k-hop, then the induced subgraph)
             or ``"ppr"`` (personalized PageRank neighbourhoods; see ``ppr``).
+        weighted: draw neighbours in proportion to the stored edge weights: ``True`` for every
+            edge type, or a list of edge types (``"src__rel__dst"`` or ``(src, rel, dst)``); each
+            must store weights (``graphstore-partition --edge_weights``). Zero-weight edges are
+            never drawn. With ``replace``, draws are independent.
         ppr: ``PprOptions`` for ``sampler="ppr"``.
         ablp: ``AblpInput`` for link-prediction batches (seeds are its anchors).
         num_negatives, negative_sampling: generated negatives per anchor of an ABLP batch
@@ -193,6 +197,7 @@ class Loader:
 
     def __init__(self, servers: Union[Sequence[str], str], num_neighbors=None, input_nodes=None,
                  batch_size: int = 1, shuffle: bool = False, drop_last: bool = False, replace: bool = False, *,
+                 weighted: Union[bool, Sequence] = False,
                  split: str = "train", rank: int = 0, world_size: int = 1, seed: int = 0,
                  node_features: bool = True, labels: bool = True, edge_ids: bool = False,
                  edge_features: bool = False, sampler: str = "neighbor", ppr: Optional[PprOptions] = None,
@@ -217,6 +222,12 @@ class Loader:
         config.shuffle = _bool("shuffle", shuffle)
         config.drop_last = _bool("drop_last", drop_last)
         config.replace = _bool("replace", replace)
+        if weighted is True:
+            config.weighted_edge_types.append("*")
+        elif weighted is not False:
+            if isinstance(weighted, str) or not isinstance(weighted, Sequence) or not weighted:
+                raise TypeError("weighted must be True, False or a non-empty list of edge types")
+            config.weighted_edge_types.extend(edge_type_name(t) for t in weighted)
         config.with_node_features = _bool("node_features", node_features)
         config.with_labels = _bool("labels", labels)
         config.with_edge_ids = _bool("edge_ids", edge_ids)

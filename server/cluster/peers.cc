@@ -296,6 +296,7 @@ std::unique_ptr<PeerSampling::Pending> Peers::SampleNeighbors(const Hop& hop, st
     r.mutable_ids()->Add(call.ids.begin(), call.ids.end());
     r.set_fanout(hop.fanout);
     r.set_replace(hop.replace);
+    r.set_weighted(hop.weighted);
     r.set_with_edge_ids(hop.with_edge_ids);
     r.set_with_edge_features(hop.with_edge_features);
     r.mutable_excluded()->Add(call.excluded.begin(), call.excluded.end());

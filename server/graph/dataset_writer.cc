@@ -1,5 +1,7 @@
 #include "server/graph/dataset_writer.h"
 
+#include <cmath>
+
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -127,6 +129,16 @@ absl::Status ValidateGraph(const GraphData& g) {
     if (e.feature_dim > 0 && e.features.size() != e.src.size() * e.feature_dim) {
       return absl::InvalidArgumentError(absl::StrCat(who, ": features are not num_edges x feature_dim"));
     }
+    if (!e.weights.empty() && e.weights.size() != e.src.size()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(who, ": ", e.weights.size(), " edge weights for ", e.src.size(), " edges"));
+    }
+    for (size_t i = 0; i < e.weights.size(); ++i) {
+      if (!(e.weights[i] >= 0) || !std::isfinite(e.weights[i])) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(who, ": edge weight ", i, " is ", e.weights[i], "; weights are finite and >= 0"));
+      }
+    }
     for (size_t i = 0; i < e.src.size(); ++i) {
       if (e.src[i] < 0 || e.src[i] >= g.node_types[s].num_nodes || e.dst[i] < 0 ||
           e.dst[i] >= g.node_types[d].num_nodes) {
@@ -170,6 +182,7 @@ void AddReverseEdgeTypes(GraphData* g) {
     r.dst = e.src;
     r.feature_dim = e.feature_dim;
     r.features = e.features;
+    r.weights = e.weights;
     g->edge_types.push_back(std::move(r));
   }
 }
@@ -388,6 +401,7 @@ absl::Status WriteEdgeType(const GraphData& g, const Assignment& assignment, Lay
   std::vector<int64_t> indices;
   std::vector<int64_t> eids;
   std::vector<float> feats;
+  std::vector<float> weights;
   const std::vector<int64_t>& order = l->order[et];
   int64_t& cur = l->cursor[et];
   for (size_t r = 0; r < row_ids.size(); ++r) {
@@ -395,6 +409,7 @@ absl::Status WriteEdgeType(const GraphData& g, const Assignment& assignment, Lay
       const int64_t i = order[cur++];
       indices.push_back(cols[i]);
       eids.push_back(i);
+      if (!e.weights.empty()) weights.push_back(e.weights[i]);
       if (e.feature_dim > 0) {
         feats.insert(feats.end(), e.features.begin() + i * e.feature_dim, e.features.begin() + (i + 1) * e.feature_dim);
       }
@@ -411,6 +426,10 @@ absl::Status WriteEdgeType(const GraphData& g, const Assignment& assignment, Lay
   if (auto s = WriteNpyVector(edir + "/indptr.npy", indptr); !s.ok()) return s;
   if (auto s = WriteNpyVector(edir + "/indices.npy", indices); !s.ok()) return s;
   if (auto s = WriteNpyVector(edir + "/edge_ids.npy", eids); !s.ok()) return s;
+  if (!e.weights.empty()) {
+    me->set_has_edge_weights(true);
+    if (auto s = WriteNpyVector(edir + "/weights.npy", weights); !s.ok()) return s;
+  }
   if (e.feature_dim > 0) {
     me->set_feature_dim(e.feature_dim);
     me->set_feature_dtype("float32");

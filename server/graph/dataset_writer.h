@@ -46,6 +46,8 @@ struct EdgeTypeData {
   int64_t feature_dim = 0;
   /// Row-major [num_edges, feature_dim].
   std::vector<float> features;
+  /// Sampling weight of each edge, finite and >= 0, [num_edges]; empty for none.
+  std::vector<float> weights;
   /// Split name -> label edges of this type (need not be edges of the graph).
   std::map<std::string, LabelEdges> label_splits;
 };

@@ -1,5 +1,7 @@
 #include "server/graph/partition.h"
 
+#include <cmath>
+
 #include <algorithm>
 #include <utility>
 
@@ -252,6 +254,10 @@ absl::Status Partition::OpenEdgeType(int index) {
     s = OpenExpect(edir + "/edge_ids.npy", NpyDtype::kInt64, {e.num_local}, &e.edge_ids);
     if (!s.ok()) return s;
   }
+  if (m.has_edge_weights()) {
+    s = OpenExpect(edir + "/weights.npy", NpyDtype::kFloat32, {e.num_local}, &e.weights);
+    if (!s.ok()) return s;
+  }
   if (e.feature_dim > 0) {
     auto dtype = FeatureDtype(m.feature_dtype());
     if (!dtype.ok()) return dtype.status();
@@ -311,6 +317,14 @@ absl::Status Partition::VerifyEdgeType(const EdgeTypeStore& e) const {
       if (idx[k - 1] < idx[k] || (idx[k - 1] == idx[k] && (eid == nullptr || eid[k - 1] <= eid[k]))) continue;
       return Corrupt(e.indices, absl::StrCat("row ", r, " is not sorted at entry ", k, " (", idx[k - 1], " then ",
                                              idx[k], "); neighbours are sorted by id, then edge id"));
+    }
+  }
+  if (e.weights.is_open()) {
+    const float* w = e.weights.data<float>();
+    for (int64_t k = 0; k < e.num_local; ++k) {
+      if (!(w[k] >= 0) || !std::isfinite(w[k])) {
+        return Corrupt(e.weights, absl::StrCat("entry ", k, " is ", w[k], "; edge weights are finite and >= 0"));
+      }
     }
   }
   if (auto st = VerifyLabelEdges(e); !st.ok()) return st;

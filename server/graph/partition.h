@@ -67,6 +67,7 @@ struct EdgeTypeStore {
   MappedNpy indices;   ///< int64 [num_local]: global ids of the column type.
   MappedNpy edge_ids;  ///< int64 [num_local]: global edge ids, when stored.
   MappedNpy features;  ///< [num_local, feature_dim], when feature_dim > 0.
+  MappedNpy weights;   ///< float32 [num_local]: sampling weights (finite, >= 0), when stored.
   /// float32 [2, feature_dim]: each column's min and max over the whole graph, when stored.
   MappedNpy feature_range;
   /// Label edges (link prediction): split name -> int64 [k, 2] (src, dst) global ids, sorted,
@@ -78,6 +79,8 @@ struct EdgeTypeStore {
 
   const int64_t* indptr_data() const { return indptr.data<int64_t>(); }
   const int64_t* indices_data() const { return indices.data<int64_t>(); }
+  /// Sampling weights in CSR order, or null when the type stores none.
+  const float* weights_data() const { return weights.is_open() ? weights.data<float>() : nullptr; }
   /// Global edge id of the edge at CSR position `pos`.
   int64_t EdgeId(int64_t pos) const {
     return edge_ids.is_open() ? edge_ids.data<int64_t>()[pos] : pos;

@@ -78,6 +78,16 @@ inline void ShuffleForEpoch(uint64_t seed, int64_t epoch, std::vector<int64_t>* 
   DeterministicShuffle(ShuffleKey(seed, epoch), ids->data(), ids->size());
 }
 
+/// Picks `fanout` of a node's neighbours with probability proportional to `weights[k]` (one
+/// per candidate k in [0, n)), writing candidate indices to `out` and returning how many were
+/// written. Candidates whose weight is not a positive finite number are never picked; fanout < 0
+/// takes every other one. Without replacement: successive sampling (each pick proportional to
+/// weight among those left, by exponential keys), min(fanout, positive) distinct indices in
+/// increasing order; with replacement: fanout independent draws (none when no weight is
+/// positive). Depends only on (key, weights, fanout, replace). `keys` is scratch.
+int64_t DrawWeightedPositions(uint64_t key, const float* weights, int64_t n, int fanout, bool replace,
+                              std::vector<int64_t>* out, std::vector<double>* keys);
+
 /// Picks which of a node's `degree` neighbours to take, writing positions in [0, degree) to
 /// `out` (room for min(fanout, degree) values, or fanout with replacement) and returning how
 /// many were written. fanout < 0 takes all. Without replacement the positions are distinct and

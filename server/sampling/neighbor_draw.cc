@@ -75,6 +75,7 @@ void DrawOwnedNeighbors(const Partition& partition, int edge_type, const int64_t
   const int64_t* owner_row = rows.local.is_open() ? rows.local.data<int64_t>() : nullptr;
   const int fanout = spec.fanout;
   const bool replace = spec.replace;
+  const float* weights = spec.weighted ? et.weights_data() : nullptr;
   const auto* excluded = spec.excluded != nullptr && !spec.excluded->empty() ? spec.excluded : nullptr;
 
   out->base.resize(n);
@@ -113,6 +114,19 @@ void DrawOwnedNeighbors(const Partition& partition, int edge_type, const int64_t
       }
     }
     auto position = [&](int64_t k) { return base + (candidates != nullptr ? candidates[k] : k); };
+    if (weights != nullptr) {
+      const float* w = weights + base;
+      if (candidates != nullptr) {
+        out->candidate_weights.resize(static_cast<size_t>(degree));
+        for (int64_t k = 0; k < degree; ++k) out->candidate_weights[k] = weights[position(k)];
+        w = out->candidate_weights.data();
+      }
+      const int64_t c = DrawWeightedPositions(HashCombine(spec.hop_key, static_cast<uint64_t>(ids[i])), w, degree,
+                                              fanout, replace, &out->weighted_picks, &out->weighted_keys);
+      for (int64_t k = 0; k < c; ++k) out->picked.push_back(position(out->weighted_picks[k]));
+      out->counts[i] = c;
+      continue;
+    }
     if (draw_all || (!replace && degree <= fanout)) {
       for (int64_t k = 0; k < degree; ++k) out->picked.push_back(position(k));
       out->counts[i] = degree;
@@ -179,6 +193,7 @@ absl::StatusOr<const NeighborDraw*> DrawNeighbors(const Partition& partition, Pe
     h.edge_type = et.name;
     h.fanout = spec.fanout;
     h.replace = spec.replace;
+    h.weighted = spec.weighted;
     h.with_edge_ids = spec.with_edge_ids;
     h.with_edge_features = features;
     h.seed = batch.seed;

@@ -27,7 +27,9 @@ struct NeighborDraw {
   std::vector<int64_t> edge_ids;
   std::vector<char> edge_features;
   /// Staging, kept for reuse.
-  std::vector<int64_t> base, degree, positions, picked, candidates;
+  std::vector<int64_t> base, degree, positions, picked, candidates, weighted_picks;
+  std::vector<float> candidate_weights;
+  std::vector<double> weighted_keys;
 };
 
 /// How one hop draws.
@@ -35,6 +37,9 @@ struct DrawSpec {
   /// Neighbours per node; -1 takes all.
   int fanout = -1;
   bool replace = false;
+  /// Draw in proportion to the edge type's stored weights (it must store them); zero-weight
+  /// edges are never drawn, even when the fanout takes all.
+  bool weighted = false;
   bool with_edge_ids = false;
   bool with_edge_features = false;
   /// Node id's draw is keyed by HashCombine(hop_key, id).

@@ -55,6 +55,25 @@ absl::Status NeighborSampler::Init() {
     return s;
   }
   num_hops_ = std::max(hops, 0);
+  weighted_.assign(partition_->edge_types().size(), false);
+  for (const std::string& name : o.weighted_edge_types) {
+    if (name == "*") {
+      for (size_t e = 0; e < weighted_.size(); ++e) weighted_[e] = true;
+      continue;
+    }
+    auto t = partition_->FindEdgeType(name);
+    if (name.empty() || !t.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat("weighted_edge_types: edge type '", name, "' does not exist"));
+    }
+    weighted_[*t] = true;
+  }
+  for (size_t e = 0; e < weighted_.size(); ++e) {
+    if (weighted_[e] && partition_->edge_type(static_cast<int>(e)).weights_data() == nullptr) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "weighted_edge_types: edge type '", partition_->edge_type(static_cast<int>(e)).name,
+          "' stores no edge weights (weights.npy; graphstore-partition --edge_weights)"));
+    }
+  }
   for (const EdgeTypeStore& e : partition_->edge_types()) {
     auto it = o.fanouts_by_type.find(e.name);
     if (it != o.fanouts_by_type.end()) {
@@ -131,6 +150,7 @@ absl::Status NeighborSampler::ExpandHop(int edge_type, int fanout, uint64_t hop_
   DrawSpec spec;
   spec.fanout = fanout;
   spec.replace = options_.replace;
+  spec.weighted = weighted_[edge_type];
   spec.with_edge_ids = options_.with_edge_ids;
   spec.with_edge_features = options_.with_edge_features;
   spec.hop_key = hop_key;

@@ -35,6 +35,8 @@ struct NeighborSamplerOptions {
   std::map<std::string, std::vector<int>> fanouts_by_type;
   /// Draw with replacement.
   bool replace = false;
+  /// Edge types drawn in proportion to their stored weights ("*": all); each must store them.
+  std::vector<std::string> weighted_edge_types;
   /// Fill SampledEdges::eids.
   bool with_edge_ids = false;
   /// Gather node features.
@@ -98,6 +100,7 @@ class NeighborSampler : public Sampler {
   /// fanout_[edge type][hop].
   std::vector<std::vector<int>> fanout_;
   std::vector<uint64_t> edge_type_hash_;
+  std::vector<bool> weighted_;  // per edge type: draw by stored weight
 };
 
 /// Checks one list of per-hop fanouts against the limits; `field` names it in errors

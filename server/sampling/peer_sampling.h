@@ -46,6 +46,7 @@ class PeerSampling {
     std::string edge_type;
     int fanout = 0;
     bool replace = false;
+    bool weighted = false;
     bool with_edge_ids = false;
     bool with_edge_features = false;
     uint64_t seed = 0;

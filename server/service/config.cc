@@ -28,6 +28,9 @@ absl::Status CheckCommon(const v1::SamplingConfig& c, const CoreOptions& limits)
     if (c.with_edge_ids() || c.with_edge_features()) {
       return Invalid("config.with_edge_ids / with_edge_features: the PPR sampler returns no edges (see ppr weights)");
     }
+    if (c.weighted_edge_types_size() > 0) {
+      return Invalid("config.weighted_edge_types: the PPR sampler walks every edge; it takes no weighted draws");
+    }
   } else if (c.has_ppr()) {
     return Invalid("config.ppr is only for config.kind SAMPLER_KIND_PPR");
   }
@@ -54,6 +57,7 @@ NeighborSamplerOptions NeighborOptionsOf(const v1::SamplingConfig& c, const Core
   o.fanouts.assign(c.num_neighbors().begin(), c.num_neighbors().end());
   for (const auto& [name, f] : c.num_neighbors_by_type()) o.fanouts_by_type[name].assign(f.per_hop().begin(), f.per_hop().end());
   o.replace = c.replace();
+  o.weighted_edge_types.assign(c.weighted_edge_types().begin(), c.weighted_edge_types().end());
   o.with_edge_ids = c.with_edge_ids();
   o.with_node_features = c.with_node_features();
   o.with_labels = c.with_labels();

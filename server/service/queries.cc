@@ -289,6 +289,9 @@ absl::Status PartitionQueries::SampleNeighbors(const v1::SampleNeighborsRequest&
   if (req.with_edge_features() && e.feature_dim == 0) {
     return absl::FailedPreconditionError(absl::StrCat("with_edge_features: edge type '", e.name, "' has no features"));
   }
+  if (req.weighted() && e.weights_data() == nullptr) {
+    return Invalid(absl::StrCat("weighted: edge type '", e.name, "' stores no edge weights"));
+  }
   {
     // The most neighbours the draw can return: each node's degree, or its fanout.
     const NodeTypeStore& rows = partition_->node_type(e.row_type);
@@ -320,6 +323,7 @@ absl::Status PartitionQueries::SampleNeighbors(const v1::SampleNeighborsRequest&
   DrawSpec spec;
   spec.fanout = req.fanout();
   spec.replace = req.replace();
+  spec.weighted = req.weighted();
   spec.with_edge_ids = req.with_edge_ids();
   spec.with_edge_features = req.with_edge_features();
   spec.hop_key = HopKey(c.seed(), c.epoch(), c.batch(), c.hop(), HashString(e.name));

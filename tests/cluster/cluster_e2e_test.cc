@@ -139,6 +139,12 @@ std::vector<int64_t> Int64s(const v1::Tensor& t) {
 }
 
 TEST_CASE("1-, 2- and 4-partition clusters sample the same subgraphs for the same batch", "[cluster]") {
+  // Uniform draws, and draws by edge weight without and with replacement.
+  const int mode = GENERATE(0, 1, 2);
+  INFO((mode == 0 ? "uniform" : mode == 1 ? "weighted" : "weighted, with replacement"));
+  v1::SamplingConfig config = Config(40);
+  if (mode > 0) config.add_weighted_edge_types("*");
+  config.set_replace(mode == 2);
   LocalCluster single(1);
   auto whole = Connect(single.addresses[0]);
   for (int n : {2, 4}) {
@@ -150,8 +156,8 @@ TEST_CASE("1-, 2- and 4-partition clusters sample the same subgraphs for the sam
       // The seeds partition k owns, batched the same way by it and by the single server.
       const std::vector<int64_t> seeds = TrainIds(*c);
       REQUIRE(!seeds.empty());
-      const auto got = Epoch(*c, Register(*c, seeds, Config(40)), 3);
-      const auto want = Epoch(*whole, Register(*whole, seeds, Config(40)), 3);
+      const auto got = Epoch(*c, Register(*c, seeds, config), 3);
+      const auto want = Epoch(*whole, Register(*whole, seeds, config), 3);
       REQUIRE(got.size() == want.size());
       REQUIRE(!got.empty());
       for (size_t b = 0; b < got.size(); ++b) {

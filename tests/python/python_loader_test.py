@@ -341,6 +341,27 @@ class ErrorsTest(unittest.TestCase):
         finally:
             d.stop()
 
+    def test_weighted_draws_never_take_a_zero_weight_edge(self):
+        g = os.path.join(WORK, "weighted")
+        gt.run(gt.tool("graphstore-generate"), "--nodes=2000", "--feature_dim=4", "--classes=3", "--seed=5",
+               "--edge_weights", f"--out={g}")
+        d = gt.Daemon(g, name="weighted").wait_ready()
+        try:
+            weights = Partition(g).edge("node__to__node", "weights")
+            self.assertGreater(int((weights == 0).sum()), 0)
+            zero_seen = {}
+            for weighted in (False, True):
+                with graphstore.Loader([d.address], [-1], batch_size=200, split="train", edge_ids=True,
+                                       weighted=weighted, backend_key=f"weighted-{weighted}") as loader:
+                    w = np.concatenate([weights[b.e_id.numpy()] for b in loader.epoch(0)])
+                zero_seen[weighted] = int((w == 0).sum())
+            self.assertGreater(zero_seen[False], 0)  # a full fanout reaches them uniformly ...
+            self.assertEqual(zero_seen[True], 0)     # ... and never by weight
+            self.assertServerError("INVALID_ARGUMENT", ["stores no edge weights"],
+                                   lambda: graphstore.Loader([D1.address], [2], weighted=True))
+        finally:
+            d.stop()
+
     def test_epochs_must_increase(self):
         with graphstore.Loader([D1.address], [2], batch_size=1000, split="val") as loader:
             list(loader.epoch(3))
@@ -371,6 +392,7 @@ class ErrorsTest(unittest.TestCase):
             (TypeError, "input_nodes", dict(input_nodes=torch.tensor([1.5]))),
             (ValueError, "deadline", dict(deadline=0)),
             (ValueError, "reconnect_deadline", dict(reconnect_deadline=-1)),
+            (TypeError, "weighted", dict(weighted="yes")),
             (ValueError, "servers", dict(servers=[])),
             (TypeError, "ablp", dict(ablp="user__rates__movie")),
         ]

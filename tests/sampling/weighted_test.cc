@@ -1,0 +1,207 @@
+// Weighted neighbour sampling: frequencies follow the weights (with replacement) and the exact
+// inclusion probabilities of successive sampling (without); zero-weight edges are never drawn;
+// exact answers on a hand-built graph; the sampler refuses types without weights; a partition
+// with bad weights is refused naming weights.npy.
+
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <numeric>
+#include <set>
+#include <vector>
+
+#include "server/graph/dataset_writer.h"
+#include "server/graph/npy.h"
+#include "server/graph/partition.h"
+#include "server/sampling/draw.h"
+#include "server/sampling/neighbor_sampler.h"
+#include "tests/fixtures.h"
+#include "tests/sampling/sampling_fixtures.h"
+#include "tests/test_util.h"
+
+namespace graphstore {
+namespace {
+
+using testing::TempDir;
+
+// Probability that candidate i is among the first k of a successive weighted sample without
+// replacement (each pick proportional to weight among those left), by enumeration.
+double InclusionProbability(const std::vector<double>& w, int k, int i) {
+  std::vector<bool> taken(w.size(), false);
+  // Sum over the ordered sequences of picks of their probabilities; count those including i.
+  std::function<double(int, double)> walk = [&](int left, double prob) -> double {
+    if (left == 0) return taken[i] ? prob : 0.0;
+    double rest = 0;
+    for (size_t j = 0; j < w.size(); ++j) rest += taken[j] ? 0 : w[j];
+    if (rest <= 0) return taken[i] ? prob : 0.0;
+    double sum = 0;
+    for (size_t j = 0; j < w.size(); ++j) {
+      if (taken[j] || w[j] <= 0) continue;
+      taken[j] = true;
+      sum += walk(left - 1, prob * w[j] / rest);
+      taken[j] = false;
+    }
+    return sum;
+  };
+  return walk(k, 1.0);
+}
+
+TEST_CASE("weighted draws without replacement match the exact inclusion probabilities", "[weighted][statistics]") {
+  const std::vector<float> weights = {1, 2, 3, 4, 0, 6, 0.5f};
+  const std::vector<double> wd(weights.begin(), weights.end());
+  const int fanout = 3;
+  const int trials = 40000;
+  std::vector<int> count(weights.size(), 0);
+  std::vector<int64_t> out;
+  std::vector<double> keys;
+  for (int t = 0; t < trials; ++t) {
+    const int64_t n = DrawWeightedPositions(HashCombine(99, t), weights.data(), 7, fanout, false, &out, &keys);
+    REQUIRE(n == fanout);
+    REQUIRE(std::is_sorted(out.begin(), out.end()));
+    REQUIRE(std::set<int64_t>(out.begin(), out.end()).size() == static_cast<size_t>(fanout));
+    for (int64_t k : out) ++count[k];
+  }
+  CHECK(count[4] == 0);  // zero weight: never
+  for (size_t i = 0; i < weights.size(); ++i) {
+    const double p = InclusionProbability(wd, fanout, static_cast<int>(i));
+    const double sigma = std::sqrt(trials * p * (1 - p));
+    INFO("candidate " << i << " weight " << weights[i] << " expected " << p * trials << " got " << count[i]);
+    CHECK(std::abs(count[i] - p * trials) <= 5 * sigma + 1);
+  }
+}
+
+TEST_CASE("weighted draws with replacement are proportional to the weights", "[weighted][statistics]") {
+  const std::vector<float> weights = {0, 1, 2, 3, 4, 0, 10};
+  const double total = 20;
+  const int fanout = 4;
+  const int trials = 25000;
+  std::vector<int> count(weights.size(), 0);
+  std::vector<int64_t> out;
+  std::vector<double> keys;
+  for (int t = 0; t < trials; ++t) {
+    REQUIRE(DrawWeightedPositions(HashCombine(5, t), weights.data(), 7, fanout, true, &out, &keys) == fanout);
+    for (int64_t k : out) ++count[k];
+  }
+  const double draws = static_cast<double>(trials) * fanout;
+  CHECK(count[0] == 0);
+  CHECK(count[5] == 0);
+  for (size_t i = 0; i < weights.size(); ++i) {
+    const double p = weights[i] / total;
+    const double sigma = std::sqrt(draws * p * (1 - p));
+    INFO("candidate " << i << " expected " << p * draws << " got " << count[i]);
+    CHECK(std::abs(count[i] - p * draws) <= 5 * sigma + 1);
+  }
+}
+
+TEST_CASE("zero weights: never drawn; all zero draws nothing; a full fanout takes the positive ones",
+          "[weighted]") {
+  std::vector<int64_t> out;
+  std::vector<double> keys;
+  const std::vector<float> zeros(5, 0.0f);
+  for (bool replace : {false, true}) {
+    CHECK(DrawWeightedPositions(1, zeros.data(), 5, 3, replace, &out, &keys) == 0);
+    CHECK(DrawWeightedPositions(1, zeros.data(), 5, -1, replace, &out, &keys) == 0);
+  }
+  const std::vector<float> some = {0, 2, 0, 1, 3};
+  REQUIRE(DrawWeightedPositions(1, some.data(), 5, -1, false, &out, &keys) == 3);
+  CHECK(out == std::vector<int64_t>{1, 3, 4});
+  // A fanout above the positive count takes them all, without replacement.
+  REQUIRE(DrawWeightedPositions(1, some.data(), 5, 4, false, &out, &keys) == 3);
+  CHECK(out == std::vector<int64_t>{1, 3, 4});
+  // NaN, infinity and negative weights (an unverified partition) count as zero.
+  const std::vector<float> odd = {NAN, -1, INFINITY, 2};
+  REQUIRE(DrawWeightedPositions(1, odd.data(), 4, 2, false, &out, &keys) == 1);
+  CHECK(out == std::vector<int64_t>{3});
+  // The same key draws the same.
+  std::vector<int64_t> again;
+  const std::vector<float> w = {1, 1, 1, 1, 1, 1};
+  DrawWeightedPositions(77, w.data(), 6, 3, false, &out, &keys);
+  DrawWeightedPositions(77, w.data(), 6, 3, false, &again, &keys);
+  CHECK(out == again);
+}
+
+// Node 0 -> 1 (weight 0), 2 (weight 5), 3 (weight 0); node 1 -> 3 (weight 1); 2, 3: none.
+GraphData Weighted() {
+  GraphData g;
+  g.node_types.push_back(NodeTypeData{"node", 4});
+  EdgeTypeData e;
+  e.src_type = e.dst_type = "node";
+  e.relation = "to";
+  e.src = {0, 0, 0, 1};
+  e.dst = {1, 2, 3, 3};
+  e.weights = {0, 5, 0, 1};
+  g.edge_types.push_back(e);
+  return g;
+}
+
+TEST_CASE("the weighted sampler draws only edges of positive weight, exactly", "[weighted]") {
+  TempDir dir;
+  auto p = testing::WritePartition(Weighted(), dir.path());
+  REQUIRE(p->edge_type(0).weights_data() != nullptr);
+  for (bool replace : {false, true}) {
+    INFO("replace " << replace);
+    NeighborSamplerOptions o;
+    o.fanouts = {2};
+    o.replace = replace;
+    o.weighted_edge_types = {"*"};
+    auto s = NeighborSampler::Create(p.get(), o);
+    REQUIRE(s.ok());
+    for (int64_t batch = 0; batch < 20; ++batch) {
+      testing::SampleAt at;
+      at.batch = batch;
+      const SampledSubgraph g = testing::RunSampler(**s, {0}, at);
+      const auto pairs = testing::EdgePairs(*p, g, 0);
+      // Only 0 -> 2 has weight: drawn once, or twice with replacement.
+      CHECK(pairs == std::set<std::pair<int64_t, int64_t>>{{0, 2}});
+      CHECK(g.edges[0].rows.size() == (replace ? 2u : 1u));
+    }
+  }
+  // Uniform sampling of the same graph reaches the zero-weight edges.
+  NeighborSamplerOptions uniform;
+  uniform.fanouts = {-1};
+  auto s = NeighborSampler::Create(p.get(), uniform);
+  REQUIRE(s.ok());
+  CHECK(testing::EdgePairs(*p, testing::RunSampler(**s, {0}), 0).size() == 3);
+}
+
+TEST_CASE("weighted sampling of a type without weights, or of an unknown type, is refused", "[weighted]") {
+  TempDir dir;
+  auto p = testing::WritePartition(testing::TinyGraph(), dir.path());
+  NeighborSamplerOptions o;
+  o.fanouts = {2};
+  o.weighted_edge_types = {"*"};
+  auto s = NeighborSampler::Create(p.get(), o);
+  REQUIRE(!s.ok());
+  CHECK(s.status().code() == absl::StatusCode::kInvalidArgument);
+  CHECK_THAT(std::string(s.status().message()), Catch::Contains("stores no edge weights"));
+  o.weighted_edge_types = {"node__likes__node"};
+  s = NeighborSampler::Create(p.get(), o);
+  REQUIRE(!s.ok());
+  CHECK_THAT(std::string(s.status().message()), Catch::Contains("weighted_edge_types: edge type 'node__likes__node'"));
+}
+
+TEST_CASE("a partition whose weights are negative, not finite or of the wrong length is refused naming the file",
+          "[weighted]") {
+  TempDir dir;
+  REQUIRE(testing::WritePartition(Weighted(), dir.path()) != nullptr);
+  const std::string file = EdgeDir(dir.path(), "node__to__node") + "/weights.npy";
+  for (const std::vector<float>& bad : {std::vector<float>{0, 5, -1, 1}, std::vector<float>{0, NAN, 0, 1},
+                                        std::vector<float>{0, 5, INFINITY, 1}, std::vector<float>{1, 2, 3}}) {
+    REQUIRE(WriteNpyVector(file, bad).ok());
+    auto loaded = Partition::Load(dir.path());
+    REQUIRE(!loaded.ok());
+    CHECK_THAT(std::string(loaded.status().message()), Catch::Contains("weights.npy"));
+  }
+  // A graph given weights that are not finite and >= 0 is refused before anything is written.
+  GraphData g = Weighted();
+  g.edge_types[0].weights[1] = -2;
+  TempDir out;
+  const absl::Status s = WritePartitions(g, Assignment{std::vector<int32_t>(4, 0)}, WriteOptions(), out.path());
+  CHECK(s.code() == absl::StatusCode::kInvalidArgument);
+  CHECK_THAT(std::string(s.message()), Catch::Contains("edge weight 1"));
+}
+
+}  // namespace
+}  // namespace graphstore
