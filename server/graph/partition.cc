@@ -282,6 +282,24 @@ absl::Status Partition::OpenEdgeType(int index) {
   return absl::OkStatus();
 }
 
+const std::vector<double>& WeightTree::Get(const int64_t* indptr, int64_t rows, const float* weights) const {
+  std::call_once(once_, [&] {
+    tree_.assign(static_cast<size_t>(indptr[rows]), 0.0);
+    for (int64_t r = 0; r < rows; ++r) {
+      const int64_t b = indptr[r];
+      const int64_t d = indptr[r + 1] - b;
+      double* t = tree_.data() + b;
+      for (int64_t i = 1; i <= d; ++i) {
+        const float w = weights[b + i - 1];
+        t[i - 1] += w > 0 && std::isfinite(w) ? static_cast<double>(w) : 0.0;
+        const int64_t parent = i + (i & -i);
+        if (parent <= d) t[parent - 1] += t[i - 1];
+      }
+    }
+  });
+  return tree_;
+}
+
 absl::Status Partition::CheckIndptr(const EdgeTypeStore& e) const {
   const int64_t rows = nodes_[e.row_type].num_local;
   const int64_t* ptr = e.indptr_data();

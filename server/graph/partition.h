@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -52,6 +53,19 @@ struct NodeTypeStore {
 /// The CSR of one edge type held by a partition. Rows are this partition's nodes of the row
 /// type (the source type for edge_dir "out", the destination type for "in"); indices are
 /// global ids of the column type.
+/// Per-row Fenwick trees over an edge type's weights, for weighted draws in O(log degree): for
+/// the row starting at CSR position b with degree d, tree[b + i - 1] (i in 1..d) holds the sum
+/// of the row's weights (i - lowbit(i), i], counting weights that are not positive and finite
+/// as 0. Built on first use.
+class WeightTree {
+ public:
+  const std::vector<double>& Get(const int64_t* indptr, int64_t rows, const float* weights) const;
+
+ private:
+  mutable std::once_flag once_;
+  mutable std::vector<double> tree_;
+};
+
 struct EdgeTypeStore {
   std::string name;
   int src_type = 0;
@@ -81,6 +95,8 @@ struct EdgeTypeStore {
   const int64_t* indices_data() const { return indices.data<int64_t>(); }
   /// Sampling weights in CSR order, or null when the type stores none.
   const float* weights_data() const { return weights.is_open() ? weights.data<float>() : nullptr; }
+  /// The Fenwick trees of the weights (see WeightTree), built by the first weighted draw.
+  std::shared_ptr<WeightTree> weight_tree = std::make_shared<WeightTree>();
   /// Global edge id of the edge at CSR position `pos`.
   int64_t EdgeId(int64_t pos) const {
     return edge_ids.is_open() ? edge_ids.data<int64_t>()[pos] : pos;

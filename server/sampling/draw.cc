@@ -36,28 +36,123 @@ int64_t DrawWeightedPositions(uint64_t key, const float* weights, int64_t n, int
     }
     return fanout;
   }
-  // Exponential keys: candidate k gets E_k / w_k with E_k ~ Exp(1); the fanout smallest keys
-  // are a successive weighted sample without replacement (Efraimidis and Spirakis).
-  keys->clear();
+  // Successive sampling: each pick proportional to weight among the candidates not yet taken,
+  // by a scan of the (short) row; a taken candidate's weight drops to 0.
+  keys->assign(static_cast<size_t>(n), 0.0);
+  double remaining = 0;
   for (int64_t k = 0; k < n; ++k) {
-    const double u = draws.Uniform();  // one per candidate, usable or not: keys stay aligned
     if (usable(k)) {
-      keys->push_back(-std::log1p(-u) / static_cast<double>(weights[k]));
-      out->push_back(k);
+      (*keys)[k] = static_cast<double>(weights[k]);
+      remaining += (*keys)[k];
     }
   }
-  const auto m = static_cast<int64_t>(out->size());
-  if (m > fanout) {
-    std::vector<int64_t> order(static_cast<size_t>(m));
-    for (int64_t j = 0; j < m; ++j) order[j] = j;
-    std::nth_element(order.begin(), order.begin() + fanout, order.end(), [&](int64_t a, int64_t b) {
-      return (*keys)[a] != (*keys)[b] ? (*keys)[a] < (*keys)[b] : a < b;
-    });
-    order.resize(static_cast<size_t>(fanout));
-    std::sort(order.begin(), order.end());
-    for (int64_t j = 0; j < fanout; ++j) order[j] = (*out)[order[j]];
-    out->assign(order.begin(), order.end());
+  const double epsilon = remaining * 1e-12;
+  while (static_cast<int64_t>(out->size()) < fanout && remaining > epsilon) {
+    double x = draws.Uniform() * remaining;
+    int64_t pick = -1;
+    for (int64_t k = 0; k < n; ++k) {
+      if ((*keys)[k] <= 0) continue;
+      pick = k;  // the last usable one, should rounding leave x >= 0 at the end
+      x -= (*keys)[k];
+      if (x < 0) break;
+    }
+    if (pick < 0) break;
+    out->push_back(pick);
+    remaining -= (*keys)[pick];
+    (*keys)[pick] = 0;
   }
+  std::sort(out->begin(), out->end());
+  return static_cast<int64_t>(out->size());
+}
+
+int64_t DrawWeightedFromTree(uint64_t key, const float* weights, const double* tree, int64_t n, int fanout,
+                             bool replace, std::vector<int64_t>* out, WeightedScratch* s) {
+  out->clear();
+  auto usable = [&](int64_t k) { return weights[k] > 0 && std::isfinite(weights[k]); };
+  if (fanout < 0 || (!replace && fanout >= n)) {
+    for (int64_t k = 0; k < n; ++k) {
+      if (usable(k)) out->push_back(k);
+    }
+    if (fanout < 0 || static_cast<int64_t>(out->size()) <= fanout) return static_cast<int64_t>(out->size());
+    out->clear();
+  }
+  if (fanout == 0 || n == 0) return 0;
+  double total = 0;
+  for (int64_t i = n; i > 0; i -= i & -i) total += tree[i - 1];
+  if (!(total > 0)) return 0;
+  int64_t top = 1;
+  while (top * 2 <= n) top *= 2;
+  // Overlay of the tree entries changed by removals (without replacement).
+  size_t capacity = 64;
+  if (!replace) {
+    int64_t levels = 1;
+    while ((int64_t{1} << levels) <= n) ++levels;
+    while (capacity < static_cast<size_t>(4 * fanout * levels)) capacity *= 2;
+  }
+  const size_t mask = capacity - 1;
+  s->keys.assign(replace ? 0 : capacity, -1);
+  s->values.assign(replace ? 0 : capacity, 0.0);
+  auto slot = [&](int64_t i) {
+    size_t h = static_cast<size_t>(Mix64(static_cast<uint64_t>(i))) & mask;
+    while (s->keys[h] != -1 && s->keys[h] != i) h = (h + 1) & mask;
+    return h;
+  };
+  auto entry = [&](int64_t i) {
+    if (replace) return tree[i - 1];
+    const size_t h = slot(i);
+    return tree[i - 1] + (s->keys[h] == i ? s->values[h] : 0.0);
+  };
+  // The item whose interval of the remaining weight holds x.
+  auto find = [&](double x) {
+    int64_t pos = 0;
+    for (int64_t step = top; step > 0; step >>= 1) {
+      const int64_t next = pos + step;
+      if (next <= n) {
+        const double v = entry(next);
+        if (v <= x) {
+          pos = next;
+          x -= v;
+        }
+      }
+    }
+    return std::min(pos, n - 1);
+  };
+  DrawStream draws(key);
+  if (replace) {
+    for (int d = 0; d < fanout; ++d) {
+      int64_t k = find(draws.Uniform() * total);
+      // Rounding may land on an unusable neighbour of the right one: the nearest usable before.
+      while (k > 0 && !usable(k)) --k;
+      while (!usable(k)) ++k;
+      out->push_back(k);
+    }
+    return fanout;
+  }
+  double remaining = total;
+  const double epsilon = total * 1e-12;
+  auto taken = [&](int64_t k) { return std::find(out->begin(), out->end(), k) != out->end(); };
+  while (static_cast<int64_t>(out->size()) < fanout && remaining > epsilon) {
+    int64_t k = find(draws.Uniform() * remaining);
+    if (!usable(k) || taken(k)) {
+      // Rounding at an interval's edge: the nearest usable item not yet taken.
+      int64_t lo = k, hi = k;
+      k = -1;
+      while (k < 0 && (lo > 0 || hi < n - 1)) {
+        if (hi < n - 1 && usable(++hi) && !taken(hi)) k = hi;
+        else if (lo > 0 && usable(--lo) && !taken(lo)) k = lo;
+      }
+      if (k < 0) break;
+    }
+    out->push_back(k);
+    const double w = static_cast<double>(weights[k]);
+    remaining -= w;
+    for (int64_t i = k + 1; i <= n; i += i & -i) {
+      const size_t h = slot(i);
+      s->keys[h] = i;
+      s->values[h] -= w;
+    }
+  }
+  std::sort(out->begin(), out->end());
   return static_cast<int64_t>(out->size());
 }
 

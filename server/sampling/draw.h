@@ -82,11 +82,30 @@ inline void ShuffleForEpoch(uint64_t seed, int64_t epoch, std::vector<int64_t>* 
 /// per candidate k in [0, n)), writing candidate indices to `out` and returning how many were
 /// written. Candidates whose weight is not a positive finite number are never picked; fanout < 0
 /// takes every other one. Without replacement: successive sampling (each pick proportional to
-/// weight among those left, by exponential keys), min(fanout, positive) distinct indices in
-/// increasing order; with replacement: fanout independent draws (none when no weight is
-/// positive). Depends only on (key, weights, fanout, replace). `keys` is scratch.
+/// weight among those left, by a scan of the row: O(fanout n), for short rows), min(fanout,
+/// positive) distinct indices in increasing order; with replacement: fanout independent draws
+/// (none when no weight is positive). Depends only on (key, weights, fanout, replace). `keys`
+/// is scratch.
 int64_t DrawWeightedPositions(uint64_t key, const float* weights, int64_t n, int fanout, bool replace,
                               std::vector<int64_t>* out, std::vector<double>* keys);
+
+/// Rows longer than this draw by weight from their Fenwick tree (DrawWeightedFromTree); shorter
+/// ones, and rows with excluded edges, by a scan (DrawWeightedPositions).
+inline constexpr int64_t kWeightTreeMinDegree = 64;
+
+/// Scratch of DrawWeightedFromTree.
+struct WeightedScratch {
+  std::vector<int64_t> keys;  // overlay of tree changes: open addressing, -1 empty
+  std::vector<double> values;
+};
+
+/// The same distributions as DrawWeightedPositions, in O(fanout log n) from the row's Fenwick
+/// tree `tree` (tree[i - 1] = sum of the usable weights (i - lowbit(i), i], as WeightTree
+/// builds it): successive sampling without replacement (each pick removed from a copy-on-write
+/// overlay of the tree), independent draws with it. Indices in increasing order without
+/// replacement, in draw order with it.
+int64_t DrawWeightedFromTree(uint64_t key, const float* weights, const double* tree, int64_t n, int fanout,
+                             bool replace, std::vector<int64_t>* out, WeightedScratch* scratch);
 
 /// Picks which of a node's `degree` neighbours to take, writing positions in [0, degree) to
 /// `out` (room for min(fanout, degree) values, or fanout with replacement) and returning how

@@ -76,6 +76,8 @@ void DrawOwnedNeighbors(const Partition& partition, int edge_type, const int64_t
   const int fanout = spec.fanout;
   const bool replace = spec.replace;
   const float* weights = spec.weighted ? et.weights_data() : nullptr;
+  const double* tree =
+      weights != nullptr ? et.weight_tree->Get(indptr, rows.num_local, weights).data() : nullptr;
   const auto* excluded = spec.excluded != nullptr && !spec.excluded->empty() ? spec.excluded : nullptr;
 
   out->base.resize(n);
@@ -121,8 +123,12 @@ void DrawOwnedNeighbors(const Partition& partition, int edge_type, const int64_t
         for (int64_t k = 0; k < degree; ++k) out->candidate_weights[k] = weights[position(k)];
         w = out->candidate_weights.data();
       }
-      const int64_t c = DrawWeightedPositions(HashCombine(spec.hop_key, static_cast<uint64_t>(ids[i])), w, degree,
-                                              fanout, replace, &out->weighted_picks, &out->weighted_keys);
+      const uint64_t key = HashCombine(spec.hop_key, static_cast<uint64_t>(ids[i]));
+      const int64_t c = candidates == nullptr && degree > kWeightTreeMinDegree
+                            ? DrawWeightedFromTree(key, w, tree + base, degree, fanout, replace, &out->weighted_picks,
+                                                   &out->weighted_scratch)
+                            : DrawWeightedPositions(key, w, degree, fanout, replace, &out->weighted_picks,
+                                                    &out->weighted_keys);
       for (int64_t k = 0; k < c; ++k) out->picked.push_back(position(out->weighted_picks[k]));
       out->counts[i] = c;
       continue;

@@ -12,6 +12,7 @@
 
 #include "absl/status/statusor.h"
 #include "server/graph/partition.h"
+#include "server/sampling/draw.h"
 #include "server/sampling/owner_split.h"
 #include "server/sampling/peer_sampling.h"
 #include "server/sampling/sampler.h"
@@ -30,6 +31,7 @@ struct NeighborDraw {
   std::vector<int64_t> base, degree, positions, picked, candidates, weighted_picks;
   std::vector<float> candidate_weights;
   std::vector<double> weighted_keys;
+  WeightedScratch weighted_scratch;
 };
 
 /// How one hop draws.

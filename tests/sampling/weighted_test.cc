@@ -95,6 +95,64 @@ TEST_CASE("weighted draws with replacement are proportional to the weights", "[w
   }
 }
 
+// The Fenwick trees of one row, as WeightTree builds them.
+std::vector<double> Tree(const std::vector<float>& w) {
+  const std::vector<int64_t> indptr = {0, static_cast<int64_t>(w.size())};
+  WeightTree t;
+  return t.Get(indptr.data(), 1, w.data());
+}
+
+TEST_CASE("long rows draw from their Fenwick tree with the same distributions", "[weighted][statistics]") {
+  // 100 candidates, weights 0..6 repeating (every seventh is zero).
+  std::vector<float> weights(100);
+  for (size_t i = 0; i < weights.size(); ++i) weights[i] = static_cast<float>(i % 7);
+  const std::vector<double> tree = Tree(weights);
+  const std::vector<double> wd(weights.begin(), weights.end());
+  const double total = std::accumulate(wd.begin(), wd.end(), 0.0);
+  WeightedScratch scratch;
+  std::vector<int64_t> out;
+  // Without replacement, 2 of 100: the exact inclusion probability of each candidate.
+  const int trials = 40000;
+  std::vector<int> count(weights.size(), 0);
+  for (int t = 0; t < trials; ++t) {
+    REQUIRE(DrawWeightedFromTree(HashCombine(17, t), weights.data(), tree.data(), 100, 2, false, &out, &scratch) == 2);
+    REQUIRE(out[0] < out[1]);
+    for (int64_t k : out) ++count[k];
+  }
+  for (size_t i = 0; i < weights.size(); ++i) {
+    if (weights[i] == 0) {
+      CHECK(count[i] == 0);
+      continue;
+    }
+    // P(i among 2) = w_i/W + sum_{j != i} w_j/W * w_i/(W - w_j).
+    double p = wd[i] / total;
+    for (size_t j = 0; j < wd.size(); ++j) {
+      if (j != i) p += wd[j] / total * wd[i] / (total - wd[j]);
+    }
+    const double sigma = std::sqrt(trials * p * (1 - p));
+    INFO("candidate " << i << " expected " << p * trials << " got " << count[i]);
+    CHECK(std::abs(count[i] - p * trials) <= 5 * sigma + 1);
+  }
+  // With replacement: proportional.
+  std::fill(count.begin(), count.end(), 0);
+  for (int t = 0; t < trials; ++t) {
+    REQUIRE(DrawWeightedFromTree(HashCombine(3, t), weights.data(), tree.data(), 100, 3, true, &out, &scratch) == 3);
+    for (int64_t k : out) ++count[k];
+  }
+  for (size_t i = 0; i < weights.size(); ++i) {
+    const double p = wd[i] / total;
+    const double sigma = std::sqrt(3.0 * trials * p * (1 - p));
+    CHECK(std::abs(count[i] - p * 3 * trials) <= 5 * sigma + 1);
+  }
+  // A row with fewer positive weights than the fanout takes them all.
+  std::vector<float> sparse(100, 0.0f);
+  sparse[10] = 1;
+  sparse[70] = 2;
+  const std::vector<double> sparse_tree = Tree(sparse);
+  REQUIRE(DrawWeightedFromTree(5, sparse.data(), sparse_tree.data(), 100, 5, false, &out, &scratch) == 2);
+  CHECK(out == std::vector<int64_t>{10, 70});
+}
+
 TEST_CASE("zero weights: never drawn; all zero draws nothing; a full fanout takes the positive ones",
           "[weighted]") {
   std::vector<int64_t> out;
