@@ -300,6 +300,62 @@ const std::vector<double>& WeightTree::Get(const int64_t* indptr, int64_t rows, 
   return tree_;
 }
 
+const WeightTree::Alias& WeightTree::GetAlias(const int64_t* indptr, int64_t rows, const float* weights) const {
+  std::call_once(alias_once_, [&] {
+    const auto m = static_cast<size_t>(indptr[rows]);
+    alias_.prob.assign(m, 0.0f);
+    alias_.alias.assign(m, -1);
+    std::vector<double> scaled;
+    std::vector<int32_t> small, large;
+    for (int64_t r = 0; r < rows; ++r) {
+      const int64_t b = indptr[r];
+      const int64_t d = indptr[r + 1] - b;
+      double total = 0;
+      int32_t heaviest = -1;
+      for (int64_t k = 0; k < d; ++k) {
+        const float w = weights[b + k];
+        if (w > 0 && std::isfinite(w)) {
+          total += w;
+          if (heaviest < 0 || w > weights[b + heaviest]) heaviest = static_cast<int32_t>(k);
+        }
+      }
+      if (!(total > 0)) continue;  // alias -1: nothing to draw
+      // Vose: pair each light position with a heavy one that covers the rest of its cell.
+      scaled.assign(static_cast<size_t>(d), 0.0);
+      small.clear();
+      large.clear();
+      for (int64_t k = 0; k < d; ++k) {
+        const float w = weights[b + k];
+        scaled[k] = w > 0 && std::isfinite(w) ? w * static_cast<double>(d) / total : 0.0;
+        (scaled[k] < 1.0 ? small : large).push_back(static_cast<int32_t>(k));
+      }
+      while (!small.empty() && !large.empty()) {
+        const int32_t s = small.back();
+        small.pop_back();
+        const int32_t l = large.back();
+        alias_.prob[b + s] = static_cast<float>(scaled[s]);
+        alias_.alias[b + s] = l;
+        scaled[l] -= 1.0 - scaled[s];
+        if (scaled[l] < 1.0) {
+          large.pop_back();
+          small.push_back(l);
+        }
+      }
+      // What rounding leaves keeps its whole cell, unless its weight is zero: then the cell
+      // goes to the heaviest position.
+      for (const auto& rest : {small, large}) {
+        for (int32_t k : rest) {
+          const float w = weights[b + k];
+          const bool usable = w > 0 && std::isfinite(w);
+          alias_.prob[b + k] = usable ? 1.0f : 0.0f;
+          alias_.alias[b + k] = usable ? k : heaviest;
+        }
+      }
+    }
+  });
+  return alias_;
+}
+
 absl::Status Partition::CheckIndptr(const EdgeTypeStore& e) const {
   const int64_t rows = nodes_[e.row_type].num_local;
   const int64_t* ptr = e.indptr_data();

@@ -61,9 +61,19 @@ class WeightTree {
  public:
   const std::vector<double>& Get(const int64_t* indptr, int64_t rows, const float* weights) const;
 
+  /// Walker's alias tables of the same rows, for independent draws in O(1): position k of a
+  /// row (0-based within it) is kept with probability prob[b + k], else replaced by its alias
+  /// alias[b + k] (within the row). A row without a positive weight has alias -1 throughout.
+  struct Alias {
+    std::vector<float> prob;
+    std::vector<int32_t> alias;
+  };
+  const Alias& GetAlias(const int64_t* indptr, int64_t rows, const float* weights) const;
+
  private:
-  mutable std::once_flag once_;
+  mutable std::once_flag once_, alias_once_;
   mutable std::vector<double> tree_;
+  mutable Alias alias_;
 };
 
 struct EdgeTypeStore {

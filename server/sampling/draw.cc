@@ -156,6 +156,20 @@ int64_t DrawWeightedFromTree(uint64_t key, const float* weights, const double* t
   return static_cast<int64_t>(out->size());
 }
 
+int64_t DrawWeightedFromAlias(uint64_t key, const float* prob, const int32_t* alias, int64_t n, int fanout,
+                              std::vector<int64_t>* out) {
+  out->clear();
+  if (n == 0 || fanout <= 0 || (alias[0] < 0 && prob[0] == 0)) return 0;
+  DrawStream draws(key);
+  for (int d = 0; d < fanout; ++d) {
+    const double x = draws.Uniform() * static_cast<double>(n);
+    const auto cell = std::min(static_cast<int64_t>(x), n - 1);
+    const double within = x - static_cast<double>(cell);
+    out->push_back(within < prob[cell] ? cell : alias[cell]);
+  }
+  return fanout;
+}
+
 int64_t DrawNeighborPositions(uint64_t key, int64_t degree, int fanout, bool replace, int64_t* out) {
   if (degree <= 0 || fanout == 0) return 0;
   if (fanout < 0 || (!replace && fanout >= degree)) {

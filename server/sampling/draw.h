@@ -107,6 +107,11 @@ struct WeightedScratch {
 int64_t DrawWeightedFromTree(uint64_t key, const float* weights, const double* tree, int64_t n, int fanout,
                              bool replace, std::vector<int64_t>* out, WeightedScratch* scratch);
 
+/// Independent weighted draws from a row's alias table (WeightTree::Alias, offset to the row):
+/// `fanout` indices, none when the row has no positive weight. O(fanout).
+int64_t DrawWeightedFromAlias(uint64_t key, const float* prob, const int32_t* alias, int64_t n, int fanout,
+                              std::vector<int64_t>* out);
+
 /// Picks which of a node's `degree` neighbours to take, writing positions in [0, degree) to
 /// `out` (room for min(fanout, degree) values, or fanout with replacement) and returning how
 /// many were written. fanout < 0 takes all. Without replacement the positions are distinct and

@@ -76,8 +76,10 @@ void DrawOwnedNeighbors(const Partition& partition, int edge_type, const int64_t
   const int fanout = spec.fanout;
   const bool replace = spec.replace;
   const float* weights = spec.weighted ? et.weights_data() : nullptr;
-  const double* tree =
-      weights != nullptr ? et.weight_tree->Get(indptr, rows.num_local, weights).data() : nullptr;
+  const double* tree = weights != nullptr && !replace ? et.weight_tree->Get(indptr, rows.num_local, weights).data()
+                                                      : nullptr;
+  const WeightTree::Alias* alias =
+      weights != nullptr && replace ? &et.weight_tree->GetAlias(indptr, rows.num_local, weights) : nullptr;
   const auto* excluded = spec.excluded != nullptr && !spec.excluded->empty() ? spec.excluded : nullptr;
 
   out->base.resize(n);
@@ -124,11 +126,14 @@ void DrawOwnedNeighbors(const Partition& partition, int edge_type, const int64_t
         w = out->candidate_weights.data();
       }
       const uint64_t key = HashCombine(spec.hop_key, static_cast<uint64_t>(ids[i]));
-      const int64_t c = candidates == nullptr && degree > kWeightTreeMinDegree
-                            ? DrawWeightedFromTree(key, w, tree + base, degree, fanout, replace, &out->weighted_picks,
-                                                   &out->weighted_scratch)
-                            : DrawWeightedPositions(key, w, degree, fanout, replace, &out->weighted_picks,
-                                                    &out->weighted_keys);
+      const bool long_row = candidates == nullptr && degree > kWeightTreeMinDegree && !draw_all;
+      const int64_t c =
+          long_row && replace ? DrawWeightedFromAlias(key, alias->prob.data() + base, alias->alias.data() + base,
+                                                      degree, fanout, &out->weighted_picks)
+          : long_row          ? DrawWeightedFromTree(key, w, tree + base, degree, fanout, replace,
+                                                     &out->weighted_picks, &out->weighted_scratch)
+                              : DrawWeightedPositions(key, w, degree, fanout, replace, &out->weighted_picks,
+                                                      &out->weighted_keys);
       for (int64_t k = 0; k < c; ++k) out->picked.push_back(position(out->weighted_picks[k]));
       out->counts[i] = c;
       continue;

@@ -144,6 +144,27 @@ TEST_CASE("long rows draw from their Fenwick tree with the same distributions", 
     const double sigma = std::sqrt(3.0 * trials * p * (1 - p));
     CHECK(std::abs(count[i] - p * 3 * trials) <= 5 * sigma + 1);
   }
+  // With replacement from the row's alias table (what long rows use): proportional too.
+  const std::vector<int64_t> indptr = {0, 100};
+  WeightTree t;
+  const WeightTree::Alias& alias = t.GetAlias(indptr.data(), 1, weights.data());
+  std::fill(count.begin(), count.end(), 0);
+  for (int t2 = 0; t2 < trials; ++t2) {
+    REQUIRE(DrawWeightedFromAlias(HashCombine(8, t2), alias.prob.data(), alias.alias.data(), 100, 3, &out) == 3);
+    for (int64_t k : out) ++count[k];
+  }
+  for (size_t i = 0; i < weights.size(); ++i) {
+    const double p = wd[i] / total;
+    const double sigma = std::sqrt(3.0 * trials * p * (1 - p));
+    INFO("alias candidate " << i << " expected " << p * 3 * trials << " got " << count[i]);
+    CHECK(std::abs(count[i] - p * 3 * trials) <= 5 * sigma + 1);
+  }
+  // A row without a positive weight draws nothing from its alias table.
+  const std::vector<float> none(80, 0.0f);
+  const std::vector<int64_t> none_ptr = {0, 80};
+  WeightTree nt;
+  const WeightTree::Alias& none_alias = nt.GetAlias(none_ptr.data(), 1, none.data());
+  CHECK(DrawWeightedFromAlias(1, none_alias.prob.data(), none_alias.alias.data(), 80, 3, &out) == 0);
   // A row with fewer positive weights than the fanout takes them all.
   std::vector<float> sparse(100, 0.0f);
   sparse[10] = 1;
