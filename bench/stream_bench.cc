@@ -104,7 +104,7 @@ class ReplayHost : public StreamHost {
  public:
   void DetachStream(uint64_t, bool) override {}
   void Touch(uint64_t) override {}
-  bool SharedBacklogFull(uint64_t) const override { return false; }
+  absl::StatusOr<bool> SharedHoldBack(uint64_t) override { return false; }
   void HandOff(uint64_t, std::shared_ptr<SharedUse>) override {}
   void Sent(bool, int64_t, bool) override {}
 };
