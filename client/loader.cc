@@ -1,91 +1,18 @@
 #include "client/loader.h"
 
 #include <algorithm>
-#include <atomic>
 #include <cstring>
 #include <map>
 #include <utility>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_join.h"
-#include "spdlog/sinks/stdout_color_sinks.h"
-#include "spdlog/spdlog.h"
+#include "client/loader_server.h"
 #include "proto/feature_codec.h"
 
 namespace graphstore::client {
 
-// Ids of shared-buffer uses freed by batches' tensors (on any thread), waiting to be reported.
-struct FreedUses {
-  std::mutex mu;
-  std::vector<uint64_t> ids;
-  void Push(uint64_t id) {
-    std::lock_guard<std::mutex> lock(mu);
-    ids.push_back(id);
-  }
-  std::vector<uint64_t> Take() {
-    std::lock_guard<std::mutex> lock(mu);
-    return std::exchange(ids, {});
-  }
-};
-
-struct Loader::Server {
-  std::unique_ptr<Client> client;
-  std::atomic<uint64_t> channel{0};
-  int64_t num_batches = 0;
-  std::atomic<int64_t> lease_ms{0};  // granted
-  // What registers this trainer here, kept to register again after a restart, and what the
-  // first registration's feature cache listed (a restarted server must list the same).
-  v1::InitSamplingBackendRequest init;
-  v1::RegisterSamplingInputRequest registration;
-  std::string cache_listing;
-  // The open stream's objects; the reader replaces them when it reconnects, StopReaders
-  // cancels them (both under stream_mu).
-  std::mutex stream_mu;
-  std::unique_ptr<MessageStream> stream;         // shared-memory channels
-  std::unique_ptr<BatchStream> batches;          // the others
-  std::thread reader;
-  // Which batches of the current epoch reached the trainer's queue, and the first that has
-  // not: a resumed stream starts there and drops what arrived before (its reader only).
-  std::vector<char> delivered;
-  int64_t first_missing = 0;
-  bool shared_memory_allowed = false;  // the loader's options permit shared memory
-  bool shared_memory = false;          // messages come through shared memory
-  std::unique_ptr<SharedMappings> mappings;
-  // Uses of shared buffers whose batches are gone, to hand back with the next release.
-  std::shared_ptr<FreedUses> freed = std::make_shared<FreedUses>();
-  int in_queue = 0;  // batches of this server waiting in queue_ (guarded by Loader::mu_)
-  std::atomic<int64_t> bytes_received{0};
-
-  // Reports the use `received` (0: none) and every use freed since the last report.
-  absl::Status Release(uint64_t received) {
-    v1::ReleaseSharedBuffersRequest release;
-    release.set_channel_id(channel);
-    if (received != 0) release.add_received_ids(received);
-    for (uint64_t id : freed->Take()) release.add_freed_ids(id);
-    if (release.received_ids().empty() && release.freed_ids().empty()) return absl::OkStatus();
-    return client->ReleaseSharedBuffers(release).status();
-  }
-
-  // Maps a message's shared buffer (usually a file mapped before) and reports it received at
-  // once, so that the stream never waits for the trainer.
-  absl::StatusOr<std::shared_ptr<const MappedBuffer>> Receive(const v1::SampledMessage& m) {
-    absl::StatusOr<std::shared_ptr<const MappedBuffer>> mapped =
-        absl::FailedPreconditionError("the server sent a shared buffer to a channel without shared memory");
-    if (mappings != nullptr) {
-      mappings->Forget(m.retired_shared_paths());
-      mapped = mappings->Map(m.shared_buffer());
-    }
-    const absl::Status released = Release(m.shared_buffer().id());
-    if (mapped.ok() && !released.ok()) return released;
-    return mapped;
-  }
-};
-
 namespace {
-
-using SteadyClock = std::chrono::steady_clock;
-constexpr std::chrono::milliseconds kFirstBackoff{50};
 
 template <typename T>
 T Check(absl::StatusOr<T> v) {
@@ -93,38 +20,10 @@ T Check(absl::StatusOr<T> v) {
   return *std::move(v);
 }
 
-// Failures that a server coming back, or a connection being made again, can mend: the server
-// or the link is down, the server lost the channel (restarted), or dropped the stream.
-bool Retryable(const absl::Status& s) {
-  switch (s.code()) {
-    case absl::StatusCode::kUnavailable:
-    case absl::StatusCode::kDeadlineExceeded:
-    case absl::StatusCode::kNotFound:
-    case absl::StatusCode::kAlreadyExists:  // the server has not yet seen the old stream go
-    case absl::StatusCode::kCancelled:
-    case absl::StatusCode::kAborted: return true;
-    default: return false;
-  }
-}
-
 std::string CacheListing(const v1::RegisterSamplingInputResponse& r) {
   std::string out;
   for (const v1::FeatureCache& c : r.feature_cache()) out += c.SerializeAsString();
   return out;
-}
-
-std::shared_ptr<spdlog::logger> Log() {
-  static const std::shared_ptr<spdlog::logger> logger = [] {
-    auto l = spdlog::get("loader");
-    return l != nullptr ? l : spdlog::stderr_color_mt("loader");
-  }();
-  return logger;
-}
-
-std::vector<int64_t> Values(const at::Tensor& t) {
-  if (!t.defined()) return {};
-  at::Tensor c = t.to(torch::kInt64).contiguous();
-  return std::vector<int64_t>(c.data_ptr<int64_t>(), c.data_ptr<int64_t>() + c.numel());
 }
 
 // Decodes `rows` feature rows as GetNodeFeatures answered them into the cache's form.
@@ -384,83 +283,6 @@ void Loader::StopReaders() {
   stopping_ = false;
 }
 
-absl::Status Loader::StartOn(Server* s, int64_t epoch, int64_t from, bool retry) {
-  v1::StartEpochRequest req;
-  req.set_channel_id(s->channel);
-  req.set_epoch(epoch);
-  req.set_start_batch(from);
-  auto r = s->client->StartEpoch(req);
-  if (!r.ok()) return r.status();
-  if (r->outcome() == v1::StartEpochResponse::STARTED) return absl::OkStatus();
-  // A retried call whose first attempt reached the server.
-  if (retry && r->outcome() == v1::StartEpochResponse::ALREADY_STARTED) return absl::OkStatus();
-  return absl::FailedPreconditionError(absl::StrCat("epoch ", epoch, " was not started (",
-                                                    v1::StartEpochResponse::Outcome_Name(r->outcome()),
-                                                    "); epochs must increase"));
-}
-
-absl::Status Loader::OpenStream(Server* s, int64_t from) {
-  v1::StreamSampledMessagesRequest req;
-  req.set_channel_id(s->channel);
-  req.set_epoch(epoch_);
-  req.set_start_batch(from);
-  std::lock_guard<std::mutex> lock(s->stream_mu);
-  // StopReaders sets stopping_ before it cancels under stream_mu: a stream opened after that
-  // would never be cancelled.
-  if (stopping_) return absl::CancelledError("the loader stopped reading");
-  if (s->shared_memory) {
-    s->batches.reset();
-    s->stream = s->client->Stream(req);
-  } else {
-    s->stream.reset();
-    s->batches = s->client->StreamBatches(req, decode_);
-  }
-  return absl::OkStatus();
-}
-
-absl::Status Loader::Resync(Server* s, int64_t epoch, int64_t from, bool open) {
-  v1::DescribeChannelRequest describe;
-  describe.set_channel_id(s->channel);
-  auto described = s->client->DescribeChannel(describe);
-  if (!described.ok() && described.status().code() != absl::StatusCode::kNotFound) return described.status();
-  if (!described.ok()) {
-    // The server restarted and lost the channel: the same registration samples the same batches.
-    const uint64_t lost = s->channel;
-    auto r = RegisterOn(s, /*again=*/true);
-    if (!r.ok()) return r.status();
-    Log()->warn("{}: channel {} is gone (the server restarted); registered again as channel {}",
-                s->client->address(), lost, r->channel_id());
-    if (auto st = StartOn(s, epoch, from, /*retry=*/false); !st.ok()) return st;
-  } else if (!open) {
-    if (auto st = StartOn(s, epoch, from, /*retry=*/true); !st.ok()) return st;
-  }
-  return open ? OpenStream(s, from) : absl::OkStatus();
-}
-
-absl::Status Loader::Retry(Server* s, absl::Status last, SteadyClock::time_point give_up,
-                           std::chrono::milliseconds* backoff, const std::function<absl::Status()>& attempt) {
-  while (true) {
-    if (SteadyClock::now() + *backoff > give_up) {
-      return absl::Status(last.code(), absl::StrCat(last.message(), " (gave up reconnecting after ",
-                                                    options_.reconnect_deadline.count(), " ms)"));
-    }
-    {
-      std::unique_lock<std::mutex> lock(mu_);
-      if (cv_.wait_for(lock, *backoff, [&] { return stopping_.load(); })) {
-        return absl::CancelledError("the loader stopped reading");
-      }
-    }
-    *backoff = std::min(*backoff * 2, options_.reconnect_backoff_max);
-    absl::Status st = attempt();
-    if (st.ok()) {
-      ++reconnects_;
-      return st;
-    }
-    if (!Retryable(st)) return st;
-    last = std::move(st);
-  }
-}
-
 void Loader::StartEpoch(int64_t epoch) {
   if (closed_) throw Error(absl::FailedPreconditionError("the loader is closed"));
   StopReaders();
@@ -475,7 +297,7 @@ void Loader::StartEpoch(int64_t epoch) {
     if (s->num_batches == 0) continue;
     absl::Status st = StartOn(s.get(), epoch, 0, /*retry=*/false);
     if (!st.ok() && Retryable(st) && options_.reconnect_deadline.count() > 0) {
-      Log()->warn("{}: starting epoch {} failed ({}); reconnecting for up to {} ms", s->client->address(), epoch,
+      LoaderLog()->warn("{}: starting epoch {} failed ({}); reconnecting for up to {} ms", s->client->address(), epoch,
                   st.ToString(), options_.reconnect_deadline.count());
       auto backoff = kFirstBackoff;
       st = Retry(s.get(), st, SteadyClock::now() + options_.reconnect_deadline, &backoff,
@@ -559,14 +381,14 @@ void Loader::ReadStream(Server* s, int index) {
         options_.reconnect_deadline.count() > 0) {
       if (!give_up.has_value()) {
         give_up = SteadyClock::now() + options_.reconnect_deadline;
-        Log()->warn("{}: epoch {} stream failed ({}) after {} of {} batches; reconnecting for up to {} ms",
+        LoaderLog()->warn("{}: epoch {} stream failed ({}) after {} of {} batches; reconnecting for up to {} ms",
                     s->client->address(), epoch_, status.ToString(), s->first_missing, s->num_batches,
                     options_.reconnect_deadline.count());
       }
       const int64_t from = s->first_missing;
       status = Retry(s, status, *give_up, &backoff, [&] { return Resync(s, epoch_, from, /*open=*/true); });
       if (status.ok()) {
-        Log()->info("{}: epoch {} resumed from batch {} on channel {}", s->client->address(), epoch_, from,
+        LoaderLog()->info("{}: epoch {} resumed from batch {} on channel {}", s->client->address(), epoch_, from,
                     s->channel.load());
         continue;
       }
@@ -582,28 +404,6 @@ void Loader::ReadStream(Server* s, int index) {
     cv_.notify_all();
     cv_.wait(lock, [&] { return s->in_queue < options_.prefetch || stopping_; });
     if (stopping_) return;
-  }
-}
-
-void Loader::KeepLeases() {
-  std::unique_lock<std::mutex> lock(keeper_mu_);
-  while (!keeper_stop_) {
-    int64_t lease = 0;
-    for (const auto& s : servers_) {
-      const int64_t granted = s->lease_ms.load();
-      if (granted > 0) lease = lease == 0 ? granted : std::min(lease, granted);
-    }
-    const auto every = std::chrono::milliseconds(std::max<int64_t>(10, lease > 0 ? lease / 3 : 1000));
-    if (keeper_cv_.wait_for(lock, every, [&] { return keeper_stop_; })) break;
-    lock.unlock();
-    for (const auto& s : servers_) {
-      v1::RenewLeaseRequest req;
-      req.set_channel_id(s->channel);
-      if (req.channel_id() == 0) continue;
-      // A server that is down is the readers' business; its next channel gets renewed.
-      if (s->client->RenewLease(req).ok()) ++renewals_;
-    }
-    lock.lock();
   }
 }
 
@@ -629,137 +429,6 @@ std::optional<Batch> Loader::Next() {
     }
     std::lock_guard<std::mutex> lock(mu_);
     --open_streams_;
-  }
-}
-
-Batch Loader::FromDecoded(int server, std::shared_ptr<const DecodedBatch> d) const {
-  Batch b;
-  b.server = server;
-  b.epoch = d->epoch;
-  b.batch_index = d->batch_index;
-  b.decoded = d;
-  for (const DecodedNodes& n : d->nodes) {
-    NodeView& v = b.nodes[n.node_type];
-    v.n_id = ToTensor(n.ids);
-    v.seeds = ToTensor(n.batch);
-    v.batch_size = v.seeds.defined() ? v.seeds.numel() : 0;
-    v.num_sampled_nodes = Values(ToTensor(n.num_sampled_nodes));
-    v.x = ToTensor(n.features);
-    v.y = ToTensor(n.labels);
-    v.x_scale = ToTensor(n.feature_scale);
-    v.x_offset = ToTensor(n.feature_offset);
-  }
-  const bool out_edges = meta_.edge_dir() != v1::EDGE_DIRECTION_IN;
-  for (const DecodedEdges& e : d->edges) {
-    EdgeView& v = b.edges[out_edges ? ReverseEdgeTypeName(e.edge_type) : e.edge_type];
-    v.stored_type = e.edge_type;
-    v.edge_index = ToTensor(e.edge_index);
-    v.e_id = ToTensor(e.eids);
-    v.edge_attr = ToTensor(e.features);
-    v.num_sampled_edges = Values(ToTensor(e.num_sampled_edges));
-  }
-  if (d->ablp.has_value()) {
-    b.ablp = AblpView{ToTensor(d->ablp->anchors), ToTensor(d->ablp->positive), ToTensor(d->ablp->negative)};
-  }
-  for (const DecodedPpr& p : d->ppr) {
-    b.ppr.push_back(PprView{p.seed_type, p.node_type, ToTensor(p.seed_index), ToTensor(p.node_index),
-                            ToTensor(p.weight)});
-  }
-  const std::string first_node = d->nodes.empty() ? std::string() : d->nodes[0].node_type;
-  const std::string first_edge =
-      d->edges.empty() ? std::string() : (out_edges ? ReverseEdgeTypeName(d->edges[0].edge_type) : d->edges[0].edge_type);
-  Finish(&b, first_node, first_edge);
-  return b;
-}
-
-Batch Loader::FromMessage(int server, std::shared_ptr<const v1::SampledMessage> msg,
-                          std::shared_ptr<const MappedBuffer> shared) const {
-  Batch b;
-  b.server = server;
-  b.epoch = msg->epoch();
-  b.batch_index = msg->batch_index();
-  b.message = msg;
-  b.shared = shared;
-  // Every tensor keeps the message and the mapping alive; when the last one goes, the use of
-  // the shared buffer is freed and the server may put a later batch in the file.
-  struct Owner {
-    std::shared_ptr<const v1::SampledMessage> msg;
-    std::shared_ptr<const MappedBuffer> shared;
-    std::shared_ptr<FreedUses> freed;
-    ~Owner() {
-      if (shared != nullptr) freed->Push(msg->shared_buffer().id());
-    }
-  };
-  auto owner = std::make_shared<Owner>();
-  owner->msg = msg;
-  owner->shared = shared;
-  owner->freed = servers_[server]->freed;
-  const MappedBuffer* buf = shared.get();
-  auto view = [&](const v1::Tensor& t) { return ToTensor(t, owner, buf); };
-  for (const v1::NodeTensors& n : msg->nodes()) {
-    NodeView& v = b.nodes[n.node_type()];
-    v.n_id = view(n.ids());
-    v.seeds = view(n.batch());
-    v.batch_size = v.seeds.numel();
-    v.num_sampled_nodes = Values(view(n.num_sampled_nodes()));
-    if (n.has_features()) v.x = view(n.features());
-    if (n.has_labels()) v.y = view(n.labels());
-  }
-  const bool out_edges = meta_.edge_dir() != v1::EDGE_DIRECTION_IN;
-  for (const v1::EdgeTensors& e : msg->edges()) {
-    EdgeView& v = b.edges[out_edges ? ReverseEdgeTypeName(e.edge_type()) : e.edge_type()];
-    v.stored_type = e.edge_type();
-    at::Tensor rows = view(e.rows()).to(torch::kInt64);
-    at::Tensor cols = view(e.cols()).to(torch::kInt64);
-    v.edge_index = out_edges ? torch::stack({cols, rows}) : torch::stack({rows, cols});
-    v.num_sampled_edges = Values(view(e.num_sampled_edges()));
-    if (e.has_eids()) v.e_id = view(e.eids());
-    if (e.has_features()) v.edge_attr = view(e.features());
-  }
-  if (msg->has_ablp()) {
-    b.ablp = AblpView{view(msg->ablp().anchors()), view(msg->ablp().positive()), view(msg->ablp().negative())};
-  }
-  for (const v1::PprWeights& p : msg->ppr()) {
-    b.ppr.push_back(
-        PprView{p.seed_type(), p.node_type(), view(p.seed_index()), view(p.node_index()), view(p.weight())});
-  }
-  const std::string first_node = msg->nodes_size() > 0 ? msg->nodes(0).node_type() : std::string();
-  const std::string first_edge =
-      msg->edges_size() == 0
-          ? std::string()
-          : (out_edges ? ReverseEdgeTypeName(msg->edges(0).edge_type()) : msg->edges(0).edge_type());
-  Finish(&b, first_node, first_edge);
-  return b;
-}
-
-void Loader::Finish(Batch* b, const std::string& first_node_type, const std::string& first_edge_key) const {
-  auto n = b->nodes.find(first_node_type);
-  if (n != b->nodes.end()) {
-    const NodeView& v = n->second;
-    b->n_id = v.n_id;
-    b->x = v.x;
-    b->y = v.y;
-    b->x_scale = v.x_scale;
-    b->x_offset = v.x_offset;
-    b->seeds = v.seeds;
-    b->batch_size = v.batch_size;
-    b->num_sampled_nodes = v.num_sampled_nodes;
-  }
-  auto e = b->edges.find(first_edge_key);
-  if (e != b->edges.end()) {
-    b->edge_index = e->second.edge_index;
-    b->e_id = e->second.e_id;
-    b->edge_attr = e->second.edge_attr;
-    b->num_sampled_edges = e->second.num_sampled_edges;
-  }
-  if (!input_position_.empty() && n != b->nodes.end() && n->second.seeds.defined()) {
-    const std::vector<int64_t> seeds = Values(n->second.seeds);
-    std::vector<int64_t> positions(seeds.size(), -1);
-    for (size_t i = 0; i < seeds.size(); ++i) {
-      auto it = input_position_.find(seeds[i]);
-      if (it != input_position_.end()) positions[i] = it->second;
-    }
-    b->input_id = torch::tensor(positions, torch::kInt64);
   }
 }
 

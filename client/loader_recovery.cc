@@ -1,0 +1,110 @@
+// The Loader across failures: starting an epoch on one server, opening its stream from a
+// batch, registering again on a server that lost the channel, retrying with growing waits, and
+// renewing leases in the background.
+
+#include "absl/strings/str_cat.h"
+#include "client/loader.h"
+#include "client/loader_server.h"
+
+namespace graphstore::client {
+
+absl::Status Loader::StartOn(Server* s, int64_t epoch, int64_t from, bool retry) {
+  v1::StartEpochRequest req;
+  req.set_channel_id(s->channel);
+  req.set_epoch(epoch);
+  req.set_start_batch(from);
+  auto r = s->client->StartEpoch(req);
+  if (!r.ok()) return r.status();
+  if (r->outcome() == v1::StartEpochResponse::STARTED) return absl::OkStatus();
+  // A retried call whose first attempt reached the server.
+  if (retry && r->outcome() == v1::StartEpochResponse::ALREADY_STARTED) return absl::OkStatus();
+  return absl::FailedPreconditionError(absl::StrCat("epoch ", epoch, " was not started (",
+                                                    v1::StartEpochResponse::Outcome_Name(r->outcome()),
+                                                    "); epochs must increase"));
+}
+
+absl::Status Loader::OpenStream(Server* s, int64_t from) {
+  v1::StreamSampledMessagesRequest req;
+  req.set_channel_id(s->channel);
+  req.set_epoch(epoch_);
+  req.set_start_batch(from);
+  std::lock_guard<std::mutex> lock(s->stream_mu);
+  // StopReaders sets stopping_ before it cancels under stream_mu: a stream opened after that
+  // would never be cancelled.
+  if (stopping_) return absl::CancelledError("the loader stopped reading");
+  if (s->shared_memory) {
+    s->batches.reset();
+    s->stream = s->client->Stream(req);
+  } else {
+    s->stream.reset();
+    s->batches = s->client->StreamBatches(req, decode_);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Loader::Resync(Server* s, int64_t epoch, int64_t from, bool open) {
+  v1::DescribeChannelRequest describe;
+  describe.set_channel_id(s->channel);
+  auto described = s->client->DescribeChannel(describe);
+  if (!described.ok() && described.status().code() != absl::StatusCode::kNotFound) return described.status();
+  if (!described.ok()) {
+    // The server restarted and lost the channel: the same registration samples the same batches.
+    const uint64_t lost = s->channel;
+    auto r = RegisterOn(s, /*again=*/true);
+    if (!r.ok()) return r.status();
+    LoaderLog()->warn("{}: channel {} is gone (the server restarted); registered again as channel {}",
+                s->client->address(), lost, r->channel_id());
+    if (auto st = StartOn(s, epoch, from, /*retry=*/false); !st.ok()) return st;
+  } else if (!open) {
+    if (auto st = StartOn(s, epoch, from, /*retry=*/true); !st.ok()) return st;
+  }
+  return open ? OpenStream(s, from) : absl::OkStatus();
+}
+
+absl::Status Loader::Retry(Server* s, absl::Status last, SteadyClock::time_point give_up,
+                           std::chrono::milliseconds* backoff, const std::function<absl::Status()>& attempt) {
+  while (true) {
+    if (SteadyClock::now() + *backoff > give_up) {
+      return absl::Status(last.code(), absl::StrCat(last.message(), " (gave up reconnecting after ",
+                                                    options_.reconnect_deadline.count(), " ms)"));
+    }
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      if (cv_.wait_for(lock, *backoff, [&] { return stopping_.load(); })) {
+        return absl::CancelledError("the loader stopped reading");
+      }
+    }
+    *backoff = std::min(*backoff * 2, options_.reconnect_backoff_max);
+    absl::Status st = attempt();
+    if (st.ok()) {
+      ++reconnects_;
+      return st;
+    }
+    if (!Retryable(st)) return st;
+    last = std::move(st);
+  }
+}
+
+void Loader::KeepLeases() {
+  std::unique_lock<std::mutex> lock(keeper_mu_);
+  while (!keeper_stop_) {
+    int64_t lease = 0;
+    for (const auto& s : servers_) {
+      const int64_t granted = s->lease_ms.load();
+      if (granted > 0) lease = lease == 0 ? granted : std::min(lease, granted);
+    }
+    const auto every = std::chrono::milliseconds(std::max<int64_t>(10, lease > 0 ? lease / 3 : 1000));
+    if (keeper_cv_.wait_for(lock, every, [&] { return keeper_stop_; })) break;
+    lock.unlock();
+    for (const auto& s : servers_) {
+      v1::RenewLeaseRequest req;
+      req.set_channel_id(s->channel);
+      if (req.channel_id() == 0) continue;
+      // A server that is down is the readers' business; its next channel gets renewed.
+      if (s->client->RenewLease(req).ok()) ++renewals_;
+    }
+    lock.lock();
+  }
+}
+
+}  // namespace graphstore::client
