@@ -4,18 +4,32 @@
 #include <cmath>
 
 namespace graphstore {
+namespace {
+
+// A weight a draw may pick: positive and finite (what an unverified partition holds otherwise
+// counts as zero).
+bool UsableWeight(float w) { return w > 0 && std::isfinite(w); }
+
+// The draws that need no randomness: fanout -1, or without replacement a fanout at least the
+// number of usable candidates, take every usable one in order (into `out`, true). Otherwise
+// `out` is left empty and the caller draws.
+bool TakesEveryUsable(const float* weights, int64_t n, int fanout, bool replace, std::vector<int64_t>* out) {
+  out->clear();
+  if (fanout >= 0 && (replace || fanout < n)) return false;
+  for (int64_t k = 0; k < n; ++k) {
+    if (UsableWeight(weights[k])) out->push_back(k);
+  }
+  if (fanout < 0 || static_cast<int64_t>(out->size()) <= fanout) return true;
+  out->clear();
+  return false;
+}
+
+}  // namespace
 
 int64_t DrawWeightedPositions(uint64_t key, const float* weights, int64_t n, int fanout, bool replace,
                               std::vector<int64_t>* out, std::vector<double>* keys) {
-  out->clear();
-  auto usable = [&](int64_t k) { return weights[k] > 0 && std::isfinite(weights[k]); };
-  if (fanout < 0 || (!replace && fanout >= n)) {
-    for (int64_t k = 0; k < n; ++k) {
-      if (usable(k)) out->push_back(k);
-    }
-    if (fanout < 0 || static_cast<int64_t>(out->size()) <= fanout) return static_cast<int64_t>(out->size());
-    out->clear();
-  }
+  auto usable = [&](int64_t k) { return UsableWeight(weights[k]); };
+  if (TakesEveryUsable(weights, n, fanout, replace, out)) return static_cast<int64_t>(out->size());
   if (fanout == 0) return 0;
   DrawStream draws(key);
   if (replace) {
@@ -67,15 +81,8 @@ int64_t DrawWeightedPositions(uint64_t key, const float* weights, int64_t n, int
 
 int64_t DrawWeightedFromTree(uint64_t key, const float* weights, const double* tree, int64_t n, int fanout,
                              bool replace, std::vector<int64_t>* out, WeightedScratch* s) {
-  out->clear();
-  auto usable = [&](int64_t k) { return weights[k] > 0 && std::isfinite(weights[k]); };
-  if (fanout < 0 || (!replace && fanout >= n)) {
-    for (int64_t k = 0; k < n; ++k) {
-      if (usable(k)) out->push_back(k);
-    }
-    if (fanout < 0 || static_cast<int64_t>(out->size()) <= fanout) return static_cast<int64_t>(out->size());
-    out->clear();
-  }
+  auto usable = [&](int64_t k) { return UsableWeight(weights[k]); };
+  if (TakesEveryUsable(weights, n, fanout, replace, out)) return static_cast<int64_t>(out->size());
   if (fanout == 0 || n == 0) return 0;
   double total = 0;
   for (int64_t i = n; i > 0; i -= i & -i) total += tree[i - 1];

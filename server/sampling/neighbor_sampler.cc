@@ -68,10 +68,19 @@ absl::Status NeighborSampler::Init() {
     weighted_[*t] = true;
   }
   for (size_t e = 0; e < weighted_.size(); ++e) {
-    if (weighted_[e] && partition_->edge_type(static_cast<int>(e)).weights_data() == nullptr) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "weighted_edge_types: edge type '", partition_->edge_type(static_cast<int>(e)).name,
-          "' stores no edge weights (weights.npy; graphstore-partition --edge_weights)"));
+    if (!weighted_[e]) continue;
+    const EdgeTypeStore& et = partition_->edge_type(static_cast<int>(e));
+    if (et.weights_data() == nullptr) {
+      return absl::InvalidArgumentError(absl::StrCat("weighted_edge_types: edge type '", et.name,
+                                                     "' stores no edge weights (weights.npy; graphstore-partition "
+                                                     "--edge_weights)"));
+    }
+    // The per-row index long rows draw from, built now rather than in the first batch's draw.
+    const int64_t rows = partition_->node_type(et.row_type).num_local;
+    if (o.replace) {
+      et.weight_tree->GetAlias(et.indptr_data(), rows, et.weights_data());
+    } else {
+      et.weight_tree->Get(et.indptr_data(), rows, et.weights_data());
     }
   }
   for (const EdgeTypeStore& e : partition_->edge_types()) {
