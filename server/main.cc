@@ -132,11 +132,12 @@ absl::StatusOr<ServerOptions> ParseOptions(const Flags& flags) {
   auto unfreed_channel_mb = flags.GetInt("max_unfreed_shared_mb_per_channel");
   auto unfreed_mb = flags.GetInt("max_unfreed_shared_mb");
   auto release_timeout = flags.GetInt("shared_release_timeout_s");
-  for (const absl::Status& s : {unfreed_channel_mb.status(), unfreed_mb.status(), release_timeout.status(),port.status(), workers.status(), verify.status(), lease.status(),
+  for (const absl::Status& s : {port.status(), workers.status(), verify.status(), lease.status(),
                                 state_log.status(), max_mb.status(), ahead.status(), peer_timeout.status(),
                                 peer_cache.status(), part_mb.status(), quota_channels.status(),
                                 quota_backends.status(), quota_mb.status(), backend_lease.status(),
-                                buffered_mb.status(), worker_threads.status()}) {
+                                buffered_mb.status(), worker_threads.status(), unfreed_channel_mb.status(),
+                                unfreed_mb.status(), release_timeout.status()}) {
     if (!s.ok()) return s;
   }
   if (*quota_channels < 0 || *quota_channels > o.core.max_channels) {

@@ -321,7 +321,7 @@ std::shared_ptr<ChannelEntry> Core::NewChannel(const v1::RegisterSamplingInputRe
   const int messages = buf.max_messages() > 0 ? buf.max_messages() : options_.default_buffer_messages;
   auto channel = std::make_shared<ChannelEntry>(
       messages, buf.max_bytes() > 0 ? buf.max_bytes() : options_.default_buffer_bytes,
-      options_.max_unfreed_shared_bytes_per_channel);
+      options_.max_unfreed_shared_bytes_per_channel, &shared_unfreed_);
   channel->id = registry_.ReserveChannelId();
   channel->backend = std::move(backend);
   channel->worker_key = req.worker_key();

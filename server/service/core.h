@@ -113,9 +113,6 @@ class Core : public StreamHost {
   const ServiceCounters& counters() const { return counters_; }
   /// Live shared-memory pool bytes over every channel.
   int64_t shared_memory_bytes() const;
-  /// Bytes of shared buffers sent and not yet freed, over every channel, and their limit.
-  int64_t shared_unfreed_bytes() const;
-  int64_t shared_unfreed_limit() const { return max_shared_unfreed_; }
   /// Lookups of other partitions' nodes answered by the peer cache and not (0 outside a cluster).
   void PeerCacheLookups(int64_t* hits, int64_t* misses) const;
   /// The cluster joined, or null.
@@ -183,8 +180,8 @@ class Core : public StreamHost {
   // Sampled-but-unread bytes of every backend (options_.max_buffered_bytes_total resolved).
   const std::shared_ptr<scheduler::MemoryBudget> budget_;
   const int max_worker_threads_;
-  // Shared buffers sent and not yet freed over every channel (guarded by mu_), their limit,
-  // and the channels that have shared memory (for the fair share).
+  // Shared buffers sent and not yet freed over every channel (kept by the channels' ledgers,
+  // guarded by mu_), their limit, and the channels that have shared memory (the fair share).
   int64_t shared_unfreed_ = 0;
   const int64_t max_shared_unfreed_;
   int shared_channels_ = 0;

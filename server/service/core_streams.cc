@@ -104,13 +104,7 @@ void Core::HandOff(uint64_t channel_id, std::shared_ptr<SharedUse> use) {
   std::lock_guard<std::mutex> lock(mu_);
   auto c = LiveChannel(channel_id);
   if (!c.ok()) return;  // destroyed: the file goes with the last reference
-  shared_unfreed_ += static_cast<int64_t>(use->file->size());
   (*c)->shared.Sent(std::move(use));
-}
-
-int64_t Core::shared_unfreed_bytes() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return shared_unfreed_;
 }
 
 absl::Status Core::ReleaseSharedBuffers(const v1::ReleaseSharedBuffersRequest& req,
@@ -135,7 +129,6 @@ absl::Status Core::ReleaseSharedBuffers(const v1::ReleaseSharedBuffersRequest& r
     if (c == nullptr) return Registry::NotLive(req.channel_id(), found);
     const bool server_was_full = shared_unfreed_ >= max_shared_unfreed_;
     release = c->shared.Apply(req.received_ids(), req.freed_ids());
-    shared_unfreed_ -= release.freed_bytes;
     c->last_activity = Clock::now();
     if (release.freed_bytes > 0) {
       c->unfreed_wait_since.reset();

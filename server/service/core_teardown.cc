@@ -21,7 +21,6 @@ bool Core::DestroyLocked(std::unique_lock<std::mutex>& lock, uint64_t channel_id
     watchdog_cv_.notify_all();
   }
   // Backend calls notify listeners (streams), which may call back into the core.
-  shared_unfreed_ -= c->shared.unfreed_bytes();
   if (c->pool != nullptr) --shared_channels_;
   std::vector<std::shared_ptr<SharedUse>> sent = c->shared.TakeAll();
   if (c->pool != nullptr) c->pool->Close();  // a batch in flight must not reuse a file the client maps

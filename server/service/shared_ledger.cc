@@ -5,13 +5,18 @@ namespace graphstore {
 void SharedLedger::Sent(std::shared_ptr<SharedUse> use) {
   ++unreceived_;
   unreceived_bytes_ += static_cast<int64_t>(use->file->size());
-  unfreed_bytes_ += static_cast<int64_t>(use->file->size());
+  AddUnfreed(static_cast<int64_t>(use->file->size()));
   const uint64_t id = use->id;
   sent_[id] = Entry{std::move(use), false};
 }
 
 bool SharedLedger::BacklogFull() const {
   return unreceived_ > 0 && (unreceived_ >= max_messages_ || unreceived_bytes_ >= max_bytes_);
+}
+
+void SharedLedger::AddUnfreed(int64_t bytes) {
+  unfreed_bytes_ += bytes;
+  if (server_unfreed_ != nullptr) *server_unfreed_ += bytes;
 }
 
 SharedLedger::Hold SharedLedger::HoldBack(bool server_full, int64_t share) const {
@@ -43,7 +48,7 @@ SharedLedger::Release SharedLedger::Apply(const google::protobuf::RepeatedField<
     if (s == sent_.end()) continue;
     Receive(s->second);
     const auto bytes = static_cast<int64_t>(s->second.use->file->size());
-    unfreed_bytes_ -= bytes;
+    AddUnfreed(-bytes);
     r.freed_bytes += bytes;
     r.freed.push_back(std::move(s->second.use));
     sent_.erase(s);
@@ -58,7 +63,7 @@ std::vector<std::shared_ptr<SharedUse>> SharedLedger::TakeAll() {
   sent_.clear();
   unreceived_ = 0;
   unreceived_bytes_ = 0;
-  unfreed_bytes_ = 0;
+  AddUnfreed(-unfreed_bytes_);
   return all;
 }
 

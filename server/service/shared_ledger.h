@@ -25,9 +25,14 @@ namespace graphstore {
 class SharedLedger {
  public:
   /// Holds back at `max_messages` unreceived uses or `max_bytes` of their files, and at
-  /// `max_unfreed_bytes` of the files of uses not yet freed.
-  SharedLedger(int max_messages, int64_t max_bytes, int64_t max_unfreed_bytes)
-      : max_messages_(max_messages), max_bytes_(max_bytes), max_unfreed_bytes_(max_unfreed_bytes) {}
+  /// `max_unfreed_bytes` of the files of uses not yet freed. `server_unfreed`, when given, is
+  /// the sum of unfreed_bytes() over every ledger of the server, kept by them (guarded by the
+  /// same lock as this ledger).
+  SharedLedger(int max_messages, int64_t max_bytes, int64_t max_unfreed_bytes, int64_t* server_unfreed = nullptr)
+      : max_messages_(max_messages),
+        max_bytes_(max_bytes),
+        max_unfreed_bytes_(max_unfreed_bytes),
+        server_unfreed_(server_unfreed) {}
 
   /// Records a use as sent (unreceived).
   void Sent(std::shared_ptr<SharedUse> use);
@@ -74,10 +79,13 @@ class SharedLedger {
     bool received = false;
   };
   void Receive(Entry& e);
+  // Adds `bytes` to this ledger's unfreed bytes and the server's sum.
+  void AddUnfreed(int64_t bytes);
 
   const int max_messages_;
   const int64_t max_bytes_;
   const int64_t max_unfreed_bytes_;
+  int64_t* const server_unfreed_;
   std::map<uint64_t, Entry> sent_;
   int unreceived_ = 0;
   int64_t unreceived_bytes_ = 0;
