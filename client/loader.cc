@@ -98,6 +98,11 @@ Loader::Loader(LoaderOptions options) : options_(std::move(options)) {
     throw Error(absl::InvalidArgumentError(absl::StrCat("the dataset has ", meta_.num_partitions(),
                                                         " partitions but ", servers_.size(), " servers were given")));
   }
+  if (!options_.seed_times.empty() && options_.seed_times.size() != options_.seeds.size()) {
+    throw Error(absl::InvalidArgumentError(absl::StrCat("LoaderOptions.seed_times has ", options_.seed_times.size(),
+                                                        " entries for ", options_.seeds.size(),
+                                                        " seeds; give one time per seed")));
+  }
   for (size_t i = 0; i < options_.seeds.size(); ++i) {
     const auto [it, inserted] = input_position_.emplace(options_.seeds[i], i);
     if (!inserted) {
@@ -116,14 +121,17 @@ Loader::Loader(LoaderOptions options) : options_(std::move(options)) {
 
 void Loader::Register() {
   // Explicit seeds go to the server that owns each of them.
-  std::vector<std::vector<int64_t>> seeds_of(servers_.size());
+  std::vector<std::vector<int64_t>> seeds_of(servers_.size()), times_of(servers_.size());
   if (!options_.seeds.empty()) {
     v1::LookupPartitionsRequest lp;
     lp.set_node_type(options_.node_type);
     for (int64_t id : options_.seeds) lp.add_ids(id);
     auto owners = Check(servers_[0]->client->LookupPartitions(lp));
     const auto* p = reinterpret_cast<const int32_t*>(owners.partitions().data().data());
-    for (size_t i = 0; i < options_.seeds.size(); ++i) seeds_of[p[i]].push_back(options_.seeds[i]);
+    for (size_t i = 0; i < options_.seeds.size(); ++i) {
+      seeds_of[p[i]].push_back(options_.seeds[i]);
+      if (!options_.seed_times.empty()) times_of[p[i]].push_back(options_.seed_times[i]);
+    }
   }
   std::vector<v1::RegisterSamplingInputResponse> registered;
   for (size_t i = 0; i < servers_.size(); ++i) {
@@ -141,7 +149,8 @@ void Loader::Register() {
       in->mutable_slice()->set_world_size(options_.world_size);
     } else if (!options_.seeds.empty()) {
       reg.mutable_nodes()->set_node_type(options_.node_type);
-      for (int64_t id : seeds_of[i]) reg.mutable_nodes()->add_ids(id);
+      reg.mutable_nodes()->mutable_ids()->Add(seeds_of[i].begin(), seeds_of[i].end());
+      reg.mutable_nodes()->mutable_times()->Add(times_of[i].begin(), times_of[i].end());
     } else {
       reg.mutable_split()->set_node_type(options_.node_type);
       reg.mutable_split()->set_split(options_.split);

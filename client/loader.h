@@ -167,6 +167,9 @@ struct LoaderOptions {
   /// ... or explicit global ids (used when non-empty; no id twice); each server gets the ones
   /// it owns ...
   std::vector<int64_t> seeds;
+  /// With explicit seeds on a temporal backend (config.temporal_strategy): each seed's time, in
+  /// the order of `seeds` (empty: every seed takes its stored node time).
+  std::vector<int64_t> seed_times;
   /// ... or, when set, link-prediction anchors (split, anchor type, supervision and negative
   /// edge types); rank / world_size slice them on every server.
   std::optional<v1::GetAblpInputRequest> ablp;

@@ -67,10 +67,10 @@ GraphData Shop() {
   return g;
 }
 const std::string& GeneratedDataset(int64_t num_nodes, int feature_dim, int num_classes, int num_partitions,
-                                    uint64_t seed) {
+                                    uint64_t seed, bool times) {
   static TempDir* dir = new TempDir();  // lives until the binary exits
-  static std::map<std::tuple<int64_t, int, int, int, uint64_t>, std::string> made;
-  const auto key = std::make_tuple(num_nodes, feature_dim, num_classes, num_partitions, seed);
+  static std::map<std::tuple<int64_t, int, int, int, uint64_t, bool>, std::string> made;
+  const auto key = std::make_tuple(num_nodes, feature_dim, num_classes, num_partitions, seed, times);
   auto it = made.find(key);
   if (it != made.end()) return it->second;
   GeneratorOptions o;
@@ -81,6 +81,7 @@ const std::string& GeneratedDataset(int64_t num_nodes, int feature_dim, int num_
   o.num_partitions = num_partitions;
   o.seed = seed;
   o.edge_weights = true;  // uniform sampling ignores them; weighted sampling tests use them
+  o.times = times;
   const std::string path = dir->path() + "/data-" + std::to_string(made.size());
   if (!GenerateDataset(o, path).ok()) throw std::runtime_error("cannot generate a test dataset");
   return made.emplace(key, path).first->second;

@@ -21,11 +21,12 @@ GraphData TinyGraph();
 /// train (u0,i3) (u1,i0). User features [id], item features [100 + id].
 GraphData Shop();
 
-/// A generated dataset (8 average out-degree, edge weights as tools/generator.h's EdgeWeight),
-/// written once per test binary and arguments and shared by its tests; returns its directory
-/// (with several partitions, part-K below it).
+/// A generated dataset (8 average out-degree, edge weights as tools/generator.h's EdgeWeight;
+/// with `times`, node and edge times as its NodeTime and EdgeTime), written once per test binary
+/// and arguments and shared by its tests; returns its directory (with several partitions,
+/// part-K below it).
 const std::string& GeneratedDataset(int64_t num_nodes, int feature_dim, int num_classes, int num_partitions = 1,
-                                    uint64_t seed = 5);
+                                    uint64_t seed = 5, bool times = false);
 
 /// Cora's citation list from the shared datasets, read as citing -> cited.
 GraphInputSpec CoraSpec();

@@ -31,6 +31,9 @@ int Run(int argc, char** argv) {
   flags.Define("seed", "0", "seed of everything");
   flags.Define("edge_weights", "false",
                "also write a sampling weight per edge (0 for about one edge in ten, else 1..8)");
+  flags.Define("times", "false",
+               "also write node and edge times for temporal sampling (nodes in [0, 1e6), each edge at the later "
+               "of its endpoints' times)");
   flags.Define("partitions", "1", "partitions (1: DIR is a partition directory; N: DIR/part-K)");
   flags.Define("edge_dir", "out", "\"out\" or \"in\"");
   flags.Define("method", d.method, "assignment of nodes to partitions: \"random\" or \"metis\"");
@@ -78,6 +81,9 @@ int Run(int argc, char** argv) {
   auto weights = flags.GetBool("edge_weights");
   if (!weights.ok()) return Fail(weights.status());
   o.edge_weights = *weights;
+  auto times = flags.GetBool("times");
+  if (!times.ok()) return Fail(times.status());
+  o.times = *times;
   o.edge_dir = flags.Get("edge_dir");
   o.method = flags.Get("method");
   if (flags.IsSet("name") || flags.Get("preset").empty()) o.name = flags.Get("name");

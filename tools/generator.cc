@@ -138,7 +138,23 @@ float EdgeWeight(uint64_t seed, int64_t src, int64_t dst) {
   return h % 10 == 0 ? 0.0f : static_cast<float>(1 + (h >> 8) % 8);
 }
 
+int64_t NodeTime(uint64_t seed, int64_t v) {
+  return static_cast<int64_t>(Mix(Mix(seed ^ 0x7e3a11cfu) ^ static_cast<uint64_t>(v)) % 1000000);
+}
+
+int64_t EdgeTime(uint64_t seed, int64_t src, int64_t dst) {
+  return std::max(NodeTime(seed, src), NodeTime(seed, dst));
+}
+
 namespace {
+
+// Puts the neighbours of `v` in the order of a temporal CSR row: by (edge time, neighbour).
+void SortRowByTime(uint64_t seed, int64_t v, std::vector<int64_t>* row) {
+  std::sort(row->begin(), row->end(), [&](int64_t a, int64_t b) {
+    const int64_t ta = EdgeTime(seed, v, a), tb = EdgeTime(seed, v, b);
+    return ta != tb ? ta < tb : a < b;
+  });
+}
 
 // The whole graph as one partition, streamed to disk.
 absl::Status WriteSingle(const GeneratorOptions& o, const Communities& c, const std::string& dir) {
@@ -161,6 +177,13 @@ absl::Status WriteSingle(const GeneratorOptions& o, const Communities& c, const 
     weights = *std::move(w);
   }
   std::vector<float> row_weights;
+  std::unique_ptr<NpyWriter> times;
+  if (o.times) {
+    auto t = NpyWriter::Create(edir + "/time.npy", NpyDtype::kInt64);
+    if (!t.ok()) return t.status();
+    times = *std::move(t);
+  }
+  std::vector<int64_t> row_times;
   std::unique_ptr<NpyWriter> features;
   if (o.feature_dim > 0) {
     auto f = NpyWriter::Create(ndir + "/features.npy", NpyDtype::kFloat32, {o.feature_dim});
@@ -177,6 +200,12 @@ absl::Status WriteSingle(const GeneratorOptions& o, const Communities& c, const 
     const int64_t end = std::min(n, base + kChunk);
     for (int64_t v = base; v < end; ++v) {
       GenerateRow(o, c, v, &row);
+      if (times) {
+        SortRowByTime(o.seed, v, &row);
+        row_times.clear();
+        for (int64_t w : row) row_times.push_back(EdgeTime(o.seed, v, w));
+        if (auto s = times->Append(row_times.data(), static_cast<int64_t>(row.size())); !s.ok()) return s;
+      }
       indptr[v + 1] = indptr[v] + static_cast<int64_t>(row.size());
       for (int64_t w : row) ++degree[w];
       if (auto s = (*indices)->Append(row.data(), static_cast<int64_t>(row.size())); !s.ok()) return s;
@@ -195,6 +224,12 @@ absl::Status WriteSingle(const GeneratorOptions& o, const Communities& c, const 
   if (auto s = (*indices)->Finish(); !s.ok()) return s;
   if (weights) {
     if (auto s = weights->Finish(); !s.ok()) return s;
+  }
+  if (times) {
+    if (auto s = times->Finish(); !s.ok()) return s;
+    std::vector<int64_t> node_times(n);
+    for (int64_t v = 0; v < n; ++v) node_times[v] = NodeTime(o.seed, v);
+    if (auto s = WriteNpyVector(BookFile(dir, "node", "time"), node_times); !s.ok()) return s;
   }
   if (features) {
     if (auto s = features->Finish(); !s.ok()) return s;
@@ -240,6 +275,7 @@ absl::Status WriteSingle(const GeneratorOptions& o, const Communities& c, const 
   nt->set_num_classes(o.num_classes);
   nt->set_has_degree(true);
   nt->set_has_feature_range(o.feature_dim > 0);
+  nt->set_has_node_times(o.times);
   for (const char* s : kSplitNames) nt->add_splits(s);
   auto* et = m.add_edge_types();
   et->set_src_type("node");
@@ -248,6 +284,7 @@ absl::Status WriteSingle(const GeneratorOptions& o, const Communities& c, const 
   et->set_num_edges(indptr[n]);
   et->set_num_local_edges(indptr[n]);
   et->set_has_edge_weights(o.edge_weights);
+  et->set_has_edge_times(o.times);
   return WriteManifest(dir, m);
 }
 
@@ -266,13 +303,16 @@ GraphData Materialise(const GeneratorOptions& o, const Communities& c) {
   std::vector<int64_t> row;
   for (int64_t v = 0; v < o.num_nodes; ++v) {
     GenerateRow(o, c, v, &row);
+    if (o.times) SortRowByTime(o.seed, v, &row);  // edge ids in the order one partition stores them
     for (int64_t u : row) {
       et.src.push_back(v);
       et.dst.push_back(u);
       if (o.edge_weights) et.weights.push_back(EdgeWeight(o.seed, v, u));
+      if (o.times) et.times.push_back(EdgeTime(o.seed, v, u));
     }
     if (o.feature_dim > 0) GenerateFeatures(o, c, v, &nt.features[v * o.feature_dim]);
     nt.labels[v] = c.label[v];
+    if (o.times) nt.times.push_back(NodeTime(o.seed, v));
     const int s = SplitOf(o, v);
     if (s < 3) nt.splits[kSplitNames[s]].push_back(v);
   }

@@ -45,6 +45,8 @@ struct GeneratorOptions {
   uint64_t seed = 0;
   /// Also write a sampling weight per edge (EdgeWeight).
   bool edge_weights = false;
+  /// Also write node and edge times (NodeTime, EdgeTime), for temporal sampling.
+  bool times = false;
   /// Partitions to write, >= 1.
   int num_partitions = 1;
   /// How nodes are assigned to partitions: "random" or "metis".
@@ -69,6 +71,13 @@ absl::Status GenerateDataset(const GeneratorOptions& options, const std::string&
 /// The weight the generator gives edge (src, dst) under `seed`: 0 for about one edge in ten,
 /// else an integer in [1, 8].
 float EdgeWeight(uint64_t seed, int64_t src, int64_t dst);
+
+/// The time the generator gives node `v` under `seed`: an integer in [0, 1000000).
+int64_t NodeTime(uint64_t seed, int64_t v);
+
+/// The time the generator gives edge (src, dst): the later of its endpoints' times (a node
+/// links to nodes that existed before it, as a paper cites older papers).
+int64_t EdgeTime(uint64_t seed, int64_t src, int64_t dst);
 
 }  // namespace graphstore
 

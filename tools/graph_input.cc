@@ -219,18 +219,9 @@ class GraphBuilder {
       g_.edge_types.push_back(std::move(e));
     }
     for (const auto& wf : spec_.edge_weights) {
-      EdgeTypeData* e = nullptr;
-      for (auto& t : g_.edge_types) {
-        if (wf.type.empty() ? g_.edge_types.size() == 1
-                            : absl::StrCat(t.src_type, "__", t.relation, "__", t.dst_type) == wf.type) {
-          e = &t;
-        }
-      }
-      if (e == nullptr) {
-        return absl::InvalidArgumentError(absl::StrCat("--edge_weights=", wf.type.empty() ? "" : wf.type + "=", wf.path,
-                                                       wf.type.empty() ? ": with several edge types, name one (TYPE=PATH)"
-                                                                       : ": no --edges file has that type"));
-      }
+      auto found = EdgeTypeOf(wf, "--edge_weights");
+      if (!found.ok()) return found.status();
+      EdgeTypeData* e = *found;
       auto w = ReadWeights(wf.path);
       if (!w.ok()) return w.status();
       if (w->size() != e->src.size()) {
@@ -245,7 +236,31 @@ class GraphBuilder {
       }
       e->weights = *std::move(w);
     }
+    for (const auto& tf : spec_.edge_times) {
+      auto e = EdgeTypeOf(tf, "--edge_times");
+      if (!e.ok()) return e.status();
+      auto times = ReadIdList(tf.path);
+      if (!times.ok()) return times.status();
+      if (times->size() != (*e)->src.size()) {
+        return absl::InvalidArgumentError(absl::StrCat(tf.path, ": ", times->size(), " times for ", (*e)->src.size(),
+                                                       " edges; give one per edge, in the edge list's order"));
+      }
+      (*e)->times = *std::move(times);
+    }
     return absl::OkStatus();
+  }
+
+  // The edge type a per-edge file (--edge_weights, --edge_times) names.
+  absl::StatusOr<EdgeTypeData*> EdgeTypeOf(const TypedFile& f, const std::string& flag) {
+    for (auto& t : g_.edge_types) {
+      if (f.type.empty() ? g_.edge_types.size() == 1
+                         : absl::StrCat(t.src_type, "__", t.relation, "__", t.dst_type) == f.type) {
+        return &t;
+      }
+    }
+    return absl::InvalidArgumentError(absl::StrCat(flag, "=", f.type.empty() ? "" : f.type + "=", f.path,
+                                                   f.type.empty() ? ": with several edge types, name one (TYPE=PATH)"
+                                                                  : ": no --edges file has that type"));
   }
 
   // Weights: a 1-D float .npy, or text with one number per line.
@@ -294,6 +309,13 @@ class GraphBuilder {
       if (!l.ok()) return l.status();
       labels_[*t] = *std::move(l);
     }
+    for (const auto& tf : spec_.node_times) {
+      auto t = KnownType(tf.type, "--node_times");
+      if (!t.ok()) return t.status();
+      auto times = ReadIdList(tf.path);
+      if (!times.ok()) return times.status();
+      times_[*t] = {tf.path, *std::move(times)};
+    }
     return absl::OkStatus();
   }
 
@@ -324,6 +346,11 @@ class GraphBuilder {
       auto r = RowsOf(t, static_cast<int64_t>(l.size()), "--labels");
       if (!r.ok()) return r.status();
       label_rows_[t] = *std::move(r);
+    }
+    for (auto& [t, f] : times_) {
+      auto r = RowsOf(t, static_cast<int64_t>(f.second.size()), "--node_times");
+      if (!r.ok()) return r.status();
+      time_rows_[t] = *std::move(r);
     }
     return absl::OkStatus();
   }
@@ -379,6 +406,23 @@ class GraphBuilder {
         nt.labels.assign(nt.num_nodes, -1);
         for (size_t i = 0; i < rows.size(); ++i) nt.labels[ToGlobal(nt.name, rows[i])] = l[i];
       }
+      if (times_.count(nt.name)) {
+        const auto& [path, times] = times_[nt.name];
+        const auto& rows = time_rows_[nt.name];
+        std::vector<bool> covered(nt.num_nodes, false);
+        nt.times.assign(nt.num_nodes, 0);
+        for (size_t i = 0; i < rows.size(); ++i) {
+          const int64_t gid = ToGlobal(nt.name, rows[i]);
+          nt.times[gid] = times[i];
+          covered[gid] = true;
+        }
+        for (int64_t gid = 0; gid < nt.num_nodes; ++gid) {
+          if (!covered[gid]) {
+            return absl::InvalidArgumentError(absl::StrCat(path, ": no time for node ", sorted_raw_[nt.name][gid],
+                                                           " of type '", nt.name, "'; every node needs one"));
+          }
+        }
+      }
     }
     return absl::OkStatus();
   }
@@ -418,6 +462,8 @@ class GraphBuilder {
   std::map<std::string, std::vector<int64_t>> labels_;
   std::map<std::string, std::vector<int64_t>> feature_rows_;
   std::map<std::string, std::vector<int64_t>> label_rows_;
+  std::map<std::string, std::pair<std::string, std::vector<int64_t>>> times_;  // path, times per row
+  std::map<std::string, std::vector<int64_t>> time_rows_;
   std::map<std::string, std::vector<int64_t>> sorted_raw_;
 };
 

@@ -45,6 +45,11 @@ struct GraphInputSpec {
   /// Edge weights, one per edge of the type's edge list in its order (.npy float32/float64
   /// 1-D, or text with one number per line); type as in `edges`.
   std::vector<TypedFile> edge_weights;
+  /// Node times (.npy int64/int32 or text, one per row; rows as for --labels), for temporal
+  /// sampling. Every node of the type needs one.
+  std::vector<TypedFile> node_times;
+  /// Edge times, one per edge of the type's edge list in its order (.npy int64/int32 or text).
+  std::vector<TypedFile> edge_times;
 };
 
 /// Reads an edge list: a text file of "a b" pairs (whitespace or comma separated, extra

@@ -27,6 +27,14 @@ void DefineFlags(Flags* flags) {
                 "[src__rel__dst=]PATH: sampling weight of each edge of that type's --edges file, in its order "
                 "(.npy float 1-D, or text: one number per line; finite, >= 0)",
                 true);
+  flags->Define("edge_times", "",
+                "[src__rel__dst=]PATH: time of each edge of that type's --edges file, in its order (.npy int 1-D, "
+                "or text: one integer per line), for temporal sampling",
+                true);
+  flags->Define("node_times", "",
+                "[type=]PATH: time of each row (rows as for --labels; every node needs one), for temporal "
+                "sampling: a node is reached only from nodes at or after its time",
+                true);
   flags->Define("swap_columns", "false", "text edge lists are \"dst src\" (e.g. Cora's cora.cites)");
   flags->Define("node_ids", "", "[type=]PATH: raw id of each feature/label row (else row i is id i)", true);
   flags->Define("features", "", "[type=]PATH.npy: node features [rows, dim], float32 or float64", true);
@@ -61,6 +69,8 @@ absl::StatusOr<GraphData> ReadInput(const Flags& flags) {
   for (const auto& v : flags.GetAll("features")) spec.features.push_back(ParseTypedFile(v));
   for (const auto& v : flags.GetAll("labels")) spec.labels.push_back(ParseTypedFile(v));
   for (const auto& v : flags.GetAll("edge_weights")) spec.edge_weights.push_back(ParseTypedFile(v));
+  for (const auto& v : flags.GetAll("edge_times")) spec.edge_times.push_back(ParseTypedFile(v));
+  for (const auto& v : flags.GetAll("node_times")) spec.node_times.push_back(ParseTypedFile(v));
   for (const char* split : {"train", "val", "test"}) {
     for (const auto& v : flags.GetAll(absl::StrCat(split, "_ids"))) spec.splits[split].push_back(ParseTypedFile(v));
   }

@@ -25,6 +25,10 @@ _NEGATIVE_SAMPLING = {
     "degree": pb.NEGATIVE_SAMPLING_DEGREE,
 }
 _ENCODINGS = ("", "float32", "float16", "bfloat16", "int8")
+_TEMPORAL_STRATEGIES = {
+    "uniform": pb.TEMPORAL_STRATEGY_UNIFORM,
+    "last": pb.TEMPORAL_STRATEGY_LAST,
+}
 
 
 @dataclass(frozen=True)
@@ -93,6 +97,22 @@ def _fanouts(name, value) -> List[int]:
     return out
 
 
+def _times(name, value, count) -> List[int]:
+    if isinstance(value, torch.Tensor):
+        if value.dtype not in (torch.int64, torch.int32, torch.int16, torch.int8, torch.uint8):
+            raise TypeError(f"{name} must hold integer times, not {value.dtype}")
+        if value.dim() != 1:
+            raise ValueError(f"{name} must be one-dimensional, got shape {list(value.shape)}")
+        times = value.to(torch.int64).tolist()
+    elif isinstance(value, (str, bytes)) or not isinstance(value, Sequence):
+        raise TypeError(f"{name} must be a tensor or a list of int times, not {type(value).__name__}")
+    else:
+        times = [_int(f"{name}[{i}]", v, -(1 << 63)) for i, v in enumerate(value)]
+    if len(times) != count:
+        raise ValueError(f"{name} has {len(times)} times for {count} seeds in input_nodes; give one per seed")
+    return times
+
+
 def _ids(name, value) -> List[int]:
     if isinstance(value, torch.Tensor):
         if value.dtype == torch.bool:
@@ -151,6 +171,15 @@ class Loader:
             edge type, or a list of edge types (``"src__rel__dst"`` or ``(src, rel, dst)``); each
             must store weights (``graphstore-partition --edge_weights``). Zero-weight edges are
             never drawn. With ``replace``, draws are independent.
+        time_attr: ``"time"`` samples temporally with the times the dataset stores (node times
+            ``book/<type>.time.npy``, edge times ``edges/<type>/time.npy``; ``graphstore-partition
+            --node_times / --edge_times``): every seed has a time (``input_time``, else its node
+            time) and a node only reaches neighbours whose edge time is at or before the time of
+            the node that reached it, so a seed never sees the future. ``None``: not temporal.
+        input_time: with ``time_attr`` and ids in ``input_nodes``: each seed's time (a list or
+            int tensor, in the order of the ids). Default: the seeds' node times.
+        temporal_strategy: with ``time_attr``: ``"uniform"`` draws among the neighbours at or
+            before a node's time, ``"last"`` takes the most recent of them.
         ppr: ``PprOptions`` for ``sampler="ppr"``.
         ablp: ``AblpInput`` for link-prediction batches (seeds are its anchors).
         num_negatives, negative_sampling: generated negatives per anchor of an ABLP batch
@@ -197,7 +226,8 @@ class Loader:
 
     def __init__(self, servers: Union[Sequence[str], str], num_neighbors=None, input_nodes=None,
                  batch_size: int = 1, shuffle: bool = False, drop_last: bool = False, replace: bool = False, *,
-                 weighted: Union[bool, Sequence] = False,
+                 weighted: Union[bool, Sequence] = False, time_attr: Optional[str] = None, input_time=None,
+                 temporal_strategy: str = "uniform",
                  split: str = "train", rank: int = 0, world_size: int = 1, seed: int = 0,
                  node_features: bool = True, labels: bool = True, edge_ids: bool = False,
                  edge_features: bool = False, sampler: str = "neighbor", ppr: Optional[PprOptions] = None,
@@ -276,6 +306,20 @@ class Loader:
         if input_nodes is not None and not isinstance(input_nodes, str) and not ids and (
                 not isinstance(input_nodes, tuple) or input_nodes[1] is not None):
             raise ValueError("input_nodes holds no node id")
+        seed_times = []
+        if _str("temporal_strategy", temporal_strategy) not in _TEMPORAL_STRATEGIES:
+            raise ValueError(f"temporal_strategy must be one of {sorted(_TEMPORAL_STRATEGIES)}, "
+                             f"got {temporal_strategy!r}")
+        if time_attr is not None:
+            if _str("time_attr", time_attr) != "time":
+                raise ValueError(f"time_attr must be 'time' (the times the dataset stores) or None, got {time_attr!r}")
+            config.temporal_strategy = _TEMPORAL_STRATEGIES[temporal_strategy]
+        if input_time is not None:
+            if time_attr is None:
+                raise ValueError("input_time needs time_attr='time' (temporal sampling)")
+            if not ids:
+                raise ValueError("input_time needs the seeds' ids in input_nodes (one time per id)")
+            seed_times = _times("input_time", input_time, len(ids))
         ablp_bytes = None
         if ablp is not None:
             if not isinstance(ablp, AblpInput):
@@ -316,7 +360,7 @@ class Loader:
         self._impl = _graphstore.Loader(
             servers=self._servers, config=config.SerializeToString(), sampler_options=options.SerializeToString(),
             ablp=ablp_bytes, backend_key=_str("backend_key", backend_key), node_type=node_type,
-            split=_str("split", split), seeds=ids, rank=rank, world_size=world_size,
+            split=_str("split", split), seeds=ids, seed_times=seed_times, rank=rank, world_size=world_size,
             seed=_int("seed", seed, 0), buffer_messages=_int("buffer_messages", buffer_messages, 0),
             buffer_bytes=_int("buffer_bytes", buffer_bytes, 0), prefetch=_int("prefetch", prefetch, 1),
             stream_window_bytes=_int("stream_window_bytes", stream_window_bytes, 0),

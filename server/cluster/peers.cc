@@ -297,6 +297,11 @@ std::unique_ptr<PeerSampling::Pending> Peers::SampleNeighbors(const Hop& hop, st
     r.set_fanout(hop.fanout);
     r.set_replace(hop.replace);
     r.set_weighted(hop.weighted);
+    if (hop.temporal != TemporalStrategy::kNone) {
+      r.set_temporal_strategy(hop.temporal == TemporalStrategy::kLast ? v1::TEMPORAL_STRATEGY_LAST
+                                                                     : v1::TEMPORAL_STRATEGY_UNIFORM);
+      r.mutable_times()->Add(call.times.begin(), call.times.end());
+    }
     r.set_with_edge_ids(hop.with_edge_ids);
     r.set_with_edge_features(hop.with_edge_features);
     r.mutable_excluded()->Add(call.excluded.begin(), call.excluded.end());

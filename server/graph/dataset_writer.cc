@@ -108,6 +108,10 @@ absl::Status ValidateGraph(const GraphData& g) {
     if (!t.labels.empty() && static_cast<int64_t>(t.labels.size()) != t.num_nodes) {
       return absl::InvalidArgumentError(absl::StrCat(who, ": labels length differs from num_nodes"));
     }
+    if (!t.times.empty() && static_cast<int64_t>(t.times.size()) != t.num_nodes) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(who, ": ", t.times.size(), " node times for ", t.num_nodes, " nodes"));
+    }
     for (const auto& [split, ids] : t.splits) {
       for (int64_t id : ids) {
         if (id < 0 || id >= t.num_nodes) {
@@ -132,6 +136,9 @@ absl::Status ValidateGraph(const GraphData& g) {
     if (!e.weights.empty() && e.weights.size() != e.src.size()) {
       return absl::InvalidArgumentError(
           absl::StrCat(who, ": ", e.weights.size(), " edge weights for ", e.src.size(), " edges"));
+    }
+    if (!e.times.empty() && e.times.size() != e.src.size()) {
+      return absl::InvalidArgumentError(absl::StrCat(who, ": ", e.times.size(), " edge times for ", e.src.size(), " edges"));
     }
     for (size_t i = 0; i < e.weights.size(); ++i) {
       if (!(e.weights[i] >= 0) || !std::isfinite(e.weights[i])) {
@@ -183,6 +190,7 @@ void AddReverseEdgeTypes(GraphData* g) {
     r.feature_dim = e.feature_dim;
     r.features = e.features;
     r.weights = e.weights;
+    r.times = e.times;
     g->edge_types.push_back(std::move(r));
   }
 }
@@ -250,6 +258,10 @@ struct Layout {
   // partition's CSR back to back, and where the next partition's run starts.
   std::vector<std::vector<int64_t>> order;
   std::vector<int64_t> cursor;
+  // Per edge type: whether it stores times (its edges or its column nodes have them), and the
+  // stored time of each edge (the later of its own time and its column node's).
+  std::vector<bool> timed;
+  std::vector<std::vector<int64_t>> time;
   // Per node type: how many edges of any type have each node as their column endpoint.
   std::vector<std::vector<int64_t>> degree;
 };
@@ -287,8 +299,28 @@ absl::Status PlaceNodes(const GraphData& g, const Assignment& assignment, Layout
   return absl::OkStatus();
 }
 
+// Whether edge type `et` stores times (Layout::timed).
+bool HasTimes(const GraphData& g, const Layout& l, size_t et) {
+  const auto& e = g.edge_types[et];
+  return !e.times.empty() || !g.node_types[FindType(g, l.rows_are_sources ? e.dst_type : e.src_type)].times.empty();
+}
+
+// The stored time of every edge of type `et` (Layout::time); empty when it stores none.
+std::vector<int64_t> EdgeTimes(const GraphData& g, const Layout& l, size_t et) {
+  const auto& e = g.edge_types[et];
+  const auto& col_times = g.node_types[FindType(g, l.rows_are_sources ? e.dst_type : e.src_type)].times;
+  const auto& cols = l.rows_are_sources ? e.dst : e.src;
+  if (!HasTimes(g, l, et)) return {};
+  std::vector<int64_t> t(e.src.size(), INT64_MIN);
+  for (size_t i = 0; i < t.size(); ++i) {
+    if (!e.times.empty()) t[i] = e.times[i];
+    if (!col_times.empty()) t[i] = std::max(t[i], col_times[cols[i]]);
+  }
+  return t;
+}
+
 // The CSR order of one edge type's edges over all partitions (a counting sort by row key, then
-// each row by column).
+// each row by column, or by time and column when the type has times).
 std::vector<int64_t> EdgeOrder(const GraphData& g, const Assignment& assignment, const Layout& l, size_t et) {
   const auto& e = g.edge_types[et];
   const int row_t = FindType(g, l.rows_are_sources ? e.src_type : e.dst_type);
@@ -307,9 +339,12 @@ std::vector<int64_t> EdgeOrder(const GraphData& g, const Assignment& assignment,
   std::vector<int64_t> ord(rows.size());
   std::vector<int64_t> fill(start.begin(), start.end() - 1);
   for (size_t i = 0; i < rows.size(); ++i) ord[fill[key(i)]++] = static_cast<int64_t>(i);
+  const std::vector<int64_t>& time = l.time[et];
   for (int64_t r = 0; r < n_rows; ++r) {
-    std::sort(ord.begin() + start[r], ord.begin() + start[r + 1],
-              [&](int64_t x, int64_t y) { return cols[x] != cols[y] ? cols[x] < cols[y] : x < y; });
+    std::sort(ord.begin() + start[r], ord.begin() + start[r + 1], [&](int64_t x, int64_t y) {
+      if (!time.empty() && time[x] != time[y]) return time[x] < time[y];
+      return cols[x] != cols[y] ? cols[x] < cols[y] : x < y;
+    });
   }
   return ord;
 }
@@ -346,6 +381,10 @@ absl::Status WriteNodeType(const GraphData& g, const Assignment& assignment, con
   }
   mt->set_has_degree(true);
   if (auto s = WriteNpyVector(BookFile(dir, nt.name, "degree"), l.degree[t]); !s.ok()) return s;
+  if (!nt.times.empty()) {
+    mt->set_has_node_times(true);
+    if (auto s = WriteNpyVector(BookFile(dir, nt.name, "time"), nt.times); !s.ok()) return s;
+  }
   if (!nt.raw_ids.empty()) {
     mt->set_has_raw_ids(true);
     if (auto s = WriteNpyVector(BookFile(dir, nt.name, "raw_ids"), nt.raw_ids); !s.ok()) return s;
@@ -402,6 +441,8 @@ absl::Status WriteEdgeType(const GraphData& g, const Assignment& assignment, Lay
   std::vector<int64_t> eids;
   std::vector<float> feats;
   std::vector<float> weights;
+  std::vector<int64_t> times;
+  const std::vector<int64_t>& edge_time = l->time[et];
   const std::vector<int64_t>& order = l->order[et];
   int64_t& cur = l->cursor[et];
   for (size_t r = 0; r < row_ids.size(); ++r) {
@@ -410,6 +451,7 @@ absl::Status WriteEdgeType(const GraphData& g, const Assignment& assignment, Lay
       indices.push_back(cols[i]);
       eids.push_back(i);
       if (!e.weights.empty()) weights.push_back(e.weights[i]);
+      if (!edge_time.empty()) times.push_back(edge_time[i]);
       if (e.feature_dim > 0) {
         feats.insert(feats.end(), e.features.begin() + i * e.feature_dim, e.features.begin() + (i + 1) * e.feature_dim);
       }
@@ -429,6 +471,10 @@ absl::Status WriteEdgeType(const GraphData& g, const Assignment& assignment, Lay
   if (!e.weights.empty()) {
     me->set_has_edge_weights(true);
     if (auto s = WriteNpyVector(edir + "/weights.npy", weights); !s.ok()) return s;
+  }
+  if (l->timed[et]) {
+    me->set_has_edge_times(true);
+    if (auto s = WriteNpyVector(edir + "/time.npy", times); !s.ok()) return s;
   }
   if (e.feature_dim > 0) {
     me->set_feature_dim(e.feature_dim);
@@ -458,6 +504,10 @@ absl::Status WritePartitions(const GraphData& g, const Assignment& assignment, c
   l.rows_are_sources = options.edge_dir == "out";
   if (auto s = PlaceNodes(g, assignment, &l); !s.ok()) return s;
   CountDegrees(g, &l);
+  for (size_t et = 0; et < g.edge_types.size(); ++et) {
+    l.timed.push_back(HasTimes(g, l, et));
+    l.time.push_back(EdgeTimes(g, l, et));
+  }
   for (size_t et = 0; et < g.edge_types.size(); ++et) l.order.push_back(EdgeOrder(g, assignment, l, et));
   l.cursor.assign(g.edge_types.size(), 0);
 

@@ -26,6 +26,8 @@ struct NodeTypeData {
   std::vector<float> features;
   /// [num_nodes], -1 for unlabelled; empty for none.
   std::vector<int64_t> labels;
+  /// Time of each node, [num_nodes], for temporal sampling; empty for none.
+  std::vector<int64_t> times;
   /// Split name -> global ids.
   std::map<std::string, std::vector<int64_t>> splits;
 };
@@ -48,6 +50,10 @@ struct EdgeTypeData {
   std::vector<float> features;
   /// Sampling weight of each edge, finite and >= 0, [num_edges]; empty for none.
   std::vector<float> weights;
+  /// Time of each edge, [num_edges], for temporal sampling; empty for none. Stored as the later
+  /// of it and the time of the edge's neighbour (its column node), which alone gives the stored
+  /// time when the edge has none.
+  std::vector<int64_t> times;
   /// Split name -> label edges of this type (need not be edges of the graph).
   std::map<std::string, LabelEdges> label_splits;
 };

@@ -121,6 +121,14 @@ absl::Status ValidateManifest(const v1::PartitionManifest& m, const std::string&
       return bad(absl::StrCat("edge type '", name,
                               "': a dataset with several partitions must store edge_ids"));
     }
+    const std::string& col_type = m.edge_dir() == "in" ? e.src_type() : e.dst_type();
+    for (const auto& n : m.node_types()) {
+      if (n.name() == col_type && n.has_node_times() && !e.has_edge_times()) {
+        return bad(absl::StrCat("edge type '", name, "': its neighbours' type '", col_type,
+                                "' stores node times, so the edge type must store edge times (has_edge_times; "
+                                "each edge's time is at least its neighbour's)"));
+      }
+    }
     std::set<std::string> label_splits;
     for (const auto& s : e.label_splits()) {
       if (!IsValidTypeName(s) || !label_splits.insert(s).second) {

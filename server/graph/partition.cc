@@ -114,6 +114,10 @@ absl::Status Partition::OpenNodeType(int index) {
     s = OpenExpect(BookFile(dir_, t.name, "degree"), NpyDtype::kInt64, {t.num_nodes}, &t.degree);
     if (!s.ok()) return s;
   }
+  if (m.has_node_times()) {
+    s = OpenExpect(BookFile(dir_, t.name, "time"), NpyDtype::kInt64, {t.num_nodes}, &t.times);
+    if (!s.ok()) return s;
+  }
   if (t.feature_dim > 0) {
     auto dtype = FeatureDtype(m.feature_dtype());
     if (!dtype.ok()) return dtype.status();
@@ -258,6 +262,10 @@ absl::Status Partition::OpenEdgeType(int index) {
     s = OpenExpect(edir + "/weights.npy", NpyDtype::kFloat32, {e.num_local}, &e.weights);
     if (!s.ok()) return s;
   }
+  if (m.has_edge_times()) {
+    s = OpenExpect(edir + "/time.npy", NpyDtype::kInt64, {e.num_local}, &e.times);
+    if (!s.ok()) return s;
+  }
   if (e.feature_dim > 0) {
     auto dtype = FeatureDtype(m.feature_dtype());
     if (!dtype.ok()) return dtype.status();
@@ -382,15 +390,33 @@ absl::Status Partition::VerifyEdgeType(const EdgeTypeStore& e) const {
   if (e.edge_ids.is_open()) {
     if (auto st = CheckRange(e.edge_ids, e.num_edges, "edge id"); !st.ok()) return st;
   }
-  // Within a row, neighbours are sorted by id, then edge id (the format's rule).
+  // Within a row, neighbours are sorted by id, then edge id (the format's rule); by time first
+  // when the type stores edge times. An edge's time is at least its neighbour's node time.
   const int64_t* ptr = e.indptr_data();
   const int64_t* idx = e.indices_data();
   const int64_t* eid = e.edge_ids.is_open() ? e.edge_ids.data<int64_t>() : nullptr;
+  const int64_t* time = e.times_data();
+  const int64_t* node_time = nodes_[e.col_type].times_data();
   for (int64_t r = 0; r < nodes_[e.row_type].num_local; ++r) {
     for (int64_t k = ptr[r] + 1; k < ptr[r + 1]; ++k) {
+      if (time != nullptr && time[k - 1] != time[k]) {
+        if (time[k - 1] < time[k]) continue;
+        return Corrupt(e.times, absl::StrCat("row ", r, " is not sorted by time at entry ", k, " (", time[k - 1],
+                                             " then ", time[k], ")"));
+      }
       if (idx[k - 1] < idx[k] || (idx[k - 1] == idx[k] && (eid == nullptr || eid[k - 1] <= eid[k]))) continue;
       return Corrupt(e.indices, absl::StrCat("row ", r, " is not sorted at entry ", k, " (", idx[k - 1], " then ",
-                                             idx[k], "); neighbours are sorted by id, then edge id"));
+                                             idx[k], "); neighbours are sorted by ", time != nullptr ? "time, " : "",
+                                             "id, then edge id"));
+    }
+  }
+  if (time != nullptr && node_time != nullptr) {
+    for (int64_t k = 0; k < e.num_local; ++k) {
+      if (time[k] < node_time[idx[k]]) {
+        return Corrupt(e.times, absl::StrCat("entry ", k, " is ", time[k], ", before the time ", node_time[idx[k]],
+                                             " of its neighbour ", idx[k], "; an edge is visible from its "
+                                             "neighbour's time on"));
+      }
     }
   }
   if (e.weights.is_open()) {

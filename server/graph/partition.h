@@ -39,9 +39,12 @@ struct NodeTypeStore {
   MappedNpy labels;    ///< int64 [num_local], when the type has labels; -1 means unlabelled.
   MappedNpy raw_ids;   ///< int64 [num_nodes]: input id of every global id, when kept.
   MappedNpy degree;    ///< int64 [num_nodes]: column degree of every global id, when stored.
+  MappedNpy times;     ///< int64 [num_nodes]: time of every global id, when stored (temporal).
   std::map<std::string, MappedNpy> splits;  ///< split name -> int64 owned global ids.
 
   const int64_t* global_ids() const { return ids.data<int64_t>(); }
+  /// Node times by global id, or null when the type stores none.
+  const int64_t* times_data() const { return times.is_open() ? times.data<int64_t>() : nullptr; }
   /// Owning partition of a global id in [0, num_nodes).
   int32_t Owner(int64_t gid) const { return book.data<int32_t>()[gid]; }
   /// Row of a global id within its owner's arrays (on a single partition, the id itself).
@@ -92,6 +95,9 @@ struct EdgeTypeStore {
   MappedNpy edge_ids;  ///< int64 [num_local]: global edge ids, when stored.
   MappedNpy features;  ///< [num_local, feature_dim], when feature_dim > 0.
   MappedNpy weights;   ///< float32 [num_local]: sampling weights (finite, >= 0), when stored.
+  /// int64 [num_local]: the time from which each edge may be sampled, when stored; each row is
+  /// then sorted by (time, neighbour id, edge id).
+  MappedNpy times;
   /// float32 [2, feature_dim]: each column's min and max over the whole graph, when stored.
   MappedNpy feature_range;
   /// Label edges (link prediction): split name -> int64 [k, 2] (src, dst) global ids, sorted,
@@ -105,6 +111,8 @@ struct EdgeTypeStore {
   const int64_t* indices_data() const { return indices.data<int64_t>(); }
   /// Sampling weights in CSR order, or null when the type stores none.
   const float* weights_data() const { return weights.is_open() ? weights.data<float>() : nullptr; }
+  /// Edge times in CSR order, or null when the type stores none.
+  const int64_t* times_data() const { return times.is_open() ? times.data<int64_t>() : nullptr; }
   /// The Fenwick trees of the weights (see WeightTree), built by the first weighted draw.
   std::shared_ptr<WeightTree> weight_tree = std::make_shared<WeightTree>();
   /// Global edge id of the edge at CSR position `pos`.

@@ -13,6 +13,10 @@
 
 namespace graphstore {
 
+/// Whether and how neighbour draws respect time (graphstore.v1.TemporalStrategy): not at all,
+/// uniformly among the neighbours at or before a node's time, or the most recent of them.
+enum class TemporalStrategy { kNone, kUniform, kLast };
+
 /// splitmix64's finaliser: a bijective 64-bit mix with full avalanche.
 inline uint64_t Mix64(uint64_t x) {
   x += 0x9e3779b97f4a7c15ULL;

@@ -76,8 +76,14 @@ void DrawOwnedNeighbors(const Partition& partition, int edge_type, const int64_t
   const int fanout = spec.fanout;
   const bool replace = spec.replace;
   const float* weights = spec.weighted ? et.weights_data() : nullptr;
-  const double* tree = weights != nullptr && !replace ? et.weight_tree->Get(indptr, rows.num_local, weights).data()
-                                                      : nullptr;
+  // Edge times, when this draw is temporal and the type stores them: each row is cut to the
+  // prefix at or before its node's time.
+  const int64_t* edge_times = spec.times != nullptr ? et.times_data() : nullptr;
+  // Long rows draw by weight from their Fenwick tree, which (unlike the alias table) also
+  // serves a prefix of the row.
+  const double* tree = weights != nullptr && (!replace || edge_times != nullptr)
+                           ? et.weight_tree->Get(indptr, rows.num_local, weights).data()
+                           : nullptr;
   const WeightTree::Alias* alias =
       weights != nullptr && replace ? &et.weight_tree->GetAlias(indptr, rows.num_local, weights) : nullptr;
   const auto* excluded = spec.excluded != nullptr && !spec.excluded->empty() ? spec.excluded : nullptr;
@@ -90,6 +96,15 @@ void DrawOwnedNeighbors(const Partition& partition, int edge_type, const int64_t
     const int64_t row = rows.OwnerRow(ids[i]);
     out->base[i] = indptr[row];
     out->degree[i] = indptr[row + 1] - out->base[i];
+  }
+  if (edge_times != nullptr) {
+    out->whole.resize(n);
+    for (size_t i = 0; i < n; ++i) {
+      const int64_t* first = edge_times + out->base[i];
+      const int64_t allowed = std::upper_bound(first, first + out->degree[i], spec.times[i]) - first;
+      out->whole[i] = allowed == out->degree[i];
+      out->degree[i] = allowed;
+    }
   }
 
   const bool draw_all = fanout < 0;
@@ -127,8 +142,9 @@ void DrawOwnedNeighbors(const Partition& partition, int edge_type, const int64_t
       }
       const uint64_t key = HashCombine(spec.hop_key, static_cast<uint64_t>(ids[i]));
       const bool long_row = candidates == nullptr && degree > kWeightTreeMinDegree && !draw_all;
+      const bool whole_row = edge_times == nullptr || out->whole[i];
       const int64_t c =
-          long_row && replace ? DrawWeightedFromAlias(key, alias->prob.data() + base, alias->alias.data() + base,
+          long_row && replace && whole_row ? DrawWeightedFromAlias(key, alias->prob.data() + base, alias->alias.data() + base,
                                                       degree, fanout, &out->weighted_picks)
           : long_row          ? DrawWeightedFromTree(key, w, tree + base, degree, fanout, replace,
                                                      &out->weighted_picks, &out->weighted_scratch)
@@ -141,6 +157,11 @@ void DrawOwnedNeighbors(const Partition& partition, int edge_type, const int64_t
     if (draw_all || (!replace && degree <= fanout)) {
       for (int64_t k = 0; k < degree; ++k) out->picked.push_back(position(k));
       out->counts[i] = degree;
+    } else if (spec.last && spec.times != nullptr) {
+      // The most recent `fanout` (rows are sorted by time), oldest first.
+      const int64_t c = std::min<int64_t>(fanout, degree);
+      for (int64_t k = degree - c; k < degree; ++k) out->picked.push_back(position(k));
+      out->counts[i] = c;
     } else {
       const int64_t c = DrawNeighborPositions(HashCombine(spec.hop_key, static_cast<uint64_t>(ids[i])), degree,
                                               fanout, replace, out->positions.data());
@@ -188,8 +209,12 @@ absl::StatusOr<const NeighborDraw*> DrawNeighbors(const Partition& partition, Pe
     return st;
   }
   s->owned.clear();
+  s->owned_times.clear();
   for (size_t i = 0; i < n; ++i) {
-    if (split.call_of_item(i) < 0) s->owned.push_back(ids[i]);
+    const int32_t c = split.call_of_item(i);
+    if (c < 0) s->owned.push_back(ids[i]);
+    if (spec.times == nullptr) continue;
+    (c < 0 ? s->owned_times : split.calls[c].times).push_back(spec.times[i]);
   }
   if (spec.excluded != nullptr) {
     for (const auto& [node, neighbor] : *spec.excluded) {
@@ -205,6 +230,9 @@ absl::StatusOr<const NeighborDraw*> DrawNeighbors(const Partition& partition, Pe
     h.fanout = spec.fanout;
     h.replace = spec.replace;
     h.weighted = spec.weighted;
+    h.temporal = spec.times == nullptr ? TemporalStrategy::kNone
+                 : spec.last           ? TemporalStrategy::kLast
+                                       : TemporalStrategy::kUniform;
     h.with_edge_ids = spec.with_edge_ids;
     h.with_edge_features = features;
     h.seed = batch.seed;
@@ -214,7 +242,9 @@ absl::StatusOr<const NeighborDraw*> DrawNeighbors(const Partition& partition, Pe
     return peers->SampleNeighbors(h, calls);
   };
   auto local = [&] {
-    DrawOwnedNeighbors(partition, edge_type, s->owned.data(), s->owned.size(), spec, &s->local);
+    DrawSpec owned_spec = spec;
+    if (spec.times != nullptr) owned_spec.times = s->owned_times.data();
+    DrawOwnedNeighbors(partition, edge_type, s->owned.data(), s->owned.size(), owned_spec, &s->local);
     return absl::OkStatus();
   };
   const NodeTypeStore& col_type = partition.node_type(et.col_type);

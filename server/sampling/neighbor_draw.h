@@ -29,6 +29,7 @@ struct NeighborDraw {
   std::vector<char> edge_features;
   /// Staging, kept for reuse.
   std::vector<int64_t> base, degree, positions, picked, candidates, weighted_picks;
+  std::vector<uint8_t> whole;  // temporal: the node may reach its whole row
   std::vector<float> candidate_weights;
   std::vector<double> weighted_keys;
   WeightedScratch weighted_scratch;
@@ -48,6 +49,12 @@ struct DrawSpec {
   uint64_t hop_key = 0;
   /// Sorted (node, neighbour) global id pairs never drawn (the batch's label edges); null: none.
   const std::vector<std::pair<int64_t, int64_t>>* excluded = nullptr;
+  /// Temporal draw: one time per node drawn for; a node only reaches the neighbours whose edge
+  /// time is <= its time (a prefix of its row, found by binary search), on edge types that store
+  /// times (others draw from the whole row). Null: not temporal.
+  const int64_t* times = nullptr;
+  /// With `times`: take the most recent `fanout` of those neighbours instead of drawing.
+  bool last = false;
 };
 
 /// Draws neighbours along `edge_type` for each of `ids`, which `partition` owns (rows of the
@@ -59,7 +66,7 @@ void DrawOwnedNeighbors(const Partition& partition, int edge_type, const int64_t
 struct FrontierScratch {
   NeighborDraw local;
   NeighborDraw merged;
-  std::vector<int64_t> owned;
+  std::vector<int64_t> owned, owned_times;
   OwnerSplit<PeerSampling::NeighborCall> split;
 };
 

@@ -1,5 +1,8 @@
 #include "server/sampling/neighbor_sampler.h"
 
+#include <algorithm>
+#include <cstdint>
+
 #include "absl/strings/str_cat.h"
 #include "server/sampling/ablp.h"
 #include "server/sampling/draw.h"
@@ -75,12 +78,29 @@ absl::Status NeighborSampler::Init() {
                                                      "' stores no edge weights (weights.npy; graphstore-partition "
                                                      "--edge_weights)"));
     }
-    // The per-row index long rows draw from, built now rather than in the first batch's draw.
+    // The per-row index long rows draw from, built now rather than in the first batch's draw
+    // (temporal draws cut rows, which only the tree serves).
     const int64_t rows = partition_->node_type(et.row_type).num_local;
-    if (o.replace) {
-      et.weight_tree->GetAlias(et.indptr_data(), rows, et.weights_data());
-    } else {
+    if (o.replace) et.weight_tree->GetAlias(et.indptr_data(), rows, et.weights_data());
+    if (!o.replace || (o.temporal != TemporalStrategy::kNone && et.times_data() != nullptr)) {
       et.weight_tree->Get(et.indptr_data(), rows, et.weights_data());
+    }
+  }
+  if (o.temporal != TemporalStrategy::kNone) {
+    bool any = false;
+    for (const EdgeTypeStore& e : partition_->edge_types()) any |= e.times_data() != nullptr;
+    if (!any) {
+      return absl::InvalidArgumentError(
+          "temporal_strategy: no edge type of the graph stores times (edges/<type>/time.npy; "
+          "graphstore-partition --edge_times / --node_times, graphstore-generate --times)");
+    }
+    if (o.temporal == TemporalStrategy::kLast && o.replace) {
+      return absl::InvalidArgumentError("temporal_strategy LAST takes the most recent neighbours once each; "
+                                        "it does not draw with replacement (replace)");
+    }
+    if (o.temporal == TemporalStrategy::kLast && !o.weighted_edge_types.empty()) {
+      return absl::InvalidArgumentError("temporal_strategy LAST takes the most recent neighbours; it does not "
+                                        "draw by weight (weighted_edge_types)");
     }
   }
   for (const EdgeTypeStore& e : partition_->edge_types()) {
@@ -115,6 +135,10 @@ absl::Status NeighborSampler::SampleHops(const SeedBatch& batch, Scratch* s, Sam
   const int num_types = static_cast<int>(partition_->node_types().size());
   const int num_edge_types = static_cast<int>(partition_->edge_types().size());
   if (auto st = StartSubgraph(*partition_, batch, &s->local_of, out); !st.ok()) return st;
+  const bool temporal = options_.temporal != TemporalStrategy::kNone;
+  if (temporal) {
+    if (auto st = PlaceSeedTimes(batch, s, *out); !st.ok()) return st;
+  }
   // Each type's nodes [begin, end) entered at the previous hop: the next hop's frontier.
   std::vector<size_t> begin(num_types, 0);
   std::vector<size_t> end(num_types);
@@ -122,7 +146,10 @@ absl::Status NeighborSampler::SampleHops(const SeedBatch& batch, Scratch* s, Sam
     end[t] = out->nodes[t].ids.size();
     out->nodes[t].num_sampled_nodes.push_back(static_cast<int64_t>(end[t]));
   }
+  // Edge ids asked for are sent even for a type with no sampled edge (an empty tensor).
+  for (SampledEdges& edges : out->edges) edges.with_eids = options_.with_edge_ids;
   for (int hop = 0; hop < num_hops_; ++hop) {
+    s->hop_start = end;
     for (int e = 0; e < num_edge_types; ++e) {
       const int fanout = fanout_[e][hop];
       SampledEdges& edges = out->edges[e];
@@ -148,6 +175,35 @@ absl::Status NeighborSampler::SampleHops(const SeedBatch& batch, Scratch* s, Sam
   return absl::OkStatus();
 }
 
+absl::Status NeighborSampler::PlaceSeedTimes(const SeedBatch& batch, Scratch* s, const SampledSubgraph& out) const {
+  const size_t num_types = out.nodes.size();
+  s->time_of.resize(num_types);
+  for (size_t t = 0; t < num_types; ++t) s->time_of[t].assign(out.nodes[t].ids.size(), INT64_MAX);
+  const NodeTypeStore& seed_type = partition_->node_type(batch.node_type);
+  const int64_t* node_times = seed_type.times_data();
+  if (batch.times == nullptr && node_times == nullptr) {
+    return absl::FailedPreconditionError(absl::StrCat("temporal sampling: the seeds have no times, and node type '",
+                                                      seed_type.name, "' stores none (book/", seed_type.name,
+                                                      ".time.npy); register seeds with nodes.times"));
+  }
+  auto seed_time = [&](size_t i) { return batch.times != nullptr ? batch.times[i] : node_times[batch.ids[i]]; };
+  auto lower = [&](int type, int64_t id, int64_t t) {
+    int64_t& slot = s->time_of[type][s->local_of[type][id]];
+    slot = std::min(slot, t);
+  };
+  for (size_t i = 0; i < batch.size; ++i) lower(batch.node_type, batch.ids[i], seed_time(i));
+  if (batch.ablp != nullptr) {
+    // Label nodes take their anchor's time, so nothing after the anchor's time is sampled
+    // around them either.
+    const AblpBatch& a = *batch.ablp;
+    for (size_t i = 0; i < batch.size; ++i) {
+      for (int64_t k = a.pos_offsets[i]; k < a.pos_offsets[i + 1]; ++k) lower(a.label_type, a.positives[k], seed_time(i));
+      for (int64_t k = a.neg_offsets[i]; k < a.neg_offsets[i + 1]; ++k) lower(a.label_type, a.negatives[k], seed_time(i));
+    }
+  }
+  return absl::OkStatus();
+}
+
 absl::Status NeighborSampler::ExpandHop(int edge_type, int fanout, uint64_t hop_key, const SeedBatch& coordinates,
                                         int hop, size_t begin, size_t end, bool add_nodes, Scratch* s,
                                         SampledSubgraph* out) const {
@@ -164,6 +220,11 @@ absl::Status NeighborSampler::ExpandHop(int edge_type, int fanout, uint64_t hop_
   spec.with_edge_features = options_.with_edge_features;
   spec.hop_key = hop_key;
   if (coordinates.ablp != nullptr) spec.excluded = &coordinates.ablp->excluded[edge_type];
+  const bool temporal = options_.temporal != TemporalStrategy::kNone;
+  if (temporal && et.times_data() != nullptr) {
+    spec.times = s->time_of[et.row_type].data() + begin;
+    spec.last = options_.temporal == TemporalStrategy::kLast;
+  }
   auto drawn = DrawNeighbors(*partition_, options_.peers, edge_type, out->nodes[et.row_type].ids.data() + begin, n,
                              spec, coordinates, hop, &s->frontier);
   if (!drawn.ok()) return drawn.status();
@@ -198,6 +259,14 @@ absl::Status NeighborSampler::ExpandHop(int edge_type, int fanout, uint64_t hop_
         if (!add_nodes) continue;
         local = static_cast<int32_t>(col_ids.size());
         col_ids.push_back(w);
+        if (temporal) {
+          const int64_t reached_at = s->time_of[et.row_type][u];
+          s->time_of[et.col_type].push_back(reached_at);
+        }
+      } else if (temporal && static_cast<size_t>(local) >= s->hop_start[et.col_type]) {
+        // Met again in the hop that added it: it keeps the earliest time that reached it.
+        int64_t& t = s->time_of[et.col_type][local];
+        t = std::min(t, s->time_of[et.row_type][u]);
       }
       src.push_back(u);
       dst.push_back(local);

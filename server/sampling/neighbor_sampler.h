@@ -37,6 +37,10 @@ struct NeighborSamplerOptions {
   bool replace = false;
   /// Edge types drawn in proportion to their stored weights ("*": all); each must store them.
   std::vector<std::string> weighted_edge_types;
+  /// Temporal sampling: every node carries a time (seeds their own, a node reached the time of
+  /// the earliest node that reached it in its hop) and only reaches neighbours at or before it
+  /// along edge types that store times. kLast takes no `replace` and no weighted types.
+  TemporalStrategy temporal = TemporalStrategy::kNone;
   /// Fill SampledEdges::eids.
   bool with_edge_ids = false;
   /// Gather node features.
@@ -75,6 +79,10 @@ class NeighborSampler : public Sampler {
   struct Scratch : SamplerScratch {
     LocalIds local_of;
     FrontierScratch frontier;
+    /// Temporal sampling: per node type, the time of each node of the subgraph (parallel to
+    /// its ids), and how many nodes of each type the subgraph held when the current hop began.
+    std::vector<std::vector<int64_t>> time_of;
+    std::vector<size_t> hop_start;
   };
 
   NeighborSampler(const Partition* partition, NeighborSamplerOptions options)
@@ -91,6 +99,9 @@ class NeighborSampler : public Sampler {
                          size_t begin, size_t end, bool add_nodes, Scratch* s, SampledSubgraph* out) const;
   /// Gathers the node data the options ask for, as the batch's FeatureOutput says.
   absl::Status GatherData(const SeedBatch& batch, SampledSubgraph* out) const;
+  /// Temporal sampling: sets the time of every node StartSubgraph placed (a seed's own; a label
+  /// node's, its anchors' earliest). FailedPrecondition for a seed without a time.
+  absl::Status PlaceSeedTimes(const SeedBatch& batch, Scratch* s, const SampledSubgraph& out) const;
 
   const Partition* partition_;
   NeighborSamplerOptions options_;

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "server/sampling/draw.h"
 
 namespace graphstore {
 
@@ -29,6 +30,8 @@ class PeerSampling {
     std::vector<int64_t> edge_ids;
     /// Set before the call: (node, neighbour) pairs of `ids` the draw leaves out, flattened.
     std::vector<int64_t> excluded;
+    /// Set before a temporal call: the time of each of `ids`.
+    std::vector<int64_t> times;
     /// Filled when asked for: the drawn edges' feature rows, row-major.
     std::string edge_features;
   };
@@ -47,6 +50,8 @@ class PeerSampling {
     int fanout = 0;
     bool replace = false;
     bool weighted = false;
+    /// Temporal draws: each call carries its nodes' times.
+    TemporalStrategy temporal = TemporalStrategy::kNone;
     bool with_edge_ids = false;
     bool with_edge_features = false;
     uint64_t seed = 0;

@@ -37,6 +37,7 @@ void SampledSubgraph::Reset(size_t num_node_types, size_t num_edge_types) {
     e.rows.clear();
     e.cols.clear();
     e.eids.clear();
+    e.with_eids = false;
     e.num_sampled_edges.clear();
     e.features.clear();
     e.feature_dim = 0;

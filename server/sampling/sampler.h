@@ -63,8 +63,9 @@ struct SampledEdges {
   std::vector<int32_t> rows;
   /// Local index (into the destination type's ids) of each edge's destination.
   std::vector<int32_t> cols;
-  /// Global edge ids, when asked for.
+  /// Global edge ids, when asked for (`with_eids`; empty when no edge was sampled).
   std::vector<int64_t> eids;
+  bool with_eids = false;
   /// Edges added per hop. Length hops (1 for an induced subgraph: all its edges at once).
   std::vector<int64_t> num_sampled_edges;
   /// Row-major [rows.size(), feature_dim] edge feature bytes of `feature_dtype`, when gathered.
@@ -156,6 +157,8 @@ struct SeedBatch {
   const AblpBatch* ablp = nullptr;
   /// How feature rows are written; null: as stored, none left out.
   const FeatureOutput* features = nullptr;
+  /// Temporal sampling: each seed's time, [size]; null: the seeds' stored node times.
+  const int64_t* times = nullptr;
 };
 
 /// Bounds on what a sampler may be asked for; the service sets them from its options.

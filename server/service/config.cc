@@ -34,6 +34,14 @@ absl::Status CheckCommon(const v1::SamplingConfig& c, const CoreOptions& limits)
   } else if (c.has_ppr()) {
     return Invalid("config.ppr is only for config.kind SAMPLER_KIND_PPR");
   }
+  if (!v1::TemporalStrategy_IsValid(c.temporal_strategy())) {
+    return Invalid(absl::StrCat("config.temporal_strategy ", c.temporal_strategy(), " is unknown"));
+  }
+  if (c.temporal_strategy() != v1::TEMPORAL_STRATEGY_NONE && c.kind() != v1::SAMPLER_KIND_NEIGHBOR &&
+      c.kind() != v1::SAMPLER_KIND_UNSPECIFIED) {
+    return Invalid("config.temporal_strategy: only the neighbour sampler (SAMPLER_KIND_NEIGHBOR) samples "
+                   "temporally (an induced subgraph or a PPR walk would reach edges after a seed's time)");
+  }
   if (c.batch_size() <= 0) return Invalid(absl::StrCat("config.batch_size must be >= 1, got ", c.batch_size()));
   if (c.batch_size() > limits.max_batch_size) {
     return TooBig(absl::StrCat("config.batch_size ", c.batch_size(), " exceeds the limit ", limits.max_batch_size));
@@ -58,6 +66,9 @@ NeighborSamplerOptions NeighborOptionsOf(const v1::SamplingConfig& c, const Core
   for (const auto& [name, f] : c.num_neighbors_by_type()) o.fanouts_by_type[name].assign(f.per_hop().begin(), f.per_hop().end());
   o.replace = c.replace();
   o.weighted_edge_types.assign(c.weighted_edge_types().begin(), c.weighted_edge_types().end());
+  o.temporal = c.temporal_strategy() == v1::TEMPORAL_STRATEGY_LAST      ? TemporalStrategy::kLast
+               : c.temporal_strategy() == v1::TEMPORAL_STRATEGY_UNIFORM ? TemporalStrategy::kUniform
+                                                                       : TemporalStrategy::kNone;
   o.with_edge_ids = c.with_edge_ids();
   o.with_node_features = c.with_node_features();
   o.with_labels = c.with_labels();

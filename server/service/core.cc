@@ -315,6 +315,33 @@ absl::StatusOr<std::vector<int64_t>> Core::ResolveSeeds(const v1::RegisterSampli
   return Invalid("input: set one of nodes, split or ablp");
 }
 
+absl::StatusOr<std::shared_ptr<const SeedTimes>> Core::ResolveSeedTimes(const v1::RegisterSamplingInputRequest& req,
+                                                                    const v1::SamplingConfig& config,
+                                                                    int node_type) const {
+  const bool temporal = config.temporal_strategy() != v1::TEMPORAL_STRATEGY_NONE;
+  const int given = req.has_nodes() ? req.nodes().times_size() : 0;
+  if (given > 0 && !temporal) {
+    return Invalid("nodes.times: the backend does not sample temporally (config.temporal_strategy is NONE)");
+  }
+  if (given > 0 && given != req.nodes().ids_size()) {
+    return Invalid(absl::StrCat("nodes.times has ", given, " entries for ", req.nodes().ids_size(),
+                                " ids; give one time per seed"));
+  }
+  if (!temporal || given > 0) {
+    if (given == 0) return std::shared_ptr<const SeedTimes>();
+    auto times = std::make_shared<SeedTimes>();
+    times->reserve(given);
+    for (int i = 0; i < given; ++i) times->emplace(req.nodes().ids(i), req.nodes().times(i));
+    return std::shared_ptr<const SeedTimes>(std::move(times));
+  }
+  const NodeTypeStore& t = partition_->node_type(node_type);
+  if (t.times_data() != nullptr) return std::shared_ptr<const SeedTimes>();
+  const char* field = req.has_nodes() ? "nodes.times" : req.has_split() ? "split" : "ablp";
+  return Invalid(absl::StrCat(field, ": the backend samples temporally and node type '", t.name,
+                              "' stores no node times (book/", t.name, ".time.npy), so each seed needs its time",
+                              req.has_nodes() ? "" : "; register the seeds as nodes with nodes.times"));
+}
+
 std::shared_ptr<ChannelEntry> Core::NewChannel(const v1::RegisterSamplingInputRequest& req,
                                                std::shared_ptr<BackendEntry> backend) {
   const auto& buf = req.buffer();
@@ -367,16 +394,21 @@ absl::Status Core::RegisterSamplingInput(const v1::RegisterSamplingInputRequest&
   auto seeds = ResolveSeeds(req, &node_type, &ablp);
   if (!seeds.ok()) return seeds.status();
 
+  // The backend's config decides what the input needs (negatives, times); an unknown backend is
+  // refused below.
+  v1::SamplingConfig config;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto b = registry_.FindBackend(req.backend_id());
+    if (b != nullptr && b->state == BackendEntry::State::kReady) config = b->config;
+  }
+  auto seed_times = ResolveSeedTimes(req, config, node_type);
+  if (!seed_times.ok()) return seed_times.status();
+
   // A link-prediction channel's labeler follows its backend's negative sampling; it is built
-  // outside the lock (degree negatives sum a degree array). An unknown backend is refused below.
+  // outside the lock (degree negatives sum a degree array).
   std::shared_ptr<const AblpLabeler> labeler;
   if (req.has_ablp()) {
-    v1::SamplingConfig config;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      auto b = registry_.FindBackend(req.backend_id());
-      if (b != nullptr && b->state == BackendEntry::State::kReady) config = b->config;
-    }
     auto created = AblpLabeler::Create(partition_.get(), std::move(ablp), NegativesOf(config));
     if (!created.ok()) return InField(created.status(), "ablp");
     labeler = *std::move(created);
@@ -419,6 +451,7 @@ absl::Status Core::RegisterSamplingInput(const v1::RegisterSamplingInputRequest&
     sampling->pool = channel->pool;
     sampling->ablp = std::move(labeler);
     sampling->features = *features;
+    sampling->seed_times = *std::move(seed_times);
     channel->sampling = sampling;
     channel->feature_encoding = req.feature_encoding();
     channel->feature_cache_rows = req.feature_cache_rows();

@@ -160,7 +160,7 @@ std::vector<MessageEntry> MessageEntries(const Partition& partition, const Sampl
     const int64_t m = static_cast<int64_t>(s.rows.size());
     tensor(&e, v1::EdgeTensors::kRowsFieldNumber, v1::DTYPE_INT32, {m}, s.rows.data(), s.rows.size() * 4);
     tensor(&e, v1::EdgeTensors::kColsFieldNumber, v1::DTYPE_INT32, {m}, s.cols.data(), s.cols.size() * 4);
-    if (!s.eids.empty()) int64s(&e, v1::EdgeTensors::kEidsFieldNumber, s.eids);
+    if (s.with_eids || !s.eids.empty()) int64s(&e, v1::EdgeTensors::kEidsFieldNumber, s.eids);
     int64s(&e, v1::EdgeTensors::kNumSampledEdgesFieldNumber, s.num_sampled_edges);
     if (s.feature_dim > 0) {
       tensor(&e, v1::EdgeTensors::kFeaturesFieldNumber, ToProtoDtype(s.feature_dtype), {m, s.feature_dim},

@@ -292,6 +292,17 @@ absl::Status PartitionQueries::SampleNeighbors(const v1::SampleNeighborsRequest&
   if (req.weighted() && e.weights_data() == nullptr) {
     return Invalid(absl::StrCat("weighted: edge type '", e.name, "' stores no edge weights"));
   }
+  if (!v1::TemporalStrategy_IsValid(req.temporal_strategy())) {
+    return Invalid(absl::StrCat("temporal_strategy ", req.temporal_strategy(), " is unknown"));
+  }
+  const bool temporal = req.temporal_strategy() != v1::TEMPORAL_STRATEGY_NONE;
+  if (temporal ? req.times_size() != req.ids_size() : req.times_size() != 0) {
+    return Invalid(absl::StrCat("times has ", req.times_size(), " entries; give ",
+                                temporal ? "one per id with a temporal_strategy" : "none without a temporal_strategy"));
+  }
+  if (req.temporal_strategy() == v1::TEMPORAL_STRATEGY_LAST && (req.replace() || req.weighted())) {
+    return Invalid("temporal_strategy LAST takes the most recent neighbours; it takes neither replace nor weighted");
+  }
   {
     // The most neighbours the draw can return: each node's degree, or its fanout.
     const NodeTypeStore& rows = partition_->node_type(e.row_type);
@@ -328,6 +339,10 @@ absl::Status PartitionQueries::SampleNeighbors(const v1::SampleNeighborsRequest&
   spec.with_edge_features = req.with_edge_features();
   spec.hop_key = HopKey(c.seed(), c.epoch(), c.batch(), c.hop(), HashString(e.name));
   spec.excluded = &excluded;
+  if (temporal) {
+    spec.times = req.times().data();
+    spec.last = req.temporal_strategy() == v1::TEMPORAL_STRATEGY_LAST;
+  }
   NeighborDraw draw;
   DrawOwnedNeighbors(*partition_, *t, req.ids().data(), static_cast<size_t>(req.ids_size()), spec, &draw);
   SetInt64Tensor(draw.counts, resp->mutable_counts());

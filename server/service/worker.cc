@@ -34,7 +34,8 @@ SamplingWorkers::SamplingWorkers(const Partition* partition, std::unique_ptr<Sam
       sampler_(std::move(sampler)),
       part_bytes_(part_bytes),
       subgraphs_(std::make_shared<SubgraphPool>(2 * static_cast<size_t>(num_workers) + 2)),
-      ablp_(num_workers) {
+      ablp_(num_workers),
+      seed_times_(num_workers) {
   for (int i = 0; i < num_workers; ++i) scratch_.push_back(sampler_->NewScratch());
 }
 
@@ -73,6 +74,12 @@ absl::StatusOr<scheduler::Batch> SamplingWorkers::SampleAndEncode(const schedule
     b.ablp = &labels;
   }
   if (channel != nullptr) b.features = channel->features.get();
+  if (channel != nullptr && channel->seed_times != nullptr) {
+    std::vector<int64_t>& times = seed_times_[t.worker];
+    times.resize(t.num_seeds);
+    for (size_t i = 0; i < t.num_seeds; ++i) times[i] = channel->seed_times->at(t.seeds[i]);
+    b.times = times.data();
+  }
   SharedBufferPool* pool = channel != nullptr ? channel->pool.get() : nullptr;
   SharedLayout layout;
   if (pool != nullptr) GatherIntoSharedBuffer(pool, &g, &layout);

@@ -9,6 +9,7 @@
 #include <mutex>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "scheduler/backend.h"
 #include "server/graph/partition.h"
@@ -21,6 +22,9 @@ namespace graphstore {
 
 /// What the sample function needs to know of a channel: the scheduler hands it over as the
 /// channel's attachment (BatchTask::attachment).
+/// Seeds' explicit times (temporal sampling), by global id.
+using SeedTimes = absl::flat_hash_map<int64_t, int64_t>;
+
 struct ChannelSampling {
   /// Set on shared-memory channels: the pool the message's tensors go into.
   std::shared_ptr<SharedBufferPool> pool;
@@ -28,6 +32,8 @@ struct ChannelSampling {
   std::shared_ptr<const AblpLabeler> ablp;
   /// Set on channels with a feature encoding or a trainer-side cache.
   std::shared_ptr<const FeatureOutput> features;
+  /// Set on temporal channels registered with explicit seed times.
+  std::shared_ptr<const SeedTimes> seed_times;
   /// Feature rows of sampled nodes sent, and left out because the trainer caches them (updated
   /// by the workers).
   mutable std::atomic<int64_t> feature_rows_sent{0};
@@ -84,6 +90,7 @@ class SamplingWorkers {
   std::vector<std::unique_ptr<SamplerScratch>> scratch_;
   std::shared_ptr<SubgraphPool> subgraphs_;
   std::vector<AblpBatch> ablp_;
+  std::vector<std::vector<int64_t>> seed_times_;  // per worker: the batch's seed times
 };
 
 }  // namespace graphstore

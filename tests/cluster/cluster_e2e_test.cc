@@ -34,9 +34,10 @@ namespace {
 using testing::Daemon;
 using testing::TempDir;
 
-// The same generated graph written as 1, 2 and 4 randomly assigned partitions.
+// The same generated graph (with edge weights and times) written as 1, 2 and 4 randomly
+// assigned partitions.
 const std::string& Dataset(int num_partitions) {
-  return testing::GeneratedDataset(3000, 8, 4, num_partitions, /*seed=*/11);
+  return testing::GeneratedDataset(3000, 8, 4, num_partitions, /*seed=*/11, /*times=*/true);
 }
 
 std::string PartDir(int num_partitions, int k) {
@@ -94,7 +95,7 @@ std::vector<int64_t> TrainIds(client::Client& c) {
 
 // Registers `seeds` on a server and returns the channel.
 uint64_t Register(client::Client& c, const std::vector<int64_t>& seeds, const v1::SamplingConfig& config,
-                  int buffer_messages = 0) {
+                  int buffer_messages = 0, const std::vector<int64_t>& times = {}) {
   v1::InitSamplingBackendRequest init;
   init.set_backend_key("cluster-test");
   *init.mutable_config() = config;
@@ -103,6 +104,7 @@ uint64_t Register(client::Client& c, const std::vector<int64_t>& seeds, const v1
   v1::RegisterSamplingInputRequest reg;
   reg.set_backend_id(b->backend_id());
   reg.mutable_nodes()->mutable_ids()->Add(seeds.begin(), seeds.end());
+  reg.mutable_nodes()->mutable_times()->Add(times.begin(), times.end());
   reg.set_seed(2024);
   reg.mutable_buffer()->set_max_messages(buffer_messages);
   auto r = c.RegisterSamplingInput(reg);
@@ -139,12 +141,25 @@ std::vector<int64_t> Int64s(const v1::Tensor& t) {
 }
 
 TEST_CASE("1-, 2- and 4-partition clusters sample the same subgraphs for the same batch", "[cluster]") {
-  // Uniform draws, and draws by edge weight without and with replacement.
-  const int mode = GENERATE(0, 1, 2);
-  INFO((mode == 0 ? "uniform" : mode == 1 ? "weighted" : "weighted, with replacement"));
+  // Uniform draws, draws by edge weight without and with replacement, temporal draws by weight
+  // from the seeds' node times, and the most recent neighbours from explicit seed times.
+  const int mode = GENERATE(0, 1, 2, 3, 4);
+  const char* names[] = {"uniform", "weighted", "weighted, with replacement", "temporal, weighted",
+                         "temporal last, explicit times"};
+  INFO(names[mode]);
   v1::SamplingConfig config = Config(40);
-  if (mode > 0) config.add_weighted_edge_types("*");
+  if (mode == 1 || mode == 2 || mode == 3) config.add_weighted_edge_types("*");
   config.set_replace(mode == 2);
+  if (mode == 3) config.set_temporal_strategy(v1::TEMPORAL_STRATEGY_UNIFORM);
+  if (mode == 4) config.set_temporal_strategy(v1::TEMPORAL_STRATEGY_LAST);
+  // Explicit times: every seed a while after the middle of the time range.
+  auto times_of = [&](const std::vector<int64_t>& seeds) {
+    std::vector<int64_t> t;
+    if (mode == 4) {
+      for (int64_t id : seeds) t.push_back(500000 + (id % 7) * 50000);
+    }
+    return t;
+  };
   LocalCluster single(1);
   auto whole = Connect(single.addresses[0]);
   for (int n : {2, 4}) {
@@ -156,8 +171,8 @@ TEST_CASE("1-, 2- and 4-partition clusters sample the same subgraphs for the sam
       // The seeds partition k owns, batched the same way by it and by the single server.
       const std::vector<int64_t> seeds = TrainIds(*c);
       REQUIRE(!seeds.empty());
-      const auto got = Epoch(*c, Register(*c, seeds, config), 3);
-      const auto want = Epoch(*whole, Register(*whole, seeds, config), 3);
+      const auto got = Epoch(*c, Register(*c, seeds, config, 0, times_of(seeds)), 3);
+      const auto want = Epoch(*whole, Register(*whole, seeds, config, 0, times_of(seeds)), 3);
       REQUIRE(got.size() == want.size());
       REQUIRE(!got.empty());
       for (size_t b = 0; b < got.size(); ++b) {

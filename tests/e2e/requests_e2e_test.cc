@@ -63,6 +63,20 @@ TEST_CASE("every malformed request gets its canonical code and names the field",
                    absl::StatusCode::kInvalidArgument, "a__b__c"});
   cases.push_back({"too many workers", init([](auto& r) { r.mutable_options()->set_num_workers(100000); }),
                    absl::StatusCode::kResourceExhausted, "options.num_workers"});
+  cases.push_back({"temporal without times", init([](auto& r) {
+                     r.mutable_config()->set_temporal_strategy(v1::TEMPORAL_STRATEGY_UNIFORM);
+                   }),
+                   absl::StatusCode::kInvalidArgument, "config.temporal_strategy: no edge type"});
+  cases.push_back({"temporal ppr", init([](auto& r) {
+                     r.mutable_config()->clear_num_neighbors();
+                     r.mutable_config()->set_kind(v1::SAMPLER_KIND_PPR);
+                     r.mutable_config()->set_temporal_strategy(v1::TEMPORAL_STRATEGY_LAST);
+                   }),
+                   absl::StatusCode::kInvalidArgument, "config.temporal_strategy: only the neighbour sampler"});
+  cases.push_back({"unknown temporal strategy", init([](auto& r) {
+                     r.mutable_config()->set_temporal_strategy(static_cast<v1::TemporalStrategy>(9));
+                   }),
+                   absl::StatusCode::kInvalidArgument, "config.temporal_strategy 9"});
 
   auto reg = [&](auto edit) {
     v1::RegisterSamplingInputRequest r;
@@ -94,6 +108,11 @@ TEST_CASE("every malformed request gets its canonical code and names the field",
   cases.push_back({"huge buffer", reg([](auto& r) { r.mutable_buffer()->set_max_bytes(1LL << 50); }),
                    absl::StatusCode::kResourceExhausted, "buffer.max_bytes"});
   cases.push_back({"negative lease", reg([](auto& r) { r.set_lease_ms(-5); }), absl::StatusCode::kInvalidArgument, "lease_ms"});
+  cases.push_back({"times on a backend that is not temporal", reg([](auto& r) {
+                     r.mutable_nodes()->add_ids(4);
+                     r.mutable_nodes()->add_times(100);
+                   }),
+                   absl::StatusCode::kInvalidArgument, "nodes.times: the backend does not sample temporally"});
 
   v1::StartEpochRequest se;
   cases.push_back({"start without channel", c->StartEpoch(se).status(), absl::StatusCode::kInvalidArgument, "channel_id"});
@@ -139,6 +158,92 @@ TEST_CASE("every malformed request gets its canonical code and names the field",
   CHECK(c->GetDatasetMeta().ok());
   CHECK(d.Stop(SIGTERM) == 0);
 }
+TEST_CASE("temporal requests: bad times and strategies are refused naming the field; seeds before every edge "
+          "reach nothing", "[e2e]") {
+  Daemon d(GeneratedDataset(3000, 16, 8, 1, 5, /*times=*/true));
+  auto c = Connect(d);
+  v1::InitSamplingBackendRequest init;
+  init.set_backend_key("temporal");
+  init.mutable_config()->set_batch_size(50);
+  init.mutable_config()->add_num_neighbors(5);
+  init.mutable_config()->add_num_neighbors(5);
+  init.mutable_config()->set_temporal_strategy(v1::TEMPORAL_STRATEGY_LAST);
+  init.mutable_config()->set_replace(true);
+  auto refused = c->InitSamplingBackend(init);
+  REQUIRE(!refused.ok());
+  CHECK(refused.status().code() == absl::StatusCode::kInvalidArgument);
+  CHECK_THAT(std::string(refused.status().message()), Catch::Contains("replace"));
+  init.mutable_config()->set_replace(false);
+  auto backend = c->InitSamplingBackend(init);
+  REQUIRE(backend.ok());
+
+  v1::RegisterSamplingInputRequest reg;
+  reg.set_backend_id(backend->backend_id());
+  for (int64_t id = 0; id < 200; ++id) reg.mutable_nodes()->add_ids(id);
+  reg.mutable_nodes()->add_times(5);
+  auto miscounted = c->RegisterSamplingInput(reg);
+  REQUIRE(!miscounted.ok());
+  CHECK(miscounted.status().code() == absl::StatusCode::kInvalidArgument);
+  CHECK_THAT(std::string(miscounted.status().message()), Catch::Contains("nodes.times has 1 entries for 200 ids"));
+
+  // Every node's time is >= 0 and every edge comes after both its ends: at time -1 nothing is
+  // reachable; at the seeds' node times (no explicit times) some edges are.
+  auto edges_of_epoch = [&](const v1::RegisterSamplingInputRequest& r) {
+    auto ch = c->RegisterSamplingInput(r);
+    REQUIRE(ch.ok());
+    v1::StartEpochRequest se;
+    se.set_channel_id(ch->channel_id());
+    REQUIRE(c->StartEpoch(se).ok());
+    auto stream = Open(*c, ch->channel_id(), 0);
+    int64_t edges = 0, batches = 0;
+    while (true) {
+      auto m = stream->Next();
+      REQUIRE(m.ok());
+      if (*m == nullptr) break;
+      ++batches;
+      for (const auto& e : (*m)->edges()) edges += static_cast<int64_t>(e.rows().data().size()) / 4;
+    }
+    CHECK(batches == 4);
+    return edges;
+  };
+  reg.mutable_nodes()->clear_times();
+  for (int i = 0; i < 200; ++i) reg.mutable_nodes()->add_times(-1);
+  CHECK(edges_of_epoch(reg) == 0);
+  reg.mutable_nodes()->clear_times();
+  CHECK(edges_of_epoch(reg) > 0);
+
+  // A peer's SampleNeighbors call is checked the same way.
+  auto stub = v1::GraphStore::NewStub(grpc::CreateChannel(d.address(), grpc::InsecureChannelCredentials()));
+  auto sample = [&](auto edit) {
+    v1::SampleNeighborsRequest r;
+    r.add_ids(1);
+    r.add_ids(2);
+    r.set_fanout(3);
+    edit(r);
+    grpc::ClientContext ctx;
+    v1::SampleNeighborsResponse resp;
+    return stub->SampleNeighbors(&ctx, r, &resp);
+  };
+  grpc::Status st = sample([](auto& r) {
+    r.set_temporal_strategy(v1::TEMPORAL_STRATEGY_UNIFORM);
+    r.add_times(5);
+  });
+  CHECK(st.error_code() == grpc::StatusCode::INVALID_ARGUMENT);
+  CHECK_THAT(st.error_message(), Catch::Contains("times has 1 entries"));
+  st = sample([](auto& r) { r.add_times(5); r.add_times(6); });
+  CHECK(st.error_code() == grpc::StatusCode::INVALID_ARGUMENT);
+  CHECK_THAT(st.error_message(), Catch::Contains("without a temporal_strategy"));
+  st = sample([](auto& r) {
+    r.set_temporal_strategy(v1::TEMPORAL_STRATEGY_LAST);
+    r.set_replace(true);
+    r.add_times(5);
+    r.add_times(6);
+  });
+  CHECK(st.error_code() == grpc::StatusCode::INVALID_ARGUMENT);
+  CHECK_THAT(st.error_message(), Catch::Contains("temporal_strategy LAST"));
+  CHECK(d.Stop(SIGTERM) == 0);
+}
+
 // A raw body sent to `method`, as a fuzzer or a wrong client would.
 grpc::Status CallRaw(const Daemon& d, const std::string& method, const std::string& body) {
   auto channel = grpc::CreateChannel(d.address(), grpc::InsecureChannelCredentials());

@@ -362,6 +362,40 @@ class ErrorsTest(unittest.TestCase):
         finally:
             d.stop()
 
+    def test_temporal_batches_see_nothing_after_their_seed(self):
+        g = os.path.join(WORK, "temporal")
+        gt.run(gt.tool("graphstore-generate"), "--nodes=2000", "--feature_dim=4", "--classes=3", "--seed=5",
+               "--times", f"--out={g}")
+        d = gt.Daemon(g, name="temporal").wait_ready()
+        try:
+            edge_time = Partition(g).edge("node__to__node", "time")  # single partition: e_id = position
+            node_time = np.load(os.path.join(g, "book", "node.time.npy"))
+            seeds = list(range(0, 2000, 50))
+            at = [int(node_time[s]) + 100000 * (i % 4) for i, s in enumerate(seeds)]
+            edges = {}
+            for strategy in ("uniform", "last"):
+                with graphstore.Loader([d.address], [-1, 4], input_nodes=seeds, batch_size=1, edge_ids=True,
+                                       time_attr="time", input_time=torch.tensor(at),
+                                       temporal_strategy=strategy, backend_key=f"temporal-{strategy}") as loader:
+                    edges[strategy] = 0
+                    for b in loader.epoch(0):
+                        t = at[seeds.index(int(b.n_id[0]))]
+                        self.assertTrue(bool((edge_time[b.e_id.numpy()] <= t).all()), f"seed {int(b.n_id[0])}")
+                        edges[strategy] += b.e_id.numel()
+            with graphstore.Loader([d.address], [-1, 4], input_nodes=seeds, batch_size=1, edge_ids=True,
+                                   backend_key="not-temporal") as loader:
+                everything = sum(b.e_id.numel() for b in loader.epoch(0))
+            self.assertGreater(edges["uniform"], 0)
+            self.assertGreater(everything, edges["uniform"])  # the times really cut
+            # Seeds at their node times (no input_time) sample too.
+            with graphstore.Loader([d.address], [3], split="train", batch_size=100, time_attr="time",
+                                   backend_key="node-times") as loader:
+                self.assertGreater(sum(b.edge_index.size(1) for b in loader.epoch(0)), 0)
+            self.assertServerError("INVALID_ARGUMENT", ["temporal_strategy: no edge type"],
+                                   lambda: graphstore.Loader([D1.address], [2], time_attr="time"))
+        finally:
+            d.stop()
+
     def test_epochs_must_increase(self):
         with graphstore.Loader([D1.address], [2], batch_size=1000, split="val") as loader:
             list(loader.epoch(3))
@@ -393,6 +427,11 @@ class ErrorsTest(unittest.TestCase):
             (ValueError, "deadline", dict(deadline=0)),
             (ValueError, "reconnect_deadline", dict(reconnect_deadline=-1)),
             (TypeError, "weighted", dict(weighted="yes")),
+            (ValueError, "temporal_strategy", dict(time_attr="time", temporal_strategy="newest")),
+            (ValueError, "time_attr", dict(time_attr="timestamp")),
+            (ValueError, "input_time has 1 times for 2 seeds", dict(input_nodes=[1, 2], time_attr="time", input_time=[5])),
+            (ValueError, "input_time needs time_attr", dict(input_nodes=[1, 2], input_time=[5, 6])),
+            (TypeError, "input_time", dict(input_nodes=[1, 2], time_attr="time", input_time=torch.tensor([1.0, 2.0]))),
             (ValueError, "servers", dict(servers=[])),
             (TypeError, "ablp", dict(ablp="user__rates__movie")),
         ]

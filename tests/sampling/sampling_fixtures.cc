@@ -9,7 +9,9 @@ std::unique_ptr<Partition> WritePartition(const GraphData& g, const std::string&
   WriteOptions o;
   o.edge_dir = edge_dir;
   o.num_partitions = parts;
-  REQUIRE(WritePartitions(g, RandomAssignment(g, parts, 3), o, dir).ok());
+  const absl::Status written = WritePartitions(g, RandomAssignment(g, parts, 3), o, dir);
+  INFO(written.ToString());
+  REQUIRE(written.ok());
   auto p = Partition::Load(PartitionDir(dir, parts, which));
   INFO(p.status().ToString());
   REQUIRE(p.ok());
@@ -44,6 +46,7 @@ SampledSubgraph RunSampler(const Sampler& s, std::vector<int64_t> seeds, const S
   b.epoch = at.epoch;
   b.batch_index = at.batch;
   b.ablp = at.ablp;
+  b.times = at.times;
   SampledSubgraph out;
   const absl::Status st = s.Sample(b, scratch.get(), &out);
   INFO(st.ToString());

@@ -37,6 +37,8 @@ struct SampleAt {
   int64_t epoch = 0;
   int64_t batch = 0;
   const AblpBatch* ablp = nullptr;
+  /// Temporal sampling: each seed's time (null: their node times).
+  const int64_t* times = nullptr;
 };
 
 /// Samples `seeds` with fresh scratch; the sample must succeed.

@@ -113,8 +113,12 @@ TEST_CASE("a generated graph is a valid partition with planted structure", "[gen
 }
 
 TEST_CASE("a multi-partition generated graph holds the same edges as the single one", "[generator]") {
+  // With times, rows are in time order, and edge ids (positions of the single partition) agree.
+  const bool times = GENERATE(false, true);
+  INFO("times " << times);
   TempDir one, four;
   GeneratorOptions o = Small(9);
+  o.times = times;
   REQUIRE(GenerateDataset(o, one.path()).ok());
   o.num_partitions = 4;
   REQUIRE(GenerateDataset(o, four.path()).ok());
@@ -133,7 +137,13 @@ TEST_CASE("a multi-partition generated graph holds the same edges as the single 
       const int64_t deg = e.indptr_data()[r + 1] - e.indptr_data()[r];
       REQUIRE(deg == se.indptr_data()[v + 1] - se.indptr_data()[v]);
       for (int64_t k = 0; k < deg; ++k) {
-        REQUIRE(e.indices_data()[e.indptr_data()[r] + k] == se.indices_data()[se.indptr_data()[v] + k]);
+        const int64_t here = e.indptr_data()[r] + k, there = se.indptr_data()[v] + k;
+        REQUIRE(e.indices_data()[here] == se.indices_data()[there]);
+        REQUIRE(e.EdgeId(here) == se.EdgeId(there));
+        if (!times) continue;
+        REQUIRE(e.times_data()[here] == se.times_data()[there]);
+        REQUIRE(e.times_data()[here] == EdgeTime(o.seed, v, e.indices_data()[here]));
+        if (k > 0) REQUIRE(e.times_data()[here - 1] <= e.times_data()[here]);
       }
     }
   }

@@ -265,6 +265,53 @@ TEST_CASE("heterogeneous input remaps each node type and keeps its features and 
   }
 }
 
+TEST_CASE("node and edge times are stored per edge as the later of the two, rows sorted by time",
+          "[partitioner][temporal]") {
+  TempDir dir;
+  // Raw ids 10..40; edge times in a text file, node times (by row of --node_ids) in an npy.
+  WriteFile(dir / "edges.txt", "10 20\n10 30\n10 40\n20 30\n30 10\n");
+  WriteFile(dir / "edge_times.txt", "7\n3\n1\n2\n9\n");
+  REQUIRE(WriteNpyVector(dir / "ids.npy", std::vector<int64_t>{40, 30, 20, 10}).ok());
+  REQUIRE(WriteNpyVector(dir / "node_times.npy", std::vector<int64_t>{0, 5, 1, 2}).ok());
+  const std::string bin = "tools/graphstore-partition";
+  const std::string inputs = " --edges=" + dir / "edges.txt" + " --edge_times=" + dir / "edge_times.txt" +
+                             " --node_ids=" + dir / "ids.npy" + " --node_times=" + dir / "node_times.npy";
+  REQUIRE(RunCommand(bin + inputs + " --split=none --partitions=2 --out=" + dir / "out >/dev/null") == 0);
+  // Expected stored times: max(edge time, neighbour's time); 10 -> 20 [7], 10 -> 30 [max(3, 5)],
+  // 10 -> 40 [max(1, 0)], 20 -> 30 [max(2, 5)], 30 -> 10 [max(9, 2)].
+  std::map<std::pair<int64_t, int64_t>, int64_t> stored;
+  for (int p = 0; p < 2; ++p) {
+    auto part = Partition::Load(PartitionDir(dir / "out", 2, p));
+    INFO(part.status().ToString());
+    REQUIRE(part.ok());
+    const NodeTypeStore& n = (*part)->node_type(0);
+    const EdgeTypeStore& e = (*part)->edge_type(0);
+    REQUIRE(e.times_data() != nullptr);
+    REQUIRE(n.times_data() != nullptr);
+    const int64_t* raw = n.raw_ids.data<int64_t>();
+    CHECK(n.times_data()[2] == 5);  // global 2 is raw 30, the second row of ids.npy
+    for (int64_t r = 0; r < n.num_local; ++r) {
+      for (int64_t k = e.indptr_data()[r]; k < e.indptr_data()[r + 1]; ++k) {
+        if (k > e.indptr_data()[r]) CHECK(e.times_data()[k - 1] <= e.times_data()[k]);
+        stored[{raw[n.global_ids()[r]], raw[e.indices_data()[k]]}] = e.times_data()[k];
+      }
+    }
+  }
+  CHECK(stored == std::map<std::pair<int64_t, int64_t>, int64_t>{
+                      {{10, 20}, 7}, {{10, 30}, 5}, {{10, 40}, 1}, {{20, 30}, 5}, {{30, 10}, 9}});
+
+  // A count that does not match names the file; so does a node without a time.
+  WriteFile(dir / "short_times.txt", "1\n2\n");
+  CHECK(RunCommand(bin + " --edges=" + dir / "edges.txt" + " --edge_times=" + dir / "short_times.txt" +
+                   " --out=" + dir / "x 2>" + dir / "err1") == 2);
+  CHECK_THAT(testing::ReadFile(dir / "err1"), Catch::Contains("short_times.txt: 2 times for 5 edges"));
+  REQUIRE(WriteNpyVector(dir / "three.npy", std::vector<int64_t>{40, 30, 20}).ok());
+  REQUIRE(WriteNpyVector(dir / "three_times.npy", std::vector<int64_t>{0, 5, 1}).ok());
+  CHECK(RunCommand(bin + " --edges=" + dir / "edges.txt" + " --node_ids=" + dir / "three.npy" +
+                   " --node_times=" + dir / "three_times.npy --out=" + dir / "y 2>" + dir / "err2") == 2);
+  CHECK_THAT(testing::ReadFile(dir / "err2"), Catch::Contains("three_times.npy: no time for node 10"));
+}
+
 TEST_CASE("a malformed edge list names the file and the line", "[partitioner]") {
   TempDir dir;
   WriteFile(dir / "bad.txt", "1 2\n# fine\n3 x\n");
