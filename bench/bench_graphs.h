@@ -13,17 +13,19 @@
 namespace graphstore {
 
 /// The partition directory of a named graph — "1m" (1M nodes, ~25M edges) or "products"
-/// (2.45M nodes, ~125M edges), both with 100 float features and edge weights — generating it into `cache_dir`
-/// if needed. Any other name is taken as a partition directory.
+/// (2.45M nodes, ~125M edges), both with 100 float features, edge weights and node and edge
+/// times — generating it into `cache_dir` if needed. Any other name is taken as a partition
+/// directory.
 inline absl::StatusOr<std::string> BenchGraph(const std::string& name, const std::string& cache_dir) {
   if (name != "1m" && name != "products") return name;
   // The format version is part of the name: a graph written by an older generator (without the
-  // degree and feature range files, or the edge weights) is not reused.
-  const std::string dir = absl::StrCat(cache_dir, "/", name, "-v3");
+  // degree and feature range files, the edge weights or the times) is not reused.
+  const std::string dir = absl::StrCat(cache_dir, "/", name, "-v4");
   if (std::filesystem::exists(dir + "/manifest.json")) return dir;
   GeneratorOptions o;
   o.feature_dim = 100;
   o.edge_weights = true;
+  o.times = true;
   if (name == "1m") {
     o.num_nodes = 1000000;
     o.avg_degree = 25.6;

@@ -4,14 +4,18 @@
 // same memory), then k-hop neighbour sampling of random 1024-seed batches with fanout
 // [15, 10, 5], on 1 and 2 threads; then the same sampling through the scheduler's Backend.
 // Prints sampled edges/s, seeds/s, the baseline loads/s and their ratio. Then weighted draws
-// (by the graph's edge weights) beside uniform ones, without and with replacement, on 1 thread.
+// (by the graph's edge weights) beside uniform ones, without and with replacement, and temporal
+// draws (each seed at its node time, uniform among the allowed and the most recent) beside
+// uniform ones on the same graph, on 1 thread.
 //
 //   bazel run -c opt //bench:sampling_bench -- --graphs=1m,products
 
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -78,8 +82,9 @@ std::vector<int64_t> RandomSeeds(uint64_t key, int64_t num_nodes, int batch_size
 }
 
 // Direct sampling on `threads` threads, each with its own scratch.
+// `at_time`: temporal samplers get every seed at this time (default: the seeds' node times).
 Rate SampleDirect(const NeighborSampler& sampler, int64_t num_nodes, int batch_size, int threads,
-                  double seconds) {
+                  double seconds, std::optional<int64_t> at_time = std::nullopt) {
   std::atomic<int64_t> edges{0}, seeds{0}, batches{0};
   std::vector<std::thread> pool;
   const auto start = Clock::now();
@@ -94,6 +99,11 @@ Rate SampleDirect(const NeighborSampler& sampler, int64_t num_nodes, int batch_s
         SeedBatch batch;
         batch.ids = ids.data();
         batch.size = ids.size();
+        std::vector<int64_t> times;
+        if (at_time.has_value()) {
+          times.assign(ids.size(), *at_time);
+          batch.times = times.data();
+        }
         batch.seed = 1;
         batch.batch_index = b++;
         if (!sampler.Sample(batch, scratch.get(), &out).ok()) std::abort();
@@ -157,10 +167,13 @@ int Run(int argc, char** argv) {
   flags.Define("seconds", "4", "duration of each measurement");
   flags.Define("batch_size", "1024", "seeds per batch");
   flags.Define("fanouts", "15,10,5", "fanout per hop");
+  flags.Define("sections", "uwt", "what to run: u (uniform vs random loads), w (weighted), t (temporal)");
   if (auto exit = flags.ParseCommandLine(argc, argv, "sampling_bench", "Sampling throughput vs random loads.")) {
     return *exit;
   }
   const double seconds = *flags.GetDouble("seconds");
+  const std::string sections = flags.Get("sections");
+  auto section = [&](char c) { return sections.find(c) != std::string::npos; };
   const int batch_size = static_cast<int>(*flags.GetInt("batch_size"));
   std::vector<int> fanouts;
   for (const auto& f : SplitList(flags.Get("fanouts"), ',')) fanouts.push_back(std::stoi(f));
@@ -195,6 +208,7 @@ int Run(int argc, char** argv) {
     SampleDirect(**sampler, num_nodes, batch_size, 2, 1.0);
     double one_thread_edges = 0;
     for (int threads : {1, 2}) {
+      if (!section('u')) break;
       const double loads = RandomLoads(e.indices_data(), e.num_local, threads, seconds);
       const Rate direct = SampleDirect(**sampler, num_nodes, batch_size, threads, seconds);
       if (threads == 1) one_thread_edges = direct.edges_per_s;
@@ -209,7 +223,7 @@ int Run(int argc, char** argv) {
       }
       std::fflush(stdout);
     }
-    if (e.weights_data() != nullptr) {
+    if (section('w') && e.weights_data() != nullptr) {
       // Alternating runs, the better of two each: the machine is shared.
       for (bool replace : {false, true}) {
         NeighborSamplerOptions uo = so;
@@ -219,15 +233,46 @@ int Run(int argc, char** argv) {
         auto uniform = NeighborSampler::Create(p->get(), uo);
         auto weighted = NeighborSampler::Create(p->get(), wo);
         if (!uniform.ok() || !weighted.ok()) return 1;
-        double u = 0, w = 0;
+        Rate u, w;
         for (int round = 0; round < 2; ++round) {
-          u = std::max(u, SampleDirect(**uniform, num_nodes, batch_size, 1, seconds).edges_per_s);
-          w = std::max(w, SampleDirect(**weighted, num_nodes, batch_size, 1, seconds).edges_per_s);
+          const Rate ur = SampleDirect(**uniform, num_nodes, batch_size, 1, seconds);
+          const Rate wr = SampleDirect(**weighted, num_nodes, batch_size, 1, seconds);
+          if (ur.edges_per_s > u.edges_per_s) u = ur;
+          if (wr.edges_per_s > w.edges_per_s) w = wr;
         }
-        std::printf("%-10s weighted vs uniform, %s replacement, 1 thread: uniform %.3g edges/s, weighted %.3g "
-                    "edges/s, ratio %.2f\n",
-                    label.c_str(), replace ? "with" : "without", u, w, w / u);
+        std::printf("%-10s weighted vs uniform, %s replacement, 1 thread: uniform %.3g edges/s (%.0f per seed), "
+                    "weighted %.3g edges/s (%.0f per seed), ratio %.2f\n",
+                    label.c_str(), replace ? "with" : "without", u.edges_per_s, u.edges_per_s / u.seeds_per_s,
+                    w.edges_per_s, w.edges_per_s / w.seeds_per_s, w.edges_per_s / u.edges_per_s);
         std::fflush(stdout);
+      }
+    }
+    if (section('t') && e.times_data() != nullptr && (*p)->node_type(0).times_data() != nullptr) {
+      // Seeds at their node times (rows cut where the neighbours are newer), and seeds after
+      // every edge (the same edges as uniform: what the time filter itself costs).
+      for (bool at_end : {false, true}) {
+        for (TemporalStrategy strategy : {TemporalStrategy::kUniform, TemporalStrategy::kLast}) {
+          NeighborSamplerOptions to = so;
+          to.temporal = strategy;
+          auto uniform = NeighborSampler::Create(p->get(), so);
+          auto temporal = NeighborSampler::Create(p->get(), to);
+          if (!uniform.ok() || !temporal.ok()) return 1;
+          const std::optional<int64_t> at = at_end ? std::optional<int64_t>(INT64_MAX) : std::nullopt;
+          Rate u, t;
+          for (int round = 0; round < 2; ++round) {
+            const Rate ur = SampleDirect(**uniform, num_nodes, batch_size, 1, seconds);
+            const Rate tr = SampleDirect(**temporal, num_nodes, batch_size, 1, seconds, at);
+            if (ur.edges_per_s > u.edges_per_s) u = ur;
+            if (tr.edges_per_s > t.edges_per_s) t = tr;
+          }
+          std::printf("%-10s temporal (%s) vs uniform, %s, 1 thread: uniform %.3g edges/s (%.0f per seed), "
+                      "temporal %.3g edges/s (%.0f per seed), ratio %.2f\n",
+                      label.c_str(), strategy == TemporalStrategy::kLast ? "last" : "uniform",
+                      at_end ? "seeds after every edge" : "seeds at their node times", u.edges_per_s,
+                      u.edges_per_s / u.seeds_per_s, t.edges_per_s, t.edges_per_s / t.seeds_per_s,
+                      t.edges_per_s / u.edges_per_s);
+          std::fflush(stdout);
+        }
       }
     }
   }

@@ -68,6 +68,8 @@ void DrawOwnedNeighbors(const Partition& partition, int edge_type, const int64_t
   // Three passes, each issuing the next pass's random loads ahead of time: (1) row extents from
   // indptr, (2) the draws, gathering CSR positions, (3) the neighbour ids from indices.
   constexpr size_t kAhead = 32;
+  // Whole rows are fetched fewer at a time: each takes several line fills.
+  constexpr size_t kRowsAhead = 12;
   const EdgeTypeStore& et = partition.edge_type(edge_type);
   const NodeTypeStore& rows = partition.node_type(et.row_type);
   const int64_t* indptr = et.indptr_data();
@@ -97,11 +99,27 @@ void DrawOwnedNeighbors(const Partition& partition, int edge_type, const int64_t
     out->base[i] = indptr[row];
     out->degree[i] = indptr[row + 1] - out->base[i];
   }
+  // Loads of rows the next passes read, issued ahead: the first `lines` cache lines of
+  // `row[0, count)` of `size`-byte values.
+  auto prefetch_row = [](const void* row, int64_t count, size_t size, int64_t lines) {
+    const char* p = static_cast<const char*>(row);
+    const int64_t bytes = std::min<int64_t>(count * static_cast<int64_t>(size), lines * 64);
+    for (int64_t off = 0; off < bytes; off += 64) __builtin_prefetch(p + off);
+  };
   if (edge_times != nullptr) {
     out->whole.resize(n);
     for (size_t i = 0; i < n; ++i) {
+      if (i + kAhead < n) {
+        // The first probes: the row's newest edge, then the middle of a binary search.
+        const int64_t b = out->base[i + kAhead], d = out->degree[i + kAhead];
+        if (d > 0) __builtin_prefetch(edge_times + b + d - 1);
+        if (d > 8) __builtin_prefetch(edge_times + b + d / 2);
+      }
       const int64_t* first = edge_times + out->base[i];
-      const int64_t allowed = std::upper_bound(first, first + out->degree[i], spec.times[i]) - first;
+      const int64_t d = out->degree[i];
+      // A node after its newest edge (often, late in time) keeps its row without a search.
+      const int64_t allowed =
+          d == 0 || first[d - 1] <= spec.times[i] ? d : std::upper_bound(first, first + d, spec.times[i]) - first;
       out->whole[i] = allowed == out->degree[i];
       out->degree[i] = allowed;
     }
@@ -112,6 +130,16 @@ void DrawOwnedNeighbors(const Partition& partition, int edge_type, const int64_t
   out->picked.clear();
   out->counts.resize(n);
   for (size_t i = 0; i < n; ++i) {
+    if (weights != nullptr && i + kRowsAhead < n) {
+      // A weighted draw reads the row's weights (short rows whole; long ones from their tree).
+      const int64_t b = out->base[i + kRowsAhead], d = out->degree[i + kRowsAhead];
+      if (alias != nullptr) {
+        __builtin_prefetch(alias->prob.data() + b);
+        __builtin_prefetch(alias->alias.data() + b);
+      } else if (d <= kWeightTreeMinDegree) {
+        prefetch_row(weights + b, d, sizeof(float), 2);
+      }
+    }
     const int64_t base = out->base[i];
     int64_t degree = out->degree[i];
     // A node with excluded neighbours draws among the positions of the others.
@@ -143,8 +171,10 @@ void DrawOwnedNeighbors(const Partition& partition, int edge_type, const int64_t
       const uint64_t key = HashCombine(spec.hop_key, static_cast<uint64_t>(ids[i]));
       const bool long_row = candidates == nullptr && degree > kWeightTreeMinDegree && !draw_all;
       const bool whole_row = edge_times == nullptr || out->whole[i];
+      // Independent draws from a whole row take its alias table, whatever its length.
+      const bool by_alias = replace && whole_row && candidates == nullptr && !draw_all;
       const int64_t c =
-          long_row && replace && whole_row ? DrawWeightedFromAlias(key, alias->prob.data() + base, alias->alias.data() + base,
+          by_alias ? DrawWeightedFromAlias(key, alias->prob.data() + base, alias->alias.data() + base,
                                                       degree, fanout, &out->weighted_picks)
           : long_row          ? DrawWeightedFromTree(key, w, tree + base, degree, fanout, replace,
                                                      &out->weighted_picks, &out->weighted_scratch)
