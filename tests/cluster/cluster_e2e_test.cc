@@ -239,6 +239,50 @@ TEST_CASE("the Loader covers every server's seeds once per epoch and merges thei
   }
 }
 
+TEST_CASE("the Loader sends each explicit seed's time to the server that owns it", "[cluster][temporal]") {
+  LocalCluster cluster(2);
+  std::vector<int64_t> seeds;
+  for (const auto& a : cluster.addresses) {
+    auto ids = TrainIds(*Connect(a));
+    seeds.insert(seeds.end(), ids.begin(), ids.begin() + std::min<size_t>(ids.size(), 40));
+  }
+  std::sort(seeds.begin(), seeds.end());  // interleaves the two servers' seeds
+  // Every other seed before every edge (it reaches nothing), the others after every edge.
+  std::vector<int64_t> times;
+  for (size_t i = 0; i < seeds.size(); ++i) times.push_back(i % 2 == 0 ? -1 : 2000000);
+  client::LoaderOptions o;
+  o.servers = cluster.addresses;
+  o.config = Config(1);
+  o.config.set_temporal_strategy(v1::TEMPORAL_STRATEGY_UNIFORM);
+  o.shared_memory = false;
+  o.seeds = seeds;
+  o.seed_times = times;
+  client::Loader loader(o);
+  loader.StartEpoch(0);
+  int64_t batches = 0, reaching = 0;
+  std::set<int> servers;
+  while (auto b = loader.Next()) {
+    ++batches;
+    servers.insert(b->server);
+    const int64_t seed = b->seeds.data_ptr<int64_t>()[0];
+    const size_t i = std::lower_bound(seeds.begin(), seeds.end(), seed) - seeds.begin();
+    INFO("seed " << seed << " at time " << times[i]);
+    if (times[i] < 0) CHECK(b->edge_index.size(1) == 0);
+    reaching += times[i] >= 0 && b->edge_index.size(1) > 0;
+  }
+  CHECK(batches == static_cast<int64_t>(seeds.size()));
+  CHECK(servers.size() == 2);
+  CHECK(reaching > 10);
+  o.seed_times.pop_back();
+  try {
+    client::Loader bad(o);
+    FAIL("seed_times of the wrong length were accepted");
+  } catch (const client::Error& e) {
+    CHECK(e.code() == absl::StatusCode::kInvalidArgument);
+    CHECK_THAT(e.message(), Catch::Contains("LoaderOptions.seed_times"));
+  }
+}
+
 TEST_CASE("a server without seeds for the trainer counts as finished (active mask)", "[cluster]") {
   LocalCluster cluster(2);
   const std::vector<int64_t> seeds = TrainIds(*Connect(cluster.addresses[1]));
