@@ -37,6 +37,8 @@ inline const std::string& SeedDataset() {
     g.feature_dim = 4;
     g.num_classes = 3;
     g.seed = 3;
+    g.edge_weights = true;  // weights.npy and time.npy are read and verified too
+    g.times = true;
     const std::string out = ScratchDir() + "/seed-dataset";
     if (!GenerateDataset(g, out).ok()) std::abort();
     return out;

@@ -40,26 +40,46 @@ v1::SamplingConfig Config() {
 }
 
 // The live backend and channel that ids 1 stand for (registered again if a request ended them).
+// A fuzzed request may have made the fixture's backend first, with a short lease (reaped between
+// joining and registering: join again) or another config (take another key).
 void Refresh(Fixture* f) {
   v1::DescribeChannelRequest d;
   d.set_channel_id(f->channel);
   v1::ChannelStats s;
   if (f->channel != 0 && f->core->DescribeChannel(d, &s).ok() && s.state() != "destroyed") return;
-  v1::InitSamplingBackendRequest init;
-  init.set_backend_key("fuzz-fixture");
-  *init.mutable_config() = Config();
-  v1::InitSamplingBackendResponse ir;
-  absl::Status st;
-  f->core->InitSamplingBackend(init, &ir, [&](absl::Status s) { st = s; });
-  if (!st.ok()) std::abort();
-  f->backend = ir.backend_id();
-  v1::RegisterSamplingInputRequest reg;
-  reg.set_backend_id(f->backend);
-  reg.mutable_split()->set_split("train");
-  reg.set_lease_ms(3600 * 1000);
-  v1::RegisterSamplingInputResponse rr;
-  if (!f->core->RegisterSamplingInput(reg, &rr).ok()) std::abort();
-  f->channel = rr.channel_id();
+  absl::Status registered;
+  static int key_suffix = 0;
+  for (int attempt = 0; attempt < 20; ++attempt) {
+    v1::InitSamplingBackendRequest init;
+    init.set_backend_key("fuzz-fixture-" + std::to_string(key_suffix));
+    *init.mutable_config() = Config();
+    init.set_lease_ms(3600 * 1000);
+    v1::InitSamplingBackendResponse ir;
+    absl::Status st;
+    f->core->InitSamplingBackend(init, &ir, [&](absl::Status s) { st = s; });
+    if (absl::IsFailedPrecondition(st)) {  // a fuzzed request took the key with another config
+      ++key_suffix;
+      continue;
+    }
+    if (!st.ok()) {
+      std::fprintf(stderr, "the fixture's backend failed: %s\n", st.ToString().c_str());
+      std::abort();
+    }
+    f->backend = ir.backend_id();
+    v1::RegisterSamplingInputRequest reg;
+    reg.set_backend_id(f->backend);
+    reg.mutable_split()->set_split("train");
+    reg.set_lease_ms(3600 * 1000);
+    v1::RegisterSamplingInputResponse rr;
+    registered = f->core->RegisterSamplingInput(reg, &rr);
+    if (registered.ok()) {
+      f->channel = rr.channel_id();
+      return;
+    }
+    if (!absl::IsNotFound(registered)) break;  // reaped between the two calls: join again
+  }
+  std::fprintf(stderr, "the fixture's registration failed: %s\n", registered.ToString().c_str());
+  std::abort();
 }
 
 Fixture& TheFixture() {
@@ -154,6 +174,24 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
   for (size_t m = 0; m < bodies.size(); ++m) {
     fz::WriteFile(seeds + "/" + std::to_string(m), std::string(1, static_cast<char>(m)) + bodies[m]);
   }
+  // Weighted and temporal draws, as a peer and as a backend ask for them.
+  v1::SampleNeighborsRequest tn;
+  tn.add_ids(5);
+  tn.add_ids(9);
+  tn.add_times(400000);
+  tn.add_times(900000);
+  tn.set_fanout(3);
+  tn.set_weighted(true);
+  tn.set_temporal_strategy(v1::TEMPORAL_STRATEGY_UNIFORM);
+  fz::WriteFile(seeds + "/6-temporal", std::string(1, '\x06') + tn.SerializeAsString());
+  init.mutable_config()->set_temporal_strategy(v1::TEMPORAL_STRATEGY_LAST);
+  fz::WriteFile(seeds + "/8-temporal", std::string(1, '\x08') + init.SerializeAsString());
+  reg.clear_split();
+  for (int64_t id : {4, 8, 15}) {
+    reg.mutable_nodes()->add_ids(id);
+    reg.mutable_nodes()->add_times(id * 50000);
+  }
+  fz::WriteFile(seeds + "/9-temporal", std::string(1, '\x09') + reg.SerializeAsString());
   std::exit(0);
 }
 

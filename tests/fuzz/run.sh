@@ -13,7 +13,8 @@ set -uo pipefail
 cd "$(dirname "$0")/../.."
 SECONDS_PER_TARGET=${1:-60}
 JUNIT=${2:-}
-TARGETS=(npy_fuzz manifest_fuzz partition_fuzz request_fuzz)
+# GRAPHSTORE_FUZZ_TARGETS="request_fuzz" runs some of them.
+TARGETS=(${GRAPHSTORE_FUZZ_TARGETS:-npy_fuzz manifest_fuzz partition_fuzz request_fuzz})
 CACHE=${GRAPHSTORE_FUZZ_CACHE:-$HOME/.cache/graphstore-fuzz}
 WORK=${GRAPHSTORE_FUZZ_WORK:-$(mktemp -d /tmp/graphstore-fuzz-run.XXXXXX)}
 mkdir -p "$CACHE/obj" "$CACHE/proto" "$WORK"
