@@ -131,7 +131,8 @@ void DrawOwnedNeighbors(const Partition& partition, int edge_type, const int64_t
   out->counts.resize(n);
   for (size_t i = 0; i < n; ++i) {
     if (weights != nullptr && i + kRowsAhead < n) {
-      // A weighted draw reads the row's weights (short rows whole; long ones from their tree).
+      // A weighted draw reads the row's alias cells (with replacement) or its weights (short
+      // rows whole; long ones from their tree).
       const int64_t b = out->base[i + kRowsAhead], d = out->degree[i + kRowsAhead];
       if (alias != nullptr) {
         __builtin_prefetch(alias->prob.data() + b);
@@ -173,13 +174,16 @@ void DrawOwnedNeighbors(const Partition& partition, int edge_type, const int64_t
       const bool whole_row = edge_times == nullptr || out->whole[i];
       // Independent draws from a whole row take its alias table, whatever its length.
       const bool by_alias = replace && whole_row && candidates == nullptr && !draw_all;
-      const int64_t c =
-          by_alias ? DrawWeightedFromAlias(key, alias->prob.data() + base, alias->alias.data() + base,
-                                                      degree, fanout, &out->weighted_picks)
-          : long_row          ? DrawWeightedFromTree(key, w, tree + base, degree, fanout, replace,
-                                                     &out->weighted_picks, &out->weighted_scratch)
-                              : DrawWeightedPositions(key, w, degree, fanout, replace, &out->weighted_picks,
-                                                      &out->weighted_keys);
+      int64_t c;
+      if (by_alias) {
+        c = DrawWeightedFromAlias(key, alias->prob.data() + base, alias->alias.data() + base, degree, fanout,
+                                  &out->weighted_picks);
+      } else if (long_row) {
+        c = DrawWeightedFromTree(key, w, tree + base, degree, fanout, replace, &out->weighted_picks,
+                                 &out->weighted_scratch);
+      } else {
+        c = DrawWeightedPositions(key, w, degree, fanout, replace, &out->weighted_picks, &out->weighted_keys);
+      }
       for (int64_t k = 0; k < c; ++k) out->picked.push_back(position(out->weighted_picks[k]));
       out->counts[i] = c;
       continue;
