@@ -341,11 +341,16 @@ class ErrorsTest(unittest.TestCase):
         finally:
             d.stop()
 
-    def test_weighted_draws_never_take_a_zero_weight_edge(self):
-        g = os.path.join(WORK, "weighted")
+    @staticmethod
+    def small_graph_server(name, flag):
+        """A 2000-node generated graph with `flag` (--edge_weights, --times) and a server on it."""
+        g = os.path.join(WORK, name)
         gt.run(gt.tool("graphstore-generate"), "--nodes=2000", "--feature_dim=4", "--classes=3", "--seed=5",
-               "--edge_weights", f"--out={g}")
-        d = gt.Daemon(g, name="weighted").wait_ready()
+               flag, f"--out={g}")
+        return g, gt.Daemon(g, name=name).wait_ready()
+
+    def test_weighted_draws_never_take_a_zero_weight_edge(self):
+        g, d = self.small_graph_server("weighted", "--edge_weights")
         try:
             weights = Partition(g).edge("node__to__node", "weights")
             self.assertGreater(int((weights == 0).sum()), 0)
@@ -363,10 +368,7 @@ class ErrorsTest(unittest.TestCase):
             d.stop()
 
     def test_temporal_batches_see_nothing_after_their_seed(self):
-        g = os.path.join(WORK, "temporal")
-        gt.run(gt.tool("graphstore-generate"), "--nodes=2000", "--feature_dim=4", "--classes=3", "--seed=5",
-               "--times", f"--out={g}")
-        d = gt.Daemon(g, name="temporal").wait_ready()
+        g, d = self.small_graph_server("temporal", "--times")
         try:
             edge_time = Partition(g).edge("node__to__node", "time")  # single partition: e_id = position
             node_time = np.load(os.path.join(g, "book", "node.time.npy"))
