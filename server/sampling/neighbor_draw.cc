@@ -80,7 +80,7 @@ void DrawOwnedNeighbors(const Partition& partition, int edge_type, const int64_t
   const float* weights = spec.weighted ? et.weights_data() : nullptr;
   // Edge times, when this draw is temporal and the type stores them: each row is cut to the
   // prefix at or before its node's time.
-  const int64_t* edge_times = spec.times != nullptr ? et.times_data() : nullptr;
+  const int64_t* edge_times = spec.temporal != TemporalStrategy::kNone ? et.times_data() : nullptr;
   // Long rows draw by weight from their Fenwick tree, which (unlike the alias table) also
   // serves a prefix of the row.
   const double* tree = weights != nullptr && (!replace || edge_times != nullptr)
@@ -99,13 +99,6 @@ void DrawOwnedNeighbors(const Partition& partition, int edge_type, const int64_t
     out->base[i] = indptr[row];
     out->degree[i] = indptr[row + 1] - out->base[i];
   }
-  // Loads of rows the next passes read, issued ahead: the first `lines` cache lines of
-  // `row[0, count)` of `size`-byte values.
-  auto prefetch_row = [](const void* row, int64_t count, size_t size, int64_t lines) {
-    const char* p = static_cast<const char*>(row);
-    const int64_t bytes = std::min<int64_t>(count * static_cast<int64_t>(size), lines * 64);
-    for (int64_t off = 0; off < bytes; off += 64) __builtin_prefetch(p + off);
-  };
   if (edge_times != nullptr) {
     out->whole.resize(n);
     for (size_t i = 0; i < n; ++i) {
@@ -138,7 +131,8 @@ void DrawOwnedNeighbors(const Partition& partition, int edge_type, const int64_t
         __builtin_prefetch(alias->prob.data() + b);
         __builtin_prefetch(alias->alias.data() + b);
       } else if (d <= kWeightTreeMinDegree) {
-        prefetch_row(weights + b, d, sizeof(float), 2);
+        __builtin_prefetch(weights + b);  // the row's first two cache lines
+        if (d > 16) __builtin_prefetch(weights + b + 16);
       }
     }
     const int64_t base = out->base[i];
@@ -191,7 +185,7 @@ void DrawOwnedNeighbors(const Partition& partition, int edge_type, const int64_t
     if (draw_all || (!replace && degree <= fanout)) {
       for (int64_t k = 0; k < degree; ++k) out->picked.push_back(position(k));
       out->counts[i] = degree;
-    } else if (spec.last && spec.times != nullptr) {
+    } else if (spec.temporal == TemporalStrategy::kLast) {
       // The most recent `fanout` (rows are sorted by time), oldest first.
       const int64_t c = std::min<int64_t>(fanout, degree);
       for (int64_t k = degree - c; k < degree; ++k) out->picked.push_back(position(k));
@@ -247,8 +241,9 @@ absl::StatusOr<const NeighborDraw*> DrawNeighbors(const Partition& partition, Pe
   for (size_t i = 0; i < n; ++i) {
     const int32_t c = split.call_of_item(i);
     if (c < 0) s->owned.push_back(ids[i]);
-    if (spec.times == nullptr) continue;
-    (c < 0 ? s->owned_times : split.calls[c].times).push_back(spec.times[i]);
+    if (spec.temporal != TemporalStrategy::kNone) {
+      (c < 0 ? s->owned_times : split.calls[c].times).push_back(spec.times[i]);
+    }
   }
   if (spec.excluded != nullptr) {
     for (const auto& [node, neighbor] : *spec.excluded) {
@@ -264,9 +259,7 @@ absl::StatusOr<const NeighborDraw*> DrawNeighbors(const Partition& partition, Pe
     h.fanout = spec.fanout;
     h.replace = spec.replace;
     h.weighted = spec.weighted;
-    h.temporal = spec.times == nullptr ? TemporalStrategy::kNone
-                 : spec.last           ? TemporalStrategy::kLast
-                                       : TemporalStrategy::kUniform;
+    h.temporal = spec.temporal;
     h.with_edge_ids = spec.with_edge_ids;
     h.with_edge_features = features;
     h.seed = batch.seed;
@@ -277,7 +270,7 @@ absl::StatusOr<const NeighborDraw*> DrawNeighbors(const Partition& partition, Pe
   };
   auto local = [&] {
     DrawSpec owned_spec = spec;
-    if (spec.times != nullptr) owned_spec.times = s->owned_times.data();
+    if (spec.temporal != TemporalStrategy::kNone) owned_spec.times = s->owned_times.data();
     DrawOwnedNeighbors(partition, edge_type, s->owned.data(), s->owned.size(), owned_spec, &s->local);
     return absl::OkStatus();
   };

@@ -49,12 +49,12 @@ struct DrawSpec {
   uint64_t hop_key = 0;
   /// Sorted (node, neighbour) global id pairs never drawn (the batch's label edges); null: none.
   const std::vector<std::pair<int64_t, int64_t>>* excluded = nullptr;
-  /// Temporal draw: one time per node drawn for; a node only reaches the neighbours whose edge
-  /// time is <= its time (a prefix of its row, found by binary search), on edge types that store
-  /// times (others draw from the whole row). Null: not temporal.
+  /// Temporal draw (kUniform draws among the neighbours whose edge time is <= the node's time,
+  /// a prefix of its row found by binary search; kLast takes the most recent `fanout` of them),
+  /// on edge types that store times (others draw from the whole row), with `times` holding one
+  /// time per node drawn for.
+  TemporalStrategy temporal = TemporalStrategy::kNone;
   const int64_t* times = nullptr;
-  /// With `times`: take the most recent `fanout` of those neighbours instead of drawing.
-  bool last = false;
 };
 
 /// Draws neighbours along `edge_type` for each of `ids`, which `partition` owns (rows of the

@@ -58,34 +58,7 @@ absl::Status NeighborSampler::Init() {
     return s;
   }
   num_hops_ = std::max(hops, 0);
-  weighted_.assign(partition_->edge_types().size(), false);
-  for (const std::string& name : o.weighted_edge_types) {
-    if (name == "*") {
-      for (size_t e = 0; e < weighted_.size(); ++e) weighted_[e] = true;
-      continue;
-    }
-    auto t = partition_->FindEdgeType(name);
-    if (name.empty() || !t.ok()) {
-      return absl::InvalidArgumentError(absl::StrCat("weighted_edge_types: edge type '", name, "' does not exist"));
-    }
-    weighted_[*t] = true;
-  }
-  for (size_t e = 0; e < weighted_.size(); ++e) {
-    if (!weighted_[e]) continue;
-    const EdgeTypeStore& et = partition_->edge_type(static_cast<int>(e));
-    if (et.weights_data() == nullptr) {
-      return absl::InvalidArgumentError(absl::StrCat("weighted_edge_types: edge type '", et.name,
-                                                     "' stores no edge weights (weights.npy; graphstore-partition "
-                                                     "--edge_weights)"));
-    }
-    // The per-row index long rows draw from, built now rather than in the first batch's draw
-    // (temporal draws cut rows, which only the tree serves).
-    const int64_t rows = partition_->node_type(et.row_type).num_local;
-    if (o.replace) et.weight_tree->GetAlias(et.indptr_data(), rows, et.weights_data());
-    if (!o.replace || (o.temporal != TemporalStrategy::kNone && et.times_data() != nullptr)) {
-      et.weight_tree->Get(et.indptr_data(), rows, et.weights_data());
-    }
-  }
+  // Every option is checked before the weight indexes below are built (seconds on a large graph).
   if (o.temporal != TemporalStrategy::kNone) {
     bool any = false;
     for (const EdgeTypeStore& e : partition_->edge_types()) any |= e.times_data() != nullptr;
@@ -101,6 +74,37 @@ absl::Status NeighborSampler::Init() {
     if (o.temporal == TemporalStrategy::kLast && !o.weighted_edge_types.empty()) {
       return absl::InvalidArgumentError("temporal_strategy LAST takes the most recent neighbours; it does not "
                                         "draw by weight (weighted_edge_types)");
+    }
+  }
+  weighted_.assign(partition_->edge_types().size(), false);
+  for (const std::string& name : o.weighted_edge_types) {
+    if (name == "*") {
+      for (size_t e = 0; e < weighted_.size(); ++e) weighted_[e] = true;
+      continue;
+    }
+    auto t = partition_->FindEdgeType(name);
+    if (name.empty() || !t.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat("weighted_edge_types: edge type '", name, "' does not exist"));
+    }
+    weighted_[*t] = true;
+  }
+  for (size_t e = 0; e < weighted_.size(); ++e) {
+    const EdgeTypeStore& et = partition_->edge_type(static_cast<int>(e));
+    if (weighted_[e] && et.weights_data() == nullptr) {
+      return absl::InvalidArgumentError(absl::StrCat("weighted_edge_types: edge type '", et.name,
+                                                     "' stores no edge weights (weights.npy; graphstore-partition "
+                                                     "--edge_weights)"));
+    }
+  }
+  for (size_t e = 0; e < weighted_.size(); ++e) {
+    if (!weighted_[e]) continue;
+    const EdgeTypeStore& et = partition_->edge_type(static_cast<int>(e));
+    // The per-row indexes weighted draws use, built now rather than in the first batch's draw
+    // (temporal draws cut rows, which only the tree serves).
+    const int64_t rows = partition_->node_type(et.row_type).num_local;
+    if (o.replace) et.weight_tree->GetAlias(et.indptr_data(), rows, et.weights_data());
+    if (!o.replace || (o.temporal != TemporalStrategy::kNone && et.times_data() != nullptr)) {
+      et.weight_tree->Get(et.indptr_data(), rows, et.weights_data());
     }
   }
   for (const EdgeTypeStore& e : partition_->edge_types()) {
@@ -222,8 +226,8 @@ absl::Status NeighborSampler::ExpandHop(int edge_type, int fanout, uint64_t hop_
   if (coordinates.ablp != nullptr) spec.excluded = &coordinates.ablp->excluded[edge_type];
   const bool temporal = options_.temporal != TemporalStrategy::kNone;
   if (temporal && et.times_data() != nullptr) {
+    spec.temporal = options_.temporal;
     spec.times = s->time_of[et.row_type].data() + begin;
-    spec.last = options_.temporal == TemporalStrategy::kLast;
   }
   auto drawn = DrawNeighbors(*partition_, options_.peers, edge_type, out->nodes[et.row_type].ids.data() + begin, n,
                              spec, coordinates, hop, &s->frontier);

@@ -66,9 +66,7 @@ NeighborSamplerOptions NeighborOptionsOf(const v1::SamplingConfig& c, const Core
   for (const auto& [name, f] : c.num_neighbors_by_type()) o.fanouts_by_type[name].assign(f.per_hop().begin(), f.per_hop().end());
   o.replace = c.replace();
   o.weighted_edge_types.assign(c.weighted_edge_types().begin(), c.weighted_edge_types().end());
-  o.temporal = c.temporal_strategy() == v1::TEMPORAL_STRATEGY_LAST      ? TemporalStrategy::kLast
-               : c.temporal_strategy() == v1::TEMPORAL_STRATEGY_UNIFORM ? TemporalStrategy::kUniform
-                                                                       : TemporalStrategy::kNone;
+  o.temporal = TemporalStrategyOf(c.temporal_strategy());
   o.with_edge_ids = c.with_edge_ids();
   o.with_node_features = c.with_node_features();
   o.with_labels = c.with_labels();
@@ -150,6 +148,14 @@ NegativeOptions NegativesOf(const v1::SamplingConfig& config) {
     default: n.kind = NegativeOptions::Kind::kNone; break;
   }
   return n;
+}
+
+TemporalStrategy TemporalStrategyOf(v1::TemporalStrategy strategy) {
+  switch (strategy) {
+    case v1::TEMPORAL_STRATEGY_UNIFORM: return TemporalStrategy::kUniform;
+    case v1::TEMPORAL_STRATEGY_LAST: return TemporalStrategy::kLast;
+    default: return TemporalStrategy::kNone;
+  }
 }
 
 AblpRequest ToAblpRequest(const v1::GetAblpInputRequest& req) {

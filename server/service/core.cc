@@ -320,22 +320,22 @@ absl::StatusOr<std::shared_ptr<const SeedTimes>> Core::ResolveSeedTimes(const v1
                                                                     int node_type) const {
   const bool temporal = config.temporal_strategy() != v1::TEMPORAL_STRATEGY_NONE;
   const int given = req.has_nodes() ? req.nodes().times_size() : 0;
-  if (given > 0 && !temporal) {
-    return Invalid("nodes.times: the backend does not sample temporally (config.temporal_strategy is NONE)");
-  }
-  if (given > 0 && given != req.nodes().ids_size()) {
-    return Invalid(absl::StrCat("nodes.times has ", given, " entries for ", req.nodes().ids_size(),
-                                " ids; give one time per seed"));
-  }
-  if (!temporal || given > 0) {
-    if (given == 0) return std::shared_ptr<const SeedTimes>();
+  if (given > 0) {
+    if (!temporal) {
+      return Invalid("nodes.times: the backend does not sample temporally (config.temporal_strategy is NONE)");
+    }
+    if (given != req.nodes().ids_size()) {
+      return Invalid(absl::StrCat("nodes.times has ", given, " entries for ", req.nodes().ids_size(),
+                                  " ids; give one time per seed"));
+    }
     auto times = std::make_shared<SeedTimes>();
     times->reserve(given);
     for (int i = 0; i < given; ++i) times->emplace(req.nodes().ids(i), req.nodes().times(i));
     return std::shared_ptr<const SeedTimes>(std::move(times));
   }
+  // Without explicit times the sampler takes the seeds' node times, if it needs any.
   const NodeTypeStore& t = partition_->node_type(node_type);
-  if (t.times_data() != nullptr) return std::shared_ptr<const SeedTimes>();
+  if (!temporal || t.times_data() != nullptr) return std::shared_ptr<const SeedTimes>();
   const char* field = req.has_nodes() ? "nodes.times" : req.has_split() ? "split" : "ablp";
   return Invalid(absl::StrCat(field, ": the backend samples temporally and node type '", t.name,
                               "' stores no node times (book/", t.name, ".time.npy), so each seed needs its time",

@@ -152,8 +152,8 @@ class Core : public StreamHost {
   // backend is not temporal); InvalidArgument naming the field when times are given to a backend
   // that is not temporal, miscounted, or needed and missing.
   absl::StatusOr<std::shared_ptr<const SeedTimes>> ResolveSeedTimes(const v1::RegisterSamplingInputRequest& req,
-                                                                         const v1::SamplingConfig& config,
-                                                                         int node_type) const;
+                                                                    const v1::SamplingConfig& config,
+                                                                    int node_type) const;
   // A new channel entry for `req` on `backend` (mu_ held).
   std::shared_ptr<ChannelEntry> NewChannel(const v1::RegisterSamplingInputRequest& req,
                                            std::shared_ptr<BackendEntry> backend);

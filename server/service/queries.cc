@@ -340,8 +340,8 @@ absl::Status PartitionQueries::SampleNeighbors(const v1::SampleNeighborsRequest&
   spec.hop_key = HopKey(c.seed(), c.epoch(), c.batch(), c.hop(), HashString(e.name));
   spec.excluded = &excluded;
   if (temporal) {
+    spec.temporal = TemporalStrategyOf(req.temporal_strategy());
     spec.times = req.times().data();
-    spec.last = req.temporal_strategy() == v1::TEMPORAL_STRATEGY_LAST;
   }
   NeighborDraw draw;
   DrawOwnedNeighbors(*partition_, *t, req.ids().data(), static_cast<size_t>(req.ids_size()), spec, &draw);

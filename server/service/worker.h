@@ -20,11 +20,11 @@
 
 namespace graphstore {
 
-/// What the sample function needs to know of a channel: the scheduler hands it over as the
-/// channel's attachment (BatchTask::attachment).
 /// Seeds' explicit times (temporal sampling), by global id.
 using SeedTimes = absl::flat_hash_map<int64_t, int64_t>;
 
+/// What the sample function needs to know of a channel: the scheduler hands it over as the
+/// channel's attachment (BatchTask::attachment).
 struct ChannelSampling {
   /// Set on shared-memory channels: the pool the message's tensors go into.
   std::shared_ptr<SharedBufferPool> pool;
