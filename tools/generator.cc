@@ -156,6 +156,13 @@ void SortRowByTime(uint64_t seed, int64_t v, std::vector<int64_t>* row) {
   });
 }
 
+// A streaming writer of `path` when `wanted` (else null, so that the caller skips the file).
+absl::StatusOr<std::unique_ptr<NpyWriter>> WriterIf(bool wanted, const std::string& path, NpyDtype dtype,
+                                                    std::vector<int64_t> row_shape = {}) {
+  if (!wanted) return std::unique_ptr<NpyWriter>();
+  return NpyWriter::Create(path, dtype, std::move(row_shape));
+}
+
 // The whole graph as one partition, streamed to disk.
 absl::Status WriteSingle(const GeneratorOptions& o, const Communities& c, const std::string& dir) {
   if (o.edge_dir != "out") {
@@ -170,26 +177,17 @@ absl::Status WriteSingle(const GeneratorOptions& o, const Communities& c, const 
   }
   auto indices = NpyWriter::Create(edir + "/indices.npy", NpyDtype::kInt64);
   if (!indices.ok()) return indices.status();
-  std::unique_ptr<NpyWriter> weights;
-  if (o.edge_weights) {
-    auto w = NpyWriter::Create(edir + "/weights.npy", NpyDtype::kFloat32);
-    if (!w.ok()) return w.status();
-    weights = *std::move(w);
+  auto weights_writer = WriterIf(o.edge_weights, edir + "/weights.npy", NpyDtype::kFloat32);
+  auto times_writer = WriterIf(o.times, edir + "/time.npy", NpyDtype::kInt64);
+  auto features_writer = WriterIf(o.feature_dim > 0, ndir + "/features.npy", NpyDtype::kFloat32, {o.feature_dim});
+  for (const auto* w : {&weights_writer, &times_writer, &features_writer}) {
+    if (!w->ok()) return w->status();
   }
+  std::unique_ptr<NpyWriter> weights = *std::move(weights_writer);
+  std::unique_ptr<NpyWriter> times = *std::move(times_writer);
+  std::unique_ptr<NpyWriter> features = *std::move(features_writer);
   std::vector<float> row_weights;
-  std::unique_ptr<NpyWriter> times;
-  if (o.times) {
-    auto t = NpyWriter::Create(edir + "/time.npy", NpyDtype::kInt64);
-    if (!t.ok()) return t.status();
-    times = *std::move(t);
-  }
   std::vector<int64_t> row_times;
-  std::unique_ptr<NpyWriter> features;
-  if (o.feature_dim > 0) {
-    auto f = NpyWriter::Create(ndir + "/features.npy", NpyDtype::kFloat32, {o.feature_dim});
-    if (!f.ok()) return f.status();
-    features = *std::move(f);
-  }
   std::vector<int64_t> indptr(n + 1, 0);
   std::vector<int64_t> degree(n, 0);  // how often each node is a neighbour
   std::vector<int64_t> row;

@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cstring>
 #include <numeric>
+#include <optional>
 #include <random>
 
 #include "absl/strings/str_cat.h"
@@ -258,10 +259,9 @@ struct Layout {
   // partition's CSR back to back, and where the next partition's run starts.
   std::vector<std::vector<int64_t>> order;
   std::vector<int64_t> cursor;
-  // Per edge type: whether it stores times (its edges or its column nodes have them), and the
-  // stored time of each edge (the later of its own time and its column node's).
-  std::vector<bool> timed;
-  std::vector<std::vector<int64_t>> time;
+  // Per edge type: the stored time of each edge (the later of its own time and its column
+  // node's), when its edges or its column nodes have times.
+  std::vector<std::optional<std::vector<int64_t>>> time;
   // Per node type: how many edges of any type have each node as their column endpoint.
   std::vector<std::vector<int64_t>> degree;
 };
@@ -299,18 +299,12 @@ absl::Status PlaceNodes(const GraphData& g, const Assignment& assignment, Layout
   return absl::OkStatus();
 }
 
-// Whether edge type `et` stores times (Layout::timed).
-bool HasTimes(const GraphData& g, const Layout& l, size_t et) {
-  const auto& e = g.edge_types[et];
-  return !e.times.empty() || !g.node_types[FindType(g, l.rows_are_sources ? e.dst_type : e.src_type)].times.empty();
-}
-
-// The stored time of every edge of type `et` (Layout::time); empty when it stores none.
-std::vector<int64_t> EdgeTimes(const GraphData& g, const Layout& l, size_t et) {
+// The stored time of every edge of type `et` (Layout::time).
+std::optional<std::vector<int64_t>> EdgeTimes(const GraphData& g, const Layout& l, size_t et) {
   const auto& e = g.edge_types[et];
   const auto& col_times = g.node_types[FindType(g, l.rows_are_sources ? e.dst_type : e.src_type)].times;
   const auto& cols = l.rows_are_sources ? e.dst : e.src;
-  if (!HasTimes(g, l, et)) return {};
+  if (e.times.empty() && col_times.empty()) return std::nullopt;
   std::vector<int64_t> t(e.src.size(), INT64_MIN);
   for (size_t i = 0; i < t.size(); ++i) {
     if (!e.times.empty()) t[i] = e.times[i];
@@ -339,10 +333,10 @@ std::vector<int64_t> EdgeOrder(const GraphData& g, const Assignment& assignment,
   std::vector<int64_t> ord(rows.size());
   std::vector<int64_t> fill(start.begin(), start.end() - 1);
   for (size_t i = 0; i < rows.size(); ++i) ord[fill[key(i)]++] = static_cast<int64_t>(i);
-  const std::vector<int64_t>& time = l.time[et];
+  const std::optional<std::vector<int64_t>>& time = l.time[et];
   for (int64_t r = 0; r < n_rows; ++r) {
     std::sort(ord.begin() + start[r], ord.begin() + start[r + 1], [&](int64_t x, int64_t y) {
-      if (!time.empty() && time[x] != time[y]) return time[x] < time[y];
+      if (time.has_value() && (*time)[x] != (*time)[y]) return (*time)[x] < (*time)[y];
       return cols[x] != cols[y] ? cols[x] < cols[y] : x < y;
     });
   }
@@ -442,7 +436,7 @@ absl::Status WriteEdgeType(const GraphData& g, const Assignment& assignment, Lay
   std::vector<float> feats;
   std::vector<float> weights;
   std::vector<int64_t> times;
-  const std::vector<int64_t>& edge_time = l->time[et];
+  const std::optional<std::vector<int64_t>>& edge_time = l->time[et];
   const std::vector<int64_t>& order = l->order[et];
   int64_t& cur = l->cursor[et];
   for (size_t r = 0; r < row_ids.size(); ++r) {
@@ -451,7 +445,7 @@ absl::Status WriteEdgeType(const GraphData& g, const Assignment& assignment, Lay
       indices.push_back(cols[i]);
       eids.push_back(i);
       if (!e.weights.empty()) weights.push_back(e.weights[i]);
-      if (!edge_time.empty()) times.push_back(edge_time[i]);
+      if (edge_time.has_value()) times.push_back((*edge_time)[i]);
       if (e.feature_dim > 0) {
         feats.insert(feats.end(), e.features.begin() + i * e.feature_dim, e.features.begin() + (i + 1) * e.feature_dim);
       }
@@ -472,7 +466,7 @@ absl::Status WriteEdgeType(const GraphData& g, const Assignment& assignment, Lay
     me->set_has_edge_weights(true);
     if (auto s = WriteNpyVector(edir + "/weights.npy", weights); !s.ok()) return s;
   }
-  if (l->timed[et]) {
+  if (edge_time.has_value()) {
     me->set_has_edge_times(true);
     if (auto s = WriteNpyVector(edir + "/time.npy", times); !s.ok()) return s;
   }
@@ -504,10 +498,7 @@ absl::Status WritePartitions(const GraphData& g, const Assignment& assignment, c
   l.rows_are_sources = options.edge_dir == "out";
   if (auto s = PlaceNodes(g, assignment, &l); !s.ok()) return s;
   CountDegrees(g, &l);
-  for (size_t et = 0; et < g.edge_types.size(); ++et) {
-    l.timed.push_back(HasTimes(g, l, et));
-    l.time.push_back(EdgeTimes(g, l, et));
-  }
+  for (size_t et = 0; et < g.edge_types.size(); ++et) l.time.push_back(EdgeTimes(g, l, et));
   for (size_t et = 0; et < g.edge_types.size(); ++et) l.order.push_back(EdgeOrder(g, assignment, l, et));
   l.cursor.assign(g.edge_types.size(), 0);
 
