@@ -15,6 +15,7 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
+#include <functional>
 #include <optional>
 #include <string>
 #include <thread>
@@ -92,6 +93,7 @@ Rate SampleDirect(const NeighborSampler& sampler, int64_t num_nodes, int batch_s
     pool.emplace_back([&, t] {
       auto scratch = sampler.NewScratch();
       SampledSubgraph out;
+      std::vector<int64_t> times(at_time.has_value() ? batch_size : 0, at_time.value_or(0));
       int64_t b = 0;
       int64_t my_edges = 0;
       while (Seconds(start) < seconds) {
@@ -99,11 +101,7 @@ Rate SampleDirect(const NeighborSampler& sampler, int64_t num_nodes, int batch_s
         SeedBatch batch;
         batch.ids = ids.data();
         batch.size = ids.size();
-        std::vector<int64_t> times;
-        if (at_time.has_value()) {
-          times.assign(ids.size(), *at_time);
-          batch.times = times.data();
-        }
+        if (at_time.has_value()) batch.times = times.data();
         batch.seed = 1;
         batch.batch_index = b++;
         if (!sampler.Sample(batch, scratch.get(), &out).ok()) std::abort();
@@ -158,6 +156,23 @@ Rate SampleBackend(const NeighborSampler& sampler, int64_t num_nodes, int batch_
   const int64_t delivered_edges = edges.load();
   backend.Stop();
   return {delivered_edges / elapsed, batches * batch_size / elapsed, batches / elapsed};
+}
+
+// `a` (the baseline) and `b` run alternately, the better of two runs each (the machine is
+// shared); prints both with their edges per seed, and b / a.
+void Compare(const std::string& label, const std::string& what, const char* a_name, const std::function<Rate()>& a,
+             const char* b_name, const std::function<Rate()>& b) {
+  Rate best_a, best_b;
+  for (int round = 0; round < 2; ++round) {
+    const Rate ra = a(), rb = b();
+    if (ra.edges_per_s > best_a.edges_per_s) best_a = ra;
+    if (rb.edges_per_s > best_b.edges_per_s) best_b = rb;
+  }
+  std::printf("%-10s %s, 1 thread: %s %.3g edges/s (%.0f per seed), %s %.3g edges/s (%.0f per seed), ratio %.2f\n",
+              label.c_str(), what.c_str(), a_name, best_a.edges_per_s, best_a.edges_per_s / best_a.seeds_per_s,
+              b_name, best_b.edges_per_s, best_b.edges_per_s / best_b.seeds_per_s,
+              best_b.edges_per_s / best_a.edges_per_s);
+  std::fflush(stdout);
 }
 
 int Run(int argc, char** argv) {
@@ -224,7 +239,6 @@ int Run(int argc, char** argv) {
       std::fflush(stdout);
     }
     if (section('w') && e.weights_data() != nullptr) {
-      // Alternating runs, the better of two each: the machine is shared.
       for (bool replace : {false, true}) {
         NeighborSamplerOptions uo = so;
         uo.replace = replace;
@@ -233,18 +247,10 @@ int Run(int argc, char** argv) {
         auto uniform = NeighborSampler::Create(p->get(), uo);
         auto weighted = NeighborSampler::Create(p->get(), wo);
         if (!uniform.ok() || !weighted.ok()) return 1;
-        Rate u, w;
-        for (int round = 0; round < 2; ++round) {
-          const Rate ur = SampleDirect(**uniform, num_nodes, batch_size, 1, seconds);
-          const Rate wr = SampleDirect(**weighted, num_nodes, batch_size, 1, seconds);
-          if (ur.edges_per_s > u.edges_per_s) u = ur;
-          if (wr.edges_per_s > w.edges_per_s) w = wr;
-        }
-        std::printf("%-10s weighted vs uniform, %s replacement, 1 thread: uniform %.3g edges/s (%.0f per seed), "
-                    "weighted %.3g edges/s (%.0f per seed), ratio %.2f\n",
-                    label.c_str(), replace ? "with" : "without", u.edges_per_s, u.edges_per_s / u.seeds_per_s,
-                    w.edges_per_s, w.edges_per_s / w.seeds_per_s, w.edges_per_s / u.edges_per_s);
-        std::fflush(stdout);
+        Compare(
+            label, absl::StrCat("weighted vs uniform, ", replace ? "with" : "without", " replacement"), "uniform",
+            [&] { return SampleDirect(**uniform, num_nodes, batch_size, 1, seconds); }, "weighted",
+            [&] { return SampleDirect(**weighted, num_nodes, batch_size, 1, seconds); });
       }
     }
     if (section('t') && e.times_data() != nullptr && (*p)->node_type(0).times_data() != nullptr) {
@@ -258,20 +264,12 @@ int Run(int argc, char** argv) {
           auto temporal = NeighborSampler::Create(p->get(), to);
           if (!uniform.ok() || !temporal.ok()) return 1;
           const std::optional<int64_t> at = at_end ? std::optional<int64_t>(INT64_MAX) : std::nullopt;
-          Rate u, t;
-          for (int round = 0; round < 2; ++round) {
-            const Rate ur = SampleDirect(**uniform, num_nodes, batch_size, 1, seconds);
-            const Rate tr = SampleDirect(**temporal, num_nodes, batch_size, 1, seconds, at);
-            if (ur.edges_per_s > u.edges_per_s) u = ur;
-            if (tr.edges_per_s > t.edges_per_s) t = tr;
-          }
-          std::printf("%-10s temporal (%s) vs uniform, %s, 1 thread: uniform %.3g edges/s (%.0f per seed), "
-                      "temporal %.3g edges/s (%.0f per seed), ratio %.2f\n",
-                      label.c_str(), strategy == TemporalStrategy::kLast ? "last" : "uniform",
-                      at_end ? "seeds after every edge" : "seeds at their node times", u.edges_per_s,
-                      u.edges_per_s / u.seeds_per_s, t.edges_per_s, t.edges_per_s / t.seeds_per_s,
-                      t.edges_per_s / u.edges_per_s);
-          std::fflush(stdout);
+          Compare(
+              label,
+              absl::StrCat("temporal (", strategy == TemporalStrategy::kLast ? "last" : "uniform", ") vs uniform, ",
+                           at_end ? "seeds after every edge" : "seeds at their node times"),
+              "uniform", [&] { return SampleDirect(**uniform, num_nodes, batch_size, 1, seconds); }, "temporal",
+              [&] { return SampleDirect(**temporal, num_nodes, batch_size, 1, seconds, at); });
         }
       }
     }

@@ -201,7 +201,8 @@ LoaderOptions MakeOptions(const std::vector<std::string>& servers, const py::byt
                           const py::bytes& sampler_options, const std::optional<py::bytes>& ablp,
                           const std::string& backend_key, const std::string& node_type, const std::string& split,
                           std::vector<int64_t> seeds, std::vector<int64_t> seed_times, int rank, int world_size,
-                          uint64_t seed, int buffer_messages, int64_t buffer_bytes, int prefetch, int stream_window_bytes, int64_t deadline_ms,
+                          uint64_t seed, int buffer_messages, int64_t buffer_bytes, int prefetch,
+                          int stream_window_bytes, int64_t deadline_ms,
                           int64_t lease_ms, const std::string& worker_key, bool shared_memory,
                           const std::string& feature_encoding, int64_t feature_cache_rows, bool decode_features,
                           int64_t reconnect_deadline_ms, bool renew_leases, const client::ChannelSecurity& security) {
@@ -266,7 +267,8 @@ PYBIND11_MODULE(_graphstore, m) {
                        const py::bytes& sampler_options, const std::optional<py::bytes>& ablp,
                        const std::string& backend_key, const std::string& node_type, const std::string& split,
                        std::vector<int64_t> seeds, std::vector<int64_t> seed_times, int rank, int world_size,
-                       uint64_t seed, int buffer_messages, int64_t buffer_bytes, int prefetch, int stream_window_bytes, int64_t deadline_ms,
+                       uint64_t seed, int buffer_messages, int64_t buffer_bytes, int prefetch,
+                       int stream_window_bytes, int64_t deadline_ms,
                        int64_t lease_ms, const std::string& worker_key, bool shared_memory,
                        const std::string& feature_encoding, int64_t feature_cache_rows, bool decode_features,
                        int64_t reconnect_deadline_ms, bool renew_leases, bool tls, const std::string& tls_ca, const std::string& tls_cert, const std::string& tls_key,
@@ -280,15 +282,13 @@ PYBIND11_MODULE(_graphstore, m) {
              security.token = token;
              return std::make_unique<PyLoader>(graphstore::python::MakeOptions(
                  servers, config, sampler_options, ablp, backend_key, node_type, split, std::move(seeds),
-                 std::move(seed_times), rank,
-                 world_size, seed, buffer_messages, buffer_bytes, prefetch, stream_window_bytes, deadline_ms,
+                 std::move(seed_times), rank, world_size, seed, buffer_messages, buffer_bytes, prefetch, stream_window_bytes, deadline_ms,
                  lease_ms, worker_key, shared_memory, feature_encoding, feature_cache_rows, decode_features,
                  reconnect_deadline_ms, renew_leases, security));
            }),
            py::arg("servers"), py::arg("config"), py::arg("sampler_options"), py::arg("ablp"),
            py::arg("backend_key"), py::arg("node_type"), py::arg("split"), py::arg("seeds"), py::arg("seed_times"),
-           py::arg("rank"),
-           py::arg("world_size"), py::arg("seed"), py::arg("buffer_messages"), py::arg("buffer_bytes"),
+           py::arg("rank"), py::arg("world_size"), py::arg("seed"), py::arg("buffer_messages"), py::arg("buffer_bytes"),
            py::arg("prefetch"), py::arg("stream_window_bytes"), py::arg("deadline_ms"), py::arg("lease_ms"),
            py::arg("worker_key"), py::arg("shared_memory"), py::arg("feature_encoding"),
            py::arg("feature_cache_rows"), py::arg("decode_features"), py::arg("reconnect_deadline_ms"),
