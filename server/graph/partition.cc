@@ -308,6 +308,22 @@ const std::vector<double>& WeightTree::Get(const int64_t* indptr, int64_t rows, 
   return tree_;
 }
 
+const std::vector<TimeRows::Row>& TimeRows::Get(const int64_t* indptr, int64_t rows, const int64_t* times) const {
+  std::call_once(once_, [&] {
+    rows_.resize(static_cast<size_t>(rows));
+    for (int64_t r = 0; r < rows; ++r) {
+      Row& row = rows_[r];
+      row.begin = indptr[r];
+      row.end = indptr[r + 1];
+      if (row.end > row.begin) {
+        row.oldest = times[row.begin];
+        row.newest = times[row.end - 1];
+      }
+    }
+  });
+  return rows_;
+}
+
 const WeightTree::Alias& WeightTree::GetAlias(const int64_t* indptr, int64_t rows, const float* weights) const {
   std::call_once(alias_once_, [&] {
     const auto m = static_cast<size_t>(indptr[rows]);

@@ -79,6 +79,25 @@ class WeightTree {
   mutable Alias alias_;
 };
 
+/// Each row's extent and time range side by side, for temporal draws: one cache line per node
+/// tells whether its time reaches the whole row, none of it, or (only then) needs a binary
+/// search of the row's times — instead of indptr and a probe of the row's times, two misses.
+/// Built on first use from an edge type that stores times.
+class TimeRows {
+ public:
+  struct alignas(32) Row {
+    int64_t begin = 0;   ///< CSR position of the row's first edge
+    int64_t end = 0;     ///< one past its last
+    int64_t oldest = 0;  ///< the row's first edge time (rows are sorted by time); 0 when empty
+    int64_t newest = 0;  ///< its last
+  };
+  const std::vector<Row>& Get(const int64_t* indptr, int64_t rows, const int64_t* times) const;
+
+ private:
+  mutable std::once_flag once_;
+  mutable std::vector<Row> rows_;
+};
+
 struct EdgeTypeStore {
   std::string name;
   int src_type = 0;
@@ -115,6 +134,8 @@ struct EdgeTypeStore {
   const int64_t* times_data() const { return times.is_open() ? times.data<int64_t>() : nullptr; }
   /// The Fenwick trees of the weights (see WeightTree), built by the first weighted draw.
   std::shared_ptr<WeightTree> weight_tree = std::make_shared<WeightTree>();
+  /// The rows' extents and time ranges (see TimeRows), built by the first temporal draw.
+  std::shared_ptr<TimeRows> time_rows = std::make_shared<TimeRows>();
   /// Global edge id of the edge at CSR position `pos`.
   int64_t EdgeId(int64_t pos) const {
     return edge_ids.is_open() ? edge_ids.data<int64_t>()[pos] : pos;

@@ -92,29 +92,50 @@ void DrawOwnedNeighbors(const Partition& partition, int edge_type, const int64_t
 
   out->base.resize(n);
   out->degree.resize(n);
-  for (size_t i = 0; i < n; ++i) {
-    if (owner_row != nullptr && i + 2 * kAhead < n) __builtin_prefetch(owner_row + ids[i + 2 * kAhead]);
-    if (i + kAhead < n) __builtin_prefetch(indptr + rows.OwnerRow(ids[i + kAhead]));
-    const int64_t row = rows.OwnerRow(ids[i]);
-    out->base[i] = indptr[row];
-    out->degree[i] = indptr[row + 1] - out->base[i];
-  }
   if (edge_times != nullptr) {
+    // One line per node gives its row's extent and time range: the node's time reaches all of
+    // the row, none of it, or part of it, and only then does the row's search read its times.
+    const TimeRows::Row* time_rows = et.time_rows->Get(indptr, rows.num_local, edge_times).data();
     out->whole.resize(n);
+    out->searched.clear();
     for (size_t i = 0; i < n; ++i) {
-      if (i + kAhead < n) {
-        // The first probes: the row's newest edge, then the middle of a binary search.
-        const int64_t b = out->base[i + kAhead], d = out->degree[i + kAhead];
-        if (d > 0) __builtin_prefetch(edge_times + b + d - 1);
-        if (d > 8) __builtin_prefetch(edge_times + b + d / 2);
+      if (owner_row != nullptr && i + 2 * kAhead < n) __builtin_prefetch(owner_row + ids[i + 2 * kAhead]);
+      if (i + kAhead < n) __builtin_prefetch(time_rows + rows.OwnerRow(ids[i + kAhead]));
+      const TimeRows::Row& r = time_rows[rows.OwnerRow(ids[i])];
+      const int64_t d = r.end - r.begin;
+      const int64_t t = spec.times[i];
+      out->base[i] = r.begin;
+      out->degree[i] = d;
+      out->whole[i] = d == 0 || r.newest <= t;
+      if (out->whole[i]) continue;
+      if (t < r.oldest) {
+        out->degree[i] = 0;
+      } else {
+        out->searched.push_back(i);
       }
+    }
+    // The allowed prefix of the rows cut inside: the neighbours at or before the node's time.
+    const size_t searches = out->searched.size();
+    for (size_t j = 0; j < searches; ++j) {
+      if (j + kAhead < searches) {
+        // The first probe, and the row's end, where the last probes of a node late in its row
+        // fall.
+        const size_t next = out->searched[j + kAhead];
+        const int64_t* row = edge_times + out->base[next];
+        __builtin_prefetch(row + out->degree[next] / 2);
+        __builtin_prefetch(row + out->degree[next] - 1);
+      }
+      const size_t i = out->searched[j];
       const int64_t* first = edge_times + out->base[i];
-      const int64_t d = out->degree[i];
-      // A node after its newest edge (often, late in time) keeps its row without a search.
-      const int64_t allowed =
-          d == 0 || first[d - 1] <= spec.times[i] ? d : std::upper_bound(first, first + d, spec.times[i]) - first;
-      out->whole[i] = allowed == out->degree[i];
-      out->degree[i] = allowed;
+      out->degree[i] = std::upper_bound(first, first + out->degree[i], spec.times[i]) - first;
+    }
+  } else {
+    for (size_t i = 0; i < n; ++i) {
+      if (owner_row != nullptr && i + 2 * kAhead < n) __builtin_prefetch(owner_row + ids[i + 2 * kAhead]);
+      if (i + kAhead < n) __builtin_prefetch(indptr + rows.OwnerRow(ids[i + kAhead]));
+      const int64_t row = rows.OwnerRow(ids[i]);
+      out->base[i] = indptr[row];
+      out->degree[i] = indptr[row + 1] - out->base[i];
     }
   }
 

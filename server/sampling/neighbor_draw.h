@@ -29,7 +29,8 @@ struct NeighborDraw {
   std::vector<char> edge_features;
   /// Staging, kept for reuse.
   std::vector<int64_t> base, degree, positions, picked, candidates, weighted_picks;
-  std::vector<uint8_t> whole;  // temporal: the node may reach its whole row
+  std::vector<uint8_t> whole;     // temporal: the node may reach its whole row
+  std::vector<size_t> searched;  // temporal: the nodes whose time cuts their row inside
   std::vector<float> candidate_weights;
   std::vector<double> weighted_keys;
   WeightedScratch weighted_scratch;

@@ -107,6 +107,14 @@ absl::Status NeighborSampler::Init() {
       et.weight_tree->Get(et.indptr_data(), rows, et.weights_data());
     }
   }
+  if (o.temporal != TemporalStrategy::kNone) {
+    // The rows' time ranges temporal draws start from, built now as well.
+    for (const EdgeTypeStore& e : partition_->edge_types()) {
+      if (e.times_data() != nullptr) {
+        e.time_rows->Get(e.indptr_data(), partition_->node_type(e.row_type).num_local, e.times_data());
+      }
+    }
+  }
   for (const EdgeTypeStore& e : partition_->edge_types()) {
     auto it = o.fanouts_by_type.find(e.name);
     if (it != o.fanouts_by_type.end()) {
