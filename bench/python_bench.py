@@ -1,15 +1,23 @@
-"""The Python loop against the C++ Loader over the same server, in the same run.
+"""The Python loop against the C++ Loader's loop over the same server, in the same run.
 
     bazel build -c opt //bench:loader_bench //python:graphstore //server:graphstored //tools:graphstore-generate
     /usr/bin/python3 bench/python_bench.py                  # 1M nodes, 100 float features
-    /usr/bin/python3 bench/python_bench.py --seconds=20 --rounds=3
+    /usr/bin/python3 bench/python_bench.py --slice=3 --pairs=12 --processes
 
 One graphstored serves the generated "1m" graph (generated on first use into --cache). For
 each configuration — batch 1024 at [15, 10, 5] and batch 64 at [10, 5], over the socket and
-through shared memory — the C++ Loader's loop (bench/loader_bench) and the same loop in Python
-(`for batch in loader.epoch(e)`) each run for --seconds, alternating for --rounds rounds; the
-figures are the medians. Both take every batch and touch nothing, so the ratio is the cost of
-the Python layer. Ratio = Python batches/s / C++ batches/s.
+through shared memory — one Loader is opened and its batches are taken in alternating slices
+of --slice seconds: by the Python loop (`for batch in loader.epoch(e)`, a Batch per batch) and
+by the C++ loop on the same Loader (`Next()` in C++ with the batch dropped, no Python object:
+the binding's drain_for). Both take every batch and touch nothing, so the ratio is the cost of
+the Python layer; slices a few seconds apart in --pairs pairs whose order alternates (C++
+first, then Python first) see the same state of a shared machine, which separate runs
+seconds or minutes apart do not. Printed: each side's batches/s over all its slices, and the
+median with the range of the pairs' ratios Python / C++ (the figure compared with the target).
+
+--processes adds the earlier comparison: the C++ Loader in its own process (bench/loader_bench)
+against a Python Loader, --slice seconds each, alternating; it moves with the machine's load
+between runs (up to 1.6x for the same loop here), so its ratios are the noisier ones.
 """
 
 import argparse
@@ -40,6 +48,53 @@ def python_loop(address, batch_size, fanouts, shared_memory, seconds):
     return batches / elapsed
 
 
+def alternate(address, batch_size, fanouts, shared_memory, seconds, pairs):
+    """Alternating slices on one Loader: (C++ batches/s, Python batches/s, sorted pair ratios)."""
+    with graphstore.Loader([address], fanouts, batch_size=batch_size, shuffle=True, split="",
+                           shared_memory=shared_memory, backend_key="python_bench") as loader:
+        impl = loader._open()
+        state = {"epoch": 0, "it": None}
+
+        def next_epoch():
+            # A fresh epoch, its first batch (the servers' start-up) outside every slice.
+            state["it"] = loader.epoch(state["epoch"])
+            state["epoch"] += 1
+            next(state["it"], None)
+
+        def python_slice():
+            batches, last, start = 0, 0.0, time.monotonic()
+            for batch in state["it"]:
+                batches += 1
+                last = time.monotonic() - start
+                if last >= seconds:
+                    break
+            else:
+                next_epoch()
+            return batches, last
+
+        def cpp_slice():
+            batches, last = impl.drain_for(seconds)
+            if last < seconds:
+                next_epoch()
+            return batches, last
+
+        next_epoch()
+        python_slice()  # warm-up: the pools and the pipeline fill
+        cpp_slice()
+        totals = {"c": [0, 0.0], "p": [0, 0.0]}
+        ratios = []
+        for r in range(pairs):
+            rate = {}
+            for side in ("c", "p") if r % 2 == 0 else ("p", "c"):
+                batches, last = cpp_slice() if side == "c" else python_slice()
+                totals[side][0] += batches
+                totals[side][1] += last
+                rate[side] = batches / last if last > 0 else 0.0
+            if rate["c"] > 0:
+                ratios.append(rate["p"] / rate["c"])
+    return totals["c"][0] / totals["c"][1], totals["p"][0] / totals["p"][1], sorted(ratios)
+
+
 def cpp_loop(address, batch_size, fanouts, shared_memory, seconds):
     out = subprocess.run([os.path.join(ROOT, "bazel-bin", "bench", "loader_bench"), f"--servers={address}",
                           f"--batch_size={batch_size}", f"--fanouts={','.join(map(str, fanouts))}",
@@ -51,8 +106,9 @@ def cpp_loop(address, batch_size, fanouts, shared_memory, seconds):
 def main():
     p = argparse.ArgumentParser(description="Python loop vs C++ Loader")
     p.add_argument("--cache", default="/tmp/graphstore-bench")
-    p.add_argument("--seconds", type=float, default=10)
-    p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--slice", type=float, default=2, help="seconds of each slice (run, with --processes)")
+    p.add_argument("--pairs", type=int, default=10, help="pairs of slices per configuration")
+    p.add_argument("--processes", action="store_true", help="also compare with the C++ Loader in its own process")
     args = p.parse_args()
     graph = os.path.join(args.cache, "1m-v2")
     if not os.path.exists(os.path.join(graph, "manifest.json")):
@@ -70,19 +126,36 @@ def main():
                 sys.exit("graphstored exited during start-up")
             time.sleep(0.05)
         address = f"127.0.0.1:{open(port_file).read().strip()}"
-        print(f"graph 1m (1M nodes, ~25M edges, 100 float features); {args.rounds} rounds of {args.seconds:g} s, "
-              "medians; batches/s")
-        print(f"{'config':<28} {'transport':<14} {'C++ Loader':>11} {'Python':>9} {'ratio':>7}")
-        for batch_size, fanouts in ((1024, [15, 10, 5]), (64, [10, 5])):
-            for shm in (False, True):
+        configs = [(batch_size, fanouts, shm) for batch_size, fanouts in ((1024, [15, 10, 5]), (64, [10, 5]))
+                   for shm in (False, True)]
+        print(f"graph 1m (1M nodes, ~25M edges, 100 float features); batches/s; ratio = median of the pairs' "
+              f"Python / C++ (their range)")
+        print(f"\nOne Loader, {args.pairs} pairs of {args.slice:g} s slices: the C++ loop and the Python loop")
+        header = f"{'config':<28} {'transport':<14} {'C++ loop':>11} {'Python':>9} {'ratio':>7}   range"
+        print(header)
+
+        def row(batch_size, fanouts, shm, cpp, py, ratios):
+            config = f"batch {batch_size}, {fanouts}"
+            print(f"{config:<28} {'shared memory' if shm else 'socket':<14} {cpp:>11.2f} {py:>9.2f} "
+                  f"{statistics.median(ratios):>7.3f}   {ratios[0]:.3f}-{ratios[-1]:.3f}", flush=True)
+
+        for batch_size, fanouts, shm in configs:
+            row(batch_size, fanouts, shm, *alternate(address, batch_size, fanouts, shm, args.slice, args.pairs))
+        if args.processes:
+            print(f"\nSeparate processes, {args.pairs} pairs of {args.slice:g} s runs: bench/loader_bench and a "
+                  "Python Loader")
+            print(header)
+            for batch_size, fanouts, shm in configs:
                 cpp, py = [], []
-                for _ in range(args.rounds):
-                    cpp.append(cpp_loop(address, batch_size, fanouts, shm, args.seconds))
-                    py.append(python_loop(address, batch_size, fanouts, shm, args.seconds))
-                c, q = statistics.median(cpp), statistics.median(py)
-                config = f"batch {batch_size}, {fanouts}"
-                print(f"{config:<28} {'shared memory' if shm else 'socket':<14} {c:>11.2f} {q:>9.2f} {q / c:>7.3f}",
-                      flush=True)
+                for r in range(args.pairs):
+                    if r % 2 == 0:
+                        cpp.append(cpp_loop(address, batch_size, fanouts, shm, args.slice))
+                        py.append(python_loop(address, batch_size, fanouts, shm, args.slice))
+                    else:
+                        py.append(python_loop(address, batch_size, fanouts, shm, args.slice))
+                        cpp.append(cpp_loop(address, batch_size, fanouts, shm, args.slice))
+                row(batch_size, fanouts, shm, statistics.median(cpp), statistics.median(py),
+                    sorted(q / c for c, q in zip(cpp, py)))
     finally:
         server.terminate()
         server.wait()

@@ -173,6 +173,25 @@ class PyLoader {
     return ToDict(*b);
   }
 
+  // The C++ trainer's loop on this Loader: takes batches and drops them, without the GIL or a
+  // Python object, until `seconds` have passed since the call or the epoch ends. Returns the
+  // batches taken and the seconds from the call to the last of them (bench/python_bench.py
+  // alternates this with the Python loop on the same Loader).
+  std::pair<int64_t, double> DrainFor(double seconds) {
+    Loader& l = get();
+    py::gil_scoped_release release;
+    using Clock = std::chrono::steady_clock;
+    const auto start = Clock::now();
+    int64_t batches = 0;
+    double last = 0;
+    while (last < seconds) {
+      if (!l.Next().has_value()) break;
+      ++batches;
+      last = std::chrono::duration<double>(Clock::now() - start).count();
+    }
+    return {batches, last};
+  }
+
   // Destroys the channels and the Loader: batches already handed out keep their memory.
   void Close() {
     if (loader_ == nullptr) return;
@@ -296,6 +315,9 @@ PYBIND11_MODULE(_graphstore, m) {
            py::arg("tls_cert"), py::arg("tls_key"), py::arg("tls_server_name"), py::arg("token"))
       .def("start_epoch", &PyLoader::StartEpoch, py::arg("epoch"), "Starts an epoch on every server.")
       .def("next", &PyLoader::Next, "The next batch as a dict, or None at the end of the epoch.")
+      .def("drain_for", &PyLoader::DrainFor, py::arg("seconds"),
+           "The C++ loop: takes and drops batches for `seconds` or to the end of the epoch; returns "
+           "(batches, seconds to the last of them).")
       .def("close", &PyLoader::Close, "Destroys this loader's channels; idempotent.")
       .def("shutdown_servers", &PyLoader::ShutdownServers, "Asks every server to exit, then closes.")
       .def_property_readonly("closed", &PyLoader::closed)

@@ -172,6 +172,20 @@ class HomogeneousTest(unittest.TestCase):
         self.assertEqual((set(first), set(second), set(third)), ({0}, {1}, {7}))
         self.assertEqual(len(first), len(loader) if not loader.closed else len(first))
 
+    def test_the_cpp_loop_shares_the_epoch_with_the_python_loop(self):
+        # The benchmark's C++ loop (drain_for) and the Python loop take turns on one epoch: every
+        # batch once between them, and the C++ loop stops at the epoch's end.
+        with graphstore.Loader([D1.address], [2], batch_size=100, split="val") as loader:
+            it = loader.epoch(0)
+            first = next(it)
+            taken, seconds = loader._open().drain_for(3600.0)
+            rest = list(it)
+            self.assertGreater(len(loader), 2)
+            self.assertEqual(1 + taken + len(rest), len(loader))
+            self.assertEqual(rest, [])
+            self.assertGreaterEqual(seconds, 0.0)
+            self.assertEqual(first.epoch, 0)
+
     def test_same_seed_same_batches(self):
         def epoch(key):
             with graphstore.Loader([D1.address], [4, 2], batch_size=64, shuffle=True, seed=9,
