@@ -1,8 +1,8 @@
 // graphstore._graphstore: the C++ client::Loader for Python. The protocol lives in the Loader
 // alone; this file only converts. Options arrive as plain values and serialised v1 messages
-// (built by the Python package with its generated stubs); batches leave as dicts of
-// torch.Tensors that view the Loader's memory (no copy), which python/graphstore/loader.py
-// shapes into PyG-named objects. Errors become graphstore.GraphstoreError with the gRPC code
+// (built by the Python package with its generated stubs); batches leave as RawBatch, whose
+// fields become torch.Tensors that view the Loader's memory (no copy) when first read, and
+// which python/graphstore/batch.py shapes into PyG-named objects. Errors become graphstore.GraphstoreError with the gRPC code
 // and the server's message. Blocking calls release the GIL.
 
 // LibTorch first (see client/loader.h).
@@ -88,38 +88,56 @@ void PutEdgeFields(const Edges& e, py::dict* d) {
   (*d)["num_sampled_edges"] = Ints(e.num_sampled_edges);
 }
 
-py::dict ToDict(const Batch& b) {
-  py::dict d;
-  d["epoch"] = b.epoch;
-  d["batch_index"] = b.batch_index;
-  d["server"] = b.server;
-  PutNodeFields(b, &d);
-  PutEdgeFields(b, &d);
-  d["input_id"] = TensorOrNone(b.input_id);
-  py::dict nodes;
-  for (const auto& [name, n] : b.nodes) {
-    py::dict v;
-    PutNodeFields(n, &v);
-    nodes[py::str(name)] = v;
-  }
-  d["nodes"] = nodes;
-  py::dict edges;
-  for (const auto& [name, e] : b.edges) {
-    py::dict v;
-    v["stored_type"] = e.stored_type;
-    PutEdgeFields(e, &v);
-    edges[py::str(name)] = v;
-  }
-  d["edges"] = edges;
-  if (b.ablp.has_value()) {
-    py::dict a;
-    a["anchors"] = TensorOrNone(b.ablp->anchors);
-    a["positive"] = TensorOrNone(b.ablp->positive);
-    a["negative"] = TensorOrNone(b.ablp->negative);
-    d["ablp"] = a;
-  } else {
-    d["ablp"] = py::none();
-  }
+// One field of the batch's first node and edge type (Batch's top level), or of the batch, by
+// its Python name; AttributeError for another name.
+py::object Field(const Batch& b, const std::string& name) {
+  if (name == "x") return TensorOrNone(b.x);
+  if (name == "edge_index") return TensorOrNone(b.edge_index);
+  if (name == "y") return TensorOrNone(b.y);
+  if (name == "n_id") return TensorOrNone(b.n_id);
+  if (name == "batch_size") return py::int_(b.batch_size);
+  if (name == "e_id") return TensorOrNone(b.e_id);
+  if (name == "edge_attr") return TensorOrNone(b.edge_attr);
+  if (name == "input_id") return TensorOrNone(b.input_id);
+  if (name == "num_sampled_nodes") return Ints(b.num_sampled_nodes);
+  if (name == "num_sampled_edges") return Ints(b.num_sampled_edges);
+  if (name == "x_scale") return TensorOrNone(b.x_scale);
+  if (name == "x_offset") return TensorOrNone(b.x_offset);
+  if (name == "seeds") return TensorOrNone(b.seeds);
+  if (name == "epoch") return py::int_(b.epoch);
+  if (name == "batch_index") return py::int_(b.batch_index);
+  if (name == "server") return py::int_(b.server);
+  if (name == "shared_memory") return py::bool_(b.shared != nullptr);
+  throw py::attribute_error("a batch has no field '" + name + "'");
+}
+
+py::dict NodeDict(const Batch& b, const std::string& type) {
+  auto it = b.nodes.find(type);
+  if (it == b.nodes.end()) throw py::key_error("no node type '" + type + "' in the batch");
+  py::dict v;
+  PutNodeFields(it->second, &v);
+  return v;
+}
+
+py::dict EdgeDict(const Batch& b, const std::string& type) {
+  auto it = b.edges.find(type);
+  if (it == b.edges.end()) throw py::key_error("no edge type '" + type + "' in the batch");
+  py::dict v;
+  v["stored_type"] = it->second.stored_type;
+  PutEdgeFields(it->second, &v);
+  return v;
+}
+
+py::object AblpDict(const Batch& b) {
+  if (!b.ablp.has_value()) return py::none();
+  py::dict a;
+  a["anchors"] = TensorOrNone(b.ablp->anchors);
+  a["positive"] = TensorOrNone(b.ablp->positive);
+  a["negative"] = TensorOrNone(b.ablp->negative);
+  return std::move(a);
+}
+
+py::list PprList(const Batch& b) {
   py::list ppr;
   for (const auto& p : b.ppr) {
     py::dict v;
@@ -130,10 +148,7 @@ py::dict ToDict(const Batch& b) {
     v["weight"] = TensorOrNone(p.weight);
     ppr.append(v);
   }
-  d["ppr"] = ppr;
-  d["memory"] = MemoryOf(b);
-  d["shared_memory"] = b.shared != nullptr;
-  return d;
+  return ppr;
 }
 
 template <typename M>
@@ -170,7 +185,7 @@ class PyLoader {
       b = l.Next();
     }
     if (!b.has_value()) return py::none();
-    return ToDict(*b);
+    return py::cast(std::make_shared<Batch>(std::move(*b)));
   }
 
   // The C++ trainer's loop on this Loader: takes batches and drops them, without the GIL or a
@@ -281,6 +296,29 @@ PYBIND11_MODULE(_graphstore, m) {
   m.def("cxx11_abi", [] { return static_cast<bool>(_GLIBCXX_USE_CXX11_ABI); },
         "Whether this module was built with the C++11 std::string ABI.");
 
+  // A batch as the Loader gave it: graphstore.Batch turns each field into a Python object when
+  // it is first read (a trainer reads a few; wrapping every tensor of every batch cost more than
+  // the C++ loop's whole batch).
+  py::class_<graphstore::client::Batch, std::shared_ptr<graphstore::client::Batch>>(m, "RawBatch")
+      .def("field", &graphstore::python::Field, py::arg("name"),
+           "A field of the first node and edge type, or of the batch (epoch, batch_index, server, shared_memory).")
+      .def("node_types", [](const graphstore::client::Batch& b) {
+        std::vector<std::string> names;
+        for (const auto& [name, v] : b.nodes) names.push_back(name);
+        return names;
+      })
+      .def("edge_types", [](const graphstore::client::Batch& b) {
+        std::vector<std::string> names;
+        for (const auto& [name, v] : b.edges) names.push_back(name);
+        return names;
+      })
+      .def("node", &graphstore::python::NodeDict, py::arg("type"), "One node type's fields as a dict.")
+      .def("edge", &graphstore::python::EdgeDict, py::arg("type"), "One edge type's fields as a dict.")
+      .def("ablp", &graphstore::python::AblpDict, "anchors, positive, negative; None outside link prediction.")
+      .def("ppr", &graphstore::python::PprList, "The PPR weights, one dict per (seed type, node type).")
+      .def("memory", &graphstore::python::MemoryOf,
+           "(address, size) of every block of memory the batch's tensors view.");
+
   py::class_<PyLoader>(m, "Loader")
       .def(py::init([](const std::vector<std::string>& servers, const py::bytes& config,
                        const py::bytes& sampler_options, const std::optional<py::bytes>& ablp,
@@ -314,7 +352,7 @@ PYBIND11_MODULE(_graphstore, m) {
            py::arg("renew_leases"), py::arg("tls"), py::arg("tls_ca"),
            py::arg("tls_cert"), py::arg("tls_key"), py::arg("tls_server_name"), py::arg("token"))
       .def("start_epoch", &PyLoader::StartEpoch, py::arg("epoch"), "Starts an epoch on every server.")
-      .def("next", &PyLoader::Next, "The next batch as a dict, or None at the end of the epoch.")
+      .def("next", &PyLoader::Next, "The next batch (a RawBatch), or None at the end of the epoch.")
       .def("drain_for", &PyLoader::DrainFor, py::arg("seconds"),
            "The C++ loop: takes and drops batches for `seconds` or to the end of the epoch; returns "
            "(batches, seconds to the last of them).")

@@ -100,6 +100,12 @@ class PprWeights:
             setattr(self, k, d[k])
 
 
+_FIELDS = frozenset(("x", "edge_index", "y", "n_id", "batch_size", "e_id", "edge_attr", "input_id",
+                     "num_sampled_nodes", "num_sampled_edges", "x_scale", "x_offset", "epoch",
+                     "batch_index", "server", "shared_memory"))
+_ABLP_FIELDS = frozenset(("anchors", "positive", "negative"))
+
+
 class Batch:
     """One sampled subgraph, with the fields PyG's ``NeighborLoader`` gives.
 
@@ -125,33 +131,34 @@ class Batch:
         ppr: PPR batches only: a list of ``PprWeights``.
     """
 
-    def __init__(self, d: dict):
-        self.epoch: int = d["epoch"]
-        self.batch_index: int = d["batch_index"]
-        self.server: int = d["server"]
-        self.n_id: Optional[torch.Tensor] = d["n_id"]
-        self.x: Optional[torch.Tensor] = d["x"]
-        self.y: Optional[torch.Tensor] = d["y"]
-        self.x_scale: Optional[torch.Tensor] = d["x_scale"]
-        self.x_offset: Optional[torch.Tensor] = d["x_offset"]
-        self.edge_index: Optional[torch.Tensor] = d["edge_index"]
-        self.e_id: Optional[torch.Tensor] = d["e_id"]
-        self.edge_attr: Optional[torch.Tensor] = d["edge_attr"]
-        self.batch_size: int = d["batch_size"]
-        self.num_sampled_nodes: List[int] = d["num_sampled_nodes"]
-        self.num_sampled_edges: List[int] = d["num_sampled_edges"]
-        self.input_id: Optional[torch.Tensor] = d["input_id"]
-        self._nodes: Dict[str, NodeStore] = {k: NodeStore(v) for k, v in d["nodes"].items()}
-        self._edges: Dict[Union[EdgeType, str], EdgeStore] = {
-            edge_type_of(k): EdgeStore(v) for k, v in d["edges"].items()
-        }
-        ablp = d["ablp"]
-        self.anchors: Optional[torch.Tensor] = ablp["anchors"] if ablp else None
-        self.positive: Optional[torch.Tensor] = ablp["positive"] if ablp else None
-        self.negative: Optional[torch.Tensor] = ablp["negative"] if ablp else None
-        self.ppr: List[PprWeights] = [PprWeights(p) for p in d["ppr"]]
-        self._memory: List[Tuple[int, int]] = d["memory"]
-        self.shared_memory: bool = d["shared_memory"]
+    def __init__(self, raw):
+        # The loader's batch (graphstore._graphstore.RawBatch): each field becomes a Python
+        # object the first time it is read, and is kept from then on (fields may be reassigned,
+        # e.g. ``batch.x = batch.x.cuda()``).
+        self._raw = raw
+
+    def __getattr__(self, name: str):
+        # Only called for a name not set yet: the lazily read fields.
+        raw = self.__dict__.get("_raw")
+        if raw is None:
+            raise AttributeError(name)
+        if name in _FIELDS:
+            value = raw.field(name)
+        elif name in _ABLP_FIELDS:
+            ablp = raw.ablp()
+            value = ablp[name] if ablp is not None else None
+        elif name == "ppr":
+            value = [PprWeights(p) for p in raw.ppr()]
+        elif name == "_nodes":
+            value = {k: NodeStore(raw.node(k)) for k in raw.node_types()}
+        elif name == "_edges":
+            value = {edge_type_of(k): EdgeStore(raw.edge(k)) for k in raw.edge_types()}
+        elif name == "_memory":
+            value = raw.memory()
+        else:
+            raise AttributeError(f"'Batch' object has no attribute {name!r}")
+        self.__dict__[name] = value
+        return value
 
     @property
     def node_types(self) -> List[str]:

@@ -186,6 +186,20 @@ class HomogeneousTest(unittest.TestCase):
             self.assertGreaterEqual(seconds, 0.0)
             self.assertEqual(first.epoch, 0)
 
+    def test_fields_are_read_once_and_may_be_reassigned(self):
+        with graphstore.Loader([D1.address], [2], batch_size=100, split="val") as loader:
+            batch = next(iter(loader))
+        x = batch.x
+        self.assertIs(batch.x, x)  # read once, then kept
+        self.assertEqual(batch["node"].x.data_ptr(), x.data_ptr())
+        batch.x = x * 2
+        self.assertTrue(torch.equal(batch.x, x * 2))
+        self.assertIsNone(batch.anchors)
+        self.assertEqual(batch.ppr, [])
+        with self.assertRaisesRegex(AttributeError, "no attribute 'not_a_field'"):
+            batch.not_a_field  # noqa: B018
+        self.assertIn("batch_size=", repr(batch))
+
     def test_same_seed_same_batches(self):
         def epoch(key):
             with graphstore.Loader([D1.address], [4, 2], batch_size=64, shuffle=True, seed=9,
