@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 namespace graphstore {
 namespace {
@@ -22,6 +23,92 @@ bool TakesEveryUsable(const float* weights, int64_t n, int fanout, bool replace,
   if (fanout < 0 || static_cast<int64_t>(out->size()) <= fanout) return true;
   out->clear();
   return false;
+}
+
+// Successive sampling without replacement from a row of at most kShortRow candidates, four
+// candidates to a vector: running sums of the weights not yet taken; a pick is the number of
+// sums at or below a point drawn uniformly under the last sum (the first candidate whose sum
+// passes the point, so never one of weight 0), and a taken candidate's weight leaves every sum
+// from it on. Picks leave in row order through a bit mask. The same distribution as a scan of
+// the row per pick, without its branch per candidate.
+constexpr int64_t kShortRow = 64;
+typedef float Floats4 __attribute__((vector_size(16)));
+typedef int32_t Ints4 __attribute__((vector_size(16)));
+
+int64_t DrawShortRowWithoutReplacement(DrawStream& draws, const float* weights, int64_t n, int fanout,
+                                       std::vector<int64_t>* out) {
+  constexpr int kVectors = kShortRow / 4;
+  Floats4 sums[kVectors];
+  float w[kShortRow];
+  const int vectors = static_cast<int>((n + 3) / 4);
+  float total = 0;
+  int usable = 0;
+  for (int k = 0; k < vectors * 4; ++k) {
+    const bool in_row = k < n && UsableWeight(weights[k]);
+    w[k] = in_row ? weights[k] : 0.0f;
+    usable += in_row;
+    total += w[k];
+    // Past the row, a sum no point reaches.
+    sums[k / 4][k % 4] = k < n ? total : std::numeric_limits<float>::infinity();
+  }
+  const Ints4 lane = {0, 1, 2, 3};
+  const int picks = std::min(fanout, usable);
+  uint64_t taken = 0;
+  for (int p = 0; p < picks; ++p) {
+    const float x = static_cast<float>(draws.Uniform()) * sums[(n - 1) / 4][(n - 1) % 4];
+    const Floats4 xs = {x, x, x, x};
+    Ints4 below = {0, 0, 0, 0};
+    for (int v = 0; v < vectors; ++v) below -= sums[v] <= xs;  // true is -1
+    // Rounding can leave the point on or past the last sum, or on a candidate whose weight the
+    // subtractions left as a sliver: take the nearest one still in the row.
+    int pick = std::min<int>(below[0] + below[1] + below[2] + below[3], static_cast<int>(n) - 1);
+    while (pick > 0 && w[pick] == 0) --pick;
+    while (w[pick] == 0) ++pick;
+    taken |= uint64_t{1} << pick;
+    const float last = sums[(n - 1) / 4][(n - 1) % 4];
+    const Floats4 wp = {w[pick], w[pick], w[pick], w[pick]};
+    if (w[pick] > 0.5f * last) {
+      // Most of the total leaves with it: the sums of what is left are summed afresh, as
+      // subtracting would leave them with the rounding of the larger total.
+      w[pick] = 0;
+      float sum = 0;
+      for (int k = 0; k < n; ++k) sums[k / 4][k % 4] = sum += w[k];
+      continue;
+    }
+    w[pick] = 0;
+    const Ints4 from = {pick, pick, pick, pick};
+    for (int v = pick / 4; v < vectors; ++v) {
+      const Ints4 at = lane + 4 * v;
+      sums[v] -= reinterpret_cast<Floats4>(reinterpret_cast<Ints4>(wp) & (at >= from));
+    }
+  }
+  for (; taken != 0; taken &= taken - 1) out->push_back(__builtin_ctzll(taken));
+  return picks;
+}
+
+// Successive sampling continued over the usable candidates not yet in `out`, each pick by a
+// fresh sum of their weights and a scan: O(n) a pick, and exact whatever the weights' range (a
+// running total loses the small weights once the large ones are taken from it).
+void ContinueByScan(DrawStream& draws, const float* weights, int64_t n, int fanout, std::vector<int64_t>* out,
+                    std::vector<double>* keys) {
+  keys->assign(static_cast<size_t>(n), 0.0);
+  for (int64_t k = 0; k < n; ++k) (*keys)[k] = UsableWeight(weights[k]) ? static_cast<double>(weights[k]) : 0.0;
+  for (int64_t k : *out) (*keys)[k] = 0;
+  while (static_cast<int64_t>(out->size()) < fanout) {
+    double remaining = 0;
+    for (int64_t k = 0; k < n; ++k) remaining += (*keys)[k];
+    if (!(remaining > 0)) break;
+    double x = draws.Uniform() * remaining;
+    int64_t pick = -1;
+    for (int64_t k = 0; k < n; ++k) {
+      if ((*keys)[k] <= 0) continue;
+      pick = k;  // the last usable one, should rounding leave x >= 0 at the end
+      x -= (*keys)[k];
+      if (x < 0) break;
+    }
+    out->push_back(pick);
+    (*keys)[pick] = 0;
+  }
 }
 
 }  // namespace
@@ -50,31 +137,9 @@ int64_t DrawWeightedPositions(uint64_t key, const float* weights, int64_t n, int
     }
     return fanout;
   }
-  // Successive sampling: each pick proportional to weight among the candidates not yet taken,
-  // by a scan of the (short) row; a taken candidate's weight drops to 0.
-  keys->assign(static_cast<size_t>(n), 0.0);
-  double remaining = 0;
-  for (int64_t k = 0; k < n; ++k) {
-    if (usable(k)) {
-      (*keys)[k] = static_cast<double>(weights[k]);
-      remaining += (*keys)[k];
-    }
-  }
-  const double epsilon = remaining * 1e-12;
-  while (static_cast<int64_t>(out->size()) < fanout && remaining > epsilon) {
-    double x = draws.Uniform() * remaining;
-    int64_t pick = -1;
-    for (int64_t k = 0; k < n; ++k) {
-      if ((*keys)[k] <= 0) continue;
-      pick = k;  // the last usable one, should rounding leave x >= 0 at the end
-      x -= (*keys)[k];
-      if (x < 0) break;
-    }
-    if (pick < 0) break;
-    out->push_back(pick);
-    remaining -= (*keys)[pick];
-    (*keys)[pick] = 0;
-  }
+  if (n <= kShortRow) return DrawShortRowWithoutReplacement(draws, weights, n, fanout, out);
+  // Longer rows here have excluded candidates (their trees serve only whole rows).
+  ContinueByScan(draws, weights, n, fanout, out, keys);
   std::sort(out->begin(), out->end());
   return static_cast<int64_t>(out->size());
 }
@@ -138,7 +203,13 @@ int64_t DrawWeightedFromTree(uint64_t key, const float* weights, const double* t
   double remaining = total;
   const double epsilon = total * 1e-12;
   auto taken = [&](int64_t k) { return std::find(out->begin(), out->end(), k) != out->end(); };
-  while (static_cast<int64_t>(out->size()) < fanout && remaining > epsilon) {
+  while (static_cast<int64_t>(out->size()) < fanout) {
+    if (!(remaining > epsilon)) {
+      // What is left is below the tree's rounding (weights over 12 orders of magnitude apart):
+      // the rest of the draw sums the candidates left afresh.
+      ContinueByScan(draws, weights, n, fanout, out, &s->exact);
+      break;
+    }
     int64_t k = find(draws.Uniform() * remaining);
     if (!usable(k) || taken(k)) {
       // Rounding at an interval's edge: the nearest usable item not yet taken.

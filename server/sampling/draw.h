@@ -86,8 +86,8 @@ inline void ShuffleForEpoch(uint64_t seed, int64_t epoch, std::vector<int64_t>* 
 /// per candidate k in [0, n)), writing candidate indices to `out` and returning how many were
 /// written. Candidates whose weight is not a positive finite number are never picked; fanout < 0
 /// takes every other one. Without replacement: successive sampling (each pick proportional to
-/// weight among those left, by a scan of the row: O(fanout n), for short rows), min(fanout,
-/// positive) distinct indices in increasing order; with replacement: fanout independent draws
+/// weight among those left: O(fanout n), for short rows; up to 64 candidates in vector blocks),
+/// min(fanout, positive) distinct indices in increasing order; with replacement: fanout independent draws
 /// (none when no weight is positive). Depends only on (key, weights, fanout, replace). `keys`
 /// is scratch.
 int64_t DrawWeightedPositions(uint64_t key, const float* weights, int64_t n, int fanout, bool replace,
@@ -101,6 +101,7 @@ inline constexpr int64_t kWeightTreeMinDegree = 64;
 struct WeightedScratch {
   std::vector<int64_t> keys;  // overlay of tree changes: open addressing, -1 empty
   std::vector<double> values;
+  std::vector<double> exact;  // the rest of a draw past the tree's rounding
 };
 
 /// The same distributions as DrawWeightedPositions, in O(fanout log n) from the row's Fenwick

@@ -48,27 +48,103 @@ double InclusionProbability(const std::vector<double>& w, int k, int i) {
   return walk(k, 1.0);
 }
 
-TEST_CASE("weighted draws without replacement match the exact inclusion probabilities", "[weighted][statistics]") {
-  const std::vector<float> weights = {1, 2, 3, 4, 0, 6, 0.5f};
+// Draws `fanout` of `weights` without replacement `trials` times and checks each candidate's
+// count against its exact inclusion probability (within 5 sigma); returns the counts.
+std::vector<int> CheckInclusion(const std::vector<float>& weights, int fanout, int trials, uint64_t key) {
   const std::vector<double> wd(weights.begin(), weights.end());
-  const int fanout = 3;
-  const int trials = 40000;
+  const auto n = static_cast<int64_t>(weights.size());
   std::vector<int> count(weights.size(), 0);
   std::vector<int64_t> out;
   std::vector<double> keys;
   for (int t = 0; t < trials; ++t) {
-    const int64_t n = DrawWeightedPositions(HashCombine(99, t), weights.data(), 7, fanout, false, &out, &keys);
-    REQUIRE(n == fanout);
+    REQUIRE(DrawWeightedPositions(HashCombine(key, t), weights.data(), n, fanout, false, &out, &keys) == fanout);
     REQUIRE(std::is_sorted(out.begin(), out.end()));
     REQUIRE(std::set<int64_t>(out.begin(), out.end()).size() == static_cast<size_t>(fanout));
     for (int64_t k : out) ++count[k];
   }
-  CHECK(count[4] == 0);  // zero weight: never
   for (size_t i = 0; i < weights.size(); ++i) {
     const double p = InclusionProbability(wd, fanout, static_cast<int>(i));
     const double sigma = std::sqrt(trials * p * (1 - p));
     INFO("candidate " << i << " weight " << weights[i] << " expected " << p * trials << " got " << count[i]);
     CHECK(std::abs(count[i] - p * trials) <= 5 * sigma + 1);
+  }
+  return count;
+}
+
+TEST_CASE("weighted draws without replacement match the exact inclusion probabilities", "[weighted][statistics]") {
+  const std::vector<int> count = CheckInclusion({1, 2, 3, 4, 0, 6, 0.5f}, 3, 40000, 99);
+  CHECK(count[4] == 0);  // zero weight: never
+}
+
+TEST_CASE("rows of many vectors of candidates match the exact inclusion probabilities", "[weighted][statistics]") {
+  // 37 candidates: ten vectors of four, the last part-filled, some of weight 0.
+  std::vector<float> weights(37);
+  for (size_t i = 0; i < weights.size(); ++i) weights[i] = i % 7 == 3 ? 0.0f : 1.0f + static_cast<float>((i * 13) % 11);
+  const std::vector<int> count = CheckInclusion(weights, 3, 30000, 7);
+  CHECK(count[3] == 0);
+}
+
+TEST_CASE("weights of every magnitude still give distinct positive-weight picks", "[weighted]") {
+  // Weights 30 orders of magnitude apart leave rounding in the running sums; a pick must still
+  // be a candidate not taken, of positive weight, for rows up to 64 and past it.
+  for (int64_t n : {5, 33, 64, 65}) {
+    std::vector<float> weights(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) weights[i] = i % 5 == 0 ? 1e30f : (i % 5 == 1 ? 0.0f : 1e-30f);
+    const int64_t positive = n - (n + 3) / 5;
+    for (int fanout : {1, 7, static_cast<int>(positive) - 1}) {
+      std::vector<int64_t> out;
+      std::vector<double> keys;
+      for (int t = 0; t < 200; ++t) {
+        const int64_t got = DrawWeightedPositions(HashCombine(n, t), weights.data(), n, fanout, false, &out, &keys);
+        INFO("n " << n << " fanout " << fanout << " trial " << t);
+        REQUIRE(got == std::min<int64_t>(fanout, positive));
+        REQUIRE(static_cast<int64_t>(out.size()) == got);
+        REQUIRE(std::set<int64_t>(out.begin(), out.end()).size() == out.size());
+        for (int64_t k : out) REQUIRE(weights[k] > 0);
+      }
+    }
+  }
+}
+
+std::vector<double> Tree(const std::vector<float>& w);  // below: the Fenwick tree of one row
+
+TEST_CASE("once the heavy candidates are taken, the light ones are drawn by their own weights",
+          "[weighted][statistics]") {
+  // Three candidates of weight 1e30 and the rest between 1e-30 and 3e-30: a fourth pick is one
+  // of the light ones, in proportion to its weight, in a short row (running sums) and in a long
+  // one (its Fenwick tree, whose rounding loses the light weights).
+  for (int64_t n : {40, 100}) {
+    std::vector<float> weights(static_cast<size_t>(n));
+    double light = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      weights[i] = i % 13 == 0 ? 1e30f : 1e-30f * static_cast<float>(1 + i % 3);
+      if (i % 13 != 0) light += weights[i];
+    }
+    const int heavy = static_cast<int>((n + 12) / 13);
+    const std::vector<double> tree = Tree(weights);
+    WeightedScratch scratch;
+    std::vector<int64_t> out;
+    std::vector<double> keys;
+    const int trials = 20000;
+    std::vector<int> count(weights.size(), 0);
+    for (int t = 0; t < trials; ++t) {
+      const int64_t got = n <= kWeightTreeMinDegree
+                              ? DrawWeightedPositions(HashCombine(5, t), weights.data(), n, heavy + 1, false, &out, &keys)
+                              : DrawWeightedFromTree(HashCombine(5, t), weights.data(), tree.data(), n, heavy + 1,
+                                                     false, &out, &scratch);
+      REQUIRE(got == heavy + 1);
+      for (int64_t k : out) ++count[k];
+    }
+    for (int64_t i = 0; i < n; ++i) {
+      INFO("n " << n << " candidate " << i);
+      if (i % 13 == 0) {
+        CHECK(count[i] == trials);
+        continue;
+      }
+      const double p = weights[i] / light;
+      const double sigma = std::sqrt(trials * p * (1 - p));
+      CHECK(std::abs(count[i] - p * trials) <= 5 * sigma + 1);
+    }
   }
 }
 
