@@ -302,6 +302,10 @@ PYBIND11_MODULE(_graphstore, m) {
   py::class_<graphstore::client::Batch, std::shared_ptr<graphstore::client::Batch>>(m, "RawBatch")
       .def("field", &graphstore::python::Field, py::arg("name"),
            "A field of the first node and edge type, or of the batch (epoch, batch_index, server, shared_memory).")
+      .def("step_fields", [](const graphstore::client::Batch& b) {
+        using graphstore::python::TensorOrNone;
+        return py::make_tuple(TensorOrNone(b.x), TensorOrNone(b.edge_index), TensorOrNone(b.y), b.batch_size);
+      }, "(x, edge_index, y, batch_size): what a training step reads, in one call.")
       .def("node_types", [](const graphstore::client::Batch& b) {
         std::vector<std::string> names;
         for (const auto& [name, v] : b.nodes) names.push_back(name);

@@ -134,8 +134,9 @@ class Batch:
     def __init__(self, raw):
         # The loader's batch (graphstore._graphstore.RawBatch): each field becomes a Python
         # object the first time it is read, and is kept from then on (fields may be reassigned,
-        # e.g. ``batch.x = batch.x.cuda()``).
+        # e.g. ``batch.x = batch.x.cuda()``). What every training step reads comes in one call.
         self._raw = raw
+        self.x, self.edge_index, self.y, self.batch_size = raw.step_fields()
 
     def __getattr__(self, name: str):
         # Only called for a name not set yet: the lazily read fields.
