@@ -10,6 +10,10 @@
 //     against the same sampling in process (recycled subgraph memory, no transport).
 // (c) Time from StartEpoch to holding the first batch (Loader), against the raw pump's time for
 //     one batch's bytes.
+// (t) With --tls_certs: the Loader over TLS against plaintext (float32 and int8 features), and
+//     what the cipher alone allows: this machine's AES-GCM rate, the bytes and the process CPU
+//     time of a plaintext batch, and the share of plaintext speed left once every byte is
+//     encrypted and decrypted on the same cores.
 //
 //   bazel-bin/bench/stream_bench --graph=1m
 
@@ -20,6 +24,8 @@
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
+#include <openssl/evp.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -276,20 +282,66 @@ client::LoaderOptions LoaderFor(const std::string& address, const std::vector<in
   return o;
 }
 
-// Batches per second of a Loader reading epochs for `seconds`, after `warm` seconds that fill
-// the server's and the client's buffer pools.
-double LoaderRate(client::LoaderOptions o, double warm, double seconds) {
+// What a Loader reading epochs for `seconds` achieved, after `warm` seconds that fill the
+// server's and the client's buffer pools: batches per second, and per batch the bytes received
+// and the CPU time of the whole process (server and client share it here).
+struct LoaderRun {
+  double batches_per_s = 0;
+  double bytes_per_batch = 0;
+  double cpu_s_per_batch = 0;
+};
+
+double ProcessCpuSeconds() {
+  timespec t{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+  return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
+}
+
+LoaderRun RunLoader(client::LoaderOptions o, double warm, double seconds) {
   client::Loader loader(o);
   loader.StartEpoch(0);
   for (const auto w = Clock::now(); Since(w) < warm && loader.Next();) {
   }
   int64_t batches = 0;
+  const int64_t bytes0 = loader.bytes_received();
+  const double cpu0 = ProcessCpuSeconds();
   const auto t0 = Clock::now();
   for (int64_t epoch = 1; Since(t0) < seconds; ++epoch) {
     loader.StartEpoch(epoch);
     while (Since(t0) < seconds && loader.Next()) ++batches;
   }
-  return batches / Since(t0);
+  LoaderRun r;
+  r.batches_per_s = batches / Since(t0);
+  if (batches > 0) {
+    r.bytes_per_batch = static_cast<double>(loader.bytes_received() - bytes0) / batches;
+    r.cpu_s_per_batch = (ProcessCpuSeconds() - cpu0) / batches;
+  }
+  return r;
+}
+
+double LoaderRate(client::LoaderOptions o, double warm, double seconds) {
+  return RunLoader(std::move(o), warm, seconds).batches_per_s;
+}
+
+// Bytes per second one core encrypts with `cipher` in 16 KiB records (TLS's largest).
+double AeadBytesPerSecond(const EVP_CIPHER* cipher) {
+  std::vector<unsigned char> in(16 << 10, 0x5a), out(in.size() + 16);
+  unsigned char key[32] = {1}, iv[12] = {2};
+  EVP_CIPHER_CTX* ctx = EVP_CIPHER_CTX_new();
+  int64_t bytes = 0;
+  const auto t0 = Clock::now();
+  while (Since(t0) < 1.0) {
+    for (int r = 0; r < 256; ++r, ++iv[0]) {
+      int len = 0;
+      EVP_EncryptInit_ex(ctx, cipher, nullptr, key, iv);
+      EVP_EncryptUpdate(ctx, out.data(), &len, in.data(), static_cast<int>(in.size()));
+      EVP_EncryptFinal_ex(ctx, out.data() + len, &len);
+      bytes += static_cast<int64_t>(in.size());
+    }
+  }
+  const double rate = bytes / Since(t0);
+  EVP_CIPHER_CTX_free(ctx);
+  return rate;
 }
 
 // Milliseconds from StartEpoch to holding the first batch, epochs 1.. (epoch 0 starts cold).
@@ -466,23 +518,57 @@ int Run(int argc, char** argv) {
       o.security.ca_file = certs + "/ca.pem";
       return o;
     };
-    double plain = 0, tls = 0, plain_shm = 0, tls_shm = 0;
+    auto int8 = [](client::LoaderOptions o) {
+      o.feature_encoding = v1::FEATURE_ENCODING_INT8;
+      return o;
+    };
+    auto better = [](LoaderRun* best, const LoaderRun& r) {
+      if (r.batches_per_s > best->batches_per_s) *best = r;
+    };
+    LoaderRun plain, tls, plain_shm, tls_shm, plain8, tls8;
     // Alternating runs; each figure is the better of two (noise on shared machines is one-sided).
     for (int trial = 0; trial < 2; ++trial) {
-      plain = std::max(plain, LoaderRate(LoaderFor(address, seeds, batch_size, fanouts, workers, false, "plain"),
-                                         seconds / 2, seconds));
-      tls = std::max(tls, LoaderRate(with_tls(LoaderFor("", seeds, batch_size, fanouts, workers, false, "tls")),
-                                     seconds / 2, seconds));
-      plain_shm = std::max(plain_shm, LoaderRate(LoaderFor(address, seeds, batch_size, fanouts, workers, true,
-                                                           "plain-shm"), seconds / 2, seconds));
-      tls_shm = std::max(tls_shm, LoaderRate(with_tls(LoaderFor("", seeds, batch_size, fanouts, workers, true,
-                                                                "tls-shm")), seconds / 2, seconds));
+      better(&plain, RunLoader(LoaderFor(address, seeds, batch_size, fanouts, workers, false, "plain"), seconds / 2,
+                               seconds));
+      better(&tls, RunLoader(with_tls(LoaderFor("", seeds, batch_size, fanouts, workers, false, "tls")), seconds / 2,
+                             seconds));
+      better(&plain_shm, RunLoader(LoaderFor(address, seeds, batch_size, fanouts, workers, true, "plain-shm"),
+                                   seconds / 2, seconds));
+      better(&tls_shm, RunLoader(with_tls(LoaderFor("", seeds, batch_size, fanouts, workers, true, "tls-shm")),
+                                 seconds / 2, seconds));
+      better(&plain8, RunLoader(int8(LoaderFor(address, seeds, batch_size, fanouts, workers, false, "plain-int8")),
+                                seconds / 2, seconds));
+      better(&tls8, RunLoader(with_tls(int8(LoaderFor("", seeds, batch_size, fanouts, workers, false, "tls-int8"))),
+                              seconds / 2, seconds));
     }
     std::printf("(t) TLS against plaintext, Loader batches/s (better of 2 alternating runs):\n");
-    std::printf("    socket, plaintext (baseline)   %9.2f\n", plain);
-    std::printf("    socket, TLS                    %9.2f   ratio %.2f\n", tls, tls / plain);
-    std::printf("    shared memory, plaintext       %9.2f\n", plain_shm);
-    std::printf("    shared memory, TLS listener    %9.2f   ratio %.2f\n", tls_shm, tls_shm / plain_shm);
+    // Cores busy: the process's CPU time per second of the run.
+    auto busy = [](const LoaderRun& r) { return r.cpu_s_per_batch * r.batches_per_s; };
+    std::printf("    socket, plaintext (baseline)   %9.2f               %.2f cores busy\n", plain.batches_per_s,
+                busy(plain));
+    std::printf("    socket, TLS                    %9.2f   ratio %.2f   %.2f cores busy\n", tls.batches_per_s,
+                tls.batches_per_s / plain.batches_per_s, busy(tls));
+    std::printf("    shared memory, plaintext       %9.2f\n", plain_shm.batches_per_s);
+    std::printf("    shared memory, TLS listener    %9.2f   ratio %.2f\n", tls_shm.batches_per_s,
+                tls_shm.batches_per_s / plain_shm.batches_per_s);
+    std::printf("    socket int8, plaintext         %9.2f               %.2f cores busy\n", plain8.batches_per_s,
+                busy(plain8));
+    std::printf("    socket int8, TLS               %9.2f   ratio %.2f   %.2f cores busy\n", tls8.batches_per_s,
+                tls8.batches_per_s / plain8.batches_per_s, busy(tls8));
+    // What the cipher alone allows: every byte is encrypted once and decrypted once on this
+    // machine's cores, beside the CPU time the plaintext path already takes per batch.
+    const double aes128 = AeadBytesPerSecond(EVP_aes_128_gcm());
+    const double aes256 = AeadBytesPerSecond(EVP_aes_256_gcm());
+    const double cores = static_cast<double>(std::max(1u, std::thread::hardware_concurrency()));
+    std::printf("    AES-GCM on one core: 128-bit %.2f GB/s, 256-bit %.2f GB/s; %.0f cores\n", aes128 / 1e9,
+                aes256 / 1e9, cores);
+    for (const auto& [name, run] : {std::pair<const char*, const LoaderRun&>{"float32", plain}, {"int8", plain8}}) {
+      const double crypto = 2 * run.bytes_per_batch / aes256;
+      const double bound = std::min(1.0, cores / (run.cpu_s_per_batch + crypto) / run.batches_per_s);
+      std::printf("    %-7s %.1f MB a batch, plaintext %.0f ms CPU a batch, AES-256 %.0f ms more: TLS at most %.2f "
+                  "of plaintext\n",
+                  name, run.bytes_per_batch / 1e6, run.cpu_s_per_batch * 1e3, crypto * 1e3, bound);
+    }
     (*tls_server)->Shutdown();
   }
   (*server)->Shutdown();
