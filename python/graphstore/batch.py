@@ -161,6 +161,13 @@ class Batch:
         self.__dict__[name] = value
         return value
 
+    def __getstate__(self) -> dict:
+        # Pickling and deepcopy take every field, and leave the loader's batch behind (it
+        # cannot leave this process).
+        for name in (*_FIELDS, *_ABLP_FIELDS, "ppr", "_nodes", "_edges", "_memory"):
+            getattr(self, name)
+        return {k: v for k, v in self.__dict__.items() if k != "_raw"}
+
     @property
     def node_types(self) -> List[str]:
         """The node types in the batch."""

@@ -3,9 +3,11 @@ homogeneous, a heterogeneous and an ABLP batch against the partition's own array
 an epoch across 2 servers, errors as exceptions, channels released by close() and garbage
 collection, and message passing equal to the C++ Loader's."""
 
+import copy
 import gc
 import json
 import os
+import pickle
 import subprocess
 import sys
 import tempfile
@@ -199,6 +201,16 @@ class HomogeneousTest(unittest.TestCase):
         with self.assertRaisesRegex(AttributeError, "no attribute 'not_a_field'"):
             batch.not_a_field  # noqa: B018
         self.assertIn("batch_size=", repr(batch))
+
+    def test_a_batch_pickles_and_deep_copies_with_every_field(self):
+        with graphstore.Loader([D1.address], [2], batch_size=100, split="val", edge_ids=True) as loader:
+            batch = next(iter(loader))
+        for copy_ in (pickle.loads(pickle.dumps(batch)), copy.deepcopy(batch)):
+            self.assertNotIn("_raw", copy_.__dict__)
+            for name in ("x", "y", "n_id", "edge_index", "e_id"):
+                self.assertTrue(torch.equal(getattr(copy_, name), getattr(batch, name)), name)
+            self.assertEqual((copy_.batch_size, copy_.num_sampled_nodes), (batch.batch_size, batch.num_sampled_nodes))
+            self.assertTrue(torch.equal(copy_["node"].x, batch.x))
 
     def test_same_seed_same_batches(self):
         def epoch(key):
