@@ -1,6 +1,7 @@
 #include "server/sampling/neighbor_draw.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
@@ -8,6 +9,15 @@
 
 namespace graphstore {
 namespace {
+
+// Asks for every cache line of [from, to) ahead of its use.
+template <typename T>
+void PrefetchLines(const T* from, const T* to) {
+  constexpr uintptr_t kLine = 64;
+  for (uintptr_t p = reinterpret_cast<uintptr_t>(from) & ~(kLine - 1); p < reinterpret_cast<uintptr_t>(to); p += kLine) {
+    __builtin_prefetch(reinterpret_cast<const void*>(p));
+  }
+}
 
 // Checks an owner's answer for the nodes of its call before it is merged.
 absl::Status CheckAnswer(const PeerSampling::NeighborCall& c, const NodeTypeStore& col_type, const DrawSpec& spec,
@@ -145,15 +155,15 @@ void DrawOwnedNeighbors(const Partition& partition, int edge_type, const int64_t
   out->counts.resize(n);
   for (size_t i = 0; i < n; ++i) {
     if (weights != nullptr && i + kRowsAhead < n) {
-      // A weighted draw reads the row's alias cells (with replacement) or its weights (short
-      // rows whole; long ones from their tree).
-      const int64_t b = out->base[i + kRowsAhead], d = out->degree[i + kRowsAhead];
+      // A weighted draw reads the row's alias cells (with replacement; the draws land anywhere
+      // in the row) or its weights (short rows whole; long ones from their tree): every cache
+      // line of the row's first 64 entries, in each array it reads.
+      const int64_t b = out->base[i + kRowsAhead], end = b + std::min<int64_t>(out->degree[i + kRowsAhead], 64);
       if (alias != nullptr) {
-        __builtin_prefetch(alias->prob.data() + b);
-        __builtin_prefetch(alias->alias.data() + b);
-      } else if (d <= kWeightTreeMinDegree) {
-        __builtin_prefetch(weights + b);  // the row's first two cache lines
-        if (d > 16) __builtin_prefetch(weights + b + 16);
+        PrefetchLines(alias->prob.data() + b, alias->prob.data() + end);
+        PrefetchLines(alias->alias.data() + b, alias->alias.data() + end);
+      } else if (end - b <= kWeightTreeMinDegree) {
+        PrefetchLines(weights + b, weights + end);
       }
     }
     const int64_t base = out->base[i];
