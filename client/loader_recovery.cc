@@ -28,6 +28,9 @@ absl::Status Loader::OpenStream(Server* s, int64_t from) {
   req.set_channel_id(s->channel);
   req.set_epoch(epoch_);
   req.set_start_batch(from);
+  // A reader reports each shared buffer received as it maps it, before the batch is made, and
+  // the last stream's reader is gone by now: whatever that stream sent unreported never arrived.
+  req.set_reclaim_unreceived(true);
   std::lock_guard<std::mutex> lock(s->stream_mu);
   // StopReaders sets stopping_ before it cancels under stream_mu: a stream opened after that
   // would never be cancelled.

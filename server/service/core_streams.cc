@@ -12,6 +12,18 @@ absl::StatusOr<StreamAttachment> Core::AttachStream(const v1::StreamSampledMessa
   if (req.channel_id() == 0) return absl::InvalidArgumentError("channel_id is required");
   if (req.epoch() < 0) return absl::InvalidArgumentError(absl::StrCat("epoch must be >= 0, got ", req.epoch()));
   if (req.start_batch() < 0) return absl::InvalidArgumentError("start_batch must be >= 0");
+  // Shared buffers lost with the channel's earlier streams, and the streams their files may
+  // let go on: both handled after the lock is released.
+  std::vector<std::shared_ptr<SharedUse>> lost;
+  std::vector<std::pair<uint64_t, std::shared_ptr<scheduler::Backend>>> wake;
+  struct AfterUnlock {
+    decltype(lost)& uses;
+    decltype(wake)& streams;
+    ~AfterUnlock() {
+      uses.clear();
+      for (const auto& [id, backend] : streams) backend->Wake(id);
+    }
+  } after_unlock{lost, wake};
   std::lock_guard<std::mutex> lock(mu_);
   if (shutting_down_) return absl::UnavailableError("the server is shutting down");
   Registry::Found found;
@@ -44,6 +56,19 @@ absl::StatusOr<StreamAttachment> Core::AttachStream(const v1::StreamSampledMessa
     }
     if (auto s = a.backend->ResumeEpoch(c.id, req.epoch(), req.start_batch()); !s.ok()) return s;
     Logger("core")->info("channel {}: epoch {} resumed from batch {}", c.id, req.epoch(), req.start_batch());
+  }
+  if (c.pool != nullptr) {
+    const bool server_was_full = shared_unfreed_ >= max_shared_unfreed_;
+    lost = c.shared.NewStream(req.reclaim_unreceived());
+    if (!lost.empty()) {
+      Logger("core")->debug("channel {}: {} shared buffers sent on earlier streams never reached the client; freed",
+                            c.id, lost.size());
+    }
+    if (server_was_full && shared_unfreed_ < max_shared_unfreed_) {
+      for (const auto& [id, other] : registry_.channels()) {
+        if (other->pool != nullptr && other->streaming) wake.emplace_back(id, other->backend->backend);
+      }
+    }
   }
   c.streaming = true;
   c.last_activity = Clock::now();

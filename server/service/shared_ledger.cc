@@ -57,6 +57,25 @@ SharedLedger::Release SharedLedger::Apply(const google::protobuf::RepeatedField<
   return r;
 }
 
+std::vector<std::shared_ptr<SharedUse>> SharedLedger::NewStream(bool reclaim) {
+  std::vector<std::shared_ptr<SharedUse>> lost;
+  for (auto s = sent_.begin(); s != sent_.end();) {
+    if (s->second.received) {
+      ++s;
+      continue;
+    }
+    Receive(s->second);
+    if (!reclaim) {
+      ++s;
+      continue;
+    }
+    AddUnfreed(-static_cast<int64_t>(s->second.use->file->size()));
+    lost.push_back(std::move(s->second.use));
+    s = sent_.erase(s);
+  }
+  return lost;
+}
+
 std::vector<std::shared_ptr<SharedUse>> SharedLedger::TakeAll() {
   std::vector<std::shared_ptr<SharedUse>> all;
   for (auto& [id, s] : sent_) all.push_back(std::move(s.use));

@@ -63,6 +63,12 @@ class SharedLedger {
   /// that name no use sent (already freed, or never sent) are ignored.
   Release Apply(const google::protobuf::RepeatedField<uint64_t>& received,
                 const google::protobuf::RepeatedField<uint64_t>& freed);
+  /// A new stream begins: the uses still unreceived went out on streams that have ended, so they
+  /// stop counting against the buffer limits. With `reclaim`, the client has reported every use
+  /// it received, so those uses never reached it: they are taken from the ledger (drop them
+  /// outside the core's lock) and their bytes stop counting as unfreed. Without it they stay
+  /// until the client frees them or the channel goes.
+  std::vector<std::shared_ptr<SharedUse>> NewStream(bool reclaim);
   /// Takes every use (the channel is being destroyed); the ledger is empty after.
   std::vector<std::shared_ptr<SharedUse>> TakeAll();
 

@@ -9,6 +9,7 @@
 #include <grpcpp/grpcpp.h>
 #include <signal.h>
 
+#include <future>
 #include <set>
 
 #include "google/protobuf/descriptor.pb.h"
@@ -140,6 +141,52 @@ TEST_CASE("the Loader yields tensors covering every seed, viewing the message by
   auto c = client::Client::Connect({d.address()});
   REQUIRE(c.ok());
   CHECK((*c)->GetServerStats()->backends_size() == 0);  // Close destroyed the channel
+  CHECK(d.Stop(SIGTERM) == 0);
+}
+
+TEST_CASE("a trainer that leaves every epoch early keeps getting batches", "[ops][loader]") {
+  // Leaving an epoch cancels its stream with messages still on the way; over shared memory
+  // each names a buffer the trainer never sees, and a buffer not reported received counts
+  // against the channel's flow control. Those must not add up until the channel stops.
+  Daemon d(Dataset());
+  const bool shared = GENERATE(true, false);
+  INFO("shared memory: " << shared);
+  client::LoaderOptions o;
+  o.shared_memory = shared;
+  o.servers = {d.address()};
+  o.config.set_batch_size(10);
+  o.config.add_num_neighbors(4);
+  o.config.set_with_node_features(true);
+  o.split = "train";
+  o.buffer_messages = 4;
+  o.prefetch = 1;
+  o.reconnect_deadline = std::chrono::milliseconds(0);
+  client::Loader loader(o);
+  REQUIRE(loader.num_shared_memory_servers() == (shared ? 1 : 0));
+  for (int64_t epoch = 0; epoch < 40; ++epoch) {
+    INFO("epoch " << epoch);
+    loader.StartEpoch(epoch);
+    // The server samples ahead and sends while the trainer takes one batch.
+    auto c = client::Client::Connect({d.address()});
+    REQUIRE(c.ok());
+    REQUIRE(testing::PollUntil([&] {
+      auto stats = (*c)->GetServerStats();
+      if (!stats.ok() || stats->backends_size() != 1 || stats->backends(0).channels_size() != 1) return false;
+      const v1::ChannelStats& ch = stats->backends(0).channels(0);
+      return ch.epoch() == epoch && ch.batches_sampled() >= 5;
+    }));
+    auto next = std::async(std::launch::async, [&] { return loader.Next(); });
+    if (next.wait_for(std::chrono::seconds(60)) != std::future_status::ready) {
+      FAIL_CHECK("no batch within 60 s");
+      d.Stop(SIGKILL);  // the stream fails, and Next with it
+      next.wait();
+      return;
+    }
+    auto first = next.get();
+    REQUIRE(first.has_value());
+    CHECK(first->epoch == epoch);
+  }
+  loader.Close();
   CHECK(d.Stop(SIGTERM) == 0);
 }
 

@@ -174,6 +174,17 @@ class HomogeneousTest(unittest.TestCase):
         self.assertEqual((set(first), set(second), set(third)), ({0}, {1}, {7}))
         self.assertEqual(len(first), len(loader) if not loader.closed else len(first))
 
+    def test_a_fixed_number_of_steps_per_epoch(self):
+        # Leaving each epoch after two batches, as a trainer with a step budget does: the
+        # messages still on their way are lost with the stream, and must not stop later epochs.
+        for shared in (True, False):
+            with graphstore.Loader([D1.address], [3], batch_size=20, split="train", shared_memory=shared,
+                                   buffer_messages=4, prefetch=1) as loader:
+                self.assertEqual(loader.num_shared_memory_servers, 1 if shared else 0)
+                for epoch in range(25):
+                    steps = [b.epoch for _, b in zip(range(2), loader.epoch(epoch))]
+                    self.assertEqual(steps, [epoch, epoch])
+
     def test_the_cpp_loop_shares_the_epoch_with_the_python_loop(self):
         # The benchmark's C++ loop (drain_for) and the Python loop take turns on one epoch: every
         # batch once between them, and the C++ loop stops at the epoch's end.

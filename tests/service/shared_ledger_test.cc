@@ -61,6 +61,40 @@ TEST_CASE("unreceived uses hold the stream back at the message limit; receiving 
   CHECK(ledger.unreceived_bytes() == 0);
 }
 
+TEST_CASE("a new stream stops counting what earlier streams left unreceived; reclaiming frees it", "[ledger]") {
+  Buffers b;
+  const bool reclaim = GENERATE(false, true);
+  INFO("reclaim: " << reclaim);
+  int64_t server_unfreed = 0;
+  SharedLedger ledger(2, int64_t{1} << 40, int64_t{1} << 40, &server_unfreed);
+  auto kept = b.Use(100), lost1 = b.Use(100), lost2 = b.Use(100);
+  const uint64_t kept_id = kept->id, lost_id = lost1->id;
+  const int64_t size = static_cast<int64_t>(kept->file->size());
+  ledger.Sent(std::move(kept));
+  ledger.Apply(Of({kept_id}), Of({}));  // the trainer holds this batch
+  ledger.Sent(std::move(lost1));
+  ledger.Sent(std::move(lost2));
+  REQUIRE(ledger.BacklogFull());
+  const auto taken = ledger.NewStream(reclaim);
+  CHECK(!ledger.BacklogFull());
+  CHECK(ledger.unreceived_bytes() == 0);
+  if (reclaim) {
+    CHECK(taken.size() == 2);
+    CHECK(ledger.unreleased() == 1);  // the received use stays with the trainer
+    CHECK(ledger.unfreed_bytes() == size);
+  } else {
+    CHECK(taken.empty());
+    CHECK(ledger.unreleased() == 3);
+    CHECK(ledger.unfreed_bytes() == 3 * size);
+    // A late report changes nothing twice; freeing still works.
+    ledger.Apply(Of({lost_id}), Of({}));
+    CHECK(!ledger.BacklogFull());
+    CHECK(ledger.Apply(Of({}), Of({lost_id})).freed.size() == 1);
+  }
+  CHECK(server_unfreed == ledger.unfreed_bytes());
+  CHECK(ledger.Apply(Of({}), Of({kept_id})).freed.size() == 1);
+}
+
 TEST_CASE("unreceived bytes hold the stream back at the byte limit", "[ledger]") {
   Buffers b;
   auto u = b.Use(1 << 20);
