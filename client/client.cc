@@ -268,6 +268,13 @@ absl::StatusOr<std::unique_ptr<Client>> Client::Connect(const ClientOptions& opt
     args.SetInt(GRPC_ARG_HTTP2_BDP_PROBE, 0);
     args.SetInt(GRPC_ARG_HTTP2_STREAM_LOOKAHEAD_BYTES, options.stream_window_bytes);
   }
+  if (options.keepalive_time.count() > 0) {
+    args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, static_cast<int>(std::min<int64_t>(options.keepalive_time.count(), 1 << 30)));
+    args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS,
+                static_cast<int>(std::clamp<int64_t>(options.keepalive_timeout.count(), 1, 1 << 30)));
+    // Keep pinging while the server sends nothing (it may be the one that hangs).
+    args.SetInt(GRPC_ARG_HTTP2_MAX_PINGS_WITHOUT_DATA, 0);
+  }
   if (options.reconnect_backoff_max.count() > 0) {
     const int max_ms = static_cast<int>(std::min<int64_t>(options.reconnect_backoff_max.count(), 1 << 30));
     const int first_ms = std::min(100, max_ms);

@@ -36,6 +36,13 @@ struct ClientOptions {
   /// Longest wait between attempts to reconnect to a server that went away (0: gRPC's default,
   /// which grows to two minutes).
   std::chrono::milliseconds reconnect_backoff_max{0};
+  /// While a call is open, a ping goes to the server after this long without hearing from it,
+  /// and the connection fails (UNAVAILABLE) when none is answered within keepalive_timeout:
+  /// a server that hangs, or a link that silently drops everything, ends an open stream instead
+  /// of leaving its reader waiting for ever. A slow but live server answers pings. Servers
+  /// accept pings every 5 s at most. 0: no pings.
+  std::chrono::milliseconds keepalive_time{20000};
+  std::chrono::milliseconds keepalive_timeout{10000};
 };
 
 /// The messages of one StreamSampledMessages call, read in order.

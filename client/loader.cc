@@ -80,6 +80,8 @@ Loader::Loader(LoaderOptions options) : options_(std::move(options)) {
     co.security = options_.security;
     co.connect_timeout = options_.connect_timeout;
     co.reconnect_backoff_max = options_.reconnect_backoff_max;
+    co.keepalive_time = options_.keepalive_time;
+    co.keepalive_timeout = options_.keepalive_timeout;
     auto s = std::make_unique<Server>();
     s->client = Check(Client::Connect(co));
     servers_.push_back(std::move(s));
@@ -337,6 +339,10 @@ void Loader::ReadStream(Server* s, int index) {
   // While a failure is being retried: when to give up, and the next wait.
   std::optional<SteadyClock::time_point> give_up;
   auto backoff = kFirstBackoff;
+  // While the server still holds this loader's previous stream: until when to open again, and
+  // the next wait.
+  std::optional<SteadyClock::time_point> reopen_until;
+  std::chrono::milliseconds reopen_wait{5};
   while (true) {
     std::optional<Batch> batch;
     absl::Status status;
@@ -369,6 +375,8 @@ void Loader::ReadStream(Server* s, int index) {
     if (batch.has_value()) {
       give_up.reset();
       backoff = kFirstBackoff;
+      reopen_until.reset();
+      reopen_wait = std::chrono::milliseconds(5);
       const int64_t b = batch->batch_index;
       if (b < 0 || b >= s->num_batches) {
         status = absl::DataLossError(absl::StrCat("batch_index ", b, " is outside the epoch's ", s->num_batches,
@@ -385,6 +393,20 @@ void Loader::ReadStream(Server* s, int index) {
     } else if (status.ok() && s->first_missing < s->num_batches) {
       status = absl::InternalError(absl::StrCat("the stream ended without batch ", s->first_missing, " of ",
                                                 s->num_batches));
+    }
+    if (!batch.has_value() && status.code() == absl::StatusCode::kAlreadyExists && !stopping_) {
+      // The server has not yet seen this loader's previous stream of the channel go: it was
+      // cancelled an instant ago, when the trainer left the last epoch early. Not a failure:
+      // open the stream again in a moment, for up to one call deadline.
+      if (!reopen_until.has_value()) reopen_until = SteadyClock::now() + options_.deadline;
+      if (SteadyClock::now() + reopen_wait < *reopen_until) {
+        {
+          std::unique_lock<std::mutex> lock(mu_);
+          if (cv_.wait_for(lock, reopen_wait, [&] { return stopping_.load(); })) return;
+        }
+        reopen_wait = std::min(reopen_wait * 2, std::chrono::milliseconds(200));
+        if (OpenStream(s, s->first_missing).ok()) continue;
+      }
     }
     if (!batch.has_value() && !status.ok() && !stopping_ && Retryable(status) &&
         options_.reconnect_deadline.count() > 0) {
@@ -417,19 +439,33 @@ void Loader::ReadStream(Server* s, int index) {
 }
 
 std::optional<Batch> Loader::Next() {
+  std::optional<Batch> b;
+  while (!NextFor(std::chrono::hours(1), &b)) {
+  }
+  return b;
+}
+
+bool Loader::NextFor(std::chrono::milliseconds timeout, std::optional<Batch>* out) {
   if (epoch_ < 0) throw Error(absl::FailedPreconditionError("call StartEpoch before Next"));
+  const auto give_up = SteadyClock::now() + timeout;
   while (true) {
     Item item;
     {
       std::unique_lock<std::mutex> lock(mu_);
-      if (open_streams_ == 0) return std::nullopt;
-      cv_.wait(lock, [&] { return !queue_.empty(); });
+      if (open_streams_ == 0) {
+        out->reset();
+        return true;
+      }
+      if (!cv_.wait_until(lock, give_up, [&] { return !queue_.empty(); })) return false;
       item = std::move(queue_.front());
       queue_.pop_front();
       if (item.batch.has_value()) --servers_[item.server]->in_queue;
     }
     cv_.notify_all();
-    if (item.batch.has_value()) return std::move(item.batch);
+    if (item.batch.has_value()) {
+      *out = std::move(item.batch);
+      return true;
+    }
     if (!item.status.ok()) {
       const absl::Status s(item.status.code(),
                            absl::StrCat(servers_[item.server]->client->address(), ": ", item.status.message()));

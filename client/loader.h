@@ -216,6 +216,11 @@ struct LoaderOptions {
   /// Past the deadline, Next (or StartEpoch) throws the server's last error. 0: fail at once.
   std::chrono::milliseconds reconnect_deadline{60000};
   std::chrono::milliseconds reconnect_backoff_max{2000};
+  /// A server that stops answering (hung, or behind a link that drops everything) is noticed
+  /// within keepalive_time + keepalive_timeout and handled as one that went away (see
+  /// ClientOptions). 0: never.
+  std::chrono::milliseconds keepalive_time{20000};
+  std::chrono::milliseconds keepalive_timeout{10000};
   /// Renew every channel's lease in the background (every third of the granted lease), so a
   /// trainer busy for longer than the lease between batches or epochs keeps its channels. A
   /// trainer that dies stops renewing, and the servers reap its channels after the lease.
@@ -260,6 +265,10 @@ class Loader {
   /// The next batch of the current epoch from any server, in arrival order; nullopt when
   /// every server's stream has ended. Throws Error when a server fails.
   std::optional<Batch> Next();
+  /// Next, waiting at most `timeout`: false when nothing arrived in that time (`*out` is left
+  /// alone; call again), else true with the batch, or nullopt at the epoch's end, in `*out`.
+  /// For callers that must do something else while they wait (Python checks for Ctrl-C).
+  bool NextFor(std::chrono::milliseconds timeout, std::optional<Batch>* out);
   /// Ends open streams and destroys this loader's channels. Idempotent; errors are ignored
   /// (a server that is gone has nothing left to free).
   void Close();

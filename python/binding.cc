@@ -180,9 +180,16 @@ class PyLoader {
   py::object Next() {
     Loader& l = get();
     std::optional<Batch> b;
-    {
-      py::gil_scoped_release release;
-      b = l.Next();
+    // Waits in slices, checking between them for signals, so that Ctrl-C interrupts a trainer
+    // waiting for a batch (KeyboardInterrupt; the loader stays usable).
+    while (true) {
+      bool arrived;
+      {
+        py::gil_scoped_release release;
+        arrived = l.NextFor(std::chrono::milliseconds(100), &b);
+      }
+      if (arrived) break;
+      if (PyErr_CheckSignals() != 0) throw py::error_already_set();
     }
     if (!b.has_value()) return py::none();
     return py::cast(std::make_shared<Batch>(std::move(*b)));
@@ -239,7 +246,8 @@ LoaderOptions MakeOptions(const std::vector<std::string>& servers, const py::byt
                           int stream_window_bytes, int64_t deadline_ms,
                           int64_t lease_ms, const std::string& worker_key, bool shared_memory,
                           const std::string& feature_encoding, int64_t feature_cache_rows, bool decode_features,
-                          int64_t reconnect_deadline_ms, bool renew_leases, const client::ChannelSecurity& security) {
+                          int64_t reconnect_deadline_ms, bool renew_leases, int64_t keepalive_time_ms,
+                          int64_t keepalive_timeout_ms, const client::ChannelSecurity& security) {
   LoaderOptions o;
   if (auto s = security.Check(); !s.ok()) throw py::value_error(std::string(s.message()));
   o.security = security;
@@ -270,6 +278,8 @@ LoaderOptions MakeOptions(const std::vector<std::string>& servers, const py::byt
   o.decode_features = decode_features;
   o.reconnect_deadline = std::chrono::milliseconds(reconnect_deadline_ms);
   o.renew_leases = renew_leases;
+  o.keepalive_time = std::chrono::milliseconds(keepalive_time_ms);
+  o.keepalive_timeout = std::chrono::milliseconds(keepalive_timeout_ms);
   return o;
 }
 
@@ -332,7 +342,9 @@ PYBIND11_MODULE(_graphstore, m) {
                        int stream_window_bytes, int64_t deadline_ms,
                        int64_t lease_ms, const std::string& worker_key, bool shared_memory,
                        const std::string& feature_encoding, int64_t feature_cache_rows, bool decode_features,
-                       int64_t reconnect_deadline_ms, bool renew_leases, bool tls, const std::string& tls_ca, const std::string& tls_cert, const std::string& tls_key,
+                       int64_t reconnect_deadline_ms, bool renew_leases, int64_t keepalive_time_ms,
+                       int64_t keepalive_timeout_ms, bool tls, const std::string& tls_ca, const std::string& tls_cert,
+                       const std::string& tls_key,
                        const std::string& tls_server_name, const std::string& token) {
              graphstore::client::ChannelSecurity security;
              security.tls = tls;
@@ -345,7 +357,7 @@ PYBIND11_MODULE(_graphstore, m) {
                  servers, config, sampler_options, ablp, backend_key, node_type, split, std::move(seeds),
                  std::move(seed_times), rank, world_size, seed, buffer_messages, buffer_bytes, prefetch, stream_window_bytes, deadline_ms,
                  lease_ms, worker_key, shared_memory, feature_encoding, feature_cache_rows, decode_features,
-                 reconnect_deadline_ms, renew_leases, security));
+                 reconnect_deadline_ms, renew_leases, keepalive_time_ms, keepalive_timeout_ms, security));
            }),
            py::arg("servers"), py::arg("config"), py::arg("sampler_options"), py::arg("ablp"),
            py::arg("backend_key"), py::arg("node_type"), py::arg("split"), py::arg("seeds"), py::arg("seed_times"),
@@ -353,7 +365,8 @@ PYBIND11_MODULE(_graphstore, m) {
            py::arg("prefetch"), py::arg("stream_window_bytes"), py::arg("deadline_ms"), py::arg("lease_ms"),
            py::arg("worker_key"), py::arg("shared_memory"), py::arg("feature_encoding"),
            py::arg("feature_cache_rows"), py::arg("decode_features"), py::arg("reconnect_deadline_ms"),
-           py::arg("renew_leases"), py::arg("tls"), py::arg("tls_ca"),
+           py::arg("renew_leases"), py::arg("keepalive_time_ms"), py::arg("keepalive_timeout_ms"), py::arg("tls"),
+           py::arg("tls_ca"),
            py::arg("tls_cert"), py::arg("tls_key"), py::arg("tls_server_name"), py::arg("token"))
       .def("start_epoch", &PyLoader::StartEpoch, py::arg("epoch"), "Starts an epoch on every server.")
       .def("next", &PyLoader::Next, "The next batch (a RawBatch), or None at the end of the epoch.")

@@ -94,6 +94,10 @@ absl::StatusOr<std::unique_ptr<GraphStoreServer>> GraphStoreServer::BuildAndStar
   builder.RegisterService(s->service_.get());
   builder.SetMaxSendMessageSize(options.max_message_bytes);
   builder.SetMaxReceiveMessageSize(options.max_message_bytes);
+  // Clients ping a stream that has been quiet for a while (client::ClientOptions::keepalive_time)
+  // to find a server that hangs; gRPC's default would answer pings more often than every five
+  // minutes with GOAWAY while the server has nothing to send.
+  builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 5000);
   s->server_ = builder.BuildAndStart();
   if (s->server_ == nullptr || s->port_ == 0) {
     return absl::UnavailableError(absl::StrCat("cannot listen on ", listen));

@@ -208,6 +208,10 @@ class Loader:
             0: raise at once.
         renew_leases: renew the channels' leases in the background, so a trainer busy for
             longer than the lease (validation, a checkpoint) keeps them.
+        keepalive: seconds without hearing from a server after which the loader pings it, and
+            fails its stream (like a server that went away) when no answer comes within
+            ``keepalive_timeout`` seconds: a hung server or a dead link raises instead of
+            leaving the trainer waiting for ever. 0: no pings.
         worker_key: this trainer's name in server logs and stats.
         tls: connect with TLS (implied by ``tls_ca``, ``tls_cert`` and ``tls_key``); without
             ``tls_ca`` the system's CA certificates verify the servers.
@@ -237,6 +241,7 @@ class Loader:
                  server_workers: int = 0, max_in_flight_per_channel: int = 0, buffer_messages: int = 0,
                  buffer_bytes: int = 0, stream_window_bytes: int = 8 << 20, deadline: float = 30.0,
                  lease_ms: int = 0, reconnect_deadline: float = 60.0, renew_leases: bool = True,
+                 keepalive: float = 20.0, keepalive_timeout: float = 10.0,
                  worker_key: str = "python-trainer", tls: bool = False,
                  tls_ca: Optional[str] = None, tls_cert: Optional[str] = None, tls_key: Optional[str] = None,
                  tls_server_name: Optional[str] = None, token: Optional[str] = None):
@@ -343,6 +348,9 @@ class Loader:
         if (isinstance(reconnect_deadline, bool) or not isinstance(reconnect_deadline, numbers.Real)
                 or not reconnect_deadline >= 0):
             raise ValueError(f"reconnect_deadline must be a number of seconds >= 0, got {reconnect_deadline!r}")
+        for name, value, least in (("keepalive", keepalive, 0), ("keepalive_timeout", keepalive_timeout, 0.001)):
+            if isinstance(value, bool) or not isinstance(value, numbers.Real) or not value >= least:
+                raise ValueError(f"{name} must be a number of seconds >= {least:g}, got {value!r}")
         if backend_key is None:
             digest = hashlib.sha1(config.SerializeToString(deterministic=True) + options.SerializeToString(
                 deterministic=True)).hexdigest()[:16]
@@ -369,6 +377,7 @@ class Loader:
             feature_encoding=feature_encoding, feature_cache_rows=_int("feature_cache_rows", feature_cache_rows, 0),
             decode_features=_bool("decode_features", decode_features),
             reconnect_deadline_ms=int(reconnect_deadline * 1000), renew_leases=_bool("renew_leases", renew_leases),
+            keepalive_time_ms=int(keepalive * 1000), keepalive_timeout_ms=max(1, int(keepalive_timeout * 1000)),
             tls=_bool("tls", tls), **security)
         self._next_epoch = 0
         self._current = None  # the epoch being iterated

@@ -208,8 +208,9 @@ TEST_CASE("Loader errors carry the server's code and message", "[ops][loader]") 
   CHECK(d.Stop(SIGTERM) == 0);
 }
 
-TEST_CASE("a server dying mid-epoch surfaces as an error, not a hang", "[ops][loader]") {
-  Daemon d(Dataset());
+// A loader that holds little in flight (small window, buffer and read-ahead), so that what
+// happens to the server mid-epoch reaches the trainer within a few batches.
+client::LoaderOptions LittleInFlight(const Daemon& d) {
   client::LoaderOptions o;
   o.servers = {d.address()};
   o.config.set_batch_size(20);
@@ -218,6 +219,13 @@ TEST_CASE("a server dying mid-epoch surfaces as an error, not a hang", "[ops][lo
   o.stream_window_bytes = 16 << 10;
   o.prefetch = 1;
   o.buffer_messages = 1;
+  return o;
+}
+
+TEST_CASE("a server dying mid-epoch surfaces as an error, not a hang", "[ops][loader]") {
+  Daemon d(Dataset());
+  client::LoaderOptions o = LittleInFlight(d);
+  o.reconnect_deadline = std::chrono::milliseconds(2000);  // the server does not come back
   client::Loader loader(o);
   loader.StartEpoch(0);
   REQUIRE(loader.Next().has_value());
@@ -231,6 +239,36 @@ TEST_CASE("a server dying mid-epoch surfaces as an error, not a hang", "[ops][lo
     CHECK(e.code() == absl::StatusCode::kUnavailable);
   }
   CHECK(threw);
+}
+
+TEST_CASE("a server that stops answering surfaces as an error, not a hang", "[ops][loader]") {
+  // SIGSTOP: the connection stays up (the kernel still acknowledges), nothing comes back. The
+  // keepalive pings go unanswered and the stream fails like one to a server that went away.
+  Daemon d(Dataset());
+  client::LoaderOptions o = LittleInFlight(d);
+  o.reconnect_deadline = std::chrono::milliseconds(0);
+  o.keepalive_time = std::chrono::milliseconds(6000);
+  o.keepalive_timeout = std::chrono::milliseconds(2000);
+  client::Loader loader(o);
+  loader.StartEpoch(0);
+  REQUIRE(loader.Next().has_value());
+  d.Signal(SIGSTOP);
+  auto rest = std::async(std::launch::async, [&]() -> absl::Status {
+    try {
+      while (loader.Next()) {
+      }
+      return absl::OkStatus();
+    } catch (const client::Error& e) {
+      return absl::Status(e.code(), e.message());
+    }
+  });
+  const bool ended = rest.wait_for(std::chrono::seconds(120)) == std::future_status::ready;
+  d.Signal(SIGCONT);
+  if (!ended) d.Stop(SIGKILL);  // the stream fails, and the reader with it
+  CHECK(ended);
+  const absl::Status st = rest.get();
+  CHECK(st.code() == absl::StatusCode::kUnavailable);
+  d.Stop(SIGKILL);
 }
 
 }  // namespace

@@ -8,9 +8,12 @@ import gc
 import json
 import os
 import pickle
+import signal
 import subprocess
 import sys
 import tempfile
+import threading
+import time
 import unittest
 
 import gs_testing as gt  # puts the package on sys.path
@@ -360,6 +363,43 @@ class ErrorsTest(unittest.TestCase):
         port = gt.free_ports(1)[0]
         self.assertServerError("UNAVAILABLE", [], lambda: graphstore.Loader([f"127.0.0.1:{port}"], [2], deadline=2))
 
+    def test_ctrl_c_interrupts_a_wait_for_a_batch(self):
+        # A trainer waiting on a server that sends nothing (stopped: the connection stays up,
+        # and no keepalive would end the wait) gets KeyboardInterrupt on Ctrl-C, as any Python
+        # wait does, and can still close.
+        d = gt.Daemon(G1, name="stopped").wait_ready()
+        main = threading.main_thread().ident
+        waiting = threading.Event()
+
+        def interrupt_once_blocked():
+            # The main thread sits in the generator, inside the loader's next(), at the same
+            # instruction on several looks in a row: it waits for a batch that cannot come.
+            seen = []
+            while len(seen) < 5 or len(set(seen[-5:])) != 1 or seen[-1][0] != "_batches":
+                frame = sys._current_frames().get(main)
+                seen.append((frame.f_code.co_name, frame.f_lasti) if frame is not None else None)
+                time.sleep(0.1)
+            waiting.set()
+            os.kill(os.getpid(), signal.SIGINT)
+
+        try:
+            with graphstore.Loader([d.address], [3], batch_size=20, split="train", shared_memory=False,
+                                   buffer_messages=1, prefetch=1, stream_window_bytes=16 << 10,
+                                   reconnect_deadline=0, keepalive=0) as loader:
+                it = loader.epoch(0)
+                next(it)
+                d.proc.send_signal(signal.SIGSTOP)
+                with self.assertRaises(KeyboardInterrupt):
+                    threading.Thread(target=interrupt_once_blocked, daemon=True).start()
+                    for _ in it:
+                        pass
+                self.assertTrue(waiting.is_set())
+                d.proc.send_signal(signal.SIGCONT)
+            self.assertTrue(loader.closed)
+        finally:
+            d.proc.send_signal(signal.SIGCONT)
+            d.stop()
+
     def test_a_server_restart_mid_epoch_loses_and_repeats_nothing(self):
         # 512 features: an epoch (~80 MB) is far more than the server's buffer, the window and
         # the client's 16 MiB read-ahead hold, so the kill lands mid-epoch.
@@ -479,6 +519,8 @@ class ErrorsTest(unittest.TestCase):
             (TypeError, "input_nodes", dict(input_nodes=torch.tensor([1.5]))),
             (ValueError, "deadline", dict(deadline=0)),
             (ValueError, "reconnect_deadline", dict(reconnect_deadline=-1)),
+            (ValueError, "keepalive", dict(keepalive=-1)),
+            (ValueError, "keepalive_timeout", dict(keepalive_timeout=0)),
             (TypeError, "weighted", dict(weighted="yes")),
             (ValueError, "temporal_strategy", dict(time_attr="time", temporal_strategy="newest")),
             (ValueError, "time_attr", dict(time_attr="timestamp")),
