@@ -37,6 +37,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "bench/bench_graphs.h"
 #include "client/client.h"
 #include "scheduler/backend.h"
@@ -399,7 +400,7 @@ int Run(int argc, char** argv) {
   flags.Define("part_mb", "8", "stream part size, MiB");
   flags.Define("replay_batches", "6", "distinct batches replayed through the transport");
   flags.Define("ttfb_epochs", "20", "epochs timed for time to first batch");
-  flags.Define("trials", "3", "alternating runs of the raw pump and the gRPC path in (a)");
+  flags.Define("trials", "3", "alternating runs of the raw pump and the gRPC path in (a), rotating trials in (b)");
   flags.Define("sections", "abc",
                "which measurements to run: a (transport), b (whole path), c (first batch), t (TLS against plaintext)");
   flags.Define("tls_certs", "",
@@ -475,15 +476,37 @@ int Run(int argc, char** argv) {
     // The first run warms the page cache and the pooled subgraphs (fresh memory is slow to fault in).
     auto pool = std::make_shared<SubgraphPool>(8);
     InProcess(**p, so, pool, workers, batch_size, std::max(2.0, seconds / 2));
-    const double local = InProcess(**p, so, pool, workers, batch_size, seconds);
-    const double socket =
-        LoaderRate(LoaderFor(address, seeds, batch_size, fanouts, workers, false, "socket"), seconds / 2, seconds);
-    const double shm =
-        LoaderRate(LoaderFor(address, seeds, batch_size, fanouts, workers, true, "shm"), seconds / 2, seconds);
-    std::printf("(b) whole path, batches/s:\n");
-    std::printf("    in process (baseline)    %9.2f\n", local);
-    std::printf("    Loader over the socket   %9.2f   ratio %.2f\n", socket, socket / local);
-    std::printf("    Loader, shared memory    %9.2f   ratio %.2f\n", shm, shm / local);
+    // Trials of the three runs, in an order that rotates, so that each ratio compares runs a
+    // few seconds apart on a shared machine; the medians are printed with their range.
+    std::vector<double> local, socket, shm, socket_ratio, shm_ratio;
+    for (int t = 0; t < trials; ++t) {
+      double rate[3];
+      for (int k = 0; k < 3; ++k) {
+        switch ((t + k) % 3) {
+          case 0: rate[0] = InProcess(**p, so, pool, workers, batch_size, seconds); break;
+          case 1:
+            rate[1] = LoaderRate(LoaderFor(address, seeds, batch_size, fanouts, workers, false, "socket"),
+                                 seconds / 2, seconds);
+            break;
+          default:
+            rate[2] = LoaderRate(LoaderFor(address, seeds, batch_size, fanouts, workers, true, "shm"), seconds / 2,
+                                 seconds);
+        }
+      }
+      local.push_back(rate[0]);
+      socket.push_back(rate[1]);
+      shm.push_back(rate[2]);
+      socket_ratio.push_back(rate[1] / rate[0]);
+      shm_ratio.push_back(rate[2] / rate[0]);
+    }
+    auto range = [](std::vector<double> v) {
+      std::sort(v.begin(), v.end());
+      return absl::StrFormat("%.2f (%.2f-%.2f)", Percentile(v, 0.5), v.front(), v.back());
+    };
+    std::printf("(b) whole path, batches/s, median of %d rotating trials (range):\n", trials);
+    std::printf("    in process (baseline)    %s\n", range(local).c_str());
+    std::printf("    Loader over the socket   %s   ratio %s\n", range(socket).c_str(), range(socket_ratio).c_str());
+    std::printf("    Loader, shared memory    %s   ratio %s\n", range(shm).c_str(), range(shm_ratio).c_str());
     std::fflush(stdout);
   }
   if (sections.find('c') != std::string::npos) {
