@@ -184,7 +184,7 @@ int Run(int argc, char** argv) {
   flags.Define("graph", "", "only print the directory of a benchmark graph (1m, products), generating it");
   flags.Define("cache_dir", "/tmp/graphstore-bench", "where generated graphs are kept");
   flags.Define("client", "loader", "loader (tensors, encodings, cache) or proto (a generic protobuf client)");
-  flags.Define("encoding", "float32", "feature encoding: float32, float16, bfloat16 or int8 (loader)");
+  flags.Define("encoding", "float32", "feature encoding: float32, float16, bfloat16, int8, int4, int2 or int1 (loader)");
   flags.Define("cache_fraction", "0", "feature cache as a fraction of the nodes (loader)");
   flags.Define("batch_size", "1024", "seeds per batch");
   flags.Define("fanouts", "15,10,5", "fanout per hop");

@@ -42,7 +42,8 @@ void DecodeCacheRows(const v1::GetNodeFeaturesResponse& r, bool decode, FeatureC
   } else {
     const auto* scale = reinterpret_cast<const float*>(r.feature_scale().data().data());
     const auto* offset = reinterpret_cast<const float*>(r.feature_offset().data().data());
-    codec::DequantizeRows(reinterpret_cast<const uint8_t*>(src), rows, dim, scale, offset,
+    const int bits = PackedBits(f.dtype()) > 0 ? PackedBits(f.dtype()) : 8;
+    codec::DequantizeRows(reinterpret_cast<const uint8_t*>(src), rows, dim, bits, scale, offset,
                           reinterpret_cast<float*>(dst));
   }
 }
@@ -54,7 +55,7 @@ absl::StatusOr<v1::FeatureEncoding> ParseFeatureEncoding(const std::string& name
   if (name.empty()) return e;
   if (!v1::FeatureEncoding_Parse(absl::StrCat("FEATURE_ENCODING_", absl::AsciiStrToUpper(name)), &e)) {
     return absl::InvalidArgumentError(absl::StrCat("feature encoding '", name,
-                                                   "' is not one of float32, float16, bfloat16, int8"));
+                                                   "' is not one of float32, float16, bfloat16, int8, int4, int2, int1"));
   }
   return e;
 }
@@ -221,10 +222,21 @@ void Loader::FillFeatureCache(const std::vector<v1::RegisterSamplingInputRespons
       case v1::FEATURE_ENCODING_BFLOAT16:
         type.dtype = options_.decode_features ? v1::DTYPE_FLOAT32 : v1::DTYPE_BFLOAT16;
         break;
-      case v1::FEATURE_ENCODING_INT8: type.dtype = options_.decode_features ? v1::DTYPE_FLOAT32 : v1::DTYPE_UINT8; break;
+      case v1::FEATURE_ENCODING_INT8:
+      case v1::FEATURE_ENCODING_INT4:
+      case v1::FEATURE_ENCODING_INT2:
+      case v1::FEATURE_ENCODING_INT1:
+        // Codes kept are bytes: one per value, or the packed rows as they came.
+        type.dtype = options_.decode_features ? v1::DTYPE_FLOAT32 : v1::DTYPE_UINT8;
+        break;
       default: break;
     }
-    type.row_bytes = static_cast<size_t>(type.dim) * DtypeSize(type.dtype);
+    const int packed = options_.feature_encoding == v1::FEATURE_ENCODING_INT4   ? 4
+                       : options_.feature_encoding == v1::FEATURE_ENCODING_INT2 ? 2
+                       : options_.feature_encoding == v1::FEATURE_ENCODING_INT1 ? 1
+                                                                               : 0;
+    type.row_bytes = packed > 0 && !options_.decode_features ? codec::CodeRowBytes(static_cast<size_t>(type.dim), packed)
+                                                            : static_cast<size_t>(type.dim) * DtypeSize(type.dtype);
     int32_t next = 0;
     for (size_t i = 0; i < servers_.size(); ++i) {
       for (const v1::FeatureCache& c : registered[i].feature_cache()) {

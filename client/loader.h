@@ -70,10 +70,13 @@ struct NodeView {
   /// labels, when asked for.
   at::Tensor x;
   at::Tensor y;
-  /// With an INT8 encoding kept (LoaderOptions::decode_features false): float32 [dim], x ~=
-  /// x_offset + x_scale * x.
+  /// With a quantized encoding kept (LoaderOptions::decode_features false): float32 [dim] each,
+  /// x ~= x_offset + x_scale * q for the codes q of x, and the bits of each code: 8 (x is uint8
+  /// [n, dim]), or 4, 2, 1 (x is uint8 [n, ceil(dim * x_bits / 8)], the codes packed as
+  /// proto/feature_codec.h lays them out). 0 otherwise.
   at::Tensor x_scale;
   at::Tensor x_offset;
+  int x_bits = 0;
   /// int64 [batch_size]: the batch's seeds of this type, as registered.
   at::Tensor seeds;
   /// The batch's seeds of this type: the first batch_size rows of n_id, x and y.
@@ -130,6 +133,7 @@ struct Batch {
   /// As NodeView / EdgeView of the first node and edge type.
   at::Tensor n_id, x, y, x_scale, x_offset, seeds;
   at::Tensor edge_index, e_id, edge_attr;
+  int x_bits = 0;
   int64_t batch_size = 0;
   std::vector<int64_t> num_sampled_nodes;
   std::vector<int64_t> num_sampled_edges;

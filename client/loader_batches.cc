@@ -35,6 +35,7 @@ Batch Loader::FromDecoded(int server, std::shared_ptr<const DecodedBatch> d) con
     v.y = ToTensor(n.labels);
     v.x_scale = ToTensor(n.feature_scale);
     v.x_offset = ToTensor(n.feature_offset);
+    v.x_bits = n.feature_bits;
   }
   const bool out_edges = meta_.edge_dir() != v1::EDGE_DIRECTION_IN;
   for (const DecodedEdges& e : d->edges) {
@@ -128,6 +129,7 @@ void Loader::Finish(Batch* b, const std::string& first_node_type, const std::str
     b->y = v.y;
     b->x_scale = v.x_scale;
     b->x_offset = v.x_offset;
+    b->x_bits = v.x_bits;
     b->seeds = v.seeds;
     b->batch_size = v.batch_size;
     b->num_sampled_nodes = v.num_sampled_nodes;

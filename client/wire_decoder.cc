@@ -24,6 +24,21 @@ size_t DtypeSize(v1::DType dtype) {
   }
 }
 
+int PackedBits(v1::DType dtype) {
+  switch (dtype) {
+    case v1::DTYPE_UINT4: return 4;
+    case v1::DTYPE_UINT2: return 2;
+    case v1::DTYPE_UINT1: return 1;
+    default: return 0;
+  }
+}
+
+size_t RowBytes(v1::DType dtype, int64_t dim) {
+  const int bits = PackedBits(dtype);
+  const auto d = static_cast<size_t>(dim);
+  return bits > 0 ? codec::CodeRowBytes(d, bits) : d * DtypeSize(dtype);
+}
+
 namespace {
 
 using wire::ForEachField;
@@ -337,12 +352,18 @@ class BatchDecoder::State {
       s->wire = t.dtype;
       s->rows = t.shape[0];
       s->dim = t.shape[1];
-      s->wire_row_bytes = static_cast<size_t>(s->dim) * DtypeSize(t.dtype);
+      s->wire_row_bytes = RowBytes(t.dtype, s->dim);
+      if (s->wire_row_bytes == 0 && s->dim > 0) return Malformed(what + ": features of an unknown dtype");
       const bool cache = !s->cached.empty() || s->cached_received > 0;
       const int64_t nodes = cache ? static_cast<int64_t>(s->cached.size()) : s->rows;
       const v1::DType out = OutputType(*s);
-      if (auto st = Allocate(&n.features, out, {nodes, s->dim}, what + " features"); !st.ok()) return st;
-      s->out_row_bytes = static_cast<size_t>(s->dim) * DtypeSize(out);
+      // Codes handed on as they came: packed ones as a byte matrix of their rows.
+      const int64_t columns = PackedBits(s->wire) > 0 && out == v1::DTYPE_UINT8
+                                  ? static_cast<int64_t>(s->wire_row_bytes)
+                                  : s->dim;
+      if (auto st = Allocate(&n.features, out, {nodes, columns}, what + " features"); !st.ok()) return st;
+      s->out_row_bytes = static_cast<size_t>(columns) * DtypeSize(out);
+      if (!options_->decode_features && Codes(*s)) n.feature_bits = CodeBits(*s);
     } else if (t.dtype != s->wire || t.shape[0] != s->rows || t.shape[1] != s->dim) {
       return Malformed(what + ": feature parts disagree");
     }
@@ -354,9 +375,10 @@ class BatchDecoder::State {
     received_[&n.features] += n_bytes / s->wire_row_bytes * s->out_row_bytes;
     const bool cache = !s->cached.empty();
     const bool mapped = !cache || s->cached_received == s->cached.size();
-    const bool transform = OutputType(*s) != s->wire || (s->wire == v1::DTYPE_UINT8 && !s->scale.empty());
+    const bool transform = OutputType(*s) != s->wire || Codes(*s);
     if (!cache && !transform) return t.data.Copy(n.features.data + t.byte_offset, n_bytes) ? absl::OkStatus() : Malformed(what);
-    if (!mapped || (s->wire == v1::DTYPE_UINT8 && options_->decode_features && s->scale.empty())) {
+    const bool codes_first = (s->wire == v1::DTYPE_UINT8 || PackedBits(s->wire) > 0) && s->scale.empty();
+    if (!mapped || (options_->decode_features && codes_first)) {
       // Rows whose place (or scale) is not known yet wait until the batch is whole.
       if (!s->has_staged) s->staged.resize(static_cast<size_t>(s->rows) * s->wire_row_bytes);
       s->has_staged = true;
@@ -365,7 +387,14 @@ class BatchDecoder::State {
     return DecodeRows(s, n, t.data, t.byte_offset / s->wire_row_bytes, n_bytes / s->wire_row_bytes, what);
   }
 
+  // Quantized codes: one byte each (with a scale, else plain uint8 data) or packed.
+  static bool Codes(const NodeState& s) {
+    return PackedBits(s.wire) > 0 || (s.wire == v1::DTYPE_UINT8 && !s.scale.empty());
+  }
+  static int CodeBits(const NodeState& s) { return PackedBits(s.wire) > 0 ? PackedBits(s.wire) : 8; }
+
   v1::DType OutputType(const NodeState& s) const {
+    if (PackedBits(s.wire) > 0) return options_->decode_features ? v1::DTYPE_FLOAT32 : v1::DTYPE_UINT8;
     if (!options_->decode_features) return s.wire;
     switch (s.wire) {
       case v1::DTYPE_FLOAT16:
@@ -387,7 +416,7 @@ class BatchDecoder::State {
       const size_t row = first + r;
       const size_t node = s->cached.empty() ? row : static_cast<size_t>(s->sent_rows[row]);
       char* dst = n.features.data + node * s->out_row_bytes;
-      if (out == s->wire) {
+      if (out == s->wire || !options_->decode_features) {
         std::memcpy(dst, src, s->wire_row_bytes);
       } else if (s->wire == v1::DTYPE_FLOAT16) {
         codec::HalfToFloat(reinterpret_cast<const uint16_t*>(src), dim, reinterpret_cast<float*>(dst));
@@ -395,8 +424,8 @@ class BatchDecoder::State {
         codec::Bfloat16ToFloat(reinterpret_cast<const uint16_t*>(src), dim, reinterpret_cast<float*>(dst));
       } else {
         if (s->scale.size() != dim || s->offset.size() != dim) return Malformed(what + ": scale and offset");
-        codec::DequantizeRows(reinterpret_cast<const uint8_t*>(src), 1, dim, s->scale.data(), s->offset.data(),
-                              reinterpret_cast<float*>(dst));
+        codec::DequantizeRows(reinterpret_cast<const uint8_t*>(src), 1, dim, CodeBits(*s), s->scale.data(),
+                              s->offset.data(), reinterpret_cast<float*>(dst));
       }
     }
     return absl::OkStatus();

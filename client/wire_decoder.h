@@ -55,8 +55,11 @@ struct DecodedNodes {
   /// [n, dim]: every node's feature row in node order (cached rows filled in): float32, or the
   /// wire encoding when DecodeOptions::decode_features is false.
   DecodedTensor features;
-  /// Encoded INT8 rows only: float32 [dim] each column's scale and offset.
+  /// Quantized rows left encoded only: float32 [dim] each column's scale and offset, and the
+  /// bits of each code (8: features is uint8 [n, dim]; 4, 2, 1: uint8 [n, ceil(dim * bits / 8)],
+  /// the codes packed as graphstore.v1's DTYPE_UINT4 / UINT2 / UINT1 lay them out).
   DecodedTensor feature_scale, feature_offset;
+  int feature_bits = 0;
 };
 
 /// One edge type of a decoded batch (named as stored).
@@ -139,8 +142,12 @@ class BatchDecoder {
   std::unique_ptr<State> state_;
 };
 
-/// Bytes per element of a wire dtype (0 for an unknown one).
+/// Bytes per element of a wire dtype (0 for an unknown one, and for the packed ones).
 size_t DtypeSize(v1::DType dtype);
+/// Bits per element of the packed wire dtypes (DTYPE_UINT4, UINT2, UINT1); 0 for the others.
+int PackedBits(v1::DType dtype);
+/// Bytes of a row of `dim` elements of a wire dtype (packed ones start each row on a byte).
+size_t RowBytes(v1::DType dtype, int64_t dim);
 
 }  // namespace graphstore::client
 

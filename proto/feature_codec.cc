@@ -48,18 +48,18 @@ bool HasAvx2() {
 }
 
 // One value: the scalar definition the vector path matches bit for bit (same operations, same
-// order; max(0, t) turns NaN into 0).
-inline uint8_t QuantizeOne(float x, float inverse_scale, float offset) {
+// order; max(0, t) turns NaN into 0). `top` is the largest code, 2^bits - 1.
+inline uint8_t QuantizeOne(float x, float inverse_scale, float offset, float top) {
   float t = (x - offset) * inverse_scale;
   t = std::max(0.0f, t);
-  t = std::min(255.0f, t);
+  t = std::min(top, t);
   return static_cast<uint8_t>(static_cast<int32_t>(t + 0.5f));
 }
 
-// Eight columns at a time; returns how many were done.
+// Eight columns at a time, one byte per code; returns how many were done.
 __attribute__((target("avx2"))) size_t QuantizeAvx2(const float* src, size_t dim, const float* inverse_scale,
-                                                     const float* offset, uint8_t* dst) {
-  const __m256 zero = _mm256_setzero_ps(), top = _mm256_set1_ps(255.0f), half = _mm256_set1_ps(0.5f);
+                                                     const float* offset, float top_code, uint8_t* dst) {
+  const __m256 zero = _mm256_setzero_ps(), top = _mm256_set1_ps(top_code), half = _mm256_set1_ps(0.5f);
   size_t c = 0;
   for (; c + 8 <= dim; c += 8) {
     __m256 t = _mm256_mul_ps(_mm256_sub_ps(_mm256_loadu_ps(src + c), _mm256_loadu_ps(offset + c)),
@@ -73,6 +73,35 @@ __attribute__((target("avx2"))) size_t QuantizeAvx2(const float* src, size_t dim
   return c;
 }
 
+// One byte per code for `dim` columns.
+void QuantizeBytes(const float* src, size_t dim, const float* inverse_scale, const float* offset, float top,
+                   uint8_t* dst) {
+  size_t c = HasAvx2() ? QuantizeAvx2(src, dim, inverse_scale, offset, top, dst) : 0;
+  for (; c < dim; ++c) dst[c] = QuantizeOne(src[c], inverse_scale[c], offset[c], top);
+}
+
+// Packed codes go through blocks of this many columns, one byte each: a whole number of bytes
+// packed for every width.
+constexpr size_t kBlock = 64;
+
+// `n` one-byte codes of `bits` packed into CodeRowBytes(n, bits) bytes.
+void Pack(const uint8_t* codes, size_t n, int bits, uint8_t* dst) {
+  const int per_byte = 8 / bits;
+  for (size_t j = 0, out = 0; j < n; j += static_cast<size_t>(per_byte), ++out) {
+    uint8_t byte = 0;
+    for (int k = 0; k < per_byte && j + k < n; ++k) byte |= static_cast<uint8_t>(codes[j + k] << (k * bits));
+    dst[out] = byte;
+  }
+}
+
+void Unpack(const uint8_t* src, size_t n, int bits, uint8_t* codes) {
+  const int per_byte = 8 / bits;
+  const uint8_t mask = static_cast<uint8_t>((1u << bits) - 1);
+  for (size_t j = 0; j < n; ++j) {
+    codes[j] = static_cast<uint8_t>(src[j / per_byte] >> ((j % per_byte) * bits)) & mask;
+  }
+}
+
 __attribute__((target("avx2"))) size_t DequantizeAvx2(const uint8_t* src, size_t dim, const float* scale,
                                                        const float* offset, float* dst) {
   size_t c = 0;
@@ -82,6 +111,11 @@ __attribute__((target("avx2"))) size_t DequantizeAvx2(const uint8_t* src, size_t
     _mm256_storeu_ps(dst + c, _mm256_add_ps(_mm256_loadu_ps(offset + c), _mm256_mul_ps(_mm256_loadu_ps(scale + c), q)));
   }
   return c;
+}
+
+void DequantizeBytes(const uint8_t* src, size_t dim, const float* scale, const float* offset, float* dst) {
+  size_t c = HasAvx2() ? DequantizeAvx2(src, dim, scale, offset, dst) : 0;
+  for (; c < dim; ++c) dst[c] = offset[c] + scale[c] * static_cast<float>(src[c]);
 }
 
 }  // namespace
@@ -155,37 +189,54 @@ void Bfloat16ToFloat(const uint16_t* src, size_t n, float* dst) {
   for (size_t i = 0; i < n; ++i) dst[i] = Bfloat16ToFloat(src[i]);
 }
 
-void Int8Parameters(const std::vector<float>& min, const std::vector<float>& max, std::vector<float>* scale,
-                    std::vector<float>* offset) {
+void QuantizationParameters(const std::vector<float>& min, const std::vector<float>& max, int bits,
+                            std::vector<float>* scale, std::vector<float>* offset) {
+  const float steps = static_cast<float>((1u << bits) - 1);
   scale->resize(min.size());
   offset->resize(min.size());
   for (size_t c = 0; c < min.size(); ++c) {
     const float range = max[c] - min[c];
     (*offset)[c] = min[c];
-    (*scale)[c] = range > 0 ? range / 255.0f : 1.0f;
+    (*scale)[c] = range > 0 ? range / steps : 1.0f;
   }
 }
 
-void QuantizeRow(const float* src, size_t dim, const float* inverse_scale, const float* offset, uint8_t* dst) {
-  size_t c = 0;
-  if (HasAvx2()) c = QuantizeAvx2(src, dim, inverse_scale, offset, dst);
-  for (; c < dim; ++c) dst[c] = QuantizeOne(src[c], inverse_scale[c], offset[c]);
+void QuantizeRow(const float* src, size_t dim, int bits, const float* inverse_scale, const float* offset,
+                 uint8_t* dst) {
+  const float top = static_cast<float>((1u << bits) - 1);
+  if (bits == 8) return QuantizeBytes(src, dim, inverse_scale, offset, top, dst);
+  uint8_t codes[kBlock];
+  for (size_t c = 0; c < dim; c += kBlock) {
+    const size_t n = std::min(kBlock, dim - c);
+    QuantizeBytes(src + c, n, inverse_scale + c, offset + c, top, codes);
+    Pack(codes, n, bits, dst + CodeRowBytes(c, bits));
+  }
 }
 
-void QuantizeRows(const float* src, size_t rows, size_t dim, const float* scale, const float* offset, uint8_t* dst) {
+void QuantizeRows(const float* src, size_t rows, size_t dim, int bits, const float* scale, const float* offset,
+                  uint8_t* dst) {
   std::vector<float> inverse(dim);
   for (size_t c = 0; c < dim; ++c) inverse[c] = 1.0f / scale[c];
-  for (size_t r = 0; r < rows; ++r) QuantizeRow(src + r * dim, dim, inverse.data(), offset, dst + r * dim);
+  const size_t row_bytes = CodeRowBytes(dim, bits);
+  for (size_t r = 0; r < rows; ++r) QuantizeRow(src + r * dim, dim, bits, inverse.data(), offset, dst + r * row_bytes);
 }
 
-void DequantizeRows(const uint8_t* src, size_t rows, size_t dim, const float* scale, const float* offset,
+void DequantizeRows(const uint8_t* src, size_t rows, size_t dim, int bits, const float* scale, const float* offset,
                     float* dst) {
-  const bool avx2 = HasAvx2();
+  const size_t row_bytes = CodeRowBytes(dim, bits);
+  uint8_t codes[kBlock];
   for (size_t r = 0; r < rows; ++r) {
-    const uint8_t* in = src + r * dim;
+    const uint8_t* in = src + r * row_bytes;
     float* out = dst + r * dim;
-    size_t c = avx2 ? DequantizeAvx2(in, dim, scale, offset, out) : 0;
-    for (; c < dim; ++c) out[c] = offset[c] + scale[c] * static_cast<float>(in[c]);
+    if (bits == 8) {
+      DequantizeBytes(in, dim, scale, offset, out);
+      continue;
+    }
+    for (size_t c = 0; c < dim; c += kBlock) {
+      const size_t n = std::min(kBlock, dim - c);
+      Unpack(in + CodeRowBytes(c, bits), n, bits, codes);
+      DequantizeBytes(codes, n, scale + c, offset + c, out + c);
+    }
   }
 }
 

@@ -9,6 +9,10 @@
 //   INT8      per column c: q = clamp(round((x - offset[c]) / scale[c]), 0, 255) as one byte;
 //             x ~= offset[c] + scale[c] * q. With offset = min and scale = (max - min) / 255
 //             over the values encoded, |x - decoded| <= scale / 2.
+//   INT4, INT2, INT1
+//             the same with 2^b - 1 steps (b = 4, 2, 1 bits), codes packed along the row: code
+//             j of a row at bits [(j*b) % 8, (j*b) % 8 + b) of the row's byte (j*b) / 8, lowest
+//             bits first, each row starting on a whole byte (graphstore.v1's DTYPE_UINT4/2/1).
 //
 // Conversions use the CPU's F16C instructions when it has them, else exact software rounding.
 
@@ -30,17 +34,23 @@ float HalfToFloat(uint16_t h);
 uint16_t FloatToBfloat16(float x);
 float Bfloat16ToFloat(uint16_t b);
 
-/// The per-column INT8 parameters of values in [min[c], max[c]]: offset = min, scale =
-/// (max - min) / 255 (1 for a constant column).
-void Int8Parameters(const std::vector<float>& min, const std::vector<float>& max, std::vector<float>* scale,
-                    std::vector<float>* offset);
+/// Bytes of one row of `dim` codes of `bits` (8: one byte each; 4, 2, 1: packed).
+inline size_t CodeRowBytes(size_t dim, int bits) { return (dim * static_cast<size_t>(bits) + 7) / 8; }
 
-/// Quantizes `rows` rows of `dim` float32 values; values outside a column's range clamp.
-void QuantizeRows(const float* src, size_t rows, size_t dim, const float* scale, const float* offset, uint8_t* dst);
+/// The per-column parameters of `bits`-bit codes (8, 4, 2 or 1) for values in [min[c], max[c]]:
+/// offset = min, scale = (max - min) / (2^bits - 1) (1 for a constant column).
+void QuantizationParameters(const std::vector<float>& min, const std::vector<float>& max, int bits,
+                            std::vector<float>* scale, std::vector<float>* offset);
+
+/// Quantizes `rows` rows of `dim` float32 values into codes of `bits`, CodeRowBytes(dim, bits)
+/// bytes a row; values outside a column's range clamp, NaN becomes 0.
+void QuantizeRows(const float* src, size_t rows, size_t dim, int bits, const float* scale, const float* offset,
+                  uint8_t* dst);
 /// One row, given each column's 1 / scale (the gather's form: it computes them once per batch).
-void QuantizeRow(const float* src, size_t dim, const float* inverse_scale, const float* offset, uint8_t* dst);
-/// Decodes `rows` rows of `dim` one-byte values.
-void DequantizeRows(const uint8_t* src, size_t rows, size_t dim, const float* scale, const float* offset,
+void QuantizeRow(const float* src, size_t dim, int bits, const float* inverse_scale, const float* offset,
+                 uint8_t* dst);
+/// Decodes `rows` rows of `dim` codes of `bits` (CodeRowBytes(dim, bits) bytes a row).
+void DequantizeRows(const uint8_t* src, size_t rows, size_t dim, int bits, const float* scale, const float* offset,
                     float* dst);
 
 }  // namespace graphstore::codec

@@ -74,6 +74,7 @@ void PutNodeFields(const Nodes& n, py::dict* d) {
   (*d)["y"] = TensorOrNone(n.y);
   (*d)["x_scale"] = TensorOrNone(n.x_scale);
   (*d)["x_offset"] = TensorOrNone(n.x_offset);
+  (*d)["x_bits"] = n.x_bits;
   (*d)["seeds"] = TensorOrNone(n.seeds);
   (*d)["batch_size"] = n.batch_size;
   (*d)["num_sampled_nodes"] = Ints(n.num_sampled_nodes);
@@ -103,6 +104,7 @@ py::object Field(const Batch& b, const std::string& name) {
   if (name == "num_sampled_edges") return Ints(b.num_sampled_edges);
   if (name == "x_scale") return TensorOrNone(b.x_scale);
   if (name == "x_offset") return TensorOrNone(b.x_offset);
+  if (name == "x_bits") return py::int_(b.x_bits);
   if (name == "seeds") return TensorOrNone(b.seeds);
   if (name == "epoch") return py::int_(b.epoch);
   if (name == "batch_index") return py::int_(b.batch_index);

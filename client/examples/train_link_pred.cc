@@ -283,7 +283,7 @@ void DefineFlags(Flags* flags) {
   flags->Define("item_type", "movie", "label node type");
   flags->Define("relation", "rates", "supervision relation: user__REL__item");
   flags->Define("seed", "0", "sampling and initialisation seed");
-  flags->Define("feature_encoding", "", "feature rows on the wire: float32, float16, bfloat16 or int8");
+  flags->Define("feature_encoding", "", "feature rows on the wire: float32, float16, bfloat16, int8, int4, int2 or int1");
   flags->Define("shutdown_servers", "false", "call Exit on every server when done");
 }
 

@@ -123,7 +123,7 @@ int Run(int argc, char** argv) {
   flags.Define("hidden", "64", "hidden units");
   flags.Define("lr", "0.005", "Adam learning rate");
   flags.Define("seed", "0", "sampling and initialisation seed");
-  flags.Define("feature_encoding", "", "feature rows on the wire: float32, float16, bfloat16 or int8");
+  flags.Define("feature_encoding", "", "feature rows on the wire: float32, float16, bfloat16, int8, int4, int2 or int1");
   flags.Define("feature_cache_rows", "0", "feature rows of the hottest nodes kept on the trainer (0: none)");
   flags.Define("shutdown_servers", "false", "call Exit on every server when done");
   if (auto exit = flags.ParseCommandLine(argc, argv, "train_sage", "Trains GraphSAGE through graphstore.")) {

@@ -76,7 +76,7 @@ def main(argv=None):
     p.add_argument("--hidden", type=int, default=64)
     p.add_argument("--lr", type=float, default=0.005)
     p.add_argument("--seed", type=int, default=0, help="sampling and initialisation seed")
-    p.add_argument("--feature_encoding", default="", help="float32, float16, bfloat16 or int8 on the wire")
+    p.add_argument("--feature_encoding", default="", help="float32, float16, bfloat16, int8, int4, int2 or int1 on the wire")
     p.add_argument("--feature_cache_rows", type=int, default=0, help="hottest nodes' feature rows kept here")
     p.add_argument("--shutdown_servers", action="store_true", help="ask every server to exit when done")
     args = p.parse_args(argv)

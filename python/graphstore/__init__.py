@@ -17,10 +17,11 @@ import torch  # noqa: F401  (loads LibTorch before the extension that links it)
 from graphstore import _graphstore
 from graphstore.batch import Batch, EdgeStore, NodeStore, PprWeights
 from graphstore.errors import GraphstoreError
+from graphstore.features import dequantize
 from graphstore.loader import AblpInput, Loader, PprOptions
 
 __all__ = ["AblpInput", "Batch", "EdgeStore", "GraphstoreError", "Loader", "NodeStore", "PprOptions",
-           "PprWeights"]
+           "PprWeights", "dequantize"]
 
 __version__ = "0.1.0"
 

@@ -33,14 +33,18 @@ class NodeStore:
             first (in a link-prediction batch, the anchors, then their label nodes).
         x: ``[n, dim]`` features (float32 unless the loader keeps the wire encoding), or None.
         y: int64 ``[n]`` labels, or None.
-        x_scale, x_offset: with an int8 encoding kept on the wire (``decode_features=False``):
-            float32 ``[dim]``, and ``x_offset + x_scale * x`` restores the features.
+        x_scale, x_offset, x_bits: with a quantized encoding kept as it travelled
+            (``decode_features=False``): float32 ``[dim]`` each, and the bits of each code; ``x``
+            then holds the codes (uint8 ``[n, dim]`` for 8 bits, packed uint8
+            ``[n, ceil(dim * x_bits / 8)]`` for 4, 2 and 1) and ``graphstore.dequantize(x,
+            x_scale, x_offset, x_bits)`` restores the features, on any device. ``x_bits`` is 0
+            otherwise.
         seeds: int64 ``[batch_size]``: this type's seeds as registered.
         batch_size: the number of seeds of this type: the first rows of ``n_id``, ``x``, ``y``.
         num_sampled_nodes: nodes added at each hop (entry 0: the seeds).
     """
 
-    __slots__ = ("n_id", "x", "y", "x_scale", "x_offset", "seeds", "batch_size", "num_sampled_nodes")
+    __slots__ = ("n_id", "x", "y", "x_scale", "x_offset", "x_bits", "seeds", "batch_size", "num_sampled_nodes")
 
     def __init__(self, d: dict):
         for k in self.__slots__:
@@ -101,7 +105,7 @@ class PprWeights:
 
 
 _FIELDS = frozenset(("x", "edge_index", "y", "n_id", "batch_size", "e_id", "edge_attr", "input_id",
-                     "num_sampled_nodes", "num_sampled_edges", "x_scale", "x_offset", "epoch",
+                     "num_sampled_nodes", "num_sampled_edges", "x_scale", "x_offset", "x_bits", "epoch",
                      "batch_index", "server", "shared_memory"))
 _ABLP_FIELDS = frozenset(("anchors", "positive", "negative"))
 
@@ -122,7 +126,7 @@ class Batch:
         num_sampled_nodes, num_sampled_edges: per-hop counts (lists of int).
         input_id: int64 ``[batch_size]``: each seed's position in the loader's
             ``input_nodes``, when it was given ids; else None.
-        x_scale, x_offset: see ``NodeStore``.
+        x_scale, x_offset, x_bits: see ``NodeStore``.
         epoch, batch_index: which batch of which epoch this is.
         server: the index of the server (in the loader's ``servers``) that sampled it.
         anchors, positive, negative: link-prediction (ABLP) batches only, else None: int64

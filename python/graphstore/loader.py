@@ -24,7 +24,7 @@ _NEGATIVE_SAMPLING = {
     "uniform": pb.NEGATIVE_SAMPLING_UNIFORM,
     "degree": pb.NEGATIVE_SAMPLING_DEGREE,
 }
-_ENCODINGS = ("", "float32", "float16", "bfloat16", "int8")
+_ENCODINGS = ("", "float32", "float16", "bfloat16", "int8", "int4", "int2", "int1")
 _TEMPORAL_STRATEGIES = {
     "uniform": pb.TEMPORAL_STRATEGY_UNIFORM,
     "last": pb.TEMPORAL_STRATEGY_LAST,
@@ -185,11 +185,15 @@ class Loader:
         num_negatives, negative_sampling: generated negatives per anchor of an ABLP batch
             (``"none"``, ``"uniform"``, ``"degree"``).
         feature_encoding: how feature rows travel from remote servers: ``"float32"``,
-            ``"float16"``, ``"bfloat16"``, ``"int8"`` or ``""`` (as stored).
+            ``"float16"``, ``"bfloat16"``, ``""`` (as stored), or quantized per column over its
+            range in 255, 15, 3 or 1 steps: ``"int8"``, ``"int4"``, ``"int2"``, ``"int1"`` (1,
+            1/2, 1/4 and 1/8 byte a value, within half a step; ``"int1"`` keeps 0/1 features
+            exact).
         feature_cache_rows: feature rows of the hottest nodes this trainer keeps (fetched
             once); batches then carry only the other rows. 0: no cache.
         decode_features: hand ``x`` as float32 (True) or in the wire encoding for decoding on
-            the trainer's device (int8 with ``x_scale`` / ``x_offset``).
+            the trainer's device (quantized codes with ``x_scale``, ``x_offset`` and ``x_bits``;
+            see ``graphstore.dequantize``).
         shared_memory: take batches through shared memory from servers on this host.
         prefetch: batches read ahead per server.
         backend_key: the server-side sampling backend to create or join; loaders with the same

@@ -32,8 +32,9 @@ class GatherTarget {
                       ? FeatureOutput::Encoding::kAsStored
                       : enc;
       const NpyDtype row_type = output != nullptr ? output->RowType(t.feature_dtype) : t.feature_dtype;
-      row_bytes_ = dim_ * DtypeSize(row_type);
-      if (encoding_ == FeatureOutput::Encoding::kInt8) {
+      row_bytes_ = output != nullptr ? output->RowBytes(t.feature_dtype, t.feature_dim) : dim_ * DtypeSize(row_type);
+      bits_ = output != nullptr ? output->bits() : 0;
+      if (bits_ > 0) {
         scale_ = output->scale[type].data();
         offset_ = output->offset[type].data();
         inverse_scale_.resize(dim_);
@@ -59,6 +60,7 @@ class GatherTarget {
       }
       nodes->feature_dim = t.feature_dim;
       nodes->feature_dtype = row_type;
+      nodes->feature_bits = bits_ < 8 ? bits_ : 0;
       if (feature_dst != nullptr) {
         nodes->features.clear();
         nodes->placed_features = feature_dst;
@@ -97,7 +99,10 @@ class GatherTarget {
         codec::FloatToBfloat16(src, dim_, reinterpret_cast<uint16_t*>(dst));
         break;
       case FeatureOutput::Encoding::kInt8:
-        codec::QuantizeRow(src, dim_, inverse_scale_.data(), offset_, reinterpret_cast<uint8_t*>(dst));
+      case FeatureOutput::Encoding::kInt4:
+      case FeatureOutput::Encoding::kInt2:
+      case FeatureOutput::Encoding::kInt1:
+        codec::QuantizeRow(src, dim_, bits_, inverse_scale_.data(), offset_, reinterpret_cast<uint8_t*>(dst));
         break;
     }
   }
@@ -108,6 +113,7 @@ class GatherTarget {
   const size_t stored_row_bytes_;
   FeatureOutput::Encoding encoding_ = FeatureOutput::Encoding::kAsStored;
   size_t row_bytes_ = 0;
+  int bits_ = 0;  // of the quantized encodings' codes
   const float* scale_ = nullptr;
   const float* offset_ = nullptr;
   std::vector<float> inverse_scale_;
@@ -241,8 +247,9 @@ absl::Status GatherSubgraphData(const Partition& partition, bool features, bool 
       if (output != nullptr) {
         for (int64_t id : out->nodes[t].ids) rows -= output->Cached(t, id);
       }
-      const NpyDtype row_type = output != nullptr ? output->RowType(nt.feature_dtype) : nt.feature_dtype;
-      bytes[t] = static_cast<size_t>(rows) * static_cast<size_t>(nt.feature_dim) * DtypeSize(row_type);
+      const size_t row_bytes = output != nullptr ? output->RowBytes(nt.feature_dtype, nt.feature_dim)
+                                                 : static_cast<size_t>(nt.feature_dim) * DtypeSize(nt.feature_dtype);
+      bytes[t] = static_cast<size_t>(rows) * row_bytes;
     }
     auto placed = out->feature_target(*out, bytes);
     if (!placed.ok()) return placed.status();

@@ -27,6 +27,7 @@ void SampledSubgraph::Reset(size_t num_node_types, size_t num_edge_types) {
     n.placed_features = nullptr;
     n.placed_feature_bytes = 0;
     n.feature_dim = 0;
+    n.feature_bits = 0;
     n.feature_dtype = NpyDtype::kFloat32;
     n.labels.clear();
     n.cached.clear();
@@ -57,9 +58,28 @@ NpyDtype FeatureOutput::RowType(NpyDtype stored) const {
     case Encoding::kFloat32: return NpyDtype::kFloat32;
     case Encoding::kFloat16: return NpyDtype::kFloat16;
     case Encoding::kBfloat16: return NpyDtype::kBfloat16;
-    case Encoding::kInt8: return NpyDtype::kUint8;
+    case Encoding::kInt8:
+    case Encoding::kInt4:
+    case Encoding::kInt2:
+    case Encoding::kInt1: return NpyDtype::kUint8;
   }
   return stored;
+}
+
+int FeatureOutput::bits() const {
+  switch (encoding) {
+    case Encoding::kInt8: return 8;
+    case Encoding::kInt4: return 4;
+    case Encoding::kInt2: return 2;
+    case Encoding::kInt1: return 1;
+    default: return 0;
+  }
+}
+
+size_t FeatureOutput::RowBytes(NpyDtype stored, int64_t dim) const {
+  const int b = bits();
+  const size_t d = static_cast<size_t>(dim);
+  return b > 0 ? (d * static_cast<size_t>(b) + 7) / 8 : d * DtypeSize(RowType(stored));
 }
 
 int64_t SampledSubgraph::NumEdges() const {

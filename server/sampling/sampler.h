@@ -34,14 +34,18 @@ struct SampledNodes {
   size_t placed_feature_bytes = 0;
   int64_t feature_dim = 0;
   NpyDtype feature_dtype = NpyDtype::kFloat32;
+  /// Codes of 4, 2 or 1 bits (FeatureOutput's packed encodings): each row is feature_dim codes
+  /// packed into whole bytes (feature_dtype is then kUint8). 0: one element of feature_dtype per
+  /// value.
+  int feature_bits = 0;
   /// Labels of ids, when gathered.
   std::vector<int64_t> labels;
   /// With a trainer-side cache (FeatureOutput::cached): per node, 1 when its row was left out
   /// because the trainer holds it; the feature matrix then has one row per 0 entry, in node
   /// order. Empty otherwise.
   std::vector<uint8_t> cached;
-  /// kUint8 rows (FeatureOutput's int8 encoding): each column's scale and offset, feature_dim
-  /// values each, owned by the batch's FeatureOutput.
+  /// Quantized rows (FeatureOutput's kInt8 to kInt1): each column's scale and offset,
+  /// feature_dim values each, owned by the batch's FeatureOutput.
   const float* feature_scale = nullptr;
   const float* feature_offset = nullptr;
 
@@ -126,16 +130,23 @@ struct AblpBatch;  // server/sampling/ablp.h
 /// How a batch's feature rows are written: the channel's encoding (graphstore.v1's
 /// FeatureEncoding, implemented by proto/feature_codec.h) and the rows its trainer caches.
 struct FeatureOutput {
-  enum class Encoding { kAsStored, kFloat32, kFloat16, kBfloat16, kInt8 };
+  enum class Encoding { kAsStored, kFloat32, kFloat16, kBfloat16, kInt8, kInt4, kInt2, kInt1 };
   Encoding encoding = Encoding::kAsStored;
-  /// kInt8: per node type (partition order), each column's scale and offset.
+  /// The quantized encodings (kInt8 to kInt1): per node type (partition order), each column's
+  /// scale and offset.
   std::vector<std::vector<float>> scale, offset;
   /// Per node type: for every global id, 1 when the trainer caches the node's row (left out of
   /// the batch). Null or missing for a type without a cache.
   std::vector<std::shared_ptr<const std::vector<uint8_t>>> cached;
 
-  /// The element type rows of a type stored as `stored` are written in.
+  /// The element type rows of a type stored as `stored` are written in (kUint8 for the codes of
+  /// every quantized encoding).
   NpyDtype RowType(NpyDtype stored) const;
+  /// Bits of each code of a quantized encoding (8, 4, 2, 1); 0 for the others.
+  int bits() const;
+  /// Bytes of one row of `dim` values stored as `stored`, as written (codes of fewer than 8
+  /// bits are packed, see proto/feature_codec.h).
+  size_t RowBytes(NpyDtype stored, int64_t dim) const;
   /// The trainer caches node `id` of `type`.
   bool Cached(int type, int64_t id) const {
     return type < static_cast<int>(cached.size()) && cached[type] != nullptr && (*cached[type])[id] != 0;

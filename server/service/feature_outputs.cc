@@ -15,6 +15,9 @@ FeatureOutput::Encoding ToEncoding(v1::FeatureEncoding encoding) {
     case v1::FEATURE_ENCODING_FLOAT16: return FeatureOutput::Encoding::kFloat16;
     case v1::FEATURE_ENCODING_BFLOAT16: return FeatureOutput::Encoding::kBfloat16;
     case v1::FEATURE_ENCODING_INT8: return FeatureOutput::Encoding::kInt8;
+    case v1::FEATURE_ENCODING_INT4: return FeatureOutput::Encoding::kInt4;
+    case v1::FEATURE_ENCODING_INT2: return FeatureOutput::Encoding::kInt2;
+    case v1::FEATURE_ENCODING_INT1: return FeatureOutput::Encoding::kInt1;
     default: return FeatureOutput::Encoding::kAsStored;
   }
 }
@@ -42,7 +45,7 @@ absl::Status FeatureOutputs::Range(int type, std::vector<float>* min, std::vecto
       }
     } else {
       return absl::FailedPreconditionError(absl::StrCat(
-          "feature_encoding INT8: node type '", t.name, "' has no ", NodeDir(partition_->dir(), t.name),
+          "feature_encoding (quantized): node type '", t.name, "' has no ", NodeDir(partition_->dir(), t.name),
           "/feature_range.npy, so the servers of this cluster cannot agree on a scale (rewrite the dataset with "
           "graphstore-partition or graphstore-generate)"));
     }
@@ -53,10 +56,11 @@ absl::Status FeatureOutputs::Range(int type, std::vector<float>* min, std::vecto
   return absl::OkStatus();
 }
 
-absl::Status FeatureOutputs::Int8Parameters(int type, std::vector<float>* scale, std::vector<float>* offset) {
+absl::Status FeatureOutputs::QuantizationParameters(int type, int bits, std::vector<float>* scale,
+                                                    std::vector<float>* offset) {
   std::vector<float> min, max;
   if (auto s = Range(type, &min, &max); !s.ok()) return s;
-  codec::Int8Parameters(min, max, scale, offset);
+  codec::QuantizationParameters(min, max, bits, scale, offset);
   return absl::OkStatus();
 }
 
@@ -113,8 +117,10 @@ absl::StatusOr<std::shared_ptr<const FeatureOutput>> FeatureOutputs::ForChannel(
                                                         DtypeName(t.feature_dtype),
                                                         " features; encodings convert float32 ones"));
     }
-    if (out->encoding == FeatureOutput::Encoding::kInt8) {
-      if (auto s = Int8Parameters(type, &out->scale[type], &out->offset[type]); !s.ok()) return s;
+    if (out->bits() > 0) {
+      if (auto s = QuantizationParameters(type, out->bits(), &out->scale[type], &out->offset[type]); !s.ok()) {
+        return s;
+      }
     }
     if (cache_rows > 0) {
       auto hot = HotNodes(type, cache_rows);
@@ -131,7 +137,7 @@ void FeatureOutputs::Describe(const FeatureOutput& output, int64_t cache_rows,
   for (int type = 0; type < static_cast<int>(partition_->node_types().size()); ++type) {
     const NodeTypeStore& t = partition_->node_type(type);
     if (t.feature_dim == 0) continue;
-    if (output.encoding == FeatureOutput::Encoding::kInt8) {
+    if (output.bits() > 0) {
       v1::FeatureQuantization* q = resp->add_feature_quantization();
       q->set_node_type(t.name);
       SetTensor(v1::DTYPE_FLOAT32, {t.feature_dim}, output.scale[type].data(), 4 * output.scale[type].size(),

@@ -4,10 +4,10 @@
 // How channels' feature rows leave the server: the encoding a channel asked for
 // (FeatureEncoding) and the rows its trainer caches (feature_cache_rows).
 //
-// INT8 quantizes each column over its range in the whole graph: nodes/<type>/feature_range.npy
-// when the dataset stores it (graphstore's tools always do), else, on a single partition, the
-// range of its own rows, computed once. Every server of a cluster therefore encodes with the
-// same scale and offset.
+// The quantized encodings (INT8, INT4, INT2, INT1) quantize each column over its range in the
+// whole graph: nodes/<type>/feature_range.npy when the dataset stores it (graphstore's tools
+// always do), else, on a single partition, the range of its own rows, computed once. Every
+// server of a cluster therefore encodes with the same scale and offset.
 //
 // A trainer's cache of k rows of a type holds the k nodes with the highest column degree
 // (book/<type>.degree.npy: how often sampling can meet the node), ties by id: a set every server
@@ -37,16 +37,16 @@ class FeatureOutputs {
   /// The output of a channel registering with `encoding` and `cache_rows`; null for the
   /// default (as stored, nothing cached). InvalidArgument naming the request field for a bad
   /// encoding or a negative count; FailedPrecondition when the data does not allow it
-  /// (encoding features that are not float32, a cache without degree files, INT8 in a cluster
-  /// without range files).
+  /// (encoding features that are not float32, a cache without degree files, a quantized
+  /// encoding in a cluster without range files).
   absl::StatusOr<std::shared_ptr<const FeatureOutput>> ForChannel(v1::FeatureEncoding encoding, int64_t cache_rows);
 
   /// What a registration answers about `output` (made by ForChannel with `cache_rows`): this
-  /// server's share of each cached type and the INT8 parameters.
+  /// server's share of each cached type and the quantization parameters.
   void Describe(const FeatureOutput& output, int64_t cache_rows, v1::RegisterSamplingInputResponse* resp) const;
 
-  /// The INT8 scale and offset of a node type with features.
-  absl::Status Int8Parameters(int type, std::vector<float>* scale, std::vector<float>* offset);
+  /// The scale and offset of `bits`-bit codes of a node type with features.
+  absl::Status QuantizationParameters(int type, int bits, std::vector<float>* scale, std::vector<float>* offset);
 
   /// Each column's minimum and maximum over the whole graph (see the file comment).
   absl::Status Range(int type, std::vector<float>* min, std::vector<float>* max);

@@ -22,6 +22,15 @@ v1::DType ToProtoDtype(NpyDtype dtype) {
   return v1::DTYPE_UNSPECIFIED;
 }
 
+v1::DType FeatureDtype(const SampledNodes& nodes) {
+  switch (nodes.feature_bits) {
+    case 4: return v1::DTYPE_UINT4;
+    case 2: return v1::DTYPE_UINT2;
+    case 1: return v1::DTYPE_UINT1;
+    default: return ToProtoDtype(nodes.feature_dtype);
+  }
+}
+
 namespace {
 
 // Where tensor bytes go: into the message (copied at once), or collected to be laid out in a
@@ -147,8 +156,8 @@ std::vector<MessageEntry> MessageEntries(const Partition& partition, const Sampl
              4 * n.feature_dim);
     }
     if (n.feature_bytes() > 0 || (n.feature_dim > 0 && (n.ids.empty() || !n.cached.empty()))) {
-      tensor(&e, v1::NodeTensors::kFeaturesFieldNumber, ToProtoDtype(n.feature_dtype),
-             {n.num_feature_rows(), n.feature_dim}, n.feature_data(), n.feature_bytes());
+      tensor(&e, v1::NodeTensors::kFeaturesFieldNumber, FeatureDtype(n), {n.num_feature_rows(), n.feature_dim},
+             n.feature_data(), n.feature_bytes());
     }
     if (!n.labels.empty()) int64s(&e, v1::NodeTensors::kLabelsFieldNumber, n.labels);
   }

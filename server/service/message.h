@@ -22,6 +22,9 @@ namespace graphstore {
 
 /// The wire dtype of a storage dtype.
 v1::DType ToProtoDtype(NpyDtype dtype);
+/// The wire type of a node type's feature rows: ToProtoDtype of their dtype, or the packed
+/// DTYPE_UINT4 / UINT2 / UINT1 of their codes.
+v1::DType FeatureDtype(const SampledNodes& nodes);
 
 /// Fills `out` with `bytes` bytes of `dtype` elements shaped `shape` (copied).
 void SetTensor(v1::DType dtype, const std::vector<int64_t>& shape, const void* data, size_t bytes,

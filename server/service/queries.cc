@@ -192,7 +192,7 @@ absl::Status PartitionQueries::EncodedFeatures(int type, const v1::GetNodeFeatur
   SampledNodes nodes;
   nodes.ids.assign(req.ids().begin(), req.ids().end());
   if (auto s = GatherNodeData(*partition_, type, true, false, output->get(), nullptr, &nodes); !s.ok()) return s;
-  SetTensor(ToProtoDtype(nodes.feature_dtype), {static_cast<int64_t>(nodes.ids.size()), nodes.feature_dim},
+  SetTensor(FeatureDtype(nodes), {static_cast<int64_t>(nodes.ids.size()), nodes.feature_dim},
             nodes.feature_data(), nodes.feature_bytes(), resp->mutable_features());
   if (nodes.feature_scale != nullptr) {
     const int64_t dim = nodes.feature_dim;

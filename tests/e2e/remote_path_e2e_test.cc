@@ -107,6 +107,21 @@ Epoch ReadEpoch(client::Loader& loader, int64_t epoch) {
   return out;
 }
 
+// The codes of a batch's x kept encoded: one byte each, or unpacked from `bits`-bit fields
+// (code j of a row at bits (j * bits) % 8 of byte j * bits / 8), as uint8 [n, dim].
+at::Tensor Codes(const at::Tensor& x, int bits, int64_t dim) {
+  if (bits == 8) return x;
+  at::Tensor out = torch::empty({x.size(0), dim}, torch::kUInt8);
+  const at::Tensor in = x.contiguous();
+  for (int64_t r = 0; r < x.size(0); ++r) {
+    const uint8_t* row = in.data_ptr<uint8_t>() + r * in.size(1);
+    for (int64_t j = 0; j < dim; ++j) {
+      out[r][j] = static_cast<uint8_t>((row[j * bits / 8] >> (j * bits % 8)) & ((1 << bits) - 1));
+    }
+  }
+  return out;
+}
+
 // Everything but the features is the same, bit for bit.
 void CheckExactParts(const client::Batch& got, const client::Batch& want) {
   CHECK(torch::equal(got.n_id, want.n_id));
@@ -123,7 +138,8 @@ TEST_CASE("each feature encoding stays within its bound; ids, edges and labels s
   client::Loader reference(Options(cluster, v1::FEATURE_ENCODING_FLOAT32, 0));
   const Epoch want = ReadEpoch(reference, 0);
 
-  for (const auto encoding : {v1::FEATURE_ENCODING_FLOAT16, v1::FEATURE_ENCODING_BFLOAT16, v1::FEATURE_ENCODING_INT8}) {
+  for (const auto encoding : {v1::FEATURE_ENCODING_FLOAT16, v1::FEATURE_ENCODING_BFLOAT16, v1::FEATURE_ENCODING_INT8,
+                              v1::FEATURE_ENCODING_INT4, v1::FEATURE_ENCODING_INT2, v1::FEATURE_ENCODING_INT1}) {
     INFO(v1::FeatureEncoding_Name(encoding));
     client::Loader decoded(Options(cluster, encoding, 0));
     client::Loader kept(Options(cluster, encoding, 0, /*decode=*/false));
@@ -156,9 +172,16 @@ TEST_CASE("each feature encoding stays within its bound; ids, edges and labels s
           break;
         default: {
           // |x - decoded| <= scale / 2 per column (float rounding of the decode aside).
+          const int bits = encoding == v1::FEATURE_ENCODING_INT8   ? 8
+                           : encoding == v1::FEATURE_ENCODING_INT4 ? 4
+                           : encoding == v1::FEATURE_ENCODING_INT2 ? 2
+                                                                   : 1;
           REQUIRE(r.x.scalar_type() == at::kByte);
+          REQUIRE(r.x_bits == bits);
+          REQUIRE(g.x_bits == 0);
           REQUIRE(r.x_scale.numel() == w.x.size(1));
-          const at::Tensor dequantized = r.x_offset + r.x_scale * r.x.to(at::kFloat);
+          REQUIRE(r.x.size(1) == (w.x.size(1) * bits + 7) / 8);
+          const at::Tensor dequantized = r.x_offset + r.x_scale * Codes(r.x, bits, w.x.size(1)).to(at::kFloat);
           CHECK(torch::allclose(dequantized, g.x, 1e-6, 1e-6));
           bound = (r.x_scale / 2).expand_as(w.x) * (1 + 1e-5) + 1e-6;
           CHECK((r.x_scale > 0).all().item<bool>());
@@ -176,7 +199,7 @@ TEST_CASE("each feature encoding stays within its bound; ids, edges and labels s
 TEST_CASE("a feature cache rebuilds x bit for bit on 1 and 2 servers, and reports its hit rate", "[remote]") {
   const int64_t rows = kNodes / 10;
   for (int n : {1, 2}) {
-    for (const auto encoding : {v1::FEATURE_ENCODING_FLOAT32, v1::FEATURE_ENCODING_INT8}) {
+    for (const auto encoding : {v1::FEATURE_ENCODING_FLOAT32, v1::FEATURE_ENCODING_INT8, v1::FEATURE_ENCODING_INT4}) {
       INFO(n << " server(s), " << v1::FeatureEncoding_Name(encoding));
       LocalCluster cluster(n);
       client::Loader plain(Options(cluster, encoding, 0, /*decode=*/false));
@@ -312,8 +335,12 @@ void AddTensors(const google::protobuf::Message& entry, const std::string& type,
       REQUIRE(a.dtype == v1::DTYPE_UNSPECIFIED);
       a.dtype = t.dtype();
       a.shape.assign(t.shape().begin(), t.shape().end());
-      size_t n = ElementSize(t.dtype());
-      for (int64_t s : a.shape) n *= static_cast<size_t>(s);
+      // The last dimension's bytes per row (packed types round up to a byte), times the rest.
+      const int bits = t.dtype() == v1::DTYPE_UINT4 ? 4 : t.dtype() == v1::DTYPE_UINT2 ? 2 : t.dtype() == v1::DTYPE_UINT1 ? 1 : 0;
+      size_t n = 1;
+      for (size_t k = 0; k + 1 < a.shape.size(); ++k) n *= static_cast<size_t>(a.shape[k]);
+      const size_t last = a.shape.empty() ? 1 : static_cast<size_t>(a.shape.back());
+      n *= bits > 0 ? (last * bits + 7) / 8 : last * ElementSize(t.dtype());
       a.bytes.assign(n, '\0');
     }
     INFO(key << " at " << t.byte_offset());
@@ -340,7 +367,8 @@ TEST_CASE("a generic protobuf client reads every message, in parts or whole, wit
     REQUIRE(train.ok());
 
     for (const auto encoding : {v1::FEATURE_ENCODING_FLOAT32, v1::FEATURE_ENCODING_FLOAT16,
-                                v1::FEATURE_ENCODING_BFLOAT16, v1::FEATURE_ENCODING_INT8}) {
+                                v1::FEATURE_ENCODING_BFLOAT16, v1::FEATURE_ENCODING_INT8, v1::FEATURE_ENCODING_INT4,
+                                v1::FEATURE_ENCODING_INT1}) {
       for (int64_t cache_rows : {int64_t{0}, int64_t{300}}) {
         INFO("parts of " << part_bytes << " bytes, " << v1::FeatureEncoding_Name(encoding) << ", cache "
                          << cache_rows);
@@ -413,9 +441,16 @@ TEST_CASE("a generic protobuf client reads every message, in parts or whole, wit
           const v1::DType want_dtype = encoding == v1::FEATURE_ENCODING_FLOAT16    ? v1::DTYPE_FLOAT16
                                        : encoding == v1::FEATURE_ENCODING_BFLOAT16 ? v1::DTYPE_BFLOAT16
                                        : encoding == v1::FEATURE_ENCODING_INT8     ? v1::DTYPE_UINT8
+                                       : encoding == v1::FEATURE_ENCODING_INT4     ? v1::DTYPE_UINT4
+                                       : encoding == v1::FEATURE_ENCODING_INT1     ? v1::DTYPE_UINT1
                                                                                    : v1::DTYPE_FLOAT32;
           CHECK(x.dtype == want_dtype);
-          CHECK(batch.count(type + "/feature_scale") == (encoding == v1::FEATURE_ENCODING_INT8 ? 1u : 0u));
+          // Packed codes: every row on whole bytes (12 values: 6 bytes of 4 bits, 2 of 1 bit).
+          const size_t row_bytes = want_dtype == v1::DTYPE_UINT4 ? 6 : want_dtype == v1::DTYPE_UINT1 ? 2 : 12 * ElementSize(want_dtype);
+          CHECK(x.bytes.size() == rows * row_bytes);
+          const bool quantized = encoding == v1::FEATURE_ENCODING_INT8 || encoding == v1::FEATURE_ENCODING_INT4 ||
+                                 encoding == v1::FEATURE_ENCODING_INT1;
+          CHECK(batch.count(type + "/feature_scale") == (quantized ? 1u : 0u));
           const Assembled& rowsi = batch.at(edge_type + "/rows");
           CHECK(rowsi.dtype == v1::DTYPE_INT32);
           if (encoding == v1::FEATURE_ENCODING_FLOAT32 && cache_rows == 0) {
@@ -477,7 +512,9 @@ TEST_CASE("bad feature options answer INVALID_ARGUMENT naming the field", "[remo
   // The Loader's own parsing of a name.
   CHECK(client::ParseFeatureEncoding("int8").value() == v1::FEATURE_ENCODING_INT8);
   CHECK(client::ParseFeatureEncoding("FP16").status().code() == absl::StatusCode::kInvalidArgument);
-  auto bad = client::ParseFeatureEncoding("int4");
+  CHECK(client::ParseFeatureEncoding("int4").value() == v1::FEATURE_ENCODING_INT4);
+  CHECK(client::ParseFeatureEncoding("INT1").value() == v1::FEATURE_ENCODING_INT1);
+  auto bad = client::ParseFeatureEncoding("int3");
   REQUIRE(!bad.ok());
   CHECK(bad.status().message().find("float16") != absl::string_view::npos);
 }

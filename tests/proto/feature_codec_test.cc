@@ -1,6 +1,7 @@
 // The feature encodings shared by servers and clients: float16 and bfloat16 round to nearest
-// even and the bulk (F16C) path agrees with the scalar one bit for bit; INT8 stays within half
-// a step of each column and clamps outside its range.
+// even and the bulk (F16C) path agrees with the scalar one bit for bit; INT8, INT4, INT2 and
+// INT1 stay within half a step of each column and clamp outside its range, and the packed
+// codes sit where graphstore.v1's DTYPE_UINT4/2/1 say.
 
 #include "proto/feature_codec.h"
 
@@ -97,7 +98,7 @@ TEST_CASE("int8: half a step per column, clamped outside the range, constant col
   std::vector<float> min = {-1.0f, 0.0f, 100.0f, -3e-3f, 7.0f};
   std::vector<float> max = {1.0f, 255.0f, 1e4f, 5e-3f, 7.0f};
   std::vector<float> scale, offset;
-  Int8Parameters(min, max, &scale, &offset);
+  QuantizationParameters(min, max, 8, &scale, &offset);
   CHECK(scale[4] == 1.0f);
   std::mt19937 rng(5);
   std::vector<float> x(rows * dim);
@@ -110,8 +111,8 @@ TEST_CASE("int8: half a step per column, clamped outside the range, constant col
   x[1] = max[1];
   std::vector<uint8_t> q(x.size());
   std::vector<float> back(x.size());
-  QuantizeRows(x.data(), rows, dim, scale.data(), offset.data(), q.data());
-  DequantizeRows(q.data(), rows, dim, scale.data(), offset.data(), back.data());
+  QuantizeRows(x.data(), rows, dim, 8, scale.data(), offset.data(), q.data());
+  DequantizeRows(q.data(), rows, dim, 8, scale.data(), offset.data(), back.data());
   for (size_t i = 0; i < x.size(); ++i) {
     const size_t c = i % dim;
     INFO("column " << c << ": " << x[i] << " -> " << back[i]);
@@ -123,10 +124,79 @@ TEST_CASE("int8: half a step per column, clamped outside the range, constant col
   // Outside the range the value clamps to its end; NaN becomes the range's start.
   const float outside[dim] = {-5.0f, 999.0f, std::numeric_limits<float>::quiet_NaN(), 0.0f, 8.0f};
   uint8_t qo[dim];
-  QuantizeRows(outside, 1, dim, scale.data(), offset.data(), qo);
+  QuantizeRows(outside, 1, dim, 8, scale.data(), offset.data(), qo);
   CHECK(qo[0] == 0);
   CHECK(qo[1] == 255);
   CHECK(qo[2] == 0);
+}
+
+TEST_CASE("int4, int2, int1: codes packed low bits first, each row on whole bytes", "[codec]") {
+  // Hand-made codes: a column per code, range [0, top] with scale 1, so x = code.
+  struct Case {
+    int bits;
+    std::vector<float> codes;
+    std::vector<uint8_t> packed;
+  };
+  for (const Case& c : {Case{4, {1, 2, 3}, {0x21, 0x03}}, Case{2, {0, 1, 2, 3, 1}, {0xe4, 0x01}},
+                        Case{1, {1, 0, 1, 1, 0, 0, 0, 1, 1}, {0x8d, 0x01}}}) {
+    INFO("bits " << c.bits);
+    const size_t dim = c.codes.size();
+    const float top = static_cast<float>((1 << c.bits) - 1);
+    std::vector<float> scale, offset;
+    QuantizationParameters(std::vector<float>(dim, 0.0f), std::vector<float>(dim, top), c.bits, &scale, &offset);
+    REQUIRE(CodeRowBytes(dim, c.bits) == c.packed.size());
+    // Two rows: the second starts on its own byte.
+    std::vector<float> x = c.codes;
+    x.insert(x.end(), c.codes.begin(), c.codes.end());
+    std::vector<uint8_t> q(2 * c.packed.size(), 0xff);
+    QuantizeRows(x.data(), 2, dim, c.bits, scale.data(), offset.data(), q.data());
+    CHECK(std::vector<uint8_t>(q.begin(), q.begin() + c.packed.size()) == c.packed);
+    CHECK(std::vector<uint8_t>(q.begin() + c.packed.size(), q.end()) == c.packed);
+    std::vector<float> back(x.size());
+    DequantizeRows(q.data(), 2, dim, c.bits, scale.data(), offset.data(), back.data());
+    CHECK(back == x);
+  }
+}
+
+TEST_CASE("int4, int2, int1: half a step per column over wide rows; 0/1 columns exact in one bit", "[codec]") {
+  const size_t dim = 150, rows = 300;  // past the 64-column blocks, not a whole number of bytes
+  std::mt19937 rng(11);
+  std::vector<float> min(dim), max(dim);
+  for (size_t c = 0; c < dim; ++c) {
+    min[c] = std::uniform_real_distribution<float>(-10.0f, 0.0f)(rng);
+    max[c] = c % 7 == 0 ? min[c] : min[c] + std::uniform_real_distribution<float>(0.001f, 20.0f)(rng);
+  }
+  std::vector<float> x(rows * dim);
+  for (size_t i = 0; i < x.size(); ++i) {
+    const size_t c = i % dim;
+    x[i] = min[c] == max[c] ? min[c] : std::uniform_real_distribution<float>(min[c], max[c])(rng);
+  }
+  for (int bits : {4, 2, 1}) {
+    INFO("bits " << bits);
+    std::vector<float> scale, offset;
+    QuantizationParameters(min, max, bits, &scale, &offset);
+    std::vector<uint8_t> q(rows * CodeRowBytes(dim, bits));
+    std::vector<float> back(x.size());
+    QuantizeRows(x.data(), rows, dim, bits, scale.data(), offset.data(), q.data());
+    DequantizeRows(q.data(), rows, dim, bits, scale.data(), offset.data(), back.data());
+    for (size_t i = 0; i < x.size(); ++i) {
+      const size_t c = i % dim;
+      INFO("column " << c << ": " << x[i] << " -> " << back[i]);
+      REQUIRE(std::fabs(back[i] - x[i]) <= scale[c] / 2 * (1 + 1e-5f) + std::fabs(x[i]) * 1e-6f);
+      if (min[c] == max[c]) REQUIRE(back[i] == x[i]);
+    }
+  }
+  // Bag-of-words columns: every 0 and 1 comes back as it was.
+  std::vector<float> words(rows * dim);
+  for (auto& w : words) w = static_cast<float>(rng() % 2);
+  std::vector<float> scale, offset;
+  QuantizationParameters(std::vector<float>(dim, 0.0f), std::vector<float>(dim, 1.0f), 1, &scale, &offset);
+  std::vector<uint8_t> q(rows * CodeRowBytes(dim, 1));
+  std::vector<float> back(words.size());
+  QuantizeRows(words.data(), rows, dim, 1, scale.data(), offset.data(), q.data());
+  DequantizeRows(q.data(), rows, dim, 1, scale.data(), offset.data(), back.data());
+  CHECK(back == words);
+  CHECK(q.size() * 32 == words.size() * 4 + rows * (CodeRowBytes(dim, 1) * 8 - dim) * 4);
 }
 
 }  // namespace

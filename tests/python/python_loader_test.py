@@ -158,6 +158,43 @@ class HomogeneousTest(unittest.TestCase):
     def test_fields_through_shared_memory(self):
         self.check_epoch(shared_memory=True)
 
+    def test_quantized_features_within_half_a_step(self):
+        # Each column quantized over its range in 2^b - 1 steps; kept encoded, the codes decode
+        # with graphstore.dequantize to the same values the loader decodes them to.
+        p = Partition(G1)
+        ntype = p.manifest["node_types"][0]["name"]
+        features = p.node(ntype, "features")
+        lo, hi = np.asarray(p.node(ntype, "feature_range"))
+        args = dict(servers=[D1.address], num_neighbors=[4], batch_size=200, split="train", shuffle=True, seed=3,
+                    shared_memory=False)
+        for bits in (8, 4, 2, 1):
+            with self.subTest(bits=bits), graphstore.Loader(feature_encoding=f"int{bits}", **args) as decoded, \
+                    graphstore.Loader(feature_encoding=f"int{bits}", decode_features=False, **args) as kept:
+                step = np.where(hi > lo, (hi - lo) / (2 ** bits - 1), 1).astype(np.float32)
+                want = {b.batch_index: b for b in decoded.epoch(0)}
+                for b in kept.epoch(0):
+                    d = want.pop(b.batch_index)
+                    self.assertEqual((d.x.dtype, d.x_bits), (torch.float32, 0))
+                    err = np.abs(d.x.numpy() - features[d.n_id.numpy()])
+                    self.assertTrue((err <= step / 2 * (1 + 1e-5) + 1e-6).all(), f"largest error {err.max()}")
+                    self.assertTrue(torch.equal(b.n_id, d.n_id))
+                    self.assertEqual((b.x.dtype, b.x_bits), (torch.uint8, bits))
+                    self.assertEqual(tuple(b.x.shape), (b.n_id.numel(), (16 * bits + 7) // 8))
+                    np.testing.assert_allclose(b.x_scale.numpy(), step, rtol=1e-6)
+                    again = graphstore.dequantize(b.x, b.x_scale, b.x_offset, b.x_bits)
+                    self.assertTrue(torch.allclose(again, d.x, rtol=1e-6, atol=1e-6))
+                self.assertEqual(want, {})
+        x = torch.zeros(2, 2, dtype=torch.uint8)
+        scale = torch.ones(4)
+        for kind, name, call in (
+                (ValueError, "bits", lambda: graphstore.dequantize(x, scale, scale, 3)),
+                (ValueError, "columns", lambda: graphstore.dequantize(x, scale, scale, 8)),
+                (ValueError, "x must", lambda: graphstore.dequantize(x.float(), scale, scale, 4)),
+                (TypeError, "scale", lambda: graphstore.dequantize(x, [1.0] * 4, scale, 4))):
+            with self.assertRaises(kind) as cm:
+                call()
+            self.assertIn(name, str(cm.exception))
+
     def test_explicit_seeds_give_input_id(self):
         seeds = [17, 3, 2500, 41]
         with graphstore.Loader([D1.address], [3], input_nodes=torch.tensor(seeds), batch_size=2) as loader:
@@ -513,7 +550,7 @@ class ErrorsTest(unittest.TestCase):
             (TypeError, "shuffle", dict(shuffle=1)),
             (ValueError, "num_neighbors[1]", dict(num_neighbors=[2, -5])),
             (TypeError, "num_neighbors", dict(num_neighbors=3)),
-            (ValueError, "feature_encoding", dict(feature_encoding="int4")),
+            (ValueError, "feature_encoding", dict(feature_encoding="int3")),
             (ValueError, "rank", dict(rank=2, world_size=2)),
             (ValueError, "sampler", dict(sampler="random_walk")),
             (TypeError, "input_nodes", dict(input_nodes=torch.tensor([1.5]))),
