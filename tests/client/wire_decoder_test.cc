@@ -1,7 +1,7 @@
 // The client's decoder on its own: a batch arriving in pieces of any size decodes the same as
 // in one piece, int32 and int64 indices both become int64 edge_index in message-passing
-// direction, a batch split into parts by the server's encoder reassembles exactly, and
-// malformed input is DATA_LOSS, never a crash.
+// direction, a batch split into parts by the server's encoder reassembles exactly, packed
+// quantized codes decode or stay packed, and malformed input is DATA_LOSS, never a crash.
 
 #include "client/wire_decoder.h"
 
@@ -189,6 +189,63 @@ TEST_CASE("a batch the server's encoder splits into parts reassembles exactly", 
   auto out_of_order = fresh.Add({{second.data(), second.size()}});
   REQUIRE(!out_of_order.ok());
   CHECK(out_of_order.status().code() == absl::StatusCode::kDataLoss);
+}
+
+TEST_CASE("packed codes decode to float32, or stay as their rows' bytes with their width", "[decoder]") {
+  // 5 nodes, 3 columns of 4-bit codes (2 bytes a row), scale and offset after the rows: the rows
+  // wait for them.
+  const std::vector<uint8_t> codes = {1, 2, 3, 15, 0, 7, 8, 9, 10, 11, 12, 13, 14, 0, 5};
+  std::vector<uint8_t> packed;
+  for (size_t r = 0; r < 5; ++r) {
+    packed.push_back(static_cast<uint8_t>(codes[3 * r] | codes[3 * r + 1] << 4));
+    packed.push_back(codes[3 * r + 2]);
+  }
+  const std::vector<float> scale = {0.5f, 2.0f, 1.0f}, offset = {-1.0f, 0.0f, 10.0f};
+  v1::SampledMessage m;
+  m.set_num_batches(1);
+  auto* n = m.add_nodes();
+  n->set_node_type("item");
+  *n->mutable_ids() = Make(v1::DTYPE_INT64, {5}, std::vector<int64_t>{4, 3, 2, 1, 0});
+  *n->mutable_features() = Make(v1::DTYPE_UINT4, {5, 3}, packed);
+  *n->mutable_feature_scale() = Make(v1::DTYPE_FLOAT32, {3}, scale);
+  *n->mutable_feature_offset() = Make(v1::DTYPE_FLOAT32, {3}, offset);
+  const std::string bytes = m.SerializeAsString();
+  for (bool decode : {true, false}) {
+    INFO("decode " << decode);
+    DecodeOptions o = Options();
+    o.decode_features = decode;
+    BatchDecoder decoder(o);
+    auto b = decoder.Add({{bytes.data(), bytes.size()}});
+    REQUIRE(b.ok());
+    REQUIRE(*b != nullptr);
+    const DecodedNodes& got = (*b)->nodes[0];
+    if (decode) {
+      CHECK(got.features.dtype == v1::DTYPE_FLOAT32);
+      CHECK(got.features.shape == std::vector<int64_t>{5, 3});
+      CHECK(got.feature_bits == 0);
+      std::vector<float> want;
+      for (size_t i = 0; i < codes.size(); ++i) want.push_back(offset[i % 3] + scale[i % 3] * codes[i]);
+      CHECK(Values<float>(got.features) == want);
+    } else {
+      CHECK(got.features.dtype == v1::DTYPE_UINT8);
+      CHECK(got.features.shape == std::vector<int64_t>{5, 2});
+      CHECK(got.feature_bits == 4);
+      CHECK(Values<uint8_t>(got.features) == packed);
+      CHECK(Values<float>(got.feature_scale) == scale);
+    }
+  }
+  // Rows that are not whole rows of the packed width, or a type the decoder does not know.
+  for (const auto& [dtype, bytes_per_row] : {std::pair<v1::DType, size_t>{v1::DTYPE_UINT4, 1},
+                                            std::pair<v1::DType, size_t>{static_cast<v1::DType>(99), 2}}) {
+    v1::SampledMessage bad = m;
+    *bad.mutable_nodes(0)->mutable_features() =
+        Make(dtype, {5, 3}, std::vector<uint8_t>(5 * bytes_per_row, 0));
+    const std::string b = bad.SerializeAsString();
+    BatchDecoder decoder(Options());
+    auto r = decoder.Add({{b.data(), b.size()}});
+    REQUIRE(!r.ok());
+    CHECK(r.status().code() == absl::StatusCode::kDataLoss);
+  }
 }
 
 TEST_CASE("malformed bytes are DATA_LOSS", "[decoder]") {
