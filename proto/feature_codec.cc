@@ -84,21 +84,50 @@ void QuantizeBytes(const float* src, size_t dim, const float* inverse_scale, con
 // packed for every width.
 constexpr size_t kBlock = 64;
 
-// `n` one-byte codes of `bits` packed into CodeRowBytes(n, bits) bytes.
-void Pack(const uint8_t* codes, size_t n, int bits, uint8_t* dst) {
-  const int per_byte = 8 / bits;
-  for (size_t j = 0, out = 0; j < n; j += static_cast<size_t>(per_byte), ++out) {
+// `n` one-byte codes of `bits` packed into CodeRowBytes(n, bits) bytes: a loop per width, each
+// simple enough for the compiler to vectorise.
+template <int kBits>
+void PackWidth(const uint8_t* codes, size_t n, uint8_t* dst) {
+  constexpr size_t kPerByte = 8 / kBits;
+  const size_t whole = n / kPerByte;
+  for (size_t i = 0; i < whole; ++i) {
     uint8_t byte = 0;
-    for (int k = 0; k < per_byte && j + k < n; ++k) byte |= static_cast<uint8_t>(codes[j + k] << (k * bits));
-    dst[out] = byte;
+    for (size_t k = 0; k < kPerByte; ++k) byte |= static_cast<uint8_t>(codes[i * kPerByte + k] << (k * kBits));
+    dst[i] = byte;
+  }
+  if (whole * kPerByte < n) {
+    uint8_t byte = 0;
+    for (size_t k = 0; whole * kPerByte + k < n; ++k) byte |= static_cast<uint8_t>(codes[whole * kPerByte + k] << (k * kBits));
+    dst[whole] = byte;
+  }
+}
+
+void Pack(const uint8_t* codes, size_t n, int bits, uint8_t* dst) {
+  switch (bits) {
+    case 4: return PackWidth<4>(codes, n, dst);
+    case 2: return PackWidth<2>(codes, n, dst);
+    default: return PackWidth<1>(codes, n, dst);
+  }
+}
+
+template <int kBits>
+void UnpackWidth(const uint8_t* src, size_t n, uint8_t* codes) {
+  constexpr size_t kPerByte = 8 / kBits;
+  constexpr uint8_t kMask = (1u << kBits) - 1;
+  const size_t whole = n / kPerByte;
+  for (size_t i = 0; i < whole; ++i) {
+    for (size_t k = 0; k < kPerByte; ++k) codes[i * kPerByte + k] = static_cast<uint8_t>(src[i] >> (k * kBits)) & kMask;
+  }
+  for (size_t j = whole * kPerByte; j < n; ++j) {
+    codes[j] = static_cast<uint8_t>(src[whole] >> ((j - whole * kPerByte) * kBits)) & kMask;
   }
 }
 
 void Unpack(const uint8_t* src, size_t n, int bits, uint8_t* codes) {
-  const int per_byte = 8 / bits;
-  const uint8_t mask = static_cast<uint8_t>((1u << bits) - 1);
-  for (size_t j = 0; j < n; ++j) {
-    codes[j] = static_cast<uint8_t>(src[j / per_byte] >> ((j % per_byte) * bits)) & mask;
+  switch (bits) {
+    case 4: return UnpackWidth<4>(src, n, codes);
+    case 2: return UnpackWidth<2>(src, n, codes);
+    default: return UnpackWidth<1>(src, n, codes);
   }
 }
 
