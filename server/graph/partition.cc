@@ -318,6 +318,7 @@ const std::vector<TimeRows::Row>& TimeRows::Get(const int64_t* indptr, int64_t r
       if (row.end > row.begin) {
         row.oldest = times[row.begin];
         row.newest = times[row.end - 1];
+        for (int j = 0; j < kFences; ++j) row.fence[j] = times[row.begin + FencePosition(j + 1, row.end - row.begin)];
       }
     }
   });

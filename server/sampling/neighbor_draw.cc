@@ -104,10 +104,12 @@ void DrawOwnedNeighbors(const Partition& partition, int edge_type, const int64_t
   out->degree.resize(n);
   if (edge_times != nullptr) {
     // One line per node gives its row's extent and time range: the node's time reaches all of
-    // the row, none of it, or part of it, and only then does the row's search read its times.
+    // the row, none of it, or part of it, and only then does the row's search read its times,
+    // in the stretch between the two fences around the node's time.
     const TimeRows::Row* time_rows = et.time_rows->Get(indptr, rows.num_local, edge_times).data();
     out->whole.resize(n);
     out->searched.clear();
+    out->search_ranges.clear();
     for (size_t i = 0; i < n; ++i) {
       if (owner_row != nullptr && i + 2 * kAhead < n) __builtin_prefetch(owner_row + ids[i + 2 * kAhead]);
       if (i + kAhead < n) __builtin_prefetch(time_rows + rows.OwnerRow(ids[i + kAhead]));
@@ -122,22 +124,24 @@ void DrawOwnedNeighbors(const Partition& partition, int edge_type, const int64_t
         out->degree[i] = 0;
       } else {
         out->searched.push_back(i);
+        out->search_ranges.push_back(TimeRows::SearchRange(r, t));
       }
     }
     // The allowed prefix of the rows cut inside: the neighbours at or before the node's time.
     const size_t searches = out->searched.size();
     for (size_t j = 0; j < searches; ++j) {
       if (j + kAhead < searches) {
-        // The first probe, and the row's end, where the last probes of a node late in its row
-        // fall.
-        const size_t next = out->searched[j + kAhead];
-        const int64_t* row = edge_times + out->base[next];
-        __builtin_prefetch(row + out->degree[next] / 2);
-        __builtin_prefetch(row + out->degree[next] - 1);
+        // The stretch the search reads (its first line and its last, which for short rows is
+        // all of it; a long row's stretch takes a few more misses).
+        const auto [lo, hi] = out->search_ranges[j + kAhead];
+        const int64_t* row = edge_times + out->base[out->searched[j + kAhead]];
+        __builtin_prefetch(row + lo);
+        __builtin_prefetch(row + hi - 1);
       }
       const size_t i = out->searched[j];
       const int64_t* first = edge_times + out->base[i];
-      out->degree[i] = std::upper_bound(first, first + out->degree[i], spec.times[i]) - first;
+      const auto [lo, hi] = out->search_ranges[j];
+      out->degree[i] = std::upper_bound(first + lo, first + hi, spec.times[i]) - first;
     }
   } else {
     for (size_t i = 0; i < n; ++i) {

@@ -178,6 +178,42 @@ int64_t CheckNoFuture(const Partition& p, const SampledSubgraph& g, std::vector<
   return static_cast<int64_t>(edge);
 }
 
+TEST_CASE("a row's time fences narrow its search to the stretch that holds the cut", "[temporal]") {
+  // Rows of every length up to 70 with runs of equal times; every time from the oldest up to
+  // the newest: the fenced search finds the same cut as a search of the whole row.
+  std::vector<int64_t> indptr{0}, times;
+  uint64_t state = 7;
+  for (int64_t d = 1; d <= 70; ++d) {
+    int64_t t = static_cast<int64_t>(d) * 1000;
+    for (int64_t k = 0; k < d; ++k) {
+      state = Mix64(state);
+      t += static_cast<int64_t>(state % 4 == 0 ? 0 : state % 5);  // a quarter repeat the previous time
+      times.push_back(t);
+    }
+    indptr.push_back(static_cast<int64_t>(times.size()));
+  }
+  TimeRows index;
+  const auto& rows = index.Get(indptr.data(), 70, times.data());
+  int64_t searches = 0;
+  for (int64_t r = 0; r < 70; ++r) {
+    const TimeRows::Row& row = rows[r];
+    REQUIRE(row.begin == indptr[r]);
+    REQUIRE(row.end == indptr[r + 1]);
+    const int64_t* first = times.data() + row.begin;
+    for (int64_t t = row.oldest; t < row.newest; ++t) {
+      const auto [lo, hi] = TimeRows::SearchRange(row, t);
+      INFO("row " << r << " at " << t << ": stretch [" << lo << ", " << hi << ")");
+      REQUIRE(lo >= 0);
+      REQUIRE(hi <= row.end - row.begin);
+      const int64_t want = std::upper_bound(first, first + (row.end - row.begin), t) - first;
+      CHECK(std::upper_bound(first + lo, first + hi, t) - first == want);
+      CHECK(hi - lo <= (row.end - row.begin) / (TimeRows::kFences + 1) + 1);
+      ++searches;
+    }
+  }
+  CHECK(searches > 1000);
+}
+
 TEST_CASE("on a generated graph no sampled edge is newer than the node that reached it", "[temporal]") {
   auto p = Partition::Load(testing::GeneratedDataset(3000, 0, 4, 1, 5, /*times=*/true));
   REQUIRE(p.ok());
