@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 
 namespace graphstore {
@@ -39,19 +40,43 @@ int64_t DrawShortRowWithoutReplacement(DrawStream& draws, const float* weights, 
                                        std::vector<int64_t>* out) {
   constexpr int kVectors = kShortRow / 4;
   Floats4 sums[kVectors];
-  float w[kShortRow];
+  alignas(16) float w[kShortRow];
   const int vectors = static_cast<int>((n + 3) / 4);
-  float total = 0;
-  int usable = 0;
-  for (int k = 0; k < vectors * 4; ++k) {
-    const bool in_row = k < n && UsableWeight(weights[k]);
-    w[k] = in_row ? weights[k] : 0.0f;
-    usable += in_row;
-    total += w[k];
-    // Past the row, a sum no point reaches.
-    sums[k / 4][k % 4] = k < n ? total : std::numeric_limits<float>::infinity();
-  }
+  // The running sums four at a time: the usable weights (others as 0), their sums within the
+  // vector in two shifted adds, plus the total so far. The last vector's lanes past the row are
+  // loaded as 0 (never read past the row: it may end its mapping) and get a sum no point reaches.
   const Ints4 lane = {0, 1, 2, 3};
+  const Floats4 zero = {0, 0, 0, 0};
+  const Floats4 largest = {std::numeric_limits<float>::max(), std::numeric_limits<float>::max(),
+                           std::numeric_limits<float>::max(), std::numeric_limits<float>::max()};
+  Ints4 usable_lanes = {0, 0, 0, 0};
+  Floats4 carry = zero;
+  for (int v = 0; v < vectors; ++v) {
+    Floats4 x;
+    if (4 * v + 4 <= n) {
+      std::memcpy(&x, weights + 4 * v, sizeof x);
+    } else {
+      for (int l = 0; l < 4; ++l) x[l] = 4 * v + l < n ? weights[4 * v + l] : 0.0f;
+    }
+    const Ints4 keep = (x > zero) & (x <= largest);  // false for NaN
+    usable_lanes -= keep;
+    x = reinterpret_cast<Floats4>(reinterpret_cast<Ints4>(x) & keep);
+    std::memcpy(w + 4 * v, &x, sizeof x);
+    Floats4 sum = x + __builtin_shuffle(x, zero, Ints4{4, 0, 1, 2});
+    sum += __builtin_shuffle(sum, zero, Ints4{4, 4, 0, 1});
+    sums[v] = sum + carry;
+    carry = Floats4{sums[v][3], sums[v][3], sums[v][3], sums[v][3]};
+  }
+  if (n % 4 != 0) {
+    const int v = vectors - 1;
+    const Ints4 past = lane + 4 * v >= Ints4{static_cast<int>(n), static_cast<int>(n), static_cast<int>(n),
+                                             static_cast<int>(n)};
+    const Floats4 inf = {std::numeric_limits<float>::infinity(), std::numeric_limits<float>::infinity(),
+                         std::numeric_limits<float>::infinity(), std::numeric_limits<float>::infinity()};
+    sums[v] = reinterpret_cast<Floats4>((reinterpret_cast<Ints4>(inf) & past) |
+                                        (reinterpret_cast<Ints4>(sums[v]) & ~past));
+  }
+  const int usable = usable_lanes[0] + usable_lanes[1] + usable_lanes[2] + usable_lanes[3];
   const int picks = std::min(fanout, usable);
   uint64_t taken = 0;
   for (int p = 0; p < picks; ++p) {
@@ -77,7 +102,9 @@ int64_t DrawShortRowWithoutReplacement(DrawStream& draws, const float* weights, 
     }
     w[pick] = 0;
     const Ints4 from = {pick, pick, pick, pick};
-    for (int v = pick / 4; v < vectors; ++v) {
+    // Over every vector, those before the pick unchanged: the same trip count for every pick,
+    // so the loop's end is predicted.
+    for (int v = 0; v < vectors; ++v) {
       const Ints4 at = lane + 4 * v;
       sums[v] -= reinterpret_cast<Floats4>(reinterpret_cast<Ints4>(wp) & (at >= from));
     }
@@ -179,13 +206,12 @@ int64_t DrawWeightedFromTree(uint64_t key, const float* weights, const double* t
     int64_t pos = 0;
     for (int64_t step = top; step > 0; step >>= 1) {
       const int64_t next = pos + step;
-      if (next <= n) {
-        const double v = entry(next);
-        if (v <= x) {
-          pos = next;
-          x -= v;
-        }
-      }
+      if (next > n) continue;
+      // Left or right is a coin toss a branch would mispredict half the time: selects instead.
+      const double v = entry(next);
+      const bool right = v <= x;
+      pos = right ? next : pos;
+      x -= right ? v : 0.0;
     }
     return std::min(pos, n - 1);
   };
