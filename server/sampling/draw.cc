@@ -36,21 +36,74 @@ constexpr int64_t kShortRow = 64;
 typedef float Floats4 __attribute__((vector_size(16)));
 typedef int32_t Ints4 __attribute__((vector_size(16)));
 
+const Floats4 kZeros = {0, 0, 0, 0};
+
+// The running sums of the first 4 * V weights of `w` (a row's usable weights, 0 past its end,
+// so the lanes past the row repeat the row's total), four at a time: each vector's own sums in
+// two shifted adds, plus the total before it.
+template <int V>
+__attribute__((always_inline)) inline void RunningSums(const float* w, Floats4* sums) {
+  Floats4 carry = kZeros;
+#pragma GCC unroll 16
+  for (int v = 0; v < V; ++v) {
+    Floats4 x;
+    std::memcpy(&x, w + 4 * v, sizeof x);
+    Floats4 sum = x + __builtin_shuffle(x, kZeros, Ints4{4, 0, 1, 2});
+    sum += __builtin_shuffle(sum, kZeros, Ints4{4, 4, 0, 1});
+    sums[v] = sum + carry;
+    carry = Floats4{sums[v][3], sums[v][3], sums[v][3], sums[v][3]};
+  }
+}
+
+// `picks` picks from the row of n <= 4 * V candidates whose usable weights are `w` (zeroed as
+// they are taken), as a bit mask of positions. V is a constant so the sums stay in registers
+// and every loop over them unrolls.
+template <int V>
+uint64_t PickShortRow(DrawStream& draws, float* w, int64_t n, int picks) {
+  const Ints4 lane = {0, 1, 2, 3};
+  Floats4 sums[V];
+  RunningSums<V>(w, sums);
+  uint64_t taken = 0;
+  for (int p = 0; p < picks; ++p) {
+    const float last = sums[V - 1][3];
+    const float x = static_cast<float>(draws.Uniform()) * last;
+    const Floats4 xs = {x, x, x, x};
+    Ints4 below = {0, 0, 0, 0};
+#pragma GCC unroll 16
+    for (int v = 0; v < V; ++v) below -= sums[v] <= xs;  // true is -1
+    // Rounding can leave the point on or past the last sum, or on a candidate whose weight the
+    // subtractions left as a sliver: take the nearest one still in the row.
+    int pick = std::min<int>(below[0] + below[1] + below[2] + below[3], static_cast<int>(n) - 1);
+    while (pick > 0 && w[pick] == 0) --pick;
+    while (w[pick] == 0) ++pick;
+    taken |= uint64_t{1} << pick;
+    const float wp = w[pick];
+    w[pick] = 0;
+    if (wp > 0.5f * last) {
+      // Most of the total leaves with it: the sums of what is left are summed afresh, as
+      // subtracting would leave them with the rounding of the larger total.
+      RunningSums<V>(w, sums);
+      continue;
+    }
+    const Floats4 wps = {wp, wp, wp, wp};
+    const Ints4 from = {pick, pick, pick, pick};
+#pragma GCC unroll 16
+    for (int v = 0; v < V; ++v) {
+      sums[v] -= reinterpret_cast<Floats4>(reinterpret_cast<Ints4>(wps) & (lane + 4 * v >= from));
+    }
+  }
+  return taken;
+}
+
 int64_t DrawShortRowWithoutReplacement(DrawStream& draws, const float* weights, int64_t n, int fanout,
                                        std::vector<int64_t>* out) {
-  constexpr int kVectors = kShortRow / 4;
-  Floats4 sums[kVectors];
   alignas(16) float w[kShortRow];
   const int vectors = static_cast<int>((n + 3) / 4);
-  // The running sums four at a time: the usable weights (others as 0), their sums within the
-  // vector in two shifted adds, plus the total so far. The last vector's lanes past the row are
-  // loaded as 0 (never read past the row: it may end its mapping) and get a sum no point reaches.
-  const Ints4 lane = {0, 1, 2, 3};
-  const Floats4 zero = {0, 0, 0, 0};
+  // The usable weights, others as 0, four at a time; the last vector's lanes past the row are 0
+  // (never read past the row: it may end its mapping).
   const Floats4 largest = {std::numeric_limits<float>::max(), std::numeric_limits<float>::max(),
                            std::numeric_limits<float>::max(), std::numeric_limits<float>::max()};
   Ints4 usable_lanes = {0, 0, 0, 0};
-  Floats4 carry = zero;
   for (int v = 0; v < vectors; ++v) {
     Floats4 x;
     if (4 * v + 4 <= n) {
@@ -58,56 +111,38 @@ int64_t DrawShortRowWithoutReplacement(DrawStream& draws, const float* weights, 
     } else {
       for (int l = 0; l < 4; ++l) x[l] = 4 * v + l < n ? weights[4 * v + l] : 0.0f;
     }
-    const Ints4 keep = (x > zero) & (x <= largest);  // false for NaN
+    const Ints4 keep = (x > kZeros) & (x <= largest);  // false for NaN
     usable_lanes -= keep;
     x = reinterpret_cast<Floats4>(reinterpret_cast<Ints4>(x) & keep);
     std::memcpy(w + 4 * v, &x, sizeof x);
-    Floats4 sum = x + __builtin_shuffle(x, zero, Ints4{4, 0, 1, 2});
-    sum += __builtin_shuffle(sum, zero, Ints4{4, 4, 0, 1});
-    sums[v] = sum + carry;
-    carry = Floats4{sums[v][3], sums[v][3], sums[v][3], sums[v][3]};
-  }
-  if (n % 4 != 0) {
-    const int v = vectors - 1;
-    const Ints4 past = lane + 4 * v >= Ints4{static_cast<int>(n), static_cast<int>(n), static_cast<int>(n),
-                                             static_cast<int>(n)};
-    const Floats4 inf = {std::numeric_limits<float>::infinity(), std::numeric_limits<float>::infinity(),
-                         std::numeric_limits<float>::infinity(), std::numeric_limits<float>::infinity()};
-    sums[v] = reinterpret_cast<Floats4>((reinterpret_cast<Ints4>(inf) & past) |
-                                        (reinterpret_cast<Ints4>(sums[v]) & ~past));
   }
   const int usable = usable_lanes[0] + usable_lanes[1] + usable_lanes[2] + usable_lanes[3];
   const int picks = std::min(fanout, usable);
   uint64_t taken = 0;
-  for (int p = 0; p < picks; ++p) {
-    const float x = static_cast<float>(draws.Uniform()) * sums[(n - 1) / 4][(n - 1) % 4];
-    const Floats4 xs = {x, x, x, x};
-    Ints4 below = {0, 0, 0, 0};
-    for (int v = 0; v < vectors; ++v) below -= sums[v] <= xs;  // true is -1
-    // Rounding can leave the point on or past the last sum, or on a candidate whose weight the
-    // subtractions left as a sliver: take the nearest one still in the row.
-    int pick = std::min<int>(below[0] + below[1] + below[2] + below[3], static_cast<int>(n) - 1);
-    while (pick > 0 && w[pick] == 0) --pick;
-    while (w[pick] == 0) ++pick;
-    taken |= uint64_t{1} << pick;
-    const float last = sums[(n - 1) / 4][(n - 1) % 4];
-    const Floats4 wp = {w[pick], w[pick], w[pick], w[pick]};
-    if (w[pick] > 0.5f * last) {
-      // Most of the total leaves with it: the sums of what is left are summed afresh, as
-      // subtracting would leave them with the rounding of the larger total.
-      w[pick] = 0;
-      float sum = 0;
-      for (int k = 0; k < n; ++k) sums[k / 4][k % 4] = sum += w[k];
-      continue;
-    }
-    w[pick] = 0;
-    const Ints4 from = {pick, pick, pick, pick};
-    // Over every vector, those before the pick unchanged: the same trip count for every pick,
-    // so the loop's end is predicted.
-    for (int v = 0; v < vectors; ++v) {
-      const Ints4 at = lane + 4 * v;
-      sums[v] -= reinterpret_cast<Floats4>(reinterpret_cast<Ints4>(wp) & (at >= from));
-    }
+  switch (vectors) {
+#define GRAPHSTORE_PICK_SHORT_ROW(V) \
+  case V:                            \
+    taken = PickShortRow<V>(draws, w, n, picks); \
+    break;
+    GRAPHSTORE_PICK_SHORT_ROW(1)
+    GRAPHSTORE_PICK_SHORT_ROW(2)
+    GRAPHSTORE_PICK_SHORT_ROW(3)
+    GRAPHSTORE_PICK_SHORT_ROW(4)
+    GRAPHSTORE_PICK_SHORT_ROW(5)
+    GRAPHSTORE_PICK_SHORT_ROW(6)
+    GRAPHSTORE_PICK_SHORT_ROW(7)
+    GRAPHSTORE_PICK_SHORT_ROW(8)
+    GRAPHSTORE_PICK_SHORT_ROW(9)
+    GRAPHSTORE_PICK_SHORT_ROW(10)
+    GRAPHSTORE_PICK_SHORT_ROW(11)
+    GRAPHSTORE_PICK_SHORT_ROW(12)
+    GRAPHSTORE_PICK_SHORT_ROW(13)
+    GRAPHSTORE_PICK_SHORT_ROW(14)
+    GRAPHSTORE_PICK_SHORT_ROW(15)
+    GRAPHSTORE_PICK_SHORT_ROW(16)
+#undef GRAPHSTORE_PICK_SHORT_ROW
+    default:
+      break;
   }
   for (; taken != 0; taken &= taken - 1) out->push_back(__builtin_ctzll(taken));
   return picks;
