@@ -216,34 +216,14 @@ int64_t DrawWeightedFromTree(uint64_t key, const float* weights, const double* t
   if (!(total > 0)) return 0;
   int64_t top = 1;
   while (top * 2 <= n) top *= 2;
-  // Overlay of the tree entries changed by removals (without replacement).
-  size_t capacity = 64;
-  if (!replace) {
-    int64_t levels = 1;
-    while ((int64_t{1} << levels) <= n) ++levels;
-    while (capacity < static_cast<size_t>(4 * fanout * levels)) capacity *= 2;
-  }
-  const size_t mask = capacity - 1;
-  s->keys.assign(replace ? 0 : capacity, -1);
-  s->values.assign(replace ? 0 : capacity, 0.0);
-  auto slot = [&](int64_t i) {
-    size_t h = static_cast<size_t>(Mix64(static_cast<uint64_t>(i))) & mask;
-    while (s->keys[h] != -1 && s->keys[h] != i) h = (h + 1) & mask;
-    return h;
-  };
-  auto entry = [&](int64_t i) {
-    if (replace) return tree[i - 1];
-    const size_t h = slot(i);
-    return tree[i - 1] + (s->keys[h] == i ? s->values[h] : 0.0);
-  };
-  // The item whose interval of the remaining weight holds x.
+  // The item whose interval of the row's weight holds x.
   auto find = [&](double x) {
     int64_t pos = 0;
     for (int64_t step = top; step > 0; step >>= 1) {
       const int64_t next = pos + step;
       if (next > n) continue;
       // Left or right is a coin toss a branch would mispredict half the time: selects instead.
-      const double v = entry(next);
+      const double v = tree[next - 1];
       const bool right = v <= x;
       pos = right ? next : pos;
       x -= right ? v : 0.0;
@@ -261,9 +241,13 @@ int64_t DrawWeightedFromTree(uint64_t key, const float* weights, const double* t
     }
     return fanout;
   }
+  // Without replacement the tree stays as it is: a point drawn under the weight left is carried
+  // past the intervals of the items already taken (in the order they lie in the row), which
+  // puts it where it falls among the items left.
   double remaining = total;
   const double epsilon = total * 1e-12;
   auto taken = [&](int64_t k) { return std::find(out->begin(), out->end(), k) != out->end(); };
+  s->taken.clear();  // (start of the item's interval, its weight), by start
   while (static_cast<int64_t>(out->size()) < fanout) {
     if (!(remaining > epsilon)) {
       // What is left is below the tree's rounding (weights over 12 orders of magnitude apart):
@@ -271,7 +255,12 @@ int64_t DrawWeightedFromTree(uint64_t key, const float* weights, const double* t
       ContinueByScan(draws, weights, n, fanout, out, &s->exact);
       break;
     }
-    int64_t k = find(draws.Uniform() * remaining);
+    double x = draws.Uniform() * remaining;
+    for (const auto& [start, w] : s->taken) {
+      if (start > x) break;
+      x += w;
+    }
+    int64_t k = find(x);
     if (!usable(k) || taken(k)) {
       // Rounding at an interval's edge: the nearest usable item not yet taken.
       int64_t lo = k, hi = k;
@@ -285,11 +274,9 @@ int64_t DrawWeightedFromTree(uint64_t key, const float* weights, const double* t
     out->push_back(k);
     const double w = static_cast<double>(weights[k]);
     remaining -= w;
-    for (int64_t i = k + 1; i <= n; i += i & -i) {
-      const size_t h = slot(i);
-      s->keys[h] = i;
-      s->values[h] -= w;
-    }
+    double start = 0;
+    for (int64_t i = k; i > 0; i -= i & -i) start += tree[i - 1];
+    s->taken.insert(std::upper_bound(s->taken.begin(), s->taken.end(), std::make_pair(start, w)), {start, w});
   }
   std::sort(out->begin(), out->end());
   return static_cast<int64_t>(out->size());

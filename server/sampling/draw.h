@@ -99,15 +99,14 @@ inline constexpr int64_t kWeightTreeMinDegree = 64;
 
 /// Scratch of DrawWeightedFromTree.
 struct WeightedScratch {
-  std::vector<int64_t> keys;  // overlay of tree changes: open addressing, -1 empty
-  std::vector<double> values;
-  std::vector<double> exact;  // the rest of a draw past the tree's rounding
+  std::vector<std::pair<double, double>> taken;  // the intervals of the items taken so far
+  std::vector<double> exact;                     // the rest of a draw past the tree's rounding
 };
 
 /// The same distributions as DrawWeightedPositions, in O(fanout log n) from the row's Fenwick
 /// tree `tree` (tree[i - 1] = sum of the usable weights (i - lowbit(i), i], as WeightTree
-/// builds it): successive sampling without replacement (each pick removed from a copy-on-write
-/// overlay of the tree), independent draws with it. Indices in increasing order without
+/// builds it): successive sampling without replacement (each point drawn under the weight left
+/// and carried past the intervals already taken), independent draws with it. Indices in increasing order without
 /// replacement, in draw order with it.
 int64_t DrawWeightedFromTree(uint64_t key, const float* weights, const double* tree, int64_t n, int fanout,
                              bool replace, std::vector<int64_t>* out, WeightedScratch* scratch);

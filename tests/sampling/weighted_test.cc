@@ -250,6 +250,38 @@ TEST_CASE("long rows draw from their Fenwick tree with the same distributions", 
   CHECK(out == std::vector<int64_t>{10, 70});
 }
 
+TEST_CASE("many picks from a Fenwick tree match a fresh scan per pick", "[weighted][statistics]") {
+  // 30 of 100 candidates (weights 0..6 repeating, every seventh zero): each pick is carried past
+  // up to 29 taken intervals. The inclusion frequencies agree with the exact successive
+  // sampling of DrawWeightedPositions (a scan of what is left per pick, for rows this long).
+  std::vector<float> weights(100);
+  for (size_t i = 0; i < weights.size(); ++i) weights[i] = static_cast<float>(i % 7);
+  const std::vector<double> tree = Tree(weights);
+  WeightedScratch scratch;
+  std::vector<int64_t> out;
+  std::vector<double> keys;
+  const int trials = 6000;
+  const int fanout = 30;
+  std::vector<int> by_tree(weights.size(), 0), by_scan(weights.size(), 0);
+  for (int t = 0; t < trials; ++t) {
+    REQUIRE(DrawWeightedFromTree(HashCombine(23, t), weights.data(), tree.data(), 100, fanout, false, &out,
+                                 &scratch) == fanout);
+    REQUIRE(std::set<int64_t>(out.begin(), out.end()).size() == static_cast<size_t>(fanout));
+    for (int64_t k : out) ++by_tree[k];
+    REQUIRE(DrawWeightedPositions(HashCombine(29, t), weights.data(), 100, fanout, false, &out, &keys) == fanout);
+    for (int64_t k : out) ++by_scan[k];
+  }
+  for (size_t i = 0; i < weights.size(); ++i) {
+    INFO("candidate " << i << ": tree " << by_tree[i] << ", scan " << by_scan[i]);
+    if (weights[i] == 0) {
+      CHECK(by_tree[i] == 0);
+      continue;
+    }
+    const double p = (by_tree[i] + by_scan[i]) / (2.0 * trials);
+    CHECK(std::abs(by_tree[i] - by_scan[i]) <= 5 * std::sqrt(2 * trials * p * (1 - p)) + 1);
+  }
+}
+
 TEST_CASE("zero weights: never drawn; all zero draws nothing; a full fanout takes the positive ones",
           "[weighted]") {
   std::vector<int64_t> out;
