@@ -48,8 +48,8 @@ __attribute__((always_inline)) inline void RunningSums(const float* w, Floats4* 
   for (int v = 0; v < V; ++v) {
     Floats4 x;
     std::memcpy(&x, w + 4 * v, sizeof x);
-    Floats4 sum = x + __builtin_shuffle(x, kZeros, Ints4{4, 0, 1, 2});
-    sum += __builtin_shuffle(sum, kZeros, Ints4{4, 4, 0, 1});
+    Floats4 sum = x + __builtin_shufflevector(x, kZeros, 4, 0, 1, 2);
+    sum += __builtin_shufflevector(sum, kZeros, 4, 4, 0, 1);
     sums[v] = sum + carry;
     carry = Floats4{sums[v][3], sums[v][3], sums[v][3], sums[v][3]};
   }
