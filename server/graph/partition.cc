@@ -290,7 +290,7 @@ absl::Status Partition::OpenEdgeType(int index) {
   return absl::OkStatus();
 }
 
-const std::vector<double>& WeightTree::Get(const int64_t* indptr, int64_t rows, const float* weights) const {
+const HugePageVector<double>& WeightTree::Get(const int64_t* indptr, int64_t rows, const float* weights) const {
   std::call_once(once_, [&] {
     tree_.assign(static_cast<size_t>(indptr[rows]), 0.0);
     for (int64_t r = 0; r < rows; ++r) {
@@ -308,7 +308,7 @@ const std::vector<double>& WeightTree::Get(const int64_t* indptr, int64_t rows, 
   return tree_;
 }
 
-const std::vector<TimeRows::Row>& TimeRows::Get(const int64_t* indptr, int64_t rows, const int64_t* times) const {
+const HugePageVector<TimeRows::Row>& TimeRows::Get(const int64_t* indptr, int64_t rows, const int64_t* times) const {
   std::call_once(once_, [&] {
     rows_.resize(static_cast<size_t>(rows));
     for (int64_t r = 0; r < rows; ++r) {

@@ -18,6 +18,7 @@
 #include "absl/status/statusor.h"
 #include "graphstore/v1/manifest.pb.h"
 #include "server/graph/npy.h"
+#include "server/util/huge_pages.h"
 
 namespace graphstore {
 
@@ -64,20 +65,20 @@ struct NodeTypeStore {
 /// as 0. Built on first use.
 class WeightTree {
  public:
-  const std::vector<double>& Get(const int64_t* indptr, int64_t rows, const float* weights) const;
+  const HugePageVector<double>& Get(const int64_t* indptr, int64_t rows, const float* weights) const;
 
   /// Walker's alias tables of the same rows, for independent draws in O(1): position k of a
   /// row (0-based within it) is kept with probability prob[b + k], else replaced by its alias
   /// alias[b + k] (within the row). A row without a positive weight has alias -1 throughout.
   struct Alias {
-    std::vector<float> prob;
-    std::vector<int32_t> alias;
+    HugePageVector<float> prob;
+    HugePageVector<int32_t> alias;
   };
   const Alias& GetAlias(const int64_t* indptr, int64_t rows, const float* weights) const;
 
  private:
   mutable std::once_flag once_, alias_once_;
-  mutable std::vector<double> tree_;
+  mutable HugePageVector<double> tree_;
   mutable Alias alias_;
 };
 
@@ -110,11 +111,11 @@ class TimeRows {
     const int64_t hi = s == kFences ? d - 1 : FencePosition(s + 1, d);
     return {lo, std::max(lo, hi)};
   }
-  const std::vector<Row>& Get(const int64_t* indptr, int64_t rows, const int64_t* times) const;
+  const HugePageVector<Row>& Get(const int64_t* indptr, int64_t rows, const int64_t* times) const;
 
  private:
   mutable std::once_flag once_;
-  mutable std::vector<Row> rows_;
+  mutable HugePageVector<Row> rows_;
 };
 
 struct EdgeTypeStore {

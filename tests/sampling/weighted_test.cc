@@ -175,7 +175,8 @@ TEST_CASE("weighted draws with replacement are proportional to the weights", "[w
 std::vector<double> Tree(const std::vector<float>& w) {
   const std::vector<int64_t> indptr = {0, static_cast<int64_t>(w.size())};
   WeightTree t;
-  return t.Get(indptr.data(), 1, w.data());
+  const auto& tree = t.Get(indptr.data(), 1, w.data());
+  return std::vector<double>(tree.begin(), tree.end());
 }
 
 TEST_CASE("long rows draw from their Fenwick tree with the same distributions", "[weighted][statistics]") {
