@@ -468,7 +468,10 @@ bool Loader::NextFor(std::chrono::milliseconds timeout, std::optional<Batch>* ou
         out->reset();
         return true;
       }
-      if (!cv_.wait_until(lock, give_up, [&] { return !queue_.empty(); })) return false;
+      ++waiting_;
+      const bool arrived = cv_.wait_until(lock, give_up, [&] { return !queue_.empty(); });
+      --waiting_;
+      if (!arrived) return false;
       item = std::move(queue_.front());
       queue_.pop_front();
       if (item.batch.has_value()) --servers_[item.server]->in_queue;

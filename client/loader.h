@@ -263,6 +263,8 @@ class Loader {
   int64_t num_reconnects() const { return reconnects_.load(); }
   /// Leases renewed in the background so far.
   int64_t num_lease_renewals() const { return renewals_.load(); }
+  /// Callers of Next / NextFor blocked right now waiting for a batch.
+  int num_waiting() const { return waiting_.load(); }
 
   /// Starts `epoch` on every server and opens their streams.
   void StartEpoch(int64_t epoch);
@@ -336,6 +338,7 @@ class Loader {
   std::unordered_map<int64_t, int64_t> input_position_;
 
   std::mutex mu_;
+  std::atomic<int> waiting_{0};  // callers blocked in NextFor
   std::condition_variable cv_;
   std::deque<Item> queue_;
 };

@@ -384,6 +384,8 @@ PYBIND11_MODULE(_graphstore, m) {
       .def("num_batches", [](PyLoader& l) { return l.get().num_batches(); })
       .def("num_shared_memory_servers", [](PyLoader& l) { return l.get().num_shared_memory_servers(); })
       .def("num_reconnects", [](PyLoader& l) { return l.get().num_reconnects(); })
+      .def("num_waiting", [](PyLoader& l) { return l.get().num_waiting(); },
+           "Callers blocked right now in next() waiting for a batch.")
       .def("num_cached_rows", [](PyLoader& l) { return l.get().num_cached_rows(); })
       .def("bytes_received", [](PyLoader& l) { return l.get().bytes_received(); })
       .def("channel_id", [](PyLoader& l, int server) { return l.get().channel_id(server); }, py::arg("server"));

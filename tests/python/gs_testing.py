@@ -6,6 +6,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 import traceback
 import unittest
@@ -38,6 +39,15 @@ def free_ports(n):
     for s in socks:
         s.close()
     return ports
+
+
+def wait_until(condition, timeout, what):
+    """Polls `condition` until it holds; AssertionError naming `what` after `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{what}: not within {timeout} s")
+        threading.Event().wait(0.005)
 
 
 class Daemon:

@@ -13,7 +13,6 @@ import subprocess
 import sys
 import tempfile
 import threading
-import time
 import unittest
 
 import gs_testing as gt  # puts the package on sys.path
@@ -405,19 +404,16 @@ class ErrorsTest(unittest.TestCase):
         # and no keepalive would end the wait) gets KeyboardInterrupt on Ctrl-C, as any Python
         # wait does, and can still close.
         d = gt.Daemon(G1, name="stopped").wait_ready()
-        main = threading.main_thread().ident
         waiting = threading.Event()
 
-        def interrupt_once_blocked():
-            # The main thread sits in the generator, inside the loader's next(), at the same
-            # instruction on several looks in a row: it waits for a batch that cannot come.
-            seen = []
-            while len(seen) < 5 or len(set(seen[-5:])) != 1 or seen[-1][0] != "_batches":
-                frame = sys._current_frames().get(main)
-                seen.append((frame.f_code.co_name, frame.f_lasti) if frame is not None else None)
-                time.sleep(0.1)
-            waiting.set()
-            os.kill(os.getpid(), signal.SIGINT)
+        def interrupt_once_waiting(impl):
+            # Once the main thread is blocked in the loader's next(), waiting for a batch that
+            # cannot come. Interrupted in any case, so that a failure here cannot hang the test.
+            try:
+                gt.wait_until(lambda: impl.num_waiting() > 0, 60, "the loader's next() waiting for a batch")
+                waiting.set()
+            finally:
+                os.kill(os.getpid(), signal.SIGINT)
 
         try:
             with graphstore.Loader([d.address], [3], batch_size=20, split="train", shared_memory=False,
@@ -427,7 +423,7 @@ class ErrorsTest(unittest.TestCase):
                 next(it)
                 d.proc.send_signal(signal.SIGSTOP)
                 with self.assertRaises(KeyboardInterrupt):
-                    threading.Thread(target=interrupt_once_blocked, daemon=True).start()
+                    threading.Thread(target=interrupt_once_waiting, args=(loader._open(),), daemon=True).start()
                     for _ in it:
                         pass
                 self.assertTrue(waiting.is_set())
