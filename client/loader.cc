@@ -48,6 +48,20 @@ void DecodeCacheRows(const v1::GetNodeFeaturesResponse& r, bool decode, FeatureC
   }
 }
 
+// The wire dtype of feature rows stored as `stored` and sent in `encoding`.
+v1::DType WireDtype(v1::FeatureEncoding encoding, v1::DType stored) {
+  switch (encoding) {
+    case v1::FEATURE_ENCODING_FLOAT32: return v1::DTYPE_FLOAT32;
+    case v1::FEATURE_ENCODING_FLOAT16: return v1::DTYPE_FLOAT16;
+    case v1::FEATURE_ENCODING_BFLOAT16: return v1::DTYPE_BFLOAT16;
+    case v1::FEATURE_ENCODING_INT8: return v1::DTYPE_UINT8;
+    case v1::FEATURE_ENCODING_INT4: return v1::DTYPE_UINT4;
+    case v1::FEATURE_ENCODING_INT2: return v1::DTYPE_UINT2;
+    case v1::FEATURE_ENCODING_INT1: return v1::DTYPE_UINT1;
+    default: return stored;
+  }
+}
+
 }  // namespace
 
 absl::StatusOr<v1::FeatureEncoding> ParseFeatureEncoding(const std::string& name) {
@@ -215,28 +229,12 @@ void Loader::FillFeatureCache(const std::vector<v1::RegisterSamplingInputRespons
     FeatureCache::Type& type = cache_.types[info.name()];
     type.slot_of.assign(info.num_nodes(), -1);
     type.dim = info.features().dim();
-    type.dtype = info.features().dtype();
-    switch (options_.feature_encoding) {
-      case v1::FEATURE_ENCODING_FLOAT32: type.dtype = v1::DTYPE_FLOAT32; break;
-      case v1::FEATURE_ENCODING_FLOAT16: type.dtype = options_.decode_features ? v1::DTYPE_FLOAT32 : v1::DTYPE_FLOAT16; break;
-      case v1::FEATURE_ENCODING_BFLOAT16:
-        type.dtype = options_.decode_features ? v1::DTYPE_FLOAT32 : v1::DTYPE_BFLOAT16;
-        break;
-      case v1::FEATURE_ENCODING_INT8:
-      case v1::FEATURE_ENCODING_INT4:
-      case v1::FEATURE_ENCODING_INT2:
-      case v1::FEATURE_ENCODING_INT1:
-        // Codes kept are bytes: one per value, or the packed rows as they came.
-        type.dtype = options_.decode_features ? v1::DTYPE_FLOAT32 : v1::DTYPE_UINT8;
-        break;
-      default: break;
-    }
-    const int packed = options_.feature_encoding == v1::FEATURE_ENCODING_INT4   ? 4
-                       : options_.feature_encoding == v1::FEATURE_ENCODING_INT2 ? 2
-                       : options_.feature_encoding == v1::FEATURE_ENCODING_INT1 ? 1
-                                                                               : 0;
-    type.row_bytes = packed > 0 && !options_.decode_features ? codec::CodeRowBytes(static_cast<size_t>(type.dim), packed)
-                                                            : static_cast<size_t>(type.dim) * DtypeSize(type.dtype);
+    // Rows travel in the channel's encoding; kept decoded to float32, or as they came (packed
+    // codes as bytes).
+    const v1::DType wire = WireDtype(options_.feature_encoding, info.features().dtype());
+    const bool decoded = options_.decode_features && wire != info.features().dtype();
+    type.dtype = decoded ? v1::DTYPE_FLOAT32 : PackedBits(wire) > 0 ? v1::DTYPE_UINT8 : wire;
+    type.row_bytes = decoded ? static_cast<size_t>(type.dim) * DtypeSize(type.dtype) : RowBytes(wire, type.dim);
     int32_t next = 0;
     for (size_t i = 0; i < servers_.size(); ++i) {
       for (const v1::FeatureCache& c : registered[i].feature_cache()) {

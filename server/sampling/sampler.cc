@@ -1,5 +1,7 @@
 #include "server/sampling/sampler.h"
 
+#include "proto/feature_codec.h"
+
 namespace graphstore {
 
 size_t SampledSubgraph::ByteSize() const {
@@ -77,9 +79,8 @@ int FeatureOutput::bits() const {
 }
 
 size_t FeatureOutput::RowBytes(NpyDtype stored, int64_t dim) const {
-  const int b = bits();
   const size_t d = static_cast<size_t>(dim);
-  return b > 0 ? (d * static_cast<size_t>(b) + 7) / 8 : d * DtypeSize(RowType(stored));
+  return bits() > 0 ? codec::CodeRowBytes(d, bits()) : d * DtypeSize(RowType(stored));
 }
 
 int64_t SampledSubgraph::NumEdges() const {
