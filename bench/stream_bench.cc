@@ -369,10 +369,11 @@ double Percentile(std::vector<double> v, double q) {
 
 // Batches sampled and encoded by the server's worker step, for replaying.
 std::vector<std::shared_ptr<const WireMessage>> Encoded(const Partition& p, const NeighborSamplerOptions& so,
-                                                        int batch_size, int count, size_t part_bytes) {
+                                                        int batch_size, int count, size_t part_bytes,
+                                                        size_t split_bytes) {
   auto sampler = NeighborSampler::Create(&p, so);
   if (!sampler.ok()) std::abort();
-  SamplingWorkers workers(&p, *std::move(sampler), 1, part_bytes);
+  SamplingWorkers workers(&p, *std::move(sampler), 1, part_bytes, split_bytes);
   const std::vector<int64_t> seeds = Seeds(p.node_type(0).num_nodes, static_cast<int64_t>(count) * batch_size);
   std::vector<std::shared_ptr<const WireMessage>> out;
   for (int b = 0; b < count; ++b) {
@@ -397,7 +398,9 @@ int Run(int argc, char** argv) {
   flags.Define("batch_size", "1024", "seeds per batch");
   flags.Define("fanouts", "15,10,5", "fanout per hop");
   flags.Define("workers", "1", "sampling workers, in process and on the server");
-  flags.Define("part_mb", "8", "stream part size, MiB");
+  flags.Define("part_mb", "1", "stream part size, MiB (the server's --stream_part_mb)");
+  flags.Define("sampling_nice", "10", "the server's --sampling_nice (its sampling workers' nice value)");
+  flags.Define("split_mb", "8", "batches larger than this are split into parts, MiB (the server's --stream_split_mb)");
   flags.Define("replay_batches", "6", "distinct batches replayed through the transport");
   flags.Define("ttfb_epochs", "20", "epochs timed for time to first batch");
   flags.Define("trials", "3", "alternating runs of the raw pump and the gRPC path in (a), rotating trials in (b)");
@@ -417,6 +420,7 @@ int Run(int argc, char** argv) {
   const int batch_size = static_cast<int>(*flags.GetInt("batch_size"));
   const int workers = static_cast<int>(*flags.GetInt("workers"));
   const size_t part_bytes = static_cast<size_t>(*flags.GetInt("part_mb")) << 20;
+  const size_t split_bytes = static_cast<size_t>(*flags.GetInt("split_mb")) << 20;
   std::vector<int> fanouts;
   for (const auto& f : SplitList(flags.Get("fanouts"), ',')) fanouts.push_back(std::stoi(f));
   auto p = Partition::Load(*graph, {false});
@@ -426,13 +430,14 @@ int Run(int argc, char** argv) {
   so.fanouts = fanouts;
   so.with_node_features = true;
   const std::string sections = flags.Get("sections");
-  std::printf("graph %s: %lld nodes; batch %d, fanout [%s], 100 float features, %d worker(s), parts of %zu MiB\n",
+  std::printf("graph %s: %lld nodes; batch %d, fanout [%s], 100 float features, %d worker(s), batches over %zu MiB "
+              "in parts of %zu MiB\n",
               graph->c_str(), static_cast<long long>(num_nodes), batch_size, flags.Get("fanouts").c_str(), workers,
-              part_bytes >> 20);
+              split_bytes >> 20, part_bytes >> 20);
 
   // (a), and the raw pump's time for one batch that (c) is held to.
   const int replay = static_cast<int>(*flags.GetInt("replay_batches"));
-  const auto encoded = Encoded(**p, so, batch_size, replay, part_bytes);
+  const auto encoded = Encoded(**p, so, batch_size, replay, part_bytes, split_bytes);
   double batch_mb = 0;
   for (const auto& m : encoded) batch_mb += m->encoded->bytes / 1e6 / encoded.size();
   const int rounds = std::max(2, static_cast<int>(4000 / std::max(1.0, batch_mb * replay)));
@@ -465,6 +470,8 @@ int Run(int argc, char** argv) {
   opts.verify_partition = false;
   opts.max_message_bytes = 2047 << 20;
   opts.core.stream_part_bytes = part_bytes;
+  opts.core.stream_split_bytes = split_bytes;
+  opts.core.sampling_nice = static_cast<int>(*flags.GetInt("sampling_nice"));
   auto server = GraphStoreServer::BuildAndStart(opts);
   if (!server.ok()) {
     std::fprintf(stderr, "%s\n", server.status().ToString().c_str());

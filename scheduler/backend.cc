@@ -221,6 +221,7 @@ void Backend::MaybeQueue(const ChannelPtr& c) {
 }
 
 void Backend::WorkerLoop(int worker) {
+  if (options_.on_worker_start) options_.on_worker_start(worker);
   std::unique_lock<std::mutex> lock(mu_);
   while (true) {
     work_cv_.wait(lock, [&] { return stopping_ || !runnable_.empty() || !speculative_.empty(); });

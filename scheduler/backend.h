@@ -74,6 +74,8 @@ struct BackendOptions {
   /// first batches are ready at once. They have a budget of their own, of the size of the
   /// channel's buffer (so a channel may hold up to twice its buffer); 0 turns it off.
   int speculative_batches = 0;
+  /// Runs first on each worker thread, with the worker's index (e.g. to lower its priority).
+  std::function<void(int worker)> on_worker_start;
   /// Name for logs.
   std::string name = "backend";
   /// The server-wide budget of buffered bytes this backend shares with others (null: none;

@@ -61,8 +61,13 @@ void DefineFlags(Flags* flags) {
   flags->Define("max_message_mb", absl::StrCat(d.max_message_bytes >> 20), "largest gRPC message, MiB");
   flags->Define("shared_memory_dir", d.shared_memory_dir,
                 "tmpfs directory for the shared-memory transport of clients on this host (empty: off)");
+  flags->Define("stream_split_mb", absl::StrCat(d.core.stream_split_bytes >> 20),
+                "a sampled batch larger than this, MiB, is streamed in parts of --stream_part_mb (0: one part)");
   flags->Define("stream_part_mb", absl::StrCat(d.core.stream_part_bytes >> 20),
-                "a sampled batch larger than this is streamed in parts of about this size, MiB (0: one part)");
+                "size of the parts of a split batch, MiB (0: one part)");
+  flags->Define("sampling_nice", absl::StrCat(d.core.sampling_nice),
+                "added to the sampling workers' nice value (0..19), so that sending sampled batches and "
+                "answering RPCs go first when cores are short");
   flags->Define("sample_ahead_batches", absl::StrCat(d.core.sample_ahead_batches),
                 "batches of each channel's next epoch sampled ahead while workers are idle (0: off)");
   flags->Define("cluster", "",
@@ -123,6 +128,8 @@ absl::StatusOr<ServerOptions> ParseOptions(const Flags& flags) {
   auto peer_timeout = flags.GetInt("peer_timeout_ms");
   auto peer_cache = flags.GetInt("peer_cache_mb");
   auto part_mb = flags.GetInt("stream_part_mb");
+  auto split_mb = flags.GetInt("stream_split_mb");
+  auto sampling_nice = flags.GetInt("sampling_nice");
   auto quota_channels = flags.GetInt("max_channels_per_identity");
   auto quota_backends = flags.GetInt("max_backends_per_identity");
   auto quota_mb = flags.GetInt("max_buffer_mb_per_identity");
@@ -137,7 +144,8 @@ absl::StatusOr<ServerOptions> ParseOptions(const Flags& flags) {
                                 peer_cache.status(), part_mb.status(), quota_channels.status(),
                                 quota_backends.status(), quota_mb.status(), backend_lease.status(),
                                 buffered_mb.status(), worker_threads.status(), unfreed_channel_mb.status(),
-                                unfreed_mb.status(), release_timeout.status()}) {
+                                unfreed_mb.status(), release_timeout.status(), split_mb.status(),
+                                sampling_nice.status()}) {
     if (!s.ok()) return s;
   }
   if (*quota_channels < 0 || *quota_channels > o.core.max_channels) {
@@ -202,6 +210,10 @@ absl::StatusOr<ServerOptions> ParseOptions(const Flags& flags) {
     return absl::InvalidArgumentError("--stream_part_mb must be in [0, --max_message_mb)");
   }
   o.core.stream_part_bytes = static_cast<size_t>(*part_mb) << 20;
+  if (*split_mb < 0) return absl::InvalidArgumentError("--stream_split_mb must be >= 0");
+  o.core.stream_split_bytes = static_cast<size_t>(*split_mb) << 20;
+  if (*sampling_nice < 0 || *sampling_nice > 19) return absl::InvalidArgumentError("--sampling_nice must be in [0, 19]");
+  o.core.sampling_nice = static_cast<int>(*sampling_nice);
   o.port = static_cast<int>(*port);
   o.shared_memory_dir = flags.Get("shared_memory_dir");
   o.core.sample_ahead_batches = static_cast<int>(*ahead);

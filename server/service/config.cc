@@ -4,6 +4,8 @@
 #include "server/sampling/neighbor_sampler.h"
 #include "server/sampling/ppr_sampler.h"
 #include "server/sampling/subgraph_sampler.h"
+#include "server/util/log.h"
+#include "server/util/thread_priority.h"
 
 namespace graphstore {
 namespace {
@@ -136,6 +138,16 @@ absl::StatusOr<scheduler::BackendOptions> BuildBackendOptions(const v1::SamplerO
   bo.max_buffered_bytes = limits.default_buffer_bytes;
   bo.speculative_batches = limits.sample_ahead_batches;
   bo.name = name;
+  if (limits.sampling_nice > 0) {
+    bo.on_worker_start = [nice = limits.sampling_nice, name](int worker) {
+      if (auto s = LowerThreadPriority(nice); !s.ok()) {
+        // Once per backend: the other workers fail alike.
+        if (worker == 0) {
+          Logger("core")->warn("backend '{}': workers keep the daemon's priority: {}", name, std::string(s.message()));
+        }
+      }
+    };
+  }
   return bo;
 }
 

@@ -250,7 +250,7 @@ void Core::InitSamplingBackend(const v1::InitSamplingBackendRequest& req, v1::In
 absl::Status Core::BuildBackend(BackendEntry* entry, std::unique_ptr<Sampler> sampler,
                                 const scheduler::BackendOptions& options) {
   auto workers = std::make_shared<SamplingWorkers>(partition_.get(), std::move(sampler), options.num_workers,
-                                                   options_.stream_part_bytes);
+                                                   options_.stream_part_bytes, options_.stream_split_bytes);
   // Runs on the backend's worker threads.
   SamplerKind kind = SamplerKind::kNeighbor;
   if (entry->config.kind() == v1::SAMPLER_KIND_PPR) kind = SamplerKind::kPpr;

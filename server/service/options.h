@@ -28,6 +28,10 @@ struct CoreOptions {
   /// Batches of each channel's next epoch sampled ahead while workers are otherwise idle, so
   /// that StartEpoch finds its first batches ready (see BackendOptions::speculative_batches).
   int sample_ahead_batches = 2;
+  /// Added to the nice value of every sampling worker thread (0..19): when cores are short,
+  /// sending batches already sampled, answering RPCs and health probes go first, and the
+  /// workers take the rest. 0 keeps them at the daemon's priority.
+  int sampling_nice = 10;
   /// Largest output buffer a request may ask for, in messages / bytes.
   int max_buffer_messages = 1024;
   int64_t max_buffer_bytes = 4LL << 30;
@@ -77,9 +81,12 @@ struct CoreOptions {
   int64_t lease_check_interval_ms = 1000;
   /// Interval of the periodic scheduler-state log line, in seconds; 0 turns it off.
   int64_t state_log_interval_s = 30;
-  /// A batch larger than this many bytes is streamed in parts of about this size
-  /// (SampledMessage.part), so the client decodes one while the next is on the wire.
-  size_t stream_part_bytes = 8 << 20;
+  /// A batch larger than `stream_split_bytes` is streamed in parts of about
+  /// `stream_part_bytes` (SampledMessage.part), so the client decodes one while the next is on
+  /// the wire; a smaller batch goes as one message (splitting it would only add per-message
+  /// work). 0 for either: every batch in one message.
+  size_t stream_split_bytes = 8 << 20;
+  size_t stream_part_bytes = 1 << 20;
   /// In a cluster: bytes of other partitions' node data kept once fetched (0: none).
   int64_t peer_cache_bytes = 512LL << 20;
 };

@@ -29,10 +29,11 @@ void SubgraphPool::Return(SampledSubgraph* g) {
 }
 
 SamplingWorkers::SamplingWorkers(const Partition* partition, std::unique_ptr<Sampler> sampler, int num_workers,
-                                 size_t part_bytes)
+                                 size_t part_bytes, size_t split_bytes)
     : partition_(partition),
       sampler_(std::move(sampler)),
       part_bytes_(part_bytes),
+      split_bytes_(split_bytes),
       subgraphs_(std::make_shared<SubgraphPool>(2 * static_cast<size_t>(num_workers) + 2)),
       ablp_(num_workers),
       seed_times_(num_workers) {
@@ -108,7 +109,13 @@ absl::StatusOr<scheduler::Batch> SamplingWorkers::SampleAndEncode(const schedule
   } else {
     // The parts point into the subgraph, which stays out of the pool until they are sent.
     constexpr size_t kCopyBelow = 4096;
-    wire->encoded = EncodeParts(header, MessageEntries(*partition_, g), part_bytes_, kCopyBelow, subgraph);
+    const auto entries = MessageEntries(*partition_, g);
+    size_t total = 0;
+    for (const MessageEntry& e : entries) {
+      for (const TensorField& t : e.tensors) total += t.bytes;
+    }
+    const size_t part = split_bytes_ > 0 && total > split_bytes_ ? part_bytes_ : 0;
+    wire->encoded = EncodeParts(header, entries, part, kCopyBelow, subgraph);
     bytes = wire->encoded->bytes;
   }
   return scheduler::Batch{std::move(wire), bytes};

@@ -70,9 +70,10 @@ class SubgraphPool : public std::enable_shared_from_this<SubgraphPool> {
 /// each vector, so workers never share state.
 class SamplingWorkers {
  public:
-  /// Batches are encoded in parts of about `part_bytes` (0: one part).
+  /// Batches larger than `split_bytes` are encoded in parts of about `part_bytes`; smaller
+  /// ones, or all when either is 0, in one part.
   SamplingWorkers(const Partition* partition, std::unique_ptr<Sampler> sampler, int num_workers,
-                  size_t part_bytes = 8 << 20);
+                  size_t part_bytes = 1 << 20, size_t split_bytes = 8 << 20);
 
   /// Samples the batch of `task` and encodes it as the backend buffers it: a WireMessage (with
   /// the channel, epoch, batch index and number of batches set), and the bytes it holds. The
@@ -87,6 +88,7 @@ class SamplingWorkers {
   const Partition* const partition_;
   const std::unique_ptr<Sampler> sampler_;
   const size_t part_bytes_;
+  const size_t split_bytes_;
   std::vector<std::unique_ptr<SamplerScratch>> scratch_;
   std::shared_ptr<SubgraphPool> subgraphs_;
   std::vector<AblpBatch> ablp_;

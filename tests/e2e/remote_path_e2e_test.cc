@@ -58,6 +58,7 @@ struct LocalCluster {
       options[k].shared_memory_dir = "";
       options[k].core.state_log_interval_s = 0;
       options[k].core.stream_part_bytes = part_bytes;
+      options[k].core.stream_split_bytes = part_bytes;
     }
     auto started = StartLocalCluster(options);
     REQUIRE(started.ok());

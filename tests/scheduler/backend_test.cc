@@ -6,6 +6,7 @@
 #include <atomic>
 #include <chrono>
 #include <map>
+#include <mutex>
 #include <set>
 #include <thread>
 #include <vector>
@@ -49,6 +50,40 @@ TEST_CASE("a huge channel does not starve small ones: each gets its fair share o
   }
   backend.Stop();
 }
+TEST_CASE("each worker thread runs the start hook once, before it samples", "[backend]") {
+  std::mutex mu;
+  std::map<std::thread::id, int> hooked;  // thread -> worker index
+  std::set<std::thread::id> sampled_on;
+  int sampled_unhooked = 0;
+  BackendOptions bo;
+  bo.num_workers = 3;
+  bo.on_worker_start = [&](int worker) {
+    std::lock_guard<std::mutex> lock(mu);
+    hooked[std::this_thread::get_id()] = worker;
+  };
+  FakeSampler fake;
+  auto inner = fake.fn();
+  Backend backend(bo, [&](const BatchTask& t) {
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      sampled_on.insert(std::this_thread::get_id());
+      sampled_unhooked += hooked.count(std::this_thread::get_id()) == 0;
+    }
+    return inner(t);
+  });
+  REQUIRE(backend.AddChannel(1, Seeds(60)).ok());
+  REQUIRE(backend.StartEpoch(1, 0).ok());
+  CHECK(Drain(backend, 1, 0).size() == 60);
+  backend.Stop();
+  std::lock_guard<std::mutex> lock(mu);
+  CHECK(sampled_unhooked == 0);
+  CHECK(!sampled_on.empty());
+  REQUIRE(hooked.size() == 3);
+  std::set<int> indices;
+  for (const auto& [thread, worker] : hooked) indices.insert(worker);
+  CHECK(indices == std::set<int>{0, 1, 2});
+}
+
 TEST_CASE("a channel nobody reads fills its buffer and the others still finish", "[backend]") {
   FakeSampler fake;
   BackendOptions bo;

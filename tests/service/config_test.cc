@@ -3,7 +3,9 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <string>
+#include <thread>
 
 #include "server/graph/dataset_writer.h"
 #include "server/graph/partition.h"
@@ -11,6 +13,7 @@
 #include "server/sampling/ppr_sampler.h"
 #include "server/sampling/subgraph_sampler.h"
 #include "server/service/config.h"
+#include "server/util/thread_priority.h"
 #include "tests/fixtures.h"
 #include "tests/test_util.h"
 
@@ -146,6 +149,44 @@ TEST_CASE("backend options take the service's defaults and stay within its limit
   o.set_max_in_flight_per_channel(6);
   ExpectError(BuildBackendOptions(o, limits, "key").status(), absl::StatusCode::kResourceExhausted,
               "options.max_in_flight_per_channel");
+}
+
+TEST_CASE("a backend's workers run at the service's sampling nice, below the daemon's threads", "[config]") {
+  CoreOptions limits;
+  limits.sampling_nice = 3;
+  auto bo = BuildBackendOptions(v1::SamplerOptions(), limits, "key");
+  REQUIRE(bo.ok());
+  REQUIRE(bo->on_worker_start);
+  const int daemon = ThreadNice();
+  int before = -100, after = -100;
+  // A thread of its own, as a worker is: the hook changes that thread alone.
+  std::thread worker([&] {
+    before = ThreadNice();
+    bo->on_worker_start(0);
+    after = ThreadNice();
+  });
+  worker.join();
+  CHECK(before == daemon);
+  CHECK(after == std::min(19, daemon + 3));
+  CHECK(ThreadNice() == daemon);
+  limits.sampling_nice = 0;
+  bo = BuildBackendOptions(v1::SamplerOptions(), limits, "key");
+  REQUIRE(bo.ok());
+  CHECK(!bo->on_worker_start);
+}
+
+TEST_CASE("lowering a thread's priority clamps at 19 and never raises it", "[config]") {
+  int nice = -100;
+  absl::Status first, second;
+  std::thread t([&] {
+    first = LowerThreadPriority(25);
+    second = LowerThreadPriority(0);
+    nice = ThreadNice();
+  });
+  t.join();
+  CHECK(first.ok());
+  CHECK(second.ok());
+  CHECK(nice == 19);
 }
 
 TEST_CASE("a backend's negative sampling becomes its channels' negative options", "[config]") {

@@ -107,6 +107,28 @@ TEST_CASE("a worker's batch is the sampler's subgraph encoded, with the batch's 
   CHECK(google::protobuf::util::MessageDifferencer::Equals(m, expected));
 }
 
+TEST_CASE("only a batch above the split size is streamed in parts", "[worker]") {
+  TempDir dir;
+  auto p = Write(testing::TinyGraph(), dir);
+  const V seeds = {0, 3};
+  SamplingWorkers whole(p.get(), Sampler2Hops(*p), 1, /*part_bytes=*/64, /*split_bytes=*/1 << 20);
+  auto batch = whole.SampleAndEncode(Task(seeds));
+  REQUIRE(batch.ok());
+  const size_t bytes = Wire(*batch).encoded->bytes;
+  CHECK(Wire(*batch).encoded->parts.size() == 1);
+  REQUIRE(bytes > 256);
+  // A split size below the batch: parts of about 64 bytes (whole rows, so a few may be larger).
+  SamplingWorkers split(p.get(), Sampler2Hops(*p), 1, /*part_bytes=*/64, /*split_bytes=*/128);
+  batch = split.SampleAndEncode(Task(seeds));
+  REQUIRE(batch.ok());
+  CHECK(Wire(*batch).encoded->parts.size() > 2);
+  // Either size 0: one part.
+  SamplingWorkers off(p.get(), Sampler2Hops(*p), 1, /*part_bytes=*/64, /*split_bytes=*/0);
+  batch = off.SampleAndEncode(Task(seeds));
+  REQUIRE(batch.ok());
+  CHECK(Wire(*batch).encoded->parts.size() == 1);
+}
+
 TEST_CASE("on a shared-memory channel the tensors are slices of a pooled buffer", "[worker]") {
   TempDir dir, shm;
   auto p = Write(testing::TinyGraph(), dir);
