@@ -154,6 +154,8 @@ std::vector<MessageEntry> MessageEntries(const Partition& partition, const Sampl
              4 * n.feature_dim);
       tensor(&e, v1::NodeTensors::kFeatureOffsetFieldNumber, v1::DTYPE_FLOAT32, {n.feature_dim}, n.feature_offset,
              4 * n.feature_dim);
+      e.tensors[e.tensors.size() - 2].whole = true;
+      e.tensors.back().whole = true;
     }
     if (n.feature_bytes() > 0 || (n.feature_dim > 0 && (n.ids.empty() || !n.cached.empty()))) {
       tensor(&e, v1::NodeTensors::kFeaturesFieldNumber, FeatureDtype(n), {n.num_feature_rows(), n.feature_dim},

@@ -41,6 +41,8 @@ struct TensorField {
   std::vector<int64_t> shape;
   const char* data = nullptr;
   size_t bytes = 0;
+  /// Never split over parts: it travels whole in part 0 (a decoder needs it before any row).
+  bool whole = false;
 };
 
 /// One entry of a sampled message: a NodeTensors, EdgeTensors, AblpLabels or PprWeights

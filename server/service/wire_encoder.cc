@@ -189,7 +189,7 @@ std::unique_ptr<EncodedMessage> EncodeParts(const WireHeader& header, const std:
       // as it arrives.
       const size_t unit = !t.shape.empty() && t.shape[0] > 0 ? t.bytes / static_cast<size_t>(t.shape[0]) : 1;
       const size_t chunk = budget == SIZE_MAX ? SIZE_MAX : std::max(unit, budget / std::max<size_t>(unit, 1) * unit);
-      const size_t head = Splittable(e) && unit > 0 ? std::min(t.bytes, remaining / unit * unit) : t.bytes;
+      const size_t head = Splittable(e) && !t.whole && unit > 0 ? std::min(t.bytes, remaining / unit * unit) : t.bytes;
       remaining -= std::min(remaining, head);
       slice.tensors.push_back({&t, 0, head});
       for (size_t offset = head; offset < t.bytes; offset += std::min(chunk, t.bytes - offset)) {

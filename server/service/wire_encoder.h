@@ -9,6 +9,7 @@
 // A batch larger than the part size is split (SampledMessage.part, Tensor.byte_offset): part 0
 // carries every tensor's dtype and full shape and the bytes that fit, later parts the rest of
 // the node and edge tensors, so the client decodes one part while the next is on the wire.
+// Tensors marked `whole` (a quantized encoding's scale and offset) are always complete in part 0.
 // Within a Tensor the encoder writes byte_offset before data (protobuf accepts fields in any
 // order), so a streaming decoder knows where the bytes go before they arrive.
 

@@ -197,6 +197,35 @@ TEST_CASE("each feature encoding stays within its bound; ids, edges and labels s
   }
 }
 
+TEST_CASE("batches cut into small parts decode to the tensors of whole batches, with every option", "[remote]") {
+  LocalCluster whole(1);
+  LocalCluster split(1, 4096);
+  for (const auto encoding : {v1::FEATURE_ENCODING_FLOAT32, v1::FEATURE_ENCODING_FLOAT16, v1::FEATURE_ENCODING_INT8,
+                              v1::FEATURE_ENCODING_INT4, v1::FEATURE_ENCODING_INT1}) {
+    for (int64_t cache_rows : {int64_t{0}, int64_t{300}}) {
+      for (bool decode : {true, false}) {
+        INFO(v1::FeatureEncoding_Name(encoding) << ", cache " << cache_rows << ", decode " << decode);
+        client::Loader a(Options(whole, encoding, cache_rows, decode));
+        client::Loader b(Options(split, encoding, cache_rows, decode));
+        const Epoch want = ReadEpoch(a, 0);
+        const Epoch got = ReadEpoch(b, 0);
+        REQUIRE(got.size() == want.size());
+        for (const auto& [key, w] : want) {
+          const client::Batch& g = got.at(key);
+          CheckExactParts(g, w);
+          CHECK(torch::equal(g.x, w.x));
+          CHECK(g.x_bits == w.x_bits);
+          if (w.x_scale.defined()) {
+            REQUIRE(g.x_scale.defined());
+            CHECK(torch::equal(g.x_scale, w.x_scale));
+            CHECK(torch::equal(g.x_offset, w.x_offset));
+          }
+        }
+      }
+    }
+  }
+}
+
 TEST_CASE("a feature cache rebuilds x bit for bit on 1 and 2 servers, and reports its hit rate", "[remote]") {
   const int64_t rows = kNodes / 10;
   for (int n : {1, 2}) {
