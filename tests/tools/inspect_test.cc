@@ -1,9 +1,10 @@
 // graphstore-inspect and graphstored agree on a partition: both accept a good one, both refuse a
-// corrupt one with exit code 2 and the file named.
+// corrupt one with exit code 2 and the file named. graphstored refuses bad flags the same way.
 
 #include <catch2/catch.hpp>
 
 #include <string>
+#include <utility>
 
 #include "tests/test_util.h"
 
@@ -34,6 +35,24 @@ TEST_CASE("graphstore-inspect and graphstored refuse the same corrupt partition 
   CHECK(RunCommand("server/graphstored --port=0 --partition=" + g + " >" + dir / "daemon.txt 2>&1") == 2);
   CHECK_THAT(ReadFile(dir / "daemon.txt"), Catch::Contains("labels.npy: not a valid .npy file"));
   CHECK(RunCommand("tools/graphstore-inspect 2>/dev/null") == 2);  // no --partition
+}
+
+TEST_CASE("graphstored refuses an out-of-range flag with exit code 2, naming the flag", "[tools]") {
+  TempDir dir;
+  const std::string g = dir / "g";
+  REQUIRE(RunCommand("tools/graphstore-generate --nodes=100 --feature_dim=4 --out=" + g + " >/dev/null") == 0);
+  const std::pair<std::string, std::string> cases[] = {
+      {"--sampling_nice=20", "--sampling_nice must be in [0, 19]"},
+      {"--sampling_nice=-1", "--sampling_nice must be in [0, 19]"},
+      {"--stream_split_mb=-1", "--stream_split_mb must be >= 0"},
+      {"--stream_part_mb=-1", "--stream_part_mb must be in [0, --max_message_mb)"},
+      {"--sample_ahead_batches=65", "--sample_ahead_batches must be in [0, 64]"},
+  };
+  for (const auto& [flag, message] : cases) {
+    INFO(flag);
+    CHECK(RunCommand("server/graphstored --port=0 --partition=" + g + " " + flag + " >" + dir / "out.txt 2>&1") == 2);
+    CHECK_THAT(ReadFile(dir / "out.txt"), Catch::Contains(message));
+  }
 }
 
 }  // namespace
