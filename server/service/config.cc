@@ -140,11 +140,10 @@ absl::StatusOr<scheduler::BackendOptions> BuildBackendOptions(const v1::SamplerO
   bo.name = name;
   if (limits.sampling_nice > 0) {
     bo.on_worker_start = [nice = limits.sampling_nice, name](int worker) {
-      if (auto s = LowerThreadPriority(nice); !s.ok()) {
-        // Once per backend: the other workers fail alike.
-        if (worker == 0) {
-          Logger("core")->warn("backend '{}': workers keep the daemon's priority: {}", name, std::string(s.message()));
-        }
+      const absl::Status s = LowerThreadPriority(nice);
+      // Logged once per backend: the other workers fail alike.
+      if (!s.ok() && worker == 0) {
+        Logger("core")->warn("backend '{}': workers keep the daemon's priority: {}", name, std::string(s.message()));
       }
     };
   }

@@ -129,8 +129,8 @@ void SetInt64Tensor(const std::vector<int64_t>& values, v1::Tensor* out) { Tenso
 std::vector<MessageEntry> MessageEntries(const Partition& partition, const SampledSubgraph& g) {
   std::vector<MessageEntry> entries;
   auto tensor = [](MessageEntry* e, int number, v1::DType dtype, std::vector<int64_t> shape, const void* data,
-                   size_t bytes) {
-    e->tensors.push_back({number, dtype, std::move(shape), static_cast<const char*>(data), bytes});
+                   size_t bytes, bool whole = false) {
+    e->tensors.push_back({number, dtype, std::move(shape), static_cast<const char*>(data), bytes, whole});
   };
   auto int64s = [&](MessageEntry* e, int number, const std::vector<int64_t>& v) {
     tensor(e, number, v1::DTYPE_INT64, {static_cast<int64_t>(v.size())}, v.data(), v.size() * 8);
@@ -151,11 +151,9 @@ std::vector<MessageEntry> MessageEntries(const Partition& partition, const Sampl
     }
     if (n.feature_scale != nullptr) {
       tensor(&e, v1::NodeTensors::kFeatureScaleFieldNumber, v1::DTYPE_FLOAT32, {n.feature_dim}, n.feature_scale,
-             4 * n.feature_dim);
+             4 * n.feature_dim, /*whole=*/true);
       tensor(&e, v1::NodeTensors::kFeatureOffsetFieldNumber, v1::DTYPE_FLOAT32, {n.feature_dim}, n.feature_offset,
-             4 * n.feature_dim);
-      e.tensors[e.tensors.size() - 2].whole = true;
-      e.tensors.back().whole = true;
+             4 * n.feature_dim, /*whole=*/true);
     }
     if (n.feature_bytes() > 0 || (n.feature_dim > 0 && (n.ids.empty() || !n.cached.empty()))) {
       tensor(&e, v1::NodeTensors::kFeaturesFieldNumber, FeatureDtype(n), {n.num_feature_rows(), n.feature_dim},

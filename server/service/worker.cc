@@ -109,13 +109,8 @@ absl::StatusOr<scheduler::Batch> SamplingWorkers::SampleAndEncode(const schedule
   } else {
     // The parts point into the subgraph, which stays out of the pool until they are sent.
     constexpr size_t kCopyBelow = 4096;
-    const auto entries = MessageEntries(*partition_, g);
-    size_t total = 0;
-    for (const MessageEntry& e : entries) {
-      for (const TensorField& t : e.tensors) total += t.bytes;
-    }
-    const size_t part = split_bytes_ > 0 && total > split_bytes_ ? part_bytes_ : 0;
-    wire->encoded = EncodeParts(header, entries, part, kCopyBelow, subgraph);
+    const size_t part = split_bytes_ > 0 && g.ByteSize() > split_bytes_ ? part_bytes_ : 0;
+    wire->encoded = EncodeParts(header, MessageEntries(*partition_, g), part, kCopyBelow, subgraph);
     bytes = wire->encoded->bytes;
   }
   return scheduler::Batch{std::move(wire), bytes};
