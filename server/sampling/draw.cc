@@ -1,9 +1,11 @@
 #include "server/sampling/draw.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <utility>
 
 namespace graphstore {
 namespace {
@@ -95,6 +97,13 @@ uint64_t PickShortRow(DrawStream& draws, float* w, int64_t n, int picks) {
   return taken;
 }
 
+// PickShortRow for 1 to kShortRow / 4 vectors, by vectors - 1.
+template <int... V>
+constexpr auto PickShortRowTable(std::integer_sequence<int, V...>) {
+  return std::array<uint64_t (*)(DrawStream&, float*, int64_t, int), sizeof...(V)>{&PickShortRow<V + 1>...};
+}
+constexpr auto kPickShortRow = PickShortRowTable(std::make_integer_sequence<int, kShortRow / 4>());
+
 int64_t DrawShortRowWithoutReplacement(DrawStream& draws, const float* weights, int64_t n, int fanout,
                                        std::vector<int64_t>* out) {
   alignas(16) float w[kShortRow];
@@ -118,32 +127,7 @@ int64_t DrawShortRowWithoutReplacement(DrawStream& draws, const float* weights, 
   }
   const int usable = usable_lanes[0] + usable_lanes[1] + usable_lanes[2] + usable_lanes[3];
   const int picks = std::min(fanout, usable);
-  uint64_t taken = 0;
-  switch (vectors) {
-#define GRAPHSTORE_PICK_SHORT_ROW(V) \
-  case V:                            \
-    taken = PickShortRow<V>(draws, w, n, picks); \
-    break;
-    GRAPHSTORE_PICK_SHORT_ROW(1)
-    GRAPHSTORE_PICK_SHORT_ROW(2)
-    GRAPHSTORE_PICK_SHORT_ROW(3)
-    GRAPHSTORE_PICK_SHORT_ROW(4)
-    GRAPHSTORE_PICK_SHORT_ROW(5)
-    GRAPHSTORE_PICK_SHORT_ROW(6)
-    GRAPHSTORE_PICK_SHORT_ROW(7)
-    GRAPHSTORE_PICK_SHORT_ROW(8)
-    GRAPHSTORE_PICK_SHORT_ROW(9)
-    GRAPHSTORE_PICK_SHORT_ROW(10)
-    GRAPHSTORE_PICK_SHORT_ROW(11)
-    GRAPHSTORE_PICK_SHORT_ROW(12)
-    GRAPHSTORE_PICK_SHORT_ROW(13)
-    GRAPHSTORE_PICK_SHORT_ROW(14)
-    GRAPHSTORE_PICK_SHORT_ROW(15)
-    GRAPHSTORE_PICK_SHORT_ROW(16)
-#undef GRAPHSTORE_PICK_SHORT_ROW
-    default:
-      break;
-  }
+  uint64_t taken = picks > 0 ? kPickShortRow[vectors - 1](draws, w, n, picks) : 0;
   for (; taken != 0; taken &= taken - 1) out->push_back(__builtin_ctzll(taken));
   return picks;
 }
