@@ -290,22 +290,15 @@ absl::Status Partition::OpenEdgeType(int index) {
   return absl::OkStatus();
 }
 
-const HugePageVector<double>& WeightTree::Get(const int64_t* indptr, int64_t rows, const float* weights) const {
-  std::call_once(once_, [&] {
-    tree_.assign(static_cast<size_t>(indptr[rows]), 0.0);
-    for (int64_t r = 0; r < rows; ++r) {
-      const int64_t b = indptr[r];
-      const int64_t d = indptr[r + 1] - b;
-      double* t = tree_.data() + b;
-      for (int64_t i = 1; i <= d; ++i) {
-        const float w = weights[b + i - 1];
-        t[i - 1] += w > 0 && std::isfinite(w) ? static_cast<double>(w) : 0.0;
-        const int64_t parent = i + (i & -i);
-        if (parent <= d) t[parent - 1] += t[i - 1];
-      }
+const HugePageVector<double>& WeightIndex::GetBlocks(int64_t num_edges, const float* weights) const {
+  std::call_once(blocks_once_, [&] {
+    blocks_.assign(static_cast<size_t>((num_edges + kBlock - 1) / kBlock), 0.0);
+    for (int64_t p = 0; p < num_edges; ++p) {
+      const float w = weights[p];
+      if (w > 0 && std::isfinite(w)) blocks_[p / kBlock] += static_cast<double>(w);
     }
   });
-  return tree_;
+  return blocks_;
 }
 
 const HugePageVector<TimeRows::Row>& TimeRows::Get(const int64_t* indptr, int64_t rows, const int64_t* times) const {
@@ -325,7 +318,7 @@ const HugePageVector<TimeRows::Row>& TimeRows::Get(const int64_t* indptr, int64_
   return rows_;
 }
 
-const WeightTree::Alias& WeightTree::GetAlias(const int64_t* indptr, int64_t rows, const float* weights) const {
+const WeightIndex::Alias& WeightIndex::GetAlias(const int64_t* indptr, int64_t rows, const float* weights) const {
   std::call_once(alias_once_, [&] {
     const auto m = static_cast<size_t>(indptr[rows]);
     alias_.prob.assign(m, 0.0f);

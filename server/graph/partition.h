@@ -59,13 +59,18 @@ struct NodeTypeStore {
 /// The CSR of one edge type held by a partition. Rows are this partition's nodes of the row
 /// type (the source type for edge_dir "out", the destination type for "in"); indices are
 /// global ids of the column type.
-/// Per-row Fenwick trees over an edge type's weights, for weighted draws in O(log degree): for
-/// the row starting at CSR position b with degree d, tree[b + i - 1] (i in 1..d) holds the sum
-/// of the row's weights (i - lowbit(i), i], counting weights that are not positive and finite
-/// as 0. Built on first use.
-class WeightTree {
+/// Indexes of an edge type's weights for weighted draws, built on first use: sums of the
+/// weights in blocks (draws without replacement, and from a prefix of a row) and per-row alias
+/// tables (independent draws from a whole row). Weights that are not positive and finite count
+/// as 0.
+class WeightIndex {
  public:
-  const HugePageVector<double>& Get(const int64_t* indptr, int64_t rows, const float* weights) const;
+  /// CSR positions per block of GetBlocks: 16 float weights, one cache line.
+  static constexpr int64_t kBlock = 16;
+  /// Sums of the usable weights (positive and finite; others count as 0) of the edge type's
+  /// `num_edges` CSR positions in aligned blocks: entry b covers positions [16 b, 16 b + 16),
+  /// whichever rows they belong to.
+  const HugePageVector<double>& GetBlocks(int64_t num_edges, const float* weights) const;
 
   /// Walker's alias tables of the same rows, for independent draws in O(1): position k of a
   /// row (0-based within it) is kept with probability prob[b + k], else replaced by its alias
@@ -77,8 +82,8 @@ class WeightTree {
   const Alias& GetAlias(const int64_t* indptr, int64_t rows, const float* weights) const;
 
  private:
-  mutable std::once_flag once_, alias_once_;
-  mutable HugePageVector<double> tree_;
+  mutable std::once_flag alias_once_, blocks_once_;
+  mutable HugePageVector<double> blocks_;
   mutable Alias alias_;
 };
 
@@ -152,8 +157,8 @@ struct EdgeTypeStore {
   const float* weights_data() const { return weights.is_open() ? weights.data<float>() : nullptr; }
   /// Edge times in CSR order, or null when the type stores none.
   const int64_t* times_data() const { return times.is_open() ? times.data<int64_t>() : nullptr; }
-  /// The Fenwick trees of the weights (see WeightTree), built by the first weighted draw.
-  std::shared_ptr<WeightTree> weight_tree = std::make_shared<WeightTree>();
+  /// The indexes of the weights (see WeightIndex), built by the first weighted draw.
+  std::shared_ptr<WeightIndex> weight_index = std::make_shared<WeightIndex>();
   /// The rows' extents and time ranges (see TimeRows), built by the first temporal draw.
   std::shared_ptr<TimeRows> time_rows = std::make_shared<TimeRows>();
   /// Global edge id of the edge at CSR position `pos`.

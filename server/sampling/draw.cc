@@ -184,85 +184,83 @@ int64_t DrawWeightedPositions(uint64_t key, const float* weights, int64_t n, int
     return fanout;
   }
   if (n <= kShortRow) return DrawShortRowWithoutReplacement(draws, weights, n, fanout, out);
-  // Longer rows here have excluded candidates (their trees serve only whole rows).
+  // Longer rows here have excluded candidates (their block sums count every position).
   ContinueByScan(draws, weights, n, fanout, out, keys);
   std::sort(out->begin(), out->end());
   return static_cast<int64_t>(out->size());
 }
 
-int64_t DrawWeightedFromTree(uint64_t key, const float* weights, const double* tree, int64_t n, int fanout,
-                             bool replace, std::vector<int64_t>* out, WeightedScratch* s) {
-  auto usable = [&](int64_t k) { return UsableWeight(weights[k]); };
-  if (TakesEveryUsable(weights, n, fanout, replace, out)) return static_cast<int64_t>(out->size());
-  if (fanout == 0 || n == 0) return 0;
-  double total = 0;
-  for (int64_t i = n; i > 0; i -= i & -i) total += tree[i - 1];
-  if (!(total > 0)) return 0;
-  int64_t top = 1;
-  while (top * 2 <= n) top *= 2;
-  // The item whose interval of the row's weight holds x.
-  auto find = [&](double x) {
-    int64_t pos = 0;
-    for (int64_t step = top; step > 0; step >>= 1) {
-      const int64_t next = pos + step;
-      if (next > n) continue;
-      // Left or right is a coin toss a branch would mispredict half the time: selects instead.
-      const double v = tree[next - 1];
-      const bool right = v <= x;
-      pos = right ? next : pos;
-      x -= right ? v : 0.0;
-    }
-    return std::min(pos, n - 1);
+int64_t DrawWeightedFromBlocks(uint64_t key, const float* weights, const double* block_sums, int64_t begin,
+                               int64_t n, int fanout, bool replace, std::vector<int64_t>* out, WeightedScratch* s) {
+  if (TakesEveryUsable(weights + begin, n, fanout, replace, out) || fanout == 0 || n == 0) {
+    return static_cast<int64_t>(out->size());
+  }
+  const int64_t end = begin + n;
+  const int64_t first = begin / kWeightBlock;
+  const auto blocks = (end - 1) / kWeightBlock - first + 1;
+  auto& sums = s->sums;
+  auto& taken = s->taken;
+  sums.assign(block_sums + first, block_sums + first + blocks);
+  taken.assign(static_cast<size_t>(blocks), 0);
+  // Block j's positions within the row: [lo, hi), the block starting at `at`.
+  auto extent = [&](int64_t j, int64_t* at, int64_t* lo, int64_t* hi) {
+    *at = (first + j) * kWeightBlock;
+    *lo = std::max(begin, *at);
+    *hi = std::min(end, *at + kWeightBlock);
   };
+  // Block j's usable weights within the row, less those taken.
+  auto block_sum = [&](int64_t j) {
+    int64_t at, lo, hi;
+    extent(j, &at, &lo, &hi);
+    double sum = 0;
+    for (int64_t p = lo; p < hi; ++p) {
+      const bool left = UsableWeight(weights[p]) && (taken[j] >> (p - at) & 1) == 0;
+      sum += left ? static_cast<double>(weights[p]) : 0.0;
+    }
+    return sum;
+  };
+  auto sum_afresh = [&] {
+    double total = 0;
+    for (double v : sums) total += v;
+    return total;
+  };
+  // The row's first and last blocks may hold other rows' positions.
+  if (begin % kWeightBlock != 0) sums[0] = block_sum(0);
+  if (end % kWeightBlock != 0) sums[blocks - 1] = block_sum(blocks - 1);
+  double total = sum_afresh();
   DrawStream draws(key);
-  if (replace) {
-    for (int d = 0; d < fanout; ++d) {
-      int64_t k = find(draws.Uniform() * total);
-      // Rounding may land on an unusable neighbour of the right one: the nearest usable before.
-      while (k > 0 && !usable(k)) --k;
-      while (!usable(k)) ++k;
-      out->push_back(k);
+  while (total > 0 && static_cast<int64_t>(out->size()) < fanout) {
+    // The block whose share of what is left holds the point, then the position within it.
+    double x = draws.Uniform() * total;
+    int64_t j = 0;
+    while (j + 1 < blocks && x >= sums[j]) x -= sums[j++];
+    while (j > 0 && !(sums[j] > 0)) --j;  // rounding carried x past the last block with weight left
+    int64_t at, lo, hi;
+    extent(j, &at, &lo, &hi);
+    int64_t pick = -1;
+    for (int64_t p = lo; p < hi; ++p) {
+      if (!UsableWeight(weights[p]) || (taken[j] >> (p - at) & 1) != 0) continue;
+      pick = p;  // the last one left, should rounding leave x past the block's end
+      x -= static_cast<double>(weights[p]);
+      if (x < 0) break;
     }
-    return fanout;
+    if (pick < 0) {
+      // The block's sum and the running total held only rounding: both are summed exactly.
+      sums[j] = block_sum(j);
+      total = sum_afresh();
+      continue;
+    }
+    out->push_back(pick - begin);
+    if (replace) continue;
+    taken[j] |= static_cast<uint16_t>(1u << (pick - at));
+    const double before = sums[j];
+    const double w = static_cast<double>(weights[pick]);
+    // When the pick took most of its block, or of the row, what is left is summed afresh:
+    // subtracting would leave it with the rounding of the larger sum.
+    sums[j] = w > 0.5 * before ? block_sum(j) : before - w;
+    total = before - sums[j] > 0.5 * total ? sum_afresh() : total - (before - sums[j]);
   }
-  // Without replacement the tree stays as it is: a point drawn under the weight left is carried
-  // past the intervals of the items already taken (in the order they lie in the row), which
-  // puts it where it falls among the items left.
-  double remaining = total;
-  const double epsilon = total * 1e-12;
-  auto taken = [&](int64_t k) { return std::find(out->begin(), out->end(), k) != out->end(); };
-  s->taken.clear();  // (start of the item's interval, its weight), by start
-  while (static_cast<int64_t>(out->size()) < fanout) {
-    if (!(remaining > epsilon)) {
-      // What is left is below the tree's rounding (weights over 12 orders of magnitude apart):
-      // the rest of the draw sums the candidates left afresh.
-      ContinueByScan(draws, weights, n, fanout, out, &s->exact);
-      break;
-    }
-    double x = draws.Uniform() * remaining;
-    for (const auto& [start, w] : s->taken) {
-      if (start > x) break;
-      x += w;
-    }
-    int64_t k = find(x);
-    if (!usable(k) || taken(k)) {
-      // Rounding at an interval's edge: the nearest usable item not yet taken.
-      int64_t lo = k, hi = k;
-      k = -1;
-      while (k < 0 && (lo > 0 || hi < n - 1)) {
-        if (hi < n - 1 && usable(++hi) && !taken(hi)) k = hi;
-        else if (lo > 0 && usable(--lo) && !taken(lo)) k = lo;
-      }
-      if (k < 0) break;
-    }
-    out->push_back(k);
-    const double w = static_cast<double>(weights[k]);
-    remaining -= w;
-    double start = 0;
-    for (int64_t i = k; i > 0; i -= i & -i) start += tree[i - 1];
-    s->taken.insert(std::upper_bound(s->taken.begin(), s->taken.end(), std::make_pair(start, w)), {start, w});
-  }
-  std::sort(out->begin(), out->end());
+  if (!replace) std::sort(out->begin(), out->end());
   return static_cast<int64_t>(out->size());
 }
 

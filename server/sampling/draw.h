@@ -93,25 +93,32 @@ inline void ShuffleForEpoch(uint64_t seed, int64_t epoch, std::vector<int64_t>* 
 int64_t DrawWeightedPositions(uint64_t key, const float* weights, int64_t n, int fanout, bool replace,
                               std::vector<int64_t>* out, std::vector<double>* keys);
 
-/// Rows longer than this draw by weight from their Fenwick tree (DrawWeightedFromTree); shorter
-/// ones, and rows with excluded edges, by a scan (DrawWeightedPositions).
-inline constexpr int64_t kWeightTreeMinDegree = 64;
+/// Rows longer than this draw by weight from the sums of their weights in blocks (BlockDraw);
+/// shorter ones, and rows with excluded edges, by a scan (DrawWeightedPositions).
+inline constexpr int64_t kWeightBlockMinDegree = 64;
 
-/// Scratch of DrawWeightedFromTree.
+/// CSR positions per block of the block sums: 16 float weights, one cache line.
+inline constexpr int64_t kWeightBlock = 16;
+
+/// Scratch of DrawWeightedFromBlocks.
 struct WeightedScratch {
-  std::vector<std::pair<double, double>> taken;  // the intervals of the items taken so far
-  std::vector<double> exact;                     // the rest of a draw past the tree's rounding
+  std::vector<double> sums;     // per block of the row, its weight left
+  std::vector<uint16_t> taken;  // per block, its positions taken
 };
 
-/// The same distributions as DrawWeightedPositions, in O(fanout log n) from the row's Fenwick
-/// tree `tree` (tree[i - 1] = sum of the usable weights (i - lowbit(i), i], as WeightTree
-/// builds it): successive sampling without replacement (each point drawn under the weight left
-/// and carried past the intervals already taken), independent draws with it. Indices in increasing order without
-/// replacement, in draw order with it.
-int64_t DrawWeightedFromTree(uint64_t key, const float* weights, const double* tree, int64_t n, int fanout,
-                             bool replace, std::vector<int64_t>* out, WeightedScratch* scratch);
+/// The same distributions as DrawWeightedPositions over the first `n` positions of the row
+/// that starts at CSR position `begin`, from the sums of the edge type's usable weights in
+/// aligned blocks: `weights` is the edge type's whole array and `block_sums[b]` the sum of its
+/// usable weights in [16 b, 16 b + 16), as WeightIndex::GetBlocks builds them. A pick walks
+/// the row's block sums (contiguous, read once for all its picks) to its block, then that
+/// block's 16 weights (one cache line); without replacement each pick is drawn under the sums
+/// of what is left (a block the pick took most of is summed afresh), exact whatever the
+/// weights' range. Row offsets in increasing order without replacement, in draw order with it.
+int64_t DrawWeightedFromBlocks(uint64_t key, const float* weights, const double* block_sums, int64_t begin,
+                               int64_t n, int fanout, bool replace, std::vector<int64_t>* out,
+                               WeightedScratch* scratch);
 
-/// Independent weighted draws from a row's alias table (WeightTree::Alias, offset to the row):
+/// Independent weighted draws from a row's alias table (WeightIndex::Alias, offset to the row):
 /// `fanout` indices, none when the row has no positive weight. O(fanout).
 int64_t DrawWeightedFromAlias(uint64_t key, const float* prob, const int32_t* alias, int64_t n, int fanout,
                               std::vector<int64_t>* out);

@@ -91,13 +91,14 @@ void DrawOwnedNeighbors(const Partition& partition, int edge_type, const int64_t
   // Edge times, when this draw is temporal and the type stores them: each row is cut to the
   // prefix at or before its node's time.
   const int64_t* edge_times = spec.temporal != TemporalStrategy::kNone ? et.times_data() : nullptr;
-  // Long rows draw by weight from their Fenwick tree, which (unlike the alias table) also
-  // serves a prefix of the row.
-  const double* tree = weights != nullptr && (!replace || edge_times != nullptr)
-                           ? et.weight_tree->Get(indptr, rows.num_local, weights).data()
-                           : nullptr;
-  const WeightTree::Alias* alias =
-      weights != nullptr && replace ? &et.weight_tree->GetAlias(indptr, rows.num_local, weights) : nullptr;
+  // Long rows draw by weight from the sums of their weights in blocks (which also serve a
+  // prefix of the row); independent draws from a whole row from its alias table.
+  const double* blocks = weights != nullptr && (!replace || edge_times != nullptr)
+                             ? et.weight_index->GetBlocks(et.num_local, weights).data()
+                             : nullptr;
+  static_assert(WeightIndex::kBlock == kWeightBlock);
+  const WeightIndex::Alias* alias =
+      weights != nullptr && replace ? &et.weight_index->GetAlias(indptr, rows.num_local, weights) : nullptr;
   const auto* excluded = spec.excluded != nullptr && !spec.excluded->empty() ? spec.excluded : nullptr;
 
   out->base.resize(n);
@@ -160,14 +161,20 @@ void DrawOwnedNeighbors(const Partition& partition, int edge_type, const int64_t
   for (size_t i = 0; i < n; ++i) {
     if (weights != nullptr && i + kRowsAhead < n) {
       // A weighted draw reads the row's alias cells (with replacement; the draws land anywhere
-      // in the row) or its weights (short rows whole; long ones from their tree): every cache
-      // line of the row's first 64 entries, in each array it reads.
-      const int64_t b = out->base[i + kRowsAhead], end = b + std::min<int64_t>(out->degree[i + kRowsAhead], 64);
+      // in the row: every cache line of the row's first 64 entries, in both arrays), a short
+      // row's weights (all of them), or a long row's block sums and its first and last blocks
+      // of weights (which may hold other rows' weights too, and are summed afresh).
+      const int64_t d = out->degree[i + kRowsAhead];
+      const int64_t b = out->base[i + kRowsAhead], end = b + std::min<int64_t>(d, 64);
       if (alias != nullptr) {
         PrefetchLines(alias->prob.data() + b, alias->prob.data() + end);
         PrefetchLines(alias->alias.data() + b, alias->alias.data() + end);
-      } else if (end - b <= kWeightTreeMinDegree) {
+      } else if (d <= kWeightBlockMinDegree) {
         PrefetchLines(weights + b, weights + end);
+      } else if (blocks != nullptr) {
+        PrefetchLines(blocks + b / kWeightBlock, blocks + (b + d - 1) / kWeightBlock + 1);
+        __builtin_prefetch(weights + b);
+        __builtin_prefetch(weights + b + d - 1);
       }
     }
     const int64_t base = out->base[i];
@@ -198,18 +205,18 @@ void DrawOwnedNeighbors(const Partition& partition, int edge_type, const int64_t
         for (int64_t k = 0; k < degree; ++k) out->candidate_weights[k] = weights[position(k)];
         w = out->candidate_weights.data();
       }
-      const uint64_t key = HashCombine(spec.hop_key, static_cast<uint64_t>(ids[i]));
-      const bool long_row = candidates == nullptr && degree > kWeightTreeMinDegree && !draw_all;
+      const bool long_row = candidates == nullptr && degree > kWeightBlockMinDegree && !draw_all;
       const bool whole_row = edge_times == nullptr || out->whole[i];
       // Independent draws from a whole row take its alias table, whatever its length.
       const bool by_alias = replace && whole_row && candidates == nullptr && !draw_all;
+      const uint64_t key = HashCombine(spec.hop_key, static_cast<uint64_t>(ids[i]));
       int64_t c;
       if (by_alias) {
         c = DrawWeightedFromAlias(key, alias->prob.data() + base, alias->alias.data() + base, degree, fanout,
                                   &out->weighted_picks);
       } else if (long_row) {
-        c = DrawWeightedFromTree(key, w, tree + base, degree, fanout, replace, &out->weighted_picks,
-                                 &out->weighted_scratch);
+        c = DrawWeightedFromBlocks(key, weights, blocks, base, degree, fanout, replace, &out->weighted_picks,
+                                   &out->weighted_scratch);
       } else {
         c = DrawWeightedPositions(key, w, degree, fanout, replace, &out->weighted_picks, &out->weighted_keys);
       }

@@ -99,12 +99,12 @@ absl::Status NeighborSampler::Init() {
   for (size_t e = 0; e < weighted_.size(); ++e) {
     if (!weighted_[e]) continue;
     const EdgeTypeStore& et = partition_->edge_type(static_cast<int>(e));
-    // The per-row indexes weighted draws use, built now rather than in the first batch's draw
-    // (temporal draws cut rows, which only the tree serves).
+    // The indexes weighted draws use, built now rather than in the first batch's draw
+    // (temporal draws cut rows, which only the block sums serve).
     const int64_t rows = partition_->node_type(et.row_type).num_local;
-    if (o.replace) et.weight_tree->GetAlias(et.indptr_data(), rows, et.weights_data());
+    if (o.replace) et.weight_index->GetAlias(et.indptr_data(), rows, et.weights_data());
     if (!o.replace || (o.temporal != TemporalStrategy::kNone && et.times_data() != nullptr)) {
-      et.weight_tree->Get(et.indptr_data(), rows, et.weights_data());
+      et.weight_index->GetBlocks(et.num_local, et.weights_data());
     }
   }
   if (o.temporal != TemporalStrategy::kNone) {

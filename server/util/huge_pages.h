@@ -2,7 +2,7 @@
 #define GRAPHSTORE_SERVER_UTIL_HUGE_PAGES_H_
 
 // Memory for the large in-memory indexes that draws read at random (a row's time fences, the
-// weights' Fenwick trees and alias tables): arrays of 2 MiB or more are aligned to 2 MiB and
+// weights' block sums and alias tables): arrays of 2 MiB or more are aligned to 2 MiB and
 // marked for transparent huge pages, so a random read costs a cache miss rather than a cache
 // miss and a page walk. Where the kernel gives no huge pages the memory works the same.
 

@@ -16,6 +16,7 @@
 #include "server/graph/npy.h"
 #include "server/graph/partition.h"
 #include "server/sampling/draw.h"
+#include "server/sampling/neighbor_draw.h"
 #include "server/sampling/neighbor_sampler.h"
 #include "tests/fixtures.h"
 #include "tests/sampling/sampling_fixtures.h"
@@ -84,35 +85,61 @@ TEST_CASE("rows of many vectors of candidates match the exact inclusion probabil
   CHECK(count[3] == 0);
 }
 
+// A row of weights `w` at CSR position `offset` of an edge type whose other positions (other
+// rows') weigh 1e6 each, with the type's block sums as WeightIndex builds them: block draws of
+// the row must never reach past its ends.
+struct BlockRow {
+  BlockRow(const std::vector<float>& w, int64_t offset) : offset(offset), n(static_cast<int64_t>(w.size())) {
+    all.assign(static_cast<size_t>(offset), 1e6f);
+    all.insert(all.end(), w.begin(), w.end());
+    all.insert(all.end(), 21, 1e6f);
+    const auto& b = index.GetBlocks(static_cast<int64_t>(all.size()), all.data());
+    blocks.assign(b.begin(), b.end());
+  }
+  int64_t Draw(uint64_t key, int fanout, bool replace, std::vector<int64_t>* out) const {
+    WeightedScratch scratch;
+    return DrawWeightedFromBlocks(key, all.data(), blocks.data(), offset, n, fanout, replace, out, &scratch);
+  }
+  WeightIndex index;
+  std::vector<float> all;
+  std::vector<double> blocks;
+  int64_t offset, n;
+};
+
 TEST_CASE("weights of every magnitude still give distinct positive-weight picks", "[weighted]") {
   // Weights 30 orders of magnitude apart leave rounding in the running sums; a pick must still
-  // be a candidate not taken, of positive weight, for rows up to 64 and past it.
-  for (int64_t n : {5, 33, 64, 65}) {
+  // be a candidate not taken, of positive weight, for rows up to 64 and past it (by a scan, and
+  // from block sums).
+  for (int64_t n : {5, 33, 64, 65, 150}) {
     std::vector<float> weights(static_cast<size_t>(n));
     for (int64_t i = 0; i < n; ++i) weights[i] = i % 5 == 0 ? 1e30f : (i % 5 == 1 ? 0.0f : 1e-30f);
     const int64_t positive = n - (n + 3) / 5;
+    const BlockRow row(weights, 3);
     for (int fanout : {1, 7, static_cast<int>(positive) - 1}) {
       std::vector<int64_t> out;
       std::vector<double> keys;
       for (int t = 0; t < 200; ++t) {
-        const int64_t got = DrawWeightedPositions(HashCombine(n, t), weights.data(), n, fanout, false, &out, &keys);
-        INFO("n " << n << " fanout " << fanout << " trial " << t);
-        REQUIRE(got == std::min<int64_t>(fanout, positive));
-        REQUIRE(static_cast<int64_t>(out.size()) == got);
-        REQUIRE(std::set<int64_t>(out.begin(), out.end()).size() == out.size());
-        for (int64_t k : out) REQUIRE(weights[k] > 0);
+        for (bool blocks : {false, true}) {
+          if (blocks && n <= kWeightBlockMinDegree) continue;
+          const int64_t got = blocks ? row.Draw(HashCombine(n, t), fanout, false, &out)
+                                     : DrawWeightedPositions(HashCombine(n, t), weights.data(), n, fanout, false,
+                                                             &out, &keys);
+          INFO("n " << n << " fanout " << fanout << " trial " << t << " blocks " << blocks);
+          REQUIRE(got == std::min<int64_t>(fanout, positive));
+          REQUIRE(static_cast<int64_t>(out.size()) == got);
+          REQUIRE(std::set<int64_t>(out.begin(), out.end()).size() == out.size());
+          for (int64_t k : out) REQUIRE(weights[k] > 0);
+        }
       }
     }
   }
 }
 
-std::vector<double> Tree(const std::vector<float>& w);  // below: the Fenwick tree of one row
-
 TEST_CASE("once the heavy candidates are taken, the light ones are drawn by their own weights",
           "[weighted][statistics]") {
   // Three candidates of weight 1e30 and the rest between 1e-30 and 3e-30: a fourth pick is one
   // of the light ones, in proportion to its weight, in a short row (running sums) and in a long
-  // one (its Fenwick tree, whose rounding loses the light weights).
+  // one (its block sums, whose running total loses the light weights).
   for (int64_t n : {40, 100}) {
     std::vector<float> weights(static_cast<size_t>(n));
     double light = 0;
@@ -121,17 +148,15 @@ TEST_CASE("once the heavy candidates are taken, the light ones are drawn by thei
       if (i % 13 != 0) light += weights[i];
     }
     const int heavy = static_cast<int>((n + 12) / 13);
-    const std::vector<double> tree = Tree(weights);
-    WeightedScratch scratch;
+    const BlockRow row(weights, 5);
     std::vector<int64_t> out;
     std::vector<double> keys;
     const int trials = 20000;
     std::vector<int> count(weights.size(), 0);
     for (int t = 0; t < trials; ++t) {
-      const int64_t got = n <= kWeightTreeMinDegree
+      const int64_t got = n <= kWeightBlockMinDegree
                               ? DrawWeightedPositions(HashCombine(5, t), weights.data(), n, heavy + 1, false, &out, &keys)
-                              : DrawWeightedFromTree(HashCombine(5, t), weights.data(), tree.data(), n, heavy + 1,
-                                                     false, &out, &scratch);
+                              : row.Draw(HashCombine(5, t), heavy + 1, false, &out);
       REQUIRE(got == heavy + 1);
       for (int64_t k : out) ++count[k];
     }
@@ -171,28 +196,20 @@ TEST_CASE("weighted draws with replacement are proportional to the weights", "[w
   }
 }
 
-// The Fenwick trees of one row, as WeightTree builds them.
-std::vector<double> Tree(const std::vector<float>& w) {
-  const std::vector<int64_t> indptr = {0, static_cast<int64_t>(w.size())};
-  WeightTree t;
-  const auto& tree = t.Get(indptr.data(), 1, w.data());
-  return std::vector<double>(tree.begin(), tree.end());
-}
-
-TEST_CASE("long rows draw from their Fenwick tree with the same distributions", "[weighted][statistics]") {
-  // 100 candidates, weights 0..6 repeating (every seventh is zero).
+TEST_CASE("long rows draw from their block sums with the same distributions", "[weighted][statistics]") {
+  // 100 candidates, weights 0..6 repeating (every seventh is zero), from CSR position 5: the
+  // row's first and last blocks hold other rows' weights too.
   std::vector<float> weights(100);
   for (size_t i = 0; i < weights.size(); ++i) weights[i] = static_cast<float>(i % 7);
-  const std::vector<double> tree = Tree(weights);
+  const BlockRow row(weights, 5);
   const std::vector<double> wd(weights.begin(), weights.end());
   const double total = std::accumulate(wd.begin(), wd.end(), 0.0);
-  WeightedScratch scratch;
   std::vector<int64_t> out;
   // Without replacement, 2 of 100: the exact inclusion probability of each candidate.
   const int trials = 40000;
   std::vector<int> count(weights.size(), 0);
   for (int t = 0; t < trials; ++t) {
-    REQUIRE(DrawWeightedFromTree(HashCombine(17, t), weights.data(), tree.data(), 100, 2, false, &out, &scratch) == 2);
+    REQUIRE(row.Draw(HashCombine(17, t), 2, false, &out) == 2);
     REQUIRE(out[0] < out[1]);
     for (int64_t k : out) ++count[k];
   }
@@ -213,7 +230,7 @@ TEST_CASE("long rows draw from their Fenwick tree with the same distributions", 
   // With replacement: proportional.
   std::fill(count.begin(), count.end(), 0);
   for (int t = 0; t < trials; ++t) {
-    REQUIRE(DrawWeightedFromTree(HashCombine(3, t), weights.data(), tree.data(), 100, 3, true, &out, &scratch) == 3);
+    REQUIRE(row.Draw(HashCombine(3, t), 3, true, &out) == 3);
     for (int64_t k : out) ++count[k];
   }
   for (size_t i = 0; i < weights.size(); ++i) {
@@ -223,8 +240,8 @@ TEST_CASE("long rows draw from their Fenwick tree with the same distributions", 
   }
   // With replacement from the row's alias table (what long rows use): proportional too.
   const std::vector<int64_t> indptr = {0, 100};
-  WeightTree t;
-  const WeightTree::Alias& alias = t.GetAlias(indptr.data(), 1, weights.data());
+  WeightIndex t;
+  const WeightIndex::Alias& alias = t.GetAlias(indptr.data(), 1, weights.data());
   std::fill(count.begin(), count.end(), 0);
   for (int t2 = 0; t2 < trials; ++t2) {
     REQUIRE(DrawWeightedFromAlias(HashCombine(8, t2), alias.prob.data(), alias.alias.data(), 100, 3, &out) == 3);
@@ -239,47 +256,44 @@ TEST_CASE("long rows draw from their Fenwick tree with the same distributions", 
   // A row without a positive weight draws nothing from its alias table.
   const std::vector<float> none(80, 0.0f);
   const std::vector<int64_t> none_ptr = {0, 80};
-  WeightTree nt;
-  const WeightTree::Alias& none_alias = nt.GetAlias(none_ptr.data(), 1, none.data());
+  WeightIndex nt;
+  const WeightIndex::Alias& none_alias = nt.GetAlias(none_ptr.data(), 1, none.data());
   CHECK(DrawWeightedFromAlias(1, none_alias.prob.data(), none_alias.alias.data(), 80, 3, &out) == 0);
   // A row with fewer positive weights than the fanout takes them all.
   std::vector<float> sparse(100, 0.0f);
   sparse[10] = 1;
   sparse[70] = 2;
-  const std::vector<double> sparse_tree = Tree(sparse);
-  REQUIRE(DrawWeightedFromTree(5, sparse.data(), sparse_tree.data(), 100, 5, false, &out, &scratch) == 2);
+  REQUIRE(BlockRow(sparse, 5).Draw(5, 5, false, &out) == 2);
   CHECK(out == std::vector<int64_t>{10, 70});
 }
 
-TEST_CASE("many picks from a Fenwick tree match a fresh scan per pick", "[weighted][statistics]") {
-  // 30 of 100 candidates (weights 0..6 repeating, every seventh zero): each pick is carried past
-  // up to 29 taken intervals. The inclusion frequencies agree with the exact successive
+TEST_CASE("many picks from block sums match a fresh scan per pick", "[weighted][statistics]") {
+  // 30 of 100 candidates (weights 0..6 repeating, every seventh zero): blocks are emptied as
+  // their positions are taken. The inclusion frequencies agree with the exact successive
   // sampling of DrawWeightedPositions (a scan of what is left per pick, for rows this long).
   std::vector<float> weights(100);
   for (size_t i = 0; i < weights.size(); ++i) weights[i] = static_cast<float>(i % 7);
-  const std::vector<double> tree = Tree(weights);
-  WeightedScratch scratch;
+  const BlockRow row(weights, 16);
   std::vector<int64_t> out;
   std::vector<double> keys;
   const int trials = 6000;
   const int fanout = 30;
-  std::vector<int> by_tree(weights.size(), 0), by_scan(weights.size(), 0);
+  std::vector<int> by_blocks(weights.size(), 0), by_scan(weights.size(), 0);
   for (int t = 0; t < trials; ++t) {
-    REQUIRE(DrawWeightedFromTree(HashCombine(23, t), weights.data(), tree.data(), 100, fanout, false, &out,
-                                 &scratch) == fanout);
+    REQUIRE(row.Draw(HashCombine(23, t), fanout, false, &out) == fanout);
     REQUIRE(std::set<int64_t>(out.begin(), out.end()).size() == static_cast<size_t>(fanout));
-    for (int64_t k : out) ++by_tree[k];
+    for (int64_t k : out) ++by_blocks[k];
     REQUIRE(DrawWeightedPositions(HashCombine(29, t), weights.data(), 100, fanout, false, &out, &keys) == fanout);
     for (int64_t k : out) ++by_scan[k];
   }
   for (size_t i = 0; i < weights.size(); ++i) {
-    INFO("candidate " << i << ": tree " << by_tree[i] << ", scan " << by_scan[i]);
+    INFO("candidate " << i << ": blocks " << by_blocks[i] << ", scan " << by_scan[i]);
     if (weights[i] == 0) {
-      CHECK(by_tree[i] == 0);
+      CHECK(by_blocks[i] == 0);
       continue;
     }
-    const double p = (by_tree[i] + by_scan[i]) / (2.0 * trials);
-    CHECK(std::abs(by_tree[i] - by_scan[i]) <= 5 * std::sqrt(2 * trials * p * (1 - p)) + 1);
+    const double p = (by_blocks[i] + by_scan[i]) / (2.0 * trials);
+    CHECK(std::abs(by_blocks[i] - by_scan[i]) <= 5 * std::sqrt(2 * trials * p * (1 - p)) + 1);
   }
 }
 
@@ -310,17 +324,24 @@ TEST_CASE("zero weights: never drawn; all zero draws nothing; a full fanout take
   CHECK(out == again);
 }
 
-// Node 0 -> 1 (weight 0), 2 (weight 5), 3 (weight 0); node 1 -> 3 (weight 1); 2, 3: none.
-GraphData Weighted() {
+// `nodes` nodes of type "node" and an edge type node__to__node without edges yet.
+GraphData Nodes(int64_t nodes) {
   GraphData g;
-  g.node_types.push_back(NodeTypeData{"node", 4});
+  g.node_types.push_back(NodeTypeData{"node", nodes});
   EdgeTypeData e;
   e.src_type = e.dst_type = "node";
   e.relation = "to";
+  g.edge_types.push_back(e);
+  return g;
+}
+
+// Node 0 -> 1 (weight 0), 2 (weight 5), 3 (weight 0); node 1 -> 3 (weight 1); 2, 3: none.
+GraphData Weighted() {
+  GraphData g = Nodes(4);
+  EdgeTypeData& e = g.edge_types[0];
   e.src = {0, 0, 0, 1};
   e.dst = {1, 2, 3, 3};
   e.weights = {0, 5, 0, 1};
-  g.edge_types.push_back(e);
   return g;
 }
 
@@ -389,6 +410,83 @@ TEST_CASE("a partition whose weights are negative, not finite or of the wrong le
   const absl::Status s = WritePartitions(g, Assignment{std::vector<int32_t>(4, 0)}, WriteOptions(), out.path());
   CHECK(s.code() == absl::StatusCode::kInvalidArgument);
   CHECK_THAT(std::string(s.message()), Catch::Contains("edge weight 1"));
+}
+
+// 40 nodes with rows of 65 to 214 edges (long rows: drawn from block sums) at edge times 0, 1,
+// ...: every fifth row weighs nothing, the next has only three positive weights, the others
+// weigh 1 to 11 with a zero every ninth edge.
+GraphData LongRows() {
+  GraphData g = Nodes(40);
+  EdgeTypeData& e = g.edge_types[0];
+  for (int64_t v = 0; v < 40; ++v) {
+    const int64_t degree = 65 + (v * 37) % 150;
+    for (int64_t k = 0; k < degree; ++k) {
+      e.src.push_back(v);
+      e.dst.push_back((v + 7 * k) % 40);
+      e.times.push_back(k);
+      float w = 1.0f + static_cast<float>((k * 13) % 11);
+      if (v % 5 == 0 || k % 9 == 4 || (v % 5 == 1 && k % 30 != 2)) w = 0;
+      e.weights.push_back(w);
+    }
+  }
+  return g;
+}
+
+TEST_CASE("a hop's long rows draw from their block sums, whole or cut by time", "[weighted]") {
+  TempDir dir;
+  auto p = testing::WritePartition(LongRows(), dir.path());
+  const EdgeTypeStore& et = p->edge_type(0);
+  const int64_t* indptr = et.indptr_data();
+  const double* blocks = et.weight_index->GetBlocks(et.num_local, et.weights_data()).data();
+  // Every node, in an order unlike the rows', some twice.
+  std::vector<int64_t> ids;
+  for (int64_t k = 0; k < 50; ++k) ids.push_back((k * 17) % 40);
+  // Times cutting each row after 64 + (id % 50) edges, so the cut rows are long too.
+  std::vector<int64_t> times;
+  for (int64_t v : ids) times.push_back(63 + v % 50);
+  for (bool temporal : {false, true}) {
+    for (bool replace : {false, true}) {
+      if (!temporal && replace) continue;  // whole rows with replacement take their alias tables
+      INFO("temporal " << temporal << " replace " << replace);
+      DrawSpec spec;
+      spec.fanout = 5;
+      spec.replace = replace;
+      spec.weighted = true;
+      spec.hop_key = 1234;
+      if (temporal) {
+        spec.temporal = TemporalStrategy::kUniform;
+        spec.times = times.data();
+      }
+      NeighborDraw draw;
+      DrawOwnedNeighbors(*p, 0, ids.data(), ids.size(), spec, &draw);
+      REQUIRE(draw.counts.size() == ids.size());
+      size_t at = 0;
+      int64_t short_rows = 0;
+      for (size_t i = 0; i < ids.size(); ++i) {
+        const int64_t begin = indptr[ids[i]];
+        const int64_t degree = indptr[ids[i] + 1] - begin;
+        const int64_t n = temporal ? std::min<int64_t>(degree, times[i] + 1) : degree;
+        if (replace && n == degree) {
+          // Independent draws from a whole row are the alias table's.
+          at += static_cast<size_t>(draw.counts[i]);
+          continue;
+        }
+        std::vector<int64_t> alone;
+        WeightedScratch scratch;
+        DrawWeightedFromBlocks(HashCombine(1234, static_cast<uint64_t>(ids[i])), et.weights_data(), blocks, begin, n,
+                               5, replace, &alone, &scratch);
+        INFO("node " << ids[i]);
+        REQUIRE(draw.counts[i] == static_cast<int64_t>(alone.size()));
+        if (alone.size() < 5) ++short_rows;
+        for (int64_t k : alone) {
+          CHECK(et.weights_data()[begin + k] > 0);
+          CHECK(draw.neighbors[at++] == et.indices_data()[begin + k]);
+        }
+      }
+      CHECK(at == draw.neighbors.size());
+      CHECK(short_rows >= 5);  // rows of no or few positive weights draw what they have
+    }
+  }
 }
 
 }  // namespace
