@@ -93,8 +93,9 @@ inline void ShuffleForEpoch(uint64_t seed, int64_t epoch, std::vector<int64_t>* 
 int64_t DrawWeightedPositions(uint64_t key, const float* weights, int64_t n, int fanout, bool replace,
                               std::vector<int64_t>* out, std::vector<double>* keys);
 
-/// Rows longer than this draw by weight from the sums of their weights in blocks (BlockDraw);
-/// shorter ones, and rows with excluded edges, by a scan (DrawWeightedPositions).
+/// Rows longer than this draw by weight from the sums of their weights in blocks
+/// (DrawWeightedFromBlocks); shorter ones, and rows with excluded edges, by a scan
+/// (DrawWeightedPositions).
 inline constexpr int64_t kWeightBlockMinDegree = 64;
 
 /// CSR positions per block of the block sums: 16 float weights, one cache line.
