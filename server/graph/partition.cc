@@ -301,6 +301,42 @@ const HugePageVector<double>& WeightIndex::GetBlocks(int64_t num_edges, const fl
   return blocks_;
 }
 
+void WeightIndex::BuildTree(const float* w, int64_t d, double* tree) {
+  std::fill(tree, tree + d, 0.0);
+  for (int64_t i = 1; i <= d; ++i) {
+    const float x = w[i - 1];
+    tree[i - 1] += x > 0 && std::isfinite(x) ? static_cast<double>(x) : 0.0;
+    const int64_t parent = i + (i & -i);
+    if (parent <= d) tree[parent - 1] += tree[i - 1];
+  }
+}
+
+const WeightIndex::Trees& WeightIndex::GetTrees(const int64_t* indptr, int64_t rows, const float* weights) const {
+  std::call_once(trees_once_, [&] {
+    int64_t total = 0;
+    for (int64_t r = 0; r < rows; ++r) {
+      const int64_t d = indptr[r + 1] - indptr[r];
+      if (d <= kTreeMinDegree) continue;
+      trees_.starts.push_back(indptr[r]);
+      trees_.offsets.push_back(total);
+      total += d;
+    }
+    trees_.sums.resize(static_cast<size_t>(total));
+    for (size_t j = 0; j < trees_.starts.size(); ++j) {
+      const int64_t b = trees_.starts[j];
+      const int64_t d = (j + 1 < trees_.starts.size() ? trees_.offsets[j + 1] : total) - trees_.offsets[j];
+      BuildTree(weights + b, d, trees_.sums.data() + trees_.offsets[j]);
+    }
+  });
+  return trees_;
+}
+
+const double* WeightIndex::Trees::Of(int64_t begin) const {
+  const auto it = std::lower_bound(starts.begin(), starts.end(), begin);
+  if (it == starts.end() || *it != begin) return nullptr;
+  return sums.data() + offsets[it - starts.begin()];
+}
+
 const HugePageVector<TimeRows::Row>& TimeRows::Get(const int64_t* indptr, int64_t rows, const int64_t* times) const {
   std::call_once(once_, [&] {
     rows_.resize(static_cast<size_t>(rows));

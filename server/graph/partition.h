@@ -60,9 +60,10 @@ struct NodeTypeStore {
 /// type (the source type for edge_dir "out", the destination type for "in"); indices are
 /// global ids of the column type.
 /// Indexes of an edge type's weights for weighted draws, built on first use: sums of the
-/// weights in blocks (draws without replacement, and from a prefix of a row) and per-row alias
-/// tables (independent draws from a whole row). Weights that are not positive and finite count
-/// as 0.
+/// weights in blocks (draws without replacement, and from a prefix of a row), Fenwick trees of
+/// the longest rows (the same draws, where walking the blocks would take long) and per-row
+/// alias tables (independent draws from a whole row). Weights that are not positive and finite
+/// count as 0.
 class WeightIndex {
  public:
   /// CSR positions per block of GetBlocks: 16 float weights, one cache line.
@@ -71,6 +72,21 @@ class WeightIndex {
   /// `num_edges` CSR positions in aligned blocks: entry b covers positions [16 b, 16 b + 16),
   /// whichever rows they belong to.
   const HugePageVector<double>& GetBlocks(int64_t num_edges, const float* weights) const;
+
+  /// Rows longer than this also get a Fenwick tree (GetTrees).
+  static constexpr int64_t kTreeMinDegree = 4096;
+  /// The Fenwick trees of the rows longer than kTreeMinDegree, one after another.
+  struct Trees {
+    std::vector<int64_t> starts;   ///< each such row's first CSR position, ascending
+    std::vector<int64_t> offsets;  ///< where its tree begins in `sums`
+    HugePageVector<double> sums;
+    /// The tree of the row that starts at CSR position `begin`, or null when it has none.
+    const double* Of(int64_t begin) const;
+  };
+  const Trees& GetTrees(const int64_t* indptr, int64_t rows, const float* weights) const;
+  /// Writes the Fenwick tree of a row's `d` weights `w` to `tree`: tree[i - 1] is the sum of
+  /// the usable weights in (i - lowbit(i), i].
+  static void BuildTree(const float* w, int64_t d, double* tree);
 
   /// Walker's alias tables of the same rows, for independent draws in O(1): position k of a
   /// row (0-based within it) is kept with probability prob[b + k], else replaced by its alias
@@ -82,8 +98,9 @@ class WeightIndex {
   const Alias& GetAlias(const int64_t* indptr, int64_t rows, const float* weights) const;
 
  private:
-  mutable std::once_flag alias_once_, blocks_once_;
+  mutable std::once_flag alias_once_, blocks_once_, trees_once_;
   mutable HugePageVector<double> blocks_;
+  mutable Trees trees_;
   mutable Alias alias_;
 };
 

@@ -264,6 +264,82 @@ int64_t DrawWeightedFromBlocks(uint64_t key, const float* weights, const double*
   return static_cast<int64_t>(out->size());
 }
 
+int64_t DrawWeightedFromTree(uint64_t key, const float* weights, const double* tree, int64_t n, int fanout,
+                             bool replace, std::vector<int64_t>* out, WeightedScratch* s) {
+  auto usable = [&](int64_t k) { return UsableWeight(weights[k]); };
+  if (TakesEveryUsable(weights, n, fanout, replace, out)) return static_cast<int64_t>(out->size());
+  if (fanout == 0 || n == 0) return 0;
+  double total = 0;
+  for (int64_t i = n; i > 0; i -= i & -i) total += tree[i - 1];
+  if (!(total > 0)) return 0;
+  int64_t top = 1;
+  while (top * 2 <= n) top *= 2;
+  // The item whose interval of the row's weight holds x.
+  auto find = [&](double x) {
+    int64_t pos = 0;
+    for (int64_t step = top; step > 0; step >>= 1) {
+      const int64_t next = pos + step;
+      if (next > n) continue;
+      // Left or right is a coin toss a branch would mispredict half the time: selects instead.
+      const double v = tree[next - 1];
+      const bool right = v <= x;
+      pos = right ? next : pos;
+      x -= right ? v : 0.0;
+    }
+    return std::min(pos, n - 1);
+  };
+  DrawStream draws(key);
+  if (replace) {
+    for (int d = 0; d < fanout; ++d) {
+      int64_t k = find(draws.Uniform() * total);
+      // Rounding may land on an unusable neighbour of the right one: the nearest usable before.
+      while (k > 0 && !usable(k)) --k;
+      while (!usable(k)) ++k;
+      out->push_back(k);
+    }
+    return fanout;
+  }
+  // Without replacement the tree stays as it is: a point drawn under the weight left is carried
+  // past the intervals of the items already taken (in the order they lie in the row), which
+  // puts it where it falls among the items left.
+  double remaining = total;
+  const double epsilon = total * 1e-12;
+  auto taken = [&](int64_t k) { return std::find(out->begin(), out->end(), k) != out->end(); };
+  s->intervals.clear();  // (start of the item's interval, its weight), by start
+  while (static_cast<int64_t>(out->size()) < fanout) {
+    if (!(remaining > epsilon)) {
+      // What is left is below the tree's rounding (weights over 12 orders of magnitude apart):
+      // the rest of the draw sums the candidates left afresh.
+      ContinueByScan(draws, weights, n, fanout, out, &s->exact);
+      break;
+    }
+    double x = draws.Uniform() * remaining;
+    for (const auto& [start, w] : s->intervals) {
+      if (start > x) break;
+      x += w;
+    }
+    int64_t k = find(x);
+    if (!usable(k) || taken(k)) {
+      // Rounding at an interval's edge: the nearest usable item not yet taken.
+      int64_t lo = k, hi = k;
+      k = -1;
+      while (k < 0 && (lo > 0 || hi < n - 1)) {
+        if (hi < n - 1 && usable(++hi) && !taken(hi)) k = hi;
+        else if (lo > 0 && usable(--lo) && !taken(lo)) k = lo;
+      }
+      if (k < 0) break;
+    }
+    out->push_back(k);
+    const double w = static_cast<double>(weights[k]);
+    remaining -= w;
+    double start = 0;
+    for (int64_t i = k; i > 0; i -= i & -i) start += tree[i - 1];
+    s->intervals.insert(std::upper_bound(s->intervals.begin(), s->intervals.end(), std::make_pair(start, w)), {start, w});
+  }
+  std::sort(out->begin(), out->end());
+  return static_cast<int64_t>(out->size());
+}
+
 int64_t DrawWeightedFromAlias(uint64_t key, const float* prob, const int32_t* alias, int64_t n, int fanout,
                               std::vector<int64_t>* out) {
   out->clear();

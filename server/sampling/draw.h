@@ -101,10 +101,16 @@ inline constexpr int64_t kWeightBlockMinDegree = 64;
 /// CSR positions per block of the block sums: 16 float weights, one cache line.
 inline constexpr int64_t kWeightBlock = 16;
 
-/// Scratch of DrawWeightedFromBlocks.
+/// Rows longer than this draw from their Fenwick tree (DrawWeightedFromTree) instead: a walk
+/// over a row's block sums costs one step per 16 edges, a tree descent one per doubling.
+inline constexpr int64_t kWeightTreeMinDegree = 4096;
+
+/// Scratch of DrawWeightedFromBlocks and DrawWeightedFromTree.
 struct WeightedScratch {
-  std::vector<double> sums;     // per block of the row, its weight left
-  std::vector<uint16_t> taken;  // per block, its positions taken
+  std::vector<double> sums;                          // blocks: per block of the row, its weight left
+  std::vector<uint16_t> taken;                       // blocks: per block, its positions taken
+  std::vector<std::pair<double, double>> intervals;  // tree: the intervals of the items taken so far
+  std::vector<double> exact;                         // tree: the rest of a draw past the tree's rounding
 };
 
 /// The same distributions as DrawWeightedPositions over the first `n` positions of the row
@@ -118,6 +124,15 @@ struct WeightedScratch {
 int64_t DrawWeightedFromBlocks(uint64_t key, const float* weights, const double* block_sums, int64_t begin,
                                int64_t n, int fanout, bool replace, std::vector<int64_t>* out,
                                WeightedScratch* scratch);
+
+/// The same distributions as DrawWeightedPositions over the first `n` positions of a row, in
+/// O(fanout log n) from the row's Fenwick tree `tree` (tree[i - 1] = sum of the usable weights
+/// (i - lowbit(i), i], as WeightIndex::BuildTree builds it; `weights` the row's): successive
+/// sampling without replacement (each point drawn under the weight left and carried past the
+/// intervals already taken), independent draws with it. Row offsets in increasing order without
+/// replacement, in draw order with it.
+int64_t DrawWeightedFromTree(uint64_t key, const float* weights, const double* tree, int64_t n, int fanout,
+                             bool replace, std::vector<int64_t>* out, WeightedScratch* scratch);
 
 /// Independent weighted draws from a row's alias table (WeightIndex::Alias, offset to the row):
 /// `fanout` indices, none when the row has no positive weight. O(fanout).

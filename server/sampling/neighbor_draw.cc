@@ -96,7 +96,10 @@ void DrawOwnedNeighbors(const Partition& partition, int edge_type, const int64_t
   const double* blocks = weights != nullptr && (!replace || edge_times != nullptr)
                              ? et.weight_index->GetBlocks(et.num_local, weights).data()
                              : nullptr;
+  const WeightIndex::Trees* trees =
+      blocks != nullptr ? &et.weight_index->GetTrees(indptr, rows.num_local, weights) : nullptr;
   static_assert(WeightIndex::kBlock == kWeightBlock);
+  static_assert(WeightIndex::kTreeMinDegree == kWeightTreeMinDegree);
   const WeightIndex::Alias* alias =
       weights != nullptr && replace ? &et.weight_index->GetAlias(indptr, rows.num_local, weights) : nullptr;
   const auto* excluded = spec.excluded != nullptr && !spec.excluded->empty() ? spec.excluded : nullptr;
@@ -171,7 +174,7 @@ void DrawOwnedNeighbors(const Partition& partition, int edge_type, const int64_t
         PrefetchLines(alias->alias.data() + b, alias->alias.data() + end);
       } else if (d <= kWeightBlockMinDegree) {
         PrefetchLines(weights + b, weights + end);
-      } else if (blocks != nullptr) {
+      } else if (blocks != nullptr && d <= kWeightTreeMinDegree) {
         PrefetchLines(blocks + b / kWeightBlock, blocks + (b + d - 1) / kWeightBlock + 1);
         __builtin_prefetch(weights + b);
         __builtin_prefetch(weights + b + d - 1);
@@ -214,6 +217,10 @@ void DrawOwnedNeighbors(const Partition& partition, int edge_type, const int64_t
       if (by_alias) {
         c = DrawWeightedFromAlias(key, alias->prob.data() + base, alias->alias.data() + base, degree, fanout,
                                   &out->weighted_picks);
+      } else if (long_row && degree > kWeightTreeMinDegree) {
+        // (Its whole row is longer still, so it has a tree.)
+        c = DrawWeightedFromTree(key, w, trees->Of(base), degree, fanout, replace, &out->weighted_picks,
+                                 &out->weighted_scratch);
       } else if (long_row) {
         c = DrawWeightedFromBlocks(key, weights, blocks, base, degree, fanout, replace, &out->weighted_picks,
                                    &out->weighted_scratch);

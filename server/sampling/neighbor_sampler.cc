@@ -100,11 +100,12 @@ absl::Status NeighborSampler::Init() {
     if (!weighted_[e]) continue;
     const EdgeTypeStore& et = partition_->edge_type(static_cast<int>(e));
     // The indexes weighted draws use, built now rather than in the first batch's draw
-    // (temporal draws cut rows, which only the block sums serve).
+    // (temporal draws cut rows, which only the block sums and trees serve).
     const int64_t rows = partition_->node_type(et.row_type).num_local;
     if (o.replace) et.weight_index->GetAlias(et.indptr_data(), rows, et.weights_data());
     if (!o.replace || (o.temporal != TemporalStrategy::kNone && et.times_data() != nullptr)) {
       et.weight_index->GetBlocks(et.num_local, et.weights_data());
+      et.weight_index->GetTrees(et.indptr_data(), rows, et.weights_data());
     }
   }
   if (o.temporal != TemporalStrategy::kNone) {

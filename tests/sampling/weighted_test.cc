@@ -267,6 +267,54 @@ TEST_CASE("long rows draw from their block sums with the same distributions", "[
   CHECK(out == std::vector<int64_t>{10, 70});
 }
 
+TEST_CASE("the longest rows draw from their Fenwick tree with the same distributions", "[weighted][statistics]") {
+  // 100 candidates, weights 0..6 repeating (every seventh is zero): 2 without replacement
+  // against the exact inclusion probabilities, 3 with replacement in proportion; then 30 of
+  // them, each pick carried past up to 29 taken intervals, against a fresh scan per pick.
+  std::vector<float> weights(100);
+  for (size_t i = 0; i < weights.size(); ++i) weights[i] = static_cast<float>(i % 7);
+  std::vector<double> tree(weights.size());
+  WeightIndex::BuildTree(weights.data(), 100, tree.data());
+  const std::vector<double> wd(weights.begin(), weights.end());
+  const double total = std::accumulate(wd.begin(), wd.end(), 0.0);
+  WeightedScratch scratch;
+  std::vector<int64_t> out;
+  std::vector<double> keys;
+  const int trials = 30000;
+  std::vector<int> two(weights.size(), 0), three(weights.size(), 0), by_tree(weights.size(), 0),
+      by_scan(weights.size(), 0);
+  for (int t = 0; t < trials; ++t) {
+    REQUIRE(DrawWeightedFromTree(HashCombine(17, t), weights.data(), tree.data(), 100, 2, false, &out, &scratch) == 2);
+    REQUIRE(out[0] < out[1]);
+    for (int64_t k : out) ++two[k];
+    REQUIRE(DrawWeightedFromTree(HashCombine(3, t), weights.data(), tree.data(), 100, 3, true, &out, &scratch) == 3);
+    for (int64_t k : out) ++three[k];
+    if (t % 5 != 0) continue;
+    REQUIRE(DrawWeightedFromTree(HashCombine(23, t), weights.data(), tree.data(), 100, 30, false, &out, &scratch) ==
+            30);
+    REQUIRE(std::set<int64_t>(out.begin(), out.end()).size() == 30u);
+    for (int64_t k : out) ++by_tree[k];
+    REQUIRE(DrawWeightedPositions(HashCombine(29, t), weights.data(), 100, 30, false, &out, &keys) == 30);
+    for (int64_t k : out) ++by_scan[k];
+  }
+  for (size_t i = 0; i < weights.size(); ++i) {
+    INFO("candidate " << i);
+    if (weights[i] == 0) {
+      CHECK(two[i] + three[i] + by_tree[i] == 0);
+      continue;
+    }
+    double p = wd[i] / total;  // P(i among 2) = w_i/W + sum_{j != i} w_j/W * w_i/(W - w_j)
+    for (size_t j = 0; j < wd.size(); ++j) {
+      if (j != i) p += wd[j] / total * wd[i] / (total - wd[j]);
+    }
+    CHECK(std::abs(two[i] - p * trials) <= 5 * std::sqrt(trials * p * (1 - p)) + 1);
+    const double q = wd[i] / total;
+    CHECK(std::abs(three[i] - q * 3 * trials) <= 5 * std::sqrt(3.0 * trials * q * (1 - q)) + 1);
+    const double r = (by_tree[i] + by_scan[i]) / (2.0 * trials / 5);
+    CHECK(std::abs(by_tree[i] - by_scan[i]) <= 5 * std::sqrt(2 * trials / 5 * r * (1 - r)) + 1);
+  }
+}
+
 TEST_CASE("many picks from block sums match a fresh scan per pick", "[weighted][statistics]") {
   // 30 of 100 candidates (weights 0..6 repeating, every seventh zero): blocks are emptied as
   // their positions are taken. The inclusion frequencies agree with the exact successive
@@ -412,14 +460,15 @@ TEST_CASE("a partition whose weights are negative, not finite or of the wrong le
   CHECK_THAT(std::string(s.message()), Catch::Contains("edge weight 1"));
 }
 
-// 40 nodes with rows of 65 to 214 edges (long rows: drawn from block sums) at edge times 0, 1,
-// ...: every fifth row weighs nothing, the next has only three positive weights, the others
-// weigh 1 to 11 with a zero every ninth edge.
+// 41 nodes: 40 with rows of 65 to 214 edges (long rows: drawn from block sums) and node 40 with
+// 5000 (past kWeightTreeMinDegree: drawn from its tree), at edge times 0, 1, ...: every fifth
+// row weighs nothing, the next has only three positive weights, the others weigh 1 to 11 with
+// a zero every ninth edge.
 GraphData LongRows() {
-  GraphData g = Nodes(40);
+  GraphData g = Nodes(41);
   EdgeTypeData& e = g.edge_types[0];
-  for (int64_t v = 0; v < 40; ++v) {
-    const int64_t degree = 65 + (v * 37) % 150;
+  for (int64_t v = 0; v <= 40; ++v) {
+    const int64_t degree = v == 40 ? 5000 : 65 + (v * 37) % 150;
     for (int64_t k = 0; k < degree; ++k) {
       e.src.push_back(v);
       e.dst.push_back((v + 7 * k) % 40);
@@ -432,18 +481,21 @@ GraphData LongRows() {
   return g;
 }
 
-TEST_CASE("a hop's long rows draw from their block sums, whole or cut by time", "[weighted]") {
+TEST_CASE("a hop's long rows draw from their block sums or trees, whole or cut by time", "[weighted]") {
   TempDir dir;
   auto p = testing::WritePartition(LongRows(), dir.path());
   const EdgeTypeStore& et = p->edge_type(0);
   const int64_t* indptr = et.indptr_data();
   const double* blocks = et.weight_index->GetBlocks(et.num_local, et.weights_data()).data();
+  const WeightIndex::Trees& trees = et.weight_index->GetTrees(indptr, 41, et.weights_data());
+  REQUIRE(trees.starts == std::vector<int64_t>{indptr[40]});  // the one row past the tree threshold
   // Every node, in an order unlike the rows', some twice.
   std::vector<int64_t> ids;
-  for (int64_t k = 0; k < 50; ++k) ids.push_back((k * 17) % 40);
-  // Times cutting each row after 64 + (id % 50) edges, so the cut rows are long too.
+  for (int64_t k = 0; k < 50; ++k) ids.push_back((k * 17) % 41);
+  // Times cutting each row after 64 + (id % 50) edges, so the cut rows are long too; node 40's
+  // after 4501, so its cut row still takes its tree.
   std::vector<int64_t> times;
-  for (int64_t v : ids) times.push_back(63 + v % 50);
+  for (int64_t v : ids) times.push_back(v == 40 ? 4500 : 63 + v % 50);
   for (bool temporal : {false, true}) {
     for (bool replace : {false, true}) {
       if (!temporal && replace) continue;  // whole rows with replacement take their alias tables
@@ -461,7 +513,7 @@ TEST_CASE("a hop's long rows draw from their block sums, whole or cut by time", 
       DrawOwnedNeighbors(*p, 0, ids.data(), ids.size(), spec, &draw);
       REQUIRE(draw.counts.size() == ids.size());
       size_t at = 0;
-      int64_t short_rows = 0;
+      int64_t short_rows = 0, by_tree = 0;
       for (size_t i = 0; i < ids.size(); ++i) {
         const int64_t begin = indptr[ids[i]];
         const int64_t degree = indptr[ids[i] + 1] - begin;
@@ -473,8 +525,13 @@ TEST_CASE("a hop's long rows draw from their block sums, whole or cut by time", 
         }
         std::vector<int64_t> alone;
         WeightedScratch scratch;
-        DrawWeightedFromBlocks(HashCombine(1234, static_cast<uint64_t>(ids[i])), et.weights_data(), blocks, begin, n,
-                               5, replace, &alone, &scratch);
+        const uint64_t key = HashCombine(1234, static_cast<uint64_t>(ids[i]));
+        if (n > kWeightTreeMinDegree) {
+          ++by_tree;
+          DrawWeightedFromTree(key, et.weights_data() + begin, trees.Of(begin), n, 5, replace, &alone, &scratch);
+        } else {
+          DrawWeightedFromBlocks(key, et.weights_data(), blocks, begin, n, 5, replace, &alone, &scratch);
+        }
         INFO("node " << ids[i]);
         REQUIRE(draw.counts[i] == static_cast<int64_t>(alone.size()));
         if (alone.size() < 5) ++short_rows;
@@ -485,6 +542,7 @@ TEST_CASE("a hop's long rows draw from their block sums, whole or cut by time", 
       }
       CHECK(at == draw.neighbors.size());
       CHECK(short_rows >= 5);  // rows of no or few positive weights draw what they have
+      CHECK(by_tree == 1);  // node 40, whole or cut after 4501 edges
     }
   }
 }
