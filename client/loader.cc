@@ -467,6 +467,7 @@ bool Loader::NextFor(std::chrono::milliseconds timeout, std::optional<Batch>* ou
         return true;
       }
       ++waiting_;
+      waiting_cv_.notify_all();
       const bool arrived = cv_.wait_until(lock, give_up, [&] { return !queue_.empty(); });
       --waiting_;
       if (!arrived) return false;
@@ -488,6 +489,11 @@ bool Loader::NextFor(std::chrono::milliseconds timeout, std::optional<Batch>* ou
     std::lock_guard<std::mutex> lock(mu_);
     --open_streams_;
   }
+}
+
+bool Loader::WaitForWaiting(std::chrono::milliseconds timeout) {
+  std::unique_lock<std::mutex> lock(mu_);
+  return waiting_cv_.wait_for(lock, timeout, [&] { return waiting_.load() > 0; });
 }
 
 void Loader::Close() {

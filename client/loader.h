@@ -265,6 +265,9 @@ class Loader {
   int64_t num_lease_renewals() const { return renewals_.load(); }
   /// Callers of Next / NextFor blocked right now waiting for a batch.
   int num_waiting() const { return waiting_.load(); }
+  /// Blocks until a caller of Next / NextFor waits for a batch, at most `timeout`; whether one
+  /// does (a test's way to act once a trainer is stuck in a wait).
+  bool WaitForWaiting(std::chrono::milliseconds timeout);
 
   /// Starts `epoch` on every server and opens their streams.
   void StartEpoch(int64_t epoch);
@@ -340,6 +343,7 @@ class Loader {
   std::mutex mu_;
   std::atomic<int> waiting_{0};  // callers blocked in NextFor
   std::condition_variable cv_;
+  std::condition_variable waiting_cv_;  // a caller began to wait in NextFor
   std::deque<Item> queue_;
 };
 

@@ -11,6 +11,7 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <memory>
@@ -216,6 +217,12 @@ class PyLoader {
     return {batches, last};
   }
 
+  bool WaitForWaiting(double seconds) {
+    Loader& l = get();
+    py::gil_scoped_release release;
+    return l.WaitForWaiting(std::chrono::milliseconds(static_cast<int64_t>(std::max(0.0, seconds) * 1000)));
+  }
+
   // Destroys the channels and the Loader: batches already handed out keep their memory.
   void Close() {
     if (loader_ == nullptr) return;
@@ -386,6 +393,8 @@ PYBIND11_MODULE(_graphstore, m) {
       .def("num_reconnects", [](PyLoader& l) { return l.get().num_reconnects(); })
       .def("num_waiting", [](PyLoader& l) { return l.get().num_waiting(); },
            "Callers blocked right now in next() waiting for a batch.")
+      .def("wait_for_waiting", &PyLoader::WaitForWaiting, py::arg("seconds"),
+           "Blocks until a caller waits in next() for a batch, at most `seconds`; whether one does.")
       .def("num_cached_rows", [](PyLoader& l) { return l.get().num_cached_rows(); })
       .def("bytes_received", [](PyLoader& l) { return l.get().bytes_received(); })
       .def("channel_id", [](PyLoader& l, int server) { return l.get().channel_id(server); }, py::arg("server"));

@@ -40,15 +40,6 @@ def free_ports(n):
     return ports
 
 
-def wait_until(condition, timeout, what):
-    """Polls `condition` until it holds; AssertionError naming `what` after `timeout` seconds."""
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"{what}: not within {timeout} s")
-        time.sleep(0.005)  # the polling interval, not a wait for the event itself
-
-
 class Daemon:
     """graphstored serving one partition on loopback; ready once its port file is written."""
 

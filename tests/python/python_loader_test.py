@@ -410,8 +410,8 @@ class ErrorsTest(unittest.TestCase):
             # Once the main thread is blocked in the loader's next(), waiting for a batch that
             # cannot come. Interrupted in any case, so that a failure here cannot hang the test.
             try:
-                gt.wait_until(lambda: impl.num_waiting() > 0, 60, "the loader's next() waiting for a batch")
-                waiting.set()
+                if impl.wait_for_waiting(60):
+                    waiting.set()
             finally:
                 os.kill(os.getpid(), signal.SIGINT)
 
