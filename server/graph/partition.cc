@@ -322,10 +322,10 @@ const WeightIndex::Trees& WeightIndex::GetTrees(const int64_t* indptr, int64_t r
       total += d;
     }
     trees_.sums.resize(static_cast<size_t>(total));
-    for (size_t j = 0; j < trees_.starts.size(); ++j) {
-      const int64_t b = trees_.starts[j];
-      const int64_t d = (j + 1 < trees_.starts.size() ? trees_.offsets[j + 1] : total) - trees_.offsets[j];
-      BuildTree(weights + b, d, trees_.sums.data() + trees_.offsets[j]);
+    size_t j = 0;
+    for (int64_t r = 0; r < rows; ++r) {
+      const int64_t d = indptr[r + 1] - indptr[r];
+      if (d > kTreeMinDegree) BuildTree(weights + indptr[r], d, trees_.sums.data() + trees_.offsets[j++]);
     }
   });
   return trees_;

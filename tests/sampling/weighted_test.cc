@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <fstream>
+#include <functional>
 #include <numeric>
 #include <set>
 #include <vector>
@@ -196,53 +197,101 @@ TEST_CASE("weighted draws with replacement are proportional to the weights", "[w
   }
 }
 
-TEST_CASE("long rows draw from their block sums with the same distributions", "[weighted][statistics]") {
-  // 100 candidates, weights 0..6 repeating (every seventh is zero), from CSR position 5: the
-  // row's first and last blocks hold other rows' weights too.
-  std::vector<float> weights(100);
-  for (size_t i = 0; i < weights.size(); ++i) weights[i] = static_cast<float>(i % 7);
-  const BlockRow row(weights, 5);
+// A long row's draw of `fanout` of the 100 weights 0..6 repeating (every seventh is zero)
+// under `key`, with or without replacement, into `out`; returns how many.
+using RowDraw = std::function<int64_t(uint64_t key, int fanout, bool replace, std::vector<int64_t>* out)>;
+
+// Checks `draw` against the exact distributions: 2 without replacement against each candidate's
+// inclusion probability, 3 with replacement in proportion to the weights, and 30 without
+// replacement (every pick past up to 29 taken) against the exact successive sampling of
+// DrawWeightedPositions (a scan of what is left per pick, for rows this long).
+void CheckLongRowDraw(const std::vector<float>& weights, const RowDraw& draw) {
   const std::vector<double> wd(weights.begin(), weights.end());
   const double total = std::accumulate(wd.begin(), wd.end(), 0.0);
   std::vector<int64_t> out;
-  // Without replacement, 2 of 100: the exact inclusion probability of each candidate.
+  std::vector<double> keys;
   const int trials = 40000;
-  std::vector<int> count(weights.size(), 0);
+  const int many_trials = 6000;
+  std::vector<int> two(weights.size(), 0), three(weights.size(), 0), many(weights.size(), 0),
+      by_scan(weights.size(), 0);
   for (int t = 0; t < trials; ++t) {
-    REQUIRE(row.Draw(HashCombine(17, t), 2, false, &out) == 2);
+    REQUIRE(draw(HashCombine(17, t), 2, false, &out) == 2);
     REQUIRE(out[0] < out[1]);
-    for (int64_t k : out) ++count[k];
+    for (int64_t k : out) ++two[k];
+    REQUIRE(draw(HashCombine(3, t), 3, true, &out) == 3);
+    for (int64_t k : out) ++three[k];
+    if (t >= many_trials) continue;
+    REQUIRE(draw(HashCombine(23, t), 30, false, &out) == 30);
+    REQUIRE(std::set<int64_t>(out.begin(), out.end()).size() == 30u);
+    for (int64_t k : out) ++many[k];
+    REQUIRE(DrawWeightedPositions(HashCombine(29, t), weights.data(), 100, 30, false, &out, &keys) == 30);
+    for (int64_t k : out) ++by_scan[k];
   }
   for (size_t i = 0; i < weights.size(); ++i) {
+    INFO("candidate " << i << ": " << two[i] << " of 2, " << three[i] << " of 3, " << many[i] << " of 30 (scan "
+                      << by_scan[i] << ")");
     if (weights[i] == 0) {
-      CHECK(count[i] == 0);
+      CHECK(two[i] + three[i] + many[i] == 0);
       continue;
     }
-    // P(i among 2) = w_i/W + sum_{j != i} w_j/W * w_i/(W - w_j).
-    double p = wd[i] / total;
+    double p = wd[i] / total;  // P(i among 2) = w_i/W + sum_{j != i} w_j/W * w_i/(W - w_j)
     for (size_t j = 0; j < wd.size(); ++j) {
       if (j != i) p += wd[j] / total * wd[i] / (total - wd[j]);
     }
-    const double sigma = std::sqrt(trials * p * (1 - p));
-    INFO("candidate " << i << " expected " << p * trials << " got " << count[i]);
-    CHECK(std::abs(count[i] - p * trials) <= 5 * sigma + 1);
+    CHECK(std::abs(two[i] - p * trials) <= 5 * std::sqrt(trials * p * (1 - p)) + 1);
+    const double q = wd[i] / total;
+    CHECK(std::abs(three[i] - q * 3 * trials) <= 5 * std::sqrt(3.0 * trials * q * (1 - q)) + 1);
+    const double r = (many[i] + by_scan[i]) / (2.0 * many_trials);
+    CHECK(std::abs(many[i] - by_scan[i]) <= 5 * std::sqrt(2 * many_trials * r * (1 - r)) + 1);
   }
-  // With replacement: proportional.
-  std::fill(count.begin(), count.end(), 0);
-  for (int t = 0; t < trials; ++t) {
-    REQUIRE(row.Draw(HashCombine(3, t), 3, true, &out) == 3);
-    for (int64_t k : out) ++count[k];
+}
+
+std::vector<float> RepeatingWeights() {
+  std::vector<float> weights(100);
+  for (size_t i = 0; i < weights.size(); ++i) weights[i] = static_cast<float>(i % 7);
+  return weights;
+}
+
+TEST_CASE("long rows draw from their block sums with the same distributions", "[weighted][statistics]") {
+  // From CSR position 5 (the row's first and last blocks hold other rows' weights too) and from
+  // 16 (whole blocks).
+  const std::vector<float> weights = RepeatingWeights();
+  for (int64_t offset : {5, 16}) {
+    INFO("row at " << offset);
+    const BlockRow row(weights, offset);
+    CheckLongRowDraw(weights, [&](uint64_t key, int fanout, bool replace, std::vector<int64_t>* out) {
+      return row.Draw(key, fanout, replace, out);
+    });
   }
-  for (size_t i = 0; i < weights.size(); ++i) {
-    const double p = wd[i] / total;
-    const double sigma = std::sqrt(3.0 * trials * p * (1 - p));
-    CHECK(std::abs(count[i] - p * 3 * trials) <= 5 * sigma + 1);
-  }
-  // With replacement from the row's alias table (what long rows use): proportional too.
+  // A row with fewer positive weights than the fanout takes them all.
+  std::vector<int64_t> out;
+  std::vector<float> sparse(100, 0.0f);
+  sparse[10] = 1;
+  sparse[70] = 2;
+  REQUIRE(BlockRow(sparse, 5).Draw(5, 5, false, &out) == 2);
+  CHECK(out == std::vector<int64_t>{10, 70});
+}
+
+TEST_CASE("the longest rows draw from their Fenwick tree with the same distributions", "[weighted][statistics]") {
+  const std::vector<float> weights = RepeatingWeights();
+  std::vector<double> tree(weights.size());
+  WeightIndex::BuildTree(weights.data(), 100, tree.data());
+  WeightedScratch scratch;
+  CheckLongRowDraw(weights, [&](uint64_t key, int fanout, bool replace, std::vector<int64_t>* out) {
+    return DrawWeightedFromTree(key, weights.data(), tree.data(), 100, fanout, replace, out, &scratch);
+  });
+}
+
+TEST_CASE("independent draws from an alias table are proportional to the weights", "[weighted][statistics]") {
+  const std::vector<float> weights = RepeatingWeights();
+  const std::vector<double> wd(weights.begin(), weights.end());
+  const double total = std::accumulate(wd.begin(), wd.end(), 0.0);
   const std::vector<int64_t> indptr = {0, 100};
   WeightIndex t;
   const WeightIndex::Alias& alias = t.GetAlias(indptr.data(), 1, weights.data());
-  std::fill(count.begin(), count.end(), 0);
+  const int trials = 40000;
+  std::vector<int> count(weights.size(), 0);
+  std::vector<int64_t> out;
   for (int t2 = 0; t2 < trials; ++t2) {
     REQUIRE(DrawWeightedFromAlias(HashCombine(8, t2), alias.prob.data(), alias.alias.data(), 100, 3, &out) == 3);
     for (int64_t k : out) ++count[k];
@@ -259,90 +308,6 @@ TEST_CASE("long rows draw from their block sums with the same distributions", "[
   WeightIndex nt;
   const WeightIndex::Alias& none_alias = nt.GetAlias(none_ptr.data(), 1, none.data());
   CHECK(DrawWeightedFromAlias(1, none_alias.prob.data(), none_alias.alias.data(), 80, 3, &out) == 0);
-  // A row with fewer positive weights than the fanout takes them all.
-  std::vector<float> sparse(100, 0.0f);
-  sparse[10] = 1;
-  sparse[70] = 2;
-  REQUIRE(BlockRow(sparse, 5).Draw(5, 5, false, &out) == 2);
-  CHECK(out == std::vector<int64_t>{10, 70});
-}
-
-TEST_CASE("the longest rows draw from their Fenwick tree with the same distributions", "[weighted][statistics]") {
-  // 100 candidates, weights 0..6 repeating (every seventh is zero): 2 without replacement
-  // against the exact inclusion probabilities, 3 with replacement in proportion; then 30 of
-  // them, each pick carried past up to 29 taken intervals, against a fresh scan per pick.
-  std::vector<float> weights(100);
-  for (size_t i = 0; i < weights.size(); ++i) weights[i] = static_cast<float>(i % 7);
-  std::vector<double> tree(weights.size());
-  WeightIndex::BuildTree(weights.data(), 100, tree.data());
-  const std::vector<double> wd(weights.begin(), weights.end());
-  const double total = std::accumulate(wd.begin(), wd.end(), 0.0);
-  WeightedScratch scratch;
-  std::vector<int64_t> out;
-  std::vector<double> keys;
-  const int trials = 30000;
-  std::vector<int> two(weights.size(), 0), three(weights.size(), 0), by_tree(weights.size(), 0),
-      by_scan(weights.size(), 0);
-  for (int t = 0; t < trials; ++t) {
-    REQUIRE(DrawWeightedFromTree(HashCombine(17, t), weights.data(), tree.data(), 100, 2, false, &out, &scratch) == 2);
-    REQUIRE(out[0] < out[1]);
-    for (int64_t k : out) ++two[k];
-    REQUIRE(DrawWeightedFromTree(HashCombine(3, t), weights.data(), tree.data(), 100, 3, true, &out, &scratch) == 3);
-    for (int64_t k : out) ++three[k];
-    if (t % 5 != 0) continue;
-    REQUIRE(DrawWeightedFromTree(HashCombine(23, t), weights.data(), tree.data(), 100, 30, false, &out, &scratch) ==
-            30);
-    REQUIRE(std::set<int64_t>(out.begin(), out.end()).size() == 30u);
-    for (int64_t k : out) ++by_tree[k];
-    REQUIRE(DrawWeightedPositions(HashCombine(29, t), weights.data(), 100, 30, false, &out, &keys) == 30);
-    for (int64_t k : out) ++by_scan[k];
-  }
-  for (size_t i = 0; i < weights.size(); ++i) {
-    INFO("candidate " << i);
-    if (weights[i] == 0) {
-      CHECK(two[i] + three[i] + by_tree[i] == 0);
-      continue;
-    }
-    double p = wd[i] / total;  // P(i among 2) = w_i/W + sum_{j != i} w_j/W * w_i/(W - w_j)
-    for (size_t j = 0; j < wd.size(); ++j) {
-      if (j != i) p += wd[j] / total * wd[i] / (total - wd[j]);
-    }
-    CHECK(std::abs(two[i] - p * trials) <= 5 * std::sqrt(trials * p * (1 - p)) + 1);
-    const double q = wd[i] / total;
-    CHECK(std::abs(three[i] - q * 3 * trials) <= 5 * std::sqrt(3.0 * trials * q * (1 - q)) + 1);
-    const double r = (by_tree[i] + by_scan[i]) / (2.0 * trials / 5);
-    CHECK(std::abs(by_tree[i] - by_scan[i]) <= 5 * std::sqrt(2 * trials / 5 * r * (1 - r)) + 1);
-  }
-}
-
-TEST_CASE("many picks from block sums match a fresh scan per pick", "[weighted][statistics]") {
-  // 30 of 100 candidates (weights 0..6 repeating, every seventh zero): blocks are emptied as
-  // their positions are taken. The inclusion frequencies agree with the exact successive
-  // sampling of DrawWeightedPositions (a scan of what is left per pick, for rows this long).
-  std::vector<float> weights(100);
-  for (size_t i = 0; i < weights.size(); ++i) weights[i] = static_cast<float>(i % 7);
-  const BlockRow row(weights, 16);
-  std::vector<int64_t> out;
-  std::vector<double> keys;
-  const int trials = 6000;
-  const int fanout = 30;
-  std::vector<int> by_blocks(weights.size(), 0), by_scan(weights.size(), 0);
-  for (int t = 0; t < trials; ++t) {
-    REQUIRE(row.Draw(HashCombine(23, t), fanout, false, &out) == fanout);
-    REQUIRE(std::set<int64_t>(out.begin(), out.end()).size() == static_cast<size_t>(fanout));
-    for (int64_t k : out) ++by_blocks[k];
-    REQUIRE(DrawWeightedPositions(HashCombine(29, t), weights.data(), 100, fanout, false, &out, &keys) == fanout);
-    for (int64_t k : out) ++by_scan[k];
-  }
-  for (size_t i = 0; i < weights.size(); ++i) {
-    INFO("candidate " << i << ": blocks " << by_blocks[i] << ", scan " << by_scan[i]);
-    if (weights[i] == 0) {
-      CHECK(by_blocks[i] == 0);
-      continue;
-    }
-    const double p = (by_blocks[i] + by_scan[i]) / (2.0 * trials);
-    CHECK(std::abs(by_blocks[i] - by_scan[i]) <= 5 * std::sqrt(2 * trials * p * (1 - p)) + 1);
-  }
 }
 
 TEST_CASE("zero weights: never drawn; all zero draws nothing; a full fanout takes the positive ones",
