@@ -36,6 +36,12 @@ absl::StatusOr<std::shared_ptr<const MappedBuffer>> MapSharedBuffer(const v1::Sh
     return absl::DataLossError(absl::StrCat("shared buffer ", path, " is not in the server's directory ", dir));
   }
   const int fd = open(path.c_str(), O_RDWR | O_CLOEXEC);
+  if (fd < 0 && errno == ENOENT) {
+    // A live server never removes a file whose use it sent and that was not released; a server
+    // restarting on the directory removes a dead one's. The batch is lost with its server.
+    return absl::UnavailableError(absl::StrCat("shared buffer ", path,
+                                               " is gone (the server that wrote it has stopped)"));
+  }
   if (fd < 0) {
     return absl::FailedPreconditionError(absl::StrCat(
         "cannot open shared buffer ", path, ": ", std::strerror(errno),

@@ -40,8 +40,10 @@ class MappedBuffer {
 };
 
 /// Maps the file of a message's buffer. `dir` is the server's offered directory (DatasetMeta):
-/// a path outside it, or a file whose size disagrees, is DataLoss; a file that cannot be opened
-/// is FailedPrecondition (not on the server's host, or another user).
+/// a path outside it, or a file whose size disagrees, is DataLoss; a file that is gone is
+/// Unavailable (its server died and a new one removed its files: a reconnect mends it); a file
+/// that cannot be opened otherwise is FailedPrecondition (not on the server's host, or another
+/// user).
 absl::StatusOr<std::shared_ptr<const MappedBuffer>> MapSharedBuffer(const v1::SharedBuffer& buffer,
                                                                     const std::string& dir);
 

@@ -1,0 +1,84 @@
+// The client's mapping of shared buffers: what each failure to map a message's file means to
+// the Loader (Unavailable is mended by reconnecting; the others are not).
+
+#include "client/shared_memory.h"
+
+#include <catch2/catch.hpp>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <string>
+
+namespace graphstore::client {
+namespace {
+
+std::string TempDir() {
+  std::string dir = std::string(std::getenv("TEST_TMPDIR") != nullptr ? std::getenv("TEST_TMPDIR") : "/tmp") +
+                    "/shm-XXXXXX";
+  REQUIRE(mkdtemp(dir.data()) != nullptr);
+  return dir;
+}
+
+v1::SharedBuffer Buffer(const std::string& path, uint64_t size) {
+  v1::SharedBuffer b;
+  b.set_path(path);
+  b.set_size(size);
+  return b;
+}
+
+TEST_CASE("a shared buffer maps with its bytes, once per file", "[shared_memory]") {
+  const std::string dir = TempDir();
+  const std::string path = dir + "/graphstore-1-ab-1";
+  const int fd = open(path.c_str(), O_CREAT | O_RDWR, 0600);
+  REQUIRE(fd >= 0);
+  REQUIRE(write(fd, "0123456789", 10) == 10);
+  close(fd);
+  SharedMappings mappings(dir);
+  auto m = mappings.Map(Buffer(path, 10));
+  REQUIRE(m.ok());
+  CHECK(std::string((*m)->data(), 10) == "0123456789");
+  auto again = mappings.Map(Buffer(path, 10));
+  REQUIRE(again.ok());
+  CHECK(again->get() == m->get());
+  // Another size under the same name is another file: mapped afresh, and checked.
+  CHECK(mappings.Map(Buffer(path, 11)).status().code() == absl::StatusCode::kDataLoss);
+}
+
+TEST_CASE("a buffer whose file is gone is Unavailable: its server died and was replaced", "[shared_memory]") {
+  // A server restarted on the directory removes the files of the one before; messages that the
+  // dead server sent are still in the client's stream. The reader reconnects on this code.
+  const std::string dir = TempDir();
+  auto m = MapSharedBuffer(Buffer(dir + "/graphstore-78-1cecb06c72293645-8", 4096), dir);
+  REQUIRE(!m.ok());
+  CHECK(m.status().code() == absl::StatusCode::kUnavailable);
+  CHECK(m.status().message().find("graphstore-78-1cecb06c72293645-8") != std::string::npos);
+}
+
+TEST_CASE("a buffer outside the server's directory or of another size is DataLoss", "[shared_memory]") {
+  const std::string dir = TempDir();
+  CHECK(MapSharedBuffer(Buffer("/etc/passwd", 10), dir).status().code() == absl::StatusCode::kDataLoss);
+  CHECK(MapSharedBuffer(Buffer(dir + "/graphstore-1/../../x", 10), dir).status().code() ==
+        absl::StatusCode::kDataLoss);
+  const std::string path = dir + "/graphstore-1-ab-2";
+  const int fd = open(path.c_str(), O_CREAT | O_RDWR, 0600);
+  REQUIRE(fd >= 0);
+  REQUIRE(ftruncate(fd, 100) == 0);
+  close(fd);
+  CHECK(MapSharedBuffer(Buffer(path, 64), dir).status().code() == absl::StatusCode::kDataLoss);
+  CHECK(MapSharedBuffer(Buffer(path, 100), dir).ok());
+}
+
+TEST_CASE("a buffer that is there but cannot be opened for mapping is FailedPrecondition", "[shared_memory]") {
+  // Not ENOENT: no reconnect mends it (another user's file, or not a file at all).
+  const std::string dir = TempDir();
+  const std::string path = dir + "/graphstore-1-ab-3";
+  REQUIRE(mkdir(path.c_str(), 0700) == 0);
+  auto m = MapSharedBuffer(Buffer(path, 100), dir);
+  CHECK(m.status().code() == absl::StatusCode::kFailedPrecondition);
+  CHECK(m.status().message().find("turn shared memory off") != std::string::npos);
+}
+
+}  // namespace
+}  // namespace graphstore::client
