@@ -200,6 +200,7 @@ int Run(int argc, char** argv) {
       std::fprintf(stderr, "%s\n", dir.status().ToString().c_str());
       return 1;
     }
+    EvictFromPageCache(*dir);  // graphstored reads it as on a server started cold
     std::printf("%s\n", dir->c_str());
     return 0;
   }

@@ -202,6 +202,7 @@ int Run(int argc, char** argv) {
       return 1;
     }
     const std::string dir = *graph;
+    EvictFromPageCache(dir);
     Partition::LoadOptions lo;
     lo.verify_contents = false;
     auto p = Partition::Load(dir, lo);

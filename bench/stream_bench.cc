@@ -416,6 +416,7 @@ int Run(int argc, char** argv) {
     std::fprintf(stderr, "%s\n", std::string(graph.status().message()).c_str());
     return 1;
   }
+  EvictFromPageCache(*graph);
   const double seconds = *flags.GetDouble("seconds");
   const int batch_size = static_cast<int>(*flags.GetInt("batch_size"));
   const int workers = static_cast<int>(*flags.GetInt("workers"));

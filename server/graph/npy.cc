@@ -174,6 +174,36 @@ std::string ShapeString(const std::vector<int64_t>& shape) {
   return absl::StrCat("(", absl::StrJoin(shape, ", "), ")");
 }
 
+// Maps a whole file read-only. The samplers read most arrays at random (CSR rows, weights,
+// times, feature rows), so a file of 2 MiB or more is mapped at a 2 MiB boundary and marked
+// for huge pages: where the kernel reads a file into huge pages (it does for pages faulted in
+// through such a mapping, on filesystems with large folios), a random read then costs a cache
+// miss rather than a cache miss and a page walk. Elsewhere the advice changes nothing.
+void* MapReadOnly(int fd, size_t size) {
+  constexpr size_t kHugePage = size_t{2} << 20;
+  if (size < kHugePage) return mmap(nullptr, size, PROT_READ, MAP_SHARED, fd, 0);
+  // Reserve room for an aligned mapping, map the file over its aligned part, give back the rest.
+  const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  auto round_up = [page](size_t n) { return (n + page - 1) / page * page; };
+  const size_t room_size = round_up(size + kHugePage);
+  void* room = mmap(nullptr, room_size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (room == MAP_FAILED) return mmap(nullptr, size, PROT_READ, MAP_SHARED, fd, 0);
+  const uintptr_t start = reinterpret_cast<uintptr_t>(room);
+  const uintptr_t aligned = (start + kHugePage - 1) & ~(kHugePage - 1);
+  void* map = mmap(reinterpret_cast<void*>(aligned), size, PROT_READ, MAP_SHARED | MAP_FIXED, fd, 0);
+  if (map == MAP_FAILED) {
+    munmap(room, room_size);
+    return MAP_FAILED;
+  }
+  if (aligned > start) munmap(room, aligned - start);
+  const uintptr_t end = aligned + round_up(size);
+  if (start + room_size > end) munmap(reinterpret_cast<void*>(end), start + room_size - end);
+#ifdef MADV_HUGEPAGE
+  madvise(map, size, MADV_HUGEPAGE);  // advice only
+#endif
+  return map;
+}
+
 }  // namespace
 
 size_t DtypeSize(NpyDtype dtype) { return Entry(dtype).size; }
@@ -260,7 +290,7 @@ absl::StatusOr<MappedNpy> MappedNpy::Open(const std::string& path) {
     ::close(fd);
     return absl::DataLossError(absl::StrCat(path, ": not a valid .npy file: file is empty"));
   }
-  void* map = mmap(nullptr, size, PROT_READ, MAP_SHARED, fd, 0);
+  void* map = MapReadOnly(fd, size);
   ::close(fd);
   if (map == MAP_FAILED) {
     return absl::InternalError(absl::StrCat(path, ": mmap failed: ", std::strerror(errno)));

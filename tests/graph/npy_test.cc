@@ -55,6 +55,23 @@ TEST_CASE("NpyWriter round-trips rows appended in pieces", "[npy]") {
   CHECK(f->Expect(NpyDtype::kInt64, {-1, 3}).ok());
 }
 
+TEST_CASE("a large array is mapped from a 2 MiB boundary, whole", "[npy]") {
+  // Huge pages can back the mapping only when the file's start sits on a 2 MiB boundary.
+  TempDir dir;
+  auto w = NpyWriter::Create(dir / "big.npy", NpyDtype::kInt64);
+  REQUIRE(w.ok());
+  std::vector<int64_t> values((size_t{3} << 20) / 8 + 17);
+  for (size_t i = 0; i < values.size(); ++i) values[i] = static_cast<int64_t>(i * 7);
+  REQUIRE((*w)->Append(values.data(), static_cast<int64_t>(values.size())).ok());
+  REQUIRE((*w)->Finish().ok());
+  auto f = MappedNpy::Open(dir / "big.npy");
+  REQUIRE(f.ok());
+  const uintptr_t data_offset = 128;  // NpyWriter's header
+  CHECK((reinterpret_cast<uintptr_t>(f->raw()) - data_offset) % (size_t{2} << 20) == 0);
+  REQUIRE(f->num_elements() == static_cast<int64_t>(values.size()));
+  CHECK(std::memcmp(f->data<int64_t>(), values.data(), values.size() * 8) == 0);
+}
+
 TEST_CASE("an empty array is a valid file", "[npy]") {
   TempDir dir;
   REQUIRE(WriteNpyVector(dir / "e.npy", std::vector<int64_t>{}).ok());
