@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "client/channel.h"
 #include "graphstore/v1/graphstore.grpc.pb.h"
+#include "server/util/heap_retention.h"
 
 namespace graphstore::client {
 namespace {
@@ -261,6 +262,7 @@ class GrpcClient : public Client {
 
 absl::StatusOr<std::unique_ptr<Client>> Client::Connect(const ClientOptions& options) {
   if (options.address.empty()) return absl::InvalidArgumentError("address is empty");
+  RetainFreedHeap();
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(options.max_message_bytes);
   args.SetMaxSendMessageSize(options.max_message_bytes);

@@ -71,7 +71,11 @@ class BatchStream {
 /// A connection to one server. Thread-safe.
 class Client {
  public:
-  /// Connects and waits until the server accepts (UNAVAILABLE after connect_timeout).
+  /// Connects and waits until the server accepts (UNAVAILABLE after connect_timeout). The
+  /// first connection of a process also keeps freed heap memory in the process
+  /// (server/util/heap_retention.h), so that the slices each received message is read into
+  /// reuse pages instead of faulting in new ones; an environment that sets glibc's malloc
+  /// thresholds itself is left as it is.
   static absl::StatusOr<std::unique_ptr<Client>> Connect(const ClientOptions& options);
   virtual ~Client() = default;
 
