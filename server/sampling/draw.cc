@@ -7,6 +7,8 @@
 #include <limits>
 #include <utility>
 
+#include <xmmintrin.h>
+
 namespace graphstore {
 namespace {
 
@@ -104,14 +106,16 @@ constexpr auto PickShortRowTable(std::integer_sequence<int, V...>) {
 }
 constexpr auto kPickShortRow = PickShortRowTable(std::make_integer_sequence<int, kShortRow / 4>());
 
-int64_t DrawShortRowWithoutReplacement(DrawStream& draws, const float* weights, int64_t n, int fanout,
-                                       std::vector<int64_t>* out) {
+}  // namespace
+
+uint64_t DrawWeightedShortRow(uint64_t key, const float* weights, int64_t n, int fanout) {
   alignas(16) float w[kShortRow];
   const int vectors = static_cast<int>((n + 3) / 4);
   // The usable weights, others as 0, four at a time; the last vector's lanes past the row are 0
   // (never read past the row: it may end its mapping).
   const Floats4 largest = {std::numeric_limits<float>::max(), std::numeric_limits<float>::max(),
                            std::numeric_limits<float>::max(), std::numeric_limits<float>::max()};
+  uint64_t usable = 0;
   Ints4 usable_lanes = {0, 0, 0, 0};
   for (int v = 0; v < vectors; ++v) {
     Floats4 x;
@@ -121,16 +125,19 @@ int64_t DrawShortRowWithoutReplacement(DrawStream& draws, const float* weights, 
       for (int l = 0; l < 4; ++l) x[l] = 4 * v + l < n ? weights[4 * v + l] : 0.0f;
     }
     const Ints4 keep = (x > kZeros) & (x <= largest);  // false for NaN
+    usable |= static_cast<uint64_t>(_mm_movemask_ps(reinterpret_cast<__m128>(keep))) << (4 * v);
     usable_lanes -= keep;
     x = reinterpret_cast<Floats4>(reinterpret_cast<Ints4>(x) & keep);
     std::memcpy(w + 4 * v, &x, sizeof x);
   }
-  const int usable = usable_lanes[0] + usable_lanes[1] + usable_lanes[2] + usable_lanes[3];
-  const int picks = std::min(fanout, usable);
-  uint64_t taken = picks > 0 ? kPickShortRow[vectors - 1](draws, w, n, picks) : 0;
-  for (; taken != 0; taken &= taken - 1) out->push_back(__builtin_ctzll(taken));
-  return picks;
+  // Taking every usable candidate needs no draw.
+  if (fanout < 0 || usable_lanes[0] + usable_lanes[1] + usable_lanes[2] + usable_lanes[3] <= fanout) return usable;
+  if (fanout == 0) return 0;
+  DrawStream draws(key);
+  return kPickShortRow[vectors - 1](draws, w, n, fanout);
 }
+
+namespace {
 
 // Successive sampling continued over the usable candidates not yet in `out`, each pick by a
 // fresh sum of their weights and a scan: O(n) a pick, and exact whatever the weights' range (a
@@ -183,7 +190,13 @@ int64_t DrawWeightedPositions(uint64_t key, const float* weights, int64_t n, int
     }
     return fanout;
   }
-  if (n <= kShortRow) return DrawShortRowWithoutReplacement(draws, weights, n, fanout, out);
+  if (n <= kShortRow) {
+    out->clear();
+    for (uint64_t taken = DrawWeightedShortRow(key, weights, n, fanout); taken != 0; taken &= taken - 1) {
+      out->push_back(__builtin_ctzll(taken));
+    }
+    return static_cast<int64_t>(out->size());
+  }
   // Longer rows here have excluded candidates (their block sums count every position).
   ContinueByScan(draws, weights, n, fanout, out, keys);
   std::sort(out->begin(), out->end());

@@ -93,6 +93,10 @@ inline void ShuffleForEpoch(uint64_t seed, int64_t epoch, std::vector<int64_t>* 
 int64_t DrawWeightedPositions(uint64_t key, const float* weights, int64_t n, int fanout, bool replace,
                               std::vector<int64_t>* out, std::vector<double>* keys);
 
+/// DrawWeightedPositions without replacement from a row of at most 64 candidates, as a bit mask
+/// of the positions taken (bit k: candidate k): the same draws, without scratch vectors.
+uint64_t DrawWeightedShortRow(uint64_t key, const float* weights, int64_t n, int fanout);
+
 /// Rows longer than this draw by weight from the sums of their weights in blocks
 /// (DrawWeightedFromBlocks); shorter ones, and rows with excluded edges, by a scan
 /// (DrawWeightedPositions).

@@ -214,6 +214,14 @@ void DrawOwnedNeighbors(const Partition& partition, int edge_type, const int64_t
       const bool by_alias = replace && whole_row && candidates == nullptr && !draw_all;
       const uint64_t key = HashCombine(spec.hop_key, static_cast<uint64_t>(ids[i]));
       int64_t c;
+      if (!replace && candidates == nullptr && degree <= kWeightBlockMinDegree) {
+        c = 0;
+        for (uint64_t taken = DrawWeightedShortRow(key, w, degree, fanout); taken != 0; taken &= taken - 1, ++c) {
+          out->picked.push_back(base + __builtin_ctzll(taken));
+        }
+        out->counts[i] = c;
+        continue;
+      }
       if (by_alias) {
         c = DrawWeightedFromAlias(key, alias->prob.data() + base, alias->alias.data() + base, degree, fanout,
                                   &out->weighted_picks);
