@@ -2,9 +2,10 @@
 # The main job: set up, build, generate the default dataset as two METIS partitions, start a
 # two-server cluster on loopback (deploy/local/cluster.sh), train a GraphSAGE model through it
 # for a few epochs from Python and from C++, and stop both servers cleanly. Then, when
-# MovieLens 100k is beside the repository (../shared/data/ml-100k, read in place), the same for
-# link prediction: convert it into two partitions and train a user -> movie link predictor
-# through a two-server cluster, from Python and from C++.
+# MovieLens 100k is beside the repository (../shared/data/ml-100k, read in place; a clone
+# elsewhere finds it beside its origin, tools/shared_data.sh), the same for link prediction:
+# convert it into two partitions and train a user -> movie link predictor through a two-server
+# cluster, from Python and from C++.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -34,6 +35,7 @@ deploy/local/cluster.sh stop "$work/run"
 echo "both servers stopped cleanly:"
 for log in "$work"/run/part-*.log; do tail -1 "$log"; done
 
+source tools/shared_data.sh
 movielens=${GRAPHSTORE_SHARED_DATA:-$PWD/../shared/data}/ml-100k
 if [[ ! -f $movielens/u.data ]]; then
   echo "no MovieLens 100k at $movielens: skipping the link-prediction part"

@@ -6,16 +6,8 @@ cd "$(dirname "$0")/.."
 
 bash tools/setup.sh || { echo "setup failed"; echo "0 passed, 1 failed"; exit 1; }
 
-# The shared datasets sit beside the repository; a local clone elsewhere (e.g. in /tmp) finds
-# them beside the repository it was cloned from. An exported GRAPHSTORE_SHARED_DATA wins.
-if [ -z "${GRAPHSTORE_SHARED_DATA:-}" ]; then
-  for base in "$(cd .. && pwd)" "$(git config --get remote.origin.url 2>/dev/null)/.."; do
-    if [ -d "$base/shared/data" ]; then
-      export GRAPHSTORE_SHARED_DATA="$(cd "$base/shared/data" && pwd)"
-      break
-    fi
-  done
-fi
+# The shared datasets (an exported GRAPHSTORE_SHARED_DATA wins).
+source tools/shared_data.sh
 
 log=$(mktemp)
 fuzz_report=$(mktemp)
