@@ -4,22 +4,17 @@
 #include "client/shared_memory.h"
 
 #include <catch2/catch.hpp>
-#include <fcntl.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
-#include <cstdlib>
 #include <string>
+
+#include "tests/test_util.h"
 
 namespace graphstore::client {
 namespace {
 
-std::string TempDir() {
-  std::string dir = std::string(std::getenv("TEST_TMPDIR") != nullptr ? std::getenv("TEST_TMPDIR") : "/tmp") +
-                    "/shm-XXXXXX";
-  REQUIRE(mkdtemp(dir.data()) != nullptr);
-  return dir;
-}
+using testing::TempDir;
+using testing::WriteFile;
 
 v1::SharedBuffer Buffer(const std::string& path, uint64_t size) {
   v1::SharedBuffer b;
@@ -29,13 +24,10 @@ v1::SharedBuffer Buffer(const std::string& path, uint64_t size) {
 }
 
 TEST_CASE("a shared buffer maps with its bytes, once per file", "[shared_memory]") {
-  const std::string dir = TempDir();
-  const std::string path = dir + "/graphstore-1-ab-1";
-  const int fd = open(path.c_str(), O_CREAT | O_RDWR, 0600);
-  REQUIRE(fd >= 0);
-  REQUIRE(write(fd, "0123456789", 10) == 10);
-  close(fd);
-  SharedMappings mappings(dir);
+  TempDir dir;
+  const std::string path = dir / "graphstore-1-ab-1";
+  WriteFile(path, "0123456789");
+  SharedMappings mappings(dir.path());
   auto m = mappings.Map(Buffer(path, 10));
   REQUIRE(m.ok());
   CHECK(std::string((*m)->data(), 10) == "0123456789");
@@ -49,33 +41,30 @@ TEST_CASE("a shared buffer maps with its bytes, once per file", "[shared_memory]
 TEST_CASE("a buffer whose file is gone is Unavailable: its server died and was replaced", "[shared_memory]") {
   // A server restarted on the directory removes the files of the one before; messages that the
   // dead server sent are still in the client's stream. The reader reconnects on this code.
-  const std::string dir = TempDir();
-  auto m = MapSharedBuffer(Buffer(dir + "/graphstore-78-1cecb06c72293645-8", 4096), dir);
+  TempDir dir;
+  auto m = MapSharedBuffer(Buffer(dir / "graphstore-78-1cecb06c72293645-8", 4096), dir.path());
   REQUIRE(!m.ok());
   CHECK(m.status().code() == absl::StatusCode::kUnavailable);
   CHECK(m.status().message().find("graphstore-78-1cecb06c72293645-8") != std::string::npos);
 }
 
 TEST_CASE("a buffer outside the server's directory or of another size is DataLoss", "[shared_memory]") {
-  const std::string dir = TempDir();
-  CHECK(MapSharedBuffer(Buffer("/etc/passwd", 10), dir).status().code() == absl::StatusCode::kDataLoss);
-  CHECK(MapSharedBuffer(Buffer(dir + "/graphstore-1/../../x", 10), dir).status().code() ==
+  TempDir dir;
+  CHECK(MapSharedBuffer(Buffer("/etc/passwd", 10), dir.path()).status().code() == absl::StatusCode::kDataLoss);
+  CHECK(MapSharedBuffer(Buffer(dir / "graphstore-1/../../x", 10), dir.path()).status().code() ==
         absl::StatusCode::kDataLoss);
-  const std::string path = dir + "/graphstore-1-ab-2";
-  const int fd = open(path.c_str(), O_CREAT | O_RDWR, 0600);
-  REQUIRE(fd >= 0);
-  REQUIRE(ftruncate(fd, 100) == 0);
-  close(fd);
-  CHECK(MapSharedBuffer(Buffer(path, 64), dir).status().code() == absl::StatusCode::kDataLoss);
-  CHECK(MapSharedBuffer(Buffer(path, 100), dir).ok());
+  const std::string path = dir / "graphstore-1-ab-2";
+  WriteFile(path, std::string(100, 'x'));
+  CHECK(MapSharedBuffer(Buffer(path, 64), dir.path()).status().code() == absl::StatusCode::kDataLoss);
+  CHECK(MapSharedBuffer(Buffer(path, 100), dir.path()).ok());
 }
 
 TEST_CASE("a buffer that is there but cannot be opened for mapping is FailedPrecondition", "[shared_memory]") {
   // Not ENOENT: no reconnect mends it (another user's file, or not a file at all).
-  const std::string dir = TempDir();
-  const std::string path = dir + "/graphstore-1-ab-3";
+  TempDir dir;
+  const std::string path = dir / "graphstore-1-ab-3";
   REQUIRE(mkdir(path.c_str(), 0700) == 0);
-  auto m = MapSharedBuffer(Buffer(path, 100), dir);
+  auto m = MapSharedBuffer(Buffer(path, 100), dir.path());
   CHECK(m.status().code() == absl::StatusCode::kFailedPrecondition);
   CHECK(m.status().message().find("turn shared memory off") != std::string::npos);
 }
