@@ -169,6 +169,13 @@ void ContinueByScan(DrawStream& draws, const float* weights, int64_t n, int fano
 int64_t DrawWeightedPositions(uint64_t key, const float* weights, int64_t n, int fanout, bool replace,
                               std::vector<int64_t>* out, std::vector<double>* keys) {
   auto usable = [&](int64_t k) { return UsableWeight(weights[k]); };
+  if (!replace && n <= kShortRow) {
+    out->clear();
+    for (uint64_t taken = DrawWeightedShortRow(key, weights, n, fanout); taken != 0; taken &= taken - 1) {
+      out->push_back(__builtin_ctzll(taken));
+    }
+    return static_cast<int64_t>(out->size());
+  }
   if (TakesEveryUsable(weights, n, fanout, replace, out)) return static_cast<int64_t>(out->size());
   if (fanout == 0) return 0;
   DrawStream draws(key);
@@ -189,13 +196,6 @@ int64_t DrawWeightedPositions(uint64_t key, const float* weights, int64_t n, int
       out->push_back(k);
     }
     return fanout;
-  }
-  if (n <= kShortRow) {
-    out->clear();
-    for (uint64_t taken = DrawWeightedShortRow(key, weights, n, fanout); taken != 0; taken &= taken - 1) {
-      out->push_back(__builtin_ctzll(taken));
-    }
-    return static_cast<int64_t>(out->size());
   }
   // Longer rows here have excluded candidates (their block sums count every position).
   ContinueByScan(draws, weights, n, fanout, out, keys);
@@ -280,6 +280,13 @@ int64_t DrawWeightedFromBlocks(uint64_t key, const float* weights, const double*
 int64_t DrawWeightedFromTree(uint64_t key, const float* weights, const double* tree, int64_t n, int fanout,
                              bool replace, std::vector<int64_t>* out, WeightedScratch* s) {
   auto usable = [&](int64_t k) { return UsableWeight(weights[k]); };
+  if (!replace && n <= kShortRow) {
+    out->clear();
+    for (uint64_t taken = DrawWeightedShortRow(key, weights, n, fanout); taken != 0; taken &= taken - 1) {
+      out->push_back(__builtin_ctzll(taken));
+    }
+    return static_cast<int64_t>(out->size());
+  }
   if (TakesEveryUsable(weights, n, fanout, replace, out)) return static_cast<int64_t>(out->size());
   if (fanout == 0 || n == 0) return 0;
   double total = 0;

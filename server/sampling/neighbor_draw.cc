@@ -208,20 +208,20 @@ void DrawOwnedNeighbors(const Partition& partition, int edge_type, const int64_t
         for (int64_t k = 0; k < degree; ++k) out->candidate_weights[k] = weights[position(k)];
         w = out->candidate_weights.data();
       }
-      const bool long_row = candidates == nullptr && degree > kWeightBlockMinDegree && !draw_all;
-      const bool whole_row = edge_times == nullptr || out->whole[i];
-      // Independent draws from a whole row take its alias table, whatever its length.
-      const bool by_alias = replace && whole_row && candidates == nullptr && !draw_all;
       const uint64_t key = HashCombine(spec.hop_key, static_cast<uint64_t>(ids[i]));
-      int64_t c;
+      int64_t c = 0;
       if (!replace && candidates == nullptr && degree <= kWeightBlockMinDegree) {
-        c = 0;
+        // A short row's picks come as a bit mask of its positions.
         for (uint64_t taken = DrawWeightedShortRow(key, w, degree, fanout); taken != 0; taken &= taken - 1, ++c) {
           out->picked.push_back(base + __builtin_ctzll(taken));
         }
         out->counts[i] = c;
         continue;
       }
+      const bool long_row = candidates == nullptr && degree > kWeightBlockMinDegree && !draw_all;
+      const bool whole_row = edge_times == nullptr || out->whole[i];
+      // Independent draws from a whole row take its alias table, whatever its length.
+      const bool by_alias = replace && whole_row && candidates == nullptr && !draw_all;
       if (by_alias) {
         c = DrawWeightedFromAlias(key, alias->prob.data() + base, alias->alias.data() + base, degree, fanout,
                                   &out->weighted_picks);
