@@ -47,6 +47,7 @@ inline uint64_t HopKey(uint64_t seed, int64_t epoch, int64_t batch, int hop, uin
 /// A counter-based stream of uniform 64-bit values from one key.
 class DrawStream {
  public:
+  DrawStream() = default;
   explicit DrawStream(uint64_t key) : key_(key) {}
   uint64_t Next() { return Mix64(key_ + 0x632be59bd9b4e019ULL * ++counter_); }
   /// Uniform in [0, n) for n > 0 (multiply-shift; bias below 2^-40 for n < 2^24).
@@ -57,7 +58,7 @@ class DrawStream {
   double Uniform() { return static_cast<double>(Next() >> 11) * 0x1.0p-53; }
 
  private:
-  uint64_t key_;
+  uint64_t key_ = 0;
   uint64_t counter_ = 0;
 };
 
@@ -96,6 +97,19 @@ int64_t DrawWeightedPositions(uint64_t key, const float* weights, int64_t n, int
 /// DrawWeightedPositions without replacement from a row of at most 64 candidates, as a bit mask
 /// of the positions taken (bit k: candidate k): the same draws, without scratch vectors.
 uint64_t DrawWeightedShortRow(uint64_t key, const float* weights, int64_t n, int fanout);
+
+/// DrawWeightedShortRow's two implementations, for tests: four lanes at a time (any x86-64),
+/// and sixteen (AVX-512; only where HaveVectorShortRows()). DrawWeightedShortRow takes the
+/// second where the processor has it; both give the same bits.
+uint64_t DrawWeightedShortRowPortable(uint64_t key, const float* weights, int64_t n, int fanout);
+uint64_t DrawWeightedShortRowVector(uint64_t key, const float* weights, int64_t n, int fanout);
+bool HaveVectorShortRows();
+
+/// DrawWeightedShortRow for `rows` rows at once, row j keyed keys[j] with n[j] <= 64 candidates
+/// whose weights start at weights[j], its picks to masks[j]: the same masks, faster, as the
+/// picks of several rows overlap (a row's own picks wait on each other).
+void DrawWeightedShortRows(const uint64_t* keys, const float* const* weights, const int64_t* n, size_t rows,
+                           int fanout, uint64_t* masks);
 
 /// Rows longer than this draw by weight from the sums of their weights in blocks
 /// (DrawWeightedFromBlocks); shorter ones, and rows with excluded edges, by a scan

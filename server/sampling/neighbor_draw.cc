@@ -157,12 +157,33 @@ void DrawOwnedNeighbors(const Partition& partition, int edge_type, const int64_t
     }
   }
 
+  // Short rows drawn by weight without replacement are drawn together first (several rows'
+  // picks overlap; each row's picks wait on each other), as bit masks the loop below reads in
+  // node order. (A row that turns out to have excluded neighbours draws again among the others.)
+  const bool short_rows_together = weights != nullptr && !replace;
+  size_t next_short = 0;
+  if (short_rows_together) {
+    out->short_keys.clear();
+    out->short_weights.clear();
+    out->short_degrees.clear();
+    for (size_t i = 0; i < n; ++i) {
+      if (out->degree[i] > kWeightBlockMinDegree) continue;
+      out->short_keys.push_back(HashCombine(spec.hop_key, static_cast<uint64_t>(ids[i])));
+      out->short_weights.push_back(weights + out->base[i]);
+      out->short_degrees.push_back(out->degree[i]);
+    }
+    out->short_masks.resize(out->short_keys.size());
+    DrawWeightedShortRows(out->short_keys.data(), out->short_weights.data(), out->short_degrees.data(),
+                          out->short_keys.size(), fanout, out->short_masks.data());
+  }
+
   const bool draw_all = fanout < 0;
   if (!draw_all && static_cast<int>(out->positions.size()) < fanout) out->positions.resize(fanout);
   out->picked.clear();
   out->counts.resize(n);
   for (size_t i = 0; i < n; ++i) {
-    if (weights != nullptr && i + kRowsAhead < n) {
+    if (weights != nullptr && i + kRowsAhead < n &&
+        !(short_rows_together && out->degree[i + kRowsAhead] <= kWeightBlockMinDegree)) {
       // A weighted draw reads the row's alias cells (with replacement; the draws land anywhere
       // in the row: every cache line of the row's first 64 entries, in both arrays), a short
       // row's weights (all of them), or a long row's block sums and its first and last blocks
@@ -182,6 +203,8 @@ void DrawOwnedNeighbors(const Partition& partition, int edge_type, const int64_t
     }
     const int64_t base = out->base[i];
     int64_t degree = out->degree[i];
+    const uint64_t* short_mask =
+        short_rows_together && degree <= kWeightBlockMinDegree ? &out->short_masks[next_short++] : nullptr;
     // A node with excluded neighbours draws among the positions of the others.
     const int64_t* candidates = nullptr;
     if (excluded != nullptr) {
@@ -210,9 +233,8 @@ void DrawOwnedNeighbors(const Partition& partition, int edge_type, const int64_t
       }
       const uint64_t key = HashCombine(spec.hop_key, static_cast<uint64_t>(ids[i]));
       int64_t c = 0;
-      if (!replace && candidates == nullptr && degree <= kWeightBlockMinDegree) {
-        // A short row's picks come as a bit mask of its positions.
-        for (uint64_t taken = DrawWeightedShortRow(key, w, degree, fanout); taken != 0; taken &= taken - 1, ++c) {
+      if (short_mask != nullptr && candidates == nullptr) {
+        for (uint64_t taken = *short_mask; taken != 0; taken &= taken - 1, ++c) {
           out->picked.push_back(base + __builtin_ctzll(taken));
         }
         out->counts[i] = c;

@@ -32,6 +32,9 @@ struct NeighborDraw {
   std::vector<uint8_t> whole;     // temporal: the node may reach its whole row
   std::vector<size_t> searched;  // temporal: the nodes whose time cuts their row inside
   std::vector<std::pair<int64_t, int64_t>> search_ranges;  // and where in the row to search
+  std::vector<uint64_t> short_keys, short_masks;  // weighted short rows, drawn together
+  std::vector<const float*> short_weights;
+  std::vector<int64_t> short_degrees;
   std::vector<float> candidate_weights;
   std::vector<double> weighted_keys;
   WeightedScratch weighted_scratch;

@@ -136,6 +136,65 @@ TEST_CASE("weights of every magnitude still give distinct positive-weight picks"
   }
 }
 
+// Short rows of every kind: weights of one scale, of many (so picks sum afresh and rounding
+// leaves slivers), with zeros, negatives, NaN, infinities and subnormals among them.
+std::vector<std::vector<float>> ShortRowsOfEveryKind() {
+  std::vector<std::vector<float>> rows;
+  DrawStream rng(2024);
+  for (int64_t n = 1; n <= 64; ++n) {
+    for (int kind = 0; kind < 6; ++kind) {
+      std::vector<float> w(static_cast<size_t>(n));
+      for (auto& x : w) {
+        const double u = rng.Uniform();
+        switch (kind) {
+          case 0: x = static_cast<float>(u); break;
+          case 1: x = static_cast<float>(std::ldexp(u + 0.5, static_cast<int>(rng.Below(200)) - 100)); break;
+          case 2: x = rng.Below(3) == 0 ? 0.0f : static_cast<float>(u); break;
+          case 3: {
+            const float odd[] = {-1.0f, NAN, INFINITY, 1e-42f, 0.0f, 3.0f, 1e30f, 1e-30f};
+            x = odd[rng.Below(8)];
+            break;
+          }
+          case 4: x = rng.Below(8) == 0 ? 1e6f : 1.0f; break;  // a few dominate
+          default: x = static_cast<float>(1 + rng.Below(4)); break;  // ties and exact sums
+        }
+      }
+      rows.push_back(std::move(w));
+    }
+  }
+  return rows;
+}
+
+TEST_CASE("short rows draw the same bits four lanes at a time, sixteen at a time, and many rows at once",
+          "[weighted]") {
+  // Every server must draw alike whatever its processor: the AVX-512 picks (where this machine
+  // has them) and the rows drawn together must give what the portable picks give.
+  const auto rows = ShortRowsOfEveryKind();
+  const bool vector = HaveVectorShortRows();
+  if (!vector) WARN("no AVX-512 here: only the rows drawn together are compared");
+  for (int fanout : {-1, 0, 1, 2, 5, 10, 15, 31, 63}) {
+    std::vector<uint64_t> keys, masks(rows.size());
+    std::vector<const float*> weights;
+    std::vector<int64_t> n;
+    for (size_t j = 0; j < rows.size(); ++j) {
+      keys.push_back(HashCombine(fanout + 7, j));
+      weights.push_back(rows[j].data());
+      n.push_back(static_cast<int64_t>(rows[j].size()));
+    }
+    DrawWeightedShortRows(keys.data(), weights.data(), n.data(), rows.size(), fanout, masks.data());
+    for (size_t j = 0; j < rows.size(); ++j) {
+      INFO("row " << j << " of " << n[j] << " candidates, fanout " << fanout);
+      const uint64_t portable = DrawWeightedShortRowPortable(keys[j], weights[j], n[j], fanout);
+      int usable = 0;
+      for (float x : rows[j]) usable += x > 0 && std::isfinite(x);
+      CHECK(__builtin_popcountll(portable) == (fanout < 0 ? usable : std::min(fanout, usable)));
+      CHECK(masks[j] == portable);
+      if (vector) CHECK(DrawWeightedShortRowVector(keys[j], weights[j], n[j], fanout) == portable);
+      CHECK(DrawWeightedShortRow(keys[j], weights[j], n[j], fanout) == portable);
+    }
+  }
+}
+
 TEST_CASE("once the heavy candidates are taken, the light ones are drawn by their own weights",
           "[weighted][statistics]") {
   // Three candidates of weight 1e30 and the rest between 1e-30 and 3e-30: a fourth pick is one
