@@ -80,6 +80,8 @@ void DrawOwnedNeighbors(const Partition& partition, int edge_type, const int64_t
   constexpr size_t kAhead = 32;
   // Whole rows are fetched fewer at a time: each takes several line fills.
   constexpr size_t kRowsAhead = 12;
+  // Stretches of edge times up to this long (two cache lines) are counted, not searched.
+  constexpr int64_t kCountedStretch = 16;
   const EdgeTypeStore& et = partition.edge_type(edge_type);
   const NodeTypeStore& rows = partition.node_type(et.row_type);
   const int64_t* indptr = et.indptr_data();
@@ -132,8 +134,7 @@ void DrawOwnedNeighbors(const Partition& partition, int edge_type, const int64_t
       }
     }
     // The allowed prefix of the rows cut inside: the neighbours at or before the node's time.
-    const size_t searches = out->searched.size();
-    for (size_t j = 0; j < searches; ++j) {
+    const size_t searches = out->searched.size();    for (size_t j = 0; j < searches; ++j) {
       if (j + kAhead < searches) {
         // The stretch the search reads (its first line and its last, which for short rows is
         // all of it; a long row's stretch takes a few more misses).
@@ -145,7 +146,16 @@ void DrawOwnedNeighbors(const Partition& partition, int edge_type, const int64_t
       const size_t i = out->searched[j];
       const int64_t* first = edge_times + out->base[i];
       const auto [lo, hi] = out->search_ranges[j];
-      out->degree[i] = std::upper_bound(first + lo, first + hi, spec.times[i]) - first;
+      const int64_t t = spec.times[i];
+      if (hi - lo <= kCountedStretch) {
+        // A short stretch is counted rather than searched: the times at or before t are its
+        // first ones, and a count has no branch to mispredict.
+        int64_t count = lo;
+        for (int64_t k = lo; k < hi; ++k) count += first[k] <= t;
+        out->degree[i] = count;
+      } else {
+        out->degree[i] = std::upper_bound(first + lo, first + hi, t) - first;
+      }
     }
   } else {
     for (size_t i = 0; i < n; ++i) {

@@ -266,12 +266,6 @@ absl::Status NeighborSampler::ExpandHop(int edge_type, int fanout, uint64_t hop_
     const int32_t u = static_cast<int32_t>(begin + i);
     for (int64_t k = 0; k < d.counts[i]; ++k, ++j) {
       if (j + kAhead < m) __builtin_prefetch(&col_map[d.neighbors[j + kAhead]]);
-      if (temporal && j + kAhead / 2 < m) {
-        // The time of a node met again, which the earliest-reacher rule reads: its map entry,
-        // asked for kAhead / 2 edges ago, now gives where.
-        const int32_t ahead = col_map[d.neighbors[j + kAhead / 2]];
-        __builtin_prefetch(s->time_of[et.col_type].data() + std::max(ahead, 0));
-      }
       const int64_t w = d.neighbors[j];
       int32_t& local = col_map[w];
       if (local < 0) {
