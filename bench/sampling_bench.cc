@@ -158,12 +158,13 @@ Rate SampleBackend(const NeighborSampler& sampler, int64_t num_nodes, int batch_
   return {delivered_edges / elapsed, batches * batch_size / elapsed, batches / elapsed};
 }
 
-// `a` (the baseline) and `b` run alternately, the better of two runs each (the machine is
-// shared); prints both with their edges per seed, and b / a.
+// `a` (the baseline) and `b` run alternately, the best of three runs each (the machine is
+// shared, and its speed drifts by more than the differences measured); prints both with their
+// edges per seed, and b / a.
 void Compare(const std::string& label, const std::string& what, const char* a_name, const std::function<Rate()>& a,
              const char* b_name, const std::function<Rate()>& b) {
   Rate best_a, best_b;
-  for (int round = 0; round < 2; ++round) {
+  for (int round = 0; round < 3; ++round) {
     const Rate ra = a(), rb = b();
     if (ra.edges_per_s > best_a.edges_per_s) best_a = ra;
     if (rb.edges_per_s > best_b.edges_per_s) best_b = rb;

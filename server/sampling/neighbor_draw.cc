@@ -241,7 +241,6 @@ void DrawOwnedNeighbors(const Partition& partition, int edge_type, const int64_t
         for (int64_t k = 0; k < degree; ++k) out->candidate_weights[k] = weights[position(k)];
         w = out->candidate_weights.data();
       }
-      const uint64_t key = HashCombine(spec.hop_key, static_cast<uint64_t>(ids[i]));
       int64_t c = 0;
       if (short_mask != nullptr && candidates == nullptr) {
         for (uint64_t taken = *short_mask; taken != 0; taken &= taken - 1, ++c) {
@@ -250,6 +249,7 @@ void DrawOwnedNeighbors(const Partition& partition, int edge_type, const int64_t
         out->counts[i] = c;
         continue;
       }
+      const uint64_t key = HashCombine(spec.hop_key, static_cast<uint64_t>(ids[i]));
       const bool long_row = candidates == nullptr && degree > kWeightBlockMinDegree && !draw_all;
       const bool whole_row = edge_times == nullptr || out->whole[i];
       // Independent draws from a whole row take its alias table, whatever its length.
