@@ -82,6 +82,9 @@ void DrawOwnedNeighbors(const Partition& partition, int edge_type, const int64_t
   constexpr size_t kRowsAhead = 12;
   // Stretches of edge times up to this long (two cache lines) are counted, not searched.
   constexpr int64_t kCountedStretch = 16;
+  // Long rows up to this long have all their weights fetched ahead: each pick waits for its
+  // block's weights, and the picks' blocks would otherwise arrive one after another.
+  constexpr int64_t kWholeLongRow = 256;
   const EdgeTypeStore& et = partition.edge_type(edge_type);
   const NodeTypeStore& rows = partition.node_type(et.row_type);
   const int64_t* indptr = et.indptr_data();
@@ -196,8 +199,9 @@ void DrawOwnedNeighbors(const Partition& partition, int edge_type, const int64_t
         !(short_rows_together && out->degree[i + kRowsAhead] <= kWeightBlockMinDegree)) {
       // A weighted draw reads the row's alias cells (with replacement; the draws land anywhere
       // in the row: every cache line of the row's first 64 entries, in both arrays), a short
-      // row's weights (all of them), or a long row's block sums and its first and last blocks
-      // of weights (which may hold other rows' weights too, and are summed afresh).
+      // row's weights (all of them), or a long row's block sums and its weights (all of them
+      // up to kWholeLongRow, else its first and last blocks, which may hold other rows' weights
+      // too and are summed afresh).
       const int64_t d = out->degree[i + kRowsAhead];
       const int64_t b = out->base[i + kRowsAhead], end = b + std::min<int64_t>(d, 64);
       if (alias != nullptr) {
@@ -207,8 +211,12 @@ void DrawOwnedNeighbors(const Partition& partition, int edge_type, const int64_t
         PrefetchLines(weights + b, weights + end);
       } else if (blocks != nullptr && d <= kWeightTreeMinDegree) {
         PrefetchLines(blocks + b / kWeightBlock, blocks + (b + d - 1) / kWeightBlock + 1);
-        __builtin_prefetch(weights + b);
-        __builtin_prefetch(weights + b + d - 1);
+        if (d <= kWholeLongRow) {
+          PrefetchLines(weights + b, weights + b + d);
+        } else {
+          __builtin_prefetch(weights + b);
+          __builtin_prefetch(weights + b + d - 1);
+        }
       }
     }
     const int64_t base = out->base[i];
