@@ -94,23 +94,6 @@ inline void ShuffleForEpoch(uint64_t seed, int64_t epoch, std::vector<int64_t>* 
 int64_t DrawWeightedPositions(uint64_t key, const float* weights, int64_t n, int fanout, bool replace,
                               std::vector<int64_t>* out, std::vector<double>* keys);
 
-/// DrawWeightedPositions without replacement from a row of at most 64 candidates, as a bit mask
-/// of the positions taken (bit k: candidate k): the same draws, without scratch vectors.
-uint64_t DrawWeightedShortRow(uint64_t key, const float* weights, int64_t n, int fanout);
-
-/// DrawWeightedShortRow's two implementations, for tests: four lanes at a time (any x86-64),
-/// and sixteen (AVX-512; only where HaveVectorShortRows()). DrawWeightedShortRow takes the
-/// second where the processor has it; both give the same bits.
-uint64_t DrawWeightedShortRowPortable(uint64_t key, const float* weights, int64_t n, int fanout);
-uint64_t DrawWeightedShortRowVector(uint64_t key, const float* weights, int64_t n, int fanout);
-bool HaveVectorShortRows();
-
-/// DrawWeightedShortRow for `rows` rows at once, row j keyed keys[j] with n[j] <= 64 candidates
-/// whose weights start at weights[j], its picks to masks[j]: the same masks, faster, as the
-/// picks of several rows overlap (a row's own picks wait on each other).
-void DrawWeightedShortRows(const uint64_t* keys, const float* const* weights, const int64_t* n, size_t rows,
-                           int fanout, uint64_t* masks);
-
 /// Rows longer than this draw by weight from the sums of their weights in blocks
 /// (DrawWeightedFromBlocks); shorter ones, and rows with excluded edges, by a scan
 /// (DrawWeightedPositions).

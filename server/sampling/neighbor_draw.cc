@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "server/sampling/draw.h"
+#include "server/sampling/short_rows.h"
 
 namespace graphstore {
 namespace {
@@ -104,6 +105,7 @@ void DrawOwnedNeighbors(const Partition& partition, int edge_type, const int64_t
   const WeightIndex::Trees* trees =
       blocks != nullptr ? &et.weight_index->GetTrees(indptr, rows.num_local, weights) : nullptr;
   static_assert(WeightIndex::kBlock == kWeightBlock);
+  static_assert(kShortWeightedRow == kWeightBlockMinDegree);  // rows are short or long, never both
   static_assert(WeightIndex::kTreeMinDegree == kWeightTreeMinDegree);
   const WeightIndex::Alias* alias =
       weights != nullptr && replace ? &et.weight_index->GetAlias(indptr, rows.num_local, weights) : nullptr;

@@ -28,7 +28,7 @@ SOURCES=(
   server/graph/npy.cc server/graph/manifest.cc server/graph/partition.cc server/graph/dataset_writer.cc
   server/sampling/ablp.cc server/sampling/draw.cc server/sampling/gather.cc server/sampling/neighbor_draw.cc
   server/sampling/neighbor_sampler.cc server/sampling/ppr_sampler.cc server/sampling/remote_cache.cc
-  server/sampling/sampler.cc server/sampling/seeds.cc server/sampling/subgraph_sampler.cc
+  server/sampling/sampler.cc server/sampling/seeds.cc server/sampling/short_rows.cc server/sampling/subgraph_sampler.cc
   server/service/config.cc server/service/core.cc server/service/core_stats.cc server/service/core_streams.cc
   server/service/core_teardown.cc server/service/feature_outputs.cc server/service/message.cc
   server/service/queries.cc server/service/registry.cc server/service/shared_ledger.cc

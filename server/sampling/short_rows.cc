@@ -1,0 +1,407 @@
+#include "server/sampling/short_rows.h"
+
+#include <algorithm>
+#include <array>
+#include <cstring>
+#include <limits>
+#include <utility>
+
+#include <immintrin.h>
+
+#include "server/sampling/draw.h"
+
+namespace graphstore {
+namespace {
+
+// Successive sampling without replacement from a row of at most kShortRow candidates, four
+// candidates to a vector: running sums of the weights not yet taken; a pick is the number of
+// sums at or below a point drawn uniformly under the last sum (the first candidate whose sum
+// passes the point, so never one of weight 0), and a taken candidate's weight leaves every sum
+// from it on. Picks leave in row order through a bit mask. The same distribution as a scan of
+// the row per pick, without its branch per candidate.
+constexpr int64_t kShortRow = kShortWeightedRow;
+typedef float Floats4 __attribute__((vector_size(16)));
+typedef int32_t Ints4 __attribute__((vector_size(16)));
+
+const Floats4 kZeros = {0, 0, 0, 0};
+
+// The running sums of the first 4 * V weights of `w` (a row's usable weights, 0 past its end,
+// so the lanes past the row repeat the row's total), four at a time: each vector's own sums in
+// two shifted adds, plus the total before it.
+template <int V>
+__attribute__((always_inline)) inline void RunningSums(const float* w, Floats4* sums) {
+  Floats4 carry = kZeros;
+#pragma GCC unroll 16
+  for (int v = 0; v < V; ++v) {
+    Floats4 x;
+    std::memcpy(&x, w + 4 * v, sizeof x);
+    Floats4 sum = x + __builtin_shufflevector(x, kZeros, 4, 0, 1, 2);
+    sum += __builtin_shufflevector(sum, kZeros, 4, 4, 0, 1);
+    sums[v] = sum + carry;
+    carry = Floats4{sums[v][3], sums[v][3], sums[v][3], sums[v][3]};
+  }
+}
+
+// One pick from the row of n <= 4 * V candidates whose usable weights are `w` (zeroed as they
+// are taken) and whose running sums are `sums`: adds its bit to `taken` and takes its weight
+// out of the sums. V is a constant so the sums stay in registers and every loop over them
+// unrolls.
+template <int V>
+__attribute__((always_inline)) inline void PickOnce(DrawStream& draws, float* w, int64_t n, Floats4* sums,
+                                                    uint64_t& taken) {
+  const Ints4 lane = {0, 1, 2, 3};
+  const float last = sums[V - 1][3];
+  const float x = static_cast<float>(draws.Uniform()) * last;
+  const Floats4 xs = {x, x, x, x};
+  Ints4 below = {0, 0, 0, 0};
+#pragma GCC unroll 16
+  for (int v = 0; v < V; ++v) below -= sums[v] <= xs;  // true is -1
+  // Rounding can leave the point on or past the last sum, or on a candidate whose weight the
+  // subtractions left as a sliver: take the nearest one still in the row.
+  int pick = std::min<int>(below[0] + below[1] + below[2] + below[3], static_cast<int>(n) - 1);
+  while (pick > 0 && w[pick] == 0) --pick;
+  while (w[pick] == 0) ++pick;
+  taken |= uint64_t{1} << pick;
+  const float wp = w[pick];
+  w[pick] = 0;
+  if (wp > 0.5f * last) {
+    // Most of the total leaves with it: the sums of what is left are summed afresh, as
+    // subtracting would leave them with the rounding of the larger total.
+    RunningSums<V>(w, sums);
+    return;
+  }
+  const Floats4 wps = {wp, wp, wp, wp};
+  const Ints4 from = {pick, pick, pick, pick};
+#pragma GCC unroll 16
+  for (int v = 0; v < V; ++v) {
+    sums[v] -= reinterpret_cast<Floats4>(reinterpret_cast<Ints4>(wps) & (lane + 4 * v >= from));
+  }
+}
+
+// `picks` picks from the row of n <= 4 * V candidates whose usable weights are `w`, as a bit
+// mask of positions.
+template <int V>
+uint64_t PickShortRow(DrawStream& draws, float* w, int64_t n, int picks) {
+  Floats4 sums[V];
+  RunningSums<V>(w, sums);
+  uint64_t taken = 0;
+  for (int p = 0; p < picks; ++p) PickOnce<V>(draws, w, n, sums, taken);
+  return taken;
+}
+
+// PickShortRow for 1 to kShortRow / 4 vectors, by vectors - 1.
+template <int... V>
+constexpr auto PickShortRowTable(std::integer_sequence<int, V...>) {
+  return std::array<uint64_t (*)(DrawStream&, float*, int64_t, int), sizeof...(V)>{&PickShortRow<V + 1>...};
+}
+constexpr auto kPickShortRow = PickShortRowTable(std::make_integer_sequence<int, kShortRow / 4>());
+
+// Rows drawn with AVX-512 take their picks in turns, this many at a time.
+constexpr int kRowsTogether = 4;
+
+// The usable weights of a row of n <= kShortRow candidates into `w`, others as 0, four at a
+// time; the last vector's lanes past the row are 0 (never read past the row: it may end its
+// mapping). Returns the mask of usable positions and sets `count` to their number.
+uint64_t LoadUsable(const float* weights, int64_t n, float* w, int* count) {
+  const int vectors = static_cast<int>((n + 3) / 4);
+  const Floats4 largest = {std::numeric_limits<float>::max(), std::numeric_limits<float>::max(),
+                           std::numeric_limits<float>::max(), std::numeric_limits<float>::max()};
+  uint64_t usable = 0;
+  Ints4 usable_lanes = {0, 0, 0, 0};
+  for (int v = 0; v < vectors; ++v) {
+    Floats4 x;
+    if (4 * v + 4 <= n) {
+      std::memcpy(&x, weights + 4 * v, sizeof x);
+    } else {
+      for (int l = 0; l < 4; ++l) x[l] = 4 * v + l < n ? weights[4 * v + l] : 0.0f;
+    }
+    const Ints4 keep = (x > kZeros) & (x <= largest);  // false for NaN
+    usable |= static_cast<uint64_t>(_mm_movemask_ps(reinterpret_cast<__m128>(keep))) << (4 * v);
+    usable_lanes -= keep;
+    x = reinterpret_cast<Floats4>(reinterpret_cast<Ints4>(x) & keep);
+    std::memcpy(w + 4 * v, &x, sizeof x);
+  }
+  *count = usable_lanes[0] + usable_lanes[1] + usable_lanes[2] + usable_lanes[3];
+  return usable;
+}
+
+// The same picks with AVX-512: sixteen candidates to a register, the sums compared and
+// taken from under masks. Every lane goes through the same IEEE operations in the same order
+// as in PickShortRow (the running sums four lanes at a time, carried from one four to the
+// next; each pick's weight subtracted from the lanes at and after it), so both give the same
+// bits: which one a machine runs never changes a draw.
+#define GRAPHSTORE_AVX512 __attribute__((target("avx512f,avx512bw,avx512dq,popcnt,lzcnt,bmi,bmi2")))
+
+// The running sums of 16 weights `x` as PickShortRow's four vectors would hold them, after
+// the total `carry` (broadcast) of the lanes before; `carry` becomes this register's total.
+GRAPHSTORE_AVX512 inline __m512 RunningSums16(__m512 x, __m512* carry) {
+  __m512 s = _mm512_add_ps(x, _mm512_castsi512_ps(_mm512_bslli_epi128(_mm512_castps_si512(x), 4)));
+  s = _mm512_add_ps(s, _mm512_castsi512_ps(_mm512_bslli_epi128(_mm512_castps_si512(s), 8)));
+  __m512 c = *carry;
+  s = _mm512_mask_add_ps(s, 0x000F, s, c);
+  c = _mm512_maskz_permutexvar_ps(0xFFFF, _mm512_set1_epi32(3), s);
+  s = _mm512_mask_add_ps(s, 0x00F0, s, c);
+  c = _mm512_maskz_permutexvar_ps(0xFFFF, _mm512_set1_epi32(7), s);
+  s = _mm512_mask_add_ps(s, 0x0F00, s, c);
+  c = _mm512_maskz_permutexvar_ps(0xFFFF, _mm512_set1_epi32(11), s);
+  s = _mm512_mask_add_ps(s, 0xF000, s, c);
+  *carry = _mm512_maskz_permutexvar_ps(0xFFFF, _mm512_set1_epi32(15), s);
+  return s;
+}
+
+// The running sums of the weights in `w` still in `avail`, Z registers of them.
+template <int Z>
+GRAPHSTORE_AVX512 __attribute__((always_inline)) inline void RunningSumsZ(const float* w, uint64_t avail,
+                                                                          __m512* sums) {
+  __m512 carry = _mm512_setzero_ps();
+#pragma GCC unroll 4
+  for (int z = 0; z < Z; ++z) {
+    sums[z] = RunningSums16(_mm512_maskz_loadu_ps(static_cast<__mmask16>(avail >> (16 * z)), w + 16 * z), &carry);
+  }
+}
+
+// A row drawn with AVX-512: its usable weights (0 elsewhere), which of them are still in the
+// row, the lanes PickShortRow would count (its V = ceil(n / 4) vectors), and its sums.
+template <int Z>
+struct ShortRowZ {
+  const float* w;
+  uint64_t avail;
+  uint64_t counted;
+  int64_t n;
+  uint64_t taken;
+  float last;  // the last sum (lanes past PickShortRow's repeat it)
+  __m512 sums[Z];
+};
+
+template <int Z>
+GRAPHSTORE_AVX512 __attribute__((always_inline)) inline void StartRowZ(const float* w, uint64_t avail, int64_t n,
+                                                                       ShortRowZ<Z>* row) {
+  const int lanes = static_cast<int>((n + 3) / 4) * 4;
+  row->w = w;
+  row->avail = avail;
+  row->counted = lanes == 64 ? ~uint64_t{0} : (uint64_t{1} << lanes) - 1;
+  row->n = n;
+  row->taken = 0;
+  RunningSumsZ<Z>(w, avail, row->sums);
+  row->last = row->sums[Z - 1][15];
+}
+
+// The first `count` (<= kShortRow) values of DrawStream(key).Uniform(), each rounded to float
+// as PickOnce rounds it, eight at a time (the same integer mix and the same roundings); room
+// for `count` rounded up to 8.
+GRAPHSTORE_AVX512 __attribute__((always_inline)) inline void UniformFloats(uint64_t key, int count, float* out) {
+  __m512i k = _mm512_setr_epi64(1, 2, 3, 4, 5, 6, 7, 8);
+  for (int i = 0; i < count; i += 8) {
+    __m512i x = _mm512_add_epi64(_mm512_set1_epi64(static_cast<int64_t>(key)),
+                                 _mm512_mullo_epi64(k, _mm512_set1_epi64(0x632be59bd9b4e019LL)));
+    x = _mm512_add_epi64(x, _mm512_set1_epi64(static_cast<int64_t>(0x9e3779b97f4a7c15ULL)));
+    x = _mm512_mullo_epi64(_mm512_xor_si512(x, _mm512_srli_epi64(x, 30)),
+                           _mm512_set1_epi64(static_cast<int64_t>(0xbf58476d1ce4e5b9ULL)));
+    x = _mm512_mullo_epi64(_mm512_xor_si512(x, _mm512_srli_epi64(x, 27)),
+                           _mm512_set1_epi64(static_cast<int64_t>(0x94d049bb133111ebULL)));
+    x = _mm512_xor_si512(x, _mm512_srli_epi64(x, 31));
+    const __m512d u = _mm512_mul_pd(_mm512_cvtepu64_pd(_mm512_srli_epi64(x, 11)), _mm512_set1_pd(0x1.0p-53));
+    _mm256_storeu_ps(out + i, _mm512_cvtpd_ps(u));
+    k = _mm512_add_epi64(k, _mm512_set1_epi64(8));
+  }
+}
+
+// PickOnce with AVX-512, `u` the pick's uniform draw.
+template <int Z>
+GRAPHSTORE_AVX512 __attribute__((always_inline)) inline void PickOnceZ(float u, ShortRowZ<Z>* row) {
+  const float x = u * row->last;
+  const __m512 xs = _mm512_set1_ps(x);
+  int below = 0;
+#pragma GCC unroll 4
+  for (int z = 0; z < Z; ++z) {
+    const auto lanes_z = static_cast<__mmask16>(row->counted >> (16 * z));
+    below += __builtin_popcount(_mm512_mask_cmp_ps_mask(lanes_z, row->sums[z], xs, _CMP_LE_OQ));
+  }
+  int pick = std::min<int>(below, static_cast<int>(row->n) - 1);
+  if ((row->avail >> pick & 1) == 0) {
+    // As PickOnce: the nearest still in the row at or before it, else the first after.
+    const uint64_t before = row->avail & (pick == 63 ? ~uint64_t{0} : (uint64_t{2} << pick) - 1);
+    pick = before != 0 ? 63 - __builtin_clzll(before) : __builtin_ctzll(row->avail);
+  }
+  row->taken |= uint64_t{1} << pick;
+  row->avail &= ~(uint64_t{1} << pick);
+  const float wp = row->w[pick];
+  if (wp > 0.5f * row->last) {
+    RunningSumsZ<Z>(row->w, row->avail, row->sums);
+    row->last = row->sums[Z - 1][15];
+    return;
+  }
+  const __m512 wps = _mm512_set1_ps(wp);
+  const uint64_t from = ~uint64_t{0} << pick;
+#pragma GCC unroll 4
+  for (int z = 0; z < Z; ++z) {
+    row->sums[z] = _mm512_mask_sub_ps(row->sums[z], static_cast<__mmask16>(from >> (16 * z)), row->sums[z], wps);
+  }
+  row->last -= wp;  // what the last lane holds now
+}
+
+// PickShortRow's picks from the row of n <= 16 * Z candidates whose usable weights are `w`
+// (0 elsewhere, kShortRow of them) and usable positions `avail`.
+template <int Z>
+GRAPHSTORE_AVX512 uint64_t PickShortRowZ(uint64_t key, const float* w, uint64_t avail, int64_t n, int picks) {
+  float u[kShortRow];
+  UniformFloats(key, picks, u);
+  ShortRowZ<Z> row;
+  StartRowZ<Z>(w, avail, n, &row);
+  for (int p = 0; p < picks; ++p) PickOnceZ<Z>(u[p], &row);
+  return row.taken;
+}
+
+// The same for R rows at once (keys[r], w[r], avail[r], n[r]), their picks taken in turns.
+template <int Z, int R>
+GRAPHSTORE_AVX512 void PickShortRowsZ(const uint64_t* keys, float (*w)[kShortRow], const uint64_t* avail,
+                                      const int64_t* n, int picks, uint64_t* taken) {
+  ShortRowZ<Z> rows[R];
+  float u[R][kShortRow];
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r) {
+    UniformFloats(keys[r], picks, u[r]);
+    StartRowZ<Z>(w[r], avail[r], n[r], &rows[r]);
+  }
+  for (int p = 0; p < picks; ++p) {
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) PickOnceZ<Z>(u[r][p], &rows[r]);
+  }
+  for (int r = 0; r < R; ++r) taken[r] = rows[r].taken;
+}
+
+// The usable weights of a row of n <= kShortRow candidates into `w` (64-byte aligned), 0
+// elsewhere; returns their positions.
+GRAPHSTORE_AVX512 uint64_t LoadUsableZ(const float* weights, int64_t n, float* w) {
+  const __m512 largest = _mm512_set1_ps(std::numeric_limits<float>::max());
+  uint64_t usable = 0;
+  const int registers = static_cast<int>((n + 15) / 16);
+  for (int z = 0; z < registers; ++z) {
+    const int64_t left = n - 16 * z;
+    const auto in_row = static_cast<__mmask16>(left >= 16 ? 0xFFFF : (1u << left) - 1);
+    // Lanes past the row are not read (it may end its mapping).
+    const __m512 x = _mm512_maskz_loadu_ps(in_row, weights + 16 * z);
+    const __mmask16 keep = _mm512_cmp_ps_mask(x, _mm512_setzero_ps(), _CMP_GT_OQ) &
+                           _mm512_cmp_ps_mask(x, largest, _CMP_LE_OQ);  // false for NaN
+    _mm512_store_ps(w + 16 * z, _mm512_maskz_mov_ps(keep, x));
+    usable |= static_cast<uint64_t>(keep) << (16 * z);
+  }
+  return usable;
+}
+
+// DrawWeightedShortRow with AVX-512.
+GRAPHSTORE_AVX512 uint64_t DrawWeightedShortRowAvx512(uint64_t key, const float* weights, int64_t n, int fanout) {
+  alignas(64) float w[kShortRow];
+  const uint64_t usable = LoadUsableZ(weights, n, w);
+  if (fanout < 0 || __builtin_popcountll(usable) <= fanout) return usable;
+  if (fanout == 0) return 0;
+  switch ((n + 15) / 16) {
+    case 1: return PickShortRowZ<1>(key, w, usable, n, fanout);
+    case 2: return PickShortRowZ<2>(key, w, usable, n, fanout);
+    case 3: return PickShortRowZ<3>(key, w, usable, n, fanout);
+    default: return PickShortRowZ<4>(key, w, usable, n, fanout);
+  }
+}
+
+// DrawWeightedShortRows with AVX-512: rows that draw wait by their number of registers until
+// kRowsTogether of them can take their picks in turns.
+GRAPHSTORE_AVX512 void DrawWeightedShortRowsAvx512(const uint64_t* keys, const float* const* weights,
+                                                   const int64_t* n, size_t rows, int fanout, uint64_t* masks) {
+  struct Pending {
+    alignas(64) float w[kRowsTogether][kShortRow];
+    uint64_t keys[kRowsTogether];
+    uint64_t avail[kRowsTogether];
+    int64_t n[kRowsTogether];
+    size_t row[kRowsTogether];
+    int size = 0;
+  };
+  std::array<Pending, 4> pending;
+  constexpr size_t kAhead = 12;
+  for (size_t j = 0; j < rows; ++j) {
+    if (j + kAhead < rows && n[j + kAhead] > 0) {
+      const float* ahead = weights[j + kAhead];
+      for (int64_t k = 0; k < n[j + kAhead]; k += 16) __builtin_prefetch(ahead + k);
+      __builtin_prefetch(ahead + n[j + kAhead] - 1);
+    }
+    masks[j] = 0;
+    if (n[j] <= 0 || fanout == 0) continue;
+    const int c = static_cast<int>((n[j] + 15) / 16) - 1;
+    Pending& p = pending[c];
+    const uint64_t usable = LoadUsableZ(weights[j], n[j], p.w[p.size]);
+    if (fanout < 0 || __builtin_popcountll(usable) <= fanout) {
+      masks[j] = usable;
+      continue;
+    }
+    p.keys[p.size] = keys[j];
+    p.avail[p.size] = usable;
+    p.n[p.size] = n[j];
+    p.row[p.size] = j;
+    if (++p.size < kRowsTogether) continue;
+    uint64_t taken[kRowsTogether];
+    switch (c) {
+      case 0: PickShortRowsZ<1, kRowsTogether>(p.keys, p.w, p.avail, p.n, fanout, taken); break;
+      case 1: PickShortRowsZ<2, kRowsTogether>(p.keys, p.w, p.avail, p.n, fanout, taken); break;
+      case 2: PickShortRowsZ<3, kRowsTogether>(p.keys, p.w, p.avail, p.n, fanout, taken); break;
+      default: PickShortRowsZ<4, kRowsTogether>(p.keys, p.w, p.avail, p.n, fanout, taken); break;
+    }
+    for (int r = 0; r < kRowsTogether; ++r) masks[p.row[r]] = taken[r];
+    p.size = 0;
+  }
+  for (int c = 0; c < 4; ++c) {
+    Pending& p = pending[c];
+    for (int r = 0; r < p.size; ++r) {
+      switch (c) {
+        case 0: masks[p.row[r]] = PickShortRowZ<1>(p.keys[r], p.w[r], p.avail[r], p.n[r], fanout); break;
+        case 1: masks[p.row[r]] = PickShortRowZ<2>(p.keys[r], p.w[r], p.avail[r], p.n[r], fanout); break;
+        case 2: masks[p.row[r]] = PickShortRowZ<3>(p.keys[r], p.w[r], p.avail[r], p.n[r], fanout); break;
+        default: masks[p.row[r]] = PickShortRowZ<4>(p.keys[r], p.w[r], p.avail[r], p.n[r], fanout); break;
+      }
+    }
+  }
+}
+
+// Whether this processor (and its operating system) run the AVX-512 picks. (Every processor
+// with AVX-512 also has the bit instructions they use: POPCNT, LZCNT, BMI.)
+bool HaveAvx512() {
+  static const bool have = [] {
+    __builtin_cpu_init();  // may run before the constructors that would have done it
+    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+           __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("bmi2");
+  }();
+  return have;
+}
+
+}  // namespace
+
+uint64_t DrawWeightedShortRowPortable(uint64_t key, const float* weights, int64_t n, int fanout) {
+  alignas(16) float w[kShortRow];
+  int usable_count = 0;
+  const uint64_t usable = LoadUsable(weights, n, w, &usable_count);
+  // Taking every usable candidate needs no draw.
+  if (fanout < 0 || usable_count <= fanout) return usable;
+  if (fanout == 0) return 0;
+  DrawStream draws(key);
+  return kPickShortRow[(n + 3) / 4 - 1](draws, w, n, fanout);
+}
+
+bool HaveVectorShortRows() { return HaveAvx512(); }
+
+uint64_t DrawWeightedShortRowVector(uint64_t key, const float* weights, int64_t n, int fanout) {
+  return DrawWeightedShortRowAvx512(key, weights, n, fanout);
+}
+
+uint64_t DrawWeightedShortRow(uint64_t key, const float* weights, int64_t n, int fanout) {
+  return HaveAvx512() ? DrawWeightedShortRowAvx512(key, weights, n, fanout)
+                     : DrawWeightedShortRowPortable(key, weights, n, fanout);
+}
+
+void DrawWeightedShortRows(const uint64_t* keys, const float* const* weights, const int64_t* n, size_t rows,
+                           int fanout, uint64_t* masks) {
+  if (HaveAvx512()) {
+    DrawWeightedShortRowsAvx512(keys, weights, n, rows, fanout, masks);
+    return;
+  }
+  for (size_t j = 0; j < rows; ++j) masks[j] = DrawWeightedShortRowPortable(keys[j], weights[j], n[j], fanout);
+}
+
+}  // namespace graphstore
