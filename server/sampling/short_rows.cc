@@ -270,6 +270,14 @@ GRAPHSTORE_AVX512 void PickShortRowsZ(const uint64_t* keys, float (*w)[kShortRow
   for (int r = 0; r < R; ++r) taken[r] = rows[r].taken;
 }
 
+// PickShortRowZ and PickShortRowsZ for 1 to 4 registers, by registers - 1.
+constexpr uint64_t (*kPickShortRowZ[])(uint64_t, const float*, uint64_t, int64_t, int) = {
+    &PickShortRowZ<1>, &PickShortRowZ<2>, &PickShortRowZ<3>, &PickShortRowZ<4>};
+constexpr void (*kPickShortRowsZ[])(const uint64_t*, float (*)[kShortRow], const uint64_t*, const int64_t*, int,
+                                    uint64_t*) = {
+    &PickShortRowsZ<1, kRowsTogether>, &PickShortRowsZ<2, kRowsTogether>, &PickShortRowsZ<3, kRowsTogether>,
+    &PickShortRowsZ<4, kRowsTogether>};
+
 // The usable weights of a row of n <= kShortRow candidates into `w` (64-byte aligned), 0
 // elsewhere; returns their positions.
 GRAPHSTORE_AVX512 uint64_t LoadUsableZ(const float* weights, int64_t n, float* w) {
@@ -295,12 +303,7 @@ GRAPHSTORE_AVX512 uint64_t DrawWeightedShortRowAvx512(uint64_t key, const float*
   const uint64_t usable = LoadUsableZ(weights, n, w);
   if (fanout < 0 || __builtin_popcountll(usable) <= fanout) return usable;
   if (fanout == 0) return 0;
-  switch ((n + 15) / 16) {
-    case 1: return PickShortRowZ<1>(key, w, usable, n, fanout);
-    case 2: return PickShortRowZ<2>(key, w, usable, n, fanout);
-    case 3: return PickShortRowZ<3>(key, w, usable, n, fanout);
-    default: return PickShortRowZ<4>(key, w, usable, n, fanout);
-  }
+  return kPickShortRowZ[(n + 15) / 16 - 1](key, w, usable, n, fanout);
 }
 
 // DrawWeightedShortRows with AVX-512: rows that draw wait by their number of registers until
@@ -338,24 +341,14 @@ GRAPHSTORE_AVX512 void DrawWeightedShortRowsAvx512(const uint64_t* keys, const f
     p.row[p.size] = j;
     if (++p.size < kRowsTogether) continue;
     uint64_t taken[kRowsTogether];
-    switch (c) {
-      case 0: PickShortRowsZ<1, kRowsTogether>(p.keys, p.w, p.avail, p.n, fanout, taken); break;
-      case 1: PickShortRowsZ<2, kRowsTogether>(p.keys, p.w, p.avail, p.n, fanout, taken); break;
-      case 2: PickShortRowsZ<3, kRowsTogether>(p.keys, p.w, p.avail, p.n, fanout, taken); break;
-      default: PickShortRowsZ<4, kRowsTogether>(p.keys, p.w, p.avail, p.n, fanout, taken); break;
-    }
+    kPickShortRowsZ[c](p.keys, p.w, p.avail, p.n, fanout, taken);
     for (int r = 0; r < kRowsTogether; ++r) masks[p.row[r]] = taken[r];
     p.size = 0;
   }
   for (int c = 0; c < 4; ++c) {
     Pending& p = pending[c];
     for (int r = 0; r < p.size; ++r) {
-      switch (c) {
-        case 0: masks[p.row[r]] = PickShortRowZ<1>(p.keys[r], p.w[r], p.avail[r], p.n[r], fanout); break;
-        case 1: masks[p.row[r]] = PickShortRowZ<2>(p.keys[r], p.w[r], p.avail[r], p.n[r], fanout); break;
-        case 2: masks[p.row[r]] = PickShortRowZ<3>(p.keys[r], p.w[r], p.avail[r], p.n[r], fanout); break;
-        default: masks[p.row[r]] = PickShortRowZ<4>(p.keys[r], p.w[r], p.avail[r], p.n[r], fanout); break;
-      }
+      masks[p.row[r]] = kPickShortRowZ[c](p.keys[r], p.w[r], p.avail[r], p.n[r], fanout);
     }
   }
 }
