@@ -47,7 +47,6 @@ inline uint64_t HopKey(uint64_t seed, int64_t epoch, int64_t batch, int hop, uin
 /// A counter-based stream of uniform 64-bit values from one key.
 class DrawStream {
  public:
-  DrawStream() = default;
   explicit DrawStream(uint64_t key) : key_(key) {}
   uint64_t Next() { return Mix64(key_ + 0x632be59bd9b4e019ULL * ++counter_); }
   /// Uniform in [0, n) for n > 0 (multiply-shift; bias below 2^-40 for n < 2^24).
@@ -58,9 +57,18 @@ class DrawStream {
   double Uniform() { return static_cast<double>(Next() >> 11) * 0x1.0p-53; }
 
  private:
-  uint64_t key_ = 0;
+  uint64_t key_;
   uint64_t counter_ = 0;
 };
+
+/// Asks for every cache line of [from, to) ahead of its use (a draw's rows are read at random).
+template <typename T>
+void PrefetchLines(const T* from, const T* to) {
+  constexpr uintptr_t kLine = 64;
+  for (uintptr_t p = reinterpret_cast<uintptr_t>(from) & ~(kLine - 1); p < reinterpret_cast<uintptr_t>(to); p += kLine) {
+    __builtin_prefetch(reinterpret_cast<const void*>(p));
+  }
+}
 
 /// Key of the seed permutation of one epoch of a channel.
 inline uint64_t ShuffleKey(uint64_t seed, int64_t epoch) {

@@ -11,15 +11,6 @@
 namespace graphstore {
 namespace {
 
-// Asks for every cache line of [from, to) ahead of its use.
-template <typename T>
-void PrefetchLines(const T* from, const T* to) {
-  constexpr uintptr_t kLine = 64;
-  for (uintptr_t p = reinterpret_cast<uintptr_t>(from) & ~(kLine - 1); p < reinterpret_cast<uintptr_t>(to); p += kLine) {
-    __builtin_prefetch(reinterpret_cast<const void*>(p));
-  }
-}
-
 // Checks an owner's answer for the nodes of its call before it is merged.
 absl::Status CheckAnswer(const PeerSampling::NeighborCall& c, const NodeTypeStore& col_type, const DrawSpec& spec,
                          size_t feature_row_bytes) {
@@ -139,7 +130,8 @@ void DrawOwnedNeighbors(const Partition& partition, int edge_type, const int64_t
       }
     }
     // The allowed prefix of the rows cut inside: the neighbours at or before the node's time.
-    const size_t searches = out->searched.size();    for (size_t j = 0; j < searches; ++j) {
+    const size_t searches = out->searched.size();
+    for (size_t j = 0; j < searches; ++j) {
       if (j + kAhead < searches) {
         // The stretch the search reads (its first line and its last, which for short rows is
         // all of it; a long row's stretch takes a few more misses).
@@ -175,14 +167,14 @@ void DrawOwnedNeighbors(const Partition& partition, int edge_type, const int64_t
   // Short rows drawn by weight without replacement are drawn together first (several rows'
   // picks overlap; each row's picks wait on each other), as bit masks the loop below reads in
   // node order. (A row that turns out to have excluded neighbours draws again among the others.)
-  const bool short_rows_together = weights != nullptr && !replace;
+  auto drawn_together = [&](int64_t degree) { return weights != nullptr && !replace && degree <= kShortWeightedRow; };
   size_t next_short = 0;
-  if (short_rows_together) {
+  if (weights != nullptr && !replace) {
     out->short_keys.clear();
     out->short_weights.clear();
     out->short_degrees.clear();
     for (size_t i = 0; i < n; ++i) {
-      if (out->degree[i] > kWeightBlockMinDegree) continue;
+      if (!drawn_together(out->degree[i])) continue;
       out->short_keys.push_back(HashCombine(spec.hop_key, static_cast<uint64_t>(ids[i])));
       out->short_weights.push_back(weights + out->base[i]);
       out->short_degrees.push_back(out->degree[i]);
@@ -197,8 +189,7 @@ void DrawOwnedNeighbors(const Partition& partition, int edge_type, const int64_t
   out->picked.clear();
   out->counts.resize(n);
   for (size_t i = 0; i < n; ++i) {
-    if (weights != nullptr && i + kRowsAhead < n &&
-        !(short_rows_together && out->degree[i + kRowsAhead] <= kWeightBlockMinDegree)) {
+    if (weights != nullptr && i + kRowsAhead < n && !drawn_together(out->degree[i + kRowsAhead])) {
       // A weighted draw reads the row's alias cells (with replacement; the draws land anywhere
       // in the row: every cache line of the row's first 64 entries, in both arrays), a short
       // row's weights (all of them), or a long row's block sums and its weights (all of them
@@ -223,8 +214,7 @@ void DrawOwnedNeighbors(const Partition& partition, int edge_type, const int64_t
     }
     const int64_t base = out->base[i];
     int64_t degree = out->degree[i];
-    const uint64_t* short_mask =
-        short_rows_together && degree <= kWeightBlockMinDegree ? &out->short_masks[next_short++] : nullptr;
+    const uint64_t* short_mask = drawn_together(degree) ? &out->short_masks[next_short++] : nullptr;
     // A node with excluded neighbours draws among the positions of the others.
     const int64_t* candidates = nullptr;
     if (excluded != nullptr) {

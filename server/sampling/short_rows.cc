@@ -96,18 +96,25 @@ constexpr auto PickShortRowTable(std::integer_sequence<int, V...>) {
 }
 constexpr auto kPickShortRow = PickShortRowTable(std::make_integer_sequence<int, kShortRow / 4>());
 
-// Rows drawn with AVX-512 take their picks in turns, this many at a time.
-constexpr int kRowsTogether = 4;
+// The picks of a row whose draw needs no randomness, given its usable positions: all of them
+// (fanout -1, or no more of them than the fanout) or none (fanout 0); true with them in `mask`.
+bool PicksWithoutDraw(uint64_t usable, int fanout, uint64_t* mask) {
+  if (fanout < 0 || __builtin_popcountll(usable) <= fanout) {
+    *mask = usable;
+    return true;
+  }
+  *mask = 0;
+  return fanout == 0;
+}
 
 // The usable weights of a row of n <= kShortRow candidates into `w`, others as 0, four at a
 // time; the last vector's lanes past the row are 0 (never read past the row: it may end its
-// mapping). Returns the mask of usable positions and sets `count` to their number.
-uint64_t LoadUsable(const float* weights, int64_t n, float* w, int* count) {
+// mapping). Returns the mask of usable positions.
+uint64_t LoadUsable(const float* weights, int64_t n, float* w) {
   const int vectors = static_cast<int>((n + 3) / 4);
   const Floats4 largest = {std::numeric_limits<float>::max(), std::numeric_limits<float>::max(),
                            std::numeric_limits<float>::max(), std::numeric_limits<float>::max()};
   uint64_t usable = 0;
-  Ints4 usable_lanes = {0, 0, 0, 0};
   for (int v = 0; v < vectors; ++v) {
     Floats4 x;
     if (4 * v + 4 <= n) {
@@ -117,13 +124,14 @@ uint64_t LoadUsable(const float* weights, int64_t n, float* w, int* count) {
     }
     const Ints4 keep = (x > kZeros) & (x <= largest);  // false for NaN
     usable |= static_cast<uint64_t>(_mm_movemask_ps(reinterpret_cast<__m128>(keep))) << (4 * v);
-    usable_lanes -= keep;
     x = reinterpret_cast<Floats4>(reinterpret_cast<Ints4>(x) & keep);
     std::memcpy(w + 4 * v, &x, sizeof x);
   }
-  *count = usable_lanes[0] + usable_lanes[1] + usable_lanes[2] + usable_lanes[3];
   return usable;
 }
+
+// Rows drawn with AVX-512 take their picks in turns, this many at a time.
+constexpr int kRowsTogether = 4;
 
 // The same picks with AVX-512: sixteen candidates to a register, the sums compared and
 // taken from under masks. Every lane goes through the same IEEE operations in the same order
@@ -301,8 +309,7 @@ GRAPHSTORE_AVX512 uint64_t LoadUsableZ(const float* weights, int64_t n, float* w
 GRAPHSTORE_AVX512 uint64_t DrawWeightedShortRowAvx512(uint64_t key, const float* weights, int64_t n, int fanout) {
   alignas(64) float w[kShortRow];
   const uint64_t usable = LoadUsableZ(weights, n, w);
-  if (fanout < 0 || __builtin_popcountll(usable) <= fanout) return usable;
-  if (fanout == 0) return 0;
+  if (uint64_t mask; PicksWithoutDraw(usable, fanout, &mask)) return mask;
   return kPickShortRowZ[(n + 15) / 16 - 1](key, w, usable, n, fanout);
 }
 
@@ -321,20 +328,13 @@ GRAPHSTORE_AVX512 void DrawWeightedShortRowsAvx512(const uint64_t* keys, const f
   std::array<Pending, 4> pending;
   constexpr size_t kAhead = 12;
   for (size_t j = 0; j < rows; ++j) {
-    if (j + kAhead < rows && n[j + kAhead] > 0) {
-      const float* ahead = weights[j + kAhead];
-      for (int64_t k = 0; k < n[j + kAhead]; k += 16) __builtin_prefetch(ahead + k);
-      __builtin_prefetch(ahead + n[j + kAhead] - 1);
-    }
+    if (j + kAhead < rows) PrefetchLines(weights[j + kAhead], weights[j + kAhead] + n[j + kAhead]);
     masks[j] = 0;
-    if (n[j] <= 0 || fanout == 0) continue;
+    if (n[j] <= 0) continue;
     const int c = static_cast<int>((n[j] + 15) / 16) - 1;
     Pending& p = pending[c];
     const uint64_t usable = LoadUsableZ(weights[j], n[j], p.w[p.size]);
-    if (fanout < 0 || __builtin_popcountll(usable) <= fanout) {
-      masks[j] = usable;
-      continue;
-    }
+    if (PicksWithoutDraw(usable, fanout, &masks[j])) continue;
     p.keys[p.size] = keys[j];
     p.avail[p.size] = usable;
     p.n[p.size] = n[j];
@@ -368,11 +368,8 @@ bool HaveAvx512() {
 
 uint64_t DrawWeightedShortRowPortable(uint64_t key, const float* weights, int64_t n, int fanout) {
   alignas(16) float w[kShortRow];
-  int usable_count = 0;
-  const uint64_t usable = LoadUsable(weights, n, w, &usable_count);
-  // Taking every usable candidate needs no draw.
-  if (fanout < 0 || usable_count <= fanout) return usable;
-  if (fanout == 0) return 0;
+  const uint64_t usable = LoadUsable(weights, n, w);
+  if (uint64_t mask; PicksWithoutDraw(usable, fanout, &mask)) return mask;
   DrawStream draws(key);
   return kPickShortRow[(n + 3) / 4 - 1](draws, w, n, fanout);
 }
