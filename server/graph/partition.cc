@@ -347,7 +347,11 @@ const HugePageVector<TimeRows::Row>& TimeRows::Get(const int64_t* indptr, int64_
       if (row.end > row.begin) {
         row.oldest = times[row.begin];
         row.newest = times[row.end - 1];
-        for (int j = 0; j < kFences; ++j) row.fence[j] = times[row.begin + FencePosition(j + 1, row.end - row.begin)];
+        const uint64_t span = static_cast<uint64_t>(row.newest) - static_cast<uint64_t>(row.oldest);
+        while ((span >> row.shift) > UINT16_MAX) ++row.shift;
+        for (int j = 0; j < kFences; ++j) {
+          row.fence[j] = Step(row, times[row.begin + FencePosition(j + 1, row.end - row.begin)]);
+        }
       }
     }
   });

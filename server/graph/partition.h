@@ -14,6 +14,10 @@
 #include <utility>
 #include <vector>
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "graphstore/v1/manifest.pb.h"
@@ -105,32 +109,62 @@ class WeightIndex {
 };
 
 /// Each row's extent, time range and time fences side by side, for temporal draws: one cache
-/// line per node tells whether its time reaches the whole row, none of it, or (only then) which
-/// fifth of the row holds the cut, so the search reads one short stretch of the row's times
-/// (whose lines can be fetched ahead) instead of probing the whole row miss after miss.
-/// Built on first use from an edge type that stores times.
+/// line per node tells whether its time reaches the whole row, none of it, or where inside it
+/// the cut falls. The fences are the times at fifteen evenly spaced offsets, kept to 16 bits
+/// (their distance from the row's oldest time, shifted right so that the newest fits), which
+/// give the cut outright for rows of up to 16 edges and otherwise narrow the search to one short
+/// stretch of the row's times (whose lines can be fetched ahead); only a time that falls in a
+/// fence's own 16-bit step leaves that fence undecided. Built on first use from an edge type
+/// that stores times.
 class TimeRows {
  public:
-  static constexpr int kFences = 4;
+  static constexpr int kFences = 15;
   struct alignas(64) Row {
     int64_t begin = 0;   ///< CSR position of the row's first edge
     int64_t end = 0;     ///< one past its last
     int64_t oldest = 0;  ///< the row's first edge time (rows are sorted by time); 0 when empty
     int64_t newest = 0;  ///< its last
-    /// fence[j] is the time at row offset FencePosition(j + 1, end - begin).
-    int64_t fence[kFences] = {};
+    /// fence[j] is Step(time at row offset FencePosition(j + 1, end - begin)).
+    uint16_t fence[kFences] = {};
+    uint8_t shift = 0;  ///< the fences' step is 2^shift
   };
+  static_assert(sizeof(Row) == 64);
   /// Row offset of fence j in 1..kFences (offset 0 for j = 0, the degree for j = kFences + 1).
   static int64_t FencePosition(int j, int64_t degree) { return degree * j / (kFences + 1); }
-  /// The stretch [lo, hi) of a row's offsets whose upper bound for time t (the first offset
-  /// with a later time) a search must find, for oldest <= t < newest: every offset before lo
-  /// holds a time <= t, the one at hi (or the row's last) a later one.
+  /// The 16-bit step of time t in a row, for oldest <= t <= newest.
+  static uint16_t Step(const Row& row, int64_t t) {
+    return static_cast<uint16_t>((static_cast<uint64_t>(t) - static_cast<uint64_t>(row.oldest)) >> row.shift);
+  }
+  /// The stretch [lo, hi) of a row's offsets that a search for time t must read, for
+  /// oldest <= t < newest: every offset before lo holds a time <= t, every offset from hi on
+  /// (or the row's last) a later one. Empty (lo >= hi) when the fences alone give the cut, lo.
   static std::pair<int64_t, int64_t> SearchRange(const Row& row, int64_t t) {
     const int64_t d = row.end - row.begin;
-    int s = 0;
-    while (s < kFences && row.fence[s] <= t) ++s;
-    const int64_t lo = FencePosition(s, d) + 1;
-    const int64_t hi = s == kFences ? d - 1 : FencePosition(s + 1, d);
+    const uint16_t step = Step(row, t);
+    // Fences in an earlier step hold earlier times, fences in a later step later ones; a
+    // fence in t's own step is undecided unless steps are single time units.
+    int before = 0, through = 0;
+#if defined(__SSE2__)
+    // Eight fences to a register, compared as signed after flipping their top bits.
+    const __m128i flip = _mm_set1_epi16(static_cast<int16_t>(0x8000));
+    const __m128i at = _mm_xor_si128(_mm_set1_epi16(static_cast<int16_t>(step)), flip);
+    const __m128i low = _mm_xor_si128(_mm_load_si128(reinterpret_cast<const __m128i*>(row.fence)), flip);
+    const __m128i high = _mm_xor_si128(_mm_load_si128(reinterpret_cast<const __m128i*>(row.fence + 8)), flip);
+    // Two mask bits a fence; the 16th lane (the shift) is not a fence.
+    auto count = [](__m128i lo_mask, __m128i hi_mask) {
+      return __builtin_popcount(_mm_movemask_epi8(lo_mask) | (_mm_movemask_epi8(hi_mask) & 0x3fff) << 16) / 2;
+    };
+    before = count(_mm_cmplt_epi16(low, at), _mm_cmplt_epi16(high, at));
+    through = kFences - count(_mm_cmpgt_epi16(low, at), _mm_cmpgt_epi16(high, at));
+#else
+    for (int j = 0; j < kFences; ++j) {
+      before += row.fence[j] < step;
+      through += row.fence[j] <= step;
+    }
+#endif
+    if (row.shift == 0) before = through;
+    const int64_t lo = FencePosition(before, d) + 1;
+    const int64_t hi = through == kFences ? d - 1 : FencePosition(through + 1, d);
     return {lo, std::max(lo, hi)};
   }
   const HugePageVector<Row>& Get(const int64_t* indptr, int64_t rows, const int64_t* times) const;

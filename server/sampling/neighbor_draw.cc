@@ -124,9 +124,14 @@ void DrawOwnedNeighbors(const Partition& partition, int edge_type, const int64_t
       if (out->whole[i]) continue;
       if (t < r.oldest) {
         out->degree[i] = 0;
+        continue;
+      }
+      const auto range = TimeRows::SearchRange(r, t);
+      if (range.first >= range.second) {
+        out->degree[i] = range.first;
       } else {
         out->searched.push_back(i);
-        out->search_ranges.push_back(TimeRows::SearchRange(r, t));
+        out->search_ranges.push_back(range);
       }
     }
     // The allowed prefix of the rows cut inside: the neighbours at or before the node's time.
