@@ -360,14 +360,24 @@ const HugePageVector<TimeRows::Row>& TimeRows::Get(const int64_t* indptr, int64_
 
 const WeightIndex::Alias& WeightIndex::GetAlias(const int64_t* indptr, int64_t rows, const float* weights) const {
   std::call_once(alias_once_, [&] {
-    const auto m = static_cast<size_t>(indptr[rows]);
-    alias_.prob.assign(m, 0.0f);
-    alias_.alias.assign(m, -1);
+    alias_.cells.assign(static_cast<size_t>(indptr[rows]), 0);
     std::vector<double> scaled;
     std::vector<int32_t> small, large;
     for (int64_t r = 0; r < rows; ++r) {
       const int64_t b = indptr[r];
       const int64_t d = indptr[r + 1] - b;
+      alias_.longest_row = std::max(alias_.longest_row, d);
+      if (d == 0 || d > kAliasMaxDegree) continue;
+      uint32_t* cells = alias_.cells.data() + b;
+      const int bits = AliasBits(d);
+      // A cell keeps its own position when a uniform draw of `32 - bits` bits falls under its
+      // threshold; the largest threshold goes with its own position as alias.
+      const double one = std::ldexp(1.0, 32 - bits);
+      const uint32_t most = static_cast<uint32_t>(one) - 1;
+      auto cell = [&](double keep, int32_t alias) {
+        const uint32_t threshold = static_cast<uint32_t>(std::min<double>(std::nearbyint(keep * one), most));
+        return threshold << bits | static_cast<uint32_t>(alias);
+      };
       double total = 0;
       int32_t heaviest = -1;
       for (int64_t k = 0; k < d; ++k) {
@@ -377,7 +387,10 @@ const WeightIndex::Alias& WeightIndex::GetAlias(const int64_t* indptr, int64_t r
           if (heaviest < 0 || w > weights[b + heaviest]) heaviest = static_cast<int32_t>(k);
         }
       }
-      if (!(total > 0)) continue;  // alias -1: nothing to draw
+      if (!(total > 0)) {
+        cells[0] = AliasNone(d);  // nothing to draw
+        continue;
+      }
       // Vose: pair each light position with a heavy one that covers the rest of its cell.
       scaled.assign(static_cast<size_t>(d), 0.0);
       small.clear();
@@ -391,8 +404,7 @@ const WeightIndex::Alias& WeightIndex::GetAlias(const int64_t* indptr, int64_t r
         const int32_t s = small.back();
         small.pop_back();
         const int32_t l = large.back();
-        alias_.prob[b + s] = static_cast<float>(scaled[s]);
-        alias_.alias[b + s] = l;
+        cells[s] = cell(scaled[s], l);
         scaled[l] -= 1.0 - scaled[s];
         if (scaled[l] < 1.0) {
           large.pop_back();
@@ -404,9 +416,7 @@ const WeightIndex::Alias& WeightIndex::GetAlias(const int64_t* indptr, int64_t r
       for (const auto& rest : {small, large}) {
         for (int32_t k : rest) {
           const float w = weights[b + k];
-          const bool usable = w > 0 && std::isfinite(w);
-          alias_.prob[b + k] = usable ? 1.0f : 0.0f;
-          alias_.alias[b + k] = usable ? k : heaviest;
+          cells[k] = w > 0 && std::isfinite(w) ? cell(1.0, k) : cell(0.0, heaviest);
         }
       }
     }

@@ -21,6 +21,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "graphstore/v1/manifest.pb.h"
+#include "server/graph/alias_cells.h"
 #include "server/graph/npy.h"
 #include "server/util/huge_pages.h"
 
@@ -92,12 +93,17 @@ class WeightIndex {
   /// the usable weights in (i - lowbit(i), i].
   static void BuildTree(const float* w, int64_t d, double* tree);
 
-  /// Walker's alias tables of the same rows, for independent draws in O(1): position k of a
-  /// row (0-based within it) is kept with probability prob[b + k], else replaced by its alias
-  /// alias[b + k] (within the row). A row without a positive weight has alias -1 throughout.
+  /// Walker's alias tables of the same rows, for independent draws in O(1), one 32-bit cell
+  /// per position of a row of up to kAliasMaxDegree edges (alias_cells.h): its low
+  /// AliasBits(degree) bits hold the alias (an offset within the row), the bits above them the
+  /// threshold under which a uniform draw of as many bits keeps the position itself instead.
+  /// Thresholds are rounded to those bits (24 or more for rows of up to 255 edges, 16 or more up
+  /// to kAliasMaxDegree); a position kept whole is its own alias, one that cannot be drawn has
+  /// threshold 0. A row without a positive weight holds AliasNone(degree) in its first cell.
+  /// Longer rows have no table (their independent draws use their Fenwick trees).
   struct Alias {
-    HugePageVector<float> prob;
-    HugePageVector<int32_t> alias;
+    HugePageVector<uint32_t> cells;
+    int64_t longest_row = 0;  ///< the longest row's degree: over kAliasMaxDegree, trees serve it
   };
   const Alias& GetAlias(const int64_t* indptr, int64_t rows, const float* weights) const;
 

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <utility>
 
+#include "server/graph/alias_cells.h"
 #include "server/sampling/short_rows.h"
 
 namespace graphstore {
@@ -248,16 +249,20 @@ int64_t DrawWeightedFromTree(uint64_t key, const float* weights, const double* t
   return static_cast<int64_t>(out->size());
 }
 
-int64_t DrawWeightedFromAlias(uint64_t key, const float* prob, const int32_t* alias, int64_t n, int fanout,
-                              std::vector<int64_t>* out) {
+int64_t DrawWeightedFromAlias(uint64_t key, const uint32_t* cells, int64_t n, int fanout, std::vector<int64_t>* out) {
   out->clear();
-  if (n == 0 || fanout <= 0 || (alias[0] < 0 && prob[0] == 0)) return 0;
+  if (n <= 0 || fanout <= 0 || cells[0] == AliasNone(n)) return 0;
+  const int bits = AliasBits(n);
+  // Each draw's top 32 bits pick the cell, its lowest 32 - bits bits are compared with the
+  // cell's threshold.
+  const uint32_t alias_mask = (1u << bits) - 1;
+  const uint64_t below_mask = (uint64_t{1} << (32 - bits)) - 1;
   DrawStream draws(key);
   for (int d = 0; d < fanout; ++d) {
-    const double x = draws.Uniform() * static_cast<double>(n);
-    const auto cell = std::min(static_cast<int64_t>(x), n - 1);
-    const double within = x - static_cast<double>(cell);
-    out->push_back(within < prob[cell] ? cell : alias[cell]);
+    const uint64_t x = draws.Next();
+    const auto k = static_cast<int64_t>(((x >> 32) * static_cast<uint64_t>(n)) >> 32);
+    const uint32_t c = cells[k];
+    out->push_back((x & below_mask) < (c >> bits) ? k : static_cast<int64_t>(c & alias_mask));
   }
   return fanout;
 }

@@ -143,10 +143,10 @@ int64_t DrawWeightedFromBlocks(uint64_t key, const float* weights, const double*
 int64_t DrawWeightedFromTree(uint64_t key, const float* weights, const double* tree, int64_t n, int fanout,
                              bool replace, std::vector<int64_t>* out, WeightedScratch* scratch);
 
-/// Independent weighted draws from a row's alias table (WeightIndex::Alias, offset to the row):
-/// `fanout` indices, none when the row has no positive weight. O(fanout).
-int64_t DrawWeightedFromAlias(uint64_t key, const float* prob, const int32_t* alias, int64_t n, int fanout,
-                              std::vector<int64_t>* out);
+/// Independent weighted draws from the alias table of a row of `n` <= kAliasMaxDegree edges
+/// (its cells, WeightIndex::Alias): `fanout` row offsets in draw order, none when the row has
+/// no positive weight. O(fanout).
+int64_t DrawWeightedFromAlias(uint64_t key, const uint32_t* cells, int64_t n, int fanout, std::vector<int64_t>* out);
 
 /// Picks which of a node's `degree` neighbours to take, writing positions in [0, degree) to
 /// `out` (room for min(fanout, degree) values, or fanout with replacement) and returning how

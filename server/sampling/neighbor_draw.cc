@@ -93,13 +93,16 @@ void DrawOwnedNeighbors(const Partition& partition, int edge_type, const int64_t
   const double* blocks = weights != nullptr && (!replace || edge_times != nullptr)
                              ? et.weight_index->GetBlocks(et.num_local, weights).data()
                              : nullptr;
-  const WeightIndex::Trees* trees =
-      blocks != nullptr ? &et.weight_index->GetTrees(indptr, rows.num_local, weights) : nullptr;
+  const WeightIndex::Alias* alias =
+      weights != nullptr && replace ? &et.weight_index->GetAlias(indptr, rows.num_local, weights) : nullptr;
+  // (Rows too long for an alias table draw independently from their trees as well.)
+  const WeightIndex::Trees* trees = blocks != nullptr || (alias != nullptr && alias->longest_row > kAliasMaxDegree)
+                                        ? &et.weight_index->GetTrees(indptr, rows.num_local, weights)
+                                        : nullptr;
   static_assert(WeightIndex::kBlock == kWeightBlock);
   static_assert(kShortWeightedRow == kWeightBlockMinDegree);  // rows are short or long, never both
   static_assert(WeightIndex::kTreeMinDegree == kWeightTreeMinDegree);
-  const WeightIndex::Alias* alias =
-      weights != nullptr && replace ? &et.weight_index->GetAlias(indptr, rows.num_local, weights) : nullptr;
+  static_assert(kAliasMaxDegree > kWeightTreeMinDegree);
   const auto* excluded = spec.excluded != nullptr && !spec.excluded->empty() ? spec.excluded : nullptr;
 
   out->base.resize(n);
@@ -196,15 +199,14 @@ void DrawOwnedNeighbors(const Partition& partition, int edge_type, const int64_t
   for (size_t i = 0; i < n; ++i) {
     if (weights != nullptr && i + kRowsAhead < n && !drawn_together(out->degree[i + kRowsAhead])) {
       // A weighted draw reads the row's alias cells (with replacement; the draws land anywhere
-      // in the row: every cache line of the row's first 64 entries, in both arrays), a short
+      // in the row: every cache line of the row's first 64 cells), a short
       // row's weights (all of them), or a long row's block sums and its weights (all of them
       // up to kWholeLongRow, else its first and last blocks, which may hold other rows' weights
       // too and are summed afresh).
       const int64_t d = out->degree[i + kRowsAhead];
       const int64_t b = out->base[i + kRowsAhead], end = b + std::min<int64_t>(d, 64);
       if (alias != nullptr) {
-        PrefetchLines(alias->prob.data() + b, alias->prob.data() + end);
-        PrefetchLines(alias->alias.data() + b, alias->alias.data() + end);
+        PrefetchLines(alias->cells.data() + b, alias->cells.data() + end);
       } else if (d <= kWeightBlockMinDegree) {
         PrefetchLines(weights + b, weights + end);
       } else if (blocks != nullptr && d <= kWeightTreeMinDegree) {
@@ -257,11 +259,10 @@ void DrawOwnedNeighbors(const Partition& partition, int edge_type, const int64_t
       const uint64_t key = HashCombine(spec.hop_key, static_cast<uint64_t>(ids[i]));
       const bool long_row = candidates == nullptr && degree > kWeightBlockMinDegree && !draw_all;
       const bool whole_row = edge_times == nullptr || out->whole[i];
-      // Independent draws from a whole row take its alias table, whatever its length.
-      const bool by_alias = replace && whole_row && candidates == nullptr && !draw_all;
+      // Independent draws from a whole row take its alias table, when it has one.
+      const bool by_alias = replace && whole_row && candidates == nullptr && !draw_all && degree <= kAliasMaxDegree;
       if (by_alias) {
-        c = DrawWeightedFromAlias(key, alias->prob.data() + base, alias->alias.data() + base, degree, fanout,
-                                  &out->weighted_picks);
+        c = DrawWeightedFromAlias(key, alias->cells.data() + base, degree, fanout, &out->weighted_picks);
       } else if (long_row && degree > kWeightTreeMinDegree) {
         // (Its whole row is longer still, so it has a tree.)
         c = DrawWeightedFromTree(key, w, trees->Of(base), degree, fanout, replace, &out->weighted_picks,

@@ -102,8 +102,9 @@ absl::Status NeighborSampler::Init() {
     // The indexes weighted draws use, built now rather than in the first batch's draw
     // (temporal draws cut rows, which only the block sums and trees serve).
     const int64_t rows = partition_->node_type(et.row_type).num_local;
-    if (o.replace) et.weight_index->GetAlias(et.indptr_data(), rows, et.weights_data());
-    if (!o.replace || (o.temporal != TemporalStrategy::kNone && et.times_data() != nullptr)) {
+    const bool long_rows =
+        o.replace && et.weight_index->GetAlias(et.indptr_data(), rows, et.weights_data()).longest_row > kAliasMaxDegree;
+    if (!o.replace || long_rows || (o.temporal != TemporalStrategy::kNone && et.times_data() != nullptr)) {
       et.weight_index->GetBlocks(et.num_local, et.weights_data());
       et.weight_index->GetTrees(et.indptr_data(), rows, et.weights_data());
     }

@@ -353,7 +353,7 @@ TEST_CASE("independent draws from an alias table are proportional to the weights
   std::vector<int> count(weights.size(), 0);
   std::vector<int64_t> out;
   for (int t2 = 0; t2 < trials; ++t2) {
-    REQUIRE(DrawWeightedFromAlias(HashCombine(8, t2), alias.prob.data(), alias.alias.data(), 100, 3, &out) == 3);
+    REQUIRE(DrawWeightedFromAlias(HashCombine(8, t2), alias.cells.data(), 100, 3, &out) == 3);
     for (int64_t k : out) ++count[k];
   }
   for (size_t i = 0; i < weights.size(); ++i) {
@@ -367,7 +367,54 @@ TEST_CASE("independent draws from an alias table are proportional to the weights
   const std::vector<int64_t> none_ptr = {0, 80};
   WeightIndex nt;
   const WeightIndex::Alias& none_alias = nt.GetAlias(none_ptr.data(), 1, none.data());
-  CHECK(DrawWeightedFromAlias(1, none_alias.prob.data(), none_alias.alias.data(), 80, 3, &out) == 0);
+  CHECK(DrawWeightedFromAlias(1, none_alias.cells.data(), 80, 3, &out) == 0);
+}
+
+TEST_CASE("an alias table's 32-bit cells keep each weight's share to their threshold bits", "[weighted]") {
+  // Rows of 1 to 65,535 edges with weights of many magnitudes and zeros: the chance each cell
+  // gives a position (its threshold's share of the cell to it, the rest to its alias) is the
+  // position's share of the row's weight to within the thresholds' rounding, and exactly 0 for
+  // a weight of 0.
+  uint64_t state = 5;
+  for (int64_t d : {1, 2, 3, 7, 64, 255, 256, 1000, 4097, 65535}) {
+    std::vector<float> w(static_cast<size_t>(d));
+    for (auto& x : w) {
+      state = Mix64(state);
+      x = state % 7 == 0 ? 0.0f : std::ldexp(1.0f + static_cast<float>(state % 1000), static_cast<int>(state >> 60) - 8);
+    }
+    w[0] = 1;  // at least one positive weight
+    const std::vector<int64_t> indptr = {0, d};
+    WeightIndex index;
+    const WeightIndex::Alias& alias = index.GetAlias(indptr.data(), 1, w.data());
+    REQUIRE(alias.cells.size() == static_cast<size_t>(d));
+    const int bits = AliasBits(d);
+    const double one = std::ldexp(1.0, 32 - bits);
+    std::vector<double> chance(static_cast<size_t>(d), 0.0);
+    std::vector<int> aliased(static_cast<size_t>(d), 0);
+    for (int64_t k = 0; k < d; ++k) {
+      const uint32_t c = alias.cells[k];
+      const uint32_t to = c & ((1u << bits) - 1);
+      REQUIRE(to < static_cast<uint32_t>(d));
+      const double keep = static_cast<double>(c >> bits) / one;
+      chance[k] += keep / d;
+      chance[to] += (1 - keep) / d;
+      ++aliased[to];
+    }
+    const double total = std::accumulate(w.begin(), w.end(), 0.0);
+    for (int64_t k = 0; k < d; ++k) {
+      INFO(d << " edges, position " << k << " weight " << w[k]);
+      if (w[k] == 0) {
+        CHECK(chance[k] == 0);
+      } else {
+        CHECK(std::abs(chance[k] - w[k] / total) <= (1 + aliased[k]) / one / d + 1e-12);
+      }
+    }
+  }
+  // Past kAliasMaxDegree a row has no table.
+  std::vector<float> w(kAliasMaxDegree + 1, 1.0f);
+  const std::vector<int64_t> indptr = {0, kAliasMaxDegree + 1};
+  WeightIndex index;
+  CHECK(index.GetAlias(indptr.data(), 1, w.data()).longest_row == kAliasMaxDegree + 1);
 }
 
 TEST_CASE("zero weights: never drawn; all zero draws nothing; a full fanout takes the positive ones",
@@ -486,14 +533,15 @@ TEST_CASE("a partition whose weights are negative, not finite or of the wrong le
 }
 
 // 41 nodes: 40 with rows of 65 to 214 edges (long rows: drawn from block sums) and node 40 with
-// 5000 (past kWeightTreeMinDegree: drawn from its tree), at edge times 0, 1, ...: every fifth
+// 70,000 (past kWeightTreeMinDegree: drawn from its tree; past kAliasMaxDegree: with
+// replacement too), at edge times 0, 1, ...: every fifth
 // row weighs nothing, the next has only three positive weights, the others weigh 1 to 11 with
 // a zero every ninth edge.
 GraphData LongRows() {
   GraphData g = Nodes(41);
   EdgeTypeData& e = g.edge_types[0];
   for (int64_t v = 0; v <= 40; ++v) {
-    const int64_t degree = v == 40 ? 5000 : 65 + (v * 37) % 150;
+    const int64_t degree = v == 40 ? 70000 : 65 + (v * 37) % 150;
     for (int64_t k = 0; k < degree; ++k) {
       e.src.push_back(v);
       e.dst.push_back((v + 7 * k) % 40);
@@ -506,13 +554,16 @@ GraphData LongRows() {
   return g;
 }
 
-TEST_CASE("a hop's long rows draw from their block sums or trees, whole or cut by time", "[weighted]") {
+TEST_CASE("a hop's long rows draw from their block sums, trees or alias tables, whole or cut by time",
+          "[weighted]") {
   TempDir dir;
   auto p = testing::WritePartition(LongRows(), dir.path());
   const EdgeTypeStore& et = p->edge_type(0);
   const int64_t* indptr = et.indptr_data();
   const double* blocks = et.weight_index->GetBlocks(et.num_local, et.weights_data()).data();
   const WeightIndex::Trees& trees = et.weight_index->GetTrees(indptr, 41, et.weights_data());
+  const WeightIndex::Alias& alias = et.weight_index->GetAlias(indptr, 41, et.weights_data());
+  CHECK(alias.longest_row == 70000);
   REQUIRE(trees.starts == std::vector<int64_t>{indptr[40]});  // the one row past the tree threshold
   // Every node, in an order unlike the rows', some twice.
   std::vector<int64_t> ids;
@@ -523,7 +574,6 @@ TEST_CASE("a hop's long rows draw from their block sums or trees, whole or cut b
   for (int64_t v : ids) times.push_back(v == 40 ? 4500 : 63 + v % 50);
   for (bool temporal : {false, true}) {
     for (bool replace : {false, true}) {
-      if (!temporal && replace) continue;  // whole rows with replacement take their alias tables
       INFO("temporal " << temporal << " replace " << replace);
       DrawSpec spec;
       spec.fanout = 5;
@@ -543,15 +593,13 @@ TEST_CASE("a hop's long rows draw from their block sums or trees, whole or cut b
         const int64_t begin = indptr[ids[i]];
         const int64_t degree = indptr[ids[i] + 1] - begin;
         const int64_t n = temporal ? std::min<int64_t>(degree, times[i] + 1) : degree;
-        if (replace && n == degree) {
-          // Independent draws from a whole row are the alias table's.
-          at += static_cast<size_t>(draw.counts[i]);
-          continue;
-        }
         std::vector<int64_t> alone;
         WeightedScratch scratch;
         const uint64_t key = HashCombine(1234, static_cast<uint64_t>(ids[i]));
-        if (n > kWeightTreeMinDegree) {
+        if (replace && n == degree && n <= kAliasMaxDegree) {
+          // Independent draws from a whole row are its alias table's.
+          DrawWeightedFromAlias(key, alias.cells.data() + begin, n, 5, &alone);
+        } else if (n > kWeightTreeMinDegree) {
           ++by_tree;
           DrawWeightedFromTree(key, et.weights_data() + begin, trees.Of(begin), n, 5, replace, &alone, &scratch);
         } else {
@@ -567,7 +615,7 @@ TEST_CASE("a hop's long rows draw from their block sums or trees, whole or cut b
       }
       CHECK(at == draw.neighbors.size());
       CHECK(short_rows >= 5);  // rows of no or few positive weights draw what they have
-      CHECK(by_tree == 1);  // node 40, whole or cut after 4501 edges
+      CHECK(by_tree == 1);  // node 40, whole (too long for an alias table) or cut after 4501 edges
     }
   }
 }
