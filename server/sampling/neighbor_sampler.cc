@@ -262,6 +262,12 @@ absl::Status NeighborSampler::ExpandHop(int edge_type, int fanout, uint64_t hop_
   src.reserve(src.size() + m);
   dst.reserve(dst.size() + m);
   if (options_.with_edge_ids) edges.eids.reserve(edges.eids.size() + m);
+  // Temporal: the time of each node (the column type's grows with the new nodes, room made
+  // first so that the row type's, possibly the same vector, stays in place).
+  std::vector<int64_t>* col_times = temporal ? &s->time_of[et.col_type] : nullptr;
+  if (temporal) col_times->reserve(col_times->size() + m);
+  const int64_t* row_times = temporal ? s->time_of[et.row_type].data() : nullptr;
+  const size_t hop_start = temporal ? s->hop_start[et.col_type] : 0;
   size_t j = 0;
   for (size_t i = 0; i < n; ++i) {
     const int32_t u = static_cast<int32_t>(begin + i);
@@ -273,14 +279,11 @@ absl::Status NeighborSampler::ExpandHop(int edge_type, int fanout, uint64_t hop_
         if (!add_nodes) continue;
         local = static_cast<int32_t>(col_ids.size());
         col_ids.push_back(w);
-        if (temporal) {
-          const int64_t reached_at = s->time_of[et.row_type][u];
-          s->time_of[et.col_type].push_back(reached_at);
-        }
-      } else if (temporal && static_cast<size_t>(local) >= s->hop_start[et.col_type]) {
+        if (temporal) col_times->push_back(row_times[u]);
+      } else if (temporal && static_cast<size_t>(local) >= hop_start) {
         // Met again in the hop that added it: it keeps the earliest time that reached it.
-        int64_t& t = s->time_of[et.col_type][local];
-        t = std::min(t, s->time_of[et.row_type][u]);
+        int64_t& t = (*col_times)[local];
+        t = std::min(t, row_times[u]);
       }
       src.push_back(u);
       dst.push_back(local);
