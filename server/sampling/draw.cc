@@ -60,10 +60,7 @@ int64_t DrawWeightedPositions(uint64_t key, const float* weights, int64_t n, int
   auto usable = [&](int64_t k) { return UsableWeight(weights[k]); };
   if (!replace && n <= kShortWeightedRow) {
     out->clear();
-    for (uint64_t taken = DrawWeightedShortRow(key, weights, n, fanout); taken != 0; taken &= taken - 1) {
-      out->push_back(__builtin_ctzll(taken));
-    }
-    return static_cast<int64_t>(out->size());
+    return AppendMaskPositions(DrawWeightedShortRow(key, weights, n, fanout), 0, out);
   }
   if (TakesEveryUsable(weights, n, fanout, replace, out)) return static_cast<int64_t>(out->size());
   if (fanout == 0) return 0;
@@ -171,10 +168,7 @@ int64_t DrawWeightedFromTree(uint64_t key, const float* weights, const double* t
   auto usable = [&](int64_t k) { return UsableWeight(weights[k]); };
   if (!replace && n <= kShortWeightedRow) {
     out->clear();
-    for (uint64_t taken = DrawWeightedShortRow(key, weights, n, fanout); taken != 0; taken &= taken - 1) {
-      out->push_back(__builtin_ctzll(taken));
-    }
-    return static_cast<int64_t>(out->size());
+    return AppendMaskPositions(DrawWeightedShortRow(key, weights, n, fanout), 0, out);
   }
   if (TakesEveryUsable(weights, n, fanout, replace, out)) return static_cast<int64_t>(out->size());
   if (fanout == 0 || n == 0) return 0;

@@ -248,14 +248,11 @@ void DrawOwnedNeighbors(const Partition& partition, int edge_type, const int64_t
         for (int64_t k = 0; k < degree; ++k) out->candidate_weights[k] = weights[position(k)];
         w = out->candidate_weights.data();
       }
-      int64_t c = 0;
       if (short_mask != nullptr && candidates == nullptr) {
-        for (uint64_t taken = *short_mask; taken != 0; taken &= taken - 1, ++c) {
-          out->picked.push_back(base + __builtin_ctzll(taken));
-        }
-        out->counts[i] = c;
+        out->counts[i] = AppendMaskPositions(*short_mask, base, &out->picked);
         continue;
       }
+      int64_t c;
       const uint64_t key = HashCombine(spec.hop_key, static_cast<uint64_t>(ids[i]));
       const bool long_row = candidates == nullptr && degree > kWeightBlockMinDegree && !draw_all;
       const bool whole_row = edge_times == nullptr || out->whole[i];
@@ -264,7 +261,7 @@ void DrawOwnedNeighbors(const Partition& partition, int edge_type, const int64_t
       if (by_alias) {
         c = DrawWeightedFromAlias(key, alias->cells.data() + base, degree, fanout, &out->weighted_picks);
       } else if (long_row && degree > kWeightTreeMinDegree) {
-        // (Its whole row is longer still, so it has a tree.)
+        // (The row, or the whole row it is a prefix of, is that long, so it has a tree.)
         c = DrawWeightedFromTree(key, w, trees->Of(base), degree, fanout, replace, &out->weighted_picks,
                                  &out->weighted_scratch);
       } else if (long_row) {

@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
 namespace graphstore {
 
@@ -16,6 +17,13 @@ inline constexpr int64_t kShortWeightedRow = 64;
 /// DrawWeightedPositions (draw.h) without replacement from a row of at most 64 candidates, as a
 /// bit mask of the positions taken (bit k: candidate k): the same draws, without scratch vectors.
 uint64_t DrawWeightedShortRow(uint64_t key, const float* weights, int64_t n, int fanout);
+
+/// Appends base + k for every bit k of `mask`, in increasing order; returns how many.
+inline int64_t AppendMaskPositions(uint64_t mask, int64_t base, std::vector<int64_t>* out) {
+  int64_t c = 0;
+  for (; mask != 0; mask &= mask - 1, ++c) out->push_back(base + __builtin_ctzll(mask));
+  return c;
+}
 
 /// DrawWeightedShortRow's two implementations, for tests: four lanes at a time (any x86-64),
 /// and sixteen (AVX-512; only where HaveVectorShortRows()). DrawWeightedShortRow takes the
