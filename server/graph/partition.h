@@ -6,6 +6,7 @@
 // docs/format.md specifies the directory.
 
 #include <algorithm>
+#include <cstddef>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -116,61 +117,90 @@ class WeightIndex {
 
 /// Each row's extent, time range and time fences side by side, for temporal draws: one cache
 /// line per node tells whether its time reaches the whole row, none of it, or where inside it
-/// the cut falls. The fences are the times at fifteen evenly spaced offsets, kept to 16 bits
-/// (their distance from the row's oldest time, shifted right so that the newest fits), which
-/// give the cut outright for rows of up to 16 edges and otherwise narrow the search to one short
-/// stretch of the row's times (whose lines can be fetched ahead); only a time that falls in a
-/// fence's own 16-bit step leaves that fence undecided. Built on first use from an edge type
-/// that stores times.
+/// the cut falls. The fences are the times at evenly spaced offsets, kept as steps above the
+/// row's oldest time (shifted right so that the newest fits): fifteen 16-bit steps for rows of
+/// up to 16 edges, thirty-one 8-bit steps for longer rows. They give the cut outright for rows
+/// of up to 32 edges and otherwise narrow the search to one short stretch of the row's times
+/// (whose lines can be fetched ahead); only a time that falls in a fence's own step leaves that
+/// fence undecided. Built on first use from an edge type that stores times.
 class TimeRows {
  public:
-  static constexpr int kFences = 15;
+  /// Rows of up to kWideRow edges keep kWideFences 16-bit fences; longer ones kNarrowFences
+  /// 8-bit fences, in the same 31 bytes.
+  static constexpr int64_t kWideRow = 16;
+  static constexpr int kWideFences = 15;
+  static constexpr int kNarrowFences = 31;
   struct alignas(64) Row {
     int64_t begin = 0;   ///< CSR position of the row's first edge
     int64_t end = 0;     ///< one past its last
     int64_t oldest = 0;  ///< the row's first edge time (rows are sorted by time); 0 when empty
     int64_t newest = 0;  ///< its last
-    /// fence[j] is Step(time at row offset FencePosition(j + 1, end - begin)).
-    uint16_t fence[kFences] = {};
+    /// Fence j (in 0..Fences(degree) - 1) is Step(time at row offset FencePosition(j + 1,
+    /// degree)): little-endian at bytes 2j and 2j + 1 for rows of up to kWideRow edges, at byte
+    /// j for longer ones.
+    uint8_t fences[kNarrowFences] = {};
     uint8_t shift = 0;  ///< the fences' step is 2^shift
   };
-  static_assert(sizeof(Row) == 64);
-  /// Row offset of fence j in 1..kFences (offset 0 for j = 0, the degree for j = kFences + 1).
-  static int64_t FencePosition(int j, int64_t degree) { return degree * j / (kFences + 1); }
-  /// The 16-bit step of time t in a row, for oldest <= t <= newest.
-  static uint16_t Step(const Row& row, int64_t t) {
-    return static_cast<uint16_t>((static_cast<uint64_t>(t) - static_cast<uint64_t>(row.oldest)) >> row.shift);
+  static_assert(sizeof(Row) == 64 && offsetof(Row, fences) == 32);
+  /// How many fences a row of `degree` edges keeps, and how many bits each.
+  static int Fences(int64_t degree) { return degree <= kWideRow ? kWideFences : kNarrowFences; }
+  static int FenceBits(int64_t degree) { return degree <= kWideRow ? 16 : 8; }
+  /// Row offset of fence j in 1..Fences(degree) (offset 0 for j = 0, the degree for j =
+  /// Fences(degree) + 1).
+  static int64_t FencePosition(int j, int64_t degree) { return degree * j / (Fences(degree) + 1); }
+  /// The step of time t in a row, for oldest <= t <= newest.
+  static uint64_t Step(const Row& row, int64_t t) {
+    return (static_cast<uint64_t>(t) - static_cast<uint64_t>(row.oldest)) >> row.shift;
+  }
+  /// Fence j of a row of `degree` edges.
+  static uint64_t Fence(const Row& row, int64_t degree, int j) {
+    if (degree > kWideRow) return row.fences[j];
+    return row.fences[2 * j] | static_cast<uint64_t>(row.fences[2 * j + 1]) << 8;
   }
   /// The stretch [lo, hi) of a row's offsets that a search for time t must read, for
   /// oldest <= t < newest: every offset before lo holds a time <= t, every offset from hi on
   /// (or the row's last) a later one. Empty (lo >= hi) when the fences alone give the cut, lo.
   static std::pair<int64_t, int64_t> SearchRange(const Row& row, int64_t t) {
     const int64_t d = row.end - row.begin;
-    const uint16_t step = Step(row, t);
+    const uint64_t step = Step(row, t);
+    const int fences = Fences(d);
     // Fences in an earlier step hold earlier times, fences in a later step later ones; a
     // fence in t's own step is undecided unless steps are single time units.
     int before = 0, through = 0;
 #if defined(__SSE2__)
-    // Eight fences to a register, compared as signed after flipping their top bits.
-    const __m128i flip = _mm_set1_epi16(static_cast<int16_t>(0x8000));
-    const __m128i at = _mm_xor_si128(_mm_set1_epi16(static_cast<int16_t>(step)), flip);
-    const __m128i low = _mm_xor_si128(_mm_load_si128(reinterpret_cast<const __m128i*>(row.fence)), flip);
-    const __m128i high = _mm_xor_si128(_mm_load_si128(reinterpret_cast<const __m128i*>(row.fence + 8)), flip);
-    // Two mask bits a fence; the 16th lane (the shift) is not a fence.
-    auto count = [](__m128i lo_mask, __m128i hi_mask) {
-      return __builtin_popcount(_mm_movemask_epi8(lo_mask) | (_mm_movemask_epi8(hi_mask) & 0x3fff) << 16) / 2;
+    // The fence bytes are the line's second half (16-byte aligned), the shift its last byte:
+    // compared as signed after flipping their top bits, sixteen bytes or eight 16-bit fences to
+    // a register, one mask bit a byte.
+    const __m128i low = _mm_load_si128(reinterpret_cast<const __m128i*>(row.fences));
+    const __m128i high = _mm_load_si128(reinterpret_cast<const __m128i*>(row.fences + 16));
+    auto bits = [](__m128i lo_mask, __m128i hi_mask) {
+      return static_cast<uint32_t>(_mm_movemask_epi8(lo_mask)) | static_cast<uint32_t>(_mm_movemask_epi8(hi_mask)) << 16;
     };
-    before = count(_mm_cmplt_epi16(low, at), _mm_cmplt_epi16(high, at));
-    through = kFences - count(_mm_cmpgt_epi16(low, at), _mm_cmpgt_epi16(high, at));
+    if (d > kWideRow) {
+      const __m128i flip = _mm_set1_epi8(static_cast<char>(0x80));
+      const __m128i at = _mm_xor_si128(_mm_set1_epi8(static_cast<char>(step)), flip);
+      const __m128i l = _mm_xor_si128(low, flip), h = _mm_xor_si128(high, flip);
+      constexpr uint32_t kFenceBytes = 0x7fffffff;  // not the shift
+      before = __builtin_popcount(bits(_mm_cmplt_epi8(l, at), _mm_cmplt_epi8(h, at)) & kFenceBytes);
+      through = fences - __builtin_popcount(bits(_mm_cmpgt_epi8(l, at), _mm_cmpgt_epi8(h, at)) & kFenceBytes);
+    } else {
+      const __m128i flip = _mm_set1_epi16(static_cast<int16_t>(0x8000));
+      const __m128i at = _mm_xor_si128(_mm_set1_epi16(static_cast<int16_t>(step)), flip);
+      const __m128i l = _mm_xor_si128(low, flip), h = _mm_xor_si128(high, flip);
+      constexpr uint32_t kFenceBytes = 0x3fffffff;  // two bytes a fence; not the last pair
+      before = __builtin_popcount(bits(_mm_cmplt_epi16(l, at), _mm_cmplt_epi16(h, at)) & kFenceBytes) / 2;
+      through = fences - __builtin_popcount(bits(_mm_cmpgt_epi16(l, at), _mm_cmpgt_epi16(h, at)) & kFenceBytes) / 2;
+    }
 #else
-    for (int j = 0; j < kFences; ++j) {
-      before += row.fence[j] < step;
-      through += row.fence[j] <= step;
+    for (int j = 0; j < fences; ++j) {
+      const uint64_t f = Fence(row, d, j);
+      before += f < step;
+      through += f <= step;
     }
 #endif
     if (row.shift == 0) before = through;
     const int64_t lo = FencePosition(before, d) + 1;
-    const int64_t hi = through == kFences ? d - 1 : FencePosition(through + 1, d);
+    const int64_t hi = through == fences ? d - 1 : FencePosition(through + 1, d);
     return {lo, std::max(lo, hi)};
   }
   const HugePageVector<Row>& Get(const int64_t* indptr, int64_t rows, const int64_t* times) const;
