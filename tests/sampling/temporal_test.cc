@@ -200,6 +200,11 @@ TEST_CASE("a row's time fences narrow its search to the stretch that holds the c
     REQUIRE(row.begin == indptr[r]);
     REQUIRE(row.end == indptr[r + 1]);
     const int64_t* first = times.data() + row.begin;
+    // Each fence holds the step of the time at its offset, at the width the row's length gives.
+    for (int j = 0; j < TimeRows::Fences(row.end - row.begin); ++j) {
+      CHECK(TimeRows::Fence(row, row.end - row.begin, j) ==
+            TimeRows::Step(row, first[TimeRows::FencePosition(j + 1, row.end - row.begin)]));
+    }
     for (int64_t t = row.oldest; t < row.newest; ++t) {
       const auto [lo, hi] = TimeRows::SearchRange(row, t);
       INFO("row " << r << " at " << t << ": stretch [" << lo << ", " << hi << ")");
