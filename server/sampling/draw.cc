@@ -62,6 +62,15 @@ int64_t DrawWeightedPositions(uint64_t key, const float* weights, int64_t n, int
     out->clear();
     return AppendMaskPositions(DrawWeightedShortRow(key, weights, n, fanout), 0, out);
   }
+  if (!replace && n <= kMediumWeightedRow) {
+    constexpr int kGroups = static_cast<int>(kMediumWeightedRow / kShortWeightedRow);
+    uint64_t masks[kGroups];
+    DrawWeightedMediumRow(key, weights, n, fanout, masks);
+    out->clear();
+    int64_t c = 0;
+    for (int g = 0; g < kGroups; ++g) c += AppendMaskPositions(masks[g], kShortWeightedRow * g, out);
+    return c;
+  }
   if (TakesEveryUsable(weights, n, fanout, replace, out)) return static_cast<int64_t>(out->size());
   if (fanout == 0) return 0;
   DrawStream draws(key);
@@ -83,7 +92,8 @@ int64_t DrawWeightedPositions(uint64_t key, const float* weights, int64_t n, int
     }
     return fanout;
   }
-  // Longer rows here have excluded candidates (their block sums count every position).
+  // Rows of more than 256 here have excluded candidates (their block sums count every
+  // position).
   ContinueByScan(draws, weights, n, fanout, out, keys);
   std::sort(out->begin(), out->end());
   return static_cast<int64_t>(out->size());

@@ -95,16 +95,17 @@ inline void ShuffleForEpoch(uint64_t seed, int64_t epoch, std::vector<int64_t>* 
 /// per candidate k in [0, n)), writing candidate indices to `out` and returning how many were
 /// written. Candidates whose weight is not a positive finite number are never picked; fanout < 0
 /// takes every other one. Without replacement: successive sampling (each pick proportional to
-/// weight among those left: O(fanout n), for short rows; up to 64 candidates in vector blocks),
-/// min(fanout, positive) distinct indices in increasing order; with replacement: fanout independent draws
+/// weight among those left: rows of up to 64 candidates by vectors of running sums, up to 256 in
+/// groups of 64, longer ones by a scan, O(fanout n)), min(fanout, positive) distinct indices in
+/// increasing order; with replacement: fanout independent draws
 /// (none when no weight is positive). Depends only on (key, weights, fanout, replace). `keys`
 /// is scratch.
 int64_t DrawWeightedPositions(uint64_t key, const float* weights, int64_t n, int fanout, bool replace,
                               std::vector<int64_t>* out, std::vector<double>* keys);
 
 /// Rows longer than this draw by weight from the sums of their weights in blocks
-/// (DrawWeightedFromBlocks); shorter ones, and rows with excluded edges, by a scan
-/// (DrawWeightedPositions).
+/// (DrawWeightedFromBlocks) — without replacement only past kMediumWeightedRow (short_rows.h);
+/// shorter ones, and rows with excluded edges, by DrawWeightedPositions.
 inline constexpr int64_t kWeightBlockMinDegree = 64;
 
 /// CSR positions per block of the block sums: 16 float weights, one cache line.

@@ -199,16 +199,18 @@ void DrawOwnedNeighbors(const Partition& partition, int edge_type, const int64_t
   for (size_t i = 0; i < n; ++i) {
     if (weights != nullptr && i + kRowsAhead < n && !drawn_together(out->degree[i + kRowsAhead])) {
       // A weighted draw reads the row's alias cells (with replacement; the draws land anywhere
-      // in the row: every cache line of the row's first 64 cells), a short
-      // row's weights (all of them), or a long row's block sums and its weights (all of them
-      // up to kWholeLongRow, else its first and last blocks, which may hold other rows' weights
-      // too and are summed afresh).
+      // in the row: every cache line of the row's first 64 cells), all the weights of a row of
+      // up to 64 (or up to 256 without replacement, drawn in groups of 64), or a long row's
+      // block sums and its weights (all of them up to kWholeLongRow, else its first and last
+      // blocks, which may hold other rows' weights too and are summed afresh).
       const int64_t d = out->degree[i + kRowsAhead];
       const int64_t b = out->base[i + kRowsAhead], end = b + std::min<int64_t>(d, 64);
       if (alias != nullptr) {
         PrefetchLines(alias->cells.data() + b, alias->cells.data() + end);
       } else if (d <= kWeightBlockMinDegree) {
         PrefetchLines(weights + b, weights + end);
+      } else if (!replace && d <= kMediumWeightedRow) {
+        PrefetchLines(weights + b, weights + b + d);
       } else if (blocks != nullptr && d <= kWeightTreeMinDegree) {
         PrefetchLines(blocks + b / kWeightBlock, blocks + (b + d - 1) / kWeightBlock + 1);
         if (d <= kWholeLongRow) {
@@ -254,7 +256,9 @@ void DrawOwnedNeighbors(const Partition& partition, int edge_type, const int64_t
       }
       int64_t c;
       const uint64_t key = HashCombine(spec.hop_key, static_cast<uint64_t>(ids[i]));
-      const bool long_row = candidates == nullptr && degree > kWeightBlockMinDegree && !draw_all;
+      // (Rows of up to 256 drawn without replacement are not long: they draw in groups of 64.)
+      const bool long_row = candidates == nullptr && degree > kWeightBlockMinDegree && !draw_all &&
+                            (replace || degree > kMediumWeightedRow);
       const bool whole_row = edge_times == nullptr || out->whole[i];
       // Independent draws from a whole row take its alias table, when it has one.
       const bool by_alias = replace && whole_row && candidates == nullptr && !draw_all && degree <= kAliasMaxDegree;

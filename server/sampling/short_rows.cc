@@ -42,16 +42,14 @@ __attribute__((always_inline)) inline void RunningSums(const float* w, Floats4* 
   }
 }
 
-// One pick from the row of n <= 4 * V candidates whose usable weights are `w` (zeroed as they
-// are taken) and whose running sums are `sums`: adds its bit to `taken` and takes its weight
-// out of the sums. V is a constant so the sums stay in registers and every loop over them
-// unrolls.
+// The pick at point x (at or above 0, under the last sum) from the row of n <= 4 * V
+// candidates whose usable weights are `w` (zeroed as they are taken) and whose running sums are
+// `sums`: adds its bit to `taken` and takes its weight out of the sums. V is a constant so the
+// sums stay in registers and every loop over them unrolls.
 template <int V>
-__attribute__((always_inline)) inline void PickOnce(DrawStream& draws, float* w, int64_t n, Floats4* sums,
-                                                    uint64_t& taken) {
+__attribute__((always_inline)) inline void PickAt(float x, float* w, int64_t n, Floats4* sums, uint64_t& taken) {
   const Ints4 lane = {0, 1, 2, 3};
   const float last = sums[V - 1][3];
-  const float x = static_cast<float>(draws.Uniform()) * last;
   const Floats4 xs = {x, x, x, x};
   Ints4 below = {0, 0, 0, 0};
 #pragma GCC unroll 16
@@ -78,6 +76,13 @@ __attribute__((always_inline)) inline void PickOnce(DrawStream& draws, float* w,
   }
 }
 
+// One pick drawn uniformly under the row's weight left.
+template <int V>
+__attribute__((always_inline)) inline void PickOnce(DrawStream& draws, float* w, int64_t n, Floats4* sums,
+                                                    uint64_t& taken) {
+  PickAt<V>(static_cast<float>(draws.Uniform()) * sums[V - 1][3], w, n, sums, taken);
+}
+
 // `picks` picks from the row of n <= 4 * V candidates whose usable weights are `w`, as a bit
 // mask of positions.
 template <int V>
@@ -96,15 +101,97 @@ constexpr auto PickShortRowTable(std::integer_sequence<int, V...>) {
 }
 constexpr auto kPickShortRow = PickShortRowTable(std::make_integer_sequence<int, kShortRow / 4>());
 
-// The picks of a row whose draw needs no randomness, given its usable positions: all of them
-// (fanout -1, or no more of them than the fanout) or none (fanout 0); true with them in `mask`.
-bool PicksWithoutDraw(uint64_t usable, int fanout, uint64_t* mask) {
-  if (fanout < 0 || __builtin_popcountll(usable) <= fanout) {
-    *mask = usable;
-    return true;
+// Rows of more than kShortRow candidates, up to kMediumRow, are drawn in groups of kShortRow,
+// each as a short row is: a pick first chooses its group by the groups' weight left, then its
+// candidate at the rest of its point within that group.
+constexpr int64_t kMediumRow = kMediumWeightedRow;
+constexpr int kGroups = static_cast<int>(kMediumRow / kShortRow);
+
+// The group (of `groups`) that a pick drawn at `u` falls in, given each group's weight left
+// (`last`, 0 for a group with nothing left), and in `x` its point within that group: the same
+// double sums in the same order on every processor. Rounding past the end takes the end of the
+// last group with weight left; -1 when none has any. (Inlined into each implementation: a call
+// from the AVX-512 one into code without it would stall on the switch.)
+__attribute__((always_inline)) inline int ChooseGroup(double u, const float* last, int groups, float* x) {
+  double total = 0;
+  for (int g = 0; g < groups; ++g) total += last[g];
+  double point = u * total;
+  // Kept apart from the subtraction below, which a processor with FMA would otherwise fuse with
+  // this product, rounding once where the portable code rounds twice.
+  asm("" : "+x"(point));
+  double before = 0, chosen_before = 0;
+  int chosen = -1;
+  for (int g = 0; g < groups; ++g) {
+    if (!(last[g] > 0)) continue;
+    chosen = g;
+    chosen_before = before;
+    before += last[g];
+    if (point < before) break;
   }
-  *mask = 0;
-  return fanout == 0;
+  *x = static_cast<float>(point - chosen_before);
+  return chosen;
+}
+
+// Candidates and vectors of group g of a row of n.
+int64_t GroupSize(int64_t n, int g) { return std::min<int64_t>(kShortRow, n - kShortRow * g); }
+int GroupVectors(int64_t n, int g) { return static_cast<int>((GroupSize(n, g) + 3) / 4); }
+
+// RunningSums and PickAt for 1 to kShortRow / 4 vectors, by vectors - 1.
+template <int V>
+void SumGroup(const float* w, Floats4* sums) {
+  RunningSums<V>(w, sums);
+}
+template <int V>
+void PickInGroup(float x, float* w, int64_t n, Floats4* sums, uint64_t& taken) {
+  PickAt<V>(x, w, n, sums, taken);
+}
+template <int... V>
+constexpr auto SumGroupTable(std::integer_sequence<int, V...>) {
+  return std::array<void (*)(const float*, Floats4*), sizeof...(V)>{&SumGroup<V + 1>...};
+}
+template <int... V>
+constexpr auto PickInGroupTable(std::integer_sequence<int, V...>) {
+  return std::array<void (*)(float, float*, int64_t, Floats4*, uint64_t&), sizeof...(V)>{&PickInGroup<V + 1>...};
+}
+constexpr auto kSumGroup = SumGroupTable(std::make_integer_sequence<int, kShortRow / 4>());
+constexpr auto kPickInGroup = PickInGroupTable(std::make_integer_sequence<int, kShortRow / 4>());
+
+// `picks` picks from the row of n <= kMediumRow candidates whose usable weights are w[g] (by
+// group; zeroed as they are taken) at positions usable[g], to taken[g].
+void PickMediumRow(uint64_t key, float (*w)[kShortRow], const uint64_t* usable, int64_t n, int picks,
+                   uint64_t* taken) {
+  const int groups = static_cast<int>((n + kShortRow - 1) / kShortRow);
+  Floats4 sums[kGroups][kShortRow / 4];
+  float last[kGroups] = {};
+  uint64_t avail[kGroups] = {};
+  for (int g = 0; g < groups; ++g) {
+    const int v = GroupVectors(n, g);
+    kSumGroup[v - 1](w[g], sums[g]);
+    last[g] = sums[g][v - 1][3];
+    avail[g] = usable[g];
+    taken[g] = 0;
+  }
+  DrawStream draws(key);
+  for (int p = 0; p < picks; ++p) {
+    float x;
+    const int g = ChooseGroup(draws.Uniform(), last, groups, &x);
+    if (g < 0) break;
+    const int v = GroupVectors(n, g);
+    kPickInGroup[v - 1](x, w[g], GroupSize(n, g), sums[g], taken[g]);
+    avail[g] &= ~taken[g];
+    last[g] = avail[g] == 0 ? 0.0f : sums[g][v - 1][3];
+  }
+}
+
+// The picks of a row whose draw needs no randomness, given its usable positions (`masks`
+// masks of them, 64 positions each): all of them (fanout -1, or no more of them than the
+// fanout) or none (fanout 0); true with them in `picks`. Otherwise `picks` is left all 0.
+bool PicksWithoutDraw(const uint64_t* usable, int masks, int fanout, uint64_t* picks) {
+  int count = 0;
+  for (int g = 0; g < masks; ++g) count += __builtin_popcountll(usable[g]);
+  const bool all = fanout < 0 || count <= fanout;
+  for (int g = 0; g < masks; ++g) picks[g] = all ? usable[g] : 0;
+  return all || fanout == 0;
 }
 
 // The usable weights of a row of n <= kShortRow candidates into `w`, others as 0, four at a
@@ -214,10 +301,9 @@ GRAPHSTORE_AVX512 __attribute__((always_inline)) inline void UniformFloats(uint6
   }
 }
 
-// PickOnce with AVX-512, `u` the pick's uniform draw.
+// PickAt with AVX-512.
 template <int Z>
-GRAPHSTORE_AVX512 __attribute__((always_inline)) inline void PickOnceZ(float u, ShortRowZ<Z>* row) {
-  const float x = u * row->last;
+GRAPHSTORE_AVX512 __attribute__((always_inline)) inline void PickAtZ(float x, ShortRowZ<Z>* row) {
   const __m512 xs = _mm512_set1_ps(x);
   int below = 0;
 #pragma GCC unroll 4
@@ -246,6 +332,12 @@ GRAPHSTORE_AVX512 __attribute__((always_inline)) inline void PickOnceZ(float u, 
     row->sums[z] = _mm512_mask_sub_ps(row->sums[z], static_cast<__mmask16>(from >> (16 * z)), row->sums[z], wps);
   }
   row->last -= wp;  // what the last lane holds now
+}
+
+// PickOnce with AVX-512, `u` the pick's uniform draw.
+template <int Z>
+GRAPHSTORE_AVX512 __attribute__((always_inline)) inline void PickOnceZ(float u, ShortRowZ<Z>* row) {
+  PickAtZ<Z>(u * row->last, row);
 }
 
 // PickShortRow's picks from the row of n <= 16 * Z candidates whose usable weights are `w`
@@ -309,7 +401,7 @@ GRAPHSTORE_AVX512 uint64_t LoadUsableZ(const float* weights, int64_t n, float* w
 GRAPHSTORE_AVX512 uint64_t DrawWeightedShortRowAvx512(uint64_t key, const float* weights, int64_t n, int fanout) {
   alignas(64) float w[kShortRow];
   const uint64_t usable = LoadUsableZ(weights, n, w);
-  if (uint64_t mask; PicksWithoutDraw(usable, fanout, &mask)) return mask;
+  if (uint64_t mask; PicksWithoutDraw(&usable, 1, fanout, &mask)) return mask;
   return kPickShortRowZ[(n + 15) / 16 - 1](key, w, usable, n, fanout);
 }
 
@@ -334,7 +426,7 @@ GRAPHSTORE_AVX512 void DrawWeightedShortRowsAvx512(const uint64_t* keys, const f
     const int c = static_cast<int>((n[j] + 15) / 16) - 1;
     Pending& p = pending[c];
     const uint64_t usable = LoadUsableZ(weights[j], n[j], p.w[p.size]);
-    if (PicksWithoutDraw(usable, fanout, &masks[j])) continue;
+    if (PicksWithoutDraw(&usable, 1, fanout, &masks[j])) continue;
     p.keys[p.size] = keys[j];
     p.avail[p.size] = usable;
     p.n[p.size] = n[j];
@@ -353,6 +445,39 @@ GRAPHSTORE_AVX512 void DrawWeightedShortRowsAvx512(const uint64_t* keys, const f
   }
 }
 
+// PickMediumRow with AVX-512: each group a ShortRowZ, its pick by PickAtZ.
+GRAPHSTORE_AVX512 void PickMediumRowZ(uint64_t key, float (*w)[kShortRow], const uint64_t* usable, int64_t n,
+                                      int picks, uint64_t* taken) {
+  const int groups = static_cast<int>((n + kShortRow - 1) / kShortRow);
+  ShortRowZ<kShortRow / 16> rows[kGroups];
+  float last[kGroups] = {};
+  for (int g = 0; g < groups; ++g) {
+    StartRowZ(w[g], usable[g], GroupSize(n, g), &rows[g]);
+    last[g] = rows[g].last;
+  }
+  DrawStream draws(key);
+  for (int p = 0; p < picks; ++p) {
+    float x;
+    const int g = ChooseGroup(draws.Uniform(), last, groups, &x);
+    if (g < 0) break;
+    PickAtZ(x, &rows[g]);
+    last[g] = rows[g].avail == 0 ? 0.0f : rows[g].last;
+  }
+  for (int g = 0; g < groups; ++g) taken[g] = rows[g].taken;
+}
+
+// DrawWeightedMediumRow with AVX-512.
+GRAPHSTORE_AVX512 void DrawWeightedMediumRowAvx512(uint64_t key, const float* weights, int64_t n, int fanout,
+                                                   uint64_t* masks) {
+  alignas(64) float w[kGroups][kShortRow];
+  uint64_t usable[kGroups] = {};
+  for (int64_t g = 0; kShortRow * g < n; ++g) {
+    usable[g] = LoadUsableZ(weights + kShortRow * g, GroupSize(n, static_cast<int>(g)), w[g]);
+  }
+  if (PicksWithoutDraw(usable, kGroups, fanout, masks)) return;
+  PickMediumRowZ(key, w, usable, n, fanout, masks);
+}
+
 // Whether this processor (and its operating system) run the AVX-512 picks. (Every processor
 // with AVX-512 also has the bit instructions they use: POPCNT, LZCNT, BMI.)
 bool HaveAvx512() {
@@ -369,7 +494,7 @@ bool HaveAvx512() {
 uint64_t DrawWeightedShortRowPortable(uint64_t key, const float* weights, int64_t n, int fanout) {
   alignas(16) float w[kShortRow];
   const uint64_t usable = LoadUsable(weights, n, w);
-  if (uint64_t mask; PicksWithoutDraw(usable, fanout, &mask)) return mask;
+  if (uint64_t mask; PicksWithoutDraw(&usable, 1, fanout, &mask)) return mask;
   DrawStream draws(key);
   return kPickShortRow[(n + 3) / 4 - 1](draws, w, n, fanout);
 }
@@ -383,6 +508,28 @@ uint64_t DrawWeightedShortRowVector(uint64_t key, const float* weights, int64_t 
 uint64_t DrawWeightedShortRow(uint64_t key, const float* weights, int64_t n, int fanout) {
   return HaveAvx512() ? DrawWeightedShortRowAvx512(key, weights, n, fanout)
                      : DrawWeightedShortRowPortable(key, weights, n, fanout);
+}
+
+void DrawWeightedMediumRowPortable(uint64_t key, const float* weights, int64_t n, int fanout, uint64_t* masks) {
+  alignas(16) float w[kGroups][kShortRow];
+  uint64_t usable[kGroups] = {};
+  for (int64_t g = 0; kShortRow * g < n; ++g) {
+    usable[g] = LoadUsable(weights + kShortRow * g, GroupSize(n, static_cast<int>(g)), w[g]);
+  }
+  if (PicksWithoutDraw(usable, kGroups, fanout, masks)) return;
+  PickMediumRow(key, w, usable, n, fanout, masks);
+}
+
+void DrawWeightedMediumRowVector(uint64_t key, const float* weights, int64_t n, int fanout, uint64_t* masks) {
+  DrawWeightedMediumRowAvx512(key, weights, n, fanout, masks);
+}
+
+void DrawWeightedMediumRow(uint64_t key, const float* weights, int64_t n, int fanout, uint64_t* masks) {
+  if (HaveAvx512()) {
+    DrawWeightedMediumRowAvx512(key, weights, n, fanout, masks);
+  } else {
+    DrawWeightedMediumRowPortable(key, weights, n, fanout, masks);
+  }
 }
 
 void DrawWeightedShortRows(const uint64_t* keys, const float* const* weights, const int64_t* n, size_t rows,

@@ -196,12 +196,108 @@ TEST_CASE("short rows draw the same bits four lanes at a time, sixteen at a time
   }
 }
 
+// Rows of 65 to 256 candidates of every kind: the short rows' kinds side by side, and rows with
+// a group of 64 that has no usable weight.
+std::vector<std::vector<float>> MediumRowsOfEveryKind() {
+  const auto shorts = ShortRowsOfEveryKind();
+  std::vector<std::vector<float>> rows;
+  DrawStream rng(77);
+  for (int r = 0; r < 120; ++r) {
+    const auto n = static_cast<int64_t>(65 + rng.Below(192));
+    std::vector<float> w;
+    while (static_cast<int64_t>(w.size()) < n) {
+      const auto& part = shorts[rng.Below(shorts.size())];
+      w.insert(w.end(), part.begin(), part.end());
+    }
+    w.resize(static_cast<size_t>(n));
+    if (r % 5 == 0) std::fill(w.begin() + 64, w.begin() + std::min<int64_t>(n, 128), 0.0f);
+    rows.push_back(std::move(w));
+  }
+  return rows;
+}
+
+TEST_CASE("rows drawn in groups of 64 draw the same bits with and without AVX-512", "[weighted]") {
+  const auto rows = MediumRowsOfEveryKind();
+  const bool vector = HaveVectorShortRows();
+  if (!vector) WARN("no AVX-512 here: only the dispatch is compared with the portable draw");
+  for (int fanout : {-1, 0, 1, 2, 5, 10, 15, 31, 63, 100, 200}) {
+    for (size_t j = 0; j < rows.size(); ++j) {
+      const auto n = static_cast<int64_t>(rows[j].size());
+      INFO("row " << j << " of " << n << " candidates, fanout " << fanout);
+      const uint64_t key = HashCombine(fanout + 11, j);
+      uint64_t portable[4], vector_masks[4], dispatched[4];
+      DrawWeightedMediumRowPortable(key, rows[j].data(), n, fanout, portable);
+      DrawWeightedMediumRow(key, rows[j].data(), n, fanout, dispatched);
+      int usable = 0, picked = 0;
+      for (int64_t k = 0; k < n; ++k) {
+        const bool ok = rows[j][k] > 0 && std::isfinite(rows[j][k]);
+        usable += ok;
+        const bool in = (portable[k / 64] >> (k % 64) & 1) != 0;
+        picked += in;
+        if (in) CHECK(ok);
+      }
+      CHECK(picked == (fanout < 0 ? usable : std::min(fanout, usable)));
+      for (int g = 0; g < 4; ++g) {
+        if (64 * g >= n) CHECK(portable[g] == 0);
+        CHECK(dispatched[g] == portable[g]);
+      }
+      if (vector) {
+        DrawWeightedMediumRowVector(key, rows[j].data(), n, fanout, vector_masks);
+        for (int g = 0; g < 4; ++g) CHECK(vector_masks[g] == portable[g]);
+      }
+    }
+  }
+}
+
+TEST_CASE("rows of 65 to 256 candidates match successive sampling's exact probabilities", "[weighted][statistics]") {
+  // First picks in proportion to the weights; pairs by the exact inclusion probability of two
+  // successive picks, p_i + sum over j != i of p_j w_i / (W - w_j). Rows across two to four
+  // groups of 64, with zeros, and one whose second group has no weight at all.
+  for (int64_t n : {65, 130, 200, 256}) {
+    std::vector<float> weights(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) {
+      weights[i] = i % 9 == 4 ? 0.0f : static_cast<float>(1 + (i * 7) % 13) * (i % 31 == 0 ? 20.0f : 1.0f);
+    }
+    if (n == 200) std::fill(weights.begin() + 64, weights.begin() + 128, 0.0f);
+    double total = 0;
+    for (float w : weights) total += w;
+    std::vector<double> first(static_cast<size_t>(n)), pair(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) {
+      first[i] = weights[i] / total;
+      pair[i] = first[i];
+      for (int64_t j = 0; j < n; ++j) {
+        if (j != i && weights[j] > 0) pair[i] += (weights[j] / total) * weights[i] / (total - weights[j]);
+      }
+    }
+    for (int fanout : {1, 2}) {
+      const int trials = 40000;
+      std::vector<int> count(static_cast<size_t>(n), 0);
+      std::vector<int64_t> out;
+      std::vector<double> keys;
+      for (int t = 0; t < trials; ++t) {
+        REQUIRE(DrawWeightedPositions(HashCombine(n * 3 + fanout, t), weights.data(), n, fanout, false, &out,
+                                      &keys) == fanout);
+        for (int64_t k : out) ++count[k];
+      }
+      for (int64_t i = 0; i < n; ++i) {
+        const double p = fanout == 1 ? first[i] : pair[i];
+        const double sigma = std::sqrt(trials * p * (1 - p));
+        INFO("n " << n << " fanout " << fanout << " candidate " << i << " expected " << p * trials << " got "
+                  << count[i]);
+        CHECK(std::abs(count[i] - p * trials) <= 5 * sigma + 1);
+        if (weights[i] == 0) CHECK(count[i] == 0);
+      }
+    }
+  }
+}
+
 TEST_CASE("once the heavy candidates are taken, the light ones are drawn by their own weights",
           "[weighted][statistics]") {
-  // Three candidates of weight 1e30 and the rest between 1e-30 and 3e-30: a fourth pick is one
-  // of the light ones, in proportion to its weight, in a short row (running sums) and in a long
-  // one (its block sums, whose running total loses the light weights).
-  for (int64_t n : {40, 100}) {
+  // Every 13th candidate of weight 1e30 and the rest between 1e-30 and 3e-30: the pick after
+  // the heavy ones is one of the light ones, in proportion to its weight, in a short row
+  // (running sums), in a row drawn in groups of 64 (running sums per group, groups by their
+  // sums) and from block sums (whose running total loses the light weights).
+  for (const auto& [n, by_blocks] : {std::pair<int64_t, bool>{40, false}, {100, false}, {100, true}, {250, false}}) {
     std::vector<float> weights(static_cast<size_t>(n));
     double light = 0;
     for (int64_t i = 0; i < n; ++i) {
@@ -215,14 +311,14 @@ TEST_CASE("once the heavy candidates are taken, the light ones are drawn by thei
     const int trials = 20000;
     std::vector<int> count(weights.size(), 0);
     for (int t = 0; t < trials; ++t) {
-      const int64_t got = n <= kWeightBlockMinDegree
-                              ? DrawWeightedPositions(HashCombine(5, t), weights.data(), n, heavy + 1, false, &out, &keys)
-                              : row.Draw(HashCombine(5, t), heavy + 1, false, &out);
+      const int64_t got = by_blocks ? row.Draw(HashCombine(5, t), heavy + 1, false, &out)
+                                    : DrawWeightedPositions(HashCombine(5, t), weights.data(), n, heavy + 1, false,
+                                                            &out, &keys);
       REQUIRE(got == heavy + 1);
       for (int64_t k : out) ++count[k];
     }
     for (int64_t i = 0; i < n; ++i) {
-      INFO("n " << n << " candidate " << i);
+      INFO("n " << n << (by_blocks ? " from block sums" : "") << " candidate " << i);
       if (i % 13 == 0) {
         CHECK(count[i] == trials);
         continue;
