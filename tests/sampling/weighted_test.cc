@@ -637,7 +637,7 @@ GraphData LongRows() {
   GraphData g = Nodes(41);
   EdgeTypeData& e = g.edge_types[0];
   for (int64_t v = 0; v <= 40; ++v) {
-    const int64_t degree = v == 40 ? 70000 : 65 + (v * 37) % 150;
+    const int64_t degree = v == 40 ? 70000 : 65 + (v * 37) % 250;
     for (int64_t k = 0; k < degree; ++k) {
       e.src.push_back(v);
       e.dst.push_back((v + 7 * k) % 40);
@@ -650,7 +650,7 @@ GraphData LongRows() {
   return g;
 }
 
-TEST_CASE("a hop's long rows draw from their block sums, trees or alias tables, whole or cut by time",
+TEST_CASE("a hop's long rows draw in groups of 64, from their block sums, trees or alias tables, whole or cut",
           "[weighted]") {
   TempDir dir;
   auto p = testing::WritePartition(LongRows(), dir.path());
@@ -664,10 +664,11 @@ TEST_CASE("a hop's long rows draw from their block sums, trees or alias tables, 
   // Every node, in an order unlike the rows', some twice.
   std::vector<int64_t> ids;
   for (int64_t k = 0; k < 50; ++k) ids.push_back((k * 17) % 41);
-  // Times cutting each row after 64 + (id % 50) edges, so the cut rows are long too; node 40's
-  // after 4501, so its cut row still takes its tree.
+  // Times cutting each row after 64 + (id % 50) edges, so the cut rows are long too, or every
+  // third after 281 (past the rows drawn in groups); node 40's after 4501, so its cut row still
+  // takes its tree.
   std::vector<int64_t> times;
-  for (int64_t v : ids) times.push_back(v == 40 ? 4500 : 63 + v % 50);
+  for (int64_t v : ids) times.push_back(v == 40 ? 4500 : v % 3 == 0 ? 280 : 63 + v % 50);
   for (bool temporal : {false, true}) {
     for (bool replace : {false, true}) {
       INFO("temporal " << temporal << " replace " << replace);
@@ -684,7 +685,7 @@ TEST_CASE("a hop's long rows draw from their block sums, trees or alias tables, 
       DrawOwnedNeighbors(*p, 0, ids.data(), ids.size(), spec, &draw);
       REQUIRE(draw.counts.size() == ids.size());
       size_t at = 0;
-      int64_t short_rows = 0, by_tree = 0;
+      int64_t short_rows = 0, by_tree = 0, by_groups = 0, by_blocks = 0;
       for (size_t i = 0; i < ids.size(); ++i) {
         const int64_t begin = indptr[ids[i]];
         const int64_t degree = indptr[ids[i] + 1] - begin;
@@ -698,7 +699,12 @@ TEST_CASE("a hop's long rows draw from their block sums, trees or alias tables, 
         } else if (n > kWeightTreeMinDegree) {
           ++by_tree;
           DrawWeightedFromTree(key, et.weights_data() + begin, trees.Of(begin), n, 5, replace, &alone, &scratch);
+        } else if (!replace && n <= kMediumWeightedRow) {
+          ++by_groups;
+          std::vector<double> keys;
+          DrawWeightedPositions(key, et.weights_data() + begin, n, 5, false, &alone, &keys);
         } else {
+          ++by_blocks;
           DrawWeightedFromBlocks(key, et.weights_data(), blocks, begin, n, 5, replace, &alone, &scratch);
         }
         INFO("node " << ids[i]);
@@ -712,6 +718,8 @@ TEST_CASE("a hop's long rows draw from their block sums, trees or alias tables, 
       CHECK(at == draw.neighbors.size());
       CHECK(short_rows >= 5);  // rows of no or few positive weights draw what they have
       CHECK(by_tree == 1);  // node 40, whole (too long for an alias table) or cut after 4501 edges
+      if (!replace) CHECK(by_groups >= 10);
+      if (!replace || temporal) CHECK(by_blocks >= 3);
     }
   }
 }
