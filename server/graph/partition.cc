@@ -351,15 +351,7 @@ const HugePageVector<TimeRows::Row>& TimeRows::Get(const int64_t* indptr, int64_
         const uint64_t span = static_cast<uint64_t>(row.newest) - static_cast<uint64_t>(row.oldest);
         const uint64_t largest = (uint64_t{1} << FenceBits(d)) - 1;
         while ((span >> row.shift) > largest) ++row.shift;
-        for (int j = 0; j < Fences(d); ++j) {
-          const uint64_t step = Step(row, times[row.begin + FencePosition(j + 1, d)]);
-          if (d > kWideRow) {
-            row.fences[j] = static_cast<uint8_t>(step);
-          } else {
-            row.fences[2 * j] = static_cast<uint8_t>(step);
-            row.fences[2 * j + 1] = static_cast<uint8_t>(step >> 8);
-          }
-        }
+        for (int j = 0; j < Fences(d); ++j) SetFence(&row, d, j, Step(row, times[row.begin + FencePosition(j + 1, d)]));
       }
     }
   });

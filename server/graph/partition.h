@@ -152,10 +152,18 @@ class TimeRows {
   static uint64_t Step(const Row& row, int64_t t) {
     return (static_cast<uint64_t>(t) - static_cast<uint64_t>(row.oldest)) >> row.shift;
   }
-  /// Fence j of a row of `degree` edges.
+  /// Fence j of a row of `degree` edges, read and written.
   static uint64_t Fence(const Row& row, int64_t degree, int j) {
     if (degree > kWideRow) return row.fences[j];
     return row.fences[2 * j] | static_cast<uint64_t>(row.fences[2 * j + 1]) << 8;
+  }
+  static void SetFence(Row* row, int64_t degree, int j, uint64_t step) {
+    if (degree > kWideRow) {
+      row->fences[j] = static_cast<uint8_t>(step);
+    } else {
+      row->fences[2 * j] = static_cast<uint8_t>(step);
+      row->fences[2 * j + 1] = static_cast<uint8_t>(step >> 8);
+    }
   }
   /// The stretch [lo, hi) of a row's offsets that a search for time t must read, for
   /// oldest <= t < newest: every offset before lo holds a time <= t, every offset from hi on

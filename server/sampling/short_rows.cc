@@ -466,16 +466,18 @@ GRAPHSTORE_AVX512 void PickMediumRowZ(uint64_t key, float (*w)[kShortRow], const
   for (int g = 0; g < groups; ++g) taken[g] = rows[g].taken;
 }
 
-// DrawWeightedMediumRow with AVX-512.
-GRAPHSTORE_AVX512 void DrawWeightedMediumRowAvx512(uint64_t key, const float* weights, int64_t n, int fanout,
-                                                   uint64_t* masks) {
+// DrawWeightedMediumRow with `load` reading each group's usable weights and `pick` drawing:
+// LoadUsable and PickMediumRow, or their AVX-512 forms (each returns with its registers
+// cleared, so the calls cost no switch).
+using LoadGroup = uint64_t (*)(const float*, int64_t, float*);
+using PickGroups = void (*)(uint64_t, float (*)[kShortRow], const uint64_t*, int64_t, int, uint64_t*);
+void DrawMediumRowWith(LoadGroup load, PickGroups pick, uint64_t key, const float* weights, int64_t n, int fanout,
+                       uint64_t* masks) {
   alignas(64) float w[kGroups][kShortRow];
   uint64_t usable[kGroups] = {};
-  for (int64_t g = 0; kShortRow * g < n; ++g) {
-    usable[g] = LoadUsableZ(weights + kShortRow * g, GroupSize(n, static_cast<int>(g)), w[g]);
-  }
+  for (int g = 0; kShortRow * g < n; ++g) usable[g] = load(weights + kShortRow * g, GroupSize(n, g), w[g]);
   if (PicksWithoutDraw(usable, kGroups, fanout, masks)) return;
-  PickMediumRowZ(key, w, usable, n, fanout, masks);
+  pick(key, w, usable, n, fanout, masks);
 }
 
 // Whether this processor (and its operating system) run the AVX-512 picks. (Every processor
@@ -511,22 +513,16 @@ uint64_t DrawWeightedShortRow(uint64_t key, const float* weights, int64_t n, int
 }
 
 void DrawWeightedMediumRowPortable(uint64_t key, const float* weights, int64_t n, int fanout, uint64_t* masks) {
-  alignas(16) float w[kGroups][kShortRow];
-  uint64_t usable[kGroups] = {};
-  for (int64_t g = 0; kShortRow * g < n; ++g) {
-    usable[g] = LoadUsable(weights + kShortRow * g, GroupSize(n, static_cast<int>(g)), w[g]);
-  }
-  if (PicksWithoutDraw(usable, kGroups, fanout, masks)) return;
-  PickMediumRow(key, w, usable, n, fanout, masks);
+  DrawMediumRowWith(&LoadUsable, &PickMediumRow, key, weights, n, fanout, masks);
 }
 
 void DrawWeightedMediumRowVector(uint64_t key, const float* weights, int64_t n, int fanout, uint64_t* masks) {
-  DrawWeightedMediumRowAvx512(key, weights, n, fanout, masks);
+  DrawMediumRowWith(&LoadUsableZ, &PickMediumRowZ, key, weights, n, fanout, masks);
 }
 
 void DrawWeightedMediumRow(uint64_t key, const float* weights, int64_t n, int fanout, uint64_t* masks) {
   if (HaveAvx512()) {
-    DrawWeightedMediumRowAvx512(key, weights, n, fanout, masks);
+    DrawWeightedMediumRowVector(key, weights, n, fanout, masks);
   } else {
     DrawWeightedMediumRowPortable(key, weights, n, fanout, masks);
   }
