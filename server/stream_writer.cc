@@ -1,5 +1,6 @@
 #include "server/stream_writer.h"
 
+#include <optional>
 #include <vector>
 
 namespace graphstore {
@@ -44,12 +45,20 @@ void SampledMessageStream::Begin() {
 void SampledMessageStream::OnWriteDone(bool ok) {
   size_t written = 0;
   bool batch_done = false;
+  std::optional<grpc::Status> deferred;
   {
     std::lock_guard<std::mutex> lock(mu_);
     writing_ = false;
     written = buffer_.Length();
     batch_done = current_ != nullptr && next_part_ >= current_->encoded->parts.size();
     buffer_.Clear();
+    deferred.swap(deferred_finish_);
+  }
+  if (deferred.has_value()) {
+    // The stream ended while this write was on its way: its status goes out now.
+    if (ok) host_->Sent(a_.shared_memory, static_cast<int64_t>(written), batch_done);
+    Finish(*deferred);
+    return;
   }
   if (ok) {
     host_->Sent(a_.shared_memory, static_cast<int64_t>(written), batch_done);
@@ -129,13 +138,18 @@ void SampledMessageStream::MaybeWrite() {
 }
 
 void SampledMessageStream::FinishOnce(const grpc::Status& status, bool cancelled) {
+  bool now = false;
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (finished_) return;
     finished_ = true;
+    // A write decided on another thread may not have started yet: gRPC takes no write after
+    // Finish (it would end the call twice), so the status waits for that write's OnWriteDone.
+    now = !writing_;
+    if (!now) deferred_finish_ = status;
   }
   host_->DetachStream(a_.channel_id, cancelled);
-  Finish(status);
+  if (now) Finish(status);
 }
 
 grpc::ServerWriteReactor<grpc::ByteBuffer>* SampledMessageStream::Failed(const grpc::Status& status) {

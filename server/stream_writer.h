@@ -7,7 +7,9 @@
 //
 // Writes are driven by the channel's listener (a batch is ready, the epoch ended, the channel
 // closed) and by OnWriteDone; a reaction never blocks: with nothing ready the stream goes idle
-// until the listener calls MaybeWrite again. One write is in flight at a time. The stream
+// until the listener calls MaybeWrite again. One write is in flight at a time, and the final
+// status never overtakes it: a stream that ends (a cancel, a closed channel) while a write is
+// decided or on its way sends its status from that write's OnWriteDone. The stream
 // detaches from its channel before its final status is sent, so a client that starts the next
 // epoch at once can open the next stream. Lifetime: deleted in OnDone, after its own listener
 // has been cleared (a newer stream's listener is left alone).
@@ -17,6 +19,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <optional>
 
 #include "server/service/stream_host.h"
 #include "server/service/worker.h"
@@ -50,6 +53,8 @@ class SampledMessageStream : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
   bool writing_ = false;
   bool finished_ = false;
   uint64_t listener_token_ = 0;  // 0 until the listener is set
+  // The final status, when the stream ended with a write in flight (sent from its OnWriteDone).
+  std::optional<grpc::Status> deferred_finish_;
   // The batch being written and its next part; gRPC holds the written parts' slices, which keep
   // the batch alive until it has sent them.
   std::shared_ptr<const WireMessage> current_;

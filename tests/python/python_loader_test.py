@@ -606,6 +606,20 @@ class ChannelsTest(unittest.TestCase):
         self.assertEqual(num_channels(D1.address), before)
         self.assertGreater(batch.x.numel(), 0)  # a batch taken stays usable
 
+    def test_loaders_dropped_mid_epoch_again_and_again(self):
+        # Each loader is dropped while its stream is sending: the client cancels the stream as the
+        # server starts its next write. A write started after the stream's final status ended the
+        # call twice and brought the daemon down (about once in a few hundred drops).
+        before = num_channels(D1.address)
+        for i in range(300):
+            loader = graphstore.Loader([D1.address], [2], batch_size=64, backend_key="dropped")
+            it = iter(loader)
+            self.assertGreater(next(it).x.numel(), 0)
+            del loader, it
+            gc.collect()
+            self.assertIsNone(D1.proc.poll(), f"graphstored exited after {i + 1} dropped loaders")
+        self.assertEqual(num_channels(D1.address), before)
+
     def test_context_manager_releases_channels_on_error(self):
         before = num_channels(D1.address)
         with self.assertRaises(KeyError):
