@@ -54,14 +54,13 @@ void SampledMessageStream::OnWriteDone(bool ok) {
     buffer_.Clear();
     deferred.swap(deferred_finish_);
   }
+  if (ok) host_->Sent(a_.shared_memory, static_cast<int64_t>(written), batch_done);
   if (deferred.has_value()) {
     // The stream ended while this write was on its way: its status goes out now.
-    if (ok) host_->Sent(a_.shared_memory, static_cast<int64_t>(written), batch_done);
     Finish(*deferred);
     return;
   }
   if (ok) {
-    host_->Sent(a_.shared_memory, static_cast<int64_t>(written), batch_done);
     host_->Touch(a_.channel_id);
     MaybeWrite();
   } else {
