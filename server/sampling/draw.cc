@@ -63,12 +63,11 @@ int64_t DrawWeightedPositions(uint64_t key, const float* weights, int64_t n, int
     return AppendMaskPositions(DrawWeightedShortRow(key, weights, n, fanout), 0, out);
   }
   if (!replace && n <= kMediumWeightedRow) {
-    constexpr int kGroups = static_cast<int>(kMediumWeightedRow / kShortWeightedRow);
-    uint64_t masks[kGroups];
+    uint64_t masks[kMediumRowMasks];
     DrawWeightedMediumRow(key, weights, n, fanout, masks);
     out->clear();
     int64_t c = 0;
-    for (int g = 0; g < kGroups; ++g) c += AppendMaskPositions(masks[g], kShortWeightedRow * g, out);
+    for (int g = 0; g < kMediumRowMasks; ++g) c += AppendMaskPositions(masks[g], kShortWeightedRow * g, out);
     return c;
   }
   if (TakesEveryUsable(weights, n, fanout, replace, out)) return static_cast<int64_t>(out->size());

@@ -105,7 +105,7 @@ constexpr auto kPickShortRow = PickShortRowTable(std::make_integer_sequence<int,
 // each as a short row is: a pick first chooses its group by the groups' weight left, then its
 // candidate at the rest of its point within that group.
 constexpr int64_t kMediumRow = kMediumWeightedRow;
-constexpr int kGroups = static_cast<int>(kMediumRow / kShortRow);
+constexpr int kGroups = kMediumRowMasks;
 
 // The group (of `groups`) that a pick drawn at `u` falls in, given each group's weight left
 // (`last`, 0 for a group with nothing left), and in `x` its point within that group: the same

@@ -225,7 +225,7 @@ TEST_CASE("rows drawn in groups of 64 draw the same bits with and without AVX-51
       const auto n = static_cast<int64_t>(rows[j].size());
       INFO("row " << j << " of " << n << " candidates, fanout " << fanout);
       const uint64_t key = HashCombine(fanout + 11, j);
-      uint64_t portable[4], vector_masks[4], dispatched[4];
+      uint64_t portable[kMediumRowMasks], vector_masks[kMediumRowMasks], dispatched[kMediumRowMasks];
       DrawWeightedMediumRowPortable(key, rows[j].data(), n, fanout, portable);
       DrawWeightedMediumRow(key, rows[j].data(), n, fanout, dispatched);
       int usable = 0, picked = 0;
@@ -237,13 +237,13 @@ TEST_CASE("rows drawn in groups of 64 draw the same bits with and without AVX-51
         if (in) CHECK(ok);
       }
       CHECK(picked == (fanout < 0 ? usable : std::min(fanout, usable)));
-      for (int g = 0; g < 4; ++g) {
+      for (int g = 0; g < kMediumRowMasks; ++g) {
         if (64 * g >= n) CHECK(portable[g] == 0);
         CHECK(dispatched[g] == portable[g]);
       }
       if (vector) {
         DrawWeightedMediumRowVector(key, rows[j].data(), n, fanout, vector_masks);
-        for (int g = 0; g < 4; ++g) CHECK(vector_masks[g] == portable[g]);
+        for (int g = 0; g < kMediumRowMasks; ++g) CHECK(vector_masks[g] == portable[g]);
       }
     }
   }
