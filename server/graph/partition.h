@@ -173,7 +173,9 @@ class TimeRows {
     const uint64_t step = Step(row, t);
     const int fences = Fences(d);
     // Fences in an earlier step hold earlier times, fences in a later step later ones; a
-    // fence in t's own step is undecided unless steps are single time units.
+    // fence in t's own step is undecided unless steps are single time units. The fences rise
+    // with their offsets, so those before t's step come first and those after it last: each
+    // side is counted by the first fence that leaves it.
     int before = 0, through = 0;
 #if defined(__SSE2__)
     // The fence bytes are the line's second half (16-byte aligned), the shift its last byte:
@@ -188,23 +190,21 @@ class TimeRows {
       const __m128i flip = _mm_set1_epi8(static_cast<char>(0x80));
       const __m128i at = _mm_xor_si128(_mm_set1_epi8(static_cast<char>(step)), flip);
       const __m128i l = _mm_xor_si128(low, flip), h = _mm_xor_si128(high, flip);
-      constexpr uint32_t kFenceBytes = 0x7fffffff;  // not the shift
-      before = __builtin_popcount(bits(_mm_cmplt_epi8(l, at), _mm_cmplt_epi8(h, at)) & kFenceBytes);
-      through = fences - __builtin_popcount(bits(_mm_cmpgt_epi8(l, at), _mm_cmpgt_epi8(h, at)) & kFenceBytes);
+      constexpr uint32_t kShiftBit = uint32_t{1} << kNarrowFences;  // the shift byte's mask bit
+      before = __builtin_ctz(~bits(_mm_cmplt_epi8(l, at), _mm_cmplt_epi8(h, at)) | kShiftBit);
+      through = __builtin_ctz(bits(_mm_cmpgt_epi8(l, at), _mm_cmpgt_epi8(h, at)) | kShiftBit);
     } else {
       const __m128i flip = _mm_set1_epi16(static_cast<int16_t>(0x8000));
       const __m128i at = _mm_xor_si128(_mm_set1_epi16(static_cast<int16_t>(step)), flip);
       const __m128i l = _mm_xor_si128(low, flip), h = _mm_xor_si128(high, flip);
-      constexpr uint32_t kFenceBytes = 0x3fffffff;  // two bytes a fence; not the last pair
-      before = __builtin_popcount(bits(_mm_cmplt_epi16(l, at), _mm_cmplt_epi16(h, at)) & kFenceBytes) / 2;
-      through = fences - __builtin_popcount(bits(_mm_cmpgt_epi16(l, at), _mm_cmpgt_epi16(h, at)) & kFenceBytes) / 2;
+      constexpr uint32_t kPastFences = uint32_t{1} << (2 * kWideFences);  // two bytes a fence; not the last pair
+      before = __builtin_ctz(~bits(_mm_cmplt_epi16(l, at), _mm_cmplt_epi16(h, at)) | kPastFences) / 2;
+      through = __builtin_ctz(bits(_mm_cmpgt_epi16(l, at), _mm_cmpgt_epi16(h, at)) | kPastFences) / 2;
     }
 #else
-    for (int j = 0; j < fences; ++j) {
-      const uint64_t f = Fence(row, d, j);
-      before += f < step;
-      through += f <= step;
-    }
+    while (before < fences && Fence(row, d, before) < step) ++before;
+    through = before;
+    while (through < fences && Fence(row, d, through) <= step) ++through;
 #endif
     if (row.shift == 0) before = through;
     const int64_t lo = FencePosition(before, d) + 1;
