@@ -6,9 +6,12 @@
 // Prints sampled edges/s, seeds/s, the baseline loads/s and their ratio. Then weighted draws
 // (by the graph's edge weights) beside uniform ones, without and with replacement, and temporal
 // draws (each seed at its node time, uniform among the allowed and the most recent) beside
-// uniform ones on the same graph, on 1 thread.
+// uniform ones on the same graph, on 1 thread. Section c, asked for alone, measures the same
+// random loads over arrays of 20 MB to 640 MB: what a draw's random reads cost by the size of
+// the array they fall in.
 //
 //   bazel run -c opt //bench:sampling_bench -- --graphs=1m,products
+//   bazel run -c opt //bench:sampling_bench -- --sections=c
 
 #include <algorithm>
 #include <atomic>
@@ -28,6 +31,7 @@
 #include "server/sampling/draw.h"
 #include "server/sampling/neighbor_sampler.h"
 #include "server/util/flags.h"
+#include "server/util/huge_pages.h"
 
 namespace graphstore {
 namespace {
@@ -186,7 +190,8 @@ int Run(int argc, char** argv) {
   flags.Define("seconds", "4", "duration of each measurement");
   flags.Define("batch_size", "1024", "seeds per batch");
   flags.Define("fanouts", "15,10,5", "fanout per hop");
-  flags.Define("sections", "uwt", "what to run: u (uniform vs random loads), w (weighted), t (temporal)");
+  flags.Define("sections", "uwt",
+               "what to run: u (uniform vs random loads), w (weighted), t (temporal), c (random loads by array size)");
   if (auto exit = flags.ParseCommandLine(argc, argv, "sampling_bench", "Sampling throughput vs random loads.")) {
     return *exit;
   }
@@ -197,6 +202,19 @@ int Run(int argc, char** argv) {
   std::vector<int> fanouts;
   for (const auto& f : SplitList(flags.Get("fanouts"), ',')) fanouts.push_back(std::stoi(f));
 
+  if (section('c')) {
+    // One array, loads over prefixes of it (huge pages where the kernel gives them).
+    constexpr int64_t kMiB = int64_t{1} << 20;
+    HugePageVector<int64_t> data(static_cast<size_t>(640 * kMiB / 8));
+    for (size_t i = 0; i < data.size(); ++i) data[i] = static_cast<int64_t>(i);
+    for (int64_t mb : {20, 40, 80, 160, 320, 640}) {
+      RandomLoads(data.data(), mb * kMiB / 8, 1, 0.5);  // warm
+      std::printf("random loads over %3lld MB, 1 thread: %.3g loads/s\n", static_cast<long long>(mb),
+                  RandomLoads(data.data(), mb * kMiB / 8, 1, seconds));
+      std::fflush(stdout);
+    }
+    if (sections.find_first_not_of('c') == std::string::npos) return 0;
+  }
   std::printf("%-10s %8s %8s %7s %14s %12s %14s %7s\n", "graph", "mode", "threads", "batch/s",
               "edges/s", "seeds/s", "rand loads/s", "ratio");
   for (const auto& name : SplitList(flags.Get("graphs"), ',')) {
