@@ -6,9 +6,9 @@
 // Prints sampled edges/s, seeds/s, the baseline loads/s and their ratio. Then weighted draws
 // (by the graph's edge weights) beside uniform ones, without and with replacement, and temporal
 // draws (each seed at its node time, uniform among the allowed and the most recent) beside
-// uniform ones on the same graph, on 1 thread. Section c, asked for alone, measures the same
-// random loads over arrays of 20 MB to 640 MB: what a draw's random reads cost by the size of
-// the array they fall in.
+// uniform ones on the same graph, on 1 thread. Section c (not run by default; alone, it loads
+// no graph) measures the same random loads over arrays of 20 MB to 640 MB: what a draw's
+// random reads cost by the size of the array they fall in.
 //
 //   bazel run -c opt //bench:sampling_bench -- --graphs=1m,products
 //   bazel run -c opt //bench:sampling_bench -- --sections=c
