@@ -25,10 +25,11 @@ inline constexpr int64_t kMediumWeightedRow = 256;
 inline constexpr int kMediumRowMasks = static_cast<int>(kMediumWeightedRow / kShortWeightedRow);
 
 /// DrawWeightedPositions without replacement from a row of at most 256 candidates (meant for
-/// rows longer than 64), as kMediumRowMasks bit masks of the positions taken (bit k of masks[g]: candidate
-/// 64 g + k): successive sampling in groups of 64, each pick choosing its group by the groups'
-/// weight left (summed in double), then its candidate in that group as a short row's pick does.
-/// Every processor draws the same bits (sixteen candidates to a register with AVX-512).
+/// rows longer than 64), as kMediumRowMasks bit masks of the positions taken (bit k of
+/// masks[g]: candidate 64 g + k): successive sampling in groups of 64, each pick choosing its
+/// group by the groups' weight left (summed in double), then its candidate in that group as a
+/// short row's pick does. Every processor draws the same bits (sixteen candidates to a register
+/// with AVX-512).
 void DrawWeightedMediumRow(uint64_t key, const float* weights, int64_t n, int fanout, uint64_t* masks);
 
 /// DrawWeightedMediumRow's two implementations, for tests (the second only where
