@@ -303,4 +303,9 @@ int64_t DrawNeighborPositions(uint64_t key, int64_t degree, int fanout, bool rep
   return chosen;
 }
 
+void DrawPositionsPast(uint64_t key, int64_t known, int64_t allowed, int fanout, int64_t* out) {
+  DrawNeighborPositions(key, known, fanout, false, out);
+  TakePositionsPast(key, known, allowed, fanout, 0, out);
+}
+
 }  // namespace graphstore

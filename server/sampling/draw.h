@@ -156,6 +156,40 @@ int64_t DrawWeightedFromAlias(uint64_t key, const uint32_t* cells, int64_t n, in
 /// draws. The values and their order depend only on (key, degree, fanout, replace).
 int64_t DrawNeighborPositions(uint64_t key, int64_t degree, int fanout, bool replace, int64_t* out);
 
+/// The slot of a row's position x in a draw of `fanout` past `known` positions (below): uniform
+/// in [0, x], so x takes slot r when r < fanout. A counter-based stream like DrawStream's, keyed
+/// apart from it.
+inline uint64_t SlotPast(uint64_t key, int64_t x) {
+  const uint64_t v = Mix64((key ^ 0x7265736572766f69ULL) + 0x9e3779b97f4a7c15ULL * static_cast<uint64_t>(x));
+  return static_cast<uint64_t>((static_cast<unsigned __int128>(v) * (static_cast<uint64_t>(x) + 1)) >> 64);
+}
+
+/// Picks `fanout` distinct positions among a row's first `allowed`, every subset equally likely,
+/// for 0 < fanout <= known <= allowed: DrawNeighborPositions(key, known, fanout) (the first
+/// `known` positions, in `out`), then each later position x < allowed in turn taking slot
+/// SlotPast(key, x) of `out` when that is below the fanout (reservoir sampling). For a temporal
+/// row whose allowed prefix is only known to lie between `known` and some `most`: when
+/// PastSettled(key, known, most, fanout), every such prefix gives the picks of `known`.
+/// Depends only on (key, known, allowed, fanout).
+void DrawPositionsPast(uint64_t key, int64_t known, int64_t allowed, int fanout, int64_t* out);
+
+/// DrawPositionsPast's second half: each position x in [from, to) taking slot SlotPast(key, x)
+/// of `out` when that is below the fanout, written as base + x.
+inline void TakePositionsPast(uint64_t key, int64_t from, int64_t to, int fanout, int64_t base, int64_t* out) {
+  for (int64_t x = from; x < to; ++x) {
+    const uint64_t slot = SlotPast(key, x);
+    if (slot < static_cast<uint64_t>(fanout)) out[slot] = base + x;
+  }
+}
+
+/// Whether no position in [known, most) takes a slot in DrawPositionsPast: then its picks are
+/// the same for every `allowed` from `known` to `most`.
+inline bool PastSettled(uint64_t key, int64_t known, int64_t most, int fanout) {
+  bool settled = true;
+  for (int64_t x = known; x < most; ++x) settled &= SlotPast(key, x) >= static_cast<uint64_t>(fanout);
+  return settled;
+}
+
 }  // namespace graphstore
 
 #endif  // GRAPHSTORE_SERVER_SAMPLING_DRAW_H_

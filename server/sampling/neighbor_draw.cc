@@ -68,12 +68,17 @@ void MergeDraws(const OwnerSplit<PeerSampling::NeighborCall>& split, size_t n, c
 void DrawOwnedNeighbors(const Partition& partition, int edge_type, const int64_t* ids, size_t n,
                         const DrawSpec& spec, NeighborDraw* out) {
   // Three passes, each issuing the next pass's random loads ahead of time: (1) row extents from
-  // indptr, (2) the draws, gathering CSR positions, (3) the neighbour ids from indices.
+  // indptr, (2) the draws, gathering CSR positions, (3) the neighbour ids from indices. Temporal
+  // rows cut inside read their stretch of times after (1), or, drawn uniformly before their cut
+  // is known, after (2) and only when the draw needs it.
   constexpr size_t kAhead = 32;
   // Whole rows are fetched fewer at a time: each takes several line fills.
   constexpr size_t kRowsAhead = 12;
   // Stretches of edge times up to this long (two cache lines) are counted, not searched.
   constexpr int64_t kCountedStretch = 16;
+  // Uniform draws from rows whose stretch is up to this long may be made before it is read: a
+  // hash for each of its positions tells whether the draw needs it.
+  constexpr int64_t kDeferredStretch = 64;
   // Long rows up to this long have all their weights fetched ahead: each pick waits for its
   // block's weights, and the picks' blocks would otherwise arrive one after another.
   constexpr int64_t kWholeLongRow = 256;
@@ -105,6 +110,17 @@ void DrawOwnedNeighbors(const Partition& partition, int edge_type, const int64_t
   static_assert(kAliasMaxDegree > kWeightTreeMinDegree);
   const auto* excluded = spec.excluded != nullptr && !spec.excluded->empty() ? spec.excluded : nullptr;
 
+  // Where time t cuts a row (sorted by time) whose cut lies in [lo, hi]: how many of its times
+  // are at or before t.
+  auto cut = [&](const int64_t* row, int64_t lo, int64_t hi, int64_t t) -> int64_t {
+    if (hi - lo > kCountedStretch) return std::upper_bound(row + lo, row + hi, t) - row;
+    // A short stretch is counted rather than searched: the times at or before t are its first
+    // ones, and a count has no branch to mispredict.
+    int64_t count = lo;
+    for (int64_t k = lo; k < hi; ++k) count += row[k] <= t;
+    return count;
+  };
+
   out->base.resize(n);
   out->degree.resize(n);
   if (edge_times != nullptr) {
@@ -115,6 +131,12 @@ void DrawOwnedNeighbors(const Partition& partition, int edge_type, const int64_t
     out->whole.resize(n);
     out->searched.clear();
     out->search_ranges.clear();
+    // A uniform draw of `fanout` from a row whose stretch starts at or past the fanout is made
+    // before the cut is known (DrawPositionsPast): most such draws never need it.
+    const bool deferrable = spec.temporal == TemporalStrategy::kUniform && weights == nullptr && !replace &&
+                            excluded == nullptr && fanout > 0;
+    out->deferred.clear();
+    out->deferred_ranges.clear();
     for (size_t i = 0; i < n; ++i) {
       if (owner_row != nullptr && i + 2 * kAhead < n) __builtin_prefetch(owner_row + ids[i + 2 * kAhead]);
       if (i + kAhead < n) __builtin_prefetch(time_rows + rows.OwnerRow(ids[i + kAhead]));
@@ -132,6 +154,9 @@ void DrawOwnedNeighbors(const Partition& partition, int edge_type, const int64_t
       const auto range = TimeRows::SearchRange(r, t);
       if (range.first >= range.second) {
         out->degree[i] = range.first;
+      } else if (deferrable && range.first >= fanout && range.second - range.first <= kDeferredStretch) {
+        out->deferred.push_back(i);
+        out->deferred_ranges.push_back(range);
       } else {
         out->searched.push_back(i);
         out->search_ranges.push_back(range);
@@ -149,18 +174,8 @@ void DrawOwnedNeighbors(const Partition& partition, int edge_type, const int64_t
         __builtin_prefetch(row + hi - 1);
       }
       const size_t i = out->searched[j];
-      const int64_t* first = edge_times + out->base[i];
       const auto [lo, hi] = out->search_ranges[j];
-      const int64_t t = spec.times[i];
-      if (hi - lo <= kCountedStretch) {
-        // A short stretch is counted rather than searched: the times at or before t are its
-        // first ones, and a count has no branch to mispredict.
-        int64_t count = lo;
-        for (int64_t k = lo; k < hi; ++k) count += first[k] <= t;
-        out->degree[i] = count;
-      } else {
-        out->degree[i] = std::upper_bound(first + lo, first + hi, t) - first;
-      }
+      out->degree[i] = cut(edge_times + out->base[i], lo, hi, spec.times[i]);
     }
   } else {
     for (size_t i = 0; i < n; ++i) {
@@ -195,7 +210,9 @@ void DrawOwnedNeighbors(const Partition& partition, int edge_type, const int64_t
   const bool draw_all = fanout < 0;
   if (!draw_all && static_cast<int>(out->positions.size()) < fanout) out->positions.resize(fanout);
   out->picked.clear();
+  out->pending.clear();
   out->counts.resize(n);
+  size_t next_deferred = 0;
   for (size_t i = 0; i < n; ++i) {
     if (weights != nullptr && i + kRowsAhead < n && !drawn_together(out->degree[i + kRowsAhead])) {
       // A weighted draw reads the row's alias cells (with replacement; the draws land anywhere
@@ -222,6 +239,18 @@ void DrawOwnedNeighbors(const Partition& partition, int edge_type, const int64_t
       }
     }
     const int64_t base = out->base[i];
+    if (next_deferred < out->deferred.size() && out->deferred[next_deferred] == i) {
+      // Drawn among the positions before the stretch, which are allowed; a draw in which a
+      // position of the stretch would take a slot takes it once the cut is found (below).
+      const size_t d = next_deferred++;
+      const auto [lo, hi] = out->deferred_ranges[d];
+      const uint64_t key = HashCombine(spec.hop_key, static_cast<uint64_t>(ids[i]));
+      DrawNeighborPositions(key, lo, fanout, false, out->positions.data());
+      if (!PastSettled(key, lo, hi, fanout)) out->pending.push_back({key, base, lo, hi, spec.times[i], out->picked.size()});
+      for (int k = 0; k < fanout; ++k) out->picked.push_back(base + out->positions[k]);
+      out->counts[i] = fanout;
+      continue;
+    }
     int64_t degree = out->degree[i];
     const uint64_t* short_mask = drawn_together(degree) ? &out->short_masks[next_short++] : nullptr;
     // A node with excluded neighbours draws among the positions of the others.
@@ -292,6 +321,20 @@ void DrawOwnedNeighbors(const Partition& partition, int edge_type, const int64_t
       for (int64_t k = 0; k < c; ++k) out->picked.push_back(position(out->positions[k]));
       out->counts[i] = c;
     }
+  }
+
+  // The deferred draws that need their cut: the stretch is read as a searched row's is, and
+  // its allowed positions take their slots.
+  const size_t pending = out->pending.size();
+  for (size_t j = 0; j < pending; ++j) {
+    if (j + kAhead < pending) {
+      const NeighborDraw::Pending& ahead = out->pending[j + kAhead];
+      __builtin_prefetch(edge_times + ahead.base + ahead.lo);
+      __builtin_prefetch(edge_times + ahead.base + ahead.hi - 1);
+    }
+    const NeighborDraw::Pending& p = out->pending[j];
+    const int64_t allowed = cut(edge_times + p.base, p.lo, p.hi, p.time);
+    TakePositionsPast(p.key, p.lo, allowed, fanout, p.base, out->picked.data() + p.picks);
   }
 
   const size_t m = out->picked.size();

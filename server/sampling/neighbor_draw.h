@@ -32,6 +32,18 @@ struct NeighborDraw {
   std::vector<uint8_t> whole;     // temporal: the node may reach its whole row
   std::vector<size_t> searched;  // temporal: the nodes whose time cuts their row inside
   std::vector<std::pair<int64_t, int64_t>> search_ranges;  // and where in the row to search
+  // temporal uniform: the nodes drawn before their cut is found, with the stretch that holds
+  // it, and the draws among them that need the cut
+  std::vector<size_t> deferred;
+  std::vector<std::pair<int64_t, int64_t>> deferred_ranges;
+  struct Pending {
+    uint64_t key;     // the node's draw key
+    int64_t base;     // its row's first CSR position
+    int64_t lo, hi;   // the stretch
+    int64_t time;     // the node's time
+    size_t picks;     // where its picks start in `picked`
+  };
+  std::vector<Pending> pending;
   std::vector<uint64_t> short_keys, short_masks;  // weighted short rows, drawn together
   std::vector<const float*> short_weights;
   std::vector<int64_t> short_degrees;

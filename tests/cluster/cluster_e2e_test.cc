@@ -142,21 +142,26 @@ std::vector<int64_t> Int64s(const v1::Tensor& t) {
 
 TEST_CASE("1-, 2- and 4-partition clusters sample the same subgraphs for the same batch", "[cluster]") {
   // Uniform draws, draws by edge weight without and with replacement, temporal draws by weight
-  // from the seeds' node times, the most recent neighbours from explicit seed times, and
-  // uniform temporal draws with replacement.
-  const int mode = GENERATE(0, 1, 2, 3, 4, 5);
-  const char* names[] = {"uniform", "weighted", "weighted, with replacement", "temporal, weighted",
-                         "temporal last, explicit times", "temporal, with replacement"};
+  // from the seeds' node times, the most recent neighbours from explicit seed times, uniform
+  // temporal draws with replacement, and uniform temporal draws from explicit seed times.
+  const int mode = GENERATE(0, 1, 2, 3, 4, 5, 6);
+  const char* names[] = {"uniform",
+                         "weighted",
+                         "weighted, with replacement",
+                         "temporal, weighted",
+                         "temporal last, explicit times",
+                         "temporal, with replacement",
+                         "temporal, explicit times"};
   INFO(names[mode]);
   v1::SamplingConfig config = Config(40);
   if (mode == 1 || mode == 2 || mode == 3) config.add_weighted_edge_types("*");
   config.set_replace(mode == 2 || mode == 5);
-  if (mode == 3 || mode == 5) config.set_temporal_strategy(v1::TEMPORAL_STRATEGY_UNIFORM);
+  if (mode == 3 || mode == 5 || mode == 6) config.set_temporal_strategy(v1::TEMPORAL_STRATEGY_UNIFORM);
   if (mode == 4) config.set_temporal_strategy(v1::TEMPORAL_STRATEGY_LAST);
   // Explicit times: every seed a while after the middle of the time range.
   auto times_of = [&](const std::vector<int64_t>& seeds) {
     std::vector<int64_t> t;
-    if (mode == 4) {
+    if (mode == 4 || mode == 6) {
       for (int64_t id : seeds) t.push_back(500000 + (id % 7) * 50000);
     }
     return t;

@@ -28,18 +28,26 @@ namespace {
 using testing::TempDir;
 using Pairs = std::set<std::pair<int64_t, int64_t>>;
 
-// Eight nodes, edge times in brackets:
-//   0 -> 1 [10], 0 -> 2 [20], 0 -> 3 [30], 0 -> 4 [40], 2 -> 5 [15], 2 -> 6 [26], 1 -> 6 [5],
-//   4 -> 5 [1], 6 -> 0 [50], 6 -> 3 [28], 7 -> 1 [1] ... 7 -> 6 [6] (7 -> k at time k)
-GraphData TimeGraph() {
+// `num_nodes` nodes of one type and one edge type among them ("to"), with no edges yet.
+GraphData OneTypeGraph(int64_t num_nodes) {
   GraphData g;
   NodeTypeData n;
   n.name = "node";
-  n.num_nodes = 8;
+  n.num_nodes = num_nodes;
   g.node_types.push_back(n);
   EdgeTypeData e;
   e.src_type = e.dst_type = "node";
   e.relation = "to";
+  g.edge_types.push_back(e);
+  return g;
+}
+
+// Eight nodes, edge times in brackets:
+//   0 -> 1 [10], 0 -> 2 [20], 0 -> 3 [30], 0 -> 4 [40], 2 -> 5 [15], 2 -> 6 [26], 1 -> 6 [5],
+//   4 -> 5 [1], 6 -> 0 [50], 6 -> 3 [28], 7 -> 1 [1] ... 7 -> 6 [6] (7 -> k at time k)
+GraphData TimeGraph() {
+  GraphData g = OneTypeGraph(8);
+  EdgeTypeData& e = g.edge_types[0];
   e.src = {0, 0, 0, 0, 2, 2, 1, 4, 6, 6};
   e.dst = {1, 2, 3, 4, 5, 6, 6, 5, 0, 3};
   e.times = {10, 20, 30, 40, 15, 26, 5, 1, 50, 28};
@@ -48,7 +56,6 @@ GraphData TimeGraph() {
     e.dst.push_back(k);
     e.times.push_back(k);
   }
-  g.edge_types.push_back(e);
   return g;
 }
 
@@ -123,6 +130,44 @@ TEST_CASE("temporal uniform draws are uniform among the allowed neighbours", "[t
     const double expected = trials * 0.5;  // 2 of 4
     INFO("neighbour " << v << " drawn " << count[v] << " times, expected " << expected);
     CHECK(std::abs(count[v] - expected) <= 5 * std::sqrt(trials * 0.5 * 0.5));
+  }
+}
+
+TEST_CASE("temporal uniform draws from a long row are uniform among the allowed, its stretch unread or read",
+          "[temporal][statistics]") {
+  // Node 0 reaches 1..100 at times 10..1000: at 505 the fences leave a stretch of the row past
+  // the fanout, so the draw is made before the stretch is read and reads it only when one of the
+  // stretch's positions would take a pick (neighbours 48..50, each drawn only that way).
+  GraphData g = OneTypeGraph(101);
+  for (int64_t k = 1; k <= 100; ++k) {
+    g.edge_types[0].src.push_back(0);
+    g.edge_types[0].dst.push_back(k);
+    g.edge_types[0].times.push_back(10 * k);
+  }
+  TempDir dir;
+  auto p = testing::WritePartition(g, dir.path());
+  const EdgeTypeStore& et = p->edge_type(0);
+  const int fanout = 5;
+  const int64_t t = 505, allowed = 50;
+  const TimeRows::Row& row = et.time_rows->Get(et.indptr_data(), 101, et.times_data())[0];
+  const auto [lo, hi] = TimeRows::SearchRange(row, t);
+  INFO("stretch [" << lo << ", " << hi << ")");
+  REQUIRE(lo >= fanout);  // drawn before the stretch is read
+  REQUIRE(lo < allowed);  // the stretch holds allowed neighbours
+  REQUIRE(hi >= allowed);
+
+  auto s = Temporal(p.get(), {fanout});
+  std::map<int64_t, int> count;
+  const int trials = 6000;
+  for (int64_t b = 0; b < trials; ++b) {
+    const Pairs got = Sample(*s, *p, {0}, {t}, b);
+    REQUIRE(got.size() == static_cast<size_t>(fanout));
+    for (const auto& [u, v] : got) ++count[v];
+  }
+  for (int64_t v = 1; v <= 100; ++v) {
+    const double expected = v <= allowed ? trials * fanout / static_cast<double>(allowed) : 0;
+    INFO("neighbour " << v << " drawn " << count[v] << " times, expected " << expected);
+    CHECK(std::abs(count[v] - expected) <= 5 * std::sqrt(expected * (1 - fanout / static_cast<double>(allowed))));
   }
 }
 
@@ -229,6 +274,57 @@ TEST_CASE("a row's time fences narrow its search to the stretch that holds the c
     }
   }
   CHECK(searches > 1000);
+}
+
+TEST_CASE("a draw made before the cut is known is uniform among the allowed, and the same for every cut it allows",
+          "[temporal][statistics]") {
+  // Every shape the draw takes: the picks are distinct and allowed, and a draw settled over
+  // [known, most) is the draw of every allowed prefix from known to most.
+  std::vector<int64_t> out(64), again(64);
+  int64_t settled = 0;
+  for (uint64_t key = 0; key < 3000; ++key) {
+    const int fanout = 1 + static_cast<int>(Mix64(key) % 40);
+    const int64_t known = fanout + static_cast<int64_t>(Mix64(key + 1) % 40);
+    const int64_t most = known + static_cast<int64_t>(Mix64(key + 2) % 8);
+    INFO("fanout " << fanout << ", " << known << " to " << most << " allowed");
+    for (int64_t allowed = known; allowed <= most; ++allowed) {
+      DrawPositionsPast(key, known, allowed, fanout, out.data());
+      const std::set<int64_t> picks(out.begin(), out.begin() + fanout);
+      REQUIRE(picks.size() == static_cast<size_t>(fanout));
+      REQUIRE(*picks.begin() >= 0);
+      REQUIRE(*picks.rbegin() < allowed);
+    }
+    // The first draw's picks are DrawNeighborPositions' among the known ones.
+    DrawPositionsPast(key, known, known, fanout, out.data());
+    DrawNeighborPositions(key, known, fanout, false, again.data());
+    REQUIRE(std::equal(out.begin(), out.begin() + fanout, again.begin()));
+    if (!PastSettled(key, known, most, fanout)) {
+      // Unsettled: some allowed prefix takes a position past the known ones.
+      DrawPositionsPast(key, known, most, fanout, again.data());
+      CHECK(!std::equal(out.begin(), out.begin() + fanout, again.begin()));
+      continue;
+    }
+    ++settled;
+    for (int64_t allowed = known + 1; allowed <= most; ++allowed) {
+      DrawPositionsPast(key, known, allowed, fanout, again.data());
+      REQUIRE(std::equal(out.begin(), out.begin() + fanout, again.begin()));
+    }
+  }
+  CHECK(settled > 300);
+  CHECK(settled < 2700);
+
+  // Three of seven allowed, four of them known: each of the 35 subsets equally likely.
+  std::map<std::set<int64_t>, int> subsets;
+  const int trials = 35000;
+  for (int k = 0; k < trials; ++k) {
+    DrawPositionsPast(HashCombine(99, static_cast<uint64_t>(k)), 4, 7, 3, out.data());
+    ++subsets[std::set<int64_t>(out.begin(), out.begin() + 3)];
+  }
+  CHECK(subsets.size() == 35);
+  double chi2 = 0;
+  for (const auto& [subset, count] : subsets) chi2 += (count - 1000.0) * (count - 1000.0) / 1000.0;
+  INFO("chi-square " << chi2 << " on 34 degrees of freedom");
+  CHECK(chi2 < 70);  // p < 0.0003 under the null
 }
 
 TEST_CASE("time fences keep the cut exact when a row's times span more than 16 bits", "[temporal]") {
