@@ -123,6 +123,9 @@ void DrawOwnedNeighbors(const Partition& partition, int edge_type, const int64_t
 
   out->base.resize(n);
   out->degree.resize(n);
+  // (Cleared whatever this draw is: the draw loop below reads them for every edge type.)
+  out->deferred.clear();
+  out->deferred_ranges.clear();
   if (edge_times != nullptr) {
     // One line per node gives its row's extent and time range: the node's time reaches all of
     // the row, none of it, or part of it, and only then does the row's search read its times,
@@ -135,8 +138,6 @@ void DrawOwnedNeighbors(const Partition& partition, int edge_type, const int64_t
     // before the cut is known (DrawPositionsPast): most such draws never need it.
     const bool deferrable = spec.temporal == TemporalStrategy::kUniform && weights == nullptr && !replace &&
                             excluded == nullptr && fanout > 0;
-    out->deferred.clear();
-    out->deferred_ranges.clear();
     for (size_t i = 0; i < n; ++i) {
       if (owner_row != nullptr && i + 2 * kAhead < n) __builtin_prefetch(owner_row + ids[i + 2 * kAhead]);
       if (i + kAhead < n) __builtin_prefetch(time_rows + rows.OwnerRow(ids[i + kAhead]));
@@ -246,7 +247,9 @@ void DrawOwnedNeighbors(const Partition& partition, int edge_type, const int64_t
       const auto [lo, hi] = out->deferred_ranges[d];
       const uint64_t key = HashCombine(spec.hop_key, static_cast<uint64_t>(ids[i]));
       DrawNeighborPositions(key, lo, fanout, false, out->positions.data());
-      if (!PastSettled(key, lo, hi, fanout)) out->pending.push_back({key, base, lo, hi, spec.times[i], out->picked.size()});
+      if (!PastSettled(key, lo, hi, fanout)) {
+        out->pending.push_back({key, base, lo, hi, spec.times[i], out->picked.size()});
+      }
       for (int k = 0; k < fanout; ++k) out->picked.push_back(base + out->positions[k]);
       out->counts[i] = fanout;
       continue;

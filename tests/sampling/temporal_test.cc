@@ -42,6 +42,18 @@ GraphData OneTypeGraph(int64_t num_nodes) {
   return g;
 }
 
+// Node 0 reaching 1..100 at times 10, 20, ..., 1000: a row long enough that its fences leave
+// stretches to read.
+GraphData LongRowGraph() {
+  GraphData g = OneTypeGraph(101);
+  for (int64_t k = 1; k <= 100; ++k) {
+    g.edge_types[0].src.push_back(0);
+    g.edge_types[0].dst.push_back(k);
+    g.edge_types[0].times.push_back(10 * k);
+  }
+  return g;
+}
+
 // Eight nodes, edge times in brackets:
 //   0 -> 1 [10], 0 -> 2 [20], 0 -> 3 [30], 0 -> 4 [40], 2 -> 5 [15], 2 -> 6 [26], 1 -> 6 [5],
 //   4 -> 5 [1], 6 -> 0 [50], 6 -> 3 [28], 7 -> 1 [1] ... 7 -> 6 [6] (7 -> k at time k)
@@ -138,12 +150,7 @@ TEST_CASE("temporal uniform draws from a long row are uniform among the allowed,
   // Node 0 reaches 1..100 at times 10..1000: at 505 the fences leave a stretch of the row past
   // the fanout, so the draw is made before the stretch is read and reads it only when one of the
   // stretch's positions would take a pick (neighbours 48..50, each drawn only that way).
-  GraphData g = OneTypeGraph(101);
-  for (int64_t k = 1; k <= 100; ++k) {
-    g.edge_types[0].src.push_back(0);
-    g.edge_types[0].dst.push_back(k);
-    g.edge_types[0].times.push_back(10 * k);
-  }
+  GraphData g = LongRowGraph();
   TempDir dir;
   auto p = testing::WritePartition(g, dir.path());
   const EdgeTypeStore& et = p->edge_type(0);
@@ -168,6 +175,38 @@ TEST_CASE("temporal uniform draws from a long row are uniform among the allowed,
     const double expected = v <= allowed ? trials * fanout / static_cast<double>(allowed) : 0;
     INFO("neighbour " << v << " drawn " << count[v] << " times, expected " << expected);
     CHECK(std::abs(count[v] - expected) <= 5 * std::sqrt(expected * (1 - fanout / static_cast<double>(allowed))));
+  }
+}
+
+TEST_CASE("an edge type without times draws from its whole row after one whose draws were made before their cut",
+          "[temporal]") {
+  // Node 0 reaches 1..100 along "to" at times 10..1000 (at 505 drawn before its stretch is
+  // read) and 1 and 2 along "plain", which stores no times: the same hop draws both.
+  GraphData g = LongRowGraph();
+  EdgeTypeData plain;
+  plain.src_type = plain.dst_type = "node";
+  plain.relation = "plain";
+  plain.src = {0, 0};
+  plain.dst = {1, 2};
+  g.edge_types.push_back(plain);
+  TempDir dir;
+  auto p = testing::WritePartition(g, dir.path());
+  int plain_type = -1;
+  for (int e = 0; e < static_cast<int>(p->edge_types().size()); ++e) {
+    if (p->edge_type(e).times_data() == nullptr) plain_type = e;
+  }
+  REQUIRE(plain_type >= 0);
+  auto s = Temporal(p.get(), {5});
+  for (int64_t b = 0; b < 20; ++b) {
+    testing::SampleAt at;
+    const std::vector<int64_t> times{505};
+    at.times = times.data();
+    at.batch = b;
+    const SampledSubgraph got = testing::RunSampler(*s, {0}, at);
+    CHECK(testing::EdgePairs(*p, got, plain_type) == Pairs{{0, 1}, {0, 2}});
+    const Pairs timed = testing::EdgePairs(*p, got, 1 - plain_type);
+    CHECK(timed.size() == 5);
+    for (const auto& [u, v] : timed) CHECK(v <= 50);
   }
 }
 
