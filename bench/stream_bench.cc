@@ -109,7 +109,7 @@ double InProcess(const Partition& p, const NeighborSamplerOptions& so, std::shar
 // A stream host with nothing behind it: the replayed batches belong to no core.
 class ReplayHost : public StreamHost {
  public:
-  void DetachStream(uint64_t, bool) override {}
+  void DetachStream(uint64_t, int64_t, bool) override {}
   void Touch(uint64_t) override {}
   absl::StatusOr<bool> SharedHoldBack(uint64_t) override { return false; }
   void HandOff(uint64_t, std::shared_ptr<SharedUse>) override {}

@@ -156,7 +156,11 @@ absl::Status Backend::ResumeEpoch(uint64_t id, int64_t epoch, int64_t start_batc
   return absl::OkStatus();
 }
 
-bool Backend::CancelEpoch(uint64_t id) {
+bool Backend::CancelEpoch(uint64_t id) { return Cancel(id, std::nullopt); }
+
+bool Backend::CancelEpoch(uint64_t id, int64_t epoch) { return Cancel(id, epoch); }
+
+bool Backend::Cancel(uint64_t id, std::optional<int64_t> epoch) {
   ChannelPtr c;
   Freed freed;
   {
@@ -164,6 +168,7 @@ bool Backend::CancelEpoch(uint64_t id) {
     auto it = channels_.find(id);
     if (it == channels_.end()) return false;
     c = it->second;
+    if (epoch.has_value() && c->cur.epoch != *epoch) return false;
     if (c->cur.epoch < 0) return true;
     c->cancelled = true;
     c->cur.next = c->cur.num_batches;

@@ -21,6 +21,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -232,6 +233,10 @@ class Backend {
   /// ones are freed, and a reader of the epoch sees kClosed. The channel stays registered and
   /// a later epoch starts normally. Returns false for an unknown id.
   bool CancelEpoch(uint64_t id);
+  /// The same for `epoch` only: a channel that has moved on to another epoch keeps it (the
+  /// stream of an earlier epoch may end after the next one started). Returns whether `epoch`
+  /// was the current epoch and was abandoned.
+  bool CancelEpoch(uint64_t id, int64_t epoch);
 
   /// Batches in `epoch` of the channel (its current epoch, or what the next would have).
   absl::StatusOr<int64_t> NumBatches(uint64_t id) const;
@@ -270,6 +275,8 @@ class Backend {
   using ChannelPtr = std::shared_ptr<Channel>;
 
   void WorkerLoop(int worker);
+  // CancelEpoch: the current epoch, or only `epoch` when given.
+  bool Cancel(uint64_t id, std::optional<int64_t> epoch);
   // Looks at every channel again (the memory budget has room).
   void Kick();
   // The following run with mu_ held.

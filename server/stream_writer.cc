@@ -147,7 +147,7 @@ void SampledMessageStream::FinishOnce(const grpc::Status& status, bool cancelled
     now = !writing_;
     if (!now) deferred_finish_ = status;
   }
-  host_->DetachStream(a_.channel_id, cancelled);
+  host_->DetachStream(a_.channel_id, a_.epoch, cancelled);
   if (now) Finish(status);
 }
 

@@ -76,7 +76,7 @@ absl::StatusOr<StreamAttachment> Core::AttachStream(const v1::StreamSampledMessa
   return a;
 }
 
-void Core::DetachStream(uint64_t channel_id, bool cancelled) {
+void Core::DetachStream(uint64_t channel_id, int64_t epoch, bool cancelled) {
   std::shared_ptr<scheduler::Backend> backend;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -88,10 +88,14 @@ void Core::DetachStream(uint64_t channel_id, bool cancelled) {
     if (cancelled) backend = (*c)->backend->backend;
   }
   if (backend) {
-    if (auto s = backend->Describe(channel_id); s.ok()) counters_.batches_dropped += s->buffered_messages;
-    backend->CancelEpoch(channel_id);
-    Logger("core")->info("channel {}: stream cancelled by the client; its epoch's remaining work is dropped",
-                         channel_id);
+    // The client may have started the next epoch before this stream's end arrived: that one
+    // is left alone.
+    const auto s = backend->Describe(channel_id);
+    if (backend->CancelEpoch(channel_id, epoch)) {
+      if (s.ok() && s->epoch == epoch) counters_.batches_dropped += s->buffered_messages;
+      Logger("core")->info("channel {}: epoch {} stream cancelled by the client; its remaining work is dropped",
+                           channel_id, epoch);
+    }
   }
 }
 

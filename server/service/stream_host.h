@@ -28,8 +28,9 @@ struct StreamAttachment {
 class StreamHost {
  public:
   virtual ~StreamHost() = default;
-  /// Called once when a stream ends; `cancelled` abandons the epoch's remaining work.
-  virtual void DetachStream(uint64_t channel_id, bool cancelled) = 0;
+  /// Called once when a stream of `epoch` ends; `cancelled` abandons that epoch's remaining work
+  /// (none once the channel has started another).
+  virtual void DetachStream(uint64_t channel_id, int64_t epoch, bool cancelled) = 0;
   /// Counts a delivered message as activity on the channel (renews its lease).
   virtual void Touch(uint64_t channel_id) = 0;
   /// Whether a shared-memory channel's stream must hold back before its next batch (a release

@@ -263,5 +263,23 @@ TEST_CASE("cancelling an epoch frees its buffer and stops its sampling", "[backe
   CHECK(Drain(backend, 1, 1).size() == 100);
   CHECK(!backend.CancelEpoch(2));
 }
+TEST_CASE("cancelling an epoch the channel has left leaves its current epoch alone", "[backend]") {
+  // A stream of epoch 0 that ends after the trainer started epoch 1 cancels nothing.
+  FakeSampler fake;
+  Backend backend(BackendOptions(), fake.fn());
+  REQUIRE(backend.AddChannel(1, Seeds(100)).ok());
+  REQUIRE(backend.StartEpoch(1, 0).ok());
+  REQUIRE(backend.Pop(1, 0, 10s).kind == Kind::kMessage);
+  REQUIRE(backend.StartEpoch(1, 1).ok());
+  CHECK(!backend.CancelEpoch(1, 0));
+  CHECK(backend.Describe(1)->state != ChannelState::kCancelled);
+  CHECK(Drain(backend, 1, 1).size() == 100);
+  // Its own epoch is cancelled as CancelEpoch(id) would.
+  REQUIRE(backend.StartEpoch(1, 2).ok());
+  CHECK(backend.CancelEpoch(1, 2));
+  CHECK(backend.Describe(1)->state == ChannelState::kCancelled);
+  CHECK(backend.TryPop(1, 2).kind == Kind::kClosed);
+  CHECK(!backend.CancelEpoch(2, 0));
+}
 }  // namespace
 }  // namespace graphstore::scheduler
