@@ -156,11 +156,7 @@ absl::Status Backend::ResumeEpoch(uint64_t id, int64_t epoch, int64_t start_batc
   return absl::OkStatus();
 }
 
-bool Backend::CancelEpoch(uint64_t id) { return Cancel(id, std::nullopt); }
-
-bool Backend::CancelEpoch(uint64_t id, int64_t epoch) { return Cancel(id, epoch); }
-
-bool Backend::Cancel(uint64_t id, std::optional<int64_t> epoch) {
+bool Backend::CancelEpoch(uint64_t id, std::optional<int64_t> epoch) {
   ChannelPtr c;
   Freed freed;
   {

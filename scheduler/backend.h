@@ -231,12 +231,10 @@ class Backend {
 
   /// Abandons the channel's current epoch: batches not yet sampled never will be, buffered
   /// ones are freed, and a reader of the epoch sees kClosed. The channel stays registered and
-  /// a later epoch starts normally. Returns false for an unknown id.
-  bool CancelEpoch(uint64_t id);
-  /// The same for `epoch` only: a channel that has moved on to another epoch keeps it (the
-  /// stream of an earlier epoch may end after the next one started). Returns whether `epoch`
-  /// was the current epoch and was abandoned.
-  bool CancelEpoch(uint64_t id, int64_t epoch);
+  /// a later epoch starts normally. Given `epoch`, only that epoch: a channel that has moved on
+  /// to another keeps it (the stream of an earlier epoch may end after the next one started).
+  /// Returns false for an unknown id, or when the channel is not in `epoch`.
+  bool CancelEpoch(uint64_t id, std::optional<int64_t> epoch = std::nullopt);
 
   /// Batches in `epoch` of the channel (its current epoch, or what the next would have).
   absl::StatusOr<int64_t> NumBatches(uint64_t id) const;
@@ -275,8 +273,6 @@ class Backend {
   using ChannelPtr = std::shared_ptr<Channel>;
 
   void WorkerLoop(int worker);
-  // CancelEpoch: the current epoch, or only `epoch` when given.
-  bool Cancel(uint64_t id, std::optional<int64_t> epoch);
   // Looks at every channel again (the memory budget has room).
   void Kick();
   // The following run with mu_ held.
