@@ -141,18 +141,23 @@ grpc::ServerUnaryReactor* GraphStoreService::InitSamplingBackend(grpc::CallbackS
   v1::InitSamplingBackendRequest req;
   if (auto s = ParseRequest(request, &req); !s.ok()) return Reply(ctx, s, "InitSamplingBackend", start);
   auto* reactor = ctx->DefaultReactor();
-  // The core answers at once, or later (from the thread that finishes a concurrent creation).
+  // The core answers when the backend is up, or when a concurrent creation of the same key it
+  // waits for is (from that creation's thread).
   auto resp = std::make_shared<v1::InitSamplingBackendResponse>();
-  core_->InitSamplingBackend(
-      req, resp.get(),
-      [this, reactor, start, resp, response](absl::Status s) {
-        if (s.ok()) s = SerializeResponse(*resp, response);
-        if (!s.ok()) Logger("service")->debug("InitSamplingBackend failed: {}", s.ToString());
-        const grpc::Status reply = ToGrpcStatus(s);
-        Observe("InitSamplingBackend", reply.error_code(), start);
-        reactor->Finish(reply);
-      },
-      principal->caller);
+  auto answer = [this, reactor, start, resp, response](absl::Status s) {
+    if (s.ok()) s = SerializeResponse(*resp, response);
+    if (!s.ok()) Logger("service")->debug("InitSamplingBackend failed: {}", s.ToString());
+    const grpc::Status reply = ToGrpcStatus(s);
+    Observe("InitSamplingBackend", reply.error_code(), start);
+    reactor->Finish(reply);
+  };
+  const bool queued = creations_.Post([this, req = std::move(req), resp, answer, caller = principal->caller] {
+    core_->InitSamplingBackend(req, resp.get(), answer, caller);
+  });
+  if (!queued) {
+    answer(absl::ResourceExhaustedError(
+        absl::StrCat(kMaxWaitingCreations, " backend creations are already waiting; retry later")));
+  }
   return reactor;
 }
 

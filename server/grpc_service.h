@@ -5,9 +5,12 @@
 // and checked against its method's roles (server/security/auth.h); unary methods then unpack,
 // call the core with the caller and convert its status; StreamSampledMessages is a
 // ServerWriteReactor fed by the channel's listener, so no thread blocks while a stream waits
-// for batches. Each call's method, code and latency go to the observer (metrics).
+// for batches. InitSamplingBackend runs on threads of its own (a new backend may first build
+// its sampling indexes, seconds on a large partition), so the threads that answer every other
+// call never wait for it. Each call's method, code and latency go to the observer (metrics).
 
 #include <chrono>
+#include <cstddef>
 #include <functional>
 
 #include <grpcpp/grpcpp.h>
@@ -16,6 +19,7 @@
 #include "graphstore/v1/graphstore.grpc.pb.h"
 #include "server/security/auth.h"
 #include "server/service/core.h"
+#include "server/util/job_queue.h"
 
 namespace graphstore {
 
@@ -100,6 +104,10 @@ class GraphStoreService final : public RawGraphStoreService {
   const Authenticator* auth_;
   CallObserver* observer_;
   std::function<void()> on_exit_;
+  // Backend creations: kCreators at a time, up to kMaxWaitingCreations more waiting.
+  static constexpr int kCreators = 4;
+  static constexpr size_t kMaxWaitingCreations = 256;
+  JobQueue creations_{kCreators, kMaxWaitingCreations};
 };
 
 }  // namespace graphstore

@@ -159,6 +159,11 @@ void Core::InitSamplingBackend(const v1::InitSamplingBackendRequest& req, v1::In
     return done(TooBig(absl::StrCat("backend_key is longer than ", options_.max_key_length, " bytes")));
   }
   if (req.lease_ms() < 0) return done(Invalid("lease_ms must be >= 0 (0 = server default)"));
+  {
+    // (Before the sampler is built: a new one may build indexes for seconds.)
+    std::lock_guard<std::mutex> lock(mu_);
+    if (shutting_down_) return done(absl::UnavailableError("the server is shutting down"));
+  }
   if (req.lease_ms() > options_.max_lease_ms) {
     return done(TooBig(absl::StrCat("lease_ms ", req.lease_ms(), " exceeds the limit ", options_.max_lease_ms)));
   }
