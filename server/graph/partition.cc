@@ -3,10 +3,15 @@
 #include <cmath>
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <thread>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "server/graph/manifest.h"
+#include "server/util/log.h"
 
 namespace graphstore {
 
@@ -238,6 +243,8 @@ absl::Status Partition::OpenEdgeType(int index) {
   const auto& m = manifest_.edge_types(index);
   EdgeTypeStore& e = edges_[index];
   e.name = EdgeTypeName(m);
+  e.weight_index->label = e.name;
+  e.time_rows->label = e.name;
   for (int i = 0; i < static_cast<int>(nodes_.size()); ++i) {
     if (nodes_[i].name == m.src_type()) e.src_type = i;
     if (nodes_[i].name == m.dst_type()) e.dst_type = i;
@@ -290,13 +297,96 @@ absl::Status Partition::OpenEdgeType(int index) {
   return absl::OkStatus();
 }
 
+namespace {
+
+// Index builds run on every core: a partition of a billion edges takes a thread tens of
+// seconds. Chunks are given out in turn; each writes only what its own range owns, so the
+// index is the same whatever the number of threads.
+void RunChunks(const std::vector<int64_t>& bounds, const std::function<void(int64_t, int64_t)>& fn) {
+  const int64_t chunks = static_cast<int64_t>(bounds.size()) - 1;
+  std::atomic<int64_t> next{0};
+  auto run = [&] {
+    for (int64_t c; (c = next.fetch_add(1)) < chunks;) fn(bounds[c], bounds[c + 1]);
+  };
+  const int64_t threads = std::min<int64_t>(chunks, std::max(1u, std::thread::hardware_concurrency()));
+  std::vector<std::thread> helpers;
+  for (int64_t t = 1; t < threads; ++t) helpers.emplace_back(run);
+  run();
+  for (auto& t : helpers) t.join();
+}
+
+// How many chunks `work` units make: a few per core, none under kMinChunkWork.
+int64_t ChunksFor(int64_t work) {
+  constexpr int64_t kMinChunkWork = int64_t{1} << 16;
+  const int64_t threads = std::max(1u, std::thread::hardware_concurrency());
+  return std::clamp<int64_t>(work / kMinChunkWork, 1, 4 * threads);
+}
+
+// fn(first, end) over [0, n) in chunks of about equal length.
+void ForRanges(int64_t n, const std::function<void(int64_t, int64_t)>& fn) {
+  const int64_t chunks = ChunksFor(n);
+  std::vector<int64_t> bounds(static_cast<size_t>(chunks) + 1);
+  for (int64_t c = 0; c <= chunks; ++c) bounds[c] = n * c / chunks;
+  RunChunks(bounds, fn);
+}
+
+// fn(first_row, end_row) over the rows of a CSR in chunks of about equal edges plus rows.
+void ForRowRanges(const int64_t* indptr, int64_t rows, const std::function<void(int64_t, int64_t)>& fn) {
+  const int64_t work = indptr[rows] + rows;
+  const int64_t chunks = ChunksFor(work);
+  std::vector<int64_t> bounds(static_cast<size_t>(chunks) + 1, rows);
+  bounds[0] = 0;
+  for (int64_t c = 1; c < chunks; ++c) {
+    // The first row r with indptr[r] + r >= the chunk's share of the work (non-decreasing in r).
+    const int64_t target = work / chunks * c;
+    int64_t lo = bounds[c - 1], hi = rows;
+    while (lo < hi) {
+      const int64_t mid = lo + (hi - lo) / 2;
+      if (indptr[mid] + mid < target) {
+        lo = mid + 1;
+      } else {
+        hi = mid;
+      }
+    }
+    bounds[c] = lo;
+  }
+  RunChunks(bounds, fn);
+}
+
+// Logs how long the build of an index of a partition's edge type took (an index without a
+// label is not one: nothing is logged).
+class BuildLog {
+ public:
+  BuildLog(std::string what, const std::string& label, int64_t edges)
+      : what_(std::move(what)), label_(label), edges_(edges), start_(std::chrono::steady_clock::now()) {}
+  ~BuildLog() {
+    if (label_.empty()) return;
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+    Logger("graph")->info("edge type '{}': {} of {} edges built in {:.2f} s ({} threads)", label_, what_, edges_, s,
+                          std::max(1u, std::thread::hardware_concurrency()));
+  }
+
+ private:
+  std::string what_;
+  std::string label_;
+  int64_t edges_;
+  std::chrono::steady_clock::time_point start_;
+};
+
+}  // namespace
+
 const HugePageVector<double>& WeightIndex::GetBlocks(int64_t num_edges, const float* weights) const {
   std::call_once(blocks_once_, [&] {
-    blocks_.assign(static_cast<size_t>((num_edges + kBlock - 1) / kBlock), 0.0);
-    for (int64_t p = 0; p < num_edges; ++p) {
-      const float w = weights[p];
-      if (w > 0 && std::isfinite(w)) blocks_[p / kBlock] += static_cast<double>(w);
-    }
+    BuildLog log("block sums of the weights", label, num_edges);
+    const int64_t blocks = (num_edges + kBlock - 1) / kBlock;
+    blocks_.resize(static_cast<size_t>(blocks));
+    ForRanges(blocks, [&](int64_t first, int64_t end) {
+      std::fill(blocks_.begin() + first, blocks_.begin() + end, 0.0);
+      for (int64_t p = first * kBlock; p < std::min(end * kBlock, num_edges); ++p) {
+        const float w = weights[p];
+        if (w > 0 && std::isfinite(w)) blocks_[p / kBlock] += static_cast<double>(w);
+      }
+    });
   });
   return blocks_;
 }
@@ -321,12 +411,16 @@ const WeightIndex::Trees& WeightIndex::GetTrees(const int64_t* indptr, int64_t r
       trees_.offsets.push_back(total);
       total += d;
     }
+    if (total == 0) return;
+    BuildLog log("Fenwick trees of the rows over 4,096 edges", label, total);
     trees_.sums.resize(static_cast<size_t>(total));
-    size_t j = 0;
-    for (int64_t r = 0; r < rows; ++r) {
-      const int64_t d = indptr[r + 1] - indptr[r];
-      if (d > kTreeMinDegree) BuildTree(weights + indptr[r], d, trees_.sums.data() + trees_.offsets[j++]);
-    }
+    ForRanges(static_cast<int64_t>(trees_.starts.size()), [&](int64_t first, int64_t end) {
+      for (int64_t j = first; j < end; ++j) {
+        const int64_t d =
+            (j + 1 < static_cast<int64_t>(trees_.offsets.size()) ? trees_.offsets[j + 1] : total) - trees_.offsets[j];
+        BuildTree(weights + trees_.starts[j], d, trees_.sums.data() + trees_.offsets[j]);
+      }
+    });
   });
   return trees_;
 }
@@ -339,87 +433,97 @@ const double* WeightIndex::Trees::Of(int64_t begin) const {
 
 const HugePageVector<TimeRows::Row>& TimeRows::Get(const int64_t* indptr, int64_t rows, const int64_t* times) const {
   std::call_once(once_, [&] {
+    BuildLog log("time rows", label, indptr[rows]);
     rows_.resize(static_cast<size_t>(rows));
-    for (int64_t r = 0; r < rows; ++r) {
-      Row& row = rows_[r];
-      row.begin = indptr[r];
-      row.end = indptr[r + 1];
-      if (row.end > row.begin) {
-        row.oldest = times[row.begin];
-        row.newest = times[row.end - 1];
-        const int64_t d = row.end - row.begin;
-        const uint64_t span = static_cast<uint64_t>(row.newest) - static_cast<uint64_t>(row.oldest);
-        const uint64_t largest = (uint64_t{1} << FenceBits(d)) - 1;
-        while ((span >> row.shift) > largest) ++row.shift;
-        for (int j = 0; j < Fences(d); ++j) SetFence(&row, d, j, Step(row, times[row.begin + FencePosition(j + 1, d)]));
+    ForRowRanges(indptr, rows, [&](int64_t first, int64_t end) {
+      for (int64_t r = first; r < end; ++r) {
+        Row& row = rows_[r];
+        row.begin = indptr[r];
+        row.end = indptr[r + 1];
+        if (row.end > row.begin) {
+          row.oldest = times[row.begin];
+          row.newest = times[row.end - 1];
+          const int64_t d = row.end - row.begin;
+          const uint64_t span = static_cast<uint64_t>(row.newest) - static_cast<uint64_t>(row.oldest);
+          const uint64_t largest = (uint64_t{1} << FenceBits(d)) - 1;
+          while ((span >> row.shift) > largest) ++row.shift;
+          for (int j = 0; j < Fences(d); ++j) {
+            SetFence(&row, d, j, Step(row, times[row.begin + FencePosition(j + 1, d)]));
+          }
+        }
       }
-    }
+    });
   });
   return rows_;
 }
 
 const WeightIndex::Alias& WeightIndex::GetAlias(const int64_t* indptr, int64_t rows, const float* weights) const {
   std::call_once(alias_once_, [&] {
-    alias_.cells.assign(static_cast<size_t>(indptr[rows]), 0);
-    std::vector<double> scaled;
-    std::vector<int32_t> small, large;
-    for (int64_t r = 0; r < rows; ++r) {
-      const int64_t b = indptr[r];
-      const int64_t d = indptr[r + 1] - b;
-      alias_.longest_row = std::max(alias_.longest_row, d);
-      if (d == 0 || d > kAliasMaxDegree) continue;
-      uint32_t* cells = alias_.cells.data() + b;
-      const int bits = AliasBits(d);
-      // A cell keeps its own position when a uniform draw of `32 - bits` bits falls under its
-      // threshold; the largest threshold goes with its own position as alias.
-      const double one = std::ldexp(1.0, 32 - bits);
-      const uint32_t most = static_cast<uint32_t>(one) - 1;
-      auto cell = [&](double keep, int32_t alias) {
-        const uint32_t threshold = static_cast<uint32_t>(std::min<double>(std::nearbyint(keep * one), most));
-        return threshold << bits | static_cast<uint32_t>(alias);
-      };
-      double total = 0;
-      int32_t heaviest = -1;
-      for (int64_t k = 0; k < d; ++k) {
-        const float w = weights[b + k];
-        if (w > 0 && std::isfinite(w)) {
-          total += w;
-          if (heaviest < 0 || w > weights[b + heaviest]) heaviest = static_cast<int32_t>(k);
-        }
-      }
-      if (!(total > 0)) {
-        cells[0] = AliasNone(d);  // nothing to draw
-        continue;
-      }
-      // Vose: pair each light position with a heavy one that covers the rest of its cell.
-      scaled.assign(static_cast<size_t>(d), 0.0);
-      small.clear();
-      large.clear();
-      for (int64_t k = 0; k < d; ++k) {
-        const float w = weights[b + k];
-        scaled[k] = w > 0 && std::isfinite(w) ? w * static_cast<double>(d) / total : 0.0;
-        (scaled[k] < 1.0 ? small : large).push_back(static_cast<int32_t>(k));
-      }
-      while (!small.empty() && !large.empty()) {
-        const int32_t s = small.back();
-        small.pop_back();
-        const int32_t l = large.back();
-        cells[s] = cell(scaled[s], l);
-        scaled[l] -= 1.0 - scaled[s];
-        if (scaled[l] < 1.0) {
-          large.pop_back();
-          small.push_back(l);
-        }
-      }
-      // What rounding leaves keeps its whole cell, unless its weight is zero: then the cell
-      // goes to the heaviest position.
-      for (const auto& rest : {small, large}) {
-        for (int32_t k : rest) {
+    BuildLog log("alias tables", label, indptr[rows]);
+    alias_.cells.resize(static_cast<size_t>(indptr[rows]));  // every row's cells are written below
+    for (int64_t r = 0; r < rows; ++r) alias_.longest_row = std::max(alias_.longest_row, indptr[r + 1] - indptr[r]);
+    ForRowRanges(indptr, rows, [&](int64_t first, int64_t end) {
+      std::vector<double> scaled;
+      std::vector<int32_t> small, large;
+      for (int64_t r = first; r < end; ++r) {
+        const int64_t b = indptr[r];
+        const int64_t d = indptr[r + 1] - b;
+        uint32_t* cells = alias_.cells.data() + b;
+        if (d > kAliasMaxDegree) std::fill(cells, cells + d, 0);  // no table (never read)
+        if (d == 0 || d > kAliasMaxDegree) continue;
+        const int bits = AliasBits(d);
+        // A cell keeps its own position when a uniform draw of `32 - bits` bits falls under its
+        // threshold; the largest threshold goes with its own position as alias.
+        const double one = std::ldexp(1.0, 32 - bits);
+        const uint32_t most = static_cast<uint32_t>(one) - 1;
+        auto cell = [&](double keep, int32_t alias) {
+          const uint32_t threshold = static_cast<uint32_t>(std::min<double>(std::nearbyint(keep * one), most));
+          return threshold << bits | static_cast<uint32_t>(alias);
+        };
+        double total = 0;
+        int32_t heaviest = -1;
+        for (int64_t k = 0; k < d; ++k) {
           const float w = weights[b + k];
-          cells[k] = w > 0 && std::isfinite(w) ? cell(1.0, k) : cell(0.0, heaviest);
+          if (w > 0 && std::isfinite(w)) {
+            total += w;
+            if (heaviest < 0 || w > weights[b + heaviest]) heaviest = static_cast<int32_t>(k);
+          }
+        }
+        if (!(total > 0)) {
+          std::fill(cells, cells + d, 0);
+          cells[0] = AliasNone(d);  // nothing to draw
+          continue;
+        }
+        // Vose: pair each light position with a heavy one that covers the rest of its cell.
+        scaled.assign(static_cast<size_t>(d), 0.0);
+        small.clear();
+        large.clear();
+        for (int64_t k = 0; k < d; ++k) {
+          const float w = weights[b + k];
+          scaled[k] = w > 0 && std::isfinite(w) ? w * static_cast<double>(d) / total : 0.0;
+          (scaled[k] < 1.0 ? small : large).push_back(static_cast<int32_t>(k));
+        }
+        while (!small.empty() && !large.empty()) {
+          const int32_t s = small.back();
+          small.pop_back();
+          const int32_t l = large.back();
+          cells[s] = cell(scaled[s], l);
+          scaled[l] -= 1.0 - scaled[s];
+          if (scaled[l] < 1.0) {
+            large.pop_back();
+            small.push_back(l);
+          }
+        }
+        // What rounding leaves keeps its whole cell, unless its weight is zero: then the cell
+        // goes to the heaviest position.
+        for (const auto& rest : {small, large}) {
+          for (int32_t k : rest) {
+            const float w = weights[b + k];
+            cells[k] = w > 0 && std::isfinite(w) ? cell(1.0, k) : cell(0.0, heaviest);
+          }
         }
       }
-    }
+    });
   });
   return alias_;
 }

@@ -72,6 +72,8 @@ struct NodeTypeStore {
 /// count as 0.
 class WeightIndex {
  public:
+  /// What the index is of (the edge type's name), for the log lines its builds write.
+  std::string label;
   /// CSR positions per block of GetBlocks: 16 float weights, one cache line.
   static constexpr int64_t kBlock = 16;
   /// Sums of the usable weights (positive and finite; others count as 0) of the edge type's
@@ -125,6 +127,8 @@ class WeightIndex {
 /// fence undecided. Built on first use from an edge type that stores times.
 class TimeRows {
  public:
+  /// What the index is of (the edge type's name), for the log line its build writes.
+  std::string label;
   /// Rows of up to kWideRow edges keep kWideFences 16-bit fences; longer ones kNarrowFences
   /// 8-bit fences, in the same 31 bytes.
   static constexpr int64_t kWideRow = 16;
