@@ -301,8 +301,8 @@ namespace {
 
 // Index builds run on every core: a partition of a billion edges takes a thread tens of
 // seconds. Chunks are given out in turn; each writes only what its own range owns, so the
-// index is the same whatever the number of threads.
-void RunChunks(const std::vector<int64_t>& bounds, const std::function<void(int64_t, int64_t)>& fn) {
+// index is the same whatever the number of threads. Returns how many threads ran.
+int RunChunks(const std::vector<int64_t>& bounds, const std::function<void(int64_t, int64_t)>& fn) {
   const int64_t chunks = static_cast<int64_t>(bounds.size()) - 1;
   std::atomic<int64_t> next{0};
   auto run = [&] {
@@ -313,6 +313,7 @@ void RunChunks(const std::vector<int64_t>& bounds, const std::function<void(int6
   for (int64_t t = 1; t < threads; ++t) helpers.emplace_back(run);
   run();
   for (auto& t : helpers) t.join();
+  return static_cast<int>(threads);
 }
 
 // How many chunks `work` units make: a few per core, none under kMinChunkWork.
@@ -323,15 +324,15 @@ int64_t ChunksFor(int64_t work) {
 }
 
 // fn(first, end) over [0, n) in chunks of about equal length.
-void ForRanges(int64_t n, const std::function<void(int64_t, int64_t)>& fn) {
+int ForRanges(int64_t n, const std::function<void(int64_t, int64_t)>& fn) {
   const int64_t chunks = ChunksFor(n);
   std::vector<int64_t> bounds(static_cast<size_t>(chunks) + 1);
   for (int64_t c = 0; c <= chunks; ++c) bounds[c] = n * c / chunks;
-  RunChunks(bounds, fn);
+  return RunChunks(bounds, fn);
 }
 
 // fn(first_row, end_row) over the rows of a CSR in chunks of about equal edges plus rows.
-void ForRowRanges(const int64_t* indptr, int64_t rows, const std::function<void(int64_t, int64_t)>& fn) {
+int ForRowRanges(const int64_t* indptr, int64_t rows, const std::function<void(int64_t, int64_t)>& fn) {
   const int64_t work = indptr[rows] + rows;
   const int64_t chunks = ChunksFor(work);
   std::vector<int64_t> bounds(static_cast<size_t>(chunks) + 1, rows);
@@ -350,7 +351,7 @@ void ForRowRanges(const int64_t* indptr, int64_t rows, const std::function<void(
     }
     bounds[c] = lo;
   }
-  RunChunks(bounds, fn);
+  return RunChunks(bounds, fn);
 }
 
 // Logs how long the build of an index of a partition's edge type took (an index without a
@@ -363,13 +364,15 @@ class BuildLog {
     if (label_.empty()) return;
     const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
     Logger("graph")->info("edge type '{}': {} of {} edges built in {:.2f} s ({} threads)", label_, what_, edges_, s,
-                          std::max(1u, std::thread::hardware_concurrency()));
+                          threads_);
   }
+  void set_threads(int threads) { threads_ = threads; }
 
  private:
   std::string what_;
   std::string label_;
   int64_t edges_;
+  int threads_ = 1;
   std::chrono::steady_clock::time_point start_;
 };
 
@@ -380,13 +383,13 @@ const HugePageVector<double>& WeightIndex::GetBlocks(int64_t num_edges, const fl
     BuildLog log("block sums of the weights", label, num_edges);
     const int64_t blocks = (num_edges + kBlock - 1) / kBlock;
     blocks_.resize(static_cast<size_t>(blocks));
-    ForRanges(blocks, [&](int64_t first, int64_t end) {
+    log.set_threads(ForRanges(blocks, [&](int64_t first, int64_t end) {
       std::fill(blocks_.begin() + first, blocks_.begin() + end, 0.0);
       for (int64_t p = first * kBlock; p < std::min(end * kBlock, num_edges); ++p) {
         const float w = weights[p];
         if (w > 0 && std::isfinite(w)) blocks_[p / kBlock] += static_cast<double>(w);
       }
-    });
+    }));
   });
   return blocks_;
 }
@@ -414,13 +417,13 @@ const WeightIndex::Trees& WeightIndex::GetTrees(const int64_t* indptr, int64_t r
     if (total == 0) return;
     BuildLog log("Fenwick trees of the rows over 4,096 edges", label, total);
     trees_.sums.resize(static_cast<size_t>(total));
-    ForRanges(static_cast<int64_t>(trees_.starts.size()), [&](int64_t first, int64_t end) {
+    log.set_threads(ForRanges(static_cast<int64_t>(trees_.starts.size()), [&](int64_t first, int64_t end) {
       for (int64_t j = first; j < end; ++j) {
         const int64_t d =
             (j + 1 < static_cast<int64_t>(trees_.offsets.size()) ? trees_.offsets[j + 1] : total) - trees_.offsets[j];
         BuildTree(weights + trees_.starts[j], d, trees_.sums.data() + trees_.offsets[j]);
       }
-    });
+    }));
   });
   return trees_;
 }
@@ -435,7 +438,7 @@ const HugePageVector<TimeRows::Row>& TimeRows::Get(const int64_t* indptr, int64_
   std::call_once(once_, [&] {
     BuildLog log("time rows", label, indptr[rows]);
     rows_.resize(static_cast<size_t>(rows));
-    ForRowRanges(indptr, rows, [&](int64_t first, int64_t end) {
+    log.set_threads(ForRowRanges(indptr, rows, [&](int64_t first, int64_t end) {
       for (int64_t r = first; r < end; ++r) {
         Row& row = rows_[r];
         row.begin = indptr[r];
@@ -452,7 +455,7 @@ const HugePageVector<TimeRows::Row>& TimeRows::Get(const int64_t* indptr, int64_
           }
         }
       }
-    });
+    }));
   });
   return rows_;
 }
@@ -462,7 +465,7 @@ const WeightIndex::Alias& WeightIndex::GetAlias(const int64_t* indptr, int64_t r
     BuildLog log("alias tables", label, indptr[rows]);
     alias_.cells.resize(static_cast<size_t>(indptr[rows]));  // every row's cells are written below
     for (int64_t r = 0; r < rows; ++r) alias_.longest_row = std::max(alias_.longest_row, indptr[r + 1] - indptr[r]);
-    ForRowRanges(indptr, rows, [&](int64_t first, int64_t end) {
+    log.set_threads(ForRowRanges(indptr, rows, [&](int64_t first, int64_t end) {
       std::vector<double> scaled;
       std::vector<int32_t> small, large;
       for (int64_t r = first; r < end; ++r) {
@@ -523,7 +526,7 @@ const WeightIndex::Alias& WeightIndex::GetAlias(const int64_t* indptr, int64_t r
           }
         }
       }
-    });
+    }));
   });
   return alias_;
 }
