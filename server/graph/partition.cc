@@ -390,6 +390,7 @@ const HugePageVector<double>& WeightIndex::GetBlocks(int64_t num_edges, const fl
         if (w > 0 && std::isfinite(w)) blocks_[p / kBlock] += static_cast<double>(w);
       }
     }));
+    bytes_.fetch_add(blocks * static_cast<int64_t>(sizeof(double)));
   });
   return blocks_;
 }
@@ -424,6 +425,8 @@ const WeightIndex::Trees& WeightIndex::GetTrees(const int64_t* indptr, int64_t r
         BuildTree(weights + trees_.starts[j], d, trees_.sums.data() + trees_.offsets[j]);
       }
     }));
+    bytes_.fetch_add(total * static_cast<int64_t>(sizeof(double)) +
+                     static_cast<int64_t>(trees_.starts.size() * 2 * sizeof(int64_t)));
   });
   return trees_;
 }
@@ -456,6 +459,7 @@ const HugePageVector<TimeRows::Row>& TimeRows::Get(const int64_t* indptr, int64_
         }
       }
     }));
+    bytes_.store(rows * static_cast<int64_t>(sizeof(Row)));
   });
   return rows_;
 }
@@ -527,6 +531,7 @@ const WeightIndex::Alias& WeightIndex::GetAlias(const int64_t* indptr, int64_t r
         }
       }
     }));
+    bytes_.fetch_add(indptr[rows] * static_cast<int64_t>(sizeof(uint32_t)));
   });
   return alias_;
 }

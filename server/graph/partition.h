@@ -6,6 +6,7 @@
 // docs/format.md specifies the directory.
 
 #include <algorithm>
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <map>
@@ -110,7 +111,11 @@ class WeightIndex {
   };
   const Alias& GetAlias(const int64_t* indptr, int64_t rows, const float* weights) const;
 
+  /// Bytes of the indexes built so far (each counted once its build is done).
+  int64_t bytes() const { return bytes_.load(std::memory_order_relaxed); }
+
  private:
+  mutable std::atomic<int64_t> bytes_{0};
   mutable std::once_flag alias_once_, blocks_once_, trees_once_;
   mutable HugePageVector<double> blocks_;
   mutable Trees trees_;
@@ -217,7 +222,11 @@ class TimeRows {
   }
   const HugePageVector<Row>& Get(const int64_t* indptr, int64_t rows, const int64_t* times) const;
 
+  /// Bytes of the index once built (0 before).
+  int64_t bytes() const { return bytes_.load(std::memory_order_relaxed); }
+
  private:
+  mutable std::atomic<int64_t> bytes_{0};
   mutable std::once_flag once_;
   mutable HugePageVector<Row> rows_;
 };

@@ -208,6 +208,9 @@ void Metrics::CoreCollector::CollectCore(const Core& core, Families* f) const {
              "Backends stopped because nobody registered on them within their lease", stats.backend_leases_expired());
   f->Gauge("graphstore_shared_memory_bytes", "Bytes of shared-memory buffer files over every channel's pool",
            static_cast<double>(core.shared_memory_bytes()));
+  f->Gauge("graphstore_sampling_index_bytes",
+           "Bytes of the sampling indexes built for weighted and temporal backends, over every edge type",
+           static_cast<double>(stats.sampling_index_bytes()));
 
   // The cluster's peers.
   for (const v1::PeerStats& p : stats.peers()) {

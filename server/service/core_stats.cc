@@ -112,6 +112,9 @@ absl::Status Core::GetServerStats(const v1::GetServerStatsRequest&, v1::ServerSt
   resp->set_shared_unfreed_limit(max_shared_unfreed_);
   if (const Cluster* cluster = cluster_.load(); cluster != nullptr) cluster->FillStats(resp);
   if (remote_cache_ != nullptr) resp->set_peer_cache_bytes(remote_cache_->bytes());
+  int64_t index_bytes = 0;
+  for (const EdgeTypeStore& e : partition_->edge_types()) index_bytes += e.weight_index->bytes() + e.time_rows->bytes();
+  resp->set_sampling_index_bytes(index_bytes);
   return absl::OkStatus();
 }
 

@@ -99,6 +99,7 @@ TEST_CASE("metrics: scraped during and after an epoch, the counters moved by wha
   auto before = Parse(Scrape(port));
   CHECK(Get(before, "graphstore_batches_sent_total{transport=\"socket\"}") == 0);
   CHECK(Get(before, "graphstore_backends{state=\"serving\"}") == 0);
+  CHECK(Get(before, "graphstore_sampling_index_bytes") == 0);  // (GetServerStats counts them; see core_test)
 
   // A small flow-control window and buffer hold the server back, so the epoch is still running
   // after the first batch is read.

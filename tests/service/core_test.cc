@@ -175,5 +175,50 @@ TEST_CASE("the watchdog reaps a channel whose lease ran out and stops its backen
   CHECK(server.backends_size() == 0);
 }
 
+TEST_CASE("server stats count the sampling indexes as weighted and temporal backends build them", "[core]") {
+  const std::string& dir = testing::GeneratedDataset(2000, 4, 3, 1, 5, /*times=*/true);
+  auto part = Partition::Load(dir);
+  REQUIRE(part.ok());
+  const EdgeTypeStore& e = (*part)->edge_type(0);
+  const int64_t edges = e.num_local;
+  const int64_t rows = (*part)->node_type(e.row_type).num_local;
+  CoreOptions co;
+  co.state_log_interval_s = 0;
+  Core core(*std::move(part), co);
+  auto index_bytes = [&] {
+    v1::ServerStats stats;
+    REQUIRE(core.GetServerStats({}, &stats).ok());
+    return stats.sampling_index_bytes();
+  };
+  auto create = [&](const std::string& key, bool weighted, bool replace, bool temporal) {
+    v1::InitSamplingBackendRequest req;
+    req.set_backend_key(key);
+    req.mutable_config()->set_batch_size(8);
+    req.mutable_config()->add_num_neighbors(3);
+    if (weighted) req.mutable_config()->add_weighted_edge_types("*");
+    req.mutable_config()->set_replace(replace);
+    if (temporal) req.mutable_config()->set_temporal_strategy(v1::TEMPORAL_STRATEGY_LAST);
+    v1::InitSamplingBackendResponse resp;
+    absl::Status created = absl::UnknownError("no answer");
+    core.InitSamplingBackend(req, &resp, [&](absl::Status s) { created = s; });
+    REQUIRE(created.ok());
+  };
+  CHECK(index_bytes() == 0);
+  create("uniform", false, false, false);
+  CHECK(index_bytes() == 0);
+  // Without replacement: the block sums (no row is long enough for a Fenwick tree).
+  create("weighted", true, false, false);
+  const int64_t blocks = (edges + WeightIndex::kBlock - 1) / WeightIndex::kBlock * 8;
+  CHECK(index_bytes() == blocks);
+  // With replacement: the alias tables, 4 bytes an edge.
+  create("weighted, with replacement", true, true, false);
+  CHECK(index_bytes() == blocks + 4 * edges);
+  // Temporal: a 64-byte line per row; a second backend builds nothing more.
+  create("temporal", false, false, true);
+  CHECK(index_bytes() == blocks + 4 * edges + 64 * rows);
+  create("temporal again", false, false, true);
+  CHECK(index_bytes() == blocks + 4 * edges + 64 * rows);
+}
+
 }  // namespace
 }  // namespace graphstore
