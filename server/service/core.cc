@@ -159,11 +159,6 @@ void Core::InitSamplingBackend(const v1::InitSamplingBackendRequest& req, v1::In
     return done(TooBig(absl::StrCat("backend_key is longer than ", options_.max_key_length, " bytes")));
   }
   if (req.lease_ms() < 0) return done(Invalid("lease_ms must be >= 0 (0 = server default)"));
-  {
-    // (Before the sampler is built: a new one may build indexes for seconds.)
-    std::lock_guard<std::mutex> lock(mu_);
-    if (shutting_down_) return done(absl::UnavailableError("the server is shutting down"));
-  }
   if (req.lease_ms() > options_.max_lease_ms) {
     return done(TooBig(absl::StrCat("lease_ms ", req.lease_ms(), " exceeds the limit ", options_.max_lease_ms)));
   }
@@ -172,6 +167,8 @@ void Core::InitSamplingBackend(const v1::InitSamplingBackendRequest& req, v1::In
   env.peers = cluster_.load();
   {
     std::lock_guard<std::mutex> lock(mu_);
+    // Refused before the sampler is built: a new one may build indexes for seconds.
+    if (shutting_down_) return done(absl::UnavailableError("the server is shutting down"));
     env.remote_cache = remote_cache_.get();
   }
   auto sampler = BuildSampler(req.config(), options_, env);
