@@ -1,0 +1,259 @@
+#include "server/graph/partition.h"
+
+// The sampling indexes of an edge type (partition.h: WeightIndex, TimeRows), built on first
+// use over every core.
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <functional>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "server/util/log.h"
+
+namespace graphstore {
+
+namespace {
+
+// Index builds run on every core: a partition of a billion edges takes a thread tens of
+// seconds. Chunks are given out in turn; each writes only what its own range owns, so the
+// index is the same whatever the number of threads. Returns how many threads ran.
+int RunChunks(const std::vector<int64_t>& bounds, const std::function<void(int64_t, int64_t)>& fn) {
+  const int64_t chunks = static_cast<int64_t>(bounds.size()) - 1;
+  std::atomic<int64_t> next{0};
+  auto run = [&] {
+    for (int64_t c; (c = next.fetch_add(1)) < chunks;) fn(bounds[c], bounds[c + 1]);
+  };
+  const int64_t threads = std::min<int64_t>(chunks, std::max(1u, std::thread::hardware_concurrency()));
+  std::vector<std::thread> helpers;
+  for (int64_t t = 1; t < threads; ++t) helpers.emplace_back(run);
+  run();
+  for (auto& t : helpers) t.join();
+  return static_cast<int>(threads);
+}
+
+// How many chunks `work` units make: a few per core, none under kMinChunkWork.
+int64_t ChunksFor(int64_t work) {
+  constexpr int64_t kMinChunkWork = int64_t{1} << 16;
+  const int64_t threads = std::max(1u, std::thread::hardware_concurrency());
+  return std::clamp<int64_t>(work / kMinChunkWork, 1, 4 * threads);
+}
+
+// fn(first, end) over [0, n) in chunks of about equal length.
+int ForRanges(int64_t n, const std::function<void(int64_t, int64_t)>& fn) {
+  const int64_t chunks = ChunksFor(n);
+  std::vector<int64_t> bounds(static_cast<size_t>(chunks) + 1);
+  for (int64_t c = 0; c <= chunks; ++c) bounds[c] = n * c / chunks;
+  return RunChunks(bounds, fn);
+}
+
+// fn(first_row, end_row) over the rows of a CSR in chunks of about equal edges plus rows.
+int ForRowRanges(const int64_t* indptr, int64_t rows, const std::function<void(int64_t, int64_t)>& fn) {
+  const int64_t work = indptr[rows] + rows;
+  const int64_t chunks = ChunksFor(work);
+  std::vector<int64_t> bounds(static_cast<size_t>(chunks) + 1, rows);
+  bounds[0] = 0;
+  for (int64_t c = 1; c < chunks; ++c) {
+    // The first row r with indptr[r] + r >= the chunk's share of the work (non-decreasing in r).
+    const int64_t target = work / chunks * c;
+    int64_t lo = bounds[c - 1], hi = rows;
+    while (lo < hi) {
+      const int64_t mid = lo + (hi - lo) / 2;
+      if (indptr[mid] + mid < target) {
+        lo = mid + 1;
+      } else {
+        hi = mid;
+      }
+    }
+    bounds[c] = lo;
+  }
+  return RunChunks(bounds, fn);
+}
+
+// Logs how long the build of an index of a partition's edge type took (an index without a
+// label is not one: nothing is logged).
+class BuildLog {
+ public:
+  BuildLog(std::string what, const std::string& label, int64_t edges)
+      : what_(std::move(what)), label_(label), edges_(edges), start_(std::chrono::steady_clock::now()) {}
+  ~BuildLog() {
+    if (label_.empty()) return;
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+    Logger("graph")->info("edge type '{}': {} of {} edges built in {:.2f} s ({} threads)", label_, what_, edges_, s,
+                          threads_);
+  }
+  void set_threads(int threads) { threads_ = threads; }
+
+ private:
+  std::string what_;
+  std::string label_;
+  int64_t edges_;
+  int threads_ = 1;
+  std::chrono::steady_clock::time_point start_;
+};
+
+}  // namespace
+
+const HugePageVector<double>& WeightIndex::GetBlocks(int64_t num_edges, const float* weights) const {
+  std::call_once(blocks_once_, [&] {
+    BuildLog log("block sums of the weights", label, num_edges);
+    const int64_t blocks = (num_edges + kBlock - 1) / kBlock;
+    blocks_.resize(static_cast<size_t>(blocks));
+    log.set_threads(ForRanges(blocks, [&](int64_t first, int64_t end) {
+      std::fill(blocks_.begin() + first, blocks_.begin() + end, 0.0);
+      for (int64_t p = first * kBlock; p < std::min(end * kBlock, num_edges); ++p) {
+        const float w = weights[p];
+        if (w > 0 && std::isfinite(w)) blocks_[p / kBlock] += static_cast<double>(w);
+      }
+    }));
+    bytes_.fetch_add(blocks * static_cast<int64_t>(sizeof(double)));
+  });
+  return blocks_;
+}
+
+void WeightIndex::BuildTree(const float* w, int64_t d, double* tree) {
+  std::fill(tree, tree + d, 0.0);
+  for (int64_t i = 1; i <= d; ++i) {
+    const float x = w[i - 1];
+    tree[i - 1] += x > 0 && std::isfinite(x) ? static_cast<double>(x) : 0.0;
+    const int64_t parent = i + (i & -i);
+    if (parent <= d) tree[parent - 1] += tree[i - 1];
+  }
+}
+
+const WeightIndex::Trees& WeightIndex::GetTrees(const int64_t* indptr, int64_t rows, const float* weights) const {
+  std::call_once(trees_once_, [&] {
+    int64_t total = 0;
+    for (int64_t r = 0; r < rows; ++r) {
+      const int64_t d = indptr[r + 1] - indptr[r];
+      if (d <= kTreeMinDegree) continue;
+      trees_.starts.push_back(indptr[r]);
+      trees_.offsets.push_back(total);
+      total += d;
+    }
+    if (total == 0) return;
+    BuildLog log("Fenwick trees of the rows over 4,096 edges", label, total);
+    trees_.sums.resize(static_cast<size_t>(total));
+    log.set_threads(ForRanges(static_cast<int64_t>(trees_.starts.size()), [&](int64_t first, int64_t end) {
+      for (int64_t j = first; j < end; ++j) {
+        const int64_t d =
+            (j + 1 < static_cast<int64_t>(trees_.offsets.size()) ? trees_.offsets[j + 1] : total) - trees_.offsets[j];
+        BuildTree(weights + trees_.starts[j], d, trees_.sums.data() + trees_.offsets[j]);
+      }
+    }));
+    bytes_.fetch_add(total * static_cast<int64_t>(sizeof(double)) +
+                     static_cast<int64_t>(trees_.starts.size() * 2 * sizeof(int64_t)));
+  });
+  return trees_;
+}
+
+const double* WeightIndex::Trees::Of(int64_t begin) const {
+  const auto it = std::lower_bound(starts.begin(), starts.end(), begin);
+  if (it == starts.end() || *it != begin) return nullptr;
+  return sums.data() + offsets[it - starts.begin()];
+}
+
+const HugePageVector<TimeRows::Row>& TimeRows::Get(const int64_t* indptr, int64_t rows, const int64_t* times) const {
+  std::call_once(once_, [&] {
+    BuildLog log("time rows", label, indptr[rows]);
+    rows_.resize(static_cast<size_t>(rows));
+    log.set_threads(ForRowRanges(indptr, rows, [&](int64_t first, int64_t end) {
+      for (int64_t r = first; r < end; ++r) {
+        Row& row = rows_[r];
+        row.begin = indptr[r];
+        row.end = indptr[r + 1];
+        if (row.end > row.begin) {
+          row.oldest = times[row.begin];
+          row.newest = times[row.end - 1];
+          const int64_t d = row.end - row.begin;
+          const uint64_t span = static_cast<uint64_t>(row.newest) - static_cast<uint64_t>(row.oldest);
+          const uint64_t largest = (uint64_t{1} << FenceBits(d)) - 1;
+          while ((span >> row.shift) > largest) ++row.shift;
+          for (int j = 0; j < Fences(d); ++j) {
+            SetFence(&row, d, j, Step(row, times[row.begin + FencePosition(j + 1, d)]));
+          }
+        }
+      }
+    }));
+    bytes_.store(rows * static_cast<int64_t>(sizeof(Row)));
+  });
+  return rows_;
+}
+
+const WeightIndex::Alias& WeightIndex::GetAlias(const int64_t* indptr, int64_t rows, const float* weights) const {
+  std::call_once(alias_once_, [&] {
+    BuildLog log("alias tables", label, indptr[rows]);
+    alias_.cells.resize(static_cast<size_t>(indptr[rows]));  // every row's cells are written below
+    for (int64_t r = 0; r < rows; ++r) alias_.longest_row = std::max(alias_.longest_row, indptr[r + 1] - indptr[r]);
+    log.set_threads(ForRowRanges(indptr, rows, [&](int64_t first, int64_t end) {
+      std::vector<double> scaled;
+      std::vector<int32_t> small, large;
+      for (int64_t r = first; r < end; ++r) {
+        const int64_t b = indptr[r];
+        const int64_t d = indptr[r + 1] - b;
+        uint32_t* cells = alias_.cells.data() + b;
+        if (d > kAliasMaxDegree) std::fill(cells, cells + d, 0);  // no table (never read)
+        if (d == 0 || d > kAliasMaxDegree) continue;
+        const int bits = AliasBits(d);
+        // A cell keeps its own position when a uniform draw of `32 - bits` bits falls under its
+        // threshold; the largest threshold goes with its own position as alias.
+        const double one = std::ldexp(1.0, 32 - bits);
+        const uint32_t most = static_cast<uint32_t>(one) - 1;
+        auto cell = [&](double keep, int32_t alias) {
+          const uint32_t threshold = static_cast<uint32_t>(std::min<double>(std::nearbyint(keep * one), most));
+          return threshold << bits | static_cast<uint32_t>(alias);
+        };
+        double total = 0;
+        int32_t heaviest = -1;
+        for (int64_t k = 0; k < d; ++k) {
+          const float w = weights[b + k];
+          if (w > 0 && std::isfinite(w)) {
+            total += w;
+            if (heaviest < 0 || w > weights[b + heaviest]) heaviest = static_cast<int32_t>(k);
+          }
+        }
+        if (!(total > 0)) {
+          std::fill(cells, cells + d, 0);
+          cells[0] = AliasNone(d);  // nothing to draw
+          continue;
+        }
+        // Vose: pair each light position with a heavy one that covers the rest of its cell.
+        scaled.assign(static_cast<size_t>(d), 0.0);
+        small.clear();
+        large.clear();
+        for (int64_t k = 0; k < d; ++k) {
+          const float w = weights[b + k];
+          scaled[k] = w > 0 && std::isfinite(w) ? w * static_cast<double>(d) / total : 0.0;
+          (scaled[k] < 1.0 ? small : large).push_back(static_cast<int32_t>(k));
+        }
+        while (!small.empty() && !large.empty()) {
+          const int32_t s = small.back();
+          small.pop_back();
+          const int32_t l = large.back();
+          cells[s] = cell(scaled[s], l);
+          scaled[l] -= 1.0 - scaled[s];
+          if (scaled[l] < 1.0) {
+            large.pop_back();
+            small.push_back(l);
+          }
+        }
+        // What rounding leaves keeps its whole cell, unless its weight is zero: then the cell
+        // goes to the heaviest position.
+        for (const auto& rest : {small, large}) {
+          for (int32_t k : rest) {
+            const float w = weights[b + k];
+            cells[k] = w > 0 && std::isfinite(w) ? cell(1.0, k) : cell(0.0, heaviest);
+          }
+        }
+      }
+    }));
+    bytes_.fetch_add(indptr[rows] * static_cast<int64_t>(sizeof(uint32_t)));
+  });
+  return alias_;
+}
+
+}  // namespace graphstore
