@@ -25,7 +25,8 @@ FLAGS=(-std=c++17 -O1 -g -fsanitize=fuzzer-no-link,address -fno-omit-frame-point
 # The sources the targets need (the core's and the generator's, as Bazel lists them).
 SOURCES=(
   server/util/log.cc server/util/thread_priority.cc server/shm/shared_buffer.cc
-  server/graph/npy.cc server/graph/manifest.cc server/graph/partition.cc server/graph/dataset_writer.cc
+  server/graph/npy.cc server/graph/manifest.cc server/graph/partition.cc server/graph/sampling_indexes.cc
+  server/graph/dataset_writer.cc
   server/sampling/ablp.cc server/sampling/draw.cc server/sampling/gather.cc server/sampling/neighbor_draw.cc
   server/sampling/neighbor_sampler.cc server/sampling/ppr_sampler.cc server/sampling/remote_cache.cc
   server/sampling/sampler.cc server/sampling/seeds.cc server/sampling/short_rows.cc server/sampling/subgraph_sampler.cc
