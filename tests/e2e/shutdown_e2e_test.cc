@@ -9,7 +9,9 @@
 #include <cstring>
 #include <future>
 #include <set>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include "client/client.h"
 #include "server/graph/partition.h"
@@ -60,6 +62,38 @@ TEST_CASE("SIGTERM with live streams ends them and exits 0", "[e2e]") {
   CHECK(!end.ok());
   CHECK_THAT(d.Log(), Catch::Contains("destroying live channel"));
 }
+TEST_CASE("SIGTERM while backends are being created answers every creation and exits 0", "[e2e]") {
+  // Weighted backends build their indexes on the server's creation threads; the signal comes
+  // once the first is up, so it finds the others waiting, building or done, whichever the
+  // machine allows. Every call is answered (created, or refused as the server goes), and the
+  // daemon exits 0.
+  Daemon d(Dataset());
+  auto c = Connect(d);
+  std::vector<std::future<absl::StatusCode>> calls;
+  for (int i = 0; i < 24; ++i) {
+    calls.push_back(std::async(std::launch::async, [&, i] {
+      v1::InitSamplingBackendRequest req;
+      req.set_backend_key("weighted-" + std::to_string(i));
+      req.mutable_options()->set_num_workers(1);
+      req.mutable_config()->set_batch_size(16 + i);
+      req.mutable_config()->add_num_neighbors(4);
+      req.mutable_config()->add_weighted_edge_types("*");
+      req.mutable_config()->set_replace(i % 2 == 1);
+      return c->InitSamplingBackend(req).status().code();
+    }));
+  }
+  REQUIRE(calls[0].get() == absl::StatusCode::kOk);
+  d.Signal(SIGTERM);
+  for (size_t i = 1; i < calls.size(); ++i) {
+    auto& call = calls[i];
+    const absl::StatusCode code = call.get();
+    INFO(absl::StatusCodeToString(code));
+    CHECK((code == absl::StatusCode::kOk || code == absl::StatusCode::kUnavailable ||
+           code == absl::StatusCode::kCancelled));
+  }
+  CHECK(d.WaitExit(30) == 0);
+}
+
 TEST_CASE("the Exit RPC shuts the daemon down with exit code 0", "[e2e]") {
   Daemon d(Dataset());
   auto c = Connect(d);
