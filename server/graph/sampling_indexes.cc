@@ -102,9 +102,8 @@ const HugePageVector<double>& WeightIndex::GetBlocks(int64_t num_edges, const fl
   std::call_once(blocks_once_, [&] {
     BuildLog log("block sums of the weights", label, num_edges);
     const int64_t blocks = (num_edges + kBlock - 1) / kBlock;
-    blocks_.resize(static_cast<size_t>(blocks));
+    blocks_.assign(static_cast<size_t>(blocks), 0.0);
     log.set_threads(ForRanges(blocks, [&](int64_t first, int64_t end) {
-      std::fill(blocks_.begin() + first, blocks_.begin() + end, 0.0);
       for (int64_t p = first * kBlock; p < std::min(end * kBlock, num_edges); ++p) {
         const float w = weights[p];
         if (w > 0 && std::isfinite(w)) blocks_[p / kBlock] += static_cast<double>(w);
@@ -187,7 +186,7 @@ const HugePageVector<TimeRows::Row>& TimeRows::Get(const int64_t* indptr, int64_
 const WeightIndex::Alias& WeightIndex::GetAlias(const int64_t* indptr, int64_t rows, const float* weights) const {
   std::call_once(alias_once_, [&] {
     BuildLog log("alias tables", label, indptr[rows]);
-    alias_.cells.resize(static_cast<size_t>(indptr[rows]));  // every row's cells are written below
+    alias_.cells.assign(static_cast<size_t>(indptr[rows]), 0);
     for (int64_t r = 0; r < rows; ++r) alias_.longest_row = std::max(alias_.longest_row, indptr[r + 1] - indptr[r]);
     log.set_threads(ForRowRanges(indptr, rows, [&](int64_t first, int64_t end) {
       std::vector<double> scaled;
@@ -195,9 +194,8 @@ const WeightIndex::Alias& WeightIndex::GetAlias(const int64_t* indptr, int64_t r
       for (int64_t r = first; r < end; ++r) {
         const int64_t b = indptr[r];
         const int64_t d = indptr[r + 1] - b;
-        uint32_t* cells = alias_.cells.data() + b;
-        if (d > kAliasMaxDegree) std::fill(cells, cells + d, 0);  // no table (never read)
         if (d == 0 || d > kAliasMaxDegree) continue;
+        uint32_t* cells = alias_.cells.data() + b;
         const int bits = AliasBits(d);
         // A cell keeps its own position when a uniform draw of `32 - bits` bits falls under its
         // threshold; the largest threshold goes with its own position as alias.
@@ -217,7 +215,6 @@ const WeightIndex::Alias& WeightIndex::GetAlias(const int64_t* indptr, int64_t r
           }
         }
         if (!(total > 0)) {
-          std::fill(cells, cells + d, 0);
           cells[0] = AliasNone(d);  // nothing to draw
           continue;
         }

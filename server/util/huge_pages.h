@@ -11,8 +11,6 @@
 #include <cstddef>
 #include <cstdlib>
 #include <new>
-#include <type_traits>
-#include <utility>
 #include <vector>
 
 namespace graphstore {
@@ -39,25 +37,13 @@ struct HugePageAllocator {
     return static_cast<T*>(p);
   }
   void deallocate(T* p, size_t) { std::free(p); }
-  // resize(n) default-initialises: trivial elements are left as they are (fresh pages read as
-  // zero and are not touched until written), so a large index can be filled by several
-  // threads at once instead of zeroed by one first. assign(n, value) still sets every element.
-  template <typename U>
-  void construct(U* p) noexcept(std::is_nothrow_default_constructible<U>::value) {
-    ::new (static_cast<void*>(p)) U;
-  }
-  template <typename U, typename... Args>
-  void construct(U* p, Args&&... args) {
-    ::new (static_cast<void*>(p)) U(std::forward<Args>(args)...);
-  }
   template <typename U>
   bool operator==(const HugePageAllocator<U>&) const { return true; }
   template <typename U>
   bool operator!=(const HugePageAllocator<U>&) const { return false; }
 };
 
-/// A vector whose storage, when 2 MiB or more, is backed by transparent huge pages. Its
-/// resize(n) leaves new elements of a trivial type unset (see HugePageAllocator::construct).
+/// A vector whose storage, when 2 MiB or more, is backed by transparent huge pages.
 template <typename T>
 using HugePageVector = std::vector<T, HugePageAllocator<T>>;
 
