@@ -96,6 +96,82 @@ class BuildLog {
   std::chrono::steady_clock::time_point start_;
 };
 
+// Scratch of WriteAliasRow, reused from row to row.
+struct AliasScratch {
+  std::vector<double> scaled;
+  std::vector<int32_t> small, large;
+};
+
+// Writes the alias table of a row of `d` (1..kAliasMaxDegree) weights `w` to its `cells`
+// (WeightIndex::Alias), which start zeroed.
+void WriteAliasRow(const float* w, int64_t d, uint32_t* cells, AliasScratch* scratch) {
+  const int bits = AliasBits(d);
+  // A cell keeps its own position when a uniform draw of `32 - bits` bits falls under its
+  // threshold; the largest threshold goes with its own position as alias.
+  const double one = std::ldexp(1.0, 32 - bits);
+  const uint32_t most = static_cast<uint32_t>(one) - 1;
+  auto cell = [&](double keep, int32_t alias) {
+    const uint32_t threshold = static_cast<uint32_t>(std::min<double>(std::nearbyint(keep * one), most));
+    return threshold << bits | static_cast<uint32_t>(alias);
+  };
+  auto usable = [](float x) { return x > 0 && std::isfinite(x); };
+  double total = 0;
+  int32_t heaviest = -1;
+  for (int64_t k = 0; k < d; ++k) {
+    if (usable(w[k])) {
+      total += w[k];
+      if (heaviest < 0 || w[k] > w[heaviest]) heaviest = static_cast<int32_t>(k);
+    }
+  }
+  if (!(total > 0)) {
+    cells[0] = AliasNone(d);  // nothing to draw
+    return;
+  }
+  // Vose: pair each light position with a heavy one that covers the rest of its cell.
+  std::vector<double>& scaled = scratch->scaled;
+  std::vector<int32_t>& small = scratch->small;
+  std::vector<int32_t>& large = scratch->large;
+  scaled.assign(static_cast<size_t>(d), 0.0);
+  small.clear();
+  large.clear();
+  for (int64_t k = 0; k < d; ++k) {
+    scaled[k] = usable(w[k]) ? w[k] * static_cast<double>(d) / total : 0.0;
+    (scaled[k] < 1.0 ? small : large).push_back(static_cast<int32_t>(k));
+  }
+  while (!small.empty() && !large.empty()) {
+    const int32_t s = small.back();
+    small.pop_back();
+    const int32_t l = large.back();
+    cells[s] = cell(scaled[s], l);
+    scaled[l] -= 1.0 - scaled[s];
+    if (scaled[l] < 1.0) {
+      large.pop_back();
+      small.push_back(l);
+    }
+  }
+  // What rounding leaves keeps its whole cell, unless its weight is zero: then the cell goes
+  // to the heaviest position.
+  for (const auto* rest : {&small, &large}) {
+    for (int32_t k : *rest) cells[k] = usable(w[k]) ? cell(1.0, k) : cell(0.0, heaviest);
+  }
+}
+
+// Fills a time row (TimeRows::Row) for the row [begin, end) of an edge type's `times`.
+void FillTimeRow(int64_t begin, int64_t end, const int64_t* times, TimeRows::Row* row) {
+  row->begin = begin;
+  row->end = end;
+  if (end == begin) return;
+  row->oldest = times[begin];
+  row->newest = times[end - 1];
+  const int64_t d = end - begin;
+  const uint64_t span = static_cast<uint64_t>(row->newest) - static_cast<uint64_t>(row->oldest);
+  const uint64_t largest = (uint64_t{1} << TimeRows::FenceBits(d)) - 1;
+  while ((span >> row->shift) > largest) ++row->shift;
+  for (int j = 0; j < TimeRows::Fences(d); ++j) {
+    TimeRows::SetFence(row, d, j, TimeRows::Step(*row, times[begin + TimeRows::FencePosition(j + 1, d)]));
+  }
+}
+
 }  // namespace
 
 const HugePageVector<double>& WeightIndex::GetBlocks(int64_t num_edges, const float* weights) const {
@@ -161,22 +237,7 @@ const HugePageVector<TimeRows::Row>& TimeRows::Get(const int64_t* indptr, int64_
     BuildLog log("time rows", label, indptr[rows]);
     rows_.resize(static_cast<size_t>(rows));
     log.set_threads(ForRowRanges(indptr, rows, [&](int64_t first, int64_t end) {
-      for (int64_t r = first; r < end; ++r) {
-        Row& row = rows_[r];
-        row.begin = indptr[r];
-        row.end = indptr[r + 1];
-        if (row.end > row.begin) {
-          row.oldest = times[row.begin];
-          row.newest = times[row.end - 1];
-          const int64_t d = row.end - row.begin;
-          const uint64_t span = static_cast<uint64_t>(row.newest) - static_cast<uint64_t>(row.oldest);
-          const uint64_t largest = (uint64_t{1} << FenceBits(d)) - 1;
-          while ((span >> row.shift) > largest) ++row.shift;
-          for (int j = 0; j < Fences(d); ++j) {
-            SetFence(&row, d, j, Step(row, times[row.begin + FencePosition(j + 1, d)]));
-          }
-        }
-      }
+      for (int64_t r = first; r < end; ++r) FillTimeRow(indptr[r], indptr[r + 1], times, &rows_[r]);
     }));
     bytes_.store(rows * static_cast<int64_t>(sizeof(Row)));
   });
@@ -189,62 +250,11 @@ const WeightIndex::Alias& WeightIndex::GetAlias(const int64_t* indptr, int64_t r
     alias_.cells.assign(static_cast<size_t>(indptr[rows]), 0);
     for (int64_t r = 0; r < rows; ++r) alias_.longest_row = std::max(alias_.longest_row, indptr[r + 1] - indptr[r]);
     log.set_threads(ForRowRanges(indptr, rows, [&](int64_t first, int64_t end) {
-      std::vector<double> scaled;
-      std::vector<int32_t> small, large;
+      AliasScratch scratch;
       for (int64_t r = first; r < end; ++r) {
-        const int64_t b = indptr[r];
-        const int64_t d = indptr[r + 1] - b;
-        if (d == 0 || d > kAliasMaxDegree) continue;
-        uint32_t* cells = alias_.cells.data() + b;
-        const int bits = AliasBits(d);
-        // A cell keeps its own position when a uniform draw of `32 - bits` bits falls under its
-        // threshold; the largest threshold goes with its own position as alias.
-        const double one = std::ldexp(1.0, 32 - bits);
-        const uint32_t most = static_cast<uint32_t>(one) - 1;
-        auto cell = [&](double keep, int32_t alias) {
-          const uint32_t threshold = static_cast<uint32_t>(std::min<double>(std::nearbyint(keep * one), most));
-          return threshold << bits | static_cast<uint32_t>(alias);
-        };
-        double total = 0;
-        int32_t heaviest = -1;
-        for (int64_t k = 0; k < d; ++k) {
-          const float w = weights[b + k];
-          if (w > 0 && std::isfinite(w)) {
-            total += w;
-            if (heaviest < 0 || w > weights[b + heaviest]) heaviest = static_cast<int32_t>(k);
-          }
-        }
-        if (!(total > 0)) {
-          cells[0] = AliasNone(d);  // nothing to draw
-          continue;
-        }
-        // Vose: pair each light position with a heavy one that covers the rest of its cell.
-        scaled.assign(static_cast<size_t>(d), 0.0);
-        small.clear();
-        large.clear();
-        for (int64_t k = 0; k < d; ++k) {
-          const float w = weights[b + k];
-          scaled[k] = w > 0 && std::isfinite(w) ? w * static_cast<double>(d) / total : 0.0;
-          (scaled[k] < 1.0 ? small : large).push_back(static_cast<int32_t>(k));
-        }
-        while (!small.empty() && !large.empty()) {
-          const int32_t s = small.back();
-          small.pop_back();
-          const int32_t l = large.back();
-          cells[s] = cell(scaled[s], l);
-          scaled[l] -= 1.0 - scaled[s];
-          if (scaled[l] < 1.0) {
-            large.pop_back();
-            small.push_back(l);
-          }
-        }
-        // What rounding leaves keeps its whole cell, unless its weight is zero: then the cell
-        // goes to the heaviest position.
-        for (const auto& rest : {small, large}) {
-          for (int32_t k : rest) {
-            const float w = weights[b + k];
-            cells[k] = w > 0 && std::isfinite(w) ? cell(1.0, k) : cell(0.0, heaviest);
-          }
+        const int64_t d = indptr[r + 1] - indptr[r];
+        if (d > 0 && d <= kAliasMaxDegree) {
+          WriteAliasRow(weights + indptr[r], d, alias_.cells.data() + indptr[r], &scratch);
         }
       }
     }));
