@@ -26,6 +26,7 @@ PACKAGES=(
   prometheus-cpp-dev      # graphstored's metrics endpoint (--metrics_port)
   libssl-dev              # OpenSSL headers: certificate checks at start-up, token digests
   openssl                 # the TLS tests make their certificates at test time
+  jq                      # the grpcurl examples of docs/operations.md (tests/docs/)
   clang                   # the libFuzzer targets (tests/fuzz/run.sh)
   libclang-rt-14-dev      # libFuzzer and AddressSanitizer runtimes for clang 14
 )
