@@ -171,6 +171,9 @@ class Loader:
             edge type, or a list of edge types (``"src__rel__dst"`` or ``(src, rel, dst)``); each
             must store weights (``graphstore-partition --edge_weights``). Zero-weight edges are
             never drawn. With ``replace``, draws are independent.
+        weight_attr: PyG's name for the same choice: ``"edge_weight"`` (or ``"weight"``) draws
+            every edge type by the weights the dataset stores, as ``weighted=True``; ``None``:
+            uniform (unless ``weighted`` says otherwise).
         time_attr: ``"time"`` samples temporally with the times the dataset stores (node times
             ``book/<type>.time.npy``, edge times ``edges/<type>/time.npy``; ``graphstore-partition
             --node_times / --edge_times``): every seed has a time (``input_time``, else its node
@@ -234,7 +237,8 @@ class Loader:
 
     def __init__(self, servers: Union[Sequence[str], str], num_neighbors=None, input_nodes=None,
                  batch_size: int = 1, shuffle: bool = False, drop_last: bool = False, replace: bool = False, *,
-                 weighted: Union[bool, Sequence] = False, time_attr: Optional[str] = None, input_time=None,
+                 weighted: Union[bool, Sequence] = False, weight_attr: Optional[str] = None,
+                 time_attr: Optional[str] = None, input_time=None,
                  temporal_strategy: str = "uniform",
                  split: str = "train", rank: int = 0, world_size: int = 1, seed: int = 0,
                  node_features: bool = True, labels: bool = True, edge_ids: bool = False,
@@ -261,6 +265,13 @@ class Loader:
         config.shuffle = _bool("shuffle", shuffle)
         config.drop_last = _bool("drop_last", drop_last)
         config.replace = _bool("replace", replace)
+        if weight_attr is not None:
+            if _str("weight_attr", weight_attr) not in ("edge_weight", "weight"):
+                raise ValueError("weight_attr must be 'edge_weight' or 'weight' (the weights the dataset stores) "
+                                 f"or None, got {weight_attr!r}")
+            if weighted is not False:
+                raise ValueError("give weight_attr or weighted, not both")
+            weighted = True
         if weighted is True:
             config.weighted_edge_types.append("*")
         elif weighted is not False:

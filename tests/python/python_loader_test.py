@@ -486,6 +486,21 @@ class ErrorsTest(unittest.TestCase):
                 zero_seen[weighted] = int((w == 0).sum())
             self.assertGreater(zero_seen[False], 0)  # a full fanout reaches them uniformly ...
             self.assertEqual(zero_seen[True], 0)     # ... and never by weight
+            # PyG's weight_attr draws the same edges as weighted=True (fanout 3 of rows longer than that);
+            # batches may arrive in any order, so they are matched by their seeds.
+            def by_seeds(batches):
+                return {tuple(b.n_id[:b.batch_size].tolist()): b.e_id.tolist() for b in batches}
+            drawn = {}
+            for name, kwargs in (("weighted", dict(weighted=True)), ("weight_attr", dict(weight_attr="edge_weight"))):
+                with graphstore.Loader([d.address], [3, 2], batch_size=200, split="train", edge_ids=True,
+                                       backend_key=f"by-{name}", **kwargs) as loader:
+                    drawn[name] = by_seeds(loader.epoch(0))
+            self.assertEqual(drawn["weight_attr"], drawn["weighted"])
+            with graphstore.Loader([d.address], [3, 2], batch_size=200, split="train", edge_ids=True,
+                                   backend_key="uniform-3-2") as loader:
+                uniform = by_seeds(loader.epoch(0))
+            self.assertEqual(uniform.keys(), drawn["weighted"].keys())
+            self.assertNotEqual(uniform, drawn["weighted"])
             self.assertServerError("INVALID_ARGUMENT", ["stores no edge weights"],
                                    lambda: graphstore.Loader([D1.address], [2], weighted=True))
         finally:
@@ -555,6 +570,9 @@ class ErrorsTest(unittest.TestCase):
             (ValueError, "keepalive", dict(keepalive=-1)),
             (ValueError, "keepalive_timeout", dict(keepalive_timeout=0)),
             (TypeError, "weighted", dict(weighted="yes")),
+            (ValueError, "weight_attr must be", dict(weight_attr="w")),
+            (TypeError, "weight_attr", dict(weight_attr=True)),
+            (ValueError, "weight_attr or weighted", dict(weight_attr="weight", weighted=["node__to__node"])),
             (ValueError, "temporal_strategy", dict(time_attr="time", temporal_strategy="newest")),
             (ValueError, "time_attr", dict(time_attr="timestamp")),
             (ValueError, "input_time has 1 times for 2 seeds", dict(input_nodes=[1, 2], time_attr="time", input_time=[5])),
