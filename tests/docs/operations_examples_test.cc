@@ -143,14 +143,14 @@ std::string Script(const std::vector<Command>& commands, const std::string& addr
       s << "{ " << c.text << "} > \"$O/out." << k << "\" 2> \"$O/err." << k << "\" || fail " << k
         << " \"exit status $?\"\n";
       for (const auto& shown : c.shown) {
-        s << "grep -qF -- " << Quoted(shown) << " \"$O/out." << k << "\" || fail " << k
-          << Quoted(" does not print " + shown) << "\n";
+        s << "grep -qF -- " << Quoted(shown) << " \"$O/out." << k << "\" || fail " << k << " "
+          << Quoted("does not print " + shown) << "\n";
       }
       std::smatch a;
       if (std::regex_search(c.text, a, assignment)) {
         const std::string var = a[1].str();
-        s << "[ -n \"$" << var << "\" ] && [ \"$" << var << "\" != null ] || fail " << k
-          << Quoted(" left " + var + " unset") << "\n";
+        s << "[ -n \"$" << var << "\" ] && [ \"$" << var << "\" != null ] || fail " << k << " "
+          << Quoted("left " + var + " unset") << "\n";
       }
     }
     s << "cat \"$O/out." << k << "\"\n";
