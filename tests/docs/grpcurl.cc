@@ -8,8 +8,8 @@
 //   grpcurl -plaintext ADDR list
 //   grpcurl -plaintext ADDR describe SYMBOL
 //
-// A failed call prints "ERROR:", its code and message to stderr and exits 64 + the code, as
-// grpcurl does.
+// A failed call prints "ERROR:", its code (by its Go name, as grpcurl prints it) and message to
+// stderr and exits non-zero (64 + the code).
 
 #include <grpcpp/grpcpp.h>
 #include <grpcpp/impl/client_unary_call.h>
@@ -21,7 +21,6 @@
 #include <chrono>
 #include <iostream>
 #include <iterator>
-#include <map>
 #include <memory>
 #include <set>
 #include <string>
