@@ -16,6 +16,11 @@
 // each batch's own neighbourhood).
 //
 // Global ids are the file ids minus one; book/<type>.raw_ids.npy keeps the file ids.
+//
+// With `times`, the graph is also temporal: each rating edge (both directions) keeps its Unix
+// timestamp as its edge time, and a user's or a movie's node time is its first rating in
+// u.data, when it enters the data (so it never moves an edge's stored time, the later of the
+// two).
 
 #include <string>
 
@@ -30,6 +35,8 @@ struct MovieLensOptions {
   double val = 0.1;
   /// Ratings >= this are positive labels.
   int min_positive_rating = 4;
+  /// Store rating timestamps as edge times and each node's first rating as its node time.
+  bool times = false;
 };
 
 /// Reads `dir`. NotFound / DataLoss naming the file (and line) when a file is missing or malformed.
