@@ -37,6 +37,24 @@ TEST_CASE("graphstore-inspect and graphstored refuse the same corrupt partition 
   CHECK(RunCommand("tools/graphstore-inspect 2>/dev/null") == 2);  // no --partition
 }
 
+TEST_CASE("graphstore-inspect shows the weights and times a partition stores, and only those", "[tools]") {
+  TempDir dir;
+  const std::string plain = dir / "plain", timed = dir / "timed";
+  REQUIRE(RunCommand("tools/graphstore-generate --nodes=300 --feature_dim=4 --out=" + plain + " >/dev/null") == 0);
+  REQUIRE(RunCommand("tools/graphstore-generate --nodes=300 --feature_dim=4 --edge_weights --times --out=" + timed +
+                     " >/dev/null") == 0);
+  REQUIRE(RunCommand("tools/graphstore-inspect --partition=" + plain + " >" + dir / "plain.txt") == 0);
+  REQUIRE(RunCommand("tools/graphstore-inspect --partition=" + timed + " >" + dir / "timed.txt") == 0);
+  const std::string without = ReadFile(dir / "plain.txt"), with = ReadFile(dir / "timed.txt");
+  CHECK_THAT(without, !Catch::Contains("weights") && !Catch::Contains("times"));
+  INFO(with);
+  // The generator's weights include zeros (edges weighted sampling never draws); its times run
+  // from 0 to 10^6.
+  CHECK_THAT(with, Catch::Matches("(.|\\n)*node type node .*splits, times [0-9]+\\.\\.[0-9]+\\n(.|\\n)*"));
+  CHECK_THAT(with, Catch::Matches("(.|\\n)*edge type node__to__node .*, weights 0\\.\\.[0-9.e+]+ \\([1-9][0-9]* zero\\), "
+                                  "times [0-9]+\\.\\.[0-9]+\\n(.|\\n)*"));
+}
+
 TEST_CASE("graphstored refuses an out-of-range flag with exit code 2, naming the flag", "[tools]") {
   TempDir dir;
   const std::string g = dir / "g";
