@@ -44,6 +44,7 @@ void PartitionQueries::FillDatasetMeta(v1::DatasetMeta* resp) const {
     t->set_has_labels(n.labels.is_open());
     t->set_num_classes(n.num_classes);
     for (const auto& [split, f] : n.splits) t->add_splits(split);
+    t->set_has_times(n.times_data() != nullptr);
   }
   for (int i = 0; i < m.edge_types_size(); ++i) {
     const EdgeTypeStore& e = partition_->edge_type(i);
@@ -55,6 +56,8 @@ void PartitionQueries::FillDatasetMeta(v1::DatasetMeta* resp) const {
     t->set_num_edges(e.num_edges);
     t->set_num_local_edges(e.num_local);
     t->set_has_edge_ids(e.edge_ids.is_open());
+    t->set_has_weights(e.weights_data() != nullptr);
+    t->set_has_times(e.times_data() != nullptr);
     t->mutable_features()->set_dim(e.feature_dim);
     if (e.feature_dim > 0) t->mutable_features()->set_dtype(ToProtoDtype(e.feature_dtype));
   }

@@ -77,6 +77,30 @@ TEST_CASE("GetDatasetMeta names each edge type's relation", "[core]") {
   CHECK(meta.edge_types(0).dst_type() == "node");
   CHECK(meta.edge_types(0).features().dim() == 1);
 }
+
+TEST_CASE("GetDatasetMeta says which types store weights and times", "[core]") {
+  GraphData g = TinyWithEdgeFeatures();
+  TempDir plain_dir, timed_dir;
+  REQUIRE(WritePartitions(g, RandomAssignment(g, 1, 0), WriteOptions(), plain_dir.path()).ok());
+  EdgeTypeData& e = g.edge_types[0];
+  for (size_t i = 0; i < e.src.size(); ++i) {
+    e.weights.push_back(1.0f + i);
+    e.times.push_back(100 + static_cast<int64_t>(i));
+  }
+  g.node_types[0].times.assign(static_cast<size_t>(g.node_types[0].num_nodes), 5);
+  REQUIRE(WritePartitions(g, RandomAssignment(g, 1, 0), WriteOptions(), timed_dir.path()).ok());
+  for (const bool timed : {false, true}) {
+    INFO((timed ? "with" : "without") << " weights and times");
+    auto p = Load(timed ? timed_dir.path() : plain_dir.path());
+    v1::DatasetMeta meta;
+    Queries(*p).FillDatasetMeta(&meta);
+    REQUIRE(meta.node_types_size() == 1);
+    REQUIRE(meta.edge_types_size() == 1);
+    CHECK(meta.node_types(0).has_times() == timed);
+    CHECK(meta.edge_types(0).has_weights() == timed);
+    CHECK(meta.edge_types(0).has_times() == timed);
+  }
+}
 TEST_CASE("GetEdgeFeatures finds stored edges by global edge id", "[core]") {
   TempDir dir;
   const GraphData g = TinyWithEdgeFeatures();
