@@ -4,6 +4,11 @@ printed per epoch.
 
     PYTHONPATH=bazel-bin/python/site /usr/bin/python3 python/examples/train_sage.py \
         --servers=127.0.0.1:PORT[,127.0.0.1:PORT2] --epochs=5
+
+On a dataset with edge weights (`graphstore-generate --edge_weights`, `graphstore-partition
+--edge_weights=...`), `--weighted` draws neighbours in proportion to them; on one with times
+(`--times`, `--node_times / --edge_times`), `--temporal=uniform` or `--temporal=last` samples
+each seed at its node time, so no batch sees an edge from after its seed.
 """
 
 import argparse
@@ -78,6 +83,9 @@ def main(argv=None):
     p.add_argument("--seed", type=int, default=0, help="sampling and initialisation seed")
     p.add_argument("--feature_encoding", default="", help="float32, float16, bfloat16, int8, int4, int2 or int1 on the wire")
     p.add_argument("--feature_cache_rows", type=int, default=0, help="hottest nodes' feature rows kept here")
+    p.add_argument("--weighted", action="store_true", help="draw neighbours in proportion to the stored edge weights")
+    p.add_argument("--temporal", choices=["uniform", "last"], default=None,
+                   help="sample each seed at its node time: among the neighbours up to then, or the latest of them")
     p.add_argument("--shutdown_servers", action="store_true", help="ask every server to exit when done")
     args = p.parse_args(argv)
 
@@ -85,11 +93,18 @@ def main(argv=None):
     torch.set_num_threads(1)
     common = dict(num_neighbors=[int(f) for f in args.fanouts.split(",")], batch_size=args.batch_size,
                   seed=args.seed, feature_encoding=args.feature_encoding,
-                  feature_cache_rows=args.feature_cache_rows)
+                  feature_cache_rows=args.feature_cache_rows, weighted=args.weighted)
+    if args.temporal is not None:
+        common.update(time_attr="time", temporal_strategy=args.temporal)
+    sampling = "weighted" if args.weighted else "uniform"
+    if args.temporal is not None:
+        sampling += f", temporal ({args.temporal}, seeds at their node times)"
+    # Loaders that share a backend key must ask for the same batches: one key per way of sampling.
+    key = "train_sage.py/" + ("weighted" if args.weighted else "uniform") + (f"/{args.temporal}" if args.temporal else "")
     try:
-        train = graphstore.Loader(args.servers, shuffle=True, split="train", backend_key="train_sage.py/train",
+        train = graphstore.Loader(args.servers, shuffle=True, split="train", backend_key=key + "/train",
                                   worker_key="train_sage.py:train", **common)
-        val = graphstore.Loader(args.servers, split="val", backend_key="train_sage.py/val",
+        val = graphstore.Loader(args.servers, split="val", backend_key=key + "/val",
                                 worker_key="train_sage.py:val", **common)
         nt = train.meta.node_types[0]
         print(f"dataset '{train.meta.dataset_name}': {nt.num_nodes} nodes, {nt.features.dim} features, "
@@ -97,6 +112,7 @@ def main(argv=None):
               f"{len(train.servers)} server(s)")
         print(f"transport: shared memory from {train.num_shared_memory_servers} of {len(train.servers)} server(s), "
               f"bytes in messages from the rest; layer: {SAGEConv.__module__}.SAGEConv")
+        print(f"neighbour sampling: {sampling}")
         print(f"chance accuracy: {1 / max(nt.num_classes, 1):.3f}", flush=True)
         model = Sage(nt.features.dim, args.hidden, nt.num_classes)
         optimizer = torch.optim.Adam(model.parameters(), lr=args.lr)

@@ -744,5 +744,34 @@ class MessagePassingTest(unittest.TestCase):
         self.assertGreater(compared, 10)
 
 
+class ExamplesTest(unittest.TestCase):
+    """python/examples/train_sage.py, the worked example of the docs, runs one epoch each way."""
+
+    def test_train_sage_uniform_weighted_and_temporal(self):
+        g = os.path.join(WORK, "examples")
+        gt.run(gt.tool("graphstore-generate"), "--nodes=2000", "--feature_dim=8", "--classes=3", "--seed=11",
+               "--edge_weights", "--times", f"--out={g}")
+        d = gt.Daemon(g, name="examples").wait_ready()
+        try:
+            env = dict(os.environ, PYTHONPATH=os.path.join(gt.ROOT, "python", "site"))
+            script = os.path.join(gt.ROOT, "python", "examples", "train_sage.py")
+            for flags, says in (([], "uniform"), (["--weighted"], "weighted"),
+                                (["--temporal=last"], "uniform, temporal (last"),
+                                (["--weighted", "--temporal=uniform"], "weighted, temporal (uniform")):
+                r = subprocess.run([sys.executable, script, f"--servers={d.address}", "--epochs=1", *flags],
+                                   capture_output=True, text=True, env=env, timeout=300, check=False)
+                self.assertEqual(r.returncode, 0, f"{flags}:\n{r.stdout}\n{r.stderr}")
+                self.assertIn(f"neighbour sampling: {says}", r.stdout)
+                self.assertRegex(r.stdout, r"epoch 0: loss [0-9.]+ ")
+            # On a dataset without times, the example says why it cannot sample temporally.
+            r = subprocess.run([sys.executable, script, f"--servers={D1.address}", "--epochs=1", "--temporal=last"],
+                               capture_output=True, text=True, env=env, timeout=300, check=False)
+            self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+            self.assertIn("INVALID_ARGUMENT", r.stderr)
+            self.assertIn("time", r.stderr)
+        finally:
+            d.stop()
+
+
 if __name__ == "__main__":
     gt.main("python_loader_test")
