@@ -1,7 +1,7 @@
 // Trains a GraphSAGE node classifier through graphstore: sampled subgraphs stream from the
 // storage servers, the model trains on CPU with LibTorch, and accuracy is reported per epoch.
 //
-//   train_sage --servers=127.0.0.1:PORT --epochs=5
+//   train_sage --servers=127.0.0.1:PORT --epochs=5 [--weighted] [--temporal=uniform|last]
 
 #include "client/loader.h"  // LibTorch first (see loader.h)
 
@@ -90,19 +90,33 @@ std::pair<client::LoaderOptions, client::LoaderOptions> LoaderOptionsFrom(const 
   base.seed = static_cast<uint64_t>(*flags.GetInt("seed"));
   base.feature_encoding = client::ParseFeatureEncoding(flags.Get("feature_encoding")).value_or(base.feature_encoding);
   base.feature_cache_rows = *flags.GetInt("feature_cache_rows");
+  // Loaders that share a backend key must ask for the same batches: one key per way of sampling.
+  std::string key = "train_sage/";
+  if (*flags.GetBool("weighted")) {
+    base.config.add_weighted_edge_types("*");
+    key += "weighted";
+  } else {
+    key += "uniform";
+  }
+  const std::string temporal = flags.Get("temporal");
+  if (!temporal.empty()) {
+    base.config.set_temporal_strategy(temporal == "last" ? v1::TEMPORAL_STRATEGY_LAST : v1::TEMPORAL_STRATEGY_UNIFORM);
+    key += "/" + temporal;
+  }
   client::LoaderOptions train = base;
-  train.backend_key = "train_sage/train";
+  train.backend_key = key + "/train";
   train.config.set_shuffle(true);
   train.split = "train";
   train.worker_key = "train_sage:train";
   client::LoaderOptions val = base;
-  val.backend_key = "train_sage/val";
+  val.backend_key = key + "/val";
   val.split = "val";
   val.worker_key = "train_sage:val";
   return {train, val};
 }
 
-void PrintDataset(const client::Loader& train, const client::Loader& val, size_t servers) {
+void PrintDataset(const client::Loader& train, const client::Loader& val, size_t servers,
+                  const v1::SamplingConfig& config) {
   const auto& meta = train.meta();
   const auto& nt = meta.node_types(0);
   std::printf("dataset '%s': %lld nodes, %lld features, %lld classes; %lld train / %lld val seeds on %zu server(s)\n",
@@ -111,6 +125,11 @@ void PrintDataset(const client::Loader& train, const client::Loader& val, size_t
               static_cast<long long>(train.num_seeds()), static_cast<long long>(val.num_seeds()), servers);
   std::printf("transport: shared memory from %d of %zu server(s), bytes in messages from the rest\n",
               train.num_shared_memory_servers(), servers);
+  std::printf("neighbour sampling: %s%s\n", config.weighted_edge_types_size() > 0 ? "weighted" : "uniform",
+              config.temporal_strategy() == v1::TEMPORAL_STRATEGY_LAST ? ", temporal (last, seeds at their node times)"
+              : config.temporal_strategy() == v1::TEMPORAL_STRATEGY_UNIFORM
+                  ? ", temporal (uniform, seeds at their node times)"
+                  : "");
   std::printf("chance accuracy: %.3f\n", 1.0 / std::max<int64_t>(1, nt.num_classes()));
 }
 
@@ -125,6 +144,10 @@ int Run(int argc, char** argv) {
   flags.Define("seed", "0", "sampling and initialisation seed");
   flags.Define("feature_encoding", "", "feature rows on the wire: float32, float16, bfloat16, int8, int4, int2 or int1");
   flags.Define("feature_cache_rows", "0", "feature rows of the hottest nodes kept on the trainer (0: none)");
+  flags.Define("weighted", "false", "draw neighbours in proportion to the stored edge weights");
+  flags.Define("temporal", "",
+               "\"uniform\" or \"last\": sample each seed at its node time, among the neighbours up to then or the "
+               "latest of them");
   flags.Define("shutdown_servers", "false", "call Exit on every server when done");
   if (auto exit = flags.ParseCommandLine(argc, argv, "train_sage", "Trains GraphSAGE through graphstore.")) {
     return *exit;
@@ -137,6 +160,14 @@ int Run(int argc, char** argv) {
     std::fprintf(stderr, "train_sage: --feature_encoding: %s\n", std::string(e.status().message()).c_str());
     return 2;
   }
+  if (const std::string t = flags.Get("temporal"); !t.empty() && t != "uniform" && t != "last") {
+    std::fprintf(stderr, "train_sage: --temporal must be uniform or last, got '%s'\n", t.c_str());
+    return 2;
+  }
+  if (auto w = flags.GetBool("weighted"); !w.ok()) {
+    std::fprintf(stderr, "train_sage: %s\n", std::string(w.status().message()).c_str());
+    return 2;
+  }
   const int epochs = static_cast<int>(*flags.GetInt("epochs"));
   torch::manual_seed(*flags.GetInt("seed"));
   torch::set_num_threads(1);
@@ -144,7 +175,7 @@ int Run(int argc, char** argv) {
   try {
     client::Loader train(train_opts);
     client::Loader val(val_opts);
-    PrintDataset(train, val, train_opts.servers.size());
+    PrintDataset(train, val, train_opts.servers.size(), train_opts.config);
     const auto& nt = train.meta().node_types(0);
     Sage model(nt.features().dim(), *flags.GetInt("hidden"), nt.num_classes());
     torch::optim::Adam opt(model->parameters(), torch::optim::AdamOptions(*flags.GetDouble("lr")));
