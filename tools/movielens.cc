@@ -211,13 +211,11 @@ absl::StatusOr<GraphData> ReadMovieLens(const std::string& dir, const MovieLensO
   if (options.times) {
     // Each node enters the data at its first rating (every user and movie of ml-100k has one; a
     // node without any would take the earliest rating's time).
-    const int64_t earliest =
-        std::min_element(ratings->begin(), ratings->end(), [](const Rating& a, const Rating& b) {
-          return a.time < b.time;
-        })->time;
+    int64_t earliest = INT64_MAX;
     user->times.assign(static_cast<size_t>(user->num_nodes), INT64_MAX);
     movie->times.assign(static_cast<size_t>(movie->num_nodes), INT64_MAX);
     for (const Rating& r : *ratings) {
+      earliest = std::min(earliest, r.time);
       user->times[r.user] = std::min(user->times[r.user], r.time);
       movie->times[r.movie] = std::min(movie->times[r.movie], r.time);
     }

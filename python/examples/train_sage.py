@@ -96,11 +96,10 @@ def main(argv=None):
                   feature_cache_rows=args.feature_cache_rows, weighted=args.weighted)
     if args.temporal is not None:
         common.update(time_attr="time", temporal_strategy=args.temporal)
-    sampling = "weighted" if args.weighted else "uniform"
-    if args.temporal is not None:
-        sampling += f", temporal ({args.temporal}, seeds at their node times)"
+    draw = "weighted" if args.weighted else "uniform"
+    sampling = draw + (f", temporal ({args.temporal}, seeds at their node times)" if args.temporal else "")
     # Loaders that share a backend key must ask for the same batches: one key per way of sampling.
-    key = "train_sage.py/" + ("weighted" if args.weighted else "uniform") + (f"/{args.temporal}" if args.temporal else "")
+    key = f"train_sage.py/{draw}" + (f"/{args.temporal}" if args.temporal else "")
     try:
         train = graphstore.Loader(args.servers, shuffle=True, split="train", backend_key=key + "/train",
                                   worker_key="train_sage.py:train", **common)
