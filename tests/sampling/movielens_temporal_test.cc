@@ -135,7 +135,6 @@ TEST_CASE("MovieLens with times: a user seen at a time reaches only ratings made
     at.batch = user;
     // Every node of a one-seed batch takes the seed's time: no edge of either type is newer.
     const SampledSubgraph g = testing::RunSampler(*uniform, {user}, at);
-    int64_t hop1 = 0;
     for (const auto& [type, times] : {std::make_pair(rates, &rates_time), std::make_pair(rev, &rev_time)}) {
       for (int64_t eid : g.edges[type].eids) {
         INFO("user " << user << " at " << t << ", edge type " << type << ", edge " << eid);
@@ -143,7 +142,7 @@ TEST_CASE("MovieLens with times: a user seen at a time reaches only ratings made
         ++checked;
       }
     }
-    hop1 = g.edges[rates].num_sampled_edges[0];
+    const int64_t hop1 = g.edges[rates].num_sampled_edges[0];
     // All of the user's ratings at or before t (fanout -1), and only those.
     std::set<int64_t> allowed, latest;
     std::vector<int64_t> in_order;
