@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <string>
 
 #include "absl/strings/str_cat.h"
 #include "server/util/flags.h"
@@ -125,11 +126,13 @@ void PrintDataset(const client::Loader& train, const client::Loader& val, size_t
               static_cast<long long>(train.num_seeds()), static_cast<long long>(val.num_seeds()), servers);
   std::printf("transport: shared memory from %d of %zu server(s), bytes in messages from the rest\n",
               train.num_shared_memory_servers(), servers);
-  std::printf("neighbour sampling: %s%s\n", config.weighted_edge_types_size() > 0 ? "weighted" : "uniform",
-              config.temporal_strategy() == v1::TEMPORAL_STRATEGY_LAST ? ", temporal (last, seeds at their node times)"
-              : config.temporal_strategy() == v1::TEMPORAL_STRATEGY_UNIFORM
-                  ? ", temporal (uniform, seeds at their node times)"
-                  : "");
+  std::string sampling = config.weighted_edge_types_size() > 0 ? "weighted" : "uniform";
+  if (config.temporal_strategy() == v1::TEMPORAL_STRATEGY_LAST) {
+    sampling += ", temporal (last, seeds at their node times)";
+  } else if (config.temporal_strategy() == v1::TEMPORAL_STRATEGY_UNIFORM) {
+    sampling += ", temporal (uniform, seeds at their node times)";
+  }
+  std::printf("neighbour sampling: %s\n", sampling.c_str());
   std::printf("chance accuracy: %.3f\n", 1.0 / std::max<int64_t>(1, nt.num_classes()));
 }
 

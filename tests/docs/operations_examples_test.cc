@@ -231,11 +231,9 @@ Sections ReadSections() {
   return s;
 }
 
-bool CallsExit(const std::vector<Command>& commands) {
-  for (const auto& c : commands) {
-    if (c.text.find("GraphStore/Exit") != std::string::npos) return true;
-  }
-  return false;
+// Whether the last of `commands` asks the server to exit.
+bool EndsWithExit(const std::vector<Command>& commands) {
+  return !commands.empty() && commands.back().text.find("GraphStore/Exit") != std::string::npos;
 }
 
 TEST_CASE("the section holds a demo server, its commands and a MovieLens block, every command grpcurl or set-up",
@@ -253,8 +251,7 @@ TEST_CASE("the section holds a demo server, its commands and a MovieLens block, 
   }
   CHECK(static_cast<size_t>(s.grpcurl_commands) == s.demo.size() + s.movielens.size());
   // The demo server's commands end by asking it to exit; nothing may come after.
-  REQUIRE(!s.demo.empty());
-  CHECK(s.demo.back().text.find("GraphStore/Exit") != std::string::npos);
+  CHECK(EndsWithExit(s.demo));
 }
 
 TEST_CASE("the grpcurl examples run against the demo server the docs start", "[docs]") {
@@ -274,7 +271,7 @@ TEST_CASE("the grpcurl examples run against the demo server the docs start", "[d
   Daemon d(data, Flags(start, {"partition", "port", "port_file"}));
   RunCommands(s.demo, d);
   // The section ends by asking the server to exit.
-  REQUIRE(CallsExit(s.demo));
+  REQUIRE(EndsWithExit(s.demo));
   CHECK(d.WaitExit(30) == 0);
 }
 
