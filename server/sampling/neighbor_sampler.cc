@@ -57,6 +57,15 @@ absl::Status NeighborSampler::Init() {
   if (auto s = CheckGatherable(*partition_, o.with_node_features, o.with_labels, o.with_edge_features); !s.ok()) {
     return s;
   }
+  if (o.with_node_times) {
+    bool any = false;
+    for (const NodeTypeStore& n : partition_->node_types()) any |= n.times_data() != nullptr;
+    if (!any) {
+      return absl::InvalidArgumentError(
+          "with_node_times: no node type of the graph stores times (book/<type>.time.npy; "
+          "graphstore-partition --node_times, graphstore-generate --times)");
+    }
+  }
   num_hops_ = std::max(hops, 0);
   // Every option is checked before the weight indexes below are built (seconds on a large graph).
   if (o.temporal != TemporalStrategy::kNone) {
@@ -137,6 +146,7 @@ absl::Status NeighborSampler::Sample(const SeedBatch& batch, SamplerScratch* scr
   auto* s = static_cast<Scratch*>(scratch);
   ScopedLocalIds reset(&s->local_of, out);
   if (auto st = SampleHops(batch, s, out); !st.ok()) return st;
+  SetBatchTimes(batch, s, out);
   return GatherData(batch, out);
 }
 
@@ -187,6 +197,35 @@ absl::Status NeighborSampler::SampleHops(const SeedBatch& batch, Scratch* s, Sam
     }
   }
   return absl::OkStatus();
+}
+
+void NeighborSampler::SetBatchTimes(const SeedBatch& batch, Scratch* s, SampledSubgraph* out) const {
+  constexpr size_t kAhead = 32;
+  if (options_.temporal != TemporalStrategy::kNone) {
+    const int64_t* seed_node_times = partition_->node_type(batch.node_type).times_data();
+    out->temporal = true;
+    SampledNodes& seeds = out->nodes[batch.node_type];
+    seeds.seed_times.resize(batch.size);
+    // (PlaceSeedTimes refused a batch whose seeds have no time.)
+    for (size_t i = 0; i < batch.size; ++i) {
+      seeds.seed_times[i] = batch.times != nullptr ? batch.times[i] : seed_node_times[batch.ids[i]];
+    }
+    // (Both vectors are reused batch after batch: the swap keeps both allocations.)
+    for (size_t t = 0; t < out->nodes.size(); ++t) out->nodes[t].sampled_times.swap(s->time_of[t]);
+  }
+  if (!options_.with_node_times) return;
+  out->node_times = true;
+  for (size_t t = 0; t < out->nodes.size(); ++t) {
+    SampledNodes& n = out->nodes[t];
+    const int64_t* stored = partition_->node_type(static_cast<int>(t)).times_data();
+    if (stored == nullptr) continue;
+    const size_t count = n.ids.size();
+    n.times.resize(count);
+    for (size_t i = 0; i < count; ++i) {
+      if (i + kAhead < count) __builtin_prefetch(stored + n.ids[i + kAhead]);
+      n.times[i] = stored[n.ids[i]];
+    }
+  }
 }
 
 absl::Status NeighborSampler::PlaceSeedTimes(const SeedBatch& batch, Scratch* s, const SampledSubgraph& out) const {

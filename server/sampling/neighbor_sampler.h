@@ -49,6 +49,8 @@ struct NeighborSamplerOptions {
   bool with_labels = false;
   /// Gather the feature rows of the sampled edges.
   bool with_edge_features = false;
+  /// Gather the nodes' stored times (SampledNodes::times) of the types that store them.
+  bool with_node_times = false;
   /// Bounds on hops and fanouts.
   SamplingLimits limits;
   /// The servers of the other partitions, for frontier nodes and node data held there; null on
@@ -102,6 +104,9 @@ class NeighborSampler : public Sampler {
   /// Temporal sampling: sets the time of every node StartSubgraph placed (a seed's own; a label
   /// node's, its anchors' earliest). FailedPrecondition for a seed without a time.
   absl::Status PlaceSeedTimes(const SeedBatch& batch, Scratch* s, const SampledSubgraph& out) const;
+  /// Once the draws are done: a temporal batch's times (SampledNodes::seed_times and
+  /// sampled_times, which moves out of `s`), and the nodes' stored times when asked for.
+  void SetBatchTimes(const SeedBatch& batch, Scratch* s, SampledSubgraph* out) const;
 
   const Partition* partition_;
   NeighborSamplerOptions options_;

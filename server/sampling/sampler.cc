@@ -7,7 +7,9 @@ namespace graphstore {
 size_t SampledSubgraph::ByteSize() const {
   size_t bytes = 0;
   for (const auto& n : nodes) {
-    bytes += (n.ids.size() + n.num_sampled_nodes.size() + n.batch.size() + n.labels.size()) * 8 +
+    bytes += (n.ids.size() + n.num_sampled_nodes.size() + n.batch.size() + n.labels.size() + n.seed_times.size() +
+              n.times.size() + n.sampled_times.size()) *
+                 8 +
              n.feature_bytes() + n.cached.size();
   }
   for (const auto& e : edges) {
@@ -21,6 +23,8 @@ size_t SampledSubgraph::ByteSize() const {
 void SampledSubgraph::Reset(size_t num_node_types, size_t num_edge_types) {
   nodes.resize(num_node_types);
   edges.resize(num_edge_types);
+  temporal = false;
+  node_times = false;
   for (auto& n : nodes) {
     n.ids.clear();
     n.num_sampled_nodes.clear();
@@ -32,6 +36,9 @@ void SampledSubgraph::Reset(size_t num_node_types, size_t num_edge_types) {
     n.feature_bits = 0;
     n.feature_dtype = NpyDtype::kFloat32;
     n.labels.clear();
+    n.seed_times.clear();
+    n.times.clear();
+    n.sampled_times.clear();
     n.cached.clear();
     n.feature_scale = nullptr;
     n.feature_offset = nullptr;

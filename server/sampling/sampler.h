@@ -40,6 +40,13 @@ struct SampledNodes {
   int feature_bits = 0;
   /// Labels of ids, when gathered.
   std::vector<int64_t> labels;
+  /// Temporal batches only (empty otherwise): the time of each entry of `batch` (its explicit
+  /// time, else its node time), and the time each node's draws were bounded by (a seed's time,
+  /// a label node's anchor's, else the earliest time of the nodes that reached it in the hop
+  /// that added it).
+  std::vector<int64_t> seed_times, sampled_times;
+  /// Each node's stored time, when asked for (types that store node times).
+  std::vector<int64_t> times;
   /// With a trainer-side cache (FeatureOutput::cached): per node, 1 when its row was left out
   /// because the trainer holds it; the feature matrix then has one row per 0 entry, in node
   /// order. Empty otherwise.
@@ -108,6 +115,10 @@ struct SampledSubgraph {
   SampledAblp ablp;
   /// Set by the PPR sampler, one entry per (seed type, node type) pair with entries.
   std::vector<SampledPpr> ppr;
+  /// Sampled temporally: every node type carries SampledNodes::seed_times and sampled_times.
+  bool temporal = false;
+  /// Every node type that stores node times carries SampledNodes::times.
+  bool node_times = false;
 
   /// Optional, set by the caller before Sample: supplies the memory that feature matrices are
   /// gathered into, so that they land in their final place (a shared buffer) without a copy.

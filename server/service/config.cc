@@ -33,6 +33,9 @@ absl::Status CheckCommon(const v1::SamplingConfig& c, const CoreOptions& limits)
     if (c.weighted_edge_types_size() > 0) {
       return Invalid("config.weighted_edge_types: the PPR sampler walks every edge; it takes no weighted draws");
     }
+    if (c.with_node_times()) {
+      return Invalid("config.with_node_times: the PPR sampler gathers features and labels only");
+    }
   } else if (c.has_ppr()) {
     return Invalid("config.ppr is only for config.kind SAMPLER_KIND_PPR");
   }
@@ -73,6 +76,7 @@ NeighborSamplerOptions NeighborOptionsOf(const v1::SamplingConfig& c, const Core
   o.with_node_features = c.with_node_features();
   o.with_labels = c.with_labels();
   o.with_edge_features = c.with_edge_features();
+  o.with_node_times = c.with_node_times();
   o.limits = limits.sampling;
   o.peers = env.peers;
   o.remote_cache = env.remote_cache;

@@ -160,6 +160,13 @@ std::vector<MessageEntry> MessageEntries(const Partition& partition, const Sampl
              n.feature_data(), n.feature_bytes());
     }
     if (!n.labels.empty()) int64s(&e, v1::NodeTensors::kLabelsFieldNumber, n.labels);
+    // Times, as the batch has them, for every type (empty ones for a type without nodes or
+    // seeds in the batch); stored times for the types that store them.
+    if (g.temporal) int64s(&e, v1::NodeTensors::kSeedTimesFieldNumber, n.seed_times);
+    if (g.node_times && partition.node_type(static_cast<int>(t)).times_data() != nullptr) {
+      int64s(&e, v1::NodeTensors::kTimesFieldNumber, n.times);
+    }
+    if (g.temporal) int64s(&e, v1::NodeTensors::kSampledTimesFieldNumber, n.sampled_times);
   }
   for (size_t k = 0; k < g.edges.size(); ++k) {
     const SampledEdges& s = g.edges[k];
@@ -221,7 +228,9 @@ void GatherIntoSharedBuffer(SharedBufferPool* pool, SampledSubgraph* subgraph, S
     const size_t used = size;
     for (const SampledNodes& n : g.nodes) {
       size += AlignShared(n.ids.size() * 8) * 2 + AlignShared(n.num_sampled_nodes.size() * 8) +
-              AlignShared(n.batch.size() * 8) + AlignShared(n.ids.size()) + 2 * AlignShared(4 * n.feature_dim);
+              AlignShared(n.batch.size() * 8) + AlignShared(n.ids.size()) + 2 * AlignShared(4 * n.feature_dim) +
+              AlignShared(n.seed_times.size() * 8) + AlignShared(n.times.size() * 8) +
+              AlignShared(n.sampled_times.size() * 8);
     }
     for (const SampledEdges& e : g.edges) {
       size += AlignShared(e.rows.size() * 4) + AlignShared(e.cols.size() * 4) + AlignShared(e.eids.size() * 8) +

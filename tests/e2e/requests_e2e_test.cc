@@ -77,6 +77,14 @@ TEST_CASE("every malformed request gets its canonical code and names the field",
                      r.mutable_config()->set_temporal_strategy(static_cast<v1::TemporalStrategy>(9));
                    }),
                    absl::StatusCode::kInvalidArgument, "config.temporal_strategy 9"});
+  cases.push_back({"node times without times", init([](auto& r) { r.mutable_config()->set_with_node_times(true); }),
+                   absl::StatusCode::kInvalidArgument, "config.with_node_times: no node type"});
+  cases.push_back({"node times with ppr", init([](auto& r) {
+                     r.mutable_config()->clear_num_neighbors();
+                     r.mutable_config()->set_kind(v1::SAMPLER_KIND_PPR);
+                     r.mutable_config()->set_with_node_times(true);
+                   }),
+                   absl::StatusCode::kInvalidArgument, "config.with_node_times: the PPR sampler"});
 
   auto reg = [&](auto edit) {
     v1::RegisterSamplingInputRequest r;

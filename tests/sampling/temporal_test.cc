@@ -237,9 +237,13 @@ std::map<int64_t, int64_t> EdgeTimes(const Partition& p, int e) {
 }
 
 // Replays the earliest-reacher rule over a sampled subgraph (one node type, one edge type, rows
-// are sources) from the times of its hop-0 nodes and checks every edge is no newer than the time
-// of the node that reached it. Returns the number of edges checked.
+// are sources) from the times of its seeds (distinct, in order) and checks every edge is no newer
+// than the time of the node that reached it, and that the batch reports these times: each seed's
+// time, each node's stored time, and the time each node was sampled at. Returns the number of
+// edges checked.
 int64_t CheckNoFuture(const Partition& p, const SampledSubgraph& g, std::vector<int64_t> node_time) {
+  REQUIRE(g.temporal);
+  CHECK(g.nodes[0].seed_times == node_time);
   const auto times = EdgeTimes(p, 0);
   const SampledNodes& nodes = g.nodes[0];
   const SampledEdges& edges = g.edges[0];
@@ -258,6 +262,15 @@ int64_t CheckNoFuture(const Partition& p, const SampledSubgraph& g, std::vector<
       if (v >= hop_end && v < next_end) node_time[v] = std::min(node_time[v], node_time[u]);
     }
     hop_end = next_end;
+  }
+  CHECK(nodes.sampled_times == node_time);
+  REQUIRE(nodes.times.size() == nodes.ids.size());
+  const int64_t* stored = p.node_type(0).times_data();
+  for (size_t i = 0; i < nodes.ids.size(); ++i) {
+    INFO("node " << nodes.ids[i]);
+    CHECK(nodes.times[i] == stored[nodes.ids[i]]);
+    // A node is reached only from a time at or after its own.
+    if (i >= static_cast<size_t>(nodes.num_sampled_nodes[0])) CHECK(nodes.times[i] <= nodes.sampled_times[i]);
   }
   return static_cast<int64_t>(edge);
 }
@@ -449,6 +462,7 @@ TEST_CASE("on a generated graph no sampled edge is newer than the node that reac
     o.replace = m.replace;
     if (m.weighted) o.weighted_edge_types = {"*"};
     o.with_edge_ids = true;
+    o.with_node_times = true;
     auto s = NeighborSampler::Create(&part, o);
     REQUIRE(s.ok());
     int64_t checked = 0;
@@ -521,6 +535,7 @@ TEST_CASE("link-prediction label nodes take their anchor's time", "[temporal]") 
     o.fanouts = {-1, -1};
     o.temporal = temporal ? TemporalStrategy::kUniform : TemporalStrategy::kNone;
     o.with_edge_ids = true;
+    o.with_node_times = temporal;
     auto s = NeighborSampler::Create(p.get(), o);
     REQUIRE(s.ok());
     testing::SampleAt at;
@@ -530,6 +545,27 @@ TEST_CASE("link-prediction label nodes take their anchor's time", "[temporal]") 
     const auto& users = out.nodes[testing::TypeIndex(*p, "user")].ids;
     // i1 -> u1 happened at 10 (u1's time), after u0's 3: only without time is u1 reached.
     CHECK((std::find(users.begin(), users.end(), 1) != users.end()) == !temporal);
+    const SampledNodes& user_nodes = out.nodes[testing::TypeIndex(*p, "user")];
+    const SampledNodes& item_nodes = out.nodes[testing::TypeIndex(*p, "item")];
+    CHECK(out.temporal == temporal);
+    if (!temporal) {
+      CHECK(user_nodes.seed_times.empty());
+      CHECK(user_nodes.sampled_times.empty());
+      CHECK(user_nodes.times.empty());
+    } else {
+      // The anchor's time, as seed time and as the time it and its label nodes were sampled at;
+      // stored times for users only (items store none).
+      CHECK(user_nodes.seed_times == std::vector<int64_t>{3});
+      CHECK(item_nodes.seed_times.empty());
+      REQUIRE(user_nodes.times.size() == users.size());
+      for (size_t i = 0; i < users.size(); ++i) CHECK(user_nodes.times[i] == g.node_types[0].times[users[i]]);
+      CHECK(item_nodes.times.empty());
+      REQUIRE(item_nodes.sampled_times.size() == item_nodes.ids.size());
+      CHECK(user_nodes.sampled_times[0] == 3);
+      for (int64_t k : out.ablp.positive) {
+        if (k >= 0) CHECK(item_nodes.sampled_times[k] == 3);
+      }
+    }
     if (temporal) {
       for (size_t e = 0; e < out.edges.size(); ++e) {
         if (p->edge_type(static_cast<int>(e)).times_data() == nullptr) continue;
@@ -577,6 +613,44 @@ TEST_CASE("temporal options a graph or a strategy cannot serve are refused, nami
   const absl::Status st = sampler->Sample(b, scratch.get(), &out);
   CHECK(st.code() == absl::StatusCode::kFailedPrecondition);
   CHECK_THAT(std::string(st.message()), Catch::Contains("nodes.times"));
+
+  // Stored node times cannot be gathered from a graph that has none.
+  NeighborSamplerOptions gather;
+  gather.fanouts = {2};
+  gather.with_node_times = true;
+  s = NeighborSampler::Create(p.get(), gather);
+  REQUIRE(!s.ok());
+  CHECK(s.status().code() == absl::StatusCode::kInvalidArgument);
+  CHECK_THAT(std::string(s.status().message()), Catch::Contains("with_node_times: no node type"));
+}
+
+TEST_CASE("stored node times are gathered when asked for, temporal or not", "[temporal]") {
+  auto p = Partition::Load(testing::GeneratedDataset(3000, 0, 4, 1, 5, /*times=*/true));
+  REQUIRE(p.ok());
+  const Partition& part = **p;
+  const int64_t* stored = part.node_type(0).times_data();
+  for (bool temporal : {false, true}) {
+    for (bool asked : {false, true}) {
+      INFO("temporal " << temporal << ", times asked for " << asked);
+      NeighborSamplerOptions o;
+      o.fanouts = {5, 3};
+      o.temporal = temporal ? TemporalStrategy::kUniform : TemporalStrategy::kNone;
+      o.with_node_times = asked;
+      auto s = NeighborSampler::Create(&part, o);
+      REQUIRE(s.ok());
+      const SampledSubgraph g = testing::RunSampler(**s, {11, 12, 13});
+      const SampledNodes& n = g.nodes[0];
+      REQUIRE(n.ids.size() > 3);
+      CHECK(g.node_times == asked);
+      CHECK(g.temporal == temporal);
+      CHECK(n.times.size() == (asked ? n.ids.size() : 0));
+      for (size_t i = 0; i < n.times.size(); ++i) CHECK(n.times[i] == stored[n.ids[i]]);
+      // The seeds at their node times.
+      CHECK(n.seed_times ==
+            (temporal ? std::vector<int64_t>{stored[11], stored[12], stored[13]} : std::vector<int64_t>{}));
+      CHECK(n.sampled_times.size() == (temporal ? n.ids.size() : 0));
+    }
+  }
 }
 
 TEST_CASE("a partition whose times are unsorted, miscounted or before the neighbour's time is refused naming the file",
