@@ -84,6 +84,14 @@ struct NodeView {
   /// Nodes added at each hop; entry 0 counts the seeds (and a link-prediction batch's label
   /// nodes).
   std::vector<int64_t> num_sampled_nodes;
+  /// Temporal backends only (undefined otherwise), int64: [batch_size] the time of each seed
+  /// (its explicit time, else its node time: PyG's seed_time); [n] each node's stored time, for
+  /// types that store node times (PyG's time); [n] the time each node was sampled at, which no
+  /// edge drawn from it is newer than (a seed's time; a label node's anchor's; else the
+  /// earliest time of the nodes that reached it in the hop that added it).
+  at::Tensor seed_time;
+  at::Tensor time;
+  at::Tensor sampled_time;
 };
 
 /// The edges of one edge type in a batch, in message-passing direction: every edge points from
@@ -131,7 +139,7 @@ struct Batch {
   /// Which server (index into LoaderOptions::servers) produced it.
   int server = 0;
   /// As NodeView / EdgeView of the first node and edge type.
-  at::Tensor n_id, x, y, x_scale, x_offset, seeds;
+  at::Tensor n_id, x, y, x_scale, x_offset, seeds, seed_time, time, sampled_time;
   at::Tensor edge_index, e_id, edge_attr;
   int x_bits = 0;
   int64_t batch_size = 0;

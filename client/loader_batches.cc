@@ -36,6 +36,9 @@ Batch Loader::FromDecoded(int server, std::shared_ptr<const DecodedBatch> d) con
     v.x_scale = ToTensor(n.feature_scale);
     v.x_offset = ToTensor(n.feature_offset);
     v.x_bits = n.feature_bits;
+    v.seed_time = ToTensor(n.seed_times);
+    v.time = ToTensor(n.times);
+    v.sampled_time = ToTensor(n.sampled_times);
   }
   const bool out_edges = meta_.edge_dir() != v1::EDGE_DIRECTION_IN;
   for (const DecodedEdges& e : d->edges) {
@@ -92,6 +95,9 @@ Batch Loader::FromMessage(int server, std::shared_ptr<const v1::SampledMessage> 
     v.num_sampled_nodes = Values(view(n.num_sampled_nodes()));
     if (n.has_features()) v.x = view(n.features());
     if (n.has_labels()) v.y = view(n.labels());
+    if (n.has_seed_times()) v.seed_time = view(n.seed_times());
+    if (n.has_times()) v.time = view(n.times());
+    if (n.has_sampled_times()) v.sampled_time = view(n.sampled_times());
   }
   const bool out_edges = meta_.edge_dir() != v1::EDGE_DIRECTION_IN;
   for (const v1::EdgeTensors& e : msg->edges()) {
@@ -131,6 +137,9 @@ void Loader::Finish(Batch* b, const std::string& first_node_type, const std::str
     b->x_offset = v.x_offset;
     b->x_bits = v.x_bits;
     b->seeds = v.seeds;
+    b->seed_time = v.seed_time;
+    b->time = v.time;
+    b->sampled_time = v.sampled_time;
     b->batch_size = v.batch_size;
     b->num_sampled_nodes = v.num_sampled_nodes;
   }

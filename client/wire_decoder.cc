@@ -308,6 +308,9 @@ class BatchDecoder::State {
       case v1::NodeTensors::kNumSampledNodesFieldNumber: return Plain(&n.num_sampled_nodes, t, what);
       case v1::NodeTensors::kBatchFieldNumber: return Plain(&n.batch, t, what + " batch");
       case v1::NodeTensors::kLabelsFieldNumber: return Plain(&n.labels, t, what + " labels");
+      case v1::NodeTensors::kSeedTimesFieldNumber: return Plain(&n.seed_times, t, what + " seed times");
+      case v1::NodeTensors::kTimesFieldNumber: return Plain(&n.times, t, what + " times");
+      case v1::NodeTensors::kSampledTimesFieldNumber: return Plain(&n.sampled_times, t, what + " sampled times");
       case v1::NodeTensors::kFeatureScaleFieldNumber:
       case v1::NodeTensors::kFeatureOffsetFieldNumber: {
         std::vector<float>& v = field == v1::NodeTensors::kFeatureScaleFieldNumber ? s.scale : s.offset;

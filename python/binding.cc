@@ -53,7 +53,7 @@ py::list MemoryOf(const Batch& b) {
   if (b.decoded != nullptr) {
     for (const auto& n : b.decoded->nodes) {
       for (const auto* t : {&n.ids, &n.num_sampled_nodes, &n.batch, &n.labels, &n.features, &n.feature_scale,
-                            &n.feature_offset}) {
+                            &n.feature_offset, &n.seed_times, &n.times, &n.sampled_times}) {
         add(*t);
       }
     }
@@ -79,6 +79,9 @@ void PutNodeFields(const Nodes& n, py::dict* d) {
   (*d)["seeds"] = TensorOrNone(n.seeds);
   (*d)["batch_size"] = n.batch_size;
   (*d)["num_sampled_nodes"] = Ints(n.num_sampled_nodes);
+  (*d)["seed_time"] = TensorOrNone(n.seed_time);
+  (*d)["time"] = TensorOrNone(n.time);
+  (*d)["sampled_time"] = TensorOrNone(n.sampled_time);
 }
 
 // The edge fields a Batch (its first edge type) and an EdgeView share.
@@ -107,6 +110,9 @@ py::object Field(const Batch& b, const std::string& name) {
   if (name == "x_offset") return TensorOrNone(b.x_offset);
   if (name == "x_bits") return py::int_(b.x_bits);
   if (name == "seeds") return TensorOrNone(b.seeds);
+  if (name == "seed_time") return TensorOrNone(b.seed_time);
+  if (name == "time") return TensorOrNone(b.time);
+  if (name == "sampled_time") return TensorOrNone(b.sampled_time);
   if (name == "epoch") return py::int_(b.epoch);
   if (name == "batch_index") return py::int_(b.batch_index);
   if (name == "server") return py::int_(b.server);

@@ -42,9 +42,18 @@ class NodeStore:
         seeds: int64 ``[batch_size]``: this type's seeds as registered.
         batch_size: the number of seeds of this type: the first rows of ``n_id``, ``x``, ``y``.
         num_sampled_nodes: nodes added at each hop (entry 0: the seeds).
+        seed_time: temporal loaders (``time_attr``) only, else None: int64 ``[batch_size]``, each
+            seed's time (its ``input_time``, else its node time), as PyG's ``seed_time``.
+        time: loaders with ``node_times=True``, types whose nodes store a time: int64 ``[n]``,
+            each node's stored time, as PyG's ``time``; else None.
+        sampled_time: temporal loaders only: int64 ``[n]``, the time each node was sampled at,
+            which no edge drawn from it is newer than (a seed's own time; a label node's, its
+            anchor's; another node's, the earliest among the nodes that reached it in the hop
+            that added it). ``sampled_time - time`` is a node's age as its batch sees it.
     """
 
-    __slots__ = ("n_id", "x", "y", "x_scale", "x_offset", "x_bits", "seeds", "batch_size", "num_sampled_nodes")
+    __slots__ = ("n_id", "x", "y", "x_scale", "x_offset", "x_bits", "seeds", "batch_size", "num_sampled_nodes",
+                 "seed_time", "time", "sampled_time")
 
     def __init__(self, d: dict):
         for k in self.__slots__:
@@ -106,7 +115,7 @@ class PprWeights:
 
 _FIELDS = frozenset(("x", "edge_index", "y", "n_id", "batch_size", "e_id", "edge_attr", "input_id",
                      "num_sampled_nodes", "num_sampled_edges", "x_scale", "x_offset", "x_bits", "epoch",
-                     "batch_index", "server", "shared_memory"))
+                     "batch_index", "server", "shared_memory", "seed_time", "time", "sampled_time"))
 _ABLP_FIELDS = frozenset(("anchors", "positive", "negative"))
 
 
@@ -126,7 +135,7 @@ class Batch:
         num_sampled_nodes, num_sampled_edges: per-hop counts (lists of int).
         input_id: int64 ``[batch_size]``: each seed's position in the loader's
             ``input_nodes``, when it was given ids; else None.
-        x_scale, x_offset, x_bits: see ``NodeStore``.
+        x_scale, x_offset, x_bits, seed_time, time, sampled_time: see ``NodeStore``.
         epoch, batch_index: which batch of which epoch this is.
         server: the index of the server (in the loader's ``servers``) that sampled it.
         anchors, positive, negative: link-prediction (ABLP) batches only, else None: int64
@@ -229,6 +238,11 @@ class Batch:
         return self._collect(self._nodes, "n_id")
 
     @property
+    def time_dict(self) -> Dict[str, torch.Tensor]:
+        """Stored node times by node type, for the types that have them (``node_times=True``)."""
+        return self._collect(self._nodes, "time")
+
+    @property
     def edge_index_dict(self) -> Dict[Union[EdgeType, str], torch.Tensor]:
         """``edge_index`` by edge type (as ``HeteroData.edge_index_dict``)."""
         return self._collect(self._edges, "edge_index")
@@ -250,7 +264,8 @@ class Batch:
                 "fields (x, edge_index, y, n_id, batch_size, ...) work without it") from e
         if not self.is_hetero:
             data = Data()
-            for k in ("x", "y", "edge_index", "n_id", "e_id", "edge_attr", "input_id"):
+            for k in ("x", "y", "edge_index", "n_id", "e_id", "edge_attr", "input_id", "seed_time", "time",
+                      "sampled_time"):
                 if getattr(self, k) is not None:
                     data[k] = getattr(self, k)
             data.batch_size = self.batch_size
@@ -261,9 +276,11 @@ class Batch:
             return data
         data = HeteroData()
         for k, v in self._nodes.items():
-            for a in ("x", "y", "n_id"):
+            for a in ("x", "y", "n_id", "time", "sampled_time"):
                 if getattr(v, a) is not None:
                     data[k][a] = getattr(v, a)
+            if v.seed_time is not None and v.batch_size > 0:
+                data[k].seed_time = v.seed_time
             data[k].batch_size = v.batch_size
             data[k].num_sampled_nodes = v.num_sampled_nodes
             data[k].num_nodes = v.num_nodes

@@ -182,7 +182,11 @@ class Loader:
         input_time: with ``time_attr`` and ids in ``input_nodes``: each seed's time (a list or
             int tensor, in the order of the ids). Default: the seeds' node times.
         temporal_strategy: with ``time_attr``: ``"uniform"`` draws among the neighbours at or
-            before a node's time, ``"last"`` takes the most recent of them.
+            before a node's time, ``"last"`` takes the most recent of them. Temporal batches carry
+            ``seed_time`` and ``sampled_time`` (see ``NodeStore``).
+        node_times: each batch carries ``time``: every sampled node's stored time, for the node
+            types that store times (at least one must), temporal or not (PyG's ``time``; one
+            random read per node on the server, as labels are).
         ppr: ``PprOptions`` for ``sampler="ppr"``.
         ablp: ``AblpInput`` for link-prediction batches (seeds are its anchors).
         num_negatives, negative_sampling: generated negatives per anchor of an ABLP batch
@@ -242,7 +246,8 @@ class Loader:
                  temporal_strategy: str = "uniform",
                  split: str = "train", rank: int = 0, world_size: int = 1, seed: int = 0,
                  node_features: bool = True, labels: bool = True, edge_ids: bool = False,
-                 edge_features: bool = False, sampler: str = "neighbor", ppr: Optional[PprOptions] = None,
+                 edge_features: bool = False, node_times: bool = False, sampler: str = "neighbor",
+                 ppr: Optional[PprOptions] = None,
                  ablp: Optional[AblpInput] = None, num_negatives: int = 0, negative_sampling: str = "uniform",
                  feature_encoding: str = "", feature_cache_rows: int = 0, decode_features: bool = True,
                  shared_memory: bool = True, prefetch: int = 4, backend_key: Optional[str] = None,
@@ -282,6 +287,7 @@ class Loader:
         config.with_labels = _bool("labels", labels)
         config.with_edge_ids = _bool("edge_ids", edge_ids)
         config.with_edge_features = _bool("edge_features", edge_features)
+        config.with_node_times = _bool("node_times", node_times)
         if _str("sampler", sampler) not in _SAMPLERS:
             raise ValueError(f"sampler must be one of {sorted(_SAMPLERS)}, got {sampler!r}")
         config.kind = _SAMPLERS[sampler]

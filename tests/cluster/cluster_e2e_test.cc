@@ -260,9 +260,10 @@ TEST_CASE("the Loader sends each explicit seed's time to the server that owns it
   o.servers = cluster.addresses;
   o.config = Config(1);
   o.config.set_temporal_strategy(v1::TEMPORAL_STRATEGY_UNIFORM);
-  o.shared_memory = false;
+  o.config.set_with_node_times(true);
   o.seeds = seeds;
   o.seed_times = times;
+  o.shared_memory = false;  // (the cluster's servers offer none)
   client::Loader loader(o);
   loader.StartEpoch(0);
   int64_t batches = 0, reaching = 0;
@@ -275,6 +276,15 @@ TEST_CASE("the Loader sends each explicit seed's time to the server that owns it
     INFO("seed " << seed << " at time " << times[i]);
     if (times[i] < 0) CHECK(b->edge_index.size(1) == 0);
     reaching += times[i] >= 0 && b->edge_index.size(1) > 0;
+    // The batch carries the seed's time, and every node of it was sampled at that time.
+    REQUIRE(b->seed_time.defined());
+    CHECK(b->seed_time.numel() == 1);
+    CHECK(b->seed_time.data_ptr<int64_t>()[0] == times[i]);
+    REQUIRE(b->sampled_time.defined());
+    CHECK(b->sampled_time.numel() == b->n_id.numel());
+    CHECK(b->sampled_time.eq(times[i]).all().item<bool>());
+    REQUIRE(b->time.defined());  // the generated graph stores node times
+    CHECK(b->time.numel() == b->n_id.numel());
   }
   CHECK(batches == static_cast<int64_t>(seeds.size()));
   CHECK(servers.size() == 2);

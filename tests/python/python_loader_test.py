@@ -514,26 +514,59 @@ class ErrorsTest(unittest.TestCase):
             seeds = list(range(0, 2000, 50))
             at = [int(node_time[s]) + 100000 * (i % 4) for i, s in enumerate(seeds)]
             edges = {}
-            for strategy in ("uniform", "last"):
+            # Through shared memory (uniform) and through the socket (last).
+            for strategy, shared in (("uniform", True), ("last", False)):
                 with graphstore.Loader([d.address], [-1, 4], input_nodes=seeds, batch_size=1, edge_ids=True,
-                                       time_attr="time", input_time=torch.tensor(at),
+                                       time_attr="time", input_time=torch.tensor(at), shared_memory=shared,
+                                       node_times=True,
                                        temporal_strategy=strategy, backend_key=f"temporal-{strategy}") as loader:
                     edges[strategy] = 0
                     for b in loader.epoch(0):
                         t = at[seeds.index(int(b.n_id[0]))]
+                        self.assertEqual(b.shared_memory, shared)
                         self.assertTrue(bool((edge_time[b.e_id.numpy()] <= t).all()), f"seed {int(b.n_id[0])}")
                         edges[strategy] += b.e_id.numel()
+                        # The batch says when: the seed's time, each node's stored time, and the
+                        # time each was sampled at (the seed's, here for every node: one seed).
+                        self.assertEqual(b.seed_time.tolist(), [t])
+                        self.assertTrue(torch.equal(b.time, torch.from_numpy(node_time[b.n_id.numpy()])))
+                        self.assertTrue(bool((b.sampled_time == t).all()))
+                        self.assertEqual(b["node"].seed_time.tolist(), [t])
+                        self.assertTrue(bool((b.time[1:] <= t).all()), f"seed {int(b.n_id[0])}")
             with graphstore.Loader([d.address], [-1, 4], input_nodes=seeds, batch_size=1, edge_ids=True,
                                    backend_key="not-temporal") as loader:
-                everything = sum(b.e_id.numel() for b in loader.epoch(0))
+                everything = 0
+                for b in loader.epoch(0):
+                    everything += b.e_id.numel()
+                    self.assertIsNone(b.seed_time)
+                    self.assertIsNone(b.time)  # not asked for
+                    self.assertIsNone(b["node"].sampled_time)
             self.assertGreater(edges["uniform"], 0)
             self.assertGreater(everything, edges["uniform"])  # the times really cut
             # Seeds at their node times (no input_time) sample too.
             with graphstore.Loader([d.address], [3], split="train", batch_size=100, time_attr="time",
-                                   backend_key="node-times") as loader:
-                self.assertGreater(sum(b.edge_index.size(1) for b in loader.epoch(0)), 0)
+                                   node_times=True, backend_key="node-times") as loader:
+                sampled = 0
+                for b in loader.epoch(0):
+                    sampled += b.edge_index.size(1)
+                    self.assertTrue(torch.equal(b.seed_time, torch.from_numpy(node_time[b["node"].seeds.numpy()])))
+                    # A seed is sampled at its own time; a node it reaches at the earliest time of
+                    # the nodes that reached it, never before the node's own time.
+                    self.assertTrue(torch.equal(b.sampled_time[:b.batch_size], b.seed_time))
+                    self.assertTrue(bool((b.time <= b.sampled_time).all()))
+                    self.assertEqual(b.time_dict.keys(), {"node"})
+                self.assertGreater(sampled, 0)
+            # Stored times without temporal sampling (PyG's `time` as a feature).
+            with graphstore.Loader([d.address], [3], split="train", batch_size=100, node_times=True,
+                                   backend_key="times-only") as loader:
+                b = next(iter(loader.epoch(0)))
+                self.assertTrue(torch.equal(b.time, torch.from_numpy(node_time[b.n_id.numpy()])))
+                self.assertIsNone(b.seed_time)
+                self.assertIsNone(b.sampled_time)
             self.assertServerError("INVALID_ARGUMENT", ["temporal_strategy: no edge type"],
                                    lambda: graphstore.Loader([D1.address], [2], time_attr="time"))
+            self.assertServerError("INVALID_ARGUMENT", ["config.with_node_times: no node type"],
+                                   lambda: graphstore.Loader([D1.address], [2], node_times=True))
         finally:
             d.stop()
 
