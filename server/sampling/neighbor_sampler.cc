@@ -146,7 +146,7 @@ absl::Status NeighborSampler::Sample(const SeedBatch& batch, SamplerScratch* scr
   auto* s = static_cast<Scratch*>(scratch);
   ScopedLocalIds reset(&s->local_of, out);
   if (auto st = SampleHops(batch, s, out); !st.ok()) return st;
-  SetBatchTimes(batch, s, out);
+  SetBatchTimes(batch, out);
   return GatherData(batch, out);
 }
 
@@ -161,7 +161,7 @@ absl::Status NeighborSampler::SampleHops(const SeedBatch& batch, Scratch* s, Sam
   if (auto st = StartSubgraph(*partition_, batch, &s->local_of, out); !st.ok()) return st;
   const bool temporal = options_.temporal != TemporalStrategy::kNone;
   if (temporal) {
-    if (auto st = PlaceSeedTimes(batch, s, *out); !st.ok()) return st;
+    if (auto st = PlaceSeedTimes(batch, s, out); !st.ok()) return st;
   }
   // Each type's nodes [begin, end) entered at the previous hop: the next hop's frontier.
   std::vector<size_t> begin(num_types, 0);
@@ -199,7 +199,7 @@ absl::Status NeighborSampler::SampleHops(const SeedBatch& batch, Scratch* s, Sam
   return absl::OkStatus();
 }
 
-void NeighborSampler::SetBatchTimes(const SeedBatch& batch, Scratch* s, SampledSubgraph* out) const {
+void NeighborSampler::SetBatchTimes(const SeedBatch& batch, SampledSubgraph* out) const {
   constexpr size_t kAhead = 32;
   if (options_.temporal != TemporalStrategy::kNone) {
     const int64_t* seed_node_times = partition_->node_type(batch.node_type).times_data();
@@ -210,8 +210,6 @@ void NeighborSampler::SetBatchTimes(const SeedBatch& batch, Scratch* s, SampledS
     for (size_t i = 0; i < batch.size; ++i) {
       seeds.seed_times[i] = batch.times != nullptr ? batch.times[i] : seed_node_times[batch.ids[i]];
     }
-    // (Both vectors are reused batch after batch: the swap keeps both allocations.)
-    for (size_t t = 0; t < out->nodes.size(); ++t) out->nodes[t].sampled_times.swap(s->time_of[t]);
   }
   if (!options_.with_node_times) return;
   out->node_times = true;
@@ -228,10 +226,8 @@ void NeighborSampler::SetBatchTimes(const SeedBatch& batch, Scratch* s, SampledS
   }
 }
 
-absl::Status NeighborSampler::PlaceSeedTimes(const SeedBatch& batch, Scratch* s, const SampledSubgraph& out) const {
-  const size_t num_types = out.nodes.size();
-  s->time_of.resize(num_types);
-  for (size_t t = 0; t < num_types; ++t) s->time_of[t].assign(out.nodes[t].ids.size(), INT64_MAX);
+absl::Status NeighborSampler::PlaceSeedTimes(const SeedBatch& batch, Scratch* s, SampledSubgraph* out) const {
+  for (SampledNodes& n : out->nodes) n.sampled_times.assign(n.ids.size(), INT64_MAX);
   const NodeTypeStore& seed_type = partition_->node_type(batch.node_type);
   const int64_t* node_times = seed_type.times_data();
   if (batch.times == nullptr && node_times == nullptr) {
@@ -241,7 +237,7 @@ absl::Status NeighborSampler::PlaceSeedTimes(const SeedBatch& batch, Scratch* s,
   }
   auto seed_time = [&](size_t i) { return batch.times != nullptr ? batch.times[i] : node_times[batch.ids[i]]; };
   auto lower = [&](int type, int64_t id, int64_t t) {
-    int64_t& slot = s->time_of[type][s->local_of[type][id]];
+    int64_t& slot = out->nodes[type].sampled_times[s->local_of[type][id]];
     slot = std::min(slot, t);
   };
   for (size_t i = 0; i < batch.size; ++i) lower(batch.node_type, batch.ids[i], seed_time(i));
@@ -276,7 +272,7 @@ absl::Status NeighborSampler::ExpandHop(int edge_type, int fanout, uint64_t hop_
   const bool temporal = options_.temporal != TemporalStrategy::kNone;
   if (temporal && et.times_data() != nullptr) {
     spec.temporal = options_.temporal;
-    spec.times = s->time_of[et.row_type].data() + begin;
+    spec.times = out->nodes[et.row_type].sampled_times.data() + begin;
   }
   auto drawn = DrawNeighbors(*partition_, options_.peers, edge_type, out->nodes[et.row_type].ids.data() + begin, n,
                              spec, coordinates, hop, &s->frontier);
@@ -303,9 +299,9 @@ absl::Status NeighborSampler::ExpandHop(int edge_type, int fanout, uint64_t hop_
   if (options_.with_edge_ids) edges.eids.reserve(edges.eids.size() + m);
   // Temporal: the time of each node (the column type's grows with the new nodes, room made
   // first so that the row type's, possibly the same vector, stays in place).
-  std::vector<int64_t>* col_times = temporal ? &s->time_of[et.col_type] : nullptr;
+  std::vector<int64_t>* col_times = temporal ? &out->nodes[et.col_type].sampled_times : nullptr;
   if (temporal) col_times->reserve(col_times->size() + m);
-  const int64_t* row_times = temporal ? s->time_of[et.row_type].data() : nullptr;
+  const int64_t* row_times = temporal ? out->nodes[et.row_type].sampled_times.data() : nullptr;
   const size_t hop_start = temporal ? s->hop_start[et.col_type] : 0;
   size_t j = 0;
   for (size_t i = 0; i < n; ++i) {

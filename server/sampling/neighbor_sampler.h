@@ -81,9 +81,8 @@ class NeighborSampler : public Sampler {
   struct Scratch : SamplerScratch {
     LocalIds local_of;
     FrontierScratch frontier;
-    /// Temporal sampling: per node type, the time of each node of the subgraph (parallel to
-    /// its ids), and how many nodes of each type the subgraph held when the current hop began.
-    std::vector<std::vector<int64_t>> time_of;
+    /// Temporal sampling: how many nodes of each type the subgraph held when the current hop
+    /// began. (The time of each node is kept in the subgraph's SampledNodes::sampled_times.)
     std::vector<size_t> hop_start;
   };
 
@@ -102,11 +101,12 @@ class NeighborSampler : public Sampler {
   /// Gathers the node data the options ask for, as the batch's FeatureOutput says.
   absl::Status GatherData(const SeedBatch& batch, SampledSubgraph* out) const;
   /// Temporal sampling: sets the time of every node StartSubgraph placed (a seed's own; a label
-  /// node's, its anchors' earliest). FailedPrecondition for a seed without a time.
-  absl::Status PlaceSeedTimes(const SeedBatch& batch, Scratch* s, const SampledSubgraph& out) const;
-  /// Once the draws are done: a temporal batch's times (SampledNodes::seed_times and
-  /// sampled_times, which moves out of `s`), and the nodes' stored times when asked for.
-  void SetBatchTimes(const SeedBatch& batch, Scratch* s, SampledSubgraph* out) const;
+  /// node's, its anchors' earliest) in SampledNodes::sampled_times, which each hop extends.
+  /// FailedPrecondition for a seed without a time.
+  absl::Status PlaceSeedTimes(const SeedBatch& batch, Scratch* s, SampledSubgraph* out) const;
+  /// Once the draws are done: a temporal batch's seed times (SampledNodes::seed_times; the
+  /// sampled times are in place), and the nodes' stored times when asked for.
+  void SetBatchTimes(const SeedBatch& batch, SampledSubgraph* out) const;
 
   const Partition* partition_;
   NeighborSamplerOptions options_;
