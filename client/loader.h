@@ -85,13 +85,14 @@ struct NodeView {
   /// nodes).
   std::vector<int64_t> num_sampled_nodes;
   /// Temporal backends only (undefined otherwise), int64: [batch_size] the time of each seed
-  /// (its explicit time, else its node time: PyG's seed_time); [n] each node's stored time, for
-  /// types that store node times (PyG's time); [n] the time each node was sampled at, which no
-  /// edge drawn from it is newer than (a seed's time; a label node's anchor's; else the
-  /// earliest time of the nodes that reached it in the hop that added it).
+  /// (its explicit time, else its node time: PyG's seed_time), and [n] the time each node was
+  /// sampled at, which no edge drawn from it is newer than (a seed's time; a label node's
+  /// anchor's; else the earliest time of the nodes that reached it in the hop that added it).
   at::Tensor seed_time;
-  at::Tensor time;
   at::Tensor sampled_time;
+  /// With config.with_node_times, for types that store node times (undefined otherwise): int64
+  /// [n], each node's stored time (PyG's time).
+  at::Tensor time;
 };
 
 /// The edges of one edge type in a batch, in message-passing direction: every edge points from

@@ -52,8 +52,8 @@ struct DecodedNodes {
   /// int64 [n] global ids (seeds first), int64 [hops + 1], int64 [b] seeds as registered,
   /// int64 [n] labels.
   DecodedTensor ids, num_sampled_nodes, batch, labels;
-  /// Temporal batches: int64 [b] each seed's time, int64 [n] each node's stored time (types
-  /// that store node times), int64 [n] the time each node was sampled at.
+  /// Temporal batches: int64 [b] each seed's time, int64 [n] the time each node was sampled
+  /// at; with_node_times: int64 [n] each node's stored time (types that store node times).
   DecodedTensor seed_times, times, sampled_times;
   /// [n, dim]: every node's feature row in node order (cached rows filled in): float32, or the
   /// wire encoding when DecodeOptions::decode_features is false.

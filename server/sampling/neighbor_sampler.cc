@@ -146,7 +146,7 @@ absl::Status NeighborSampler::Sample(const SeedBatch& batch, SamplerScratch* scr
   auto* s = static_cast<Scratch*>(scratch);
   ScopedLocalIds reset(&s->local_of, out);
   if (auto st = SampleHops(batch, s, out); !st.ok()) return st;
-  SetBatchTimes(batch, out);
+  GatherNodeTimes(out);
   return GatherData(batch, out);
 }
 
@@ -199,18 +199,8 @@ absl::Status NeighborSampler::SampleHops(const SeedBatch& batch, Scratch* s, Sam
   return absl::OkStatus();
 }
 
-void NeighborSampler::SetBatchTimes(const SeedBatch& batch, SampledSubgraph* out) const {
+void NeighborSampler::GatherNodeTimes(SampledSubgraph* out) const {
   constexpr size_t kAhead = 32;
-  if (options_.temporal != TemporalStrategy::kNone) {
-    const int64_t* seed_node_times = partition_->node_type(batch.node_type).times_data();
-    out->temporal = true;
-    SampledNodes& seeds = out->nodes[batch.node_type];
-    seeds.seed_times.resize(batch.size);
-    // (PlaceSeedTimes refused a batch whose seeds have no time.)
-    for (size_t i = 0; i < batch.size; ++i) {
-      seeds.seed_times[i] = batch.times != nullptr ? batch.times[i] : seed_node_times[batch.ids[i]];
-    }
-  }
   if (!options_.with_node_times) return;
   out->node_times = true;
   for (size_t t = 0; t < out->nodes.size(); ++t) {
@@ -235,19 +225,23 @@ absl::Status NeighborSampler::PlaceSeedTimes(const SeedBatch& batch, Scratch* s,
                                                       seed_type.name, "' stores none (book/", seed_type.name,
                                                       ".time.npy); register seeds with nodes.times"));
   }
-  auto seed_time = [&](size_t i) { return batch.times != nullptr ? batch.times[i] : node_times[batch.ids[i]]; };
+  out->temporal = true;
+  std::vector<int64_t>& seed_times = out->nodes[batch.node_type].seed_times;
+  for (size_t i = 0; i < batch.size; ++i) {
+    seed_times.push_back(batch.times != nullptr ? batch.times[i] : node_times[batch.ids[i]]);
+  }
   auto lower = [&](int type, int64_t id, int64_t t) {
     int64_t& slot = out->nodes[type].sampled_times[s->local_of[type][id]];
     slot = std::min(slot, t);
   };
-  for (size_t i = 0; i < batch.size; ++i) lower(batch.node_type, batch.ids[i], seed_time(i));
+  for (size_t i = 0; i < batch.size; ++i) lower(batch.node_type, batch.ids[i], seed_times[i]);
   if (batch.ablp != nullptr) {
     // Label nodes take their anchor's time, so nothing after the anchor's time is sampled
     // around them either.
     const AblpBatch& a = *batch.ablp;
     for (size_t i = 0; i < batch.size; ++i) {
-      for (int64_t k = a.pos_offsets[i]; k < a.pos_offsets[i + 1]; ++k) lower(a.label_type, a.positives[k], seed_time(i));
-      for (int64_t k = a.neg_offsets[i]; k < a.neg_offsets[i + 1]; ++k) lower(a.label_type, a.negatives[k], seed_time(i));
+      for (int64_t k = a.pos_offsets[i]; k < a.pos_offsets[i + 1]; ++k) lower(a.label_type, a.positives[k], seed_times[i]);
+      for (int64_t k = a.neg_offsets[i]; k < a.neg_offsets[i + 1]; ++k) lower(a.label_type, a.negatives[k], seed_times[i]);
     }
   }
   return absl::OkStatus();

@@ -100,13 +100,13 @@ class NeighborSampler : public Sampler {
                          size_t begin, size_t end, bool add_nodes, Scratch* s, SampledSubgraph* out) const;
   /// Gathers the node data the options ask for, as the batch's FeatureOutput says.
   absl::Status GatherData(const SeedBatch& batch, SampledSubgraph* out) const;
-  /// Temporal sampling: sets the time of every node StartSubgraph placed (a seed's own; a label
-  /// node's, its anchors' earliest) in SampledNodes::sampled_times, which each hop extends.
-  /// FailedPrecondition for a seed without a time.
+  /// Temporal sampling: sets the batch's seed times (SampledNodes::seed_times) and the time of
+  /// every node StartSubgraph placed (a seed's own; a label node's, its anchors' earliest) in
+  /// SampledNodes::sampled_times, which each hop extends. FailedPrecondition for a seed without
+  /// a time.
   absl::Status PlaceSeedTimes(const SeedBatch& batch, Scratch* s, SampledSubgraph* out) const;
-  /// Once the draws are done: a temporal batch's seed times (SampledNodes::seed_times; the
-  /// sampled times are in place), and the nodes' stored times when asked for.
-  void SetBatchTimes(const SeedBatch& batch, SampledSubgraph* out) const;
+  /// With with_node_times, once the nodes are final: their stored times (SampledNodes::times).
+  void GatherNodeTimes(SampledSubgraph* out) const;
 
   const Partition* partition_;
   NeighborSamplerOptions options_;
