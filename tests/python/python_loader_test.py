@@ -749,6 +749,52 @@ class HeteroTest(unittest.TestCase):
                 self.assertTrue(torch.equal(a, torch.arange(a.size(0))))
             self.assertEqual(sorted(anchors_seen), sorted(anchors_all))
 
+    def test_temporal_times_of_every_type(self):
+        # MovieLens on its ratings' times: users are seeds, movies are not; label movies take
+        # their anchor's time.
+        g = os.path.join(WORK, "ml-times")
+        gt.run(gt.tool("graphstore-movielens"), f"--input={MOVIELENS}", f"--out={g}", "--times")
+        d = gt.Daemon(g, name="movielens-times").wait_ready()
+        try:
+            stored = {t: np.load(os.path.join(g, "book", f"{t}.time.npy")) for t in ("user", "movie")}
+            fan = {("user", "rates", "movie"): [4, 2], ("movie", "rev_rates", "user"): [4, 2]}
+            for shared in (True, False):
+                with graphstore.Loader([d.address], fan, input_nodes="user", split="", batch_size=64,
+                                       time_attr="time", node_times=True, shared_memory=shared, labels=False,
+                                       node_features=False, backend_key=f"times-{shared}") as loader:
+                    reached = 0
+                    for b in loader.epoch(0):
+                        users, movies = b["user"], b["movie"]
+                        self.assertEqual(tuple(users.seed_time.shape), (users.batch_size,))
+                        self.assertEqual(tuple(movies.seed_time.shape), (0,))  # no movie seeds
+                        np.testing.assert_array_equal(users.seed_time.numpy(), stored["user"][users.seeds.numpy()])
+                        for t, n in (("user", users), ("movie", movies)):
+                            self.assertEqual(n.sampled_time.numel(), n.num_nodes)
+                            np.testing.assert_array_equal(n.time.numpy(), stored[t][n.n_id.numpy()])
+                            # Reached nodes are never newer than the time they were reached at.
+                            first = n.num_sampled_nodes[0]
+                            self.assertTrue(bool((n.time[first:] <= n.sampled_time[first:]).all()), t)
+                            reached += n.num_nodes - first
+                        self.assertEqual(set(b.time_dict), {"user", "movie"})
+                    self.assertGreater(reached, 0)
+            with graphstore.Loader([d.address], fan, batch_size=32, time_attr="time", labels=False,
+                                   node_features=False, ablp=graphstore.AblpInput(("user", "rates", "movie"),
+                                                                                  split="train"),
+                                   backend_key="times-ablp") as loader:
+                for b in loader.epoch(0):
+                    anchor_time = b["user"].seed_time.tolist()
+                    want = {}
+                    for row, labels in enumerate(b.positive.tolist()):
+                        for k in labels:
+                            if k >= 0:
+                                want[k] = min(want.get(k, anchor_time[row]), anchor_time[row])
+                    self.assertTrue(want)
+                    got = b["movie"].sampled_time.tolist()
+                    self.assertEqual({k: got[k] for k in want}, want)
+                    self.assertIsNone(b["movie"].time)  # not asked for
+        finally:
+            d.stop()
+
 
 class MessagePassingTest(unittest.TestCase):
     def test_same_output_as_the_cpp_loader(self):
