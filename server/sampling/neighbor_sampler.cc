@@ -146,11 +146,11 @@ absl::Status NeighborSampler::Sample(const SeedBatch& batch, SamplerScratch* scr
   auto* s = static_cast<Scratch*>(scratch);
   ScopedLocalIds reset(&s->local_of, out);
   if (auto st = SampleHops(batch, s, out); !st.ok()) return st;
-  GatherNodeTimes(out);
   return GatherData(batch, out);
 }
 
 absl::Status NeighborSampler::GatherData(const SeedBatch& batch, SampledSubgraph* out) const {
+  GatherNodeTimes(out);
   return GatherSubgraphData(*partition_, options_.with_node_features, options_.with_labels, batch.features,
                             options_.peers, options_.remote_cache, out);
 }
@@ -240,8 +240,12 @@ absl::Status NeighborSampler::PlaceSeedTimes(const SeedBatch& batch, Scratch* s,
     // around them either.
     const AblpBatch& a = *batch.ablp;
     for (size_t i = 0; i < batch.size; ++i) {
-      for (int64_t k = a.pos_offsets[i]; k < a.pos_offsets[i + 1]; ++k) lower(a.label_type, a.positives[k], seed_times[i]);
-      for (int64_t k = a.neg_offsets[i]; k < a.neg_offsets[i + 1]; ++k) lower(a.label_type, a.negatives[k], seed_times[i]);
+      for (int64_t k = a.pos_offsets[i]; k < a.pos_offsets[i + 1]; ++k) {
+        lower(a.label_type, a.positives[k], seed_times[i]);
+      }
+      for (int64_t k = a.neg_offsets[i]; k < a.neg_offsets[i + 1]; ++k) {
+        lower(a.label_type, a.negatives[k], seed_times[i]);
+      }
     }
   }
   return absl::OkStatus();

@@ -98,14 +98,15 @@ class NeighborSampler : public Sampler {
   /// `add_nodes` false, only edges to nodes already in the subgraph are kept.
   absl::Status ExpandHop(int edge_type, int fanout, uint64_t hop_key, const SeedBatch& coordinates, int hop,
                          size_t begin, size_t end, bool add_nodes, Scratch* s, SampledSubgraph* out) const;
-  /// Gathers the node data the options ask for, as the batch's FeatureOutput says.
+  /// Gathers the node data the options ask for (stored times, features, labels), as the
+  /// batch's FeatureOutput says.
   absl::Status GatherData(const SeedBatch& batch, SampledSubgraph* out) const;
   /// Temporal sampling: sets the batch's seed times (SampledNodes::seed_times) and the time of
   /// every node StartSubgraph placed (a seed's own; a label node's, its anchors' earliest) in
   /// SampledNodes::sampled_times, which each hop extends. FailedPrecondition for a seed without
   /// a time.
   absl::Status PlaceSeedTimes(const SeedBatch& batch, Scratch* s, SampledSubgraph* out) const;
-  /// With with_node_times, once the nodes are final: their stored times (SampledNodes::times).
+  /// With with_node_times (GatherData's part): the nodes' stored times (SampledNodes::times).
   void GatherNodeTimes(SampledSubgraph* out) const;
 
   const Partition* partition_;

@@ -31,7 +31,6 @@ absl::Status SubgraphSampler::Sample(const SeedBatch& batch, SamplerScratch* scr
     }
     edges.num_sampled_edges.push_back(static_cast<int64_t>(edges.rows.size()));
   }
-  GatherNodeTimes(out);
   return GatherData(batch, out);
 }
 
