@@ -9,6 +9,15 @@
 #include "server/sampling/gather.h"
 
 namespace graphstore {
+namespace {
+
+// Whether any of a partition's node types, or edge types, stores times.
+template <typename Types>
+bool AnyStoresTimes(const Types& types) {
+  return std::any_of(types.begin(), types.end(), [](const auto& t) { return t.times_data() != nullptr; });
+}
+
+}  // namespace
 
 absl::Status CheckFanouts(const std::vector<int>& fanouts, const std::string& field, const SamplingLimits& limits) {
   if (static_cast<int>(fanouts.size()) > limits.max_hops) {
@@ -57,21 +66,15 @@ absl::Status NeighborSampler::Init() {
   if (auto s = CheckGatherable(*partition_, o.with_node_features, o.with_labels, o.with_edge_features); !s.ok()) {
     return s;
   }
-  if (o.with_node_times) {
-    bool any = false;
-    for (const NodeTypeStore& n : partition_->node_types()) any |= n.times_data() != nullptr;
-    if (!any) {
-      return absl::InvalidArgumentError(
-          "with_node_times: no node type of the graph stores times (book/<type>.time.npy; "
-          "graphstore-partition --node_times, graphstore-generate --times)");
-    }
+  if (o.with_node_times && !AnyStoresTimes(partition_->node_types())) {
+    return absl::InvalidArgumentError(
+        "with_node_times: no node type of the graph stores times (book/<type>.time.npy; "
+        "graphstore-partition --node_times, graphstore-generate --times)");
   }
   num_hops_ = std::max(hops, 0);
   // Every option is checked before the weight indexes below are built (seconds on a large graph).
   if (o.temporal != TemporalStrategy::kNone) {
-    bool any = false;
-    for (const EdgeTypeStore& e : partition_->edge_types()) any |= e.times_data() != nullptr;
-    if (!any) {
+    if (!AnyStoresTimes(partition_->edge_types())) {
       return absl::InvalidArgumentError(
           "temporal_strategy: no edge type of the graph stores times (edges/<type>/time.npy; "
           "graphstore-partition --edge_times / --node_times, graphstore-generate --times)");
