@@ -188,24 +188,39 @@ void DrawOwnedNeighbors(const Partition& partition, int edge_type, const int64_t
     }
   }
 
-  // Short rows drawn by weight without replacement are drawn together first (several rows'
-  // picks overlap; each row's picks wait on each other), as bit masks the loop below reads in
-  // node order. (A row that turns out to have excluded neighbours draws again among the others.)
-  auto drawn_together = [&](int64_t degree) { return weights != nullptr && !replace && degree <= kShortWeightedRow; };
-  size_t next_short = 0;
+  // Rows of up to 256 drawn by weight without replacement are drawn together first (several
+  // rows' picks overlap; each row's picks wait on each other), short and medium rows apart, as
+  // bit masks the loop below reads in node order. (A row that turns out to have excluded
+  // neighbours draws again among the others.)
+  auto drawn_together = [&](int64_t degree) { return weights != nullptr && !replace && degree <= kMediumWeightedRow; };
+  size_t next_short = 0, next_medium = 0;
   if (weights != nullptr && !replace) {
     out->short_keys.clear();
     out->short_weights.clear();
     out->short_degrees.clear();
+    out->medium_keys.clear();
+    out->medium_weights.clear();
+    out->medium_degrees.clear();
     for (size_t i = 0; i < n; ++i) {
-      if (!drawn_together(out->degree[i])) continue;
-      out->short_keys.push_back(HashCombine(spec.hop_key, static_cast<uint64_t>(ids[i])));
-      out->short_weights.push_back(weights + out->base[i]);
-      out->short_degrees.push_back(out->degree[i]);
+      const int64_t d = out->degree[i];
+      if (!drawn_together(d)) continue;
+      const uint64_t key = HashCombine(spec.hop_key, static_cast<uint64_t>(ids[i]));
+      if (d <= kShortWeightedRow) {
+        out->short_keys.push_back(key);
+        out->short_weights.push_back(weights + out->base[i]);
+        out->short_degrees.push_back(d);
+      } else {
+        out->medium_keys.push_back(key);
+        out->medium_weights.push_back(weights + out->base[i]);
+        out->medium_degrees.push_back(d);
+      }
     }
     out->short_masks.resize(out->short_keys.size());
     DrawWeightedShortRows(out->short_keys.data(), out->short_weights.data(), out->short_degrees.data(),
                           out->short_keys.size(), fanout, out->short_masks.data());
+    out->medium_masks.resize(out->medium_keys.size() * kMediumRowMasks);
+    DrawWeightedMediumRows(out->medium_keys.data(), out->medium_weights.data(), out->medium_degrees.data(),
+                           out->medium_keys.size(), fanout, out->medium_masks.data());
   }
 
   const bool draw_all = fanout < 0;
@@ -217,18 +232,14 @@ void DrawOwnedNeighbors(const Partition& partition, int edge_type, const int64_t
   for (size_t i = 0; i < n; ++i) {
     if (weights != nullptr && i + kRowsAhead < n && !drawn_together(out->degree[i + kRowsAhead])) {
       // A weighted draw reads the row's alias cells (with replacement; the draws land anywhere
-      // in the row: every cache line of the row's first 64 cells), all the weights of a row of
-      // up to 64 (or up to 256 without replacement, drawn in groups of 64), or a long row's
-      // block sums and its weights (all of them up to kWholeLongRow, else its first and last
-      // blocks, which may hold other rows' weights too and are summed afresh).
+      // in the row: every cache line of the row's first 64 cells) or, without replacement (rows
+      // of up to 256 drew above), a long row's block sums and its weights (all of them up to
+      // kWholeLongRow, else its first and last blocks, which may hold other rows' weights too
+      // and are summed afresh).
       const int64_t d = out->degree[i + kRowsAhead];
-      const int64_t b = out->base[i + kRowsAhead], end = b + std::min<int64_t>(d, 64);
+      const int64_t b = out->base[i + kRowsAhead];
       if (alias != nullptr) {
-        PrefetchLines(alias->cells.data() + b, alias->cells.data() + end);
-      } else if (d <= kWeightBlockMinDegree) {
-        PrefetchLines(weights + b, weights + end);
-      } else if (!replace && d <= kMediumWeightedRow) {
-        PrefetchLines(weights + b, weights + b + d);
+        PrefetchLines(alias->cells.data() + b, alias->cells.data() + b + std::min<int64_t>(d, 64));
       } else if (blocks != nullptr && d <= kWeightTreeMinDegree) {
         PrefetchLines(blocks + b / kWeightBlock, blocks + (b + d - 1) / kWeightBlock + 1);
         if (d <= kWholeLongRow) {
@@ -255,7 +266,11 @@ void DrawOwnedNeighbors(const Partition& partition, int edge_type, const int64_t
       continue;
     }
     int64_t degree = out->degree[i];
-    const uint64_t* short_mask = drawn_together(degree) ? &out->short_masks[next_short++] : nullptr;
+    // The masks of a row drawn together: one, or kMediumRowMasks for a row of more than 64.
+    const uint64_t* drawn = !drawn_together(degree)       ? nullptr
+                            : degree <= kShortWeightedRow ? &out->short_masks[next_short++]
+                                                          : &out->medium_masks[kMediumRowMasks * next_medium++];
+    const int drawn_masks = degree <= kShortWeightedRow ? 1 : kMediumRowMasks;
     // A node with excluded neighbours draws among the positions of the others.
     const int64_t* candidates = nullptr;
     if (excluded != nullptr) {
@@ -282,8 +297,12 @@ void DrawOwnedNeighbors(const Partition& partition, int edge_type, const int64_t
         for (int64_t k = 0; k < degree; ++k) out->candidate_weights[k] = weights[position(k)];
         w = out->candidate_weights.data();
       }
-      if (short_mask != nullptr && candidates == nullptr) {
-        out->counts[i] = AppendMaskPositions(*short_mask, base, &out->picked);
+      if (drawn != nullptr && candidates == nullptr) {
+        int64_t c = 0;
+        for (int g = 0; g < drawn_masks; ++g) {
+          c += AppendMaskPositions(drawn[g], base + kShortWeightedRow * g, &out->picked);
+        }
+        out->counts[i] = c;
         continue;
       }
       int64_t c;

@@ -47,6 +47,10 @@ struct NeighborDraw {
   std::vector<uint64_t> short_keys, short_masks;  // weighted short rows, drawn together
   std::vector<const float*> short_weights;
   std::vector<int64_t> short_degrees;
+  // and rows of up to 256 (kMediumRowMasks masks a row)
+  std::vector<uint64_t> medium_keys, medium_masks;
+  std::vector<const float*> medium_weights;
+  std::vector<int64_t> medium_degrees;
   std::vector<float> candidate_weights;
   std::vector<double> weighted_keys;
   WeightedScratch weighted_scratch;

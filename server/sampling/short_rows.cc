@@ -468,6 +468,71 @@ GRAPHSTORE_AVX512 void PickMediumRowZ(uint64_t key, float (*w)[kShortRow], const
   for (int g = 0; g < groups; ++g) taken[g] = rows[g].taken;
 }
 
+// PickMediumRowZ for several rows, their picks taken in turns (a row's picks wait on each
+// other, through its choice of group and its sums): the same picks, row by row.
+constexpr int kMediumRowsTogether = 4;
+struct MediumRowZ {
+  alignas(64) float w[kGroups][kShortRow];
+  ShortRowZ<kShortRow / 16> groups[kGroups];
+  float last[kGroups];
+  int num_groups;
+  size_t row;  // its place among the rows drawn
+  DrawStream draws{0};
+  bool done;  // no weight left
+};
+
+GRAPHSTORE_AVX512 void PickMediumRowsZ(MediumRowZ* rows, int count, int picks, uint64_t* masks) {
+  for (int p = 0; p < picks; ++p) {
+    for (int r = 0; r < count; ++r) {
+      MediumRowZ& row = rows[r];
+      if (row.done) continue;
+      float x;
+      const int g = ChooseGroup(row.draws.Uniform(), row.last, row.num_groups, &x);
+      if (g < 0) {
+        row.done = true;
+        continue;
+      }
+      PickAtZ(x, &row.groups[g]);
+      row.last[g] = row.groups[g].avail == 0 ? 0.0f : row.groups[g].last;
+    }
+  }
+  for (int r = 0; r < count; ++r) {
+    for (int g = 0; g < kGroups; ++g) {
+      masks[kGroups * rows[r].row + g] = g < rows[r].num_groups ? rows[r].groups[g].taken : 0;
+    }
+  }
+}
+
+// DrawWeightedMediumRows with AVX-512: rows that draw wait until kMediumRowsTogether of them
+// can take their picks in turns.
+GRAPHSTORE_AVX512 void DrawWeightedMediumRowsAvx512(const uint64_t* keys, const float* const* weights, const int64_t* n,
+                                                    size_t rows, int fanout, uint64_t* masks) {
+  MediumRowZ pending[kMediumRowsTogether];
+  int size = 0;
+  constexpr size_t kAhead = 4;  // (a row is 5 to 16 lines)
+  for (size_t j = 0; j < rows; ++j) {
+    if (j + kAhead < rows) PrefetchLines(weights[j + kAhead], weights[j + kAhead] + n[j + kAhead]);
+    MediumRowZ& row = pending[size];
+    uint64_t usable[kGroups] = {};
+    row.num_groups = static_cast<int>((n[j] + kShortRow - 1) / kShortRow);
+    for (int g = 0; g < row.num_groups; ++g) {
+      usable[g] = LoadUsableZ(weights[j] + kShortRow * g, GroupSize(n[j], g), row.w[g]);
+    }
+    if (PicksWithoutDraw(usable, kGroups, fanout, masks + kGroups * j)) continue;
+    for (int g = 0; g < row.num_groups; ++g) {
+      StartRowZ(row.w[g], usable[g], GroupSize(n[j], g), &row.groups[g]);
+      row.last[g] = row.groups[g].last;
+    }
+    row.row = j;
+    row.draws = DrawStream(keys[j]);
+    row.done = false;
+    if (++size < kMediumRowsTogether) continue;
+    PickMediumRowsZ(pending, size, fanout, masks);
+    size = 0;
+  }
+  PickMediumRowsZ(pending, size, fanout, masks);
+}
+
 // DrawWeightedMediumRow with `load` reading each group's usable weights and `pick` drawing:
 // LoadUsable and PickMediumRow, or their AVX-512 forms (each returns with its registers
 // cleared, so the calls cost no switch).
@@ -527,6 +592,17 @@ void DrawWeightedMediumRow(uint64_t key, const float* weights, int64_t n, int fa
     DrawWeightedMediumRowVector(key, weights, n, fanout, masks);
   } else {
     DrawWeightedMediumRowPortable(key, weights, n, fanout, masks);
+  }
+}
+
+void DrawWeightedMediumRows(const uint64_t* keys, const float* const* weights, const int64_t* n, size_t rows,
+                            int fanout, uint64_t* masks) {
+  if (HaveAvx512()) {
+    DrawWeightedMediumRowsAvx512(keys, weights, n, rows, fanout, masks);
+    return;
+  }
+  for (size_t j = 0; j < rows; ++j) {
+    DrawWeightedMediumRowPortable(keys[j], weights[j], n[j], fanout, masks + kGroups * j);
   }
 }
 

@@ -57,6 +57,12 @@ bool HaveVectorShortRows();
 void DrawWeightedShortRows(const uint64_t* keys, const float* const* weights, const int64_t* n, size_t rows,
                            int fanout, uint64_t* masks);
 
+/// DrawWeightedMediumRow for `rows` rows at once (as DrawWeightedShortRows for short rows), row j
+/// keyed keys[j] with 64 < n[j] <= 256 candidates whose weights start at weights[j], its
+/// kMediumRowMasks masks to masks[kMediumRowMasks * j ...]: the same masks, faster.
+void DrawWeightedMediumRows(const uint64_t* keys, const float* const* weights, const int64_t* n, size_t rows,
+                            int fanout, uint64_t* masks);
+
 }  // namespace graphstore
 
 #endif  // GRAPHSTORE_SERVER_SAMPLING_SHORT_ROWS_H_

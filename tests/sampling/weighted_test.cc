@@ -249,6 +249,30 @@ TEST_CASE("rows drawn in groups of 64 draw the same bits with and without AVX-51
   }
 }
 
+TEST_CASE("rows of 65 to 256 drawn together draw what each draws alone", "[weighted]") {
+  // Every count of rows, so that the last rows of a call draw in a smaller group than the rest.
+  const auto rows = MediumRowsOfEveryKind();
+  for (int fanout : {-1, 0, 1, 5, 15, 63, 200}) {
+    for (size_t count : {size_t{1}, size_t{3}, size_t{4}, size_t{9}, rows.size()}) {
+      std::vector<uint64_t> keys, masks(count * kMediumRowMasks, ~uint64_t{0});
+      std::vector<const float*> weights;
+      std::vector<int64_t> n;
+      for (size_t j = 0; j < count; ++j) {
+        keys.push_back(HashCombine(fanout + 13, j));
+        weights.push_back(rows[j].data());
+        n.push_back(static_cast<int64_t>(rows[j].size()));
+      }
+      DrawWeightedMediumRows(keys.data(), weights.data(), n.data(), count, fanout, masks.data());
+      for (size_t j = 0; j < count; ++j) {
+        INFO("row " << j << " of " << count << ", " << n[j] << " candidates, fanout " << fanout);
+        uint64_t alone[kMediumRowMasks];
+        DrawWeightedMediumRowPortable(keys[j], weights[j], n[j], fanout, alone);
+        for (int g = 0; g < kMediumRowMasks; ++g) CHECK(masks[kMediumRowMasks * j + g] == alone[g]);
+      }
+    }
+  }
+}
+
 TEST_CASE("rows of 65 to 256 candidates match successive sampling's exact probabilities", "[weighted][statistics]") {
   // First picks in proportion to the weights; pairs by the exact inclusion probability of two
   // successive picks, p_i + sum over j != i of p_j w_i / (W - w_j). Rows across two to four
