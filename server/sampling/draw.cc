@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "server/graph/alias_cells.h"
+#include "server/sampling/medium_rows.h"
 #include "server/sampling/short_rows.h"
 
 namespace graphstore {

@@ -104,7 +104,7 @@ int64_t DrawWeightedPositions(uint64_t key, const float* weights, int64_t n, int
                               std::vector<int64_t>* out, std::vector<double>* keys);
 
 /// Rows longer than this draw by weight from the sums of their weights in blocks
-/// (DrawWeightedFromBlocks) — without replacement only past kMediumWeightedRow (short_rows.h);
+/// (DrawWeightedFromBlocks) — without replacement only past kMediumWeightedRow (medium_rows.h);
 /// shorter ones, and rows with excluded edges, by DrawWeightedPositions.
 inline constexpr int64_t kWeightBlockMinDegree = 64;
 

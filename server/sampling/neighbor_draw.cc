@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "server/sampling/draw.h"
+#include "server/sampling/medium_rows.h"
 #include "server/sampling/short_rows.h"
 
 namespace graphstore {

@@ -18,25 +18,6 @@ inline constexpr int64_t kShortWeightedRow = 64;
 /// bit mask of the positions taken (bit k: candidate k): the same draws, without scratch vectors.
 uint64_t DrawWeightedShortRow(uint64_t key, const float* weights, int64_t n, int fanout);
 
-/// The longest row DrawWeightedMediumRow takes: four groups of 64 candidates.
-inline constexpr int64_t kMediumWeightedRow = 256;
-
-/// The bit masks DrawWeightedMediumRow writes, one per group of 64 candidates.
-inline constexpr int kMediumRowMasks = static_cast<int>(kMediumWeightedRow / kShortWeightedRow);
-
-/// DrawWeightedPositions without replacement from a row of at most 256 candidates (meant for
-/// rows longer than 64), as kMediumRowMasks bit masks of the positions taken (bit k of
-/// masks[g]: candidate 64 g + k): successive sampling in groups of 64, each pick choosing its
-/// group by the groups' weight left (summed in double), then its candidate in that group as a
-/// short row's pick does. Every processor draws the same bits (sixteen candidates to a register
-/// with AVX-512).
-void DrawWeightedMediumRow(uint64_t key, const float* weights, int64_t n, int fanout, uint64_t* masks);
-
-/// DrawWeightedMediumRow's two implementations, for tests (the second only where
-/// HaveVectorShortRows()).
-void DrawWeightedMediumRowPortable(uint64_t key, const float* weights, int64_t n, int fanout, uint64_t* masks);
-void DrawWeightedMediumRowVector(uint64_t key, const float* weights, int64_t n, int fanout, uint64_t* masks);
-
 /// Appends base + k for every bit k of `mask`, in increasing order; returns how many.
 inline int64_t AppendMaskPositions(uint64_t mask, int64_t base, std::vector<int64_t>* out) {
   int64_t c = 0;
@@ -56,12 +37,6 @@ bool HaveVectorShortRows();
 /// picks of several rows overlap (a row's own picks wait on each other).
 void DrawWeightedShortRows(const uint64_t* keys, const float* const* weights, const int64_t* n, size_t rows,
                            int fanout, uint64_t* masks);
-
-/// DrawWeightedMediumRow for `rows` rows at once (as DrawWeightedShortRows for short rows), row j
-/// keyed keys[j] with 64 < n[j] <= 256 candidates whose weights start at weights[j], its
-/// kMediumRowMasks masks to masks[kMediumRowMasks * j ...]: the same masks, faster.
-void DrawWeightedMediumRows(const uint64_t* keys, const float* const* weights, const int64_t* n, size_t rows,
-                            int fanout, uint64_t* masks);
 
 }  // namespace graphstore
 

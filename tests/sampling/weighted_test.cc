@@ -17,6 +17,7 @@
 #include "server/graph/npy.h"
 #include "server/graph/partition.h"
 #include "server/sampling/draw.h"
+#include "server/sampling/medium_rows.h"
 #include "server/sampling/short_rows.h"
 #include "server/sampling/neighbor_draw.h"
 #include "server/sampling/neighbor_sampler.h"
