@@ -297,7 +297,7 @@ int Run(int argc, char** argv) {
       int sig = 0;
       if (sigwait(&signals, &sig) != 0) continue;
       if (sig == SIGHUP) {
-        s->ReloadAuth();
+        s->ReloadAuth().IgnoreError();  // ReloadAuth logs what went wrong; the old tokens stay
         continue;
       }
       Logger("main")->info("received {}", sig == SIGTERM ? "SIGTERM" : "SIGINT");
