@@ -196,32 +196,22 @@ void DrawOwnedNeighbors(const Partition& partition, int edge_type, const int64_t
   auto drawn_together = [&](int64_t degree) { return weights != nullptr && !replace && degree <= kMediumWeightedRow; };
   size_t next_short = 0, next_medium = 0;
   if (weights != nullptr && !replace) {
-    out->short_keys.clear();
-    out->short_weights.clear();
-    out->short_degrees.clear();
-    out->medium_keys.clear();
-    out->medium_weights.clear();
-    out->medium_degrees.clear();
+    out->short_rows.Clear();
+    out->medium_rows.Clear();
     for (size_t i = 0; i < n; ++i) {
       const int64_t d = out->degree[i];
       if (!drawn_together(d)) continue;
-      const uint64_t key = HashCombine(spec.hop_key, static_cast<uint64_t>(ids[i]));
-      if (d <= kShortWeightedRow) {
-        out->short_keys.push_back(key);
-        out->short_weights.push_back(weights + out->base[i]);
-        out->short_degrees.push_back(d);
-      } else {
-        out->medium_keys.push_back(key);
-        out->medium_weights.push_back(weights + out->base[i]);
-        out->medium_degrees.push_back(d);
-      }
+      auto& together = d <= kShortWeightedRow ? out->short_rows : out->medium_rows;
+      together.Add(HashCombine(spec.hop_key, static_cast<uint64_t>(ids[i])), weights + out->base[i], d);
     }
-    out->short_masks.resize(out->short_keys.size());
-    DrawWeightedShortRows(out->short_keys.data(), out->short_weights.data(), out->short_degrees.data(),
-                          out->short_keys.size(), fanout, out->short_masks.data());
-    out->medium_masks.resize(out->medium_keys.size() * kMediumRowMasks);
-    DrawWeightedMediumRows(out->medium_keys.data(), out->medium_weights.data(), out->medium_degrees.data(),
-                           out->medium_keys.size(), fanout, out->medium_masks.data());
+    auto& shorts = out->short_rows;
+    shorts.masks.resize(shorts.keys.size());
+    DrawWeightedShortRows(shorts.keys.data(), shorts.weights.data(), shorts.degrees.data(), shorts.keys.size(), fanout,
+                          shorts.masks.data());
+    auto& mediums = out->medium_rows;
+    mediums.masks.resize(mediums.keys.size() * kMediumRowMasks);
+    DrawWeightedMediumRows(mediums.keys.data(), mediums.weights.data(), mediums.degrees.data(), mediums.keys.size(),
+                           fanout, mediums.masks.data());
   }
 
   const bool draw_all = fanout < 0;
@@ -269,8 +259,8 @@ void DrawOwnedNeighbors(const Partition& partition, int edge_type, const int64_t
     int64_t degree = out->degree[i];
     // The masks of a row drawn together: one, or kMediumRowMasks for a row of more than 64.
     const uint64_t* drawn = !drawn_together(degree)       ? nullptr
-                            : degree <= kShortWeightedRow ? &out->short_masks[next_short++]
-                                                          : &out->medium_masks[kMediumRowMasks * next_medium++];
+                            : degree <= kShortWeightedRow ? &out->short_rows.masks[next_short++]
+                                                          : &out->medium_rows.masks[kMediumRowMasks * next_medium++];
     const int drawn_masks = degree <= kShortWeightedRow ? 1 : kMediumRowMasks;
     // A node with excluded neighbours draws among the positions of the others.
     const int64_t* candidates = nullptr;

@@ -44,13 +44,25 @@ struct NeighborDraw {
     size_t picks;     // where its picks start in `picked`
   };
   std::vector<Pending> pending;
-  std::vector<uint64_t> short_keys, short_masks;  // weighted short rows, drawn together
-  std::vector<const float*> short_weights;
-  std::vector<int64_t> short_degrees;
-  // and rows of up to 256 (kMediumRowMasks masks a row)
-  std::vector<uint64_t> medium_keys, medium_masks;
-  std::vector<const float*> medium_weights;
-  std::vector<int64_t> medium_degrees;
+  // Weighted rows drawn together (without replacement): the draws' keys, the rows' weights and
+  // lengths, and the bit masks of the positions taken.
+  struct RowsDrawnTogether {
+    std::vector<uint64_t> keys, masks;
+    std::vector<const float*> weights;
+    std::vector<int64_t> degrees;
+    void Clear() {
+      keys.clear();
+      weights.clear();
+      degrees.clear();
+    }
+    void Add(uint64_t key, const float* w, int64_t degree) {
+      keys.push_back(key);
+      weights.push_back(w);
+      degrees.push_back(degree);
+    }
+  };
+  RowsDrawnTogether short_rows;   // up to 64 edges, a mask a row
+  RowsDrawnTogether medium_rows;  // 65 to 256, kMediumRowMasks a row
   std::vector<float> candidate_weights;
   std::vector<double> weighted_keys;
   WeightedScratch weighted_scratch;
