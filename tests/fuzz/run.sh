@@ -27,7 +27,8 @@ SOURCES=(
   server/util/log.cc server/util/thread_priority.cc server/shm/shared_buffer.cc
   server/graph/npy.cc server/graph/manifest.cc server/graph/partition.cc server/graph/sampling_indexes.cc
   server/graph/dataset_writer.cc
-  server/sampling/ablp.cc server/sampling/draw.cc server/sampling/gather.cc server/sampling/neighbor_draw.cc
+  server/sampling/ablp.cc server/sampling/draw.cc server/sampling/gather.cc server/sampling/medium_rows.cc
+  server/sampling/neighbor_draw.cc
   server/sampling/neighbor_sampler.cc server/sampling/ppr_sampler.cc server/sampling/remote_cache.cc
   server/sampling/sampler.cc server/sampling/seeds.cc server/sampling/short_rows.cc server/sampling/subgraph_sampler.cc
   server/service/config.cc server/service/core.cc server/service/core_stats.cc server/service/core_streams.cc
