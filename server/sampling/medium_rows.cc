@@ -10,19 +10,8 @@
 #include "server/sampling/row_picks.h"
 
 namespace graphstore {
+namespace row_picks {
 namespace {
-
-using row_picks::Floats4;
-using row_picks::HaveAvx512;
-using row_picks::kShortRow;
-using row_picks::LoadUsable;
-using row_picks::LoadUsableZ;
-using row_picks::PickAt;
-using row_picks::PickAtZ;
-using row_picks::PicksWithoutDraw;
-using row_picks::RunningSums;
-using row_picks::ShortRowZ;
-using row_picks::StartRowZ;
 
 // Rows of more than kShortRow candidates, up to kMediumRow, are drawn in groups of kShortRow,
 // each as a short row is: a pick first chooses its group by the groups' weight left, then its
@@ -106,29 +95,9 @@ void PickMediumRow(uint64_t key, float (*w)[kShortRow], const uint64_t* usable, 
   }
 }
 
-// PickMediumRow with AVX-512: each group a ShortRowZ, its pick by PickAtZ.
-GRAPHSTORE_AVX512 void PickMediumRowZ(uint64_t key, float (*w)[kShortRow], const uint64_t* usable, int64_t n,
-                                      int picks, uint64_t* taken) {
-  const int groups = static_cast<int>((n + kShortRow - 1) / kShortRow);
-  ShortRowZ<kShortRow / 16> rows[kGroups];
-  float last[kGroups] = {};
-  for (int g = 0; g < groups; ++g) {
-    StartRowZ(w[g], usable[g], GroupSize(n, g), &rows[g]);
-    last[g] = rows[g].last;
-  }
-  DrawStream draws(key);
-  for (int p = 0; p < picks; ++p) {
-    float x;
-    const int g = ChooseGroup(draws.Uniform(), last, groups, &x);
-    if (g < 0) break;
-    PickAtZ(x, &rows[g]);
-    last[g] = rows[g].avail == 0 ? 0.0f : rows[g].last;
-  }
-  for (int g = 0; g < groups; ++g) taken[g] = rows[g].taken;
-}
-
-// PickMediumRowZ for several rows, their picks taken in turns (a row's picks wait on each
-// other, through its choice of group and its sums): the same picks, row by row.
+// PickMediumRow with AVX-512, for several rows at once, their picks taken in turns (a row's
+// picks wait on each other, through its choice of group and its sums): each group a ShortRowZ,
+// its pick by PickAtZ; the same picks as row by row.
 constexpr int kMediumRowsTogether = 4;
 struct MediumRowZ {
   alignas(64) float w[kGroups][kShortRow];
@@ -192,32 +161,26 @@ GRAPHSTORE_AVX512 void DrawWeightedMediumRowsAvx512(const uint64_t* keys, const 
   PickMediumRowsZ(pending, size, fanout, masks);
 }
 
-// DrawWeightedMediumRow with `load` reading each group's usable weights and `pick` drawing:
-// LoadUsable and PickMediumRow, or their AVX-512 forms (each returns with its registers
-// cleared, so the calls cost no switch).
-using LoadGroup = uint64_t (*)(const float*, int64_t, float*);
-using PickGroups = void (*)(uint64_t, float (*)[kShortRow], const uint64_t*, int64_t, int, uint64_t*);
-void DrawMediumRowWith(LoadGroup load, PickGroups pick, uint64_t key, const float* weights, int64_t n, int fanout,
-                       uint64_t* masks) {
-  alignas(64) float w[kGroups][kShortRow];
-  uint64_t usable[kGroups] = {};
-  for (int g = 0; kShortRow * g < n; ++g) usable[g] = load(weights + kShortRow * g, GroupSize(n, g), w[g]);
-  if (PicksWithoutDraw(usable, kGroups, fanout, masks)) return;
-  pick(key, w, usable, n, fanout, masks);
-}
-
 }  // namespace
+}  // namespace row_picks
 
 void DrawWeightedMediumRowPortable(uint64_t key, const float* weights, int64_t n, int fanout, uint64_t* masks) {
-  DrawMediumRowWith(&LoadUsable, &PickMediumRow, key, weights, n, fanout, masks);
+  constexpr int64_t kGroup = kShortWeightedRow;
+  alignas(16) float w[kMediumRowMasks][kGroup];
+  uint64_t usable[kMediumRowMasks] = {};
+  for (int g = 0; kGroup * g < n; ++g) {
+    usable[g] = row_picks::LoadUsable(weights + kGroup * g, row_picks::GroupSize(n, g), w[g]);
+  }
+  if (row_picks::PicksWithoutDraw(usable, kMediumRowMasks, fanout, masks)) return;
+  row_picks::PickMediumRow(key, w, usable, n, fanout, masks);
 }
 
 void DrawWeightedMediumRowVector(uint64_t key, const float* weights, int64_t n, int fanout, uint64_t* masks) {
-  DrawMediumRowWith(&LoadUsableZ, &PickMediumRowZ, key, weights, n, fanout, masks);
+  row_picks::DrawWeightedMediumRowsAvx512(&key, &weights, &n, 1, fanout, masks);
 }
 
 void DrawWeightedMediumRow(uint64_t key, const float* weights, int64_t n, int fanout, uint64_t* masks) {
-  if (HaveAvx512()) {
+  if (row_picks::HaveAvx512()) {
     DrawWeightedMediumRowVector(key, weights, n, fanout, masks);
   } else {
     DrawWeightedMediumRowPortable(key, weights, n, fanout, masks);
@@ -226,12 +189,12 @@ void DrawWeightedMediumRow(uint64_t key, const float* weights, int64_t n, int fa
 
 void DrawWeightedMediumRows(const uint64_t* keys, const float* const* weights, const int64_t* n, size_t rows,
                             int fanout, uint64_t* masks) {
-  if (HaveAvx512()) {
-    DrawWeightedMediumRowsAvx512(keys, weights, n, rows, fanout, masks);
+  if (row_picks::HaveAvx512()) {
+    row_picks::DrawWeightedMediumRowsAvx512(keys, weights, n, rows, fanout, masks);
     return;
   }
   for (size_t j = 0; j < rows; ++j) {
-    DrawWeightedMediumRowPortable(keys[j], weights[j], n[j], fanout, masks + kGroups * j);
+    DrawWeightedMediumRowPortable(keys[j], weights[j], n[j], fanout, masks + kMediumRowMasks * j);
   }
 }
 

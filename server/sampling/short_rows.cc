@@ -9,19 +9,8 @@
 #include "server/sampling/row_picks.h"
 
 namespace graphstore {
+namespace row_picks {
 namespace {
-
-using row_picks::Floats4;
-using row_picks::HaveAvx512;
-using row_picks::kShortRow;
-using row_picks::LoadUsable;
-using row_picks::LoadUsableZ;
-using row_picks::PickAt;
-using row_picks::PickAtZ;
-using row_picks::PicksWithoutDraw;
-using row_picks::RunningSums;
-using row_picks::ShortRowZ;
-using row_picks::StartRowZ;
 
 // One pick drawn uniformly under the row's weight left.
 template <int V>
@@ -172,30 +161,31 @@ GRAPHSTORE_AVX512 void DrawWeightedShortRowsAvx512(const uint64_t* keys, const f
 }
 
 }  // namespace
+}  // namespace row_picks
 
 uint64_t DrawWeightedShortRowPortable(uint64_t key, const float* weights, int64_t n, int fanout) {
-  alignas(16) float w[kShortRow];
-  const uint64_t usable = LoadUsable(weights, n, w);
-  if (uint64_t mask; PicksWithoutDraw(&usable, 1, fanout, &mask)) return mask;
+  alignas(16) float w[row_picks::kShortRow];
+  const uint64_t usable = row_picks::LoadUsable(weights, n, w);
+  if (uint64_t mask; row_picks::PicksWithoutDraw(&usable, 1, fanout, &mask)) return mask;
   DrawStream draws(key);
-  return kPickShortRow[(n + 3) / 4 - 1](draws, w, n, fanout);
+  return row_picks::kPickShortRow[(n + 3) / 4 - 1](draws, w, n, fanout);
 }
 
-bool HaveVectorShortRows() { return HaveAvx512(); }
+bool HaveVectorShortRows() { return row_picks::HaveAvx512(); }
 
 uint64_t DrawWeightedShortRowVector(uint64_t key, const float* weights, int64_t n, int fanout) {
-  return DrawWeightedShortRowAvx512(key, weights, n, fanout);
+  return row_picks::DrawWeightedShortRowAvx512(key, weights, n, fanout);
 }
 
 uint64_t DrawWeightedShortRow(uint64_t key, const float* weights, int64_t n, int fanout) {
-  return HaveAvx512() ? DrawWeightedShortRowAvx512(key, weights, n, fanout)
-                     : DrawWeightedShortRowPortable(key, weights, n, fanout);
+  return row_picks::HaveAvx512() ? row_picks::DrawWeightedShortRowAvx512(key, weights, n, fanout)
+                                 : DrawWeightedShortRowPortable(key, weights, n, fanout);
 }
 
 void DrawWeightedShortRows(const uint64_t* keys, const float* const* weights, const int64_t* n, size_t rows,
                            int fanout, uint64_t* masks) {
-  if (HaveAvx512()) {
-    DrawWeightedShortRowsAvx512(keys, weights, n, rows, fanout, masks);
+  if (row_picks::HaveAvx512()) {
+    row_picks::DrawWeightedShortRowsAvx512(keys, weights, n, rows, fanout, masks);
     return;
   }
   for (size_t j = 0; j < rows; ++j) masks[j] = DrawWeightedShortRowPortable(keys[j], weights[j], n[j], fanout);
