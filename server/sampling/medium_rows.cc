@@ -48,7 +48,8 @@ __attribute__((always_inline)) inline int ChooseGroup(double u, const float* las
 int64_t GroupSize(int64_t n, int g) { return std::min<int64_t>(kShortRow, n - kShortRow * g); }
 int GroupVectors(int64_t n, int g) { return static_cast<int>((GroupSize(n, g) + 3) / 4); }
 
-// RunningSums and PickAt for 1 to kShortRow / 4 vectors, by vectors - 1.
+// RunningSums and PickAt for 1 to kShortRow / 4 vectors, by vectors - 1 (each wrapped in an
+// ordinary function, since the primitives themselves are always inlined, for the table to hold).
 template <int V>
 void SumGroup(const float* w, Floats4* sums) {
   RunningSums<V>(w, sums);
