@@ -166,11 +166,11 @@ GRAPHSTORE_AVX512 void DrawWeightedMediumRowsAvx512(const uint64_t* keys, const 
 }  // namespace row_picks
 
 void DrawWeightedMediumRowPortable(uint64_t key, const float* weights, int64_t n, int fanout, uint64_t* masks) {
-  constexpr int64_t kGroup = kShortWeightedRow;
-  alignas(16) float w[kMediumRowMasks][kGroup];
+  using row_picks::kShortRow;
+  alignas(16) float w[kMediumRowMasks][kShortRow];
   uint64_t usable[kMediumRowMasks] = {};
-  for (int g = 0; kGroup * g < n; ++g) {
-    usable[g] = row_picks::LoadUsable(weights + kGroup * g, row_picks::GroupSize(n, g), w[g]);
+  for (int g = 0; kShortRow * g < n; ++g) {
+    usable[g] = row_picks::LoadUsable(weights + kShortRow * g, row_picks::GroupSize(n, g), w[g]);
   }
   if (row_picks::PicksWithoutDraw(usable, kMediumRowMasks, fanout, masks)) return;
   row_picks::PickMediumRow(key, w, usable, n, fanout, masks);
