@@ -304,6 +304,7 @@ absl::Status NeighborSampler::ExpandHop(int edge_type, int fanout, uint64_t hop_
   if (temporal) col_times->reserve(col_times->size() + m);
   const int64_t* row_times = temporal ? out->nodes[et.row_type].sampled_times.data() : nullptr;
   const size_t hop_start = temporal ? s->hop_start[et.col_type] : 0;
+  const size_t first_edge = dst.size();
   size_t j = 0;
   for (size_t i = 0; i < n; ++i) {
     const int32_t u = static_cast<int32_t>(begin + i);
@@ -316,10 +317,6 @@ absl::Status NeighborSampler::ExpandHop(int edge_type, int fanout, uint64_t hop_
         local = static_cast<int32_t>(col_ids.size());
         col_ids.push_back(w);
         if (temporal) col_times->push_back(row_times[u]);
-      } else if (temporal && static_cast<size_t>(local) >= hop_start) {
-        // Met again in the hop that added it: it keeps the earliest time that reached it.
-        int64_t& t = (*col_times)[local];
-        t = std::min(t, row_times[u]);
       }
       src.push_back(u);
       dst.push_back(local);
@@ -328,6 +325,18 @@ absl::Status NeighborSampler::ExpandHop(int edge_type, int fanout, uint64_t hop_
         edges.features.insert(edges.features.end(), d.edge_features.begin() + j * row_bytes,
                               d.edge_features.begin() + (j + 1) * row_bytes);
       }
+    }
+  }
+  if (temporal) {
+    // A node met again in the hop that added it keeps the earliest time that reached it. Taken
+    // over the hop's edges once they are all in: each node's time is then fetched ahead from
+    // its local id, where in the loop above it waited for the node's map entry first.
+    int64_t* times = col_times->data();
+    const size_t num_edges = dst.size();
+    for (size_t k = first_edge; k < num_edges; ++k) {
+      if (k + kAhead < num_edges) __builtin_prefetch(times + dst[k + kAhead]);
+      const size_t local = static_cast<size_t>(dst[k]);
+      if (local >= hop_start) times[local] = std::min(times[local], row_times[src[k]]);
     }
   }
   return absl::OkStatus();
