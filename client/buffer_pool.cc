@@ -21,17 +21,23 @@ size_t SizeClass(size_t bytes) {
   return (bytes + step - 1) / step * step;
 }
 
-char* Allocate(size_t size) {
+char* Allocate(size_t size, const MemoryHook* hook) {
+  char* data;
   if (size >= kHugePage) {
     void* p = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (p == MAP_FAILED) return nullptr;
     madvise(p, size, MADV_HUGEPAGE);
-    return static_cast<char*>(p);
+    data = static_cast<char*>(p);
+  } else {
+    data = static_cast<char*>(std::aligned_alloc(64, size));
+    if (data == nullptr) return nullptr;
   }
-  return static_cast<char*>(std::aligned_alloc(64, size));
+  if (hook != nullptr) (*hook)(data, size, true);
+  return data;
 }
 
-void Free(char* data, size_t size) {
+void Free(char* data, size_t size, const MemoryHook* hook) {
+  if (hook != nullptr) (*hook)(data, size, false);
   if (size >= kHugePage) {
     munmap(data, size);
   } else {
@@ -43,16 +49,16 @@ void Free(char* data, size_t size) {
 
 Buffer::~Buffer() {
   auto pool = pool_.lock();
-  if (pool == nullptr || !pool->Return(data_, size_)) Free(data_, size_);
+  if (pool == nullptr || !pool->Return(data_, size_)) Free(data_, size_, hook_.get());
 }
 
-std::shared_ptr<BufferPool> BufferPool::Create(size_t max_idle_bytes) {
-  return std::shared_ptr<BufferPool>(new BufferPool(max_idle_bytes));
+std::shared_ptr<BufferPool> BufferPool::Create(size_t max_idle_bytes, MemoryHook hook) {
+  return std::shared_ptr<BufferPool>(new BufferPool(max_idle_bytes, std::move(hook)));
 }
 
 BufferPool::~BufferPool() {
   for (auto& [size, list] : idle_) {
-    for (char* p : list) Free(p, size);
+    for (char* p : list) Free(p, size, hook_.get());
   }
 }
 
@@ -73,13 +79,13 @@ std::shared_ptr<Buffer> BufferPool::Acquire(size_t bytes) {
     }
     in_use_bytes_ += size;
   }
-  if (data == nullptr) data = Allocate(size);
+  if (data == nullptr) data = Allocate(size, hook_.get());
   if (data == nullptr) {
     std::lock_guard<std::mutex> lock(mu_);
     in_use_bytes_ -= size;
     throw std::bad_alloc();
   }
-  return std::shared_ptr<Buffer>(new Buffer(weak_from_this(), data, size));
+  return std::shared_ptr<Buffer>(new Buffer(weak_from_this(), hook_, data, size));
 }
 
 bool BufferPool::Return(char* data, size_t size) {

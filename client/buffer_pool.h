@@ -9,6 +9,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -17,6 +18,10 @@
 namespace graphstore::client {
 
 class BufferPool;
+
+/// Told of every block of memory a pool allocates (`added` true) and of every block it frees
+/// (false), with its address and size: e.g. to register the blocks with a GPU as page-locked.
+using MemoryHook = std::function<void(void* data, size_t size, bool added)>;
 
 /// A block of memory from a BufferPool, 64-byte aligned. Returns to its pool when destroyed.
 class Buffer {
@@ -29,8 +34,10 @@ class Buffer {
 
  private:
   friend class BufferPool;
-  Buffer(std::weak_ptr<BufferPool> pool, char* data, size_t size) : pool_(std::move(pool)), data_(data), size_(size) {}
+  Buffer(std::weak_ptr<BufferPool> pool, std::shared_ptr<const MemoryHook> hook, char* data, size_t size)
+      : pool_(std::move(pool)), hook_(std::move(hook)), data_(data), size_(size) {}
   std::weak_ptr<BufferPool> pool_;
+  std::shared_ptr<const MemoryHook> hook_;  // outlives the pool while a buffer is out
   char* data_;
   size_t size_;
 };
@@ -38,8 +45,9 @@ class Buffer {
 /// Buffers by size class. Thread-safe.
 class BufferPool : public std::enable_shared_from_this<BufferPool> {
  public:
-  /// Keeps at most `max_idle_bytes` of unused buffers.
-  static std::shared_ptr<BufferPool> Create(size_t max_idle_bytes = size_t{2} << 30);
+  /// Keeps at most `max_idle_bytes` of unused buffers; `hook` (may be null) hears of every
+  /// block allocated and freed.
+  static std::shared_ptr<BufferPool> Create(size_t max_idle_bytes = size_t{2} << 30, MemoryHook hook = nullptr);
   ~BufferPool();
 
   /// A buffer of at least `bytes` (its contents are whatever the last user left).
@@ -51,11 +59,14 @@ class BufferPool : public std::enable_shared_from_this<BufferPool> {
 
  private:
   friend class Buffer;
-  explicit BufferPool(size_t max_idle_bytes) : max_idle_bytes_(max_idle_bytes) {}
+  BufferPool(size_t max_idle_bytes, MemoryHook hook)
+      : max_idle_bytes_(max_idle_bytes),
+        hook_(hook != nullptr ? std::make_shared<const MemoryHook>(std::move(hook)) : nullptr) {}
   // Takes back a buffer (from Buffer's destructor); false when the pool frees it.
   bool Return(char* data, size_t size);
 
   const size_t max_idle_bytes_;
+  const std::shared_ptr<const MemoryHook> hook_;
   mutable std::mutex mu_;
   std::map<size_t, std::vector<char*>> idle_;  // by size class
   size_t idle_bytes_ = 0;

@@ -1,527 +1,126 @@
-#include "client/loader.h"
+// The LibTorch Loader: LoaderCore's host batches viewed as at::Tensors (declared in loader.h).
 
-#include <algorithm>
-#include <cstring>
-#include <map>
+#include "client/loader.h"  // LibTorch first (see loader.h)
+
 #include <utility>
 
-#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
-#include "client/loader_server.h"
-#include "proto/feature_codec.h"
 
 namespace graphstore::client {
-
 namespace {
 
-template <typename T>
-T Check(absl::StatusOr<T> v) {
-  if (!v.ok()) throw Error(v.status());
-  return *std::move(v);
-}
-
-std::string CacheListing(const v1::RegisterSamplingInputResponse& r) {
-  std::string out;
-  for (const v1::FeatureCache& c : r.feature_cache()) out += c.SerializeAsString();
-  return out;
-}
-
-// Decodes `rows` feature rows as GetNodeFeatures answered them into the cache's form.
-void DecodeCacheRows(const v1::GetNodeFeaturesResponse& r, bool decode, FeatureCache::Type* type, int32_t first) {
-  const v1::Tensor& f = r.features();
-  const size_t rows = static_cast<size_t>(f.shape(0));
-  const size_t dim = static_cast<size_t>(type->dim);
-  char* dst = type->rows.data() + static_cast<size_t>(first) * type->row_bytes;
-  const auto* src = f.data().data();
-  if (!decode || f.dtype() == type->dtype) {
-    std::memcpy(dst, src, rows * type->row_bytes);
-  } else if (f.dtype() == v1::DTYPE_FLOAT16) {
-    codec::HalfToFloat(reinterpret_cast<const uint16_t*>(src), rows * dim, reinterpret_cast<float*>(dst));
-  } else if (f.dtype() == v1::DTYPE_BFLOAT16) {
-    codec::Bfloat16ToFloat(reinterpret_cast<const uint16_t*>(src), rows * dim, reinterpret_cast<float*>(dst));
-  } else {
-    const auto* scale = reinterpret_cast<const float*>(r.feature_scale().data().data());
-    const auto* offset = reinterpret_cast<const float*>(r.feature_offset().data().data());
-    const int bits = PackedBits(f.dtype()) > 0 ? PackedBits(f.dtype()) : 8;
-    codec::DequantizeRows(reinterpret_cast<const uint8_t*>(src), rows, dim, bits, scale, offset,
-                          reinterpret_cast<float*>(dst));
+c10::ScalarType TorchType(v1::DType d) {
+  switch (d) {
+    case v1::DTYPE_INT64: return torch::kInt64;
+    case v1::DTYPE_INT32: return torch::kInt32;
+    case v1::DTYPE_FLOAT32: return torch::kFloat32;
+    case v1::DTYPE_FLOAT16: return torch::kFloat16;
+    case v1::DTYPE_BFLOAT16: return torch::kBFloat16;
+    case v1::DTYPE_FLOAT64: return torch::kFloat64;
+    case v1::DTYPE_UINT8: return torch::kUInt8;
+    case v1::DTYPE_BOOL: return torch::kBool;
+    default: break;
   }
+  throw Error(absl::DataLossError(absl::StrCat("tensor has unknown dtype ", static_cast<int>(d))));
 }
 
-// The wire dtype of feature rows stored as `stored` and sent in `encoding`.
-v1::DType WireDtype(v1::FeatureEncoding encoding, v1::DType stored) {
-  switch (encoding) {
-    case v1::FEATURE_ENCODING_FLOAT32: return v1::DTYPE_FLOAT32;
-    case v1::FEATURE_ENCODING_FLOAT16: return v1::DTYPE_FLOAT16;
-    case v1::FEATURE_ENCODING_BFLOAT16: return v1::DTYPE_BFLOAT16;
-    case v1::FEATURE_ENCODING_INT8: return v1::DTYPE_UINT8;
-    case v1::FEATURE_ENCODING_INT4: return v1::DTYPE_UINT4;
-    case v1::FEATURE_ENCODING_INT2: return v1::DTYPE_UINT2;
-    case v1::FEATURE_ENCODING_INT1: return v1::DTYPE_UINT1;
-    default: return stored;
-  }
+NodeView ToNodeView(const HostNodes& n) {
+  NodeView v;
+  v.n_id = ToTensor(n.n_id);
+  v.x = ToTensor(n.x);
+  v.y = ToTensor(n.y);
+  v.x_scale = ToTensor(n.x_scale);
+  v.x_offset = ToTensor(n.x_offset);
+  v.x_bits = n.x_bits;
+  v.seeds = ToTensor(n.seeds);
+  v.batch_size = n.batch_size;
+  v.num_sampled_nodes = n.num_sampled_nodes;
+  v.seed_time = ToTensor(n.seed_time);
+  v.sampled_time = ToTensor(n.sampled_time);
+  v.time = ToTensor(n.time);
+  return v;
+}
+
+EdgeView ToEdgeView(const HostEdges& e) {
+  EdgeView v;
+  v.stored_type = e.stored_type;
+  v.edge_index = ToTensor(e.edge_index);
+  v.e_id = ToTensor(e.e_id);
+  v.edge_attr = ToTensor(e.edge_attr);
+  v.num_sampled_edges = e.num_sampled_edges;
+  return v;
 }
 
 }  // namespace
 
-absl::StatusOr<v1::FeatureEncoding> ParseFeatureEncoding(const std::string& name) {
-  v1::FeatureEncoding e = v1::FEATURE_ENCODING_UNSPECIFIED;
-  if (name.empty()) return e;
-  if (!v1::FeatureEncoding_Parse(absl::StrCat("FEATURE_ENCODING_", absl::AsciiStrToUpper(name)), &e)) {
-    return absl::InvalidArgumentError(absl::StrCat("feature encoding '", name,
-                                                   "' is not one of float32, float16, bfloat16, int8, int4, int2, int1"));
-  }
-  return e;
+at::Tensor ToTensor(const HostTensor& t) {
+  if (!t.defined()) return at::Tensor();
+  const c10::ScalarType type = TorchType(t.dtype);
+  if (t.data == nullptr || t.numel() == 0) return torch::empty(t.shape, torch::TensorOptions().dtype(type));
+  // The bytes stay where the core put them; the deleter keeps them alive.
+  std::shared_ptr<const void> owner = t.owner;
+  return torch::from_blob(const_cast<char*>(t.data), t.shape, [owner](void*) mutable { owner.reset(); },
+                          torch::TensorOptions().dtype(type));
 }
 
-Loader::Loader(LoaderOptions options) : options_(std::move(options)) {
-  if (options_.servers.empty()) throw Error(absl::InvalidArgumentError("LoaderOptions.servers is empty"));
-  if (options_.prefetch < 1) throw Error(absl::InvalidArgumentError("LoaderOptions.prefetch must be >= 1"));
-  if (options_.feature_cache_rows < 0) {
-    throw Error(absl::InvalidArgumentError("LoaderOptions.feature_cache_rows must be >= 0"));
+Batch Loader::ToBatch(const HostBatch& h) {
+  Batch b;
+  b.epoch = h.epoch;
+  b.batch_index = h.batch_index;
+  b.server = h.server;
+  b.shared_memory = h.shared_memory;
+  b.memory = h.memory;
+  for (const auto& [name, n] : h.nodes) b.nodes.emplace(name, ToNodeView(n));
+  for (const auto& [name, e] : h.edges) b.edges.emplace(name, ToEdgeView(e));
+  if (h.ablp.has_value()) {
+    b.ablp = AblpView{ToTensor(h.ablp->anchors), ToTensor(h.ablp->positive), ToTensor(h.ablp->negative)};
   }
-  if (options_.reconnect_deadline.count() < 0) {
-    throw Error(absl::InvalidArgumentError("LoaderOptions.reconnect_deadline must be >= 0"));
+  for (const HostPpr& p : h.ppr) {
+    b.ppr.push_back(PprView{p.seed_type, p.node_type, ToTensor(p.seed_index), ToTensor(p.node_index),
+                            ToTensor(p.weight)});
   }
-  if (options_.reconnect_backoff_max < kFirstBackoff) {
-    throw Error(absl::InvalidArgumentError(
-        absl::StrCat("LoaderOptions.reconnect_backoff_max must be >= ", kFirstBackoff.count(), " ms")));
+  b.input_id = ToTensor(h.input_id);
+  auto n = b.nodes.find(h.first_node_type);
+  if (n != b.nodes.end()) {
+    const NodeView& v = n->second;
+    b.n_id = v.n_id;
+    b.x = v.x;
+    b.y = v.y;
+    b.x_scale = v.x_scale;
+    b.x_offset = v.x_offset;
+    b.x_bits = v.x_bits;
+    b.seeds = v.seeds;
+    b.seed_time = v.seed_time;
+    b.time = v.time;
+    b.sampled_time = v.sampled_time;
+    b.batch_size = v.batch_size;
+    b.num_sampled_nodes = v.num_sampled_nodes;
   }
-  for (const auto& address : options_.servers) {
-    ClientOptions co;
-    co.address = address;
-    co.deadline = options_.deadline;
-    co.stream_window_bytes = options_.stream_window_bytes;
-    co.security = options_.security;
-    co.connect_timeout = options_.connect_timeout;
-    co.reconnect_backoff_max = options_.reconnect_backoff_max;
-    co.keepalive_time = options_.keepalive_time;
-    co.keepalive_timeout = options_.keepalive_timeout;
-    auto s = std::make_unique<Server>();
-    s->client = Check(Client::Connect(co));
-    servers_.push_back(std::move(s));
-  }
-  meta_ = Check(servers_[0]->client->GetDatasetMeta());
-  // Shared memory carries features as stored.
-  const bool shm = options_.shared_memory && options_.feature_encoding == v1::FEATURE_ENCODING_UNSPECIFIED &&
-                   options_.feature_cache_rows == 0;
-  for (size_t i = 0; i < servers_.size() && shm; ++i) {
-    servers_[i]->shared_memory_allowed = true;
-    const v1::DatasetMeta meta = i == 0 ? meta_ : Check(servers_[i]->client->GetDatasetMeta());
-    servers_[i]->shared_memory = SharesHostWith(meta);
-    if (servers_[i]->shared_memory) servers_[i]->mappings = std::make_unique<SharedMappings>(meta.shared_memory().dir());
-  }
-  if (meta_.num_partitions() != static_cast<int>(servers_.size())) {
-    throw Error(absl::InvalidArgumentError(absl::StrCat("the dataset has ", meta_.num_partitions(),
-                                                        " partitions but ", servers_.size(), " servers were given")));
-  }
-  if (!options_.seed_times.empty() && options_.seed_times.size() != options_.seeds.size()) {
-    throw Error(absl::InvalidArgumentError(absl::StrCat("LoaderOptions.seed_times has ", options_.seed_times.size(),
-                                                        " entries for ", options_.seeds.size(),
-                                                        " seeds; give one time per seed")));
-  }
-  for (size_t i = 0; i < options_.seeds.size(); ++i) {
-    const auto [it, inserted] = input_position_.emplace(options_.seeds[i], i);
-    if (!inserted) {
-      throw Error(absl::InvalidArgumentError(absl::StrCat("LoaderOptions.seeds[", i, "]=", options_.seeds[i],
-                                                          " repeats seeds[", it->second, "]; each seed may appear once")));
-    }
-  }
-  try {
-    Register();
-  } catch (...) {
-    Close();
-    throw;
-  }
-  if (options_.renew_leases) keeper_ = std::thread([this] { KeepLeases(); });
-}
-
-void Loader::Register() {
-  // Explicit seeds go to the server that owns each of them.
-  std::vector<std::vector<int64_t>> seeds_of(servers_.size()), times_of(servers_.size());
-  if (!options_.seeds.empty()) {
-    v1::LookupPartitionsRequest lp;
-    lp.set_node_type(options_.node_type);
-    for (int64_t id : options_.seeds) lp.add_ids(id);
-    auto owners = Check(servers_[0]->client->LookupPartitions(lp));
-    const auto* p = reinterpret_cast<const int32_t*>(owners.partitions().data().data());
-    for (size_t i = 0; i < options_.seeds.size(); ++i) {
-      seeds_of[p[i]].push_back(options_.seeds[i]);
-      if (!options_.seed_times.empty()) times_of[p[i]].push_back(options_.seed_times[i]);
-    }
-  }
-  std::vector<v1::RegisterSamplingInputResponse> registered;
-  for (size_t i = 0; i < servers_.size(); ++i) {
-    Server& s = *servers_[i];
-    v1::InitSamplingBackendRequest& init = s.init;
-    init.set_backend_key(options_.backend_key);
-    *init.mutable_config() = options_.config;
-    *init.mutable_options() = options_.sampler_options;
-    v1::RegisterSamplingInputRequest& reg = s.registration;
-    reg.set_worker_key(options_.worker_key);
-    if (options_.ablp.has_value()) {
-      v1::GetAblpInputRequest* in = reg.mutable_ablp()->mutable_input();
-      *in = *options_.ablp;
-      in->mutable_slice()->set_rank(options_.rank);
-      in->mutable_slice()->set_world_size(options_.world_size);
-    } else if (!options_.seeds.empty()) {
-      reg.mutable_nodes()->set_node_type(options_.node_type);
-      reg.mutable_nodes()->mutable_ids()->Add(seeds_of[i].begin(), seeds_of[i].end());
-      reg.mutable_nodes()->mutable_times()->Add(times_of[i].begin(), times_of[i].end());
-    } else {
-      reg.mutable_split()->set_node_type(options_.node_type);
-      reg.mutable_split()->set_split(options_.split);
-      reg.mutable_split()->mutable_slice()->set_rank(options_.rank);
-      reg.mutable_split()->mutable_slice()->set_world_size(options_.world_size);
-    }
-    reg.set_seed(options_.seed);
-    reg.mutable_buffer()->set_max_messages(options_.buffer_messages);
-    reg.mutable_buffer()->set_max_bytes(options_.buffer_bytes);
-    reg.set_lease_ms(options_.lease_ms);
-    reg.set_feature_encoding(options_.feature_encoding);
-    reg.set_feature_cache_rows(options_.feature_cache_rows);
-    auto r = Check(RegisterOn(&s, /*again=*/false));
-    num_seeds_ += r.num_seeds();
-    num_batches_ += r.num_batches_per_epoch();
-    registered.push_back(std::move(r));
-  }
-  if (options_.feature_cache_rows > 0) FillFeatureCache(registered);
-}
-
-absl::StatusOr<v1::RegisterSamplingInputResponse> Loader::RegisterOn(Server* s, bool again) {
-  if (again && s->shared_memory_allowed) {
-    // A restarted server may offer shared memory elsewhere, or not at all.
-    auto meta = s->client->GetDatasetMeta();
-    if (!meta.ok()) return meta.status();
-    s->shared_memory = SharesHostWith(*meta);
-    s->mappings = s->shared_memory ? std::make_unique<SharedMappings>(meta->shared_memory().dir()) : nullptr;
-    s->freed = std::make_shared<FreedUses>();  // uses of the lost channel mean nothing here
-  }
-  auto backend = s->client->InitSamplingBackend(s->init);
-  if (!backend.ok()) return backend.status();
-  v1::RegisterSamplingInputRequest reg = s->registration;
-  reg.set_backend_id(backend->backend_id());
-  reg.set_shared_memory(s->shared_memory);
-  auto r = s->client->RegisterSamplingInput(reg);
-  if (!r.ok()) return r.status();
-  if (!again) {
-    s->num_batches = r->num_batches_per_epoch();
-    s->cache_listing = CacheListing(*r);
-  } else if (r->num_batches_per_epoch() != s->num_batches || CacheListing(*r) != s->cache_listing) {
-    v1::DestroySamplingInputRequest destroy;
-    destroy.set_channel_id(r->channel_id());
-    (void)s->client->DestroySamplingInput(destroy);
-    return absl::FailedPreconditionError(absl::StrCat(
-        s->client->address(), " came back serving different data (", r->num_batches_per_epoch(),
-        " batches per epoch, was ", s->num_batches, "; or another feature cache): the epoch cannot resume"));
-  }
-  s->channel = r->channel_id();
-  s->lease_ms = r->lease_ms();
-  return r;
-}
-
-void Loader::FillFeatureCache(const std::vector<v1::RegisterSamplingInputResponse>& registered) {
-  // Every server lists the cached nodes it owns; their rows come from it, in the channel's
-  // encoding, kept as batches need them (decoded, or encoded).
-  constexpr int kIdsPerCall = 1 << 16;
-  for (const v1::NodeTypeInfo& info : meta_.node_types()) {
-    if (info.features().dim() == 0) continue;
-    FeatureCache::Type& type = cache_.types[info.name()];
-    type.slot_of.assign(info.num_nodes(), -1);
-    type.dim = info.features().dim();
-    // Rows travel in the channel's encoding; kept decoded to float32, or as they came (packed
-    // codes as bytes).
-    const v1::DType wire = WireDtype(options_.feature_encoding, info.features().dtype());
-    const bool decoded = options_.decode_features && wire != info.features().dtype();
-    type.dtype = decoded ? v1::DTYPE_FLOAT32 : PackedBits(wire) > 0 ? v1::DTYPE_UINT8 : wire;
-    type.row_bytes = decoded ? static_cast<size_t>(type.dim) * DtypeSize(type.dtype) : RowBytes(wire, type.dim);
-    int32_t next = 0;
-    for (size_t i = 0; i < servers_.size(); ++i) {
-      for (const v1::FeatureCache& c : registered[i].feature_cache()) {
-        if (c.node_type() != info.name()) continue;
-        const auto* ids = reinterpret_cast<const int64_t*>(c.ids().data().data());
-        const int n = static_cast<int>(c.ids().data().size() / 8);
-        type.rows.resize((static_cast<size_t>(next) + n) * type.row_bytes);
-        for (int begin = 0; begin < n; begin += kIdsPerCall) {
-          v1::GetNodeFeaturesRequest req;
-          req.set_node_type(info.name());
-          req.set_encoding(options_.feature_encoding);
-          const int end = std::min(n, begin + kIdsPerCall);
-          req.mutable_ids()->Add(ids + begin, ids + end);
-          auto rows = Check(servers_[i]->client->GetNodeFeatures(req));
-          DecodeCacheRows(rows, options_.decode_features, &type, next);
-          for (int k = begin; k < end; ++k) type.slot_of[ids[k]] = next++;
-        }
-      }
-    }
-  }
-}
-
-Loader::~Loader() { Close(); }
-
-int Loader::num_shared_memory_servers() const {
-  int n = 0;
-  for (const auto& s : servers_) n += s->shared_memory;
-  return n;
-}
-
-int64_t Loader::num_cached_rows() const {
-  int64_t n = 0;
-  for (const auto& [name, type] : cache_.types) {
-    n += static_cast<int64_t>(std::count_if(type.slot_of.begin(), type.slot_of.end(), [](int32_t s) { return s >= 0; }));
-  }
-  return n;
-}
-
-uint64_t Loader::channel_id(int server) const { return servers_.at(static_cast<size_t>(server))->channel; }
-
-int64_t Loader::bytes_received() const {
-  int64_t n = 0;
-  for (const auto& s : servers_) n += s->bytes_received.load(std::memory_order_relaxed);
-  return n;
-}
-
-void Loader::StopReaders() {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    stopping_ = true;
-  }
-  for (auto& s : servers_) {
-    std::lock_guard<std::mutex> lock(s->stream_mu);
-    if (s->stream) s->stream->Cancel();
-    if (s->batches) s->batches->Cancel();
-  }
-  cv_.notify_all();
-  for (auto& s : servers_) {
-    if (s->reader.joinable()) s->reader.join();
-    s->stream.reset();
-    s->batches.reset();
-  }
-  std::lock_guard<std::mutex> lock(mu_);
-  queue_.clear();
-  for (auto& s : servers_) s->in_queue = 0;
-  open_streams_ = 0;
-  stopping_ = false;
-}
-
-void Loader::StartEpoch(int64_t epoch) {
-  if (closed_) throw Error(absl::FailedPreconditionError("the loader is closed"));
-  StopReaders();
-  for (auto& s : servers_) {
-    // Batches of the last epoch that are gone free their files for this one (a server that is
-    // down lost them anyway).
-    if (auto st = s->Release(0); !st.ok() && !Retryable(st)) throw Error(st);
-  }
-  // A server without seeds for this trainer has no batches: it counts as finished at once
-  // (GiGL's active mask) and is not asked for an epoch.
-  for (auto& s : servers_) {
-    if (s->num_batches == 0) continue;
-    absl::Status st = StartOn(s.get(), epoch, 0, /*retry=*/false);
-    if (!st.ok() && Retryable(st) && options_.reconnect_deadline.count() > 0) {
-      LoaderLog()->warn("{}: starting epoch {} failed ({}); reconnecting for up to {} ms", s->client->address(), epoch,
-                  st.ToString(), options_.reconnect_deadline.count());
-      auto backoff = kFirstBackoff;
-      st = Retry(s.get(), st, SteadyClock::now() + options_.reconnect_deadline, &backoff,
-                 [&] { return Resync(s.get(), epoch, 0, /*open=*/false); });
-    }
-    if (!st.ok()) throw Error(absl::Status(st.code(), absl::StrCat(s->client->address(), ": ", st.message())));
-  }
-  epoch_ = epoch;
-  open_streams_ = 0;
-  decode_ = DecodeOptions();
-  decode_.rows_are_sources = meta_.edge_dir() != v1::EDGE_DIRECTION_IN;
-  decode_.decode_features = options_.decode_features;
-  decode_.cache = options_.feature_cache_rows > 0 ? &cache_ : nullptr;
-  decode_.pool = pool_;
-  for (size_t i = 0; i < servers_.size(); ++i) {
-    Server* s = servers_[i].get();
-    if (s->num_batches == 0) continue;
-    ++open_streams_;
-    s->delivered.assign(static_cast<size_t>(s->num_batches), 0);
-    s->first_missing = 0;
-    (void)OpenStream(s, 0);  // stopping_ is false here: it opens
-    // One reader per server keeps up to `prefetch` batches ahead of the trainer.
-    s->reader = std::thread([this, s, i] { ReadStream(s, static_cast<int>(i)); });
-  }
-}
-
-void Loader::ReadStream(Server* s, int index) {
-  // While a failure is being retried: when to give up, and the next wait.
-  std::optional<SteadyClock::time_point> give_up;
-  auto backoff = kFirstBackoff;
-  // While the server still holds this loader's previous stream: until when to open again, and
-  // the next wait.
-  std::optional<SteadyClock::time_point> reopen_until;
-  std::chrono::milliseconds reopen_wait{5};
-  while (true) {
-    std::optional<Batch> batch;
-    absl::Status status;
-    try {
-      if (s->shared_memory) {
-        auto m = s->stream->Next();
-        if (m.ok() && *m != nullptr) {
-          auto mapped = (*m)->has_shared_buffer() ? s->Receive(**m)
-                                                  : absl::StatusOr<std::shared_ptr<const MappedBuffer>>(nullptr);
-          if (mapped.ok()) {
-            batch = FromMessage(index, *std::move(m), *std::move(mapped));
-          } else {
-            status = mapped.status();
-          }
-        } else if (!m.ok()) {
-          status = m.status();
-        }
-      } else {
-        auto d = s->batches->Next();
-        if (d.ok() && *d != nullptr) {
-          s->bytes_received.fetch_add(static_cast<int64_t>((*d)->wire_bytes), std::memory_order_relaxed);
-          batch = FromDecoded(index, *std::move(d));
-        } else if (!d.ok()) {
-          status = d.status();
-        }
-      }
-    } catch (const Error& e) {
-      status = absl::Status(e.code(), e.what());
-    }
-    if (batch.has_value()) {
-      give_up.reset();
-      backoff = kFirstBackoff;
-      reopen_until.reset();
-      reopen_wait = std::chrono::milliseconds(5);
-      const int64_t b = batch->batch_index;
-      if (b < 0 || b >= s->num_batches) {
-        status = absl::DataLossError(absl::StrCat("batch_index ", b, " is outside the epoch's ", s->num_batches,
-                                                  " batches"));
-        batch.reset();
-      } else if (s->delivered[static_cast<size_t>(b)]) {
-        continue;  // sent again by a resumed stream: the trainer has it
-      } else {
-        s->delivered[static_cast<size_t>(b)] = 1;
-        while (s->first_missing < s->num_batches && s->delivered[static_cast<size_t>(s->first_missing)]) {
-          ++s->first_missing;
-        }
-      }
-    } else if (status.ok() && s->first_missing < s->num_batches) {
-      status = absl::InternalError(absl::StrCat("the stream ended without batch ", s->first_missing, " of ",
-                                                s->num_batches));
-    }
-    if (!batch.has_value() && status.code() == absl::StatusCode::kAlreadyExists && !stopping_) {
-      // The server has not yet seen this loader's previous stream of the channel go: it was
-      // cancelled an instant ago, when the trainer left the last epoch early. Not a failure:
-      // open the stream again in a moment, for up to one call deadline.
-      if (!reopen_until.has_value()) reopen_until = SteadyClock::now() + options_.deadline;
-      if (SteadyClock::now() + reopen_wait < *reopen_until) {
-        {
-          std::unique_lock<std::mutex> lock(mu_);
-          if (cv_.wait_for(lock, reopen_wait, [&] { return stopping_.load(); })) return;
-        }
-        reopen_wait = std::min(reopen_wait * 2, std::chrono::milliseconds(200));
-        if (OpenStream(s, s->first_missing).ok()) continue;
-      }
-    }
-    if (!batch.has_value() && !status.ok() && !stopping_ && Retryable(status) &&
-        options_.reconnect_deadline.count() > 0) {
-      if (!give_up.has_value()) {
-        give_up = SteadyClock::now() + options_.reconnect_deadline;
-        LoaderLog()->warn("{}: epoch {} stream failed ({}) after {} of {} batches; reconnecting for up to {} ms",
-                    s->client->address(), epoch_, status.ToString(), s->first_missing, s->num_batches,
-                    options_.reconnect_deadline.count());
-      }
-      const int64_t from = s->first_missing;
-      status = Retry(s, status, *give_up, &backoff, [&] { return Resync(s, epoch_, from, /*open=*/true); });
-      if (status.ok()) {
-        LoaderLog()->info("{}: epoch {} resumed from batch {} on channel {}", s->client->address(), epoch_, from,
-                    s->channel.load());
-        continue;
-      }
-    }
-    std::unique_lock<std::mutex> lock(mu_);
-    if (!batch.has_value()) {
-      queue_.push_back(Item{index, std::nullopt, status});
-      cv_.notify_all();
-      return;
-    }
-    ++s->in_queue;
-    queue_.push_back(Item{index, std::move(batch), absl::OkStatus()});
-    cv_.notify_all();
-    cv_.wait(lock, [&] { return s->in_queue < options_.prefetch || stopping_; });
-    if (stopping_) return;
-  }
-}
-
-std::optional<Batch> Loader::Next() {
-  std::optional<Batch> b;
-  while (!NextFor(std::chrono::hours(1), &b)) {
+  auto e = b.edges.find(h.first_edge_type);
+  if (e != b.edges.end()) {
+    b.edge_index = e->second.edge_index;
+    b.e_id = e->second.e_id;
+    b.edge_attr = e->second.edge_attr;
+    b.num_sampled_edges = e->second.num_sampled_edges;
   }
   return b;
 }
 
+std::optional<Batch> Loader::Next() {
+  std::optional<HostBatch> h = core_.Next();
+  if (!h.has_value()) return std::nullopt;
+  return ToBatch(*h);
+}
+
 bool Loader::NextFor(std::chrono::milliseconds timeout, std::optional<Batch>* out) {
-  if (epoch_ < 0) throw Error(absl::FailedPreconditionError("call StartEpoch before Next"));
-  const auto give_up = SteadyClock::now() + timeout;
-  while (true) {
-    Item item;
-    {
-      std::unique_lock<std::mutex> lock(mu_);
-      if (open_streams_ == 0) {
-        out->reset();
-        return true;
-      }
-      ++waiting_;
-      waiting_cv_.notify_all();
-      const bool arrived = cv_.wait_until(lock, give_up, [&] { return !queue_.empty(); });
-      --waiting_;
-      if (!arrived) return false;
-      item = std::move(queue_.front());
-      queue_.pop_front();
-      if (item.batch.has_value()) --servers_[item.server]->in_queue;
-    }
-    cv_.notify_all();
-    if (item.batch.has_value()) {
-      *out = std::move(item.batch);
-      return true;
-    }
-    if (!item.status.ok()) {
-      const absl::Status s(item.status.code(),
-                           absl::StrCat(servers_[item.server]->client->address(), ": ", item.status.message()));
-      StopReaders();
-      throw Error(s);
-    }
-    std::lock_guard<std::mutex> lock(mu_);
-    --open_streams_;
+  std::optional<HostBatch> h;
+  if (!core_.NextFor(timeout, &h)) return false;
+  if (h.has_value()) {
+    *out = ToBatch(*h);
+  } else {
+    out->reset();
   }
-}
-
-bool Loader::WaitForWaiting(std::chrono::milliseconds timeout) {
-  std::unique_lock<std::mutex> lock(mu_);
-  return waiting_cv_.wait_for(lock, timeout, [&] { return waiting_.load() > 0; });
-}
-
-void Loader::Close() {
-  if (closed_) return;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    closed_ = true;
-  }
-  {
-    std::lock_guard<std::mutex> lock(keeper_mu_);
-    keeper_stop_ = true;
-  }
-  keeper_cv_.notify_all();
-  if (keeper_.joinable()) keeper_.join();
-  StopReaders();
-  for (auto& s : servers_) {
-    if (s->channel.load() == 0) continue;
-    v1::DestroySamplingInputRequest req;
-    req.set_channel_id(s->channel);
-    (void)s->client->DestroySamplingInput(req);
-    s->channel = 0;
-    s->mappings.reset();  // the server deleted the channel's files
-  }
-}
-
-void Loader::ShutdownServers() {
-  Close();
-  for (auto& s : servers_) (void)s->client->Exit();
+  return true;
 }
 
 }  // namespace graphstore::client

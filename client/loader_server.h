@@ -1,8 +1,8 @@
 #ifndef GRAPHSTORE_CLIENT_LOADER_SERVER_H_
 #define GRAPHSTORE_CLIENT_LOADER_SERVER_H_
 
-// The Loader's state per server, shared by its files: loader.cc (registration, epochs, the
-// readers), loader_recovery.cc (reconnecting, resuming, leases) and loader_batches.cc (batches
+// The LoaderCore's state per server, shared by its files: loader_core.cc (registration, epochs, the
+// readers), loader_core_recovery.cc (reconnecting, resuming, leases) and loader_core_batches.cc (batches
 // built from what arrived). Not part of the client's interface.
 
 #include <atomic>
@@ -14,15 +14,13 @@
 #include <utility>
 #include <vector>
 
-#include "client/loader.h"
+#include "client/loader_core.h"
 #include "spdlog/sinks/stdout_color_sinks.h"
 #include "spdlog/spdlog.h"
 
 namespace graphstore::client {
 
 using SteadyClock = std::chrono::steady_clock;
-/// First wait before reconnecting; waits double up to LoaderOptions::reconnect_backoff_max.
-inline constexpr std::chrono::milliseconds kFirstBackoff{50};
 
 /// Failures that a server coming back, or a connection being made again, can mend: the server
 /// or the link is down, the server lost the channel (restarted), or dropped the stream.
@@ -61,7 +59,7 @@ struct FreedUses {
   }
 };
 
-struct Loader::Server {
+struct LoaderCore::Server {
   std::unique_ptr<Client> client;
   std::atomic<uint64_t> channel{0};
   int64_t num_batches = 0;
@@ -86,7 +84,7 @@ struct Loader::Server {
   std::unique_ptr<SharedMappings> mappings;
   // Uses of shared buffers whose batches are gone, to hand back with the next release.
   std::shared_ptr<FreedUses> freed = std::make_shared<FreedUses>();
-  int in_queue = 0;  // batches of this server waiting in queue_ (guarded by Loader::mu_)
+  int in_queue = 0;  // batches of this server waiting in queue_ (guarded by LoaderCore::mu_)
   std::atomic<int64_t> bytes_received{0};
 
   // Reports the use `received` (0: none) and every use freed since the last report.

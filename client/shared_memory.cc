@@ -24,11 +24,14 @@ bool SharesHostWith(const v1::DatasetMeta& meta) {
 }
 
 MappedBuffer::~MappedBuffer() {
-  if (data_ != nullptr) munmap(data_, size_);
+  if (data_ == nullptr) return;
+  if (hook_ != nullptr) (*hook_)(data_, size_, false);
+  munmap(data_, size_);
 }
 
 absl::StatusOr<std::shared_ptr<const MappedBuffer>> MapSharedBuffer(const v1::SharedBuffer& buffer,
-                                                                    const std::string& dir) {
+                                                                    const std::string& dir,
+                                                                    std::shared_ptr<const MemoryHook> hook) {
   const std::string& path = buffer.path();
   const std::string prefix = absl::StrCat(dir, "/graphstore-");
   if (dir.empty() || path.rfind(prefix, 0) != 0 || path.find("/..") != std::string::npos ||
@@ -57,7 +60,8 @@ absl::StatusOr<std::shared_ptr<const MappedBuffer>> MapSharedBuffer(const v1::Sh
   if (p == MAP_FAILED) {
     return absl::ResourceExhaustedError(absl::StrCat("cannot map shared buffer ", path, ": ", std::strerror(errno)));
   }
-  return std::shared_ptr<const MappedBuffer>(new MappedBuffer(static_cast<char*>(p), buffer.size()));
+  if (hook != nullptr) (*hook)(p, buffer.size(), true);
+  return std::shared_ptr<const MappedBuffer>(new MappedBuffer(static_cast<char*>(p), buffer.size(), std::move(hook)));
 }
 
 absl::StatusOr<std::shared_ptr<const MappedBuffer>> SharedMappings::Map(const v1::SharedBuffer& buffer) {
@@ -73,7 +77,7 @@ absl::StatusOr<std::shared_ptr<const MappedBuffer>> SharedMappings::Map(const v1
       break;
     }
   }
-  auto mapping = MapSharedBuffer(buffer, dir_);
+  auto mapping = MapSharedBuffer(buffer, dir_, hook_);
   if (!mapping.ok()) return mapping.status();
   std::lock_guard<std::mutex> lock(mu_);
   entries_.push_front(Entry{buffer.path(), *mapping});

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "client/buffer_pool.h"
 #include "client/wire_decoder.h"
 #include "graphstore/v1/graphstore.pb.h"
 
@@ -32,27 +33,34 @@ class MappedBuffer {
   size_t size() const { return size_; }
 
  private:
-  friend absl::StatusOr<std::shared_ptr<const MappedBuffer>> MapSharedBuffer(const v1::SharedBuffer&,
-                                                                             const std::string&);
-  MappedBuffer(char* data, size_t size) : data_(data), size_(size) {}
+  friend absl::StatusOr<std::shared_ptr<const MappedBuffer>> MapSharedBuffer(
+      const v1::SharedBuffer&, const std::string&, std::shared_ptr<const MemoryHook>);
+  MappedBuffer(char* data, size_t size, std::shared_ptr<const MemoryHook> hook)
+      : data_(data), size_(size), hook_(std::move(hook)) {}
   char* data_;
   size_t size_;
+  std::shared_ptr<const MemoryHook> hook_;
 };
 
 /// Maps the file of a message's buffer. `dir` is the server's offered directory (DatasetMeta):
 /// a path outside it, or a file whose size disagrees, is DataLoss; a file that is gone is
 /// Unavailable (its server died and a new one removed its files: a reconnect mends it); a file
 /// that cannot be opened otherwise is FailedPrecondition (not on the server's host, or another
-/// user).
+/// user). `hook`, when set, hears of the mapping and of its end.
 absl::StatusOr<std::shared_ptr<const MappedBuffer>> MapSharedBuffer(const v1::SharedBuffer& buffer,
-                                                                    const std::string& dir);
+                                                                    const std::string& dir,
+                                                                    std::shared_ptr<const MemoryHook> hook = nullptr);
 
 /// The mappings of one channel's files, kept across batches (mapping a file costs page-table
 /// work proportional to its size). Thread-safe.
 class SharedMappings {
  public:
-  /// `dir`: the server's offered directory. Keeps at most `capacity` files mapped.
-  explicit SharedMappings(std::string dir, size_t capacity = 64) : dir_(std::move(dir)), capacity_(capacity) {}
+  /// `dir`: the server's offered directory. Keeps at most `capacity` files mapped; `hook`
+  /// (may be null) hears of every mapping made and ended.
+  explicit SharedMappings(std::string dir, size_t capacity = 64, MemoryHook hook = nullptr)
+      : dir_(std::move(dir)),
+        capacity_(capacity),
+        hook_(hook != nullptr ? std::make_shared<const MemoryHook>(std::move(hook)) : nullptr) {}
   /// The mapping of the message's buffer file, mapped now if it is not already.
   absl::StatusOr<std::shared_ptr<const MappedBuffer>> Map(const v1::SharedBuffer& buffer);
   /// Drops the mappings of files the server deleted (SampledMessage.retired_shared_paths).
@@ -65,6 +73,7 @@ class SharedMappings {
   };
   const std::string dir_;
   const size_t capacity_;
+  const std::shared_ptr<const MemoryHook> hook_;
   std::mutex mu_;
   std::list<Entry> entries_;  // most recently used first
 };

@@ -1,19 +1,19 @@
-// graphstore._graphstore: the C++ client::Loader for Python. The protocol lives in the Loader
-// alone; this file only converts. Options arrive as plain values and serialised v1 messages
-// (built by the Python package with its generated stubs); batches leave as RawBatch, whose
-// fields become torch.Tensors that view the Loader's memory (no copy) when first read, and
-// which python/graphstore/batch.py shapes into PyG-named objects. Errors become graphstore.GraphstoreError with the gRPC code
-// and the server's message. Blocking calls release the GIL.
+// graphstore._graphstore: the torch-free client core (client/loader_core.h) for Python. The
+// protocol lives in the core alone; this file only converts. Options arrive as the Python
+// values the package converted them to and are checked by python/loader_schema.h; batches leave
+// as RawBatch, whose tensors leave as DLPack capsules over the core's memory (no copy), which
+// the package turns into torch.Tensors of whatever torch the trainer runs. No LibTorch here:
+// one build serves every torch from 1.13 on. Errors become graphstore.GraphstoreError with the
+// gRPC code and the server's message. Blocking calls release the GIL.
 
-// LibTorch first (see client/loader.h).
-#include <torch/extension.h>
-
+#include <dlpack/dlpack.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -21,19 +21,92 @@
 #include <vector>
 
 #include "absl/status/status.h"
-#include "client/loader.h"
+#include "absl/strings/str_cat.h"
+#include "client/loader_core.h"
+#include "python/loader_schema.h"
 
 namespace graphstore::python {
 namespace {
 
 namespace py = pybind11;
-using client::Batch;
-using client::Loader;
-using client::LoaderOptions;
+using client::HostBatch;
+using client::HostTensor;
+using client::LoaderCore;
 
-py::object TensorOrNone(const at::Tensor& t) {
+// ----- Tensors: DLPack capsules over the core's memory -------------------------------------
+
+// The dtype a tensor is handed to torch as. Torch 1.13's DLPack has no bool: bool tensors go
+// as uint8 and the package views them as bool.
+DLDataType DlType(v1::DType d) {
+  switch (d) {
+    case v1::DTYPE_INT64: return {kDLInt, 64, 1};
+    case v1::DTYPE_INT32: return {kDLInt, 32, 1};
+    case v1::DTYPE_FLOAT32: return {kDLFloat, 32, 1};
+    case v1::DTYPE_FLOAT16: return {kDLFloat, 16, 1};
+    case v1::DTYPE_BFLOAT16: return {kDLBfloat, 16, 1};
+    case v1::DTYPE_FLOAT64: return {kDLFloat, 64, 1};
+    case v1::DTYPE_UINT8:
+    case v1::DTYPE_BOOL: return {kDLUInt, 8, 1};
+    default: break;
+  }
+  throw client::Error(absl::DataLossError(absl::StrCat("tensor has unknown dtype ", static_cast<int>(d))));
+}
+
+const char* DtypeName(v1::DType d) {
+  switch (d) {
+    case v1::DTYPE_INT64: return "int64";
+    case v1::DTYPE_INT32: return "int32";
+    case v1::DTYPE_FLOAT32: return "float32";
+    case v1::DTYPE_FLOAT16: return "float16";
+    case v1::DTYPE_BFLOAT16: return "bfloat16";
+    case v1::DTYPE_FLOAT64: return "float64";
+    case v1::DTYPE_UINT8: return "uint8";
+    case v1::DTYPE_BOOL: return "bool";
+    default: return "unknown";
+  }
+}
+
+// What a capsule's DLManagedTensor owns: the view's shape and the reference that keeps its
+// bytes alive. Freed by the consumer's call of the deleter (any thread; no Python API).
+struct Held {
+  DLManagedTensor managed;
+  std::vector<int64_t> shape;
+  std::shared_ptr<const void> owner;
+};
+
+void DeleteHeld(DLManagedTensor* m) { delete static_cast<Held*>(m->manager_ctx); }
+
+// A capsule that torch has not taken frees its tensor itself.
+void CapsuleDestructor(PyObject* capsule) {
+  if (PyCapsule_IsValid(capsule, "dltensor") == 0) return;  // consumed ("used_dltensor")
+  auto* m = static_cast<DLManagedTensor*>(PyCapsule_GetPointer(capsule, "dltensor"));
+  if (m != nullptr && m->deleter != nullptr) m->deleter(m);
+}
+
+// A tensor for Python: None when undefined; (dtype name, shape) when it has no element (torch
+// makes an empty one); else (dtype name, DLPack capsule viewing the bytes).
+py::object Export(const HostTensor& t) {
   if (!t.defined()) return py::none();
-  return py::cast(t);
+  if (t.data == nullptr || t.numel() == 0) return py::make_tuple(DtypeName(t.dtype), py::cast(t.shape));
+  auto* held = new Held();
+  held->shape = t.shape;
+  held->owner = t.owner;
+  DLTensor& dl = held->managed.dl_tensor;
+  dl.data = const_cast<char*>(t.data);
+  dl.device = {kDLCPU, 0};
+  dl.ndim = static_cast<int>(held->shape.size());
+  dl.dtype = DlType(t.dtype);
+  dl.shape = held->shape.data();
+  dl.strides = nullptr;  // row-major
+  dl.byte_offset = 0;
+  held->managed.manager_ctx = held;
+  held->managed.deleter = DeleteHeld;
+  PyObject* capsule = PyCapsule_New(&held->managed, "dltensor", CapsuleDestructor);
+  if (capsule == nullptr) {
+    delete held;
+    throw py::error_already_set();
+  }
+  return py::make_tuple(DtypeName(t.dtype), py::reinterpret_steal<py::object>(capsule));
 }
 
 py::list Ints(const std::vector<int64_t>& v) {
@@ -42,153 +115,211 @@ py::list Ints(const std::vector<int64_t>& v) {
   return out;
 }
 
-// Address and size of every block of memory the batch's tensors view, for checking that
-// nothing was copied on the way to Python.
-py::list MemoryOf(const Batch& b) {
-  py::list out;
-  auto add = [&](const client::DecodedTensor& t) {
-    if (t.buffer != nullptr) out.append(py::make_tuple(reinterpret_cast<uintptr_t>(t.buffer->data()), t.buffer->size()));
-  };
-  if (b.shared != nullptr) out.append(py::make_tuple(reinterpret_cast<uintptr_t>(b.shared->data()), b.shared->size()));
-  if (b.decoded != nullptr) {
-    for (const auto& n : b.decoded->nodes) {
-      for (const auto* t : {&n.ids, &n.num_sampled_nodes, &n.batch, &n.labels, &n.features, &n.feature_scale,
-                            &n.feature_offset, &n.seed_times, &n.times, &n.sampled_times}) {
-        add(*t);
-      }
-    }
-    for (const auto& e : b.decoded->edges) {
-      for (const auto* t : {&e.edge_index, &e.eids, &e.num_sampled_edges, &e.features}) add(*t);
-    }
-    if (b.decoded->ablp.has_value()) {
-      for (const auto* t : {&b.decoded->ablp->anchors, &b.decoded->ablp->positive, &b.decoded->ablp->negative}) add(*t);
-    }
+// ----- Batches ------------------------------------------------------------------------------
+
+py::dict NodeDict(const client::HostNodes& n) {
+  py::dict d;
+  d["n_id"] = Export(n.n_id);
+  d["x"] = Export(n.x);
+  d["y"] = Export(n.y);
+  d["x_scale"] = Export(n.x_scale);
+  d["x_offset"] = Export(n.x_offset);
+  d["x_bits"] = n.x_bits;
+  d["seeds"] = Export(n.seeds);
+  d["batch_size"] = n.batch_size;
+  d["num_sampled_nodes"] = Ints(n.num_sampled_nodes);
+  d["seed_time"] = Export(n.seed_time);
+  d["time"] = Export(n.time);
+  d["sampled_time"] = Export(n.sampled_time);
+  return d;
+}
+
+py::dict EdgeDict(const client::HostEdges& e) {
+  py::dict d;
+  d["stored_type"] = e.stored_type;
+  d["edge_index"] = Export(e.edge_index);
+  d["e_id"] = Export(e.e_id);
+  d["edge_attr"] = Export(e.edge_attr);
+  d["num_sampled_edges"] = Ints(e.num_sampled_edges);
+  return d;
+}
+
+// Everything about the batch but its node and edge types' tensors.
+py::dict BatchInfo(const HostBatch& b) {
+  py::dict d;
+  d["epoch"] = b.epoch;
+  d["batch_index"] = b.batch_index;
+  d["server"] = b.server;
+  d["shared_memory"] = b.shared_memory;
+  d["first_node_type"] = b.first_node_type;
+  d["first_edge_type"] = b.first_edge_type;
+  d["input_id"] = Export(b.input_id);
+  if (b.ablp.has_value()) {
+    py::dict a;
+    a["anchors"] = Export(b.ablp->anchors);
+    a["positive"] = Export(b.ablp->positive);
+    a["negative"] = Export(b.ablp->negative);
+    d["ablp"] = a;
+  } else {
+    d["ablp"] = py::none();
   }
-  return out;
-}
-
-// The node fields a Batch (its first node type) and a NodeView share.
-template <typename Nodes>
-void PutNodeFields(const Nodes& n, py::dict* d) {
-  (*d)["n_id"] = TensorOrNone(n.n_id);
-  (*d)["x"] = TensorOrNone(n.x);
-  (*d)["y"] = TensorOrNone(n.y);
-  (*d)["x_scale"] = TensorOrNone(n.x_scale);
-  (*d)["x_offset"] = TensorOrNone(n.x_offset);
-  (*d)["x_bits"] = n.x_bits;
-  (*d)["seeds"] = TensorOrNone(n.seeds);
-  (*d)["batch_size"] = n.batch_size;
-  (*d)["num_sampled_nodes"] = Ints(n.num_sampled_nodes);
-  (*d)["seed_time"] = TensorOrNone(n.seed_time);
-  (*d)["time"] = TensorOrNone(n.time);
-  (*d)["sampled_time"] = TensorOrNone(n.sampled_time);
-}
-
-// The edge fields a Batch (its first edge type) and an EdgeView share.
-template <typename Edges>
-void PutEdgeFields(const Edges& e, py::dict* d) {
-  (*d)["edge_index"] = TensorOrNone(e.edge_index);
-  (*d)["e_id"] = TensorOrNone(e.e_id);
-  (*d)["edge_attr"] = TensorOrNone(e.edge_attr);
-  (*d)["num_sampled_edges"] = Ints(e.num_sampled_edges);
-}
-
-// One field of the batch's first node and edge type (Batch's top level), or of the batch, by
-// its Python name; AttributeError for another name.
-py::object Field(const Batch& b, const std::string& name) {
-  if (name == "x") return TensorOrNone(b.x);
-  if (name == "edge_index") return TensorOrNone(b.edge_index);
-  if (name == "y") return TensorOrNone(b.y);
-  if (name == "n_id") return TensorOrNone(b.n_id);
-  if (name == "batch_size") return py::int_(b.batch_size);
-  if (name == "e_id") return TensorOrNone(b.e_id);
-  if (name == "edge_attr") return TensorOrNone(b.edge_attr);
-  if (name == "input_id") return TensorOrNone(b.input_id);
-  if (name == "num_sampled_nodes") return Ints(b.num_sampled_nodes);
-  if (name == "num_sampled_edges") return Ints(b.num_sampled_edges);
-  if (name == "x_scale") return TensorOrNone(b.x_scale);
-  if (name == "x_offset") return TensorOrNone(b.x_offset);
-  if (name == "x_bits") return py::int_(b.x_bits);
-  if (name == "seeds") return TensorOrNone(b.seeds);
-  if (name == "seed_time") return TensorOrNone(b.seed_time);
-  if (name == "time") return TensorOrNone(b.time);
-  if (name == "sampled_time") return TensorOrNone(b.sampled_time);
-  if (name == "epoch") return py::int_(b.epoch);
-  if (name == "batch_index") return py::int_(b.batch_index);
-  if (name == "server") return py::int_(b.server);
-  if (name == "shared_memory") return py::bool_(b.shared != nullptr);
-  throw py::attribute_error("a batch has no field '" + name + "'");
-}
-
-py::dict NodeDict(const Batch& b, const std::string& type) {
-  auto it = b.nodes.find(type);
-  if (it == b.nodes.end()) throw py::key_error("no node type '" + type + "' in the batch");
-  py::dict v;
-  PutNodeFields(it->second, &v);
-  return v;
-}
-
-py::dict EdgeDict(const Batch& b, const std::string& type) {
-  auto it = b.edges.find(type);
-  if (it == b.edges.end()) throw py::key_error("no edge type '" + type + "' in the batch");
-  py::dict v;
-  v["stored_type"] = it->second.stored_type;
-  PutEdgeFields(it->second, &v);
-  return v;
-}
-
-py::object AblpDict(const Batch& b) {
-  if (!b.ablp.has_value()) return py::none();
-  py::dict a;
-  a["anchors"] = TensorOrNone(b.ablp->anchors);
-  a["positive"] = TensorOrNone(b.ablp->positive);
-  a["negative"] = TensorOrNone(b.ablp->negative);
-  return std::move(a);
-}
-
-py::list PprList(const Batch& b) {
   py::list ppr;
   for (const auto& p : b.ppr) {
     py::dict v;
     v["seed_type"] = p.seed_type;
     v["node_type"] = p.node_type;
-    v["seed_index"] = TensorOrNone(p.seed_index);
-    v["node_index"] = TensorOrNone(p.node_index);
-    v["weight"] = TensorOrNone(p.weight);
+    v["seed_index"] = Export(p.seed_index);
+    v["node_index"] = Export(p.node_index);
+    v["weight"] = Export(p.weight);
     ppr.append(v);
   }
-  return ppr;
+  d["ppr"] = ppr;
+  return d;
 }
 
-template <typename M>
-M ParseOrThrow(const py::bytes& bytes, const char* what) {
-  M m;
-  if (!m.ParseFromString(std::string(bytes))) throw py::value_error(std::string(what) + ": not a serialised message");
-  return m;
+// ----- Options ------------------------------------------------------------------------------
+
+// A Python value as the schema reads it (the package has converted tensors and tuples).
+Value ToValue(const py::handle& o) {
+  if (o.is_none()) return Value::None();
+  if (py::isinstance<py::bool_>(o)) return Value::Bool(o.cast<bool>());
+  if (py::isinstance<py::int_>(o)) {
+    try {
+      return Value::Int(o.cast<int64_t>());
+    } catch (const py::cast_error&) {
+      throw py::value_error("an int option is out of the range of a 64-bit integer");
+    }
+  }
+  if (py::isinstance<py::float_>(o)) return Value::Float(o.cast<double>());
+  if (py::isinstance<py::str>(o)) return Value::Str(o.cast<std::string>());
+  if (py::isinstance<py::dict>(o)) {
+    Value v;
+    v.type = Value::Type::kDict;
+    for (const auto& [k, item] : o.cast<py::dict>()) {
+      if (!py::isinstance<py::str>(k)) throw py::type_error("option dicts are keyed by str");
+      v.dict.emplace_back(k.cast<std::string>(), ToValue(item));
+    }
+    return v;
+  }
+  if (py::isinstance<py::list>(o) || py::isinstance<py::tuple>(o)) {
+    const py::sequence seq = o.cast<py::sequence>();
+    // A list of ints only (ids, times, fanouts) stays flat.
+    bool ints = true;
+    for (const auto& item : seq) {
+      if (!py::isinstance<py::int_>(item) || py::isinstance<py::bool_>(item)) {
+        ints = false;
+        break;
+      }
+    }
+    if (ints) {
+      try {
+        return Value::Ints(seq.cast<std::vector<int64_t>>());
+      } catch (const py::cast_error&) {
+        throw py::value_error("an int in a list option is out of the range of a 64-bit integer");
+      }
+    }
+    Value v;
+    v.type = Value::Type::kList;
+    for (const auto& item : seq) v.list.push_back(ToValue(item));
+    return v;
+  }
+  const std::string type = py::str(py::type::of(o).attr("__name__")).cast<std::string>();
+  throw py::type_error("an option is of type " + type + ", which the loader does not take");
 }
 
-// The Loader with the GIL released around every call that talks to a server.
-class PyLoader {
+py::object FromValue(const Value& v) {
+  switch (v.type) {
+    case Value::Type::kNone: return py::none();
+    case Value::Type::kBool: return py::bool_(v.b);
+    case Value::Type::kInt: return py::int_(v.i);
+    case Value::Type::kFloat: return py::float_(v.f);
+    case Value::Type::kString: return py::str(v.s);
+    case Value::Type::kInts: return py::cast(v.ints);
+    default: return py::none();
+  }
+}
+
+// (name, default, positional, doc) of every option, in signature order.
+py::list OptionTable() {
+  py::list out;
+  for (const OptionSpec& o : LoaderOptionSpecs()) {
+    out.append(py::make_tuple(o.name, FromValue(o.default_value), o.place == Place::kPositional, o.doc));
+  }
+  return out;
+}
+
+// ----- The loader ---------------------------------------------------------------------------
+
+bool Finalizing() {
+#if PY_VERSION_HEX >= 0x030D0000
+  return Py_IsFinalizing() != 0;
+#else
+  return _Py_IsFinalizing() != 0;
+#endif
+}
+
+// Calls into Python from the core's threads (the host-memory hook): with the GIL, never after
+// the interpreter began to shut down.
+class PythonHook {
  public:
-  explicit PyLoader(LoaderOptions options) {
-    py::gil_scoped_release release;
-    loader_ = std::make_unique<Loader>(std::move(options));
+  // The function may be dropped on any thread, with or without the GIL (the core goes away
+  // while the GIL is released): its reference is dropped under the GIL.
+  explicit PythonHook(py::object fn)
+      : fn_(new py::object(std::move(fn)), [](py::object* f) {
+          if (Py_IsInitialized() == 0 || Finalizing()) {
+            f->release();  // the interpreter is gone or going: leak the reference
+          } else {
+            py::gil_scoped_acquire gil;
+            f->dec_ref();
+            f->release();
+          }
+          delete f;
+        }) {}
+  void operator()(void* data, size_t size, bool added) const {
+    if (Py_IsInitialized() == 0 || Finalizing()) return;
+    py::gil_scoped_acquire gil;
+    try {
+      (*fn_)(reinterpret_cast<uintptr_t>(data), size, added);
+    } catch (py::error_already_set& e) {
+      e.discard_as_unraisable("graphstore host memory hook");
+    }
   }
 
-  Loader& get() {
-    if (loader_ == nullptr) throw client::Error(absl::FailedPreconditionError("the loader is closed"));
-    return *loader_;
+ private:
+  std::shared_ptr<py::object> fn_;
+};
+
+// The core with the GIL released around every call that talks to a server.
+class PyLoader {
+ public:
+  PyLoader(const py::dict& options, const py::object& host_memory_hook) {
+    std::map<std::string, Value> values;
+    for (const auto& [k, v] : options) values.emplace(k.cast<std::string>(), ToValue(v));
+    auto built = BuildLoaderOptions(values);
+    if (!built.ok()) {
+      const std::string message(built.status().message());
+      if (built.status().GetPayload(kTypeErrorPayload).has_value()) throw py::type_error(message);
+      throw py::value_error(message);
+    }
+    if (!host_memory_hook.is_none()) built->host_memory_hook = PythonHook(host_memory_hook);
+    py::gil_scoped_release release;
+    core_ = std::make_unique<LoaderCore>(*std::move(built));
+  }
+
+  LoaderCore& get() {
+    if (core_ == nullptr) throw client::Error(absl::FailedPreconditionError("the loader is closed"));
+    return *core_;
   }
 
   void StartEpoch(int64_t epoch) {
-    Loader& l = get();
+    LoaderCore& l = get();
     py::gil_scoped_release release;
     l.StartEpoch(epoch);
   }
 
   py::object Next() {
-    Loader& l = get();
-    std::optional<Batch> b;
+    LoaderCore& l = get();
+    std::optional<HostBatch> b;
     // Waits in slices, checking between them for signals, so that Ctrl-C interrupts a trainer
     // waiting for a batch (KeyboardInterrupt; the loader stays usable).
     while (true) {
@@ -201,15 +332,15 @@ class PyLoader {
       if (PyErr_CheckSignals() != 0) throw py::error_already_set();
     }
     if (!b.has_value()) return py::none();
-    return py::cast(std::make_shared<Batch>(std::move(*b)));
+    return py::cast(std::make_shared<HostBatch>(std::move(*b)));
   }
 
-  // The C++ trainer's loop on this Loader: takes batches and drops them, without the GIL or a
+  // The C++ trainer's loop on this loader: takes batches and drops them, without the GIL or a
   // Python object, until `seconds` have passed since the call or the epoch ends. Returns the
   // batches taken and the seconds from the call to the last of them (bench/python_bench.py
-  // alternates this with the Python loop on the same Loader).
+  // alternates this with the Python loop on the same loader).
   std::pair<int64_t, double> DrainFor(double seconds) {
-    Loader& l = get();
+    LoaderCore& l = get();
     py::gil_scoped_release release;
     using Clock = std::chrono::steady_clock;
     const auto start = Clock::now();
@@ -224,22 +355,22 @@ class PyLoader {
   }
 
   bool WaitForWaiting(double seconds) {
-    Loader& l = get();
+    LoaderCore& l = get();
     py::gil_scoped_release release;
     return l.WaitForWaiting(std::chrono::milliseconds(static_cast<int64_t>(std::max(0.0, seconds) * 1000)));
   }
 
-  // Destroys the channels and the Loader: batches already handed out keep their memory.
+  // Destroys the channels and the core: batches already handed out keep their memory.
   void Close() {
-    if (loader_ == nullptr) return;
-    std::unique_ptr<Loader> l = std::move(loader_);
+    if (core_ == nullptr) return;
+    std::unique_ptr<LoaderCore> l = std::move(core_);
     py::gil_scoped_release release;
     l->Close();
     l.reset();
   }
 
   void ShutdownServers() {
-    Loader& l = get();
+    LoaderCore& l = get();
     {
       py::gil_scoped_release release;
       l.ShutdownServers();
@@ -247,142 +378,65 @@ class PyLoader {
     Close();
   }
 
-  bool closed() const { return loader_ == nullptr; }
+  bool closed() const { return core_ == nullptr; }
 
  private:
-  std::unique_ptr<Loader> loader_;
+  std::unique_ptr<LoaderCore> core_;
 };
 
-LoaderOptions MakeOptions(const std::vector<std::string>& servers, const py::bytes& config,
-                          const py::bytes& sampler_options, const std::optional<py::bytes>& ablp,
-                          const std::string& backend_key, const std::string& node_type, const std::string& split,
-                          std::vector<int64_t> seeds, std::vector<int64_t> seed_times, int rank, int world_size,
-                          uint64_t seed, int buffer_messages, int64_t buffer_bytes, int prefetch,
-                          int stream_window_bytes, int64_t deadline_ms,
-                          int64_t lease_ms, const std::string& worker_key, bool shared_memory,
-                          const std::string& feature_encoding, int64_t feature_cache_rows, bool decode_features,
-                          int64_t reconnect_deadline_ms, bool renew_leases, int64_t keepalive_time_ms,
-                          int64_t keepalive_timeout_ms, const client::ChannelSecurity& security) {
-  LoaderOptions o;
-  if (auto s = security.Check(); !s.ok()) throw py::value_error(std::string(s.message()));
-  o.security = security;
-  o.servers = servers;
-  o.config = ParseOrThrow<v1::SamplingConfig>(config, "config");
-  o.sampler_options = ParseOrThrow<v1::SamplerOptions>(sampler_options, "sampler_options");
-  if (ablp.has_value()) o.ablp = ParseOrThrow<v1::GetAblpInputRequest>(*ablp, "ablp");
-  o.backend_key = backend_key;
-  o.node_type = node_type;
-  o.split = split;
-  o.seeds = std::move(seeds);
-  o.seed_times = std::move(seed_times);
-  o.rank = rank;
-  o.world_size = world_size;
-  o.seed = seed;
-  o.buffer_messages = buffer_messages;
-  o.buffer_bytes = buffer_bytes;
-  o.prefetch = prefetch;
-  o.stream_window_bytes = stream_window_bytes;
-  o.deadline = std::chrono::milliseconds(deadline_ms);
-  o.lease_ms = lease_ms;
-  o.worker_key = worker_key;
-  o.shared_memory = shared_memory;
-  auto encoding = client::ParseFeatureEncoding(feature_encoding);
-  if (!encoding.ok()) throw py::value_error("feature_encoding: " + std::string(encoding.status().message()));
-  o.feature_encoding = *encoding;
-  o.feature_cache_rows = feature_cache_rows;
-  o.decode_features = decode_features;
-  o.reconnect_deadline = std::chrono::milliseconds(reconnect_deadline_ms);
-  o.renew_leases = renew_leases;
-  o.keepalive_time = std::chrono::milliseconds(keepalive_time_ms);
-  o.keepalive_timeout = std::chrono::milliseconds(keepalive_timeout_ms);
-  return o;
+void DefineBatch(py::module_& m) {
+  // A batch as the core gave it: graphstore.Batch turns each field into a torch.Tensor when it
+  // is first read (a trainer reads a few; wrapping every tensor of every batch costs more).
+  py::class_<HostBatch, std::shared_ptr<HostBatch>>(m, "RawBatch")
+      .def("info", &BatchInfo, "epoch, batch_index, server, shared_memory, first types, input_id, ablp, ppr.")
+      .def("step_fields",
+           [](const HostBatch& b) {
+             const client::HostNodes* n = b.first_nodes();
+             const client::HostEdges* e = b.first_edges();
+             return py::make_tuple(n != nullptr ? Export(n->x) : py::none(),
+                                   e != nullptr ? Export(e->edge_index) : py::none(),
+                                   n != nullptr ? Export(n->y) : py::none(), n != nullptr ? n->batch_size : 0);
+           },
+           "(x, edge_index, y, batch_size) of the first types: what a training step reads, in one call.")
+      .def("node_types",
+           [](const HostBatch& b) {
+             std::vector<std::string> names;
+             for (const auto& [name, v] : b.nodes) names.push_back(name);
+             return names;
+           })
+      .def("edge_types",
+           [](const HostBatch& b) {
+             std::vector<std::string> names;
+             for (const auto& [name, v] : b.edges) names.push_back(name);
+             return names;
+           })
+      .def("node",
+           [](const HostBatch& b, const std::string& type) {
+             auto it = b.nodes.find(type);
+             if (it == b.nodes.end()) throw py::key_error("no node type '" + type + "' in the batch");
+             return NodeDict(it->second);
+           },
+           py::arg("type"), "One node type's fields as a dict.")
+      .def("edge",
+           [](const HostBatch& b, const std::string& type) {
+             auto it = b.edges.find(type);
+             if (it == b.edges.end()) throw py::key_error("no edge type '" + type + "' in the batch");
+             return EdgeDict(it->second);
+           },
+           py::arg("type"), "One edge type's fields as a dict.")
+      .def("memory",
+           [](const HostBatch& b) {
+             py::list out;
+             for (const auto& [data, size] : b.memory) out.append(py::make_tuple(reinterpret_cast<uintptr_t>(data), size));
+             return out;
+           },
+           "(address, size) of every block of memory the batch's tensors view.");
 }
 
-}  // namespace
-}  // namespace graphstore::python
-
-PYBIND11_MODULE(_graphstore, m) {
-  namespace py = pybind11;
-  using graphstore::python::PyLoader;
-  m.doc() = "graphstore's C++ Loader; use the graphstore package, not this module.";
-
-  // client::Error -> graphstore.errors.GraphstoreError(code_name, code_value, message).
-  py::register_exception_translator([](std::exception_ptr p) {
-    try {
-      if (p) std::rethrow_exception(p);
-    } catch (const graphstore::client::Error& e) {
-      py::object cls = py::module_::import("graphstore.errors").attr("GraphstoreError");
-      py::object err = cls(absl::StatusCodeToString(e.code()), static_cast<int>(e.code()), e.message());
-      PyErr_SetObject(cls.ptr(), err.ptr());
-    }
-  });
-
-  m.def("torch_version", [] { return std::string(TORCH_VERSION); }, "The LibTorch version this module was built with.");
-  m.def("cxx11_abi", [] { return static_cast<bool>(_GLIBCXX_USE_CXX11_ABI); },
-        "Whether this module was built with the C++11 std::string ABI.");
-
-  // A batch as the Loader gave it: graphstore.Batch turns each field into a Python object when
-  // it is first read (a trainer reads a few; wrapping every tensor of every batch cost more than
-  // the C++ loop's whole batch).
-  py::class_<graphstore::client::Batch, std::shared_ptr<graphstore::client::Batch>>(m, "RawBatch")
-      .def("field", &graphstore::python::Field, py::arg("name"),
-           "A field of the first node and edge type, or of the batch (epoch, batch_index, server, shared_memory).")
-      .def("step_fields", [](const graphstore::client::Batch& b) {
-        using graphstore::python::TensorOrNone;
-        return py::make_tuple(TensorOrNone(b.x), TensorOrNone(b.edge_index), TensorOrNone(b.y), b.batch_size);
-      }, "(x, edge_index, y, batch_size): what a training step reads, in one call.")
-      .def("node_types", [](const graphstore::client::Batch& b) {
-        std::vector<std::string> names;
-        for (const auto& [name, v] : b.nodes) names.push_back(name);
-        return names;
-      })
-      .def("edge_types", [](const graphstore::client::Batch& b) {
-        std::vector<std::string> names;
-        for (const auto& [name, v] : b.edges) names.push_back(name);
-        return names;
-      })
-      .def("node", &graphstore::python::NodeDict, py::arg("type"), "One node type's fields as a dict.")
-      .def("edge", &graphstore::python::EdgeDict, py::arg("type"), "One edge type's fields as a dict.")
-      .def("ablp", &graphstore::python::AblpDict, "anchors, positive, negative; None outside link prediction.")
-      .def("ppr", &graphstore::python::PprList, "The PPR weights, one dict per (seed type, node type).")
-      .def("memory", &graphstore::python::MemoryOf,
-           "(address, size) of every block of memory the batch's tensors view.");
-
+void DefineLoader(py::module_& m) {
   py::class_<PyLoader>(m, "Loader")
-      .def(py::init([](const std::vector<std::string>& servers, const py::bytes& config,
-                       const py::bytes& sampler_options, const std::optional<py::bytes>& ablp,
-                       const std::string& backend_key, const std::string& node_type, const std::string& split,
-                       std::vector<int64_t> seeds, std::vector<int64_t> seed_times, int rank, int world_size,
-                       uint64_t seed, int buffer_messages, int64_t buffer_bytes, int prefetch,
-                       int stream_window_bytes, int64_t deadline_ms,
-                       int64_t lease_ms, const std::string& worker_key, bool shared_memory,
-                       const std::string& feature_encoding, int64_t feature_cache_rows, bool decode_features,
-                       int64_t reconnect_deadline_ms, bool renew_leases, int64_t keepalive_time_ms,
-                       int64_t keepalive_timeout_ms, bool tls, const std::string& tls_ca, const std::string& tls_cert,
-                       const std::string& tls_key,
-                       const std::string& tls_server_name, const std::string& token) {
-             graphstore::client::ChannelSecurity security;
-             security.tls = tls;
-             security.ca_file = tls_ca;
-             security.cert_file = tls_cert;
-             security.key_file = tls_key;
-             security.server_name = tls_server_name;
-             security.token = token;
-             return std::make_unique<PyLoader>(graphstore::python::MakeOptions(
-                 servers, config, sampler_options, ablp, backend_key, node_type, split, std::move(seeds),
-                 std::move(seed_times), rank, world_size, seed, buffer_messages, buffer_bytes, prefetch, stream_window_bytes, deadline_ms,
-                 lease_ms, worker_key, shared_memory, feature_encoding, feature_cache_rows, decode_features,
-                 reconnect_deadline_ms, renew_leases, keepalive_time_ms, keepalive_timeout_ms, security));
-           }),
-           py::arg("servers"), py::arg("config"), py::arg("sampler_options"), py::arg("ablp"),
-           py::arg("backend_key"), py::arg("node_type"), py::arg("split"), py::arg("seeds"), py::arg("seed_times"),
-           py::arg("rank"), py::arg("world_size"), py::arg("seed"), py::arg("buffer_messages"), py::arg("buffer_bytes"),
-           py::arg("prefetch"), py::arg("stream_window_bytes"), py::arg("deadline_ms"), py::arg("lease_ms"),
-           py::arg("worker_key"), py::arg("shared_memory"), py::arg("feature_encoding"),
-           py::arg("feature_cache_rows"), py::arg("decode_features"), py::arg("reconnect_deadline_ms"),
-           py::arg("renew_leases"), py::arg("keepalive_time_ms"), py::arg("keepalive_timeout_ms"), py::arg("tls"),
-           py::arg("tls_ca"),
-           py::arg("tls_cert"), py::arg("tls_key"), py::arg("tls_server_name"), py::arg("token"))
+      .def(py::init<const py::dict&, const py::object&>(), py::arg("options"), py::arg("host_memory_hook"),
+           "Checks the options (graphstore.Loader's, as the package converted them), connects and registers.")
       .def("start_epoch", &PyLoader::StartEpoch, py::arg("epoch"), "Starts an epoch on every server.")
       .def("next", &PyLoader::Next, "The next batch (a RawBatch), or None at the end of the epoch.")
       .def("drain_for", &PyLoader::DrainFor, py::arg("seconds"),
@@ -404,4 +458,27 @@ PYBIND11_MODULE(_graphstore, m) {
       .def("num_cached_rows", [](PyLoader& l) { return l.get().num_cached_rows(); })
       .def("bytes_received", [](PyLoader& l) { return l.get().bytes_received(); })
       .def("channel_id", [](PyLoader& l, int server) { return l.get().channel_id(server); }, py::arg("server"));
+}
+
+}  // namespace
+}  // namespace graphstore::python
+
+PYBIND11_MODULE(_graphstore, m) {
+  namespace py = pybind11;
+  m.doc() = "graphstore's torch-free client core; use the graphstore package, not this module.";
+
+  // client::Error -> graphstore.errors.GraphstoreError(code_name, code_value, message).
+  py::register_exception_translator([](std::exception_ptr p) {
+    try {
+      if (p) std::rethrow_exception(p);
+    } catch (const graphstore::client::Error& e) {
+      py::object cls = py::module_::import("graphstore.errors").attr("GraphstoreError");
+      py::object err = cls(absl::StatusCodeToString(e.code()), static_cast<int>(e.code()), e.message());
+      PyErr_SetObject(cls.ptr(), err.ptr());
+    }
+  });
+  m.def("options", &graphstore::python::OptionTable,
+        "(name, default, positional, doc) of every graphstore.Loader option, in signature order.");
+  graphstore::python::DefineBatch(m);
+  graphstore::python::DefineLoader(m);
 }

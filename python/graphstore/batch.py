@@ -5,8 +5,38 @@ from __future__ import annotations
 from typing import Dict, List, Optional, Tuple, Union
 
 import torch
+import torch.utils.dlpack
 
 EdgeType = Tuple[str, str, str]
+
+
+def _move(value, device, non_blocking):
+    if isinstance(value, torch.Tensor):
+        return value.to(device, non_blocking=non_blocking)
+    if isinstance(value, dict):
+        return {k: _move(v, device, non_blocking) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_move(v, device, non_blocking) for v in value]
+    if isinstance(value, (NodeStore, EdgeStore, PprWeights)):
+        out = type(value).__new__(type(value))
+        for k in value.__slots__:
+            setattr(out, k, _move(getattr(value, k), device, non_blocking))
+        return out
+    return value
+
+
+def _walk(value):
+    if isinstance(value, torch.Tensor):
+        yield value
+    elif isinstance(value, dict):
+        for v in value.values():
+            yield from _walk(v)
+    elif isinstance(value, list):
+        for v in value:
+            yield from _walk(v)
+    elif isinstance(value, (NodeStore, EdgeStore, PprWeights)):
+        for k in value.__slots__:
+            yield from _walk(getattr(value, k))
 
 
 def edge_type_of(name: str) -> Union[EdgeType, str]:
@@ -23,6 +53,28 @@ def edge_type_name(edge_type: Union[EdgeType, str]) -> str:
     if isinstance(edge_type, tuple) and len(edge_type) == 3 and all(isinstance(p, str) for p in edge_type):
         return "__".join(edge_type)
     raise TypeError(f"an edge type is a (src, rel, dst) tuple of str or a 'src__rel__dst' str, not {edge_type!r}")
+
+
+_DTYPES = {
+    "int64": torch.int64, "int32": torch.int32, "float32": torch.float32, "float16": torch.float16,
+    "bfloat16": torch.bfloat16, "float64": torch.float64, "uint8": torch.uint8, "bool": torch.bool,
+}
+
+
+def _tensor(raw) -> Optional[torch.Tensor]:
+    """A tensor the extension handed over as ``(dtype, DLPack capsule)`` (viewing its memory, no
+    copy), ``(dtype, shape)`` (no element), or None (a field the batch does not carry)."""
+    if raw is None:
+        return None
+    dtype, data = raw
+    if isinstance(data, list):
+        return torch.empty(data, dtype=_DTYPES[dtype])
+    t = torch.utils.dlpack.from_dlpack(data)
+    return t.view(torch.bool) if dtype == "bool" else t  # torch 1.13's DLPack has no bool
+
+
+def _tensors(d: dict) -> dict:
+    return {k: _tensor(v) if isinstance(v, tuple) or v is None else v for k, v in d.items()}
 
 
 class NodeStore:
@@ -56,6 +108,7 @@ class NodeStore:
                  "seed_time", "time", "sampled_time")
 
     def __init__(self, d: dict):
+        d = _tensors(d)
         for k in self.__slots__:
             setattr(self, k, d[k])
 
@@ -85,6 +138,7 @@ class EdgeStore:
     __slots__ = ("edge_index", "e_id", "edge_attr", "num_sampled_edges", "stored_type")
 
     def __init__(self, d: dict):
+        d = _tensors(d)
         for k in self.__slots__:
             setattr(self, k, d[k])
 
@@ -109,14 +163,19 @@ class PprWeights:
     __slots__ = ("seed_type", "node_type", "seed_index", "node_index", "weight")
 
     def __init__(self, d: dict):
+        d = _tensors(d)
         for k in self.__slots__:
             setattr(self, k, d[k])
 
 
-_FIELDS = frozenset(("x", "edge_index", "y", "n_id", "batch_size", "e_id", "edge_attr", "input_id",
-                     "num_sampled_nodes", "num_sampled_edges", "x_scale", "x_offset", "x_bits", "epoch",
-                     "batch_index", "server", "shared_memory", "seed_time", "time", "sampled_time"))
+# The batch's own fields, its first node type's, and its first edge type's (the homogeneous view).
+_INFO_FIELDS = frozenset(("input_id", "epoch", "batch_index", "server", "shared_memory"))
+_NODE_FIELDS = frozenset(NodeStore.__slots__)
+_EDGE_FIELDS = frozenset(("edge_index", "e_id", "edge_attr", "num_sampled_edges"))
+_FIELDS = _INFO_FIELDS | _NODE_FIELDS | _EDGE_FIELDS
 _ABLP_FIELDS = frozenset(("anchors", "positive", "negative"))
+_EMPTY_NODE = {k: None for k in NodeStore.__slots__} | {"x_bits": 0, "batch_size": 0, "num_sampled_nodes": []}
+_EMPTY_EDGE = {k: None for k in EdgeStore.__slots__} | {"num_sampled_edges": [], "stored_type": ""}
 
 
 class Batch:
@@ -145,24 +204,34 @@ class Batch:
     """
 
     def __init__(self, raw):
-        # The loader's batch (graphstore._graphstore.RawBatch): each field becomes a Python
-        # object the first time it is read, and is kept from then on (fields may be reassigned,
-        # e.g. ``batch.x = batch.x.cuda()``). What every training step reads comes in one call.
+        # The loader's batch (graphstore._graphstore.RawBatch): each field becomes a torch.Tensor
+        # the first time it is read, and is kept from then on (fields may be reassigned, e.g.
+        # ``batch.x = batch.x.cuda()``). What every training step reads comes in one call.
         self._raw = raw
-        self.x, self.edge_index, self.y, self.batch_size = raw.step_fields()
+        x, edge_index, y, self.batch_size = raw.step_fields()
+        self.x, self.edge_index, self.y = _tensor(x), _tensor(edge_index), _tensor(y)
 
     def __getattr__(self, name: str):
         # Only called for a name not set yet: the lazily read fields.
         raw = self.__dict__.get("_raw")
         if raw is None:
             raise AttributeError(name)
-        if name in _FIELDS:
-            value = raw.field(name)
+        if name == "_info":
+            value = raw.info()
+        elif name in _INFO_FIELDS:
+            value = self._info[name]
+            value = _tensor(value) if isinstance(value, tuple) or value is None else value
+        elif name in _NODE_FIELDS:
+            node = self._nodes.get(self._info["first_node_type"])
+            value = getattr(node, name) if node is not None else _EMPTY_NODE[name]
+        elif name in _EDGE_FIELDS:
+            edge = self._edges.get(edge_type_of(self._info["first_edge_type"]))
+            value = getattr(edge, name) if edge is not None else _EMPTY_EDGE[name]
         elif name in _ABLP_FIELDS:
-            ablp = raw.ablp()
-            value = ablp[name] if ablp is not None else None
+            ablp = self._info["ablp"]
+            value = _tensor(ablp[name]) if ablp is not None else None
         elif name == "ppr":
-            value = [PprWeights(p) for p in raw.ppr()]
+            value = [PprWeights(p) for p in self._info["ppr"]]
         elif name == "_nodes":
             value = {k: NodeStore(raw.node(k)) for k in raw.node_types()}
         elif name == "_edges":
@@ -174,12 +243,33 @@ class Batch:
         self.__dict__[name] = value
         return value
 
+    def _fields(self) -> None:
+        """Reads every field (for pickling, copying, or moving the batch)."""
+        for name in (*_FIELDS, *_ABLP_FIELDS, "ppr", "_nodes", "_edges", "_memory"):
+            getattr(self, name)
+
     def __getstate__(self) -> dict:
         # Pickling and deepcopy take every field, and leave the loader's batch behind (it
         # cannot leave this process).
-        for name in (*_FIELDS, *_ABLP_FIELDS, "ppr", "_nodes", "_edges", "_memory"):
-            getattr(self, name)
-        return {k: v for k, v in self.__dict__.items() if k != "_raw"}
+        self._fields()
+        return {k: v for k, v in self.__dict__.items() if k not in ("_raw", "_info")}
+
+    def _to(self, device, non_blocking: bool = False) -> "Batch":
+        """A copy of the batch with every tensor on ``device`` (the loader's ``device=``)."""
+        self._fields()
+        moved = Batch.__new__(Batch)
+        state = {}
+        for k, v in self.__dict__.items():
+            if k in ("_raw", "_info", "_memory"):
+                continue
+            state[k] = _move(v, device, non_blocking)
+        moved.__dict__.update(state)
+        moved.__dict__["_memory"] = []
+        return moved
+
+    def _device_tensors(self):
+        """Every tensor of a moved batch (the loader marks them used on the trainer's stream)."""
+        yield from _walk(self.__dict__)
 
     @property
     def node_types(self) -> List[str]:

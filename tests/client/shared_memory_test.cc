@@ -6,7 +6,10 @@
 #include <catch2/catch.hpp>
 #include <sys/stat.h>
 
+#include <map>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "tests/test_util.h"
 
@@ -67,6 +70,55 @@ TEST_CASE("a buffer that is there but cannot be opened for mapping is FailedPrec
   auto m = MapSharedBuffer(Buffer(path, 100), dir.path());
   CHECK(m.status().code() == absl::StatusCode::kFailedPrecondition);
   CHECK(m.status().message().find("turn shared memory off") != std::string::npos);
+}
+
+TEST_CASE("the memory hook hears of every mapping once, and of its end", "[shared_memory]") {
+  // What Loader(pin_memory=True) registers with CUDA: each file once, however many batches
+  // it carries, and unregistered before it is unmapped.
+  TempDir dir;
+  const std::string path = dir / "graphstore-1-ab-4";
+  WriteFile(path, std::string(100, 'x'));
+  std::vector<std::pair<const void*, bool>> heard;
+  {
+    SharedMappings mappings(dir.path(), 64, [&](void* data, size_t size, bool added) {
+      CHECK(size == 100);
+      heard.emplace_back(data, added);
+    });
+    auto m = mappings.Map(Buffer(path, 100));
+    REQUIRE(m.ok());
+    REQUIRE(mappings.Map(Buffer(path, 100)).ok());
+    REQUIRE(heard.size() == 1);
+    CHECK(heard[0] == std::make_pair(static_cast<const void*>((*m)->data()), true));
+  }
+  REQUIRE(heard.size() == 2);
+  CHECK(heard[1] == std::make_pair(heard[0].first, false));
+}
+
+TEST_CASE("the memory hook hears of every pooled buffer allocated and freed, not of reuse", "[buffer_pool]") {
+  std::map<const void*, size_t> live;
+  int allocated = 0;
+  {
+    auto pool = BufferPool::Create(size_t{1} << 20, [&](void* data, size_t size, bool added) {
+      if (added) {
+        CHECK(live.emplace(data, size).second);
+        ++allocated;
+      } else {
+        CHECK(live.erase(data) == 1);
+      }
+    });
+    const void* first;
+    {
+      auto a = pool->Acquire(5000);
+      first = a->data();
+      CHECK(live.count(first) == 1);
+    }
+    auto again = pool->Acquire(5000);  // reused: no new registration
+    CHECK(again->data() == first);
+    CHECK(allocated == 1);
+    auto big = pool->Acquire(size_t{4} << 20);  // past the idle limit when it comes back
+    CHECK(allocated == 2);
+  }
+  CHECK(live.empty());  // everything freed was heard of, pool and buffers alike
 }
 
 }  // namespace

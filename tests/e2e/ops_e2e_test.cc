@@ -118,16 +118,16 @@ TEST_CASE("the Loader yields tensors covering every seed, viewing the message by
       for (int64_t k : b->num_sampled_edges) edges += k;
       REQUIRE(b->edge_index.size(1) == edges);
       REQUIRE(b->batch_size == b->seeds.numel());
-      // Zero copy: the tensor's memory is its slice of the mapping, or the buffer the received
-      // bytes were decoded into.
-      if (shared) {
-        const v1::Tensor& x = b->message->nodes(0).features();
-        CHECK(x.has_shared());
-        CHECK(b->x.data_ptr() == static_cast<const void*>(b->shared->data() + x.shared().offset()));
-      } else {
-        REQUIRE(b->decoded != nullptr);
-        CHECK(b->x.data_ptr() == static_cast<void*>(b->decoded->nodes[0].features.data));
-        CHECK(b->n_id.data_ptr() == static_cast<void*>(b->decoded->nodes[0].ids.data));
+      // Zero copy: the tensors view the mapping, or the buffers the received bytes were
+      // decoded into.
+      CHECK(b->shared_memory == shared);
+      for (const at::Tensor* t : {&b->x, &b->n_id, &b->y}) {
+        const auto* start = static_cast<const char*>(t->data_ptr());
+        const size_t bytes = static_cast<size_t>(t->numel()) * t->element_size();
+        CHECK(std::any_of(b->memory.begin(), b->memory.end(), [&](const auto& block) {
+          const auto* base = static_cast<const char*>(block.first);
+          return base <= start && start + bytes <= base + block.second;
+        }));
       }
       auto s = b->seeds.contiguous();
       seeds.insert(seeds.end(), s.data_ptr<int64_t>(), s.data_ptr<int64_t>() + s.numel());

@@ -3,12 +3,12 @@
 // renewing leases in the background.
 
 #include "absl/strings/str_cat.h"
-#include "client/loader.h"
+#include "client/loader_core.h"
 #include "client/loader_server.h"
 
 namespace graphstore::client {
 
-absl::Status Loader::StartOn(Server* s, int64_t epoch, int64_t from, bool retry) {
+absl::Status LoaderCore::StartOn(Server* s, int64_t epoch, int64_t from, bool retry) {
   v1::StartEpochRequest req;
   req.set_channel_id(s->channel);
   req.set_epoch(epoch);
@@ -23,7 +23,7 @@ absl::Status Loader::StartOn(Server* s, int64_t epoch, int64_t from, bool retry)
                                                     "); epochs must increase"));
 }
 
-absl::Status Loader::OpenStream(Server* s, int64_t from) {
+absl::Status LoaderCore::OpenStream(Server* s, int64_t from) {
   v1::StreamSampledMessagesRequest req;
   req.set_channel_id(s->channel);
   req.set_epoch(epoch_);
@@ -45,7 +45,7 @@ absl::Status Loader::OpenStream(Server* s, int64_t from) {
   return absl::OkStatus();
 }
 
-absl::Status Loader::Resync(Server* s, int64_t epoch, int64_t from, bool open) {
+absl::Status LoaderCore::Resync(Server* s, int64_t epoch, int64_t from, bool open) {
   v1::DescribeChannelRequest describe;
   describe.set_channel_id(s->channel);
   auto described = s->client->DescribeChannel(describe);
@@ -64,7 +64,7 @@ absl::Status Loader::Resync(Server* s, int64_t epoch, int64_t from, bool open) {
   return open ? OpenStream(s, from) : absl::OkStatus();
 }
 
-absl::Status Loader::Retry(Server* s, absl::Status last, SteadyClock::time_point give_up,
+absl::Status LoaderCore::Retry(Server* s, absl::Status last, SteadyClock::time_point give_up,
                            std::chrono::milliseconds* backoff, const std::function<absl::Status()>& attempt) {
   while (true) {
     if (SteadyClock::now() + *backoff > give_up) {
@@ -88,7 +88,7 @@ absl::Status Loader::Retry(Server* s, absl::Status last, SteadyClock::time_point
   }
 }
 
-void Loader::KeepLeases() {
+void LoaderCore::KeepLeases() {
   std::unique_lock<std::mutex> lock(keeper_mu_);
   while (!keeper_stop_) {
     int64_t lease = 0;

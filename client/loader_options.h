@@ -1,0 +1,134 @@
+#ifndef GRAPHSTORE_CLIENT_LOADER_OPTIONS_H_
+#define GRAPHSTORE_CLIENT_LOADER_OPTIONS_H_
+
+// What a trainer's loader samples and from where, and the error it throws: shared by the
+// torch-free core (client/loader_core.h), the LibTorch Loader (client/loader.h) and the Python
+// extension (python/binding.cc). No LibTorch, no gRPC types.
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "client/security.h"
+#include "graphstore/v1/graphstore.pb.h"
+
+namespace graphstore::client {
+
+/// A failed graphstore call: the canonical code and the server's message.
+class Error : public std::runtime_error {
+ public:
+  explicit Error(const absl::Status& status)
+      : std::runtime_error(status.ToString()), code_(status.code()), message_(status.message()) {}
+  absl::StatusCode code() const { return code_; }
+  /// The message alone, without the code.
+  const std::string& message() const { return message_; }
+
+ private:
+  absl::StatusCode code_;
+  std::string message_;
+};
+
+/// First wait before reconnecting; waits double up to LoaderOptions::reconnect_backoff_max.
+inline constexpr std::chrono::milliseconds kFirstBackoff{50};
+
+/// Called once for every block of host memory batches' tensors will view (a pooled receive
+/// buffer, a mapped shared-memory file) when it comes into use, and once more when it goes
+/// (`added` false), with its address and size. A trainer that copies batches to a GPU
+/// registers the blocks as page-locked there. May run on any of the loader's threads.
+using HostMemoryHook = std::function<void(void* data, size_t size, bool added)>;
+
+/// What a Loader samples and from where.
+struct LoaderOptions {
+  /// host:port of every server, in partition order.
+  std::vector<std::string> servers;
+  /// Backend to create or join on every server.
+  std::string backend_key = "default";
+  /// Batch shape (batch_size, num_neighbors, shuffle, features, labels, ...).
+  v1::SamplingConfig config;
+  v1::SamplerOptions sampler_options;
+  /// Node type of the seeds ("" for a homogeneous graph).
+  std::string node_type;
+  /// Seeds: a split name ("train", "val", "test", or "" for all nodes) ...
+  std::string split = "train";
+  /// ... or explicit global ids (used when non-empty; no id twice); each server gets the ones
+  /// it owns ...
+  std::vector<int64_t> seeds;
+  /// With explicit seeds on a temporal backend (config.temporal_strategy): each seed's time, in
+  /// the order of `seeds` (empty: every seed takes its stored node time).
+  std::vector<int64_t> seed_times;
+  /// ... or, when set, link-prediction anchors (split, anchor type, supervision and negative
+  /// edge types); rank / world_size slice them on every server.
+  std::optional<v1::GetAblpInputRequest> ablp;
+  /// This trainer's slice of the split on every server (GiGL's rank / world size).
+  int rank = 0;
+  int world_size = 0;
+  /// Channel seed: shuffles and draws depend only on it, the epoch and the batch.
+  uint64_t seed = 0;
+  /// Server-side buffer per channel (0: server default).
+  int buffer_messages = 0;
+  int64_t buffer_bytes = 0;
+  /// Batches read ahead per server on the client.
+  int prefetch = 4;
+  /// Flow-control window of each stream, bytes (0: gRPC's self-tuning window).
+  int stream_window_bytes = 8 << 20;
+  /// Deadline of every unary call.
+  std::chrono::milliseconds deadline{30000};
+  /// TLS and credentials of every connection (default: plaintext, none).
+  ChannelSecurity security;
+  /// How long the connection to each server may take at construction.
+  std::chrono::milliseconds connect_timeout{10000};
+  /// Channel lease on the servers, ms (0: server default).
+  int64_t lease_ms = 0;
+  /// Name of this trainer in server logs and stats.
+  std::string worker_key = "trainer";
+  /// Take batches through shared memory from servers that offer it and share this host
+  /// (checked with the server's probe file); other servers send bytes over the connection.
+  /// Shared memory carries features as stored: a loader with a feature encoding or a feature
+  /// cache reads every server over its connection.
+  bool shared_memory = true;
+  /// How feature rows travel (FEATURE_ENCODING_UNSPECIFIED: as stored). Ids, edges and labels
+  /// are always exact.
+  v1::FeatureEncoding feature_encoding = v1::FEATURE_ENCODING_UNSPECIFIED;
+  /// Rows of each node type with features this trainer keeps: the hottest nodes, fetched once
+  /// at construction; batches then carry only the other rows. 0: no cache.
+  int64_t feature_cache_rows = 0;
+  /// Hand `x` as float32 (the default), or in the wire encoding (float16, bfloat16, or uint8
+  /// with x_scale / x_offset) for the trainer to decode on its device.
+  bool decode_features = true;
+  /// A server that restarts or drops the connection is retried for up to this long, with waits
+  /// doubling from 50 ms to reconnect_backoff_max: the channel is registered again with the
+  /// same seed and inputs when the server lost it, and the epoch resumes from the first batch
+  /// not yet delivered, so the trainer sees every batch once, exactly as without the failure.
+  /// Past the deadline, Next (or StartEpoch) throws the server's last error. 0: fail at once.
+  std::chrono::milliseconds reconnect_deadline{60000};
+  std::chrono::milliseconds reconnect_backoff_max{2000};
+  /// A server that stops answering (hung, or behind a link that drops everything) is noticed
+  /// within keepalive_time + keepalive_timeout and handled as one that went away (see
+  /// ClientOptions). 0: never.
+  std::chrono::milliseconds keepalive_time{20000};
+  std::chrono::milliseconds keepalive_timeout{10000};
+  /// Renew every channel's lease in the background (every third of the granted lease), so a
+  /// trainer busy for longer than the lease between batches or epochs keeps its channels. A
+  /// trainer that dies stops renewing, and the servers reap its channels after the lease.
+  bool renew_leases = true;
+  /// See HostMemoryHook (null: none).
+  HostMemoryHook host_memory_hook;
+};
+
+/// The encoding a name gives ("float32", "float16", "bfloat16", "int8", "int4", "int2", "int1";
+/// "" or "unspecified": as stored), case-insensitive. InvalidArgument naming the choices
+/// otherwise.
+absl::StatusOr<v1::FeatureEncoding> ParseFeatureEncoding(const std::string& name);
+
+/// The checks of the options that need no server: InvalidArgument naming the field.
+absl::Status ValidateLoaderOptions(const LoaderOptions& options);
+
+}  // namespace graphstore::client
+
+#endif  // GRAPHSTORE_CLIENT_LOADER_OPTIONS_H_

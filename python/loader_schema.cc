@@ -1,0 +1,690 @@
+#include "python/loader_schema.h"
+
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <functional>
+#include <optional>
+#include <set>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/cord.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "google/protobuf/io/coded_stream.h"
+#include "google/protobuf/io/zero_copy_stream_impl_lite.h"
+
+namespace graphstore::python {
+
+Value Value::Bool(bool v) {
+  Value x;
+  x.type = Type::kBool;
+  x.b = v;
+  return x;
+}
+Value Value::Int(int64_t v) {
+  Value x;
+  x.type = Type::kInt;
+  x.i = v;
+  return x;
+}
+Value Value::Float(double v) {
+  Value x;
+  x.type = Type::kFloat;
+  x.f = v;
+  return x;
+}
+Value Value::Str(std::string v) {
+  Value x;
+  x.type = Type::kString;
+  x.s = std::move(v);
+  return x;
+}
+Value Value::Ints(std::vector<int64_t> v) {
+  Value x;
+  x.type = Type::kInts;
+  x.ints = std::move(v);
+  return x;
+}
+
+const char* Value::TypeName() const {
+  switch (type) {
+    case Type::kNone: return "NoneType";
+    case Type::kBool: return "bool";
+    case Type::kInt: return "int";
+    case Type::kFloat: return "float";
+    case Type::kString: return "str";
+    case Type::kInts:
+    case Type::kList: return "list";
+    case Type::kDict: return "dict";
+  }
+  return "object";
+}
+
+const Value* Value::Find(const std::string& key) const {
+  for (const auto& [k, v] : dict) {
+    if (k == key) return &v;
+  }
+  return nullptr;
+}
+
+namespace {
+
+using client::LoaderOptions;
+
+absl::Status TypeError(const std::string& message) {
+  absl::Status s = absl::InvalidArgumentError(message);
+  s.SetPayload(kTypeErrorPayload, absl::Cord("1"));
+  return s;
+}
+absl::Status ValueError(const std::string& message) { return absl::InvalidArgumentError(message); }
+
+// Readers of one option's value: the type error, or a range error, names the option.
+absl::StatusOr<bool> ReadBool(const std::string& name, const Value& v) {
+  if (v.type != Value::Type::kBool) return TypeError(absl::StrCat(name, " must be a bool, not ", v.TypeName()));
+  return v.b;
+}
+
+absl::StatusOr<int64_t> ReadInt(const std::string& name, const Value& v, std::optional<int64_t> minimum = {}) {
+  if (v.type != Value::Type::kInt) return TypeError(absl::StrCat(name, " must be an int, not ", v.TypeName()));
+  if (minimum.has_value() && v.i < *minimum) return ValueError(absl::StrCat(name, " must be >= ", *minimum, ", got ", v.i));
+  return v.i;
+}
+
+absl::StatusOr<std::string> ReadStr(const std::string& name, const Value& v) {
+  if (v.type != Value::Type::kString) return TypeError(absl::StrCat(name, " must be a str, not ", v.TypeName()));
+  return v.s;
+}
+
+// A str or None ("" for None).
+absl::StatusOr<std::string> ReadOptionalStr(const std::string& name, const Value& v) {
+  if (v.type == Value::Type::kNone) return std::string();
+  return ReadStr(name, v);
+}
+
+// Seconds as a number: >= minimum, or > 0 when `positive`.
+absl::StatusOr<std::chrono::milliseconds> ReadSeconds(const std::string& name, const Value& v, double minimum,
+                                                      bool positive = false) {
+  double seconds;
+  if (v.type == Value::Type::kInt) {
+    seconds = static_cast<double>(v.i);
+  } else if (v.type == Value::Type::kFloat) {
+    seconds = v.f;
+  } else {
+    return TypeError(absl::StrCat(name, " must be a number of seconds, not ", v.TypeName()));
+  }
+  if (std::isnan(seconds) || seconds < minimum || (positive && seconds <= 0) || seconds > 1e9) {
+    return ValueError(absl::StrCat(name, " must be a number of seconds ", positive ? "> " : ">= ", minimum, ", got ",
+                                   seconds));
+  }
+  return std::chrono::milliseconds(static_cast<int64_t>(std::llround(seconds * 1000)));
+}
+
+absl::StatusOr<std::vector<int64_t>> ReadInts(const std::string& name, const Value& v, const char* what) {
+  if (v.type != Value::Type::kInts) return TypeError(absl::StrCat(name, " must be ", what, ", not ", v.TypeName()));
+  return v.ints;
+}
+
+// A str naming one of `choices`.
+template <typename T>
+absl::StatusOr<T> ReadChoice(const std::string& name, const Value& v, const std::vector<std::pair<std::string, T>>& choices) {
+  auto s = ReadStr(name, v);
+  if (!s.ok()) return s.status();
+  std::vector<std::string> names;
+  for (const auto& [n, value] : choices) {
+    if (n == *s) return value;
+    names.push_back(absl::StrCat("'", n, "'"));
+  }
+  return ValueError(absl::StrCat(name, " must be one of ", absl::StrJoin(names, ", "), ", got '", *s, "'"));
+}
+
+// Fanouts of one edge type (or every one): ints >= -1, at least one hop.
+absl::StatusOr<std::vector<int>> ReadFanouts(const std::string& name, const Value& v) {
+  auto list = ReadInts(name, v, "a list of ints");
+  if (!list.ok()) return list.status();
+  if (list->empty()) return ValueError(absl::StrCat(name, " must name at least one hop"));
+  std::vector<int> out;
+  for (size_t i = 0; i < list->size(); ++i) {
+    const int64_t f = (*list)[i];
+    if (f < -1) return ValueError(absl::StrCat(name, "[", i, "] must be >= -1 (-1: every neighbour), got ", f));
+    if (f > (int64_t{1} << 30)) return ValueError(absl::StrCat(name, "[", i, "]=", f, " is too large"));
+    out.push_back(static_cast<int>(f));
+  }
+  return out;
+}
+
+// What the table's apply functions write, and what the checks across options need.
+struct Draft {
+  LoaderOptions options;
+  v1::SamplingConfig& config = options.config;
+  bool has_num_neighbors = false;
+  bool weighted_given = false;  // weighted= other than False
+  std::string weight_attr, time_attr, temporal_strategy = "uniform", sampler = "neighbor";
+  std::optional<std::vector<int64_t>> input_time;
+  bool has_ids = false;
+  std::string negative_sampling = "uniform";
+  std::optional<Value> ppr;
+  bool tls = false;
+  std::string token;
+  bool token_given = false;
+  std::string backend_key;
+};
+
+using Apply = std::function<absl::Status(const std::string&, const Value&, Draft*)>;
+
+struct Entry {
+  OptionSpec spec;
+  Apply apply;
+};
+
+// Shorthands for the table: a bool, int, str or seconds option written straight into a field.
+Apply BoolInto(std::function<void(Draft*, bool)> set) {
+  return [set](const std::string& n, const Value& v, Draft* d) {
+    auto b = ReadBool(n, v);
+    if (!b.ok()) return b.status();
+    set(d, *b);
+    return absl::OkStatus();
+  };
+}
+Apply IntInto(int64_t minimum, std::function<void(Draft*, int64_t)> set) {
+  return [minimum, set](const std::string& n, const Value& v, Draft* d) {
+    auto i = ReadInt(n, v, minimum);
+    if (!i.ok()) return i.status();
+    set(d, *i);
+    return absl::OkStatus();
+  };
+}
+Apply StrInto(std::function<void(Draft*, std::string)> set, bool optional = false) {
+  return [set, optional](const std::string& n, const Value& v, Draft* d) {
+    auto s = optional ? ReadOptionalStr(n, v) : ReadStr(n, v);
+    if (!s.ok()) return s.status();
+    set(d, *std::move(s));
+    return absl::OkStatus();
+  };
+}
+Apply SecondsInto(double minimum, bool positive, std::function<void(Draft*, std::chrono::milliseconds)> set) {
+  return [minimum, positive, set](const std::string& n, const Value& v, Draft* d) {
+    auto s = ReadSeconds(n, v, minimum, positive);
+    if (!s.ok()) return s.status();
+    set(d, *s);
+    return absl::OkStatus();
+  };
+}
+
+absl::Status ApplyServers(const std::string& n, const Value& v, Draft* d) {
+  if (v.type == Value::Type::kInts && v.ints.empty()) return ValueError(absl::StrCat(n, " must name at least one server"));
+  if (v.type != Value::Type::kList) return TypeError(absl::StrCat(n, " must be a list of 'host:port' str"));
+  for (const Value& s : v.list) {
+    if (s.type != Value::Type::kString) return TypeError(absl::StrCat(n, " must be a list of 'host:port' str"));
+    if (!s.s.empty()) d->options.servers.push_back(s.s);
+  }
+  if (d->options.servers.empty()) return ValueError(absl::StrCat(n, " must name at least one server"));
+  return absl::OkStatus();
+}
+
+absl::Status ApplyNumNeighbors(const std::string& n, const Value& v, Draft* d) {
+  if (v.type == Value::Type::kNone) return absl::OkStatus();
+  d->has_num_neighbors = true;
+  if (v.type == Value::Type::kDict) {
+    if (v.dict.empty()) return ValueError(absl::StrCat(n, " must name at least one edge type"));
+    for (const auto& [type, list] : v.dict) {
+      auto f = ReadFanouts(absl::StrCat(n, "['", type, "']"), list);
+      if (!f.ok()) return f.status();
+      d->config.mutable_num_neighbors_by_type()->operator[](type).mutable_per_hop()->Add(f->begin(), f->end());
+    }
+    return absl::OkStatus();
+  }
+  if (v.type != Value::Type::kInts) {
+    return TypeError(absl::StrCat(n, " must be a list of ints or a dict of them by edge type, not ", v.TypeName()));
+  }
+  auto f = ReadFanouts(n, v);
+  if (!f.ok()) return f.status();
+  d->config.mutable_num_neighbors()->Add(f->begin(), f->end());
+  return absl::OkStatus();
+}
+
+absl::Status ApplyInputNodes(const std::string& n, const Value& v, Draft* d) {
+  if (v.type == Value::Type::kNone) return absl::OkStatus();
+  if (v.type == Value::Type::kString) {
+    d->options.node_type = v.s;
+    return absl::OkStatus();
+  }
+  if (v.type == Value::Type::kInts) {
+    if (v.ints.empty()) return ValueError(absl::StrCat(n, " holds no node id"));
+    d->options.seeds = v.ints;
+    d->has_ids = true;
+    return absl::OkStatus();
+  }
+  const Value* type = v.Find("node_type");
+  const Value* ids = v.Find("ids");
+  if (v.type != Value::Type::kDict || type == nullptr || ids == nullptr) {
+    return TypeError(absl::StrCat(n, " must be None, a node type, node ids or a (node_type, ids) tuple, not ",
+                                  v.TypeName()));
+  }
+  auto t = ReadStr(absl::StrCat(n, "[0]"), *type);
+  if (!t.ok()) return t.status();
+  d->options.node_type = *t;
+  if (ids->type == Value::Type::kNone) return absl::OkStatus();
+  auto list = ReadInts(absl::StrCat(n, "[1]"), *ids, "node ids");
+  if (!list.ok()) return list.status();
+  if (list->empty()) return ValueError(absl::StrCat(n, " holds no node id"));
+  d->options.seeds = *std::move(list);
+  d->has_ids = true;
+  return absl::OkStatus();
+}
+
+absl::Status ApplyWeighted(const std::string& n, const Value& v, Draft* d) {
+  if (v.type == Value::Type::kBool) {
+    if (v.b) d->config.add_weighted_edge_types("*");
+    d->weighted_given = v.b;
+    return absl::OkStatus();
+  }
+  if (v.type != Value::Type::kList || v.list.empty()) {
+    return TypeError(absl::StrCat(n, " must be True, False or a non-empty list of edge types"));
+  }
+  for (const Value& t : v.list) {
+    if (t.type != Value::Type::kString) return TypeError(absl::StrCat(n, " must list edge types, not ", t.TypeName()));
+    d->config.add_weighted_edge_types(t.s);
+  }
+  d->weighted_given = true;
+  return absl::OkStatus();
+}
+
+absl::Status ApplyPpr(const std::string& n, const Value& v, Draft* d) {
+  if (v.type == Value::Type::kNone) return absl::OkStatus();
+  if (v.type != Value::Type::kDict) return TypeError(absl::StrCat(n, " must be graphstore.PprOptions"));
+  d->ppr = v;
+  return absl::OkStatus();
+}
+
+absl::Status ApplyAblp(const std::string& n, const Value& v, Draft* d) {
+  if (v.type == Value::Type::kNone) return absl::OkStatus();
+  const Value* sup = v.Find("supervision_edge_type");
+  const Value* split = v.Find("split");
+  const Value* neg = v.Find("negative_edge_type");
+  if (v.type != Value::Type::kDict || sup == nullptr || split == nullptr || neg == nullptr) {
+    return TypeError(absl::StrCat(n, " must be graphstore.AblpInput, not ", v.TypeName()));
+  }
+  v1::GetAblpInputRequest req;
+  auto s = ReadStr(absl::StrCat(n, ".supervision_edge_type"), *sup);
+  if (!s.ok()) return s.status();
+  req.set_supervision_edge_type(*s);
+  auto sp = ReadStr(absl::StrCat(n, ".split"), *split);
+  if (!sp.ok()) return sp.status();
+  req.set_split(*sp);
+  auto ng = ReadOptionalStr(absl::StrCat(n, ".negative_edge_type"), *neg);
+  if (!ng.ok()) return ng.status();
+  req.set_negative_edge_type(*ng);
+  d->options.ablp = std::move(req);
+  return absl::OkStatus();
+}
+
+absl::Status ApplyFeatureEncoding(const std::string& n, const Value& v, Draft* d) {
+  auto s = ReadStr(n, v);
+  if (!s.ok()) return s.status();
+  auto e = client::ParseFeatureEncoding(*s);
+  if (!e.ok()) return ValueError(absl::StrCat(n, ": ", e.status().message()));
+  d->options.feature_encoding = *e;
+  return absl::OkStatus();
+}
+
+absl::Status ApplyDevice(const std::string& n, const Value& v, Draft* d) {
+  if (v.type == Value::Type::kNone) return absl::OkStatus();
+  auto s = ReadStr(n, v);
+  if (!s.ok()) return s.status();
+  // "cpu", "cuda" or "cuda:K": where the Python package puts each batch's tensors.
+  const std::vector<std::string> parts = absl::StrSplit(*s, ':');
+  bool ok = (parts.size() == 1 && (parts[0] == "cpu" || parts[0] == "cuda")) ||
+            (parts.size() == 2 && parts[0] == "cuda" && !parts[1].empty() &&
+             parts[1].find_first_not_of("0123456789") == std::string::npos);
+  if (!ok) return ValueError(absl::StrCat(n, " must be None, 'cpu', 'cuda' or 'cuda:K', got '", *s, "'"));
+  return absl::OkStatus();
+}
+
+absl::Status ApplyTlsFile(const std::string& n, const Value& v, std::string* into) {
+  auto s = ReadOptionalStr(n, v);
+  if (!s.ok()) return s.status();
+  if (!s->empty() && !std::filesystem::is_regular_file(*s)) return ValueError(absl::StrCat(n, ": no file '", *s, "'"));
+  *into = *s;
+  return absl::OkStatus();
+}
+
+const std::vector<Entry>& Table() {
+  static const std::vector<Entry> table = [] {
+    std::vector<Entry> t;
+    auto add = [&t](std::string name, Value def, Place place, std::string doc, Apply apply) {
+      t.push_back(Entry{OptionSpec{std::move(name), std::move(def), place, std::move(doc)}, std::move(apply)});
+    };
+    const Place P = Place::kPositional;
+    const Place K = Place::kKeyword;
+    // ----- PyG's NeighborLoader arguments, in its order.
+    add("servers", Value::None(), P,
+        "``\"host:port\"`` of every server, in partition order (a list, or one comma-separated str).",
+        ApplyServers);
+    add("num_neighbors", Value::None(), P,
+        "neighbours to sample per hop (``-1``: all), for a graph with one edge type; or a dict from edge "
+        "type (``(src, rel, dst)`` or ``\"src__rel__dst\"``, as the dataset stores it) to per-hop lists.",
+        ApplyNumNeighbors);
+    add("input_nodes", Value::None(), P,
+        "the seeds, as PyG takes them: None (every node of the split), a node type (str), ids (a list or int "
+        "tensor) or a bool mask over the nodes, or a ``(node_type, ids)`` tuple. Each id at most once.",
+        ApplyInputNodes);
+    add("batch_size", Value::Int(1), P, "seeds per batch.",
+        IntInto(1, [](Draft* d, int64_t v) { d->config.set_batch_size(v); }));
+    add("shuffle", Value::Bool(false), P,
+        "permute the seeds each epoch (deterministically, from ``seed`` and the epoch).",
+        BoolInto([](Draft* d, bool v) { d->config.set_shuffle(v); }));
+    add("drop_last", Value::Bool(false), P,
+        "drop each server's last batch when it has fewer than ``batch_size`` seeds.",
+        BoolInto([](Draft* d, bool v) { d->config.set_drop_last(v); }));
+    add("replace", Value::Bool(false), P, "sample neighbours with replacement.",
+        BoolInto([](Draft* d, bool v) { d->config.set_replace(v); }));
+    // ----- graphstore's own, keyword only.
+    add("weighted", Value::Bool(false), K,
+        "draw neighbours in proportion to the stored edge weights: ``True`` for every edge type, or a list of "
+        "edge types (``\"src__rel__dst\"`` or ``(src, rel, dst)``); each must store weights "
+        "(``graphstore-partition --edge_weights``). Zero-weight edges are never drawn. With ``replace``, draws "
+        "are independent.",
+        ApplyWeighted);
+    add("weight_attr", Value::None(), K,
+        "PyG's name for the same choice: ``\"edge_weight\"`` (or ``\"weight\"``) draws every edge type by the "
+        "weights the dataset stores, as ``weighted=True``; ``None``: uniform (unless ``weighted`` says "
+        "otherwise).",
+        StrInto([](Draft* d, std::string v) { d->weight_attr = std::move(v); }, /*optional=*/true));
+    add("time_attr", Value::None(), K,
+        "``\"time\"`` samples temporally with the times the dataset stores (node times "
+        "``book/<type>.time.npy``, edge times ``edges/<type>/time.npy``; ``graphstore-partition --node_times / "
+        "--edge_times``): every seed has a time (``input_time``, else its node time) and a node only reaches "
+        "neighbours whose edge time is at or before the time of the node that reached it, so a seed never sees "
+        "the future. ``None``: not temporal.",
+        StrInto([](Draft* d, std::string v) { d->time_attr = std::move(v); }, /*optional=*/true));
+    add("input_time", Value::None(), K,
+        "with ``time_attr`` and ids in ``input_nodes``: each seed's time (a list or int tensor, in the order of "
+        "the ids). Default: the seeds' node times.",
+        [](const std::string& n, const Value& v, Draft* d) -> absl::Status {
+          if (v.type == Value::Type::kNone) return absl::OkStatus();
+          auto times = ReadInts(n, v, "a tensor or a list of int times");
+          if (!times.ok()) return times.status();
+          d->input_time = *std::move(times);
+          return absl::OkStatus();
+        });
+    add("temporal_strategy", Value::Str("uniform"), K,
+        "with ``time_attr``: ``\"uniform\"`` draws among the neighbours at or before a node's time, "
+        "``\"last\"`` takes the most recent of them. Temporal batches carry ``seed_time`` and "
+        "``sampled_time`` (see ``NodeStore``).",
+        StrInto([](Draft* d, std::string v) { d->temporal_strategy = std::move(v); }));
+    add("split", Value::Str("train"), K,
+        "the stored split the seeds come from when ``input_nodes`` gives no ids: ``\"train\"``, ``\"val\"``, "
+        "``\"test\"``, or ``\"\"`` for every node.",
+        StrInto([](Draft* d, std::string v) { d->options.split = std::move(v); }));
+    add("rank", Value::Int(0), K, "this trainer's share of the seeds (GiGL's rank): ``0 <= rank < world_size``.",
+        IntInto(0, [](Draft* d, int64_t v) { d->options.rank = static_cast<int>(v); }));
+    add("world_size", Value::Int(1), K, "how many trainers share the seeds (GiGL's world size).",
+        IntInto(1, [](Draft* d, int64_t v) { d->options.world_size = static_cast<int>(v); }));
+    add("seed", Value::Int(0), K, "sampling seed: batches depend only on (seed, epoch, batch index).",
+        IntInto(0, [](Draft* d, int64_t v) { d->options.seed = static_cast<uint64_t>(v); }));
+    add("node_features", Value::Bool(true), K, "each batch carries ``x``.",
+        BoolInto([](Draft* d, bool v) { d->config.set_with_node_features(v); }));
+    add("labels", Value::Bool(true), K, "each batch carries ``y``.",
+        BoolInto([](Draft* d, bool v) { d->config.set_with_labels(v); }));
+    add("edge_ids", Value::Bool(false), K, "each batch carries ``e_id``.",
+        BoolInto([](Draft* d, bool v) { d->config.set_with_edge_ids(v); }));
+    add("edge_features", Value::Bool(false), K, "each batch carries ``edge_attr``.",
+        BoolInto([](Draft* d, bool v) { d->config.set_with_edge_features(v); }));
+    add("node_times", Value::Bool(false), K,
+        "each batch carries ``time``: every sampled node's stored time, for the node types that store times "
+        "(at least one must), temporal or not (PyG's ``time``; one random read per node on the server, as "
+        "labels are).",
+        BoolInto([](Draft* d, bool v) { d->config.set_with_node_times(v); }));
+    add("sampler", Value::Str("neighbor"), K,
+        "``\"neighbor\"`` (k-hop), ``\"subgraph\"`` (k-hop, then the induced subgraph) or ``\"ppr\"`` "
+        "(personalized PageRank neighbourhoods; see ``ppr``).",
+        StrInto([](Draft* d, std::string v) { d->sampler = std::move(v); }));
+    add("ppr", Value::None(), K, "``PprOptions`` for ``sampler=\"ppr\"``.", ApplyPpr);
+    add("ablp", Value::None(), K, "``AblpInput`` for link-prediction batches (seeds are its anchors).", ApplyAblp);
+    add("num_negatives", Value::Int(0), K, "generated negatives per anchor of an ABLP batch.",
+        IntInto(0, [](Draft* d, int64_t v) { d->config.set_num_negatives(static_cast<int>(v)); }));
+    add("negative_sampling", Value::Str("uniform"), K,
+        "how ``num_negatives`` are drawn: ``\"none\"``, ``\"uniform\"``, ``\"degree\"``.",
+        StrInto([](Draft* d, std::string v) { d->negative_sampling = std::move(v); }));
+    add("feature_encoding", Value::Str(""), K,
+        "how feature rows travel from remote servers: ``\"float32\"``, ``\"float16\"``, ``\"bfloat16\"``, "
+        "``\"\"`` (as stored), or quantized per column over its range in 255, 15, 3 or 1 steps: ``\"int8\"``, "
+        "``\"int4\"``, ``\"int2\"``, ``\"int1\"`` (1, 1/2, 1/4 and 1/8 byte a value, within half a step; "
+        "``\"int1\"`` keeps 0/1 features exact).",
+        ApplyFeatureEncoding);
+    add("feature_cache_rows", Value::Int(0), K,
+        "feature rows of the hottest nodes this trainer keeps (fetched once); batches then carry only the other "
+        "rows. 0: no cache.",
+        IntInto(0, [](Draft* d, int64_t v) { d->options.feature_cache_rows = v; }));
+    add("decode_features", Value::Bool(true), K,
+        "hand ``x`` as float32 (True) or in the wire encoding for decoding on the trainer's device (quantized "
+        "codes with ``x_scale``, ``x_offset`` and ``x_bits``; see ``graphstore.dequantize``).",
+        BoolInto([](Draft* d, bool v) { d->options.decode_features = v; }));
+    add("shared_memory", Value::Bool(true), K, "take batches through shared memory from servers on this host.",
+        BoolInto([](Draft* d, bool v) { d->options.shared_memory = v; }));
+    add("pin_memory", Value::Bool(false), K,
+        "batches' tensors lie in page-locked memory, so that copies to a CUDA device are fast and can run "
+        "asynchronously: the loader's receive buffers and mapped shared-memory files are registered with CUDA "
+        "once each, through torch, instead of each batch being copied. Needs CUDA.",
+        BoolInto([](Draft*, bool) {}));
+    add("device", Value::None(), K,
+        "``\"cuda\"`` (or ``\"cuda:K\"``, or a ``torch.device``): batches arrive with every tensor already on "
+        "that device, copied from page-locked memory on a side CUDA stream while the trainer computes on the "
+        "batch before (implies ``pin_memory``). ``None`` or ``\"cpu\"``: host memory.",
+        ApplyDevice);
+    add("prefetch", Value::Int(4), K, "batches read ahead per server.",
+        IntInto(1, [](Draft* d, int64_t v) { d->options.prefetch = static_cast<int>(std::min<int64_t>(v, 1 << 20)); }));
+    add("backend_key", Value::None(), K,
+        "the server-side sampling backend to create or join; loaders with the same key share its workers and "
+        "must ask for the same batch shape. Default: one backend per batch shape (loaders asking for the same "
+        "shape share it).",
+        StrInto([](Draft* d, std::string v) { d->backend_key = std::move(v); }, /*optional=*/true));
+    add("server_workers", Value::Int(0), K, "the backend's worker threads on each server (0: the server's default).",
+        IntInto(0, [](Draft* d, int64_t v) {
+          d->options.sampler_options.set_num_workers(static_cast<int>(std::min<int64_t>(v, 1 << 20)));
+        }));
+    add("max_in_flight_per_channel", Value::Int(0), K,
+        "batches of one channel sampled at once (0: the server's default).", IntInto(0, [](Draft* d, int64_t v) {
+          d->options.sampler_options.set_max_in_flight_per_channel(static_cast<int>(std::min<int64_t>(v, 1 << 20)));
+        }));
+    add("buffer_messages", Value::Int(0), K, "server-side buffer of each channel, in batches (0: the server's default).",
+        IntInto(0, [](Draft* d, int64_t v) { d->options.buffer_messages = static_cast<int>(std::min<int64_t>(v, 1 << 30)); }));
+    add("buffer_bytes", Value::Int(0), K, "server-side buffer of each channel, in bytes (0: the server's default).",
+        IntInto(0, [](Draft* d, int64_t v) { d->options.buffer_bytes = v; }));
+    add("stream_window_bytes", Value::Int(8 << 20), K,
+        "flow-control window of each stream, bytes (0: gRPC's self-tuning one).",
+        IntInto(0, [](Draft* d, int64_t v) { d->options.stream_window_bytes = static_cast<int>(std::min<int64_t>(v, 1 << 30)); }));
+    add("deadline", Value::Float(30.0), K, "seconds every unary call may take.",
+        SecondsInto(0, true, [](Draft* d, std::chrono::milliseconds v) { d->options.deadline = v; }));
+    add("lease_ms", Value::Int(0), K, "channel lease on the servers, ms (0: their default).",
+        IntInto(0, [](Draft* d, int64_t v) { d->options.lease_ms = v; }));
+    add("reconnect_deadline", Value::Float(60.0), K,
+        "seconds a server that restarts or drops the connection is retried (the epoch resumes from the first "
+        "batch not yet delivered, every batch once and identical to an uninterrupted epoch); past it the "
+        "server's last error is raised. 0: raise at once.",
+        SecondsInto(0, false, [](Draft* d, std::chrono::milliseconds v) { d->options.reconnect_deadline = v; }));
+    add("renew_leases", Value::Bool(true), K,
+        "renew the channels' leases in the background, so a trainer busy for longer than the lease (validation, "
+        "a checkpoint) keeps them.",
+        BoolInto([](Draft* d, bool v) { d->options.renew_leases = v; }));
+    add("keepalive", Value::Float(20.0), K,
+        "seconds without hearing from a server after which the loader pings it, and fails its stream (like a "
+        "server that went away) when no answer comes within ``keepalive_timeout`` seconds: a hung server or a "
+        "dead link raises instead of leaving the trainer waiting for ever. 0: no pings.",
+        SecondsInto(0, false, [](Draft* d, std::chrono::milliseconds v) { d->options.keepalive_time = v; }));
+    add("keepalive_timeout", Value::Float(10.0), K, "see ``keepalive``; seconds >= 0.001.",
+        SecondsInto(0.001, false, [](Draft* d, std::chrono::milliseconds v) { d->options.keepalive_timeout = v; }));
+    add("worker_key", Value::Str("python-trainer"), K, "this trainer's name in server logs and stats.",
+        StrInto([](Draft* d, std::string v) { d->options.worker_key = std::move(v); }));
+    add("tls", Value::Bool(false), K,
+        "connect with TLS (implied by ``tls_ca``, ``tls_cert`` and ``tls_key``); without ``tls_ca`` the system's "
+        "CA certificates verify the servers.",
+        BoolInto([](Draft* d, bool v) { d->options.security.tls = v; }));
+    add("tls_ca", Value::None(), K, "PEM file of the CA that signed the servers' certificates.",
+        [](const std::string& n, const Value& v, Draft* d) { return ApplyTlsFile(n, v, &d->options.security.ca_file); });
+    add("tls_cert", Value::None(), K,
+        "PEM file of this trainer's client certificate, for servers that require mutual TLS (with ``tls_key``).",
+        [](const std::string& n, const Value& v, Draft* d) { return ApplyTlsFile(n, v, &d->options.security.cert_file); });
+    add("tls_key", Value::None(), K, "PEM file of the key of ``tls_cert``.",
+        [](const std::string& n, const Value& v, Draft* d) { return ApplyTlsFile(n, v, &d->options.security.key_file); });
+    add("tls_server_name", Value::None(), K,
+        "the name the servers' certificates carry, when not the host of their address.",
+        StrInto([](Draft* d, std::string v) { d->options.security.server_name = std::move(v); }, /*optional=*/true));
+    add("token", Value::None(), K,
+        "bearer token sent with every call (servers run with ``--auth_tokens``); default: the "
+        "``GRAPHSTORE_TOKEN`` environment variable, if set.",
+        [](const std::string& n, const Value& v, Draft* d) -> absl::Status {
+          auto s = ReadOptionalStr(n, v);
+          if (!s.ok()) return s.status();
+          d->token_given = v.type != Value::Type::kNone;
+          d->token = *s;
+          return absl::OkStatus();
+        });
+    return t;
+  }();
+  return table;
+}
+
+// A stable name for the backend of a batch shape, so that loaders asking for the same shape
+// (in any language) share one: FNV-1a over the deterministic encoding of config and options.
+std::string DefaultBackendKey(const v1::SamplingConfig& config, const v1::SamplerOptions& options) {
+  std::string bytes;
+  {
+    google::protobuf::io::StringOutputStream out(&bytes);
+    google::protobuf::io::CodedOutputStream coded(&out);
+    coded.SetSerializationDeterministic(true);
+    config.SerializeToCodedStream(&coded);
+    options.SerializeToCodedStream(&coded);
+  }
+  uint64_t h = 1469598103934665603ull;
+  for (unsigned char c : bytes) {
+    h ^= c;
+    h *= 1099511628211ull;
+  }
+  char hex[17];
+  std::snprintf(hex, sizeof(hex), "%016llx", static_cast<unsigned long long>(h));
+  return absl::StrCat("auto/", hex);
+}
+
+// The checks and settings that span the sampler's options.
+absl::Status FinishSampler(Draft* d) {
+  auto kind = ReadChoice<v1::SamplerKind>("sampler", Value::Str(d->sampler),
+                                          {{"neighbor", v1::SAMPLER_KIND_NEIGHBOR},
+                                           {"ppr", v1::SAMPLER_KIND_PPR},
+                                           {"subgraph", v1::SAMPLER_KIND_SUBGRAPH}});
+  if (!kind.ok()) return kind.status();
+  d->config.set_kind(*kind);
+  if (!d->has_num_neighbors && *kind != v1::SAMPLER_KIND_PPR) {
+    return ValueError("num_neighbors is required for the neighbor and subgraph samplers");
+  }
+  if (d->ppr.has_value() || *kind == v1::SAMPLER_KIND_PPR) {
+    v1::PprOptions* ppr = d->config.mutable_ppr();
+    ppr->set_alpha(0.15);
+    ppr->set_eps(1e-4);
+    ppr->set_max_nodes_per_seed(32);
+    if (d->ppr.has_value()) {
+      for (const auto& [key, v] : d->ppr->dict) {
+        const double x = v.type == Value::Type::kInt ? static_cast<double>(v.i) : v.f;
+        if (v.type != Value::Type::kInt && v.type != Value::Type::kFloat) {
+          return TypeError(absl::StrCat("ppr.", key, " must be a number, not ", v.TypeName()));
+        }
+        if (key == "alpha") ppr->set_alpha(x);
+        if (key == "eps") ppr->set_eps(x);
+        if (key == "max_nodes_per_seed") {
+          auto m = ReadInt("ppr.max_nodes_per_seed", v, 1);
+          if (!m.ok()) return m.status();
+          ppr->set_max_nodes_per_seed(static_cast<int>(std::min<int64_t>(*m, 1 << 30)));
+        }
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+// The checks and settings that span the options of weights, times, negatives and seeds.
+absl::Status FinishInputs(Draft* d) {
+  auto negatives = ReadChoice<v1::NegativeSampling>("negative_sampling", Value::Str(d->negative_sampling),
+                                                    {{"none", v1::NEGATIVE_SAMPLING_NONE},
+                                                     {"uniform", v1::NEGATIVE_SAMPLING_UNIFORM},
+                                                     {"degree", v1::NEGATIVE_SAMPLING_DEGREE}});
+  if (!negatives.ok()) return negatives.status();
+  d->config.set_negative_sampling(d->config.num_negatives() > 0 ? *negatives : v1::NEGATIVE_SAMPLING_NONE);
+  if (!d->weight_attr.empty()) {
+    if (d->weight_attr != "edge_weight" && d->weight_attr != "weight") {
+      return ValueError(absl::StrCat("weight_attr must be 'edge_weight' or 'weight' (the weights the dataset stores) "
+                                     "or None, got '", d->weight_attr, "'"));
+    }
+    if (d->weighted_given) return ValueError("give weight_attr or weighted, not both");
+    d->config.add_weighted_edge_types("*");
+  }
+  auto strategy = ReadChoice<v1::TemporalStrategy>("temporal_strategy", Value::Str(d->temporal_strategy),
+                                                   {{"uniform", v1::TEMPORAL_STRATEGY_UNIFORM},
+                                                    {"last", v1::TEMPORAL_STRATEGY_LAST}});
+  if (!strategy.ok()) return strategy.status();
+  if (!d->time_attr.empty()) {
+    if (d->time_attr != "time") {
+      return ValueError(absl::StrCat("time_attr must be 'time' (the times the dataset stores) or None, got '",
+                                     d->time_attr, "'"));
+    }
+    d->config.set_temporal_strategy(*strategy);
+  }
+  if (d->input_time.has_value()) {
+    if (d->time_attr.empty()) return ValueError("input_time needs time_attr='time' (temporal sampling)");
+    if (!d->has_ids) return ValueError("input_time needs the seeds' ids in input_nodes (one time per id)");
+    if (d->input_time->size() != d->options.seeds.size()) {
+      return ValueError(absl::StrCat("input_time has ", d->input_time->size(), " times for ", d->options.seeds.size(),
+                                     " seeds in input_nodes; give one per seed"));
+    }
+    d->options.seed_times = *d->input_time;
+  }
+  if (d->options.ablp.has_value()) {
+    if (d->has_ids) return ValueError("give either ablp or ids in input_nodes, not both");
+    v1::GetAblpInputRequest& a = *d->options.ablp;
+    a.set_node_type(!d->options.node_type.empty()
+                        ? d->options.node_type
+                        : std::string(a.supervision_edge_type().substr(0, a.supervision_edge_type().find("__"))));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+const std::vector<OptionSpec>& LoaderOptionSpecs() {
+  static const std::vector<OptionSpec> specs = [] {
+    std::vector<OptionSpec> out;
+    for (const Entry& e : Table()) out.push_back(e.spec);
+    return out;
+  }();
+  return specs;
+}
+
+absl::StatusOr<LoaderOptions> BuildLoaderOptions(const std::map<std::string, Value>& values) {
+  std::set<std::string> known;
+  for (const Entry& e : Table()) known.insert(e.spec.name);
+  for (const auto& [name, v] : values) {
+    if (known.count(name) == 0) return TypeError(absl::StrCat("Loader got an unexpected option '", name, "'"));
+  }
+  Draft d;
+  for (const Entry& e : Table()) {
+    auto it = values.find(e.spec.name);
+    const Value& v = it != values.end() ? it->second : e.spec.default_value;
+    if (auto s = e.apply(e.spec.name, v, &d); !s.ok()) return s;
+  }
+  if (auto s = FinishSampler(&d); !s.ok()) return s;
+  if (auto s = FinishInputs(&d); !s.ok()) return s;
+  if (d.options.rank >= d.options.world_size) {
+    return ValueError(absl::StrCat("rank must be < world_size (", d.options.world_size, "), got ", d.options.rank));
+  }
+  d.options.security.token = d.token_given ? d.token : [] {
+    const char* env = std::getenv("GRAPHSTORE_TOKEN");
+    return std::string(env != nullptr ? env : "");
+  }();
+  d.options.backend_key = !d.backend_key.empty() ? d.backend_key
+                                                 : DefaultBackendKey(d.config, d.options.sampler_options);
+  if (auto s = client::ValidateLoaderOptions(d.options); !s.ok()) return ValueError(std::string(s.message()));
+  return std::move(d.options);
+}
+
+}  // namespace graphstore::python
