@@ -28,7 +28,10 @@ import sys
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(ROOT, "bazel-bin", "python", "site"))
+# --installed: the graphstore this interpreter has (a wheel; tools/test_envs.sh --bench), not the
+# package tree Bazel built.
+if "--installed" not in sys.argv:
+    sys.path.insert(0, os.path.join(ROOT, "bazel-bin", "python", "site"))
 import graphstore  # noqa: E402
 
 
@@ -112,15 +115,18 @@ def main():
     p.add_argument("--slice", type=float, default=2, help="seconds of each slice (run, with --processes)")
     p.add_argument("--pairs", type=int, default=10, help="pairs of slices per configuration")
     p.add_argument("--processes", action="store_true", help="also compare with the C++ Loader in its own process")
+    p.add_argument("--installed", action="store_true", help="use the installed graphstore, not bazel-bin's")
+    p.add_argument("--bin", default=os.path.join(ROOT, "bazel-bin"),
+                   help="where server/graphstored and tools/graphstore-generate are")
     args = p.parse_args()
     graph = os.path.join(args.cache, "1m-v2")
     if not os.path.exists(os.path.join(graph, "manifest.json")):
         print(f"generating 1m into {graph} ...", file=sys.stderr)
-        subprocess.run([os.path.join(ROOT, "bazel-bin", "tools", "graphstore-generate"), "--nodes=1000000",
+        subprocess.run([os.path.join(args.bin, "tools", "graphstore-generate"), "--nodes=1000000",
                         "--avg_degree=25.6", "--feature_dim=100", f"--out={graph}"], check=True,
                        stdout=subprocess.DEVNULL)
     port_file = os.path.join(args.cache, f"python_bench-{os.getpid()}.port")
-    server = subprocess.Popen([os.path.join(ROOT, "bazel-bin", "server", "graphstored"), f"--partition={graph}",
+    server = subprocess.Popen([os.path.join(args.bin, "server", "graphstored"), f"--partition={graph}",
                                "--port=0", f"--port_file={port_file}"], stdout=subprocess.DEVNULL,
                               stderr=subprocess.DEVNULL)
     try:
@@ -131,8 +137,9 @@ def main():
         address = f"127.0.0.1:{open(port_file).read().strip()}"
         configs = [(batch_size, fanouts, shm) for batch_size, fanouts in ((1024, [15, 10, 5]), (64, [10, 5]))
                    for shm in (False, True)]
+        import torch  # noqa: PLC0415
         print(f"graph 1m (1M nodes, ~25M edges, 100 float features); batches/s; ratio = median of the pairs' "
-              f"Python / C++ (their range)")
+              f"Python / C++ (their range); Python {sys.version.split()[0]}, torch {torch.__version__}")
         print(f"\nOne Loader, {args.pairs} pairs of {args.slice:g} s slices: the C++ loop and the Python loop")
         header = f"{'config':<28} {'transport':<14} {'C++ loop':>11} {'Python':>9} {'ratio':>7}   range"
         print(header)

@@ -19,6 +19,9 @@ PACKAGES=(
   python3-yaml            # the Kubernetes manifest check (tests/e2e/k8s_manifest_test.py)
   python3-dev             # CPython headers for the Python package's extension module (python/)
   pybind11-dev            # the extension's bindings
+  libdlpack-dev           # DLPack: how the extension hands tensors to any torch
+  patchelf                # the wheel's bundled libraries (python/_build/build_wheel.py)
+  python3-venv            # pip install ./python into a virtual environment
   python3-torch           # PyTorch for Python trainers: the same LibTorch build as libtorch-dev
   python3-protobuf        # graphstore.v1 message stubs (python/)
   python3-grpcio          # graphstore.v1 service stubs, used by operators' scripts and tests

@@ -48,6 +48,12 @@ class CudaRuntime:
     def record_stream(self, tensor, stream) -> None:
         tensor.record_stream(stream)
 
+    def timing_event(self, stream):
+        """An event recorded on `stream` that can time the work between two of them."""
+        event = torch.cuda.Event(enable_timing=True)
+        event.record(stream)
+        return event
+
 
 def cuda_runtime(option: str, device: Optional[torch.device] = None) -> CudaRuntime:
     """The CUDA runtime for ``option`` (the Loader option that needs it); ValueError naming the
@@ -104,10 +110,16 @@ class DevicePipeline:
         self._runtime = runtime
         self._stream = runtime.new_stream()
         self._pending: List[Tuple[object, object]] = []  # (event, host batch) still being read
+        # Set to a list to time the copies: (bytes, start event, end event) per batch.
+        self.timings: Optional[list] = None
 
     def start(self, host_batch, to_device: Callable[[object], object]):
+        begin = self._runtime.timing_event(self._stream) if self.timings is not None else None
         with self._runtime.stream_context(self._stream):
             device_batch = to_device(host_batch)
+        if begin is not None:
+            nbytes = sum(t.numel() * t.element_size() for t in device_batch._device_tensors())
+            self.timings.append((nbytes, begin, self._runtime.timing_event(self._stream)))
         event = self._runtime.record_event(self._stream)
         self._pending.append((event, host_batch))
         device_batch._copy_event = event

@@ -12,7 +12,18 @@ import unittest
 import xml.etree.ElementTree as ET
 
 ROOT = os.getcwd()  # the runfiles tree under `bazel test`
-sys.path.insert(0, os.path.join(ROOT, "python", "site"))
+# GRAPHSTORE_TEST_INSTALLED=1 (tools/test_envs.sh): test the graphstore installed in this
+# interpreter (a wheel), not the package tree Bazel built.
+INSTALLED = os.environ.get("GRAPHSTORE_TEST_INSTALLED") == "1"
+if not INSTALLED:
+    sys.path.insert(0, os.path.join(ROOT, "python", "site"))
+
+
+def package_env():
+    """The environment a child Python needs to import the graphstore under test."""
+    if INSTALLED:
+        return dict(os.environ)
+    return dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python", "site"))
 TMP = os.environ.get("TEST_TMPDIR", "/tmp")
 GRAPHSTORED = os.path.join(ROOT, "server", "graphstored")
 

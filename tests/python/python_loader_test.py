@@ -98,6 +98,10 @@ class AbiTest(unittest.TestCase):
         needed = [line.split("[")[1].rstrip("]") for line in out.splitlines() if "(NEEDED)" in line]
         self.assertTrue(needed, out)
         self.assertEqual([n for n in needed if "torch" in n or "c10" in n], [])
+        # Installed from a wheel, the extension brings its libraries (RPATH $ORIGIN).
+        if gt.INSTALLED:
+            self.assertNotIn(gt.ROOT, graphstore.__file__)
+            self.assertTrue(any("graphstore.libs" in line for line in out.splitlines() if "RUNPATH" in line), out)
         with graphstore.Loader([D1.address], [2], batch_size=8, split="train") as loader:
             batch = next(iter(loader))
         self.assertIsInstance(batch.x, torch.Tensor)
@@ -978,7 +982,7 @@ class ExamplesTest(unittest.TestCase):
                "--edge_weights", "--times", f"--out={g}")
         d = gt.Daemon(g, name="examples").wait_ready()
         try:
-            env = dict(os.environ, PYTHONPATH=os.path.join(gt.ROOT, "python", "site"))
+            env = gt.package_env()
             script = os.path.join(gt.ROOT, "python", "examples", "train_sage.py")
             for flags, says in (([], "uniform"), (["--weighted"], "weighted"),
                                 (["--temporal=last"], "uniform, temporal (last"),
