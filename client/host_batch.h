@@ -37,6 +37,9 @@ struct HostTensor {
 /// The tensors of one node type in a batch (see client::NodeView for what each holds).
 struct HostNodes {
   HostTensor n_id, x, y, x_scale, x_offset, seeds, seed_time, time, sampled_time;
+  /// The seed type only: int64 [batch_size], each seed's position in the loader's input (PyG's
+  /// input_id); undefined for other types.
+  HostTensor input_id;
   int x_bits = 0;
   int64_t batch_size = 0;
   std::vector<int64_t> num_sampled_nodes;
@@ -75,9 +78,10 @@ struct HostBatch {
   std::map<std::string, HostEdges> edges;
   /// The keys of the first node and edge type (the homogeneous view); empty when none.
   std::string first_node_type, first_edge_type;
-  /// int64 [batch_size] for a loader given explicit seeds: each seed's position in
-  /// LoaderOptions::seeds (PyG's input_id); undefined otherwise.
+  /// The seed type's input_id (see HostNodes), and that type; undefined and empty for a batch
+  /// without one (link prediction, or split seeds batched per server).
   HostTensor input_id;
+  std::string input_type;
   std::optional<HostAblp> ablp;
   std::vector<HostPpr> ppr;
   /// (address, size) of every block of memory the tensors view: a test's way to check that

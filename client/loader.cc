@@ -38,6 +38,7 @@ NodeView ToNodeView(const HostNodes& n) {
   v.seed_time = ToTensor(n.seed_time);
   v.sampled_time = ToTensor(n.sampled_time);
   v.time = ToTensor(n.time);
+  v.input_id = ToTensor(n.input_id);
   return v;
 }
 
@@ -80,6 +81,7 @@ Batch Loader::ToBatch(const HostBatch& h) {
                             ToTensor(p.weight)});
   }
   b.input_id = ToTensor(h.input_id);
+  b.input_type = h.input_type;
   auto n = b.nodes.find(h.first_node_type);
   if (n != b.nodes.end()) {
     const NodeView& v = n->second;

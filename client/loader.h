@@ -62,6 +62,10 @@ struct NodeView {
   /// With config.with_node_times, for types that store node times (undefined otherwise): int64
   /// [n], each node's stored time (PyG's time).
   at::Tensor time;
+  /// The seed type only (undefined for others): int64 [batch_size], each seed's position in the
+  /// loader's input — LoaderOptions::seeds, or the split's nodes in ascending id order (PyG's
+  /// input_id).
+  at::Tensor input_id;
 };
 
 /// The edges of one edge type in a batch, in message-passing direction: every edge points from
@@ -115,9 +119,10 @@ struct Batch {
   int64_t batch_size = 0;
   std::vector<int64_t> num_sampled_nodes;
   std::vector<int64_t> num_sampled_edges;
-  /// int64 [batch_size], for a loader given explicit seeds: each seed's position in
-  /// LoaderOptions::seeds (PyG's input_id).
+  /// The seed type's input_id (see NodeView), and that type's name; undefined and empty for a
+  /// link-prediction batch, or split seeds batched per server.
   at::Tensor input_id;
+  std::string input_type;
   /// Every node type by name, and every edge type by its message-passing name (the stored name
   /// with edge_dir "in", the reverse name with "out"; see EdgeView).
   std::map<std::string, NodeView> nodes;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 #include <map>
+#include <unordered_map>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -96,13 +97,25 @@ LoaderCore::LoaderCore(LoaderOptions options)
     throw Error(absl::InvalidArgumentError(absl::StrCat("the dataset has ", meta_.num_partitions(),
                                                         " partitions but ", servers_.size(), " servers were given")));
   }
-  for (size_t i = 0; i < options_.seeds.size(); ++i) {
-    const auto [it, inserted] = input_position_.emplace(options_.seeds[i], i);
-    if (!inserted) {
-      throw Error(absl::InvalidArgumentError(absl::StrCat("LoaderOptions.seeds[", i, "]=", options_.seeds[i],
-                                                          " repeats seeds[", it->second, "]; each seed may appear once")));
+  {
+    // A seed given twice would be two seeds and one node: refused before any server is asked.
+    std::unordered_map<int64_t, size_t> first;
+    first.reserve(options_.seeds.size());
+    for (size_t i = 0; i < options_.seeds.size(); ++i) {
+      const auto [it, inserted] = first.emplace(options_.seeds[i], i);
+      if (!inserted) {
+        throw Error(absl::InvalidArgumentError(absl::StrCat("LoaderOptions.seeds[", i, "]=", options_.seeds[i],
+                                                            " repeats seeds[", it->second,
+                                                            "]; each seed may appear once")));
+      }
     }
   }
+  global_ = options_.global_batches && !options_.ablp.has_value();
+  // Across servers there is an order only among global batches; each server's own stream is
+  // ordered by the server either way.
+  ordered_ = options_.ordered && global_;
+  world_size_ = std::max(1, options_.world_size);
+  seed_type_ = options_.ablp.has_value() ? std::string() : options_.node_type;
   try {
     Register();
   } catch (...) {
@@ -112,10 +125,43 @@ LoaderCore::LoaderCore(LoaderOptions options)
   if (options_.renew_leases) keeper_ = std::thread([this] { KeepLeases(); });
 }
 
-void LoaderCore::Register() {
-  // Explicit seeds go to the server that owns each of them.
-  std::vector<std::vector<int64_t>> seeds_of(servers_.size()), times_of(servers_.size());
+void LoaderCore::SetInput(Server* s, size_t index, const std::vector<int64_t>& seeds,
+                          const std::vector<int64_t>& times) {
+  v1::RegisterSamplingInputRequest& reg = s->registration;
+  if (options_.ablp.has_value()) {
+    v1::GetAblpInputRequest* in = reg.mutable_ablp()->mutable_input();
+    *in = *options_.ablp;
+    in->mutable_slice()->set_rank(options_.rank);
+    in->mutable_slice()->set_world_size(options_.world_size);
+    return;
+  }
   if (!options_.seeds.empty()) {
+    reg.mutable_nodes()->set_node_type(options_.node_type);
+    reg.mutable_nodes()->mutable_ids()->Add(seeds.begin(), seeds.end());
+    reg.mutable_nodes()->mutable_times()->Add(times.begin(), times.end());
+  } else {
+    reg.mutable_split()->set_node_type(options_.node_type);
+    reg.mutable_split()->set_split(options_.split);
+    if (!global_) {
+      reg.mutable_split()->mutable_slice()->set_rank(options_.rank);
+      reg.mutable_split()->mutable_slice()->set_world_size(options_.world_size);
+    }
+  }
+  if (global_) {
+    // Rank r's batches are r, r + W, r + 2W, ...; its i-th goes to server i mod N.
+    const int64_t n = static_cast<int64_t>(servers_.size());
+    s->stride = world_size_ * n;
+    s->offset = options_.rank + world_size_ * static_cast<int64_t>(index);
+    reg.mutable_global_batches()->set_stride(s->stride);
+    reg.mutable_global_batches()->set_offset(s->offset);
+  }
+}
+
+void LoaderCore::Register() {
+  // Explicit seeds: with global batches every server gets all of them, in order; otherwise the
+  // server that owns each of them.
+  std::vector<std::vector<int64_t>> seeds_of(servers_.size()), times_of(servers_.size());
+  if (!options_.seeds.empty() && !global_) {
     v1::LookupPartitionsRequest lp;
     lp.set_node_type(options_.node_type);
     for (int64_t id : options_.seeds) lp.add_ids(id);
@@ -123,10 +169,12 @@ void LoaderCore::Register() {
     const auto* p = reinterpret_cast<const int32_t*>(owners.partitions().data().data());
     for (size_t i = 0; i < options_.seeds.size(); ++i) {
       seeds_of[p[i]].push_back(options_.seeds[i]);
+      servers_[p[i]]->input_index.push_back(static_cast<int64_t>(i));
       if (!options_.seed_times.empty()) times_of[p[i]].push_back(options_.seed_times[i]);
     }
   }
   std::vector<v1::RegisterSamplingInputResponse> registered;
+  int64_t input_seeds = 0, epoch_batches = 0;
   for (size_t i = 0; i < servers_.size(); ++i) {
     Server& s = *servers_[i];
     v1::InitSamplingBackendRequest& init = s.init;
@@ -135,22 +183,9 @@ void LoaderCore::Register() {
     *init.mutable_options() = options_.sampler_options;
     v1::RegisterSamplingInputRequest& reg = s.registration;
     reg.set_worker_key(options_.worker_key);
-    if (options_.ablp.has_value()) {
-      v1::GetAblpInputRequest* in = reg.mutable_ablp()->mutable_input();
-      *in = *options_.ablp;
-      in->mutable_slice()->set_rank(options_.rank);
-      in->mutable_slice()->set_world_size(options_.world_size);
-    } else if (!options_.seeds.empty()) {
-      reg.mutable_nodes()->set_node_type(options_.node_type);
-      reg.mutable_nodes()->mutable_ids()->Add(seeds_of[i].begin(), seeds_of[i].end());
-      reg.mutable_nodes()->mutable_times()->Add(times_of[i].begin(), times_of[i].end());
-    } else {
-      reg.mutable_split()->set_node_type(options_.node_type);
-      reg.mutable_split()->set_split(options_.split);
-      reg.mutable_split()->mutable_slice()->set_rank(options_.rank);
-      reg.mutable_split()->mutable_slice()->set_world_size(options_.world_size);
-    }
+    SetInput(&s, i, global_ ? options_.seeds : seeds_of[i], global_ ? options_.seed_times : times_of[i]);
     reg.set_seed(options_.seed);
+    reg.set_ordered(options_.ordered);
     reg.mutable_buffer()->set_max_messages(options_.buffer_messages);
     reg.mutable_buffer()->set_max_bytes(options_.buffer_bytes);
     reg.set_lease_ms(options_.lease_ms);
@@ -159,9 +194,23 @@ void LoaderCore::Register() {
     auto r = Check(RegisterOn(&s, /*again=*/false));
     num_seeds_ += r.num_seeds();
     num_batches_ += r.num_batches_per_epoch();
+    input_seeds = r.num_seeds();
+    epoch_batches = r.num_epoch_batches();
     registered.push_back(std::move(r));
   }
+  if (global_) {
+    // Every server holds the whole input: this trainer's seeds are those of its batches.
+    const int64_t bs = std::max<int64_t>(1, options_.config.batch_size());
+    num_seeds_ = 0;
+    for (int64_t b = options_.rank; b < epoch_batches; b += world_size_) {
+      num_seeds_ += std::min(bs, input_seeds - b * bs);
+    }
+  }
   if (options_.feature_cache_rows > 0) FillFeatureCache(registered);
+}
+
+int64_t LoaderCore::Position(int64_t batch_index) const {
+  return global_ ? (batch_index - options_.rank) / world_size_ : batch_index;
 }
 
 absl::StatusOr<v1::RegisterSamplingInputResponse> LoaderCore::RegisterOn(Server* s, bool again) {
@@ -277,6 +326,7 @@ void LoaderCore::StopReaders() {
   }
   std::lock_guard<std::mutex> lock(mu_);
   queue_.clear();
+  reorder_.clear();
   for (auto& s : servers_) s->in_queue = 0;
   open_streams_ = 0;
   stopping_ = false;
@@ -306,6 +356,7 @@ void LoaderCore::StartEpoch(int64_t epoch) {
   }
   epoch_ = epoch;
   open_streams_ = 0;
+  next_position_ = 0;
   decode_ = DecodeOptions();
   decode_.rows_are_sources = meta_.edge_dir() != v1::EDGE_DIRECTION_IN;
   decode_.decode_features = options_.decode_features;
@@ -375,15 +426,17 @@ void LoaderCore::ReadStream(Server* s, int index) {
       backoff = kFirstBackoff;
       reopen_until.reset();
       reopen_wait = std::chrono::milliseconds(5);
+      // The channel's j-th batch is the epoch's offset + stride * j.
       const int64_t b = batch->batch_index;
-      if (b < 0 || b >= s->num_batches) {
-        status = absl::DataLossError(absl::StrCat("batch_index ", b, " is outside the epoch's ", s->num_batches,
-                                                  " batches"));
+      const int64_t j = (b - s->offset) / s->stride;
+      if (b < s->offset || (b - s->offset) % s->stride != 0 || j >= s->num_batches) {
+        status = absl::DataLossError(absl::StrCat("batch_index ", b, " is not one of this channel's ", s->num_batches,
+                                                  " batches (", s->offset, " + ", s->stride, " j)"));
         batch.reset();
-      } else if (s->delivered[static_cast<size_t>(b)]) {
+      } else if (s->delivered[static_cast<size_t>(j)]) {
         continue;  // sent again by a resumed stream: the trainer has it
       } else {
-        s->delivered[static_cast<size_t>(b)] = 1;
+        s->delivered[static_cast<size_t>(j)] = 1;
         while (s->first_missing < s->num_batches && s->delivered[static_cast<size_t>(s->first_missing)]) {
           ++s->first_missing;
         }
@@ -403,7 +456,7 @@ void LoaderCore::ReadStream(Server* s, int index) {
           if (cv_.wait_for(lock, reopen_wait, [&] { return stopping_.load(); })) return;
         }
         reopen_wait = std::min(reopen_wait * 2, std::chrono::milliseconds(200));
-        if (OpenStream(s, s->first_missing).ok()) continue;
+        if (OpenStream(s, s->EpochBatch(s->first_missing)).ok()) continue;
       }
     }
     if (!batch.has_value() && !status.ok() && !stopping_ && Retryable(status) &&
@@ -414,7 +467,7 @@ void LoaderCore::ReadStream(Server* s, int index) {
                           s->client->address(), epoch_, status.ToString(), s->first_missing, s->num_batches,
                           options_.reconnect_deadline.count());
       }
-      const int64_t from = s->first_missing;
+      const int64_t from = s->EpochBatch(s->first_missing);
       status = Retry(s, status, *give_up, &backoff, [&] { return Resync(s, epoch_, from, /*open=*/true); });
       if (status.ok()) {
         LoaderLog()->info("{}: epoch {} resumed from batch {} on channel {}", s->client->address(), epoch_, from,
@@ -429,11 +482,40 @@ void LoaderCore::ReadStream(Server* s, int index) {
       return;
     }
     ++s->in_queue;
-    queue_.push_back(Item{index, std::move(batch), absl::OkStatus()});
-    cv_.notify_all();
-    cv_.wait(lock, [&] { return s->in_queue < options_.prefetch || stopping_; });
+    if (ordered_) {
+      // A batch waits for those before it; the reader goes on while its batches are within
+      // `prefetch` of the trainer's per server, so a server that is ahead runs only so far.
+      const int64_t position = Position(batch->batch_index);
+      const int64_t window = options_.prefetch * static_cast<int64_t>(servers_.size());
+      reorder_.emplace(position, Item{index, std::move(batch), absl::OkStatus()});
+      cv_.notify_all();
+      cv_.wait(lock, [&] { return position < next_position_ + window || stopping_; });
+    } else {
+      queue_.push_back(Item{index, std::move(batch), absl::OkStatus()});
+      cv_.notify_all();
+      cv_.wait(lock, [&] { return s->in_queue < options_.prefetch || stopping_; });
+    }
     if (stopping_) return;
   }
+}
+
+bool LoaderCore::HasNextLocked() const {
+  if (!queue_.empty()) return true;
+  return ordered_ && !reorder_.empty() && reorder_.begin()->first == next_position_;
+}
+
+LoaderCore::Item LoaderCore::TakeNextLocked() {
+  // In order, a batch before the streams' ends and failures: a failure is reported as soon as
+  // it arrives, an end only once the batches before it are out.
+  if (ordered_ && !reorder_.empty() && reorder_.begin()->first == next_position_) {
+    Item item = std::move(reorder_.begin()->second);
+    reorder_.erase(reorder_.begin());
+    ++next_position_;
+    return item;
+  }
+  Item item = std::move(queue_.front());
+  queue_.pop_front();
+  return item;
 }
 
 std::optional<HostBatch> LoaderCore::Next() {
@@ -450,17 +532,23 @@ bool LoaderCore::NextFor(std::chrono::milliseconds timeout, std::optional<HostBa
     Item item;
     {
       std::unique_lock<std::mutex> lock(mu_);
-      if (open_streams_ == 0) {
+      if (open_streams_ == 0 && !HasNextLocked()) {
+        if (!reorder_.empty()) {
+          const absl::Status lost = absl::DataLossError(absl::StrCat(
+              "every stream ended but batch ", next_position_, " of this trainer's epoch never arrived"));
+          lock.unlock();
+          StopReaders();
+          throw Error(lost);
+        }
         out->reset();
         return true;
       }
       ++waiting_;
       waiting_cv_.notify_all();
-      const bool arrived = cv_.wait_until(lock, give_up, [&] { return !queue_.empty(); });
+      const bool arrived = cv_.wait_until(lock, give_up, [&] { return HasNextLocked(); });
       --waiting_;
       if (!arrived) return false;
-      item = std::move(queue_.front());
-      queue_.pop_front();
+      item = TakeNextLocked();
       if (item.batch.has_value()) --servers_[item.server]->in_queue;
     }
     cv_.notify_all();

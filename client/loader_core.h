@@ -23,7 +23,7 @@
 #include <optional>
 #include <string>
 #include <thread>
-#include <unordered_map>
+#include <map>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -96,6 +96,8 @@ class LoaderCore {
     std::optional<HostBatch> batch;  // nullopt: that server's stream ended
     absl::Status status;
   };
+  // How a server's channel forms its batches (global batches: its share of the epoch's).
+  void SetInput(Server* s, size_t index, const std::vector<int64_t>& seeds, const std::vector<int64_t>& times);
 
   void Register();
   // Creates or joins the backend and registers this trainer's inputs on one server; `again`
@@ -122,14 +124,24 @@ class LoaderCore {
   absl::StatusOr<HostBatch> FromMessage(int server, std::shared_ptr<const v1::SampledMessage> msg,
                                         std::shared_ptr<const MappedBuffer> shared) const;
   HostBatch FromDecoded(int server, std::shared_ptr<const DecodedBatch> decoded) const;
-  // input_id, once `nodes` is filled.
+  // input_id from the seed type's input_ids, once `nodes` is filled.
   void SetInputId(HostBatch* b) const;
+  // A batch's place in this trainer's order: the epoch's batch b is the (b - rank) / world_size
+  // -th of its share with global batches.
+  int64_t Position(int64_t batch_index) const;
+  // With mu_ held: whether NextFor has something to hand out, and taking it.
+  bool HasNextLocked() const;
+  Item TakeNextLocked();
 
   LoaderOptions options_;
   v1::DatasetMeta meta_;
   std::vector<std::unique_ptr<Server>> servers_;
   int64_t num_seeds_ = 0;
   int64_t num_batches_ = 0;
+  bool global_ = false;   // batches formed over the cluster's input
+  bool ordered_ = false;  // handed out in this trainer's order (global batches only)
+  int world_size_ = 1;    // ranks sharing them
+  std::string seed_type_; // the node type of the seeds (input_id goes there)
   int64_t epoch_ = -1;
   int open_streams_ = 0;
   bool closed_ = false;
@@ -144,14 +156,16 @@ class LoaderCore {
   bool keeper_stop_ = false;  // guarded by keeper_mu_
   std::shared_ptr<BufferPool> pool_;
   FeatureCache cache_;
-  // Explicit seeds: each one's position in options_.seeds.
-  std::unordered_map<int64_t, int64_t> input_position_;
 
   std::mutex mu_;
   std::atomic<int> waiting_{0};  // callers blocked in NextFor
   std::condition_variable cv_;
   std::condition_variable waiting_cv_;  // a caller began to wait in NextFor
+  // What the readers handed over: in arrival order; or, ordered, batches by their position and
+  // the streams' ends and failures apart.
   std::deque<Item> queue_;
+  std::map<int64_t, Item> reorder_;
+  int64_t next_position_ = 0;  // ordered: the position NextFor hands out next
 };
 
 }  // namespace graphstore::client

@@ -127,6 +127,7 @@ HostBatch LoaderCore::FromDecoded(int server, std::shared_ptr<const DecodedBatch
     v.seed_time = View(n.seed_times);
     v.time = View(n.times);
     v.sampled_time = View(n.sampled_times);
+    v.input_id = View(n.input_ids);
   }
   const bool out_edges = meta_.edge_dir() != v1::EDGE_DIRECTION_IN;
   for (const DecodedEdges& e : d->edges) {
@@ -150,7 +151,7 @@ HostBatch LoaderCore::FromDecoded(int server, std::shared_ptr<const DecodedBatch
   };
   for (const DecodedNodes& n : d->nodes) {
     for (const DecodedTensor* t : {&n.ids, &n.num_sampled_nodes, &n.batch, &n.labels, &n.features, &n.feature_scale,
-                                   &n.feature_offset, &n.seed_times, &n.times, &n.sampled_times}) {
+                                   &n.feature_offset, &n.seed_times, &n.times, &n.sampled_times, &n.input_ids}) {
       add(*t);
     }
   }
@@ -209,6 +210,7 @@ absl::StatusOr<HostBatch> LoaderCore::FromMessage(int server, std::shared_ptr<co
     v.seed_time = view(n.has_seed_times(), n.seed_times());
     v.time = view(n.has_times(), n.times());
     v.sampled_time = view(n.has_sampled_times(), n.sampled_times());
+    v.input_id = view(n.has_input_ids(), n.input_ids());
   }
   const bool out_edges = meta_.edge_dir() != v1::EDGE_DIRECTION_IN;
   for (const v1::EdgeTensors& e : msg->edges()) {
@@ -241,23 +243,27 @@ absl::StatusOr<HostBatch> LoaderCore::FromMessage(int server, std::shared_ptr<co
 }
 
 void LoaderCore::SetInputId(HostBatch* b) const {
-  const HostNodes* n = b->first_nodes();
-  if (input_position_.empty() || n == nullptr || !n->seeds.defined()) return;
-  const int64_t count = n->seeds.numel();
-  HostTensor& h = b->input_id;
-  h.dtype = v1::DTYPE_INT64;
-  h.shape = {count};
-  h.bytes = static_cast<size_t>(count) * 8;
-  if (count == 0) return;
-  std::shared_ptr<Buffer> buffer = pool_->Acquire(h.bytes);
-  auto* out = reinterpret_cast<int64_t*>(buffer->data());
-  const auto* seeds = reinterpret_cast<const int64_t*>(n->seeds.data);
-  for (int64_t i = 0; i < count; ++i) {
-    auto it = input_position_.find(seeds[i]);
-    out[i] = it == input_position_.end() ? -1 : it->second;
+  const Server& s = *servers_[static_cast<size_t>(b->server)];
+  // Positions in the server's input: with global batches, or for split seeds per server,
+  // the loader's own; explicit seeds per server map back to LoaderOptions::seeds.
+  if (!global_ && s.input_index.empty()) return;
+  for (auto& [name, n] : b->nodes) {
+    HostTensor& ids = n.input_id;
+    if (!ids.defined()) continue;
+    if (!s.input_index.empty() && ids.numel() > 0) {
+      std::shared_ptr<Buffer> buffer = pool_->Acquire(ids.bytes);
+      auto* out = reinterpret_cast<int64_t*>(buffer->data());
+      const auto* in = reinterpret_cast<const int64_t*>(ids.data);
+      const int64_t count = ids.numel();
+      for (int64_t i = 0; i < count; ++i) {
+        out[i] = in[i] >= 0 && in[i] < static_cast<int64_t>(s.input_index.size()) ? s.input_index[in[i]] : -1;
+      }
+      ids.data = buffer->data();
+      ids.owner = std::move(buffer);
+    }
+    b->input_id = ids;
+    b->input_type = name;
   }
-  h.data = buffer->data();
-  h.owner = std::move(buffer);
 }
 
 }  // namespace graphstore::client

@@ -56,8 +56,8 @@ struct LoaderOptions {
   std::string node_type;
   /// Seeds: a split name ("train", "val", "test", or "" for all nodes) ...
   std::string split = "train";
-  /// ... or explicit global ids (used when non-empty; no id twice); each server gets the ones
-  /// it owns ...
+  /// ... or explicit global ids (used when non-empty; no id twice; with global batches batched
+  /// in this order, else each server batches the ones it owns) ...
   std::vector<int64_t> seeds;
   /// With explicit seeds on a temporal backend (config.temporal_strategy): each seed's time, in
   /// the order of `seeds` (empty: every seed takes its stored node time).
@@ -65,9 +65,22 @@ struct LoaderOptions {
   /// ... or, when set, link-prediction anchors (split, anchor type, supervision and negative
   /// edge types); rank / world_size slice them on every server.
   std::optional<v1::GetAblpInputRequest> ablp;
-  /// This trainer's slice of the split on every server (GiGL's rank / world size).
+  /// This trainer's share (GiGL's rank / world size): with global batches, the epoch's batches
+  /// b with b mod world_size == rank; without, a slice of the seeds on every server.
   int rank = 0;
   int world_size = 0;
+  /// Batches formed over the whole cluster's input, as one server holding the whole graph would
+  /// form them (v1::BatchSelection): one order of all seeds per epoch, batch b its positions
+  /// [b * batch_size, (b + 1) * batch_size), sampled by server b / world_size mod servers with
+  /// the other partitions' nodes through its peers. False: each server batches only the seeds
+  /// it owns (a server's batches then hold its partition's seeds; with METIS, a few classes).
+  /// Link-prediction inputs are always batched by the anchors' owners.
+  bool global_batches = true;
+  /// With global batches, hand batches to the trainer in batch order (0, 1, 2, ... of this
+  /// trainer's share), holding those that arrive early: a slow server delays batches, never
+  /// reorders them. Without, each server's batches come in its order, interleaved as they
+  /// arrive. False: in arrival order.
+  bool ordered = true;
   /// Channel seed: shuffles and draws depend only on it, the epoch and the batch.
   uint64_t seed = 0;
   /// Server-side buffer per channel (0: server default).

@@ -62,7 +62,14 @@ struct FreedUses {
 struct LoaderCore::Server {
   std::unique_ptr<Client> client;
   std::atomic<uint64_t> channel{0};
+  // The channel's batches in an epoch; its j-th is the epoch's batch offset + stride * j (what
+  // its messages, StartEpoch and the stream's start_batch say). 1 and 0 without global batches.
   int64_t num_batches = 0;
+  int64_t stride = 1;
+  int64_t offset = 0;
+  // Explicit seeds batched per server: each of this server's seeds' position in
+  // LoaderOptions::seeds (its input_ids index this).
+  std::vector<int64_t> input_index;
   std::atomic<int64_t> lease_ms{0};  // granted
   // What registers this trainer here, kept to register again after a restart, and what the
   // first registration's feature cache listed (a restarted server must list the same).
@@ -75,10 +82,13 @@ struct LoaderCore::Server {
   std::unique_ptr<MessageStream> stream;         // shared-memory channels
   std::unique_ptr<BatchStream> batches;          // the others
   std::thread reader;
-  // Which batches of the current epoch reached the trainer's queue, and the first that has
-  // not: a resumed stream starts there and drops what arrived before (its reader only).
+  // Which of the channel's batches (j) of the current epoch reached the trainer's queue, and
+  // the first that has not: a resumed stream starts there and drops what arrived before (its
+  // reader only).
   std::vector<char> delivered;
   int64_t first_missing = 0;
+  // The epoch's number of the channel's batch j.
+  int64_t EpochBatch(int64_t j) const { return offset + stride * j; }
   bool shared_memory_allowed = false;  // the loader's options permit shared memory
   bool shared_memory = false;          // messages come through shared memory
   std::unique_ptr<SharedMappings> mappings;

@@ -311,6 +311,7 @@ class BatchDecoder::State {
       case v1::NodeTensors::kSeedTimesFieldNumber: return Plain(&n.seed_times, t, what + " seed times");
       case v1::NodeTensors::kTimesFieldNumber: return Plain(&n.times, t, what + " times");
       case v1::NodeTensors::kSampledTimesFieldNumber: return Plain(&n.sampled_times, t, what + " sampled times");
+      case v1::NodeTensors::kInputIdsFieldNumber: return Plain(&n.input_ids, t, what + " input ids");
       case v1::NodeTensors::kFeatureScaleFieldNumber:
       case v1::NodeTensors::kFeatureOffsetFieldNumber: {
         std::vector<float>& v = field == v1::NodeTensors::kFeatureScaleFieldNumber ? s.scale : s.offset;

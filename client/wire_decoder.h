@@ -55,6 +55,8 @@ struct DecodedNodes {
   /// Temporal batches: int64 [b] each seed's time, int64 [n] the time each node was sampled
   /// at; with_node_times: int64 [n] each node's stored time (types that store node times).
   DecodedTensor seed_times, times, sampled_times;
+  /// The seed type's int64 [b]: each seed's position in the channel's input (PyG's input_id).
+  DecodedTensor input_ids;
   /// [n, dim]: every node's feature row in node order (cached rows filled in): float32, or the
   /// wire encoding when DecodeOptions::decode_features is false.
   DecodedTensor features;

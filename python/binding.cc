@@ -131,6 +131,7 @@ py::dict NodeDict(const client::HostNodes& n) {
   d["seed_time"] = Export(n.seed_time);
   d["time"] = Export(n.time);
   d["sampled_time"] = Export(n.sampled_time);
+  d["input_id"] = Export(n.input_id);
   return d;
 }
 
@@ -154,6 +155,7 @@ py::dict BatchInfo(const HostBatch& b) {
   d["first_node_type"] = b.first_node_type;
   d["first_edge_type"] = b.first_edge_type;
   d["input_id"] = Export(b.input_id);
+  d["input_type"] = b.input_type;
   if (b.ablp.has_value()) {
     py::dict a;
     a["anchors"] = Export(b.ablp->anchors);

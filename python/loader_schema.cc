@@ -376,7 +376,8 @@ const std::vector<Entry>& Table() {
         "permute the seeds each epoch (deterministically, from ``seed`` and the epoch).",
         BoolInto([](Draft* d, bool v) { d->config.set_shuffle(v); }));
     add("drop_last", Value::Bool(false), P,
-        "drop each server's last batch when it has fewer than ``batch_size`` seeds.",
+        "drop the epoch's last batch when it has fewer than ``batch_size`` seeds (without global batches, "
+        "each server's).",
         BoolInto([](Draft* d, bool v) { d->config.set_drop_last(v); }));
     add("replace", Value::Bool(false), P, "sample neighbours with replacement.",
         BoolInto([](Draft* d, bool v) { d->config.set_replace(v); }));
@@ -418,10 +419,26 @@ const std::vector<Entry>& Table() {
         "the stored split the seeds come from when ``input_nodes`` gives no ids: ``\"train\"``, ``\"val\"``, "
         "``\"test\"``, or ``\"\"`` for every node.",
         StrInto([](Draft* d, std::string v) { d->options.split = std::move(v); }));
-    add("rank", Value::Int(0), K, "this trainer's share of the seeds (GiGL's rank): ``0 <= rank < world_size``.",
-        IntInto(0, [](Draft* d, int64_t v) { d->options.rank = static_cast<int>(v); }));
-    add("world_size", Value::Int(1), K, "how many trainers share the seeds (GiGL's world size).",
-        IntInto(1, [](Draft* d, int64_t v) { d->options.world_size = static_cast<int>(v); }));
+    add("rank", Value::Int(0), K,
+        "this trainer's share (GiGL's rank, ``0 <= rank < world_size``): with global batches the epoch's "
+        "batches ``rank``, ``rank + world_size``, ... (every seed once over all ranks); without, a slice of "
+        "each server's seeds.",
+        IntInto(0, [](Draft* d, int64_t v) { d->options.rank = static_cast<int>(std::min<int64_t>(v, 1 << 30)); }));
+    add("world_size", Value::Int(1), K, "how many trainers share the epoch (GiGL's world size).",
+        IntInto(1, [](Draft* d, int64_t v) { d->options.world_size = static_cast<int>(std::min<int64_t>(v, 1 << 30)); }));
+    add("global_batches", Value::Bool(true), K,
+        "form batches over the whole cluster's input, as one server holding the whole graph would: the seeds "
+        "(every server's share of the split, ascending id, or ``input_nodes`` in order) are shuffled once per "
+        "epoch over all partitions, and batch b holds positions ``b * batch_size`` .. ``(b + 1) * batch_size - 1`` "
+        "wherever those seeds live; the same batches on 1, 2 or 4 partitions. ``False``: each server batches "
+        "only the seeds it owns (with METIS partitions, a batch then holds a few classes). Link-prediction "
+        "inputs are always batched by the anchors' owners.",
+        BoolInto([](Draft* d, bool v) { d->options.global_batches = v; }));
+    add("ordered", Value::Bool(true), K,
+        "hand out batches in batch order (as PyG's loaders do), holding those that arrive early within a "
+        "bounded window (``prefetch`` per server): a slow server delays batches, never reorders them. "
+        "``False``: in arrival order.",
+        BoolInto([](Draft* d, bool v) { d->options.ordered = v; }));
     add("seed", Value::Int(0), K, "sampling seed: batches depend only on (seed, epoch, batch index).",
         IntInto(0, [](Draft* d, int64_t v) { d->options.seed = static_cast<uint64_t>(v); }));
     add("node_features", Value::Bool(true), K, "each batch carries ``x``.",

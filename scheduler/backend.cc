@@ -50,6 +50,10 @@ Backend::~Backend() { Stop(); }
 
 absl::Status Backend::AddChannel(uint64_t id, ChannelOptions options) {
   if (options.batch_size < 1) return absl::InvalidArgumentError("batch_size must be >= 1");
+  if (options.batch_stride < 1 || options.batch_offset < 0 || options.batch_offset >= options.batch_stride) {
+    return absl::InvalidArgumentError(absl::StrCat("batch_offset ", options.batch_offset, " must be in [0, batch_stride ",
+                                                   options.batch_stride, ")"));
+  }
   if (options.max_in_flight < 0 || options.max_buffered_messages < 0 || options.max_buffered_bytes < 0) {
     return absl::InvalidArgumentError("buffer and in-flight limits must be >= 0 (0 = default)");
   }
@@ -251,8 +255,11 @@ void Backend::WorkerLoop(int worker) {
     task.epoch = run.epoch;
     task.batch_index = b;
     task.num_batches = run.num_batches;
-    task.seeds = order->data() + b * bs;
-    task.num_seeds = static_cast<size_t>(std::min<int64_t>(bs, static_cast<int64_t>(order->size()) - b * bs));
+    task.epoch_batch = c->EpochBatch(b);
+    task.num_epoch_batches = c->EpochBatchesFor(static_cast<int64_t>(order->size()));
+    const int64_t first = task.epoch_batch * bs;
+    task.seeds = order->data() + first;
+    task.num_seeds = static_cast<size_t>(std::min<int64_t>(bs, static_cast<int64_t>(order->size()) - first));
     task.worker = worker;
     MaybeQueue(c);
     lock.unlock();

@@ -46,8 +46,13 @@ struct BatchTask {
   const void* attachment = nullptr;
   uint64_t seed = 0;
   int64_t epoch = 0;
+  /// The channel's own number of the batch, and its number of batches in the epoch.
   int64_t batch_index = 0;
   int64_t num_batches = 0;
+  /// The batch among all of the epoch's batches (ChannelOptions::batch_stride / _offset), and
+  /// how many those are: with a stride of 1, batch_index and num_batches.
+  int64_t epoch_batch = 0;
+  int64_t num_epoch_batches = 0;
   /// The batch's seeds; valid for the duration of the call.
   const int64_t* seeds = nullptr;
   size_t num_seeds = 0;
@@ -99,6 +104,12 @@ struct ChannelOptions {
   EpochOrder order;
   /// Drop a final batch smaller than batch_size.
   bool drop_last = false;
+  /// The epoch's batches this channel takes, of those the ordered seeds make: b with
+  /// b mod batch_stride == batch_offset, in increasing order (one trainer's share of batches
+  /// formed over a whole cluster). The channel numbers them 0, 1, ... (the batch indices of
+  /// StartEpoch, ResumeEpoch and Delivery); BatchTask carries both numbers. 0 <= offset < stride.
+  int64_t batch_stride = 1;
+  int64_t batch_offset = 0;
   /// Seed of the channel's sampling, passed through BatchTask.
   uint64_t seed = 0;
   /// Deliver batches in batch order (otherwise as they complete).

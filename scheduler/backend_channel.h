@@ -87,10 +87,17 @@ struct Backend::Channel {
   std::function<void()> listener;
   uint64_t listener_token = 0;  // names `listener` (guarded by listener_mu)
 
-  int64_t BatchesFor(int64_t n) const {
+  // The epoch's batches over `n` seeds, and how many of them are the channel's.
+  int64_t EpochBatchesFor(int64_t n) const {
     const int64_t bs = opts.batch_size;
     return opts.drop_last ? n / bs : (n + bs - 1) / bs;
   }
+  int64_t BatchesFor(int64_t n) const {
+    const int64_t total = EpochBatchesFor(n);
+    return total > opts.batch_offset ? (total - opts.batch_offset - 1) / opts.batch_stride + 1 : 0;
+  }
+  // The epoch's number of the channel's batch `b`.
+  int64_t EpochBatch(int64_t b) const { return opts.batch_offset + opts.batch_stride * b; }
 
   // A fresh run of epoch `e`, nothing scheduled.
   Run NewRun(int64_t e) {

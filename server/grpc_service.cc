@@ -113,7 +113,7 @@ absl::Status SerializeResponse(const google::protobuf::Message& resp, grpc::Byte
 
 GS_UNARY(GetDatasetMeta, v1::GetDatasetMetaRequest, v1::DatasetMeta, kAnyone)
 GS_UNARY(LookupPartitions, v1::LookupPartitionsRequest, v1::LookupPartitionsResponse, kAnyone)
-GS_UNARY(GetNodeIds, v1::GetNodeIdsRequest, v1::GetNodeIdsResponse, kTrainers)
+GS_UNARY(GetNodeIds, v1::GetNodeIdsRequest, v1::GetNodeIdsResponse, kReaders)
 GS_UNARY(GetAblpInput, v1::GetAblpInputRequest, v1::GetAblpInputResponse, kTrainers)
 GS_UNARY(GetNodeFeatures, v1::GetNodeFeaturesRequest, v1::GetNodeFeaturesResponse, kReaders)
 GS_UNARY(GetNodeLabels, v1::GetNodeLabelsRequest, v1::GetNodeLabelsResponse, kReaders)

@@ -102,10 +102,13 @@ class NodeStore:
             which no edge drawn from it is newer than (a seed's own time; a label node's, its
             anchor's; another node's, the earliest among the nodes that reached it in the hop
             that added it). ``sampled_time - time`` is a node's age as its batch sees it.
+        input_id: the seed type only (else None): int64 ``[batch_size]``, each seed's position in
+            the loader's input — ``input_nodes``, or the split's nodes in ascending id order (the
+            index into the split's id list) — as PyG's ``input_id``.
     """
 
     __slots__ = ("n_id", "x", "y", "x_scale", "x_offset", "x_bits", "seeds", "batch_size", "num_sampled_nodes",
-                 "seed_time", "time", "sampled_time")
+                 "seed_time", "time", "sampled_time", "input_id")
 
     def __init__(self, d: dict):
         d = _tensors(d)
@@ -169,8 +172,8 @@ class PprWeights:
 
 
 # The batch's own fields, its first node type's, and its first edge type's (the homogeneous view).
-_INFO_FIELDS = frozenset(("input_id", "epoch", "batch_index", "server", "shared_memory"))
-_NODE_FIELDS = frozenset(NodeStore.__slots__)
+_INFO_FIELDS = frozenset(("input_id", "input_type", "epoch", "batch_index", "server", "shared_memory"))
+_NODE_FIELDS = frozenset(NodeStore.__slots__) - {"input_id"}
 _EDGE_FIELDS = frozenset(("edge_index", "e_id", "edge_attr", "num_sampled_edges"))
 _FIELDS = _INFO_FIELDS | _NODE_FIELDS | _EDGE_FIELDS
 _ABLP_FIELDS = frozenset(("anchors", "positive", "negative"))
@@ -192,8 +195,9 @@ class Batch:
         x, y, n_id, edge_index, e_id, edge_attr: see ``NodeStore`` and ``EdgeStore``.
         batch_size: the number of seeds; the seeds are the first ``batch_size`` nodes.
         num_sampled_nodes, num_sampled_edges: per-hop counts (lists of int).
-        input_id: int64 ``[batch_size]``: each seed's position in the loader's
-            ``input_nodes``, when it was given ids; else None.
+        input_id: int64 ``[batch_size]``: each seed's position in the loader's input (see
+            ``NodeStore.input_id``), of the seed type ``input_type``; None for link-prediction
+            batches and for split seeds with ``global_batches=False``.
         x_scale, x_offset, x_bits, seed_time, time, sampled_time: see ``NodeStore``.
         epoch, batch_index: which batch of which epoch this is.
         server: the index of the server (in the loader's ``servers``) that sampled it.
@@ -366,12 +370,14 @@ class Batch:
             return data
         data = HeteroData()
         for k, v in self._nodes.items():
-            for a in ("x", "y", "n_id", "time", "sampled_time"):
+            for a in ("x", "y", "n_id", "time", "sampled_time", "input_id"):
                 if getattr(v, a) is not None:
                     data[k][a] = getattr(v, a)
-            if v.seed_time is not None and v.batch_size > 0:
-                data[k].seed_time = v.seed_time
-            data[k].batch_size = v.batch_size
+            # As PyG's NeighborLoader: seed_time and batch_size only on the types with seeds.
+            if v.batch_size > 0:
+                if v.seed_time is not None:
+                    data[k].seed_time = v.seed_time
+                data[k].batch_size = v.batch_size
             data[k].num_sampled_nodes = v.num_sampled_nodes
             data[k].num_nodes = v.num_nodes
         for k, v in self._edges.items():

@@ -212,6 +212,35 @@ absl::Status Peers::Ready() const {
   return absl::UnavailableError(absl::StrCat("sampling waits for the cluster's peers: ", absl::StrJoin(missing_, "; ")));
 }
 
+absl::StatusOr<std::vector<int64_t>> Peers::SplitIds(int partition, const std::string& node_type,
+                                                     const std::string& split) {
+  if (partition < 0 || partition >= static_cast<int>(peers_.size()) || peers_[partition] == nullptr) {
+    return absl::InvalidArgumentError(absl::StrCat("partition ", partition, " is not a peer"));
+  }
+  Peer& peer = *peers_[partition];
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(options_.call_timeout_ms));
+  v1::GetNodeIdsRequest req;
+  req.set_node_type(node_type);
+  req.set_split(split);
+  v1::GetNodeIdsResponse resp;
+  const auto start = Clock::now();
+  const grpc::Status s = peer.stub->GetNodeIds(&ctx, req, &resp);
+  ++peer.counters.calls;
+  peer.counters.latency.Observe(std::chrono::duration<double>(Clock::now() - start).count());
+  peer.counters.bytes_sent += static_cast<int64_t>(req.ByteSizeLong());
+  if (!s.ok()) {
+    ++peer.counters.failed_calls;
+    return PeerError(Name(partition), "GetNodeIds", s, options_.call_timeout_ms);
+  }
+  peer.counters.bytes_received += static_cast<int64_t>(resp.ByteSizeLong());
+  std::vector<int64_t> ids;
+  if (!ReadInt64s(resp.ids(), &ids)) {
+    return absl::DataLossError(absl::StrCat(Name(partition), " answered GetNodeIds with a malformed ids tensor"));
+  }
+  return ids;
+}
+
 absl::Status Peers::Check(Peer& peer) {
   grpc::ClientContext ctx;
   ctx.set_deadline(std::chrono::system_clock::now() +

@@ -55,6 +55,8 @@ class Peers : public Cluster {
   void VisitLatency(const std::function<void(int, const std::string&, const LatencyHistogram&)>& visit) const override;
 
   absl::Status Ready() const override;
+  absl::StatusOr<std::vector<int64_t>> SplitIds(int partition, const std::string& node_type,
+                                                const std::string& split) override;
   std::unique_ptr<Pending> SampleNeighbors(const Hop& hop, std::vector<NeighborCall>* calls) override;
   std::unique_ptr<Pending> FetchNodeData(const std::string& node_type, bool features, bool labels,
                                          std::vector<NodeDataCall>* calls) override;

@@ -8,7 +8,7 @@ size_t SampledSubgraph::ByteSize() const {
   size_t bytes = 0;
   for (const auto& n : nodes) {
     bytes += (n.ids.size() + n.num_sampled_nodes.size() + n.batch.size() + n.labels.size() + n.seed_times.size() +
-              n.times.size() + n.sampled_times.size()) *
+              n.times.size() + n.sampled_times.size() + n.input_ids.size()) *
                  8 +
              n.feature_bytes() + n.cached.size();
   }
@@ -39,6 +39,7 @@ void SampledSubgraph::Reset(size_t num_node_types, size_t num_edge_types) {
     n.seed_times.clear();
     n.times.clear();
     n.sampled_times.clear();
+    n.input_ids.clear();
     n.cached.clear();
     n.feature_scale = nullptr;
     n.feature_offset = nullptr;

@@ -47,6 +47,9 @@ struct SampledNodes {
   std::vector<int64_t> seed_times, sampled_times;
   /// Each node's stored time, when asked for (types that store node times).
   std::vector<int64_t> times;
+  /// Set by the service for the seed type: each entry of `batch`'s position in the channel's
+  /// input (v1::NodeTensors.input_ids). The samplers leave it empty.
+  std::vector<int64_t> input_ids;
   /// With a trainer-side cache (FeatureOutput::cached): per node, 1 when its row was left out
   /// because the trainer holds it; the feature matrix then has one row per 0 entry, in node
   /// order. Empty otherwise.

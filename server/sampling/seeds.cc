@@ -48,7 +48,8 @@ absl::Status AddLabelSeeds(const Partition& partition, const SeedBatch& batch, A
 
 absl::Status PlaceSeeds(const Partition& partition, const SeedBatch& batch, LocalIds* local_of,
                         SampledSubgraph* out) {
-  const int pid = partition.partition_id();
+  // Seeds of other partitions are expanded through their servers like any other node
+  // (global batches); what the channel may hold was checked at registration.
   const NodeTypeStore& seed_type = partition.node_type(batch.node_type);
   SampledNodes& seeds = out->nodes[batch.node_type];
   seeds.batch.assign(batch.ids, batch.ids + batch.size);
@@ -66,10 +67,6 @@ absl::Status PlaceSeeds(const Partition& partition, const SeedBatch& batch, Loca
     if (id < 0 || id >= seed_type.num_nodes) {
       return absl::InvalidArgumentError(absl::StrCat("seed ", id, " is not a '", seed_type.name,
                                                      "' node id (0 <= id < ", seed_type.num_nodes, ")"));
-    }
-    if (seed_type.Owner(id) != pid) {
-      return absl::InvalidArgumentError(absl::StrCat("seed ", id, " is owned by partition ",
-                                                     seed_type.Owner(id), ", not ", pid));
     }
     add_seed(batch.node_type, id);
   }

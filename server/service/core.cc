@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <numeric>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
@@ -17,6 +18,12 @@ namespace graphstore {
 namespace {
 
 absl::Status Invalid(const std::string& m) { return absl::InvalidArgumentError(m); }
+
+// Batches of an epoch over `seeds` seeds with `config`'s batch size and drop_last.
+int64_t EpochBatches(int64_t seeds, const v1::SamplingConfig& config) {
+  const int64_t bs = std::max<int64_t>(1, config.batch_size());
+  return config.drop_last() ? seeds / bs : (seeds + bs - 1) / bs;
+}
 absl::Status TooBig(const std::string& m) { return absl::ResourceExhaustedError(m); }
 
 int64_t HostMemoryBytes() {
@@ -52,6 +59,14 @@ absl::Status CheckRegistration(const v1::RegisterSamplingInputRequest& req, cons
   if (req.lease_ms() < 0) return Invalid("lease_ms must be >= 0 (0 = server default)");
   if (req.lease_ms() > o.max_lease_ms) {
     return TooBig(absl::StrCat("lease_ms ", req.lease_ms(), " exceeds the limit ", o.max_lease_ms));
+  }
+  if (req.has_global_batches()) {
+    const v1::BatchSelection& g = req.global_batches();
+    if (g.stride() < 1) return Invalid(absl::StrCat("global_batches.stride must be >= 1, got ", g.stride()));
+    if (g.offset() < 0 || g.offset() >= g.stride()) {
+      return Invalid(absl::StrCat("global_batches.offset ", g.offset(), " is outside [0, global_batches.stride ",
+                                  g.stride(), ")"));
+    }
   }
   if (req.shared_memory() && !offers_shared_memory) {
     return absl::FailedPreconditionError(
@@ -279,12 +294,13 @@ absl::Status Core::BuildBackend(BackendEntry* entry, std::unique_ptr<Sampler> sa
 
 absl::StatusOr<std::vector<int64_t>> Core::ResolveSeeds(const v1::RegisterSamplingInputRequest& req,
                                                         int* node_type, AblpInput* ablp) const {
+  const bool global = req.has_global_batches();
   switch (req.input_case()) {
     case v1::RegisterSamplingInputRequest::kNodes: {
       auto t = partition_->FindNodeType(req.nodes().node_type());
       if (!t.ok()) return InField(t.status(), "nodes.node_type");
       *node_type = *t;
-      if (auto s = queries_.CheckOwnedIds(*t, req.nodes().ids(), "nodes.ids"); !s.ok()) return s;
+      if (auto s = queries_.CheckIds(*t, req.nodes().ids(), "nodes.ids", /*owned=*/!global); !s.ok()) return s;
       // Seeds come first in every batch's node list, in order: an id given twice would be one
       // node but two seeds, and seeds[i] would no longer be node i.
       absl::flat_hash_map<int64_t, int> first;
@@ -302,9 +318,18 @@ absl::StatusOr<std::vector<int64_t>> Core::ResolveSeeds(const v1::RegisterSampli
       auto t = partition_->FindNodeType(req.split().node_type());
       if (!t.ok()) return InField(t.status(), "split.node_type");
       *node_type = *t;
-      return queries_.SplitIds(req.split().node_type(), req.split().split(), req.split().slice(), "split.");
+      if (!global) return queries_.SplitIds(req.split().node_type(), req.split().split(), req.split().slice(), "split.");
+      if (req.split().slice().world_size() > 1 || req.split().slice().rank() != 0) {
+        return Invalid("split.slice: with global_batches, global_batches.stride and offset share the batches out; "
+                       "leave slice unset");
+      }
+      return ClusterSplitIds(req.split().node_type(), req.split().split());
     }
     case v1::RegisterSamplingInputRequest::kAblp: {
+      if (global) {
+        return Invalid("global_batches: link-prediction inputs are batched by the server that owns each anchor "
+                       "(their labels live there); leave global_batches unset");
+      }
       auto in = LoadAblpInput(*partition_, ToAblpRequest(req.ablp().input()));
       if (!in.ok()) return InField(in.status(), "ablp.input");
       *node_type = in->anchor_type;
@@ -317,9 +342,29 @@ absl::StatusOr<std::vector<int64_t>> Core::ResolveSeeds(const v1::RegisterSampli
   return Invalid("input: set one of nodes, split or ablp");
 }
 
-absl::StatusOr<std::shared_ptr<const SeedTimes>> Core::ResolveSeedTimes(const v1::RegisterSamplingInputRequest& req,
-                                                                    const v1::SamplingConfig& config,
-                                                                    int node_type) const {
+absl::StatusOr<std::vector<int64_t>> Core::ClusterSplitIds(const std::string& node_type, const std::string& split) const {
+  auto ids = queries_.SplitIds(node_type, split, v1::ServerSlice(), "split.");
+  if (!ids.ok()) return ids.status();
+  Cluster* cluster = cluster_.load();
+  if (cluster != nullptr) {
+    for (int p = 0; p < partition_->num_partitions(); ++p) {
+      if (p == partition_->partition_id()) continue;
+      auto theirs = cluster->SplitIds(p, node_type, split);
+      if (!theirs.ok()) return InField(theirs.status(), "global_batches: the split on another partition");
+      ids->insert(ids->end(), theirs->begin(), theirs->end());
+    }
+  } else if (partition_->num_partitions() > 1) {
+    return absl::FailedPreconditionError(
+        "global_batches: this server holds one partition of several and knows no peers to gather the split from "
+        "(start graphstored with --cluster)");
+  }
+  // The cluster's order: ascending global id, whichever partition holds each node.
+  std::sort(ids->begin(), ids->end());
+  return ids;
+}
+
+absl::StatusOr<std::vector<int64_t>> Core::ResolveSeedTimes(const v1::RegisterSamplingInputRequest& req,
+                                                            const v1::SamplingConfig& config, int node_type) const {
   const bool temporal = config.temporal_strategy() != v1::TEMPORAL_STRATEGY_NONE;
   const int given = req.has_nodes() ? req.nodes().times_size() : 0;
   if (given > 0) {
@@ -330,14 +375,11 @@ absl::StatusOr<std::shared_ptr<const SeedTimes>> Core::ResolveSeedTimes(const v1
       return Invalid(absl::StrCat("nodes.times has ", given, " entries for ", req.nodes().ids_size(),
                                   " ids; give one time per seed"));
     }
-    auto times = std::make_shared<SeedTimes>();
-    times->reserve(given);
-    for (int i = 0; i < given; ++i) times->emplace(req.nodes().ids(i), req.nodes().times(i));
-    return std::shared_ptr<const SeedTimes>(std::move(times));
+    return std::vector<int64_t>(req.nodes().times().begin(), req.nodes().times().end());
   }
   // Without explicit times the sampler takes the seeds' node times, if it needs any.
   const NodeTypeStore& t = partition_->node_type(node_type);
-  if (!temporal || t.times_data() != nullptr) return std::shared_ptr<const SeedTimes>();
+  if (!temporal || t.times_data() != nullptr) return std::vector<int64_t>();
   const char* field = req.has_nodes() ? "nodes.times" : req.has_split() ? "split" : "ablp";
   return Invalid(absl::StrCat(field, ": the backend samples temporally and node type '", t.name,
                               "' stores no node times (book/", t.name, ".time.npy), so each seed needs its time",
@@ -437,9 +479,17 @@ absl::Status Core::RegisterSamplingInput(const v1::RegisterSamplingInputRequest&
     channel->owner = caller.identity;
     channel->node_type = node_type;
     channel->num_seeds = static_cast<int64_t>(seeds->size());
+    if (req.has_global_batches()) {
+      channel->batch_stride = req.global_batches().stride();
+      channel->batch_offset = req.global_batches().offset();
+    }
     scheduler::ChannelOptions co;
-    co.seeds = *std::move(seeds);
+    // The scheduler orders positions in the input; the workers look the ids up.
+    co.seeds.resize(seeds->size());
+    std::iota(co.seeds.begin(), co.seeds.end(), int64_t{0});
     co.batch_size = backend->config.batch_size();
+    co.batch_stride = channel->batch_stride;
+    co.batch_offset = channel->batch_offset;
     if (backend->config.shuffle()) {
       co.order = [seed = req.seed()](int64_t epoch, std::vector<int64_t>* ids) { ShuffleForEpoch(seed, epoch, ids); };
     }
@@ -450,10 +500,12 @@ absl::Status Core::RegisterSamplingInput(const v1::RegisterSamplingInputRequest&
     co.max_buffered_bytes = req.buffer().max_bytes();
     co.context = node_type;
     auto sampling = std::make_shared<ChannelSampling>();
+    sampling->input = *std::move(seeds);
+    sampling->input_times = *std::move(seed_times);
+    sampling->send_input_ids = !req.has_ablp();
     sampling->pool = channel->pool;
     sampling->ablp = std::move(labeler);
     sampling->features = *features;
-    sampling->seed_times = *std::move(seed_times);
     channel->sampling = sampling;
     channel->feature_encoding = req.feature_encoding();
     channel->feature_cache_rows = req.feature_cache_rows();
@@ -466,6 +518,9 @@ absl::Status Core::RegisterSamplingInput(const v1::RegisterSamplingInputRequest&
   resp->set_channel_id(channel->id);
   resp->set_num_seeds(channel->num_seeds);
   resp->set_num_batches_per_epoch(*channel->backend->backend->NumBatches(channel->id));
+  resp->set_num_epoch_batches(channel->batch_stride == 1
+                                  ? resp->num_batches_per_epoch()
+                                  : EpochBatches(channel->num_seeds, channel->backend->config));
   resp->set_lease_ms(channel->lease_ms);
   if (*features != nullptr) feature_outputs_.Describe(**features, req.feature_cache_rows(), resp);
   Logger("core")->info("channel {} registered on backend {} by '{}': {} seeds", channel->id, channel->backend->id,
@@ -486,6 +541,7 @@ absl::Status Core::StartEpoch(const v1::StartEpochRequest& req, v1::StartEpochRe
   if (req.start_batch() < 0) return Invalid(absl::StrCat("start_batch must be >= 0, got ", req.start_batch()));
   if (auto s = SamplingOpen(); !s.ok()) return s;
   std::shared_ptr<scheduler::Backend> backend;
+  int64_t start = 0;  // the channel's own number of the first batch
   {
     std::lock_guard<std::mutex> lock(mu_);
     Registry::Found found;
@@ -497,8 +553,9 @@ absl::Status Core::StartEpoch(const v1::StartEpochRequest& req, v1::StartEpochRe
     if (c == nullptr) return Registry::NotLive(req.channel_id(), found);
     c->last_activity = Clock::now();
     backend = c->backend->backend;
+    start = c->ChannelBatch(req.start_batch());
   }
-  auto outcome = backend->StartEpoch(req.channel_id(), req.epoch(), req.start_batch());
+  auto outcome = backend->StartEpoch(req.channel_id(), req.epoch(), start);
   if (!outcome.ok()) {
     // Destroyed between the lookup and the call.
     if (absl::IsNotFound(outcome.status())) {

@@ -148,12 +148,13 @@ class Core : public StreamHost {
   // The seeds of a registration and their node type; for an ablp input, its labels too.
   absl::StatusOr<std::vector<int64_t>> ResolveSeeds(const v1::RegisterSamplingInputRequest& req, int* node_type,
                                                     AblpInput* ablp) const;
-  // The explicit seed times of a registration (null when the seeds take their node times or the
-  // backend is not temporal); InvalidArgument naming the field when times are given to a backend
+  // The explicit seed times of a registration, one per input entry (empty when the seeds take
+  // their node times or the backend is not temporal); InvalidArgument naming the field when times are given to a backend
   // that is not temporal, miscounted, or needed and missing.
-  absl::StatusOr<std::shared_ptr<const SeedTimes>> ResolveSeedTimes(const v1::RegisterSamplingInputRequest& req,
-                                                                    const v1::SamplingConfig& config,
-                                                                    int node_type) const;
+  absl::StatusOr<std::vector<int64_t>> ResolveSeedTimes(const v1::RegisterSamplingInputRequest& req,
+                                                        const v1::SamplingConfig& config, int node_type) const;
+  // A split's nodes on every partition (this one's and each peer's), in ascending id order.
+  absl::StatusOr<std::vector<int64_t>> ClusterSplitIds(const std::string& node_type, const std::string& split) const;
   // A new channel entry for `req` on `backend` (mu_ held).
   std::shared_ptr<ChannelEntry> NewChannel(const v1::RegisterSamplingInputRequest& req,
                                            std::shared_ptr<BackendEntry> backend);

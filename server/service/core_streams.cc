@@ -48,13 +48,14 @@ absl::StatusOr<StreamAttachment> Core::AttachStream(const v1::StreamSampledMessa
   // A reconnecting reader resumes: from start_batch, or from the start of an epoch whose
   // earlier stream was cancelled or failed (a peer that was down may be back). Sampling is
   // deterministic, so it gets exactly those batches.
-  if (req.start_batch() > 0 || stats->state == scheduler::ChannelState::kCancelled ||
+  const int64_t from = c.ChannelBatch(req.start_batch());
+  if (from > 0 || stats->state == scheduler::ChannelState::kCancelled ||
       stats->state == scheduler::ChannelState::kFailed) {
-    if (req.start_batch() > stats->num_batches) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("start_batch ", req.start_batch(), " is past the epoch's ", stats->num_batches, " batches"));
+    if (from > stats->num_batches) {
+      return absl::InvalidArgumentError(absl::StrCat("start_batch ", req.start_batch(), " is past the channel's ",
+                                                     stats->num_batches, " batches of the epoch"));
     }
-    if (auto s = a.backend->ResumeEpoch(c.id, req.epoch(), req.start_batch()); !s.ok()) return s;
+    if (auto s = a.backend->ResumeEpoch(c.id, req.epoch(), from); !s.ok()) return s;
     Logger("core")->info("channel {}: epoch {} resumed from batch {}", c.id, req.epoch(), req.start_batch());
   }
   if (c.pool != nullptr) {

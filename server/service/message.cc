@@ -167,6 +167,7 @@ std::vector<MessageEntry> MessageEntries(const Partition& partition, const Sampl
       int64s(&e, v1::NodeTensors::kTimesFieldNumber, n.times);
     }
     if (g.temporal) int64s(&e, v1::NodeTensors::kSampledTimesFieldNumber, n.sampled_times);
+    if (!n.input_ids.empty()) int64s(&e, v1::NodeTensors::kInputIdsFieldNumber, n.input_ids);
   }
   for (size_t k = 0; k < g.edges.size(); ++k) {
     const SampledEdges& s = g.edges[k];
@@ -218,7 +219,7 @@ void GatherIntoSharedBuffer(SharedBufferPool* pool, SampledSubgraph* subgraph, S
   subgraph->feature_target = [pool, layout](const SampledSubgraph& g, const std::vector<size_t>& feature_bytes)
       -> absl::StatusOr<std::vector<char*>> {
     // Features first, then room for every other tensor: labels may follow, so each node type
-    // gets room for one int64 per node beside its ids.
+    // gets room for one int64 per node beside its ids, and input ids one per seed.
     std::vector<size_t> offsets;
     size_t size = 0;
     for (size_t b : feature_bytes) {
@@ -228,7 +229,7 @@ void GatherIntoSharedBuffer(SharedBufferPool* pool, SampledSubgraph* subgraph, S
     const size_t used = size;
     for (const SampledNodes& n : g.nodes) {
       size += AlignShared(n.ids.size() * 8) * 2 + AlignShared(n.num_sampled_nodes.size() * 8) +
-              AlignShared(n.batch.size() * 8) + AlignShared(n.ids.size()) + 2 * AlignShared(4 * n.feature_dim) +
+              2 * AlignShared(n.batch.size() * 8) + AlignShared(n.ids.size()) + 2 * AlignShared(4 * n.feature_dim) +
               AlignShared(n.seed_times.size() * 8) + AlignShared(n.times.size() * 8) +
               AlignShared(n.sampled_times.size() * 8);
     }

@@ -134,6 +134,11 @@ absl::Status PartitionQueries::GetNodeIds(const v1::GetNodeIdsRequest& req, v1::
 
 absl::Status PartitionQueries::CheckOwnedIds(int node_type, const google::protobuf::RepeatedField<int64_t>& ids,
                                  const std::string& field) const {
+  return CheckIds(node_type, ids, field, /*owned=*/true);
+}
+
+absl::Status PartitionQueries::CheckIds(int node_type, const google::protobuf::RepeatedField<int64_t>& ids,
+                                        const std::string& field, bool owned) const {
   if (ids.size() > options_->max_ids_per_request) {
     return TooBig(absl::StrCat(field, " has ", ids.size(), " entries; the limit is ", options_->max_ids_per_request));
   }
@@ -144,7 +149,7 @@ absl::Status PartitionQueries::CheckOwnedIds(int node_type, const google::protob
       return Invalid(absl::StrCat(field, "[", i, "]=", id, " is not a '", n.name, "' node id (0 <= id < ",
                                   n.num_nodes, ")"));
     }
-    if (n.Owner(id) != partition_->partition_id()) {
+    if (owned && n.Owner(id) != partition_->partition_id()) {
       return Invalid(absl::StrCat(field, "[", i, "]=", id, " is owned by partition ", n.Owner(id),
                                   ", not by this server's partition ", partition_->partition_id()));
     }

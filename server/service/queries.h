@@ -48,6 +48,10 @@ class PartitionQueries {
   /// many; `field` names the ids in errors.
   absl::Status CheckOwnedIds(int node_type, const google::protobuf::RepeatedField<int64_t>& ids,
                              const std::string& field) const;
+  /// CheckOwnedIds when `owned`; otherwise only the ids' range and the count (ids of any
+  /// partition: a registration with global batches).
+  absl::Status CheckIds(int node_type, const google::protobuf::RepeatedField<int64_t>& ids, const std::string& field,
+                        bool owned) const;
 
  private:
   // GetNodeFeatures with an encoding (the rows as a channel with it would get them).

@@ -82,6 +82,15 @@ struct ChannelEntry {
   std::string worker_key;
   int node_type = 0;
   int64_t num_seeds = 0;
+  /// Global batches (v1::BatchSelection): the epoch's batches b with b mod batch_stride ==
+  /// batch_offset are the channel's, its batch j being b = batch_offset + batch_stride * j.
+  /// Clients number batches by b; the scheduler by j. 1 and 0 for a channel of this server's seeds.
+  int64_t batch_stride = 1;
+  int64_t batch_offset = 0;
+  /// The channel's first batch (j) at or after the epoch's batch `b`.
+  int64_t ChannelBatch(int64_t b) const {
+    return b <= batch_offset ? 0 : (b - batch_offset + batch_stride - 1) / batch_stride;
+  }
   /// The lease: the channel is destroyed when no call touches it for lease_ms while it has no
   /// open stream.
   int64_t lease_ms = 0;

@@ -36,6 +36,7 @@ SamplingWorkers::SamplingWorkers(const Partition* partition, std::unique_ptr<Sam
       split_bytes_(split_bytes),
       subgraphs_(std::make_shared<SubgraphPool>(2 * static_cast<size_t>(num_workers) + 2)),
       ablp_(num_workers),
+      seed_ids_(num_workers),
       seed_times_(num_workers) {
   for (int i = 0; i < num_workers; ++i) scratch_.push_back(sampler_->NewScratch());
 }
@@ -57,28 +58,38 @@ void CountFeatureRows(const SampledSubgraph& g, const ChannelSampling& channel) 
 }  // namespace
 
 absl::StatusOr<scheduler::Batch> SamplingWorkers::SampleAndEncode(const scheduler::BatchTask& t) {
+  const auto* channel = static_cast<const ChannelSampling*>(t.attachment);
+  // The scheduler hands out positions in the channel's input (without an attachment, ids).
+  const int64_t* ids = t.seeds;
+  if (channel != nullptr) {
+    std::vector<int64_t>& seeds = seed_ids_[t.worker];
+    seeds.resize(t.num_seeds);
+    for (size_t i = 0; i < t.num_seeds; ++i) seeds[i] = channel->input[t.seeds[i]];
+    ids = seeds.data();
+  }
   SeedBatch b;
   b.node_type = static_cast<int>(t.context);
-  b.ids = t.seeds;
+  b.ids = ids;
   b.size = t.num_seeds;
   b.seed = t.seed;
   b.epoch = t.epoch;
-  b.batch_index = t.batch_index;
+  // Draws are keyed by the batch's number in the epoch, whichever share of the epoch's batches
+  // the channel samples, so that batch b is the same subgraph on every server.
+  b.batch_index = t.epoch_batch;
   std::shared_ptr<SampledSubgraph> subgraph = subgraphs_->Acquire();
   SampledSubgraph& g = *subgraph;
-  const auto* channel = static_cast<const ChannelSampling*>(t.attachment);
   if (channel != nullptr && channel->ablp != nullptr) {
     AblpBatch& labels = ablp_[t.worker];
-    if (auto s = channel->ablp->MakeBatch(t.seeds, t.num_seeds, t.seed, t.epoch, t.batch_index, &labels); !s.ok()) {
+    if (auto s = channel->ablp->MakeBatch(ids, t.num_seeds, t.seed, t.epoch, t.epoch_batch, &labels); !s.ok()) {
       return s;
     }
     b.ablp = &labels;
   }
   if (channel != nullptr) b.features = channel->features.get();
-  if (channel != nullptr && channel->seed_times != nullptr) {
+  if (channel != nullptr && !channel->input_times.empty()) {
     std::vector<int64_t>& times = seed_times_[t.worker];
     times.resize(t.num_seeds);
-    for (size_t i = 0; i < t.num_seeds; ++i) times[i] = channel->seed_times->at(t.seeds[i]);
+    for (size_t i = 0; i < t.num_seeds; ++i) times[i] = channel->input_times[t.seeds[i]];
     b.times = times.data();
   }
   SharedBufferPool* pool = channel != nullptr ? channel->pool.get() : nullptr;
@@ -88,20 +99,23 @@ absl::StatusOr<scheduler::Batch> SamplingWorkers::SampleAndEncode(const schedule
   g.feature_target = nullptr;
   if (!sampled.ok()) return sampled;
   if (channel != nullptr) CountFeatureRows(g, *channel);
+  if (channel != nullptr && channel->send_input_ids) {
+    g.nodes[b.node_type].input_ids.assign(t.seeds, t.seeds + t.num_seeds);
+  }
 
   auto wire = std::make_shared<WireMessage>();
   WireHeader header;
   header.channel_id = t.channel_id;
   header.epoch = t.epoch;
-  header.batch_index = t.batch_index;
-  header.num_batches = t.num_batches;
+  header.batch_index = t.epoch_batch;
+  header.num_batches = t.num_epoch_batches;
   size_t bytes;
   if (pool != nullptr) {
     v1::SampledMessage msg;
     msg.set_channel_id(t.channel_id);
     msg.set_epoch(t.epoch);
-    msg.set_batch_index(t.batch_index);
-    msg.set_num_batches(t.num_batches);
+    msg.set_batch_index(t.epoch_batch);
+    msg.set_num_batches(t.num_epoch_batches);
     if (auto s = ToSharedSampledMessage(*partition_, g, pool, &layout, &msg); !s.ok()) return s;
     wire->encoded = EncodeWhole(msg);
     wire->shared = std::move(layout.use);

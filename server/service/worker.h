@@ -20,20 +20,22 @@
 
 namespace graphstore {
 
-/// Seeds' explicit times (temporal sampling), by global id.
-using SeedTimes = absl::flat_hash_map<int64_t, int64_t>;
-
 /// What the sample function needs to know of a channel: the scheduler hands it over as the
-/// channel's attachment (BatchTask::attachment).
+/// channel's attachment (BatchTask::attachment). The scheduler orders positions in `input`, not
+/// ids: a batch's seeds are input[p] for its positions p, which are also its input_ids.
 struct ChannelSampling {
+  /// The channel's input: its seeds' global ids, in the order the registration gives them.
+  std::vector<int64_t> input;
+  /// Temporal channels registered with explicit seed times: the time of each input entry.
+  std::vector<int64_t> input_times;
+  /// Messages carry each seed's position in `input` (NodeTensors.input_ids).
+  bool send_input_ids = false;
   /// Set on shared-memory channels: the pool the message's tensors go into.
   std::shared_ptr<SharedBufferPool> pool;
   /// Set on link-prediction channels.
   std::shared_ptr<const AblpLabeler> ablp;
   /// Set on channels with a feature encoding or a trainer-side cache.
   std::shared_ptr<const FeatureOutput> features;
-  /// Set on temporal channels registered with explicit seed times.
-  std::shared_ptr<const SeedTimes> seed_times;
   /// Feature rows of sampled nodes sent, and left out because the trainer caches them (updated
   /// by the workers).
   mutable std::atomic<int64_t> feature_rows_sent{0};
@@ -92,7 +94,9 @@ class SamplingWorkers {
   std::vector<std::unique_ptr<SamplerScratch>> scratch_;
   std::shared_ptr<SubgraphPool> subgraphs_;
   std::vector<AblpBatch> ablp_;
-  std::vector<std::vector<int64_t>> seed_times_;  // per worker: the batch's seed times
+  // Per worker: the batch's seed ids and, for explicit times, their times.
+  std::vector<std::vector<int64_t>> seed_ids_;
+  std::vector<std::vector<int64_t>> seed_times_;
 };
 
 }  // namespace graphstore

@@ -307,6 +307,7 @@ TEST_CASE("a server without seeds for the trainer counts as finished (active mas
   o.config = Config(64);
   o.seeds = seeds;  // all owned by partition 1
   o.shared_memory = false;
+  o.global_batches = false;  // each server batches its own: partition 0 has none
   client::Loader loader(o);
   CHECK(loader.num_seeds() == static_cast<int64_t>(seeds.size()));
   for (int64_t epoch = 0; epoch < 2; ++epoch) {

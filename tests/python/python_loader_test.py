@@ -129,6 +129,7 @@ class HomogeneousTest(unittest.TestCase):
         indptr, indices = p.edge(etype, "indptr"), p.edge(etype, "indices")
         self.assertEqual(p.manifest.get("edge_dir", "out"), "out")
         train = set(p.node(ntype, "train").tolist())
+        train_list = np.sort(np.asarray(p.node(ntype, "train")))
         seen = []
         loader = graphstore.Loader(servers=[D1.address], num_neighbors=[6, 3], batch_size=100, split="train",
                                    shuffle=True, seed=4, edge_ids=True, shared_memory=shared_memory,
@@ -151,7 +152,8 @@ class HomogeneousTest(unittest.TestCase):
             self.assertEqual(sum(batch.num_sampled_edges), m)
             self.assertEqual(len(batch.num_sampled_nodes), 3)
             self.assertEqual(len(batch.num_sampled_edges), 2)
-            self.assertIsNone(batch.input_id)  # seeds from a split, not given ids
+            # Split seeds: the index into the split's id list (ascending ids), as PyG's input_id.
+            np.testing.assert_array_equal(train_list[batch.input_id.numpy()], batch.n_id[:batch.batch_size].numpy())
             ids = batch.n_id.numpy()
             self.assertEqual(len(set(ids.tolist())), n)
             seen += ids[:batch.batch_size].tolist()

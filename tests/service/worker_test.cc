@@ -46,6 +46,8 @@ scheduler::BatchTask Task(const V& seeds, const void* attachment = nullptr) {
   t.epoch = 3;
   t.batch_index = 1;
   t.num_batches = 4;
+  t.epoch_batch = 1;
+  t.num_epoch_batches = 4;
   t.seeds = seeds.data();
   t.num_seeds = seeds.size();
   t.attachment = attachment;
@@ -138,7 +140,9 @@ TEST_CASE("on a shared-memory channel the tensors are slices of a pooled buffer"
   channel.pool = std::make_shared<SharedBufferPool>(area->get(), 4);
   SamplingWorkers workers(p.get(), Sampler2Hops(*p), 1);
   const V seeds = {1, 2};
-  auto batch = workers.SampleAndEncode(Task(seeds, &channel));
+  channel.input = seeds;  // the scheduler hands out positions in the channel's input
+  const V positions = {0, 1};
+  auto batch = workers.SampleAndEncode(Task(positions, &channel));
   REQUIRE(batch.ok());
   const WireMessage& w = Wire(*batch);
   REQUIRE(w.shared != nullptr);
@@ -174,7 +178,8 @@ TEST_CASE("a link-prediction channel's batches carry their labels", "[worker]") 
   REQUIRE(sampler.ok());
   SamplingWorkers workers(p.get(), *std::move(sampler), 1);
   const V anchors = {0, 1};
-  auto t = Task(anchors, &channel);
+  channel.input = anchors;
+  auto t = Task(anchors, &channel);  // positions 0 and 1 are anchors 0 and 1
   t.context = *p->FindNodeType("user");
   auto batch = workers.SampleAndEncode(t);
   REQUIRE(batch.ok());
@@ -182,6 +187,33 @@ TEST_CASE("a link-prediction channel's batches carry their labels", "[worker]") 
   REQUIRE(m.has_ablp());
   CHECK(m.ablp().supervision_edge_type() == "user__buys__item");
   CHECK(m.ablp().anchors().shape(0) == 2);
+}
+
+TEST_CASE("a channel's batch is its input's seeds at the scheduled positions, with their input ids", "[worker]") {
+  // Global batches: the scheduler orders positions in the channel's input; the batch carries
+  // the ids at those positions as seeds and the positions as input_ids, and its draws and
+  // batch_index are the epoch's batch (not the channel's own number of it).
+  TempDir dir;
+  auto p = Write(testing::TinyGraph(), dir);
+  SamplingWorkers workers(p.get(), Sampler2Hops(*p), 1);
+  ChannelSampling channel;
+  channel.input = {5, 0, 3, 7};
+  channel.send_input_ids = true;
+  const V positions = {2, 1};
+  auto t = Task(positions, &channel);
+  t.batch_index = 0;
+  t.num_batches = 2;
+  auto batch = workers.SampleAndEncode(t);
+  REQUIRE(batch.ok());
+  const v1::SampledMessage m = Message(*batch);
+  CHECK(m.batch_index() == 1);
+  CHECK(m.num_batches() == 4);
+  v1::SampledMessage expected = Direct(*p, {3, 0});
+  const auto& input_ids = m.nodes(0).input_ids();
+  REQUIRE(input_ids.shape(0) == 2);
+  CHECK(std::memcmp(input_ids.data().data(), positions.data(), 16) == 0);
+  CHECK(m.nodes(0).ids().data() == expected.nodes(0).ids().data());
+  CHECK(m.edges(0).rows().data() == expected.edges(0).rows().data());
 }
 
 TEST_CASE("a batch the sampler refuses fails with the sampler's status", "[worker]") {
