@@ -168,6 +168,10 @@ class Loader {
   /// does (a test's way to act once a trainer is stuck in a wait).
   bool WaitForWaiting(std::chrono::milliseconds timeout) { return core_.WaitForWaiting(timeout); }
 
+  /// See LoaderCore::num_held.
+  int num_held() const { return core_.num_held(); }
+  bool WaitUntilHeld(int n, std::chrono::milliseconds timeout) { return core_.WaitUntilHeld(n, timeout); }
+
   /// Starts `epoch` on every server and opens their streams.
   void StartEpoch(int64_t epoch) { core_.StartEpoch(epoch); }
   /// The next batch of the current epoch from any server, in arrival order; nullopt when

@@ -567,6 +567,22 @@ bool LoaderCore::NextFor(std::chrono::milliseconds timeout, std::optional<HostBa
   }
 }
 
+int LoaderCore::num_held() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  int held = 0;
+  for (const auto& [position, item] : reorder_) held += position != next_position_;
+  return held;
+}
+
+bool LoaderCore::WaitUntilHeld(int n, std::chrono::milliseconds timeout) {
+  std::unique_lock<std::mutex> lock(mu_);
+  return cv_.wait_for(lock, timeout, [&] {
+    int held = 0;
+    for (const auto& [position, item] : reorder_) held += position != next_position_;
+    return held >= n;
+  });
+}
+
 bool LoaderCore::WaitForWaiting(std::chrono::milliseconds timeout) {
   std::unique_lock<std::mutex> lock(mu_);
   return waiting_cv_.wait_for(lock, timeout, [&] { return waiting_.load() > 0; });

@@ -73,6 +73,11 @@ class LoaderCore {
   /// does (a test's way to act once a trainer is stuck in a wait).
   bool WaitForWaiting(std::chrono::milliseconds timeout);
 
+  /// Batches that arrived ahead of their turn and wait for the ones before them (ordered
+  /// global batches), and a test's way to wait until at least `n` do (at most `timeout`).
+  int num_held() const;
+  bool WaitUntilHeld(int n, std::chrono::milliseconds timeout);
+
   /// Starts `epoch` on every server and opens their streams.
   void StartEpoch(int64_t epoch);
   /// The next batch of the current epoch from any server, in arrival order; nullopt when
@@ -157,7 +162,7 @@ class LoaderCore {
   std::shared_ptr<BufferPool> pool_;
   FeatureCache cache_;
 
-  std::mutex mu_;
+  mutable std::mutex mu_;
   std::atomic<int> waiting_{0};  // callers blocked in NextFor
   std::condition_variable cv_;
   std::condition_variable waiting_cv_;  // a caller began to wait in NextFor

@@ -299,6 +299,161 @@ TEST_CASE("the Loader sends each explicit seed's time to the server that owns it
   }
 }
 
+// One epoch of a Loader's batches, copied out, in the order they were handed out.
+struct GlobalBatch {
+  int64_t index = 0;
+  at::Tensor seeds, n_id, edge_index, e_id, x, y, input_id;
+};
+std::vector<GlobalBatch> LoaderEpoch(const std::vector<std::string>& servers, int64_t epoch, int rank = 0,
+                                     int world_size = 1, bool drop_last = false, int64_t* num_batches = nullptr) {
+  client::LoaderOptions o;
+  o.servers = servers;
+  o.backend_key = "global";
+  o.config = Config(40);
+  o.config.set_drop_last(drop_last);
+  o.split = "train";
+  o.seed = 77;
+  o.rank = rank;
+  o.world_size = world_size;
+  o.shared_memory = false;
+  client::Loader loader(o);
+  if (num_batches != nullptr) *num_batches = loader.num_batches();
+  loader.StartEpoch(epoch);
+  std::vector<GlobalBatch> out;
+  while (auto b = loader.Next()) {
+    out.push_back({b->batch_index, b->seeds.clone(), b->n_id.clone(), b->edge_index.clone(), b->e_id.clone(),
+                   b->x.clone(), b->y.clone(), b->input_id.clone()});
+  }
+  return out;
+}
+
+std::set<int64_t> AllTrainIds(const std::vector<std::string>& servers) {
+  std::set<int64_t> all;
+  for (const auto& a : servers) {
+    for (int64_t id : TrainIds(*Connect(a))) all.insert(id);
+  }
+  return all;
+}
+
+TEST_CASE("global batches are the same batches on 1, 2 and 4 partitions, in batch order", "[cluster][global]") {
+  // Batch b holds positions [b*40, (b+1)*40) of one permutation of the whole train split,
+  // whichever partitions own them, and is sampled by one server with the rest through its
+  // peers: the seeds, their order, the sampled nodes and their order, the edges, ids, features
+  // and labels are equal to the last bit on every cluster, and batches come in order 0, 1, ...
+  LocalCluster single(1);
+  const auto want = LoaderEpoch(single.addresses, 2);
+  const std::set<int64_t> train = AllTrainIds(single.addresses);
+  REQUIRE(want.size() == (train.size() + 39) / 40);
+  std::vector<int64_t> sorted_train(train.begin(), train.end());
+  for (int n : {2, 4}) {
+    INFO(n << " partitions");
+    LocalCluster cluster(n);
+    CHECK(AllTrainIds(cluster.addresses) == train);
+    const auto got = LoaderEpoch(cluster.addresses, 2);
+    REQUIRE(got.size() == want.size());
+    std::set<int64_t> seen;
+    int mixed = 0;  // batches whose seeds come from more than one partition
+    for (size_t b = 0; b < got.size(); ++b) {
+      INFO("batch " << b);
+      const GlobalBatch& g = got[b];
+      const GlobalBatch& w = want[b];
+      REQUIRE(g.index == static_cast<int64_t>(b));
+      CHECK(torch::equal(g.seeds, w.seeds));
+      CHECK(torch::equal(g.n_id, w.n_id));
+      CHECK(torch::equal(g.edge_index, w.edge_index));
+      CHECK(torch::equal(g.e_id, w.e_id));
+      CHECK(torch::equal(g.x, w.x));
+      CHECK(torch::equal(g.y, w.y));
+      // input_id: each seed's index in the split's ascending id list.
+      REQUIRE(g.input_id.numel() == g.seeds.numel());
+      std::set<int> owners;
+      for (int64_t i = 0; i < g.seeds.numel(); ++i) {
+        const int64_t id = g.seeds[i].item<int64_t>();
+        CHECK(sorted_train[g.input_id[i].item<int64_t>()] == id);
+        seen.insert(id);
+      }
+      v1::LookupPartitionsRequest lp;
+      for (int64_t i = 0; i < g.seeds.numel(); ++i) lp.add_ids(g.seeds[i].item<int64_t>());
+      auto where = Connect(cluster.addresses[0])->LookupPartitions(lp);
+      REQUIRE(where.ok());
+      const auto* p = reinterpret_cast<const int32_t*>(where->partitions().data().data());
+      owners.insert(p, p + lp.ids_size());
+      mixed += owners.size() > 1;
+    }
+    CHECK(seen == train);
+    CHECK(mixed > static_cast<int>(got.size()) / 2);
+  }
+}
+
+TEST_CASE("ranks share the global batches: every seed once per epoch, as PyG counts them", "[cluster][global]") {
+  LocalCluster cluster(2);
+  const std::set<int64_t> train = AllTrainIds(cluster.addresses);
+  const int64_t total = static_cast<int64_t>(train.size());
+  for (bool drop_last : {false, true}) {
+    INFO("drop_last " << drop_last);
+    const int64_t epoch_batches = drop_last ? total / 40 : (total + 39) / 40;
+    const int world = 3;
+    std::multiset<int64_t> seeds;
+    int64_t batches = 0;
+    for (int rank = 0; rank < world; ++rank) {
+      int64_t len = 0;
+      const auto got = LoaderEpoch(cluster.addresses, 1, rank, world, drop_last, &len);
+      // This rank's batches: rank, rank + 3, ... of the epoch's, in that order.
+      CHECK(len == (epoch_batches - rank + world - 1) / world);
+      REQUIRE(static_cast<int64_t>(got.size()) == len);
+      for (size_t i = 0; i < got.size(); ++i) {
+        CHECK(got[i].index == rank + world * static_cast<int64_t>(i));
+        for (int64_t k = 0; k < got[i].seeds.numel(); ++k) seeds.insert(got[i].seeds[k].item<int64_t>());
+      }
+      batches += len;
+    }
+    CHECK(batches == epoch_batches);
+    if (drop_last) {
+      CHECK(static_cast<int64_t>(seeds.size()) == epoch_batches * 40);
+    } else {
+      CHECK(std::set<int64_t>(seeds.begin(), seeds.end()) == train);
+    }
+    CHECK(std::set<int64_t>(seeds.begin(), seeds.end()).size() == seeds.size());  // each at most once
+  }
+}
+
+TEST_CASE("a generic client's global channel on one server gets every batch of the epoch", "[cluster][global]") {
+  // What grpcurl or another language does: register global_batches with stride 1 on any one
+  // server; it samples every batch, the other partitions' nodes through its peers.
+  LocalCluster single(1);
+  const auto want = LoaderEpoch(single.addresses, 0);
+  LocalCluster cluster(2);
+  auto c = Connect(cluster.addresses[1]);
+  v1::InitSamplingBackendRequest init;
+  init.set_backend_key("global");
+  *init.mutable_config() = Config(40);
+  auto b = c->InitSamplingBackend(init);
+  REQUIRE(b.ok());
+  v1::RegisterSamplingInputRequest reg;
+  reg.set_backend_id(b->backend_id());
+  reg.mutable_split()->set_split("train");
+  reg.set_seed(77);
+  reg.mutable_global_batches()->set_stride(1);
+  auto r = c->RegisterSamplingInput(reg);
+  REQUIRE(r.ok());
+  CHECK(r->num_epoch_batches() == static_cast<int64_t>(want.size()));
+  CHECK(r->num_batches_per_epoch() == r->num_epoch_batches());
+  const auto got = Epoch(*c, r->channel_id(), 0);
+  REQUIRE(got.size() == want.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    CHECK(got[i].batch_index() == static_cast<int64_t>(i));
+    const auto seeds = Int64s(got[i].nodes(0).batch());
+    CHECK(seeds == std::vector<int64_t>(want[i].seeds.data_ptr<int64_t>(),
+                                        want[i].seeds.data_ptr<int64_t>() + want[i].seeds.numel()));
+  }
+  // Refusals name the field.
+  reg.mutable_global_batches()->set_offset(1);
+  CHECK_THAT(std::string(c->RegisterSamplingInput(reg).status().message()), Catch::Contains("global_batches.offset"));
+  reg.mutable_global_batches()->set_offset(0);
+  reg.mutable_split()->mutable_slice()->set_world_size(2);
+  CHECK_THAT(std::string(c->RegisterSamplingInput(reg).status().message()), Catch::Contains("split.slice"));
+}
+
 TEST_CASE("a server without seeds for the trainer counts as finished (active mask)", "[cluster]") {
   LocalCluster cluster(2);
   const std::vector<int64_t> seeds = TrainIds(*Connect(cluster.addresses[1]));

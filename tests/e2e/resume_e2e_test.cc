@@ -10,8 +10,11 @@
 
 #include <signal.h>
 
+#include <atomic>
 #include <map>
 #include <memory>
+#include <optional>
+#include <thread>
 #include <string>
 #include <utility>
 #include <vector>
@@ -68,10 +71,12 @@ struct Snapshot {
 using Epoch = std::map<std::pair<int, int64_t>, Snapshot>;
 
 // Reads batches into `out` until the epoch ends or `limit` batches were read; each batch once.
-void Read(client::Loader& loader, Epoch* out, size_t limit = SIZE_MAX) {
+// `order`, when given, gets their batch indices in the order they came.
+void Read(client::Loader& loader, Epoch* out, size_t limit = SIZE_MAX, std::vector<int64_t>* order = nullptr) {
   while (out->size() < limit) {
     auto b = loader.Next();
     if (!b.has_value()) return;
+    if (order != nullptr) order->push_back(b->batch_index);
     const auto [it, inserted] = out->emplace(std::make_pair(b->server, b->batch_index), Snapshot(*b));
     INFO("server " << b->server << " batch " << b->batch_index);
     REQUIRE(inserted);
@@ -177,14 +182,65 @@ TEST_CASE("a 2-server cluster: a trainer rides out one server's SIGKILL and rest
   client::Loader loader(Options(addresses, false));
   loader.StartEpoch(0);
   Epoch got;
-  Read(loader, &got, 6);
+  std::vector<int64_t> order;
+  Read(loader, &got, 6, &order);
   REQUIRE(got.size() == 6);
   // Server 1 goes: its own stream breaks, and server 0's batches that reach partition 1 fail.
   CHECK(d1->Stop(SIGKILL) == -1);
   d1 = std::make_unique<Daemon>(dir + "/part-1", flags, ports[1]);
-  Read(loader, &got);
+  Read(loader, &got, SIZE_MAX, &order);
   CheckSame(got, want);
   CHECK(loader.num_reconnects() >= 1);
+  // Global batches, in order across the restart: 0, 1, 2, ... each once.
+  for (size_t i = 0; i < order.size(); ++i) REQUIRE(order[i] == static_cast<int64_t>(i));
+  loader.Close();
+  CHECK(d0->Stop(SIGTERM) == 0);
+  CHECK(d1->Stop(SIGTERM) == 0);
+}
+
+TEST_CASE("a stopped server delays the batches after it, never reorders them", "[resume][cluster]") {
+  // Server 1 is frozen (SIGSTOP) while the trainer waits for its batch: server 0's later
+  // batches arrive and are held; once server 1 goes on, every batch comes in order.
+  const std::string dir = Dataset(2);
+  const std::vector<int> ports = testing::FreeLoopbackPorts(2);
+  const std::vector<std::string> addresses = {Address(ports[0]), Address(ports[1])};
+  const std::vector<std::string> flags = {"--cluster=" + addresses[0] + "," + addresses[1], "--shared_memory_dir=",
+                                          "--state_log_interval_s=0"};
+  auto d0 = std::make_unique<Daemon>(dir + "/part-0", flags, ports[0], /*wait=*/false);
+  auto d1 = std::make_unique<Daemon>(dir + "/part-1", flags, ports[1], /*wait=*/false);
+  d0->WaitReady();
+  d1->WaitReady();
+  client::LoaderOptions o = Options(addresses, false);
+  o.prefetch = 3;
+  o.buffer_messages = 4;
+  // Seeds only: server 0 samples its batches without asking server 1 for anything, so it goes
+  // on while server 1 is frozen.
+  o.config.clear_num_neighbors();
+  o.config.add_num_neighbors(0);
+  o.config.set_with_node_features(false);
+  o.config.set_with_labels(false);
+  o.config.set_with_edge_ids(false);
+  client::Loader loader(o);
+  loader.StartEpoch(0);
+  d1->Signal(SIGSTOP);
+  // The trainer takes batches as they come (no Catch2 assertions off the test's thread).
+  std::vector<int64_t> order;
+  std::thread trainer([&] {
+    while (auto b = loader.Next()) order.push_back(b->batch_index);
+  });
+  struct Join {
+    std::thread& t;
+    ~Join() {
+      if (t.joinable()) t.join();
+    }
+  } join{trainer};
+  // It soon waits for one of server 1's batches while server 0's later ones arrive and are held.
+  const bool held = loader.WaitUntilHeld(2, std::chrono::seconds(60));
+  d1->Signal(SIGCONT);
+  trainer.join();
+  CHECK(held);
+  REQUIRE(static_cast<int64_t>(order.size()) == loader.num_batches());
+  for (size_t i = 0; i < order.size(); ++i) REQUIRE(order[i] == static_cast<int64_t>(i));
   loader.Close();
   CHECK(d0->Stop(SIGTERM) == 0);
   CHECK(d1->Stop(SIGTERM) == 0);

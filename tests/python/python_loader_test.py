@@ -846,6 +846,10 @@ class HeteroTest(unittest.TestCase):
                 self.assertTrue(all(isinstance(t, tuple) and len(t) == 3 for t in batch.edge_types))
                 self.assertEqual(batch.batch_size_dict["user"], batch["user"].batch_size)
                 users += batch["user"].n_id[:batch["user"].batch_size].tolist()
+                # input_id on the seed type only: the index into every user's ascending id list.
+                self.assertEqual(batch.input_type, "user")
+                self.assertTrue(torch.equal(batch["user"].input_id, batch["user"].n_id[:batch["user"].batch_size]))
+                self.assertIsNone(batch["movie"].input_id)
                 for t in ("user", "movie"):
                     store = batch[t]
                     ids = store.n_id.numpy()
@@ -871,6 +875,55 @@ class HeteroTest(unittest.TestCase):
                     self.assertTrue((indptr[a] <= eid).all() and (eid < indptr[a + 1]).all())
                     np.testing.assert_array_equal(indices[eid], b)
             self.assertEqual(sorted(users), list(range(943)))
+
+    def test_to_pyg_puts_fields_where_neighbor_loader_does(self):
+        # PyG's NeighborLoader sets input_id, seed_time and batch_size on the input node type
+        # only; n_id, x, y per node type; edge_index and e_id per edge type; num_sampled_nodes /
+        # num_sampled_edges per type. A stand-in for torch_geometric.data records what to_pyg sets.
+        class Store(dict):
+            def __getattr__(self, k):
+                return self[k]
+
+            def __setattr__(self, k, v):
+                self[k] = v
+
+        class HeteroData(dict):
+            def __getitem__(self, k):
+                return self.setdefault(k, Store())
+
+        fake = type(sys)("torch_geometric")
+        fake.data = type(sys)("torch_geometric.data")
+        fake.data.Data, fake.data.HeteroData = Store, HeteroData
+        saved = {k: sys.modules.get(k) for k in ("torch_geometric", "torch_geometric.data")}
+        sys.modules.update({"torch_geometric": fake, "torch_geometric.data": fake.data})
+        try:
+            fan = {("user", "rates", "movie"): [3], ("movie", "rev_rates", "user"): [3]}
+            with graphstore.Loader([DML.address], fan, input_nodes=("user", torch.tensor([7, 3, 900])), batch_size=3,
+                                   edge_ids=True, labels=False) as loader:
+                batch = next(iter(loader))
+            data = batch.to_pyg()
+            self.assertEqual(data["user"]["input_id"].tolist(), [0, 1, 2])
+            self.assertEqual(data["user"]["batch_size"], 3)
+            self.assertNotIn("batch_size", data["movie"])
+            self.assertNotIn("input_id", data["movie"])
+            for t in ("user", "movie"):
+                self.assertIn("n_id", data[t])
+                self.assertIn("num_sampled_nodes", data[t])
+            for k in (("user", "rates", "movie"), ("movie", "rev_rates", "user")):
+                self.assertIn("edge_index", data[k])
+                self.assertIn("e_id", data[k])
+            with graphstore.Loader([D1.address], [2], input_nodes=torch.tensor([5, 9]), batch_size=2) as loader:
+                homo = next(iter(loader)).to_pyg()
+            self.assertEqual(homo["input_id"].tolist(), [0, 1])
+            self.assertEqual(homo["batch_size"], 2)
+            for k in ("x", "y", "edge_index", "n_id", "num_sampled_nodes", "num_sampled_edges"):
+                self.assertIn(k, homo)
+        finally:
+            for k, v in saved.items():
+                if v is None:
+                    sys.modules.pop(k, None)
+                else:
+                    sys.modules[k] = v
 
     def test_ablp_fields(self):
         p = Partition(ML)
