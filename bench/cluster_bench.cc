@@ -1,5 +1,6 @@
 // Throughput of a 2-partition cluster against one server holding the whole graph, on the same
-// machine and graph, in the same run.
+// machine and graph, in the same run; and of global batches (the default: batch b formed over
+// the whole cluster's seeds) against each server batching only the seeds it owns.
 //
 // The graph is generated once and written three ways: one partition, two partitions assigned
 // by METIS, and two assigned at random. For each, the servers run in this process on loopback
@@ -13,6 +14,9 @@
 //
 //   bazel-bin/bench/cluster_bench
 
+#include <sys/resource.h>
+
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -23,6 +27,7 @@
 #include "client/loader.h"  // LibTorch first (see loader.h)
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "client/client.h"
 #include "server/graph/dataset_writer.h"
 #include "server/server.h"
@@ -43,19 +48,43 @@ struct Setup {
   PartitionReport report;
   // Peer node-data cache of each server (ServerOptions::peer_cache_bytes).
   int64_t cache_bytes = 0;
+  // The Loader's batches: over the whole cluster's input (the default), or each server's own.
+  bool global_batches = true;
+  // The setup a global one is compared with (its owner-only twin), or -1.
+  int compare_with = -1;
+  // The Loader's transport and order (--shared_memory, --ordered).
+  bool shared_memory = true;
+  bool ordered = true;
 };
 
 struct Result {
   double seeds_per_s = 0;
   double batches_per_s = 0;
+  double nodes_per_batch = 0;
+  double cpu_ms_per_batch = 0;  // of the whole process: servers, peers and trainer
+  double sampled_per_batch = 0;  // batches the servers sampled per batch delivered
   double calls_per_batch = 0;
   double bytes_per_batch = 0;
 };
 
-// Peer calls and bytes the servers made so far.
-std::pair<int64_t, int64_t> PeerTraffic(const std::vector<std::string>& addresses) {
+// CPU time of this process (every server and the trainer run in it), user and system.
+double CpuSeconds() {
+  struct rusage u;
+  getrusage(RUSAGE_SELF, &u);
+  return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
+         static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6;
+}
+
+// Peer calls and bytes the servers made so far, and the batches they sampled.
+struct Traffic {
   int64_t calls = 0;
   int64_t bytes = 0;
+  int64_t sampled = 0;
+};
+Traffic PeerTraffic(const std::vector<std::string>& addresses) {
+  int64_t calls = 0;
+  int64_t bytes = 0;
+  int64_t sampled = 0;
   for (const auto& a : addresses) {
     client::ClientOptions o;
     o.address = a;
@@ -67,8 +96,9 @@ std::pair<int64_t, int64_t> PeerTraffic(const std::vector<std::string>& addresse
       calls += p.calls();
       bytes += p.bytes_sent() + p.bytes_received();
     }
+    for (const auto& b : s->backends()) sampled += b.total_batches_sampled();
   }
-  return {calls, bytes};
+  return {calls, bytes, sampled};
 }
 
 absl::StatusOr<Result> Run(const Setup& setup, const v1::SamplingConfig& config, int total_workers, int epochs) {
@@ -89,11 +119,16 @@ absl::StatusOr<Result> Run(const Setup& setup, const v1::SamplingConfig& config,
   lo.servers = addresses;
   lo.config = config;
   lo.backend_key = "bench";
+  lo.global_batches = setup.global_batches;
+  lo.shared_memory = setup.shared_memory;
+  lo.ordered = setup.ordered;
   client::Loader loader(lo);
+  int64_t nodes = 0;
   auto run_epoch = [&](int64_t epoch, int64_t* seeds, int64_t* batches) {
     loader.StartEpoch(epoch);
     while (auto b = loader.Next()) {
       *seeds += b->batch_size;
+      nodes += b->n_id.numel();
       ++*batches;
     }
   };
@@ -101,17 +136,22 @@ absl::StatusOr<Result> Run(const Setup& setup, const v1::SamplingConfig& config,
   int64_t batches = 0;
   run_epoch(0, &seeds, &batches);  // warm-up: page cache, connections, first allocations
   const auto before = PeerTraffic(addresses);
-  seeds = batches = 0;
+  seeds = batches = nodes = 0;
+  const double cpu0 = CpuSeconds();
   const auto t0 = Clock::now();
   for (int e = 1; e <= epochs; ++e) run_epoch(e, &seeds, &batches);
   const double s = std::chrono::duration<double>(Clock::now() - t0).count();
+  const double cpu = CpuSeconds() - cpu0;
   const auto after = PeerTraffic(addresses);
   loader.Close();
   Result r;
   r.seeds_per_s = seeds / s;
   r.batches_per_s = batches / s;
-  r.calls_per_batch = static_cast<double>(after.first - before.first) / batches;
-  r.bytes_per_batch = static_cast<double>(after.second - before.second) / batches;
+  r.nodes_per_batch = static_cast<double>(nodes) / batches;
+  r.cpu_ms_per_batch = 1e3 * cpu / batches;
+  r.calls_per_batch = static_cast<double>(after.calls - before.calls) / batches;
+  r.bytes_per_batch = static_cast<double>(after.bytes - before.bytes) / batches;
+  r.sampled_per_batch = static_cast<double>(after.sampled - before.sampled) / batches;
   return r;
 }
 
@@ -156,9 +196,15 @@ int Main(int argc, char** argv) {
   flags.Define("workers", "4",
                "sampling workers in total (split between the servers of a cluster, whose workers wait on "
                "their peers part of the time)");
-  flags.Define("epochs", "3", "measured epochs per setup (after one warm-up epoch)");
+  flags.Define("epochs", "2", "measured epochs per setup and round (after one warm-up epoch)");
+  flags.Define("rounds", "3", "rounds of every setup; figures are medians over them");
   flags.Define("cache_dir", "/tmp/graphstore-bench", "where the written datasets are kept");
   flags.Define("features", "true", "gather node features and labels into every batch");
+  flags.Define("no_cache_setups", "false", "also run the 2-partition setups with the peer cache off (owner-only)");
+  flags.Define("shared_memory", "true", "the trainer takes batches through shared memory (else the socket)");
+  flags.Define("ordered", "true", "global batches reach the trainer in batch order (else in arrival order)");
+  flags.Define("only", "", "run only the setups whose name contains this (e.g. under a profiler); ratios need the "
+               "single server and, for a global setup, its owner-only twin");
   if (auto exit = flags.ParseCommandLine(argc, argv, "cluster_bench", "Cluster vs single-server throughput.")) {
     return *exit;
   }
@@ -169,8 +215,9 @@ int Main(int argc, char** argv) {
   auto batch = flags.GetInt("batch_size");
   auto workers = flags.GetInt("workers");
   auto epochs = flags.GetInt("epochs");
+  auto rounds = flags.GetInt("rounds");
   for (const absl::Status& s : {nodes.status(), degree.status(), dim.status(), batch.status(), workers.status(),
-                                epochs.status()}) {
+                                epochs.status(), rounds.status()}) {
     if (!s.ok()) return Fail(s);
   }
   GeneratorOptions g;
@@ -184,11 +231,19 @@ int Main(int argc, char** argv) {
   const int64_t cache = CoreOptions().peer_cache_bytes;
   std::vector<Setup> setups = {
       {"single server", base + "/single", 1, {}, 0},
-      {"2 partitions, METIS", base + "/metis2", 2, {}, cache},
-      {"2 partitions, random", base + "/random2", 2, {}, cache},
-      {"METIS, no peer cache", base + "/metis2", 2, {}, 0},
-      {"random, no peer cache", base + "/random2", 2, {}, 0},
+      {"METIS, owner-only", base + "/metis2", 2, {}, cache, false},
+      {"METIS, global", base + "/metis2", 2, {}, cache, true, 1},
+      {"random, owner-only", base + "/random2", 2, {}, cache, false},
+      {"random, global", base + "/random2", 2, {}, cache, true, 3},
   };
+  for (Setup& s : setups) {
+    s.shared_memory = flags.Get("shared_memory") != "false";
+    s.ordered = flags.Get("ordered") != "false";
+  }
+  if (flags.Get("no_cache_setups") == "true") {
+    setups.push_back({"METIS, no peer cache", base + "/metis2", 2, {}, 0, false});
+    setups.push_back({"random, no peer cache", base + "/random2", 2, {}, 0, false});
+  }
   if (auto s = PrepareSetups(*graph, g.seed, base, &setups); !s.ok()) return Fail(s);
 
   v1::SamplingConfig config;
@@ -203,17 +258,63 @@ int Main(int argc, char** argv) {
               static_cast<long long>(*nodes), static_cast<long long>(setups[0].report.num_edges), g.feature_dim,
               static_cast<long long>(*batch), flags.Get("fanouts").c_str(), static_cast<long long>(*workers),
               static_cast<long long>(*epochs));
-  std::printf("%-24s %10s %10s %7s %10s %12s %14s\n", "setup", "seeds/s", "batches/s", "ratio", "edge cut",
-              "calls/batch", "crossing/batch");
-  double baseline = 0;
-  for (const auto& s : setups) {
-    auto r = Run(s, config, static_cast<int>(*workers), static_cast<int>(*epochs));
-    if (!r.ok()) return Fail(absl::Status(r.status().code(), absl::StrCat(s.name, ": ", r.status().message())));
-    if (baseline == 0) baseline = r->seeds_per_s;
-    std::printf("%-24s %10.0f %10.2f %7.2f %9.2f%% %12.1f %11.2f MB\n", s.name.c_str(), r->seeds_per_s,
-                r->batches_per_s, r->seeds_per_s / baseline, 100 * s.report.cut_fraction(), r->calls_per_batch,
-                r->bytes_per_batch / 1e6);
-    std::fflush(stdout);
+  std::printf("%lld rounds, each running every setup once; seeds/s and its ratios are medians over the rounds of "
+              "each round's figure (ratio: against the single server; vs owner-only: a global setup against the same "
+              "partitions with each server batching its own seeds)\n",
+              static_cast<long long>(*rounds));
+  std::printf("%-24s %10s %7s %14s %11s %9s %9s %9s %12s %14s\n", "setup", "seeds/s", "ratio", "vs owner-only",
+              "nodes/batch", "CPU ms/b", "sampled/b", "edge cut", "calls/batch", "crossing/batch");
+  const std::string only = flags.Get("only");
+  std::vector<std::vector<Result>> results(setups.size());
+  for (int64_t round = 0; round < *rounds; ++round) {
+    for (size_t i = 0; i < setups.size(); ++i) {
+      const Setup& s = setups[i];
+      if (!only.empty() && s.name.find(only) == std::string::npos) continue;
+      auto r = Run(s, config, static_cast<int>(*workers), static_cast<int>(*epochs));
+      if (!r.ok()) return Fail(absl::Status(r.status().code(), absl::StrCat(s.name, ": ", r.status().message())));
+      results[i].push_back(*r);
+    }
+  }
+  auto median = [](std::vector<double> v) {
+    if (v.empty()) return 0.0;
+    std::sort(v.begin(), v.end());
+    return v.size() % 2 == 1 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
+  };
+  // Ratios of one setup's figure to another's, round by round.
+  auto ratios = [&](size_t i, size_t j) {
+    std::vector<double> out;
+    for (size_t r = 0; r < std::min(results[i].size(), results[j].size()); ++r) {
+      out.push_back(results[i][r].seeds_per_s / results[j][r].seeds_per_s);
+    }
+    return out;
+  };
+  auto format = [&](const std::vector<double>& v) {
+    if (v.empty()) return std::string();
+    return absl::StrFormat("%.2f (%.2f-%.2f)", median(v), *std::min_element(v.begin(), v.end()),
+                           *std::max_element(v.begin(), v.end()));
+  };
+  for (size_t i = 0; i < setups.size(); ++i) {
+    const Setup& s = setups[i];
+    if (results[i].empty()) continue;
+    std::vector<double> rate, nodes, calls, bytes, cpu, sampled;
+    for (const Result& r : results[i]) {
+      sampled.push_back(r.sampled_per_batch);
+      rate.push_back(r.seeds_per_s);
+      cpu.push_back(r.cpu_ms_per_batch);
+      nodes.push_back(r.nodes_per_batch);
+      calls.push_back(r.calls_per_batch);
+      bytes.push_back(r.bytes_per_batch);
+    }
+    const std::string vs = s.compare_with >= 0 ? format(ratios(i, s.compare_with)) : "";
+    std::printf("%-24s %10.0f %7s %14s %11.0f %9.1f %9.2f %8.2f%% %12.1f %11.2f MB\n", s.name.c_str(), median(rate),
+                i == 0 ? "1.00" : format(ratios(i, 0)).substr(0, 4).c_str(), vs.substr(0, 4).c_str(), median(nodes),
+                median(cpu), median(sampled), 100 * s.report.cut_fraction(), median(calls), median(bytes) / 1e6);
+  }
+  std::printf("\nper-round ratios (against the single server | global against owner-only):\n");
+  for (size_t i = 1; i < setups.size(); ++i) {
+    if (results[i].empty()) continue;
+    std::printf("  %-22s %s | %s\n", setups[i].name.c_str(), format(ratios(i, 0)).c_str(),
+                setups[i].compare_with >= 0 ? format(ratios(i, setups[i].compare_with)).c_str() : "");
   }
   return 0;
 }

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstdio>
 #include <string>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "server/util/flags.h"
@@ -52,18 +53,35 @@ struct EpochResult {
   double loss = 0;
   double accuracy = 0;
   int64_t batches = 0;
+  // How far each batch's label mix is from the epoch's: the mean over batches of the total
+  // variation distance between the batch's seed-label histogram and the whole epoch's (0: every
+  // batch holds the classes in the split's proportions; a batch of one class out of many: ~1).
+  double label_mix_distance = 0;
 };
 
-EpochResult RunEpoch(Sage& model, client::Loader& loader, int64_t epoch, torch::optim::Optimizer* opt) {
+// Mean total variation distance between each batch's seed-label histogram and all batches'.
+double LabelMixDistance(const std::vector<torch::Tensor>& histograms) {
+  if (histograms.empty()) return 0;
+  auto total = torch::stack(histograms).sum(0);
+  auto p = total / total.sum().clamp_min(1);
+  double sum = 0;
+  for (const auto& h : histograms) sum += 0.5 * (h / h.sum().clamp_min(1) - p).abs().sum().item<double>();
+  return sum / static_cast<double>(histograms.size());
+}
+
+EpochResult RunEpoch(Sage& model, client::Loader& loader, int64_t epoch, torch::optim::Optimizer* opt,
+                     int64_t classes) {
   double loss_sum = 0;
   int64_t right = 0, seen = 0;
   EpochResult r;
+  std::vector<torch::Tensor> histograms;
   loader.StartEpoch(epoch);
   while (auto b = loader.Next()) {
     // edge_index points from each sampled neighbour to the node that sampled it.
     const int64_t s = b->batch_size;
     auto logits = model->forward(b->x, b->edge_index[0], b->edge_index[1]).narrow(0, 0, s);
     auto y = b->y.narrow(0, 0, s);
+    histograms.push_back(torch::bincount(y, {}, classes).to(torch::kFloat64));
     if (opt != nullptr) {
       auto loss = torch::nn::functional::cross_entropy(logits, y);
       opt->zero_grad();
@@ -77,6 +95,7 @@ EpochResult RunEpoch(Sage& model, client::Loader& loader, int64_t epoch, torch::
   }
   r.loss = loss_sum / std::max<int64_t>(1, seen);
   r.accuracy = static_cast<double>(right) / std::max<int64_t>(1, seen);
+  r.label_mix_distance = LabelMixDistance(histograms);
   return r;
 }
 
@@ -91,6 +110,7 @@ std::pair<client::LoaderOptions, client::LoaderOptions> LoaderOptionsFrom(const 
   base.seed = static_cast<uint64_t>(*flags.GetInt("seed"));
   base.feature_encoding = client::ParseFeatureEncoding(flags.Get("feature_encoding")).value_or(base.feature_encoding);
   base.feature_cache_rows = *flags.GetInt("feature_cache_rows");
+  base.global_batches = *flags.GetBool("global_batches");
   // Loaders that share a backend key must ask for the same batches: one key per way of sampling.
   std::string key = "train_sage/";
   if (*flags.GetBool("weighted")) {
@@ -151,6 +171,9 @@ int Run(int argc, char** argv) {
   flags.Define("temporal", "",
                "\"uniform\" or \"last\": sample each seed at its node time, among the neighbours up to then or the "
                "latest of them");
+  flags.Define("global_batches", "true",
+               "batches formed over the whole cluster's seeds, as one server holding the graph would form them; false: "
+               "each server batches the seeds it owns");
   flags.Define("shutdown_servers", "false", "call Exit on every server when done");
   if (auto exit = flags.ParseCommandLine(argc, argv, "train_sage", "Trains GraphSAGE through graphstore.")) {
     return *exit;
@@ -167,9 +190,11 @@ int Run(int argc, char** argv) {
     std::fprintf(stderr, "train_sage: --temporal must be uniform or last, got '%s'\n", t.c_str());
     return 2;
   }
-  if (auto w = flags.GetBool("weighted"); !w.ok()) {
-    std::fprintf(stderr, "train_sage: %s\n", std::string(w.status().message()).c_str());
-    return 2;
+  for (const char* name : {"weighted", "global_batches", "shutdown_servers"}) {
+    if (auto w = flags.GetBool(name); !w.ok()) {
+      std::fprintf(stderr, "train_sage: %s\n", std::string(w.status().message()).c_str());
+      return 2;
+    }
   }
   const int epochs = static_cast<int>(*flags.GetInt("epochs"));
   torch::manual_seed(*flags.GetInt("seed"));
@@ -185,13 +210,15 @@ int Run(int argc, char** argv) {
     for (int epoch = 0; epoch < epochs; ++epoch) {
       const auto t0 = std::chrono::steady_clock::now();
       model->train();
-      const EpochResult t = RunEpoch(model, train, epoch, &opt);
+      const EpochResult t = RunEpoch(model, train, epoch, &opt, nt.num_classes());
       const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       model->eval();
       torch::NoGradGuard no_grad;
-      const EpochResult v = RunEpoch(model, val, epoch, nullptr);
-      std::printf("epoch %d: loss %.4f  train acc %.3f  val acc %.3f  (%lld batches, %.1f batches/s)\n", epoch, t.loss,
-                  t.accuracy, v.accuracy, static_cast<long long>(t.batches), t.batches / secs);
+      const EpochResult v = RunEpoch(model, val, epoch, nullptr, nt.num_classes());
+      std::printf("epoch %d: loss %.4f  train acc %.3f  val acc %.3f  (%lld batches, %.1f batches/s, label mix "
+                  "distance %.3f)\n",
+                  epoch, t.loss, t.accuracy, v.accuracy, static_cast<long long>(t.batches), t.batches / secs,
+                  t.label_mix_distance);
       std::fflush(stdout);
     }
     val.Close();

@@ -173,17 +173,15 @@ absl::Status GatherNodeData(const Partition& partition, int node_type, bool feat
   // owner, answered while the local rows are copied. A node whose row the trainer caches is
   // fetched only for its label.
   const size_t row_bytes = g.stored_row_bytes();
-  std::vector<char> row(row_bytes);
   OwnerSplit<PeerSampling::NodeDataCall> split;
   auto lookup = [&](size_t i) {
     if (cache == nullptr) return !g.WantsRow(i) && !labels;
-    if (g.WantsRow(i)) {
-      if (!cache->GetFeatures(node_type, ids[i], row.data())) return false;
-    }
+    const char* row = nullptr;
+    if (g.WantsRow(i) && (row = cache->FindFeatures(node_type, ids[i])) == nullptr) return false;
     int64_t label = 0;
     if (labels && !cache->GetLabel(node_type, ids[i], &label)) return false;
-    // Both found: write them now (the split does not ask the owner).
-    if (g.WantsRow(i)) g.PutRow(i, row.data());
+    // Both found: written now, straight from the cache (the split does not ask the owner).
+    if (row != nullptr) g.PutRow(i, row);
     if (labels) g.PutLabel(i, label);
     return true;
   };

@@ -51,14 +51,20 @@ bool RemoteCache::Reserve(int64_t n) {
   return false;
 }
 
-bool RemoteCache::GetFeatures(int type, int64_t id, char* dst) const {
+const char* RemoteCache::FindFeatures(int type, int64_t id) const {
   const Type& t = *types_[type];
   const std::atomic<int32_t>* slots = t.slot.load(std::memory_order_acquire);
-  if (slots == nullptr) return false;
+  if (slots == nullptr) return nullptr;
   const int32_t s = slots[id].load(std::memory_order_acquire);
-  if (s < 0) return false;
+  if (s < 0) return nullptr;
   const char* chunk = t.chunks[s / kRowsPerChunk].load(std::memory_order_relaxed);
-  std::memcpy(dst, chunk + static_cast<size_t>(s % kRowsPerChunk) * t.row_bytes, t.row_bytes);
+  return chunk + static_cast<size_t>(s % kRowsPerChunk) * t.row_bytes;
+}
+
+bool RemoteCache::GetFeatures(int type, int64_t id, char* dst) const {
+  const char* row = FindFeatures(type, id);
+  if (row == nullptr) return false;
+  std::memcpy(dst, row, types_[type]->row_bytes);
   return true;
 }
 

@@ -27,6 +27,9 @@ class RemoteCache {
   RemoteCache(const RemoteCache&) = delete;
   RemoteCache& operator=(const RemoteCache&) = delete;
 
+  /// The cached feature row of node `id` of type `type`, or null when absent. Rows never move
+  /// (nothing is evicted), so the pointer stays valid for the cache's life.
+  const char* FindFeatures(int type, int64_t id) const;
   /// Copies the cached feature row of node `id` of type `type` to `dst`; false when absent.
   bool GetFeatures(int type, int64_t id, char* dst) const;
   /// Keeps a feature row (row width of the type's features) while the budget lasts.
