@@ -3,6 +3,11 @@
 #include <grpcpp/ext/proto_server_reflection_plugin.h>
 #include <grpcpp/health_check_service_interface.h>
 
+#include <netdb.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <chrono>
 #include <map>
 
@@ -13,6 +18,38 @@ namespace graphstore {
 
 namespace {
 constexpr char kServiceName[] = "graphstore.v1.GraphStore";
+
+// Whether something already listens on host:port (what a listener that gRPC could not open
+// most often means): a plain bind without SO_REUSEPORT fails with EADDRINUSE then.
+bool PortInUse(const std::string& host, int port) {
+  if (port <= 0) return false;
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_NUMERICSERV | AI_PASSIVE;
+  addrinfo* found = nullptr;
+  const std::string bare = host.size() > 1 && host.front() == '[' ? host.substr(1, host.size() - 2) : host;
+  if (getaddrinfo(bare.c_str(), std::to_string(port).c_str(), &hints, &found) != 0 || found == nullptr) return false;
+  bool in_use = false;
+  const int fd = socket(found->ai_family, found->ai_socktype, found->ai_protocol);
+  if (fd >= 0) {
+    const int one = 1;
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    in_use = bind(fd, found->ai_addr, found->ai_addrlen) != 0 && errno == EADDRINUSE;
+    close(fd);
+  }
+  freeaddrinfo(found);
+  return in_use;
+}
+
+// The error of a listener that could not be opened on `at` (the flag `flag` asked for it).
+absl::Status ListenError(const std::string& flag, const std::string& host, int port, const std::string& at) {
+  if (PortInUse(host, port)) {
+    return absl::AlreadyExistsError(absl::StrCat(flag, "=", port, ": ", at, " is in use (another graphstored, or "
+                                                 "another program, listens there; a daemon owns its port)"));
+  }
+  return absl::UnavailableError(absl::StrCat("cannot listen on ", flag, ": ", at));
+}
 
 }  // namespace
 
@@ -91,6 +128,9 @@ absl::StatusOr<std::unique_ptr<GraphStoreServer>> GraphStoreServer::BuildAndStar
                                  ? absl::StrCat("[", options.host, "]:", options.port)
                                  : absl::StrCat(options.host, ":", options.port);
   builder.AddListeningPort(listen, *credentials, &s->port_);
+  // A daemon owns its port: gRPC's default SO_REUSEPORT would let a second daemon listen
+  // beside this one and the kernel split the connections between them.
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   builder.RegisterService(s->service_.get());
   builder.SetMaxSendMessageSize(options.max_message_bytes);
   builder.SetMaxReceiveMessageSize(options.max_message_bytes);
@@ -99,9 +139,7 @@ absl::StatusOr<std::unique_ptr<GraphStoreServer>> GraphStoreServer::BuildAndStar
   // minutes with GOAWAY while the server has nothing to send.
   builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 5000);
   s->server_ = builder.BuildAndStart();
-  if (s->server_ == nullptr || s->port_ == 0) {
-    return absl::UnavailableError(absl::StrCat("cannot listen on ", listen));
-  }
+  if (s->server_ == nullptr || s->port_ == 0) return ListenError("--port", options.host, options.port, listen);
   if (options.health_port >= 0) {
     s->health_mirror_ = std::make_unique<HealthMirror>();
     grpc::ServerBuilder health;
@@ -109,10 +147,11 @@ absl::StatusOr<std::unique_ptr<GraphStoreServer>> GraphStoreServer::BuildAndStar
                                ? absl::StrCat("[", options.host, "]:", options.health_port)
                                : absl::StrCat(options.host, ":", options.health_port);
     health.AddListeningPort(at, grpc::InsecureServerCredentials(), &s->health_port_);
+    health.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
     health.RegisterService(s->health_mirror_.get());
     s->health_server_ = health.BuildAndStart();
     if (s->health_server_ == nullptr || s->health_port_ <= 0) {
-      return absl::UnavailableError(absl::StrCat("cannot listen on --health_port: ", at));
+      return ListenError("--health_port", options.host, options.health_port, at);
     }
   }
   // "" says the server is up (what peers wait for); the service says it samples.

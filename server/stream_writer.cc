@@ -45,16 +45,18 @@ void SampledMessageStream::Begin() {
 void SampledMessageStream::OnWriteDone(bool ok) {
   size_t written = 0;
   bool batch_done = false;
+  BatchCounts counts;
   std::optional<grpc::Status> deferred;
   {
     std::lock_guard<std::mutex> lock(mu_);
     writing_ = false;
     written = buffer_.Length();
     batch_done = current_ != nullptr && next_part_ >= current_->encoded->parts.size();
+    if (batch_done) counts = current_->counts;
     buffer_.Clear();
     deferred.swap(deferred_finish_);
   }
-  if (ok) host_->Sent(a_.shared_memory, static_cast<int64_t>(written), batch_done);
+  if (ok) host_->Sent(a_.channel_id, a_.shared_memory, static_cast<int64_t>(written), batch_done ? &counts : nullptr);
   if (deferred.has_value()) {
     // The stream ended while this write was on its way: its status goes out now.
     Finish(*deferred);

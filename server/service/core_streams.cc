@@ -100,10 +100,20 @@ void Core::DetachStream(uint64_t channel_id, int64_t epoch, bool cancelled) {
   }
 }
 
-void Core::Sent(bool shared_memory, int64_t bytes, bool batch_done) {
+void Core::Sent(uint64_t channel_id, bool shared_memory, int64_t bytes, const BatchCounts* batch_done) {
   const int transport = shared_memory ? 1 : 0;
   counters_.bytes_sent[transport].fetch_add(bytes, std::memory_order_relaxed);
-  if (batch_done) counters_.batches_sent[transport].fetch_add(1, std::memory_order_relaxed);
+  if (batch_done == nullptr) return;
+  counters_.batches_sent[transport].fetch_add(1, std::memory_order_relaxed);
+  std::shared_ptr<const ChannelSampling> sampling;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto c = LiveChannel(channel_id);
+    if (c.ok()) sampling = (*c)->sampling;
+  }
+  if (sampling == nullptr) return;
+  sampling->feature_rows_sent.fetch_add(batch_done->feature_rows, std::memory_order_relaxed);
+  sampling->feature_rows_cached.fetch_add(batch_done->cached_feature_rows, std::memory_order_relaxed);
 }
 
 void Core::Touch(uint64_t channel_id) {

@@ -15,6 +15,14 @@
 
 namespace graphstore {
 
+/// What one sampled batch carries of the channel's counters (ChannelStats), counted once the
+/// batch's last part is written to the client.
+struct BatchCounts {
+  /// Feature rows in the message, and rows left out because the trainer caches them.
+  int64_t feature_rows = 0;
+  int64_t cached_feature_rows = 0;
+};
+
 /// What a stream needs to read a channel's epoch.
 struct StreamAttachment {
   std::shared_ptr<scheduler::Backend> backend;
@@ -39,8 +47,9 @@ class StreamHost {
   /// Records a use of a shared buffer as sent on the channel; it lives until the client frees
   /// it or the channel is destroyed.
   virtual void HandOff(uint64_t channel_id, std::shared_ptr<SharedUse> use) = 0;
-  /// Counts `bytes` written on a stream (and a whole batch when `batch_done`), for metrics.
-  virtual void Sent(bool shared_memory, int64_t bytes, bool batch_done) = 0;
+  /// Counts `bytes` written on the channel's stream, for metrics; `batch_done`, when the write
+  /// finished a batch, is what that batch counts for.
+  virtual void Sent(uint64_t channel_id, bool shared_memory, int64_t bytes, const BatchCounts* batch_done) = 0;
 };
 
 }  // namespace graphstore

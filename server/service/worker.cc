@@ -43,16 +43,15 @@ SamplingWorkers::SamplingWorkers(const Partition* partition, std::unique_ptr<Sam
 
 namespace {
 
-void CountFeatureRows(const SampledSubgraph& g, const ChannelSampling& channel) {
-  int64_t sent = 0, cached = 0;
+BatchCounts CountFeatureRows(const SampledSubgraph& g) {
+  BatchCounts c;
   for (const SampledNodes& n : g.nodes) {
     if (n.feature_dim == 0) continue;
     const int64_t rows = n.num_feature_rows();
-    sent += rows;
-    cached += static_cast<int64_t>(n.ids.size()) - rows;
+    c.feature_rows += rows;
+    c.cached_feature_rows += static_cast<int64_t>(n.ids.size()) - rows;
   }
-  channel.feature_rows_sent.fetch_add(sent, std::memory_order_relaxed);
-  channel.feature_rows_cached.fetch_add(cached, std::memory_order_relaxed);
+  return c;
 }
 
 }  // namespace
@@ -98,12 +97,12 @@ absl::StatusOr<scheduler::Batch> SamplingWorkers::SampleAndEncode(const schedule
   absl::Status sampled = sampler_->Sample(b, scratch_[t.worker].get(), &g);
   g.feature_target = nullptr;
   if (!sampled.ok()) return sampled;
-  if (channel != nullptr) CountFeatureRows(g, *channel);
   if (channel != nullptr && channel->send_input_ids) {
     g.nodes[b.node_type].input_ids.assign(t.seeds, t.seeds + t.num_seeds);
   }
 
   auto wire = std::make_shared<WireMessage>();
+  wire->counts = CountFeatureRows(g);
   WireHeader header;
   header.channel_id = t.channel_id;
   header.epoch = t.epoch;

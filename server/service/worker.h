@@ -15,6 +15,7 @@
 #include "server/graph/partition.h"
 #include "server/sampling/ablp.h"
 #include "server/sampling/sampler.h"
+#include "server/service/stream_host.h"
 #include "server/service/wire_encoder.h"
 #include "server/shm/shared_buffer.h"
 
@@ -36,8 +37,8 @@ struct ChannelSampling {
   std::shared_ptr<const AblpLabeler> ablp;
   /// Set on channels with a feature encoding or a trainer-side cache.
   std::shared_ptr<const FeatureOutput> features;
-  /// Feature rows of sampled nodes sent, and left out because the trainer caches them (updated
-  /// by the workers).
+  /// Feature rows in the messages sent to the client, and rows left out of them because the
+  /// trainer caches them (counted as each batch's last part is written, not when it is sampled).
   mutable std::atomic<int64_t> feature_rows_sent{0};
   mutable std::atomic<int64_t> feature_rows_cached{0};
 };
@@ -48,6 +49,8 @@ struct ChannelSampling {
 struct WireMessage {
   std::unique_ptr<EncodedMessage> encoded;
   std::shared_ptr<SharedUse> shared;
+  /// What the batch counts for once sent.
+  BatchCounts counts;
 };
 
 /// Sampled subgraphs kept for reuse: a batch's encoded parts point into its subgraph until they

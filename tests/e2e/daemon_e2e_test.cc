@@ -331,6 +331,21 @@ TEST_CASE("a reader that stops reading does not grow server memory past its buff
   CHECK(more + 1 == b->num_batches());
   CHECK(d.Stop(SIGTERM) == 0);
 }
+TEST_CASE("a second daemon on a port a running one holds refuses to start, naming the port", "[e2e]") {
+  // gRPC sets SO_REUSEPORT by default, which would let both listen and the kernel split the
+  // connections between them: a daemon must own its port.
+  Daemon first(Dataset());
+  Daemon second(Dataset(), {}, first.port(), /*wait=*/false);
+  CHECK(second.WaitExit(30) == 2);
+  const std::string log = second.Log();
+  CHECK_THAT(log, Catch::Contains("--port=" + std::to_string(first.port())));
+  CHECK_THAT(log, Catch::Contains("in use"));
+  // The first one still owns every connection.
+  auto c = Connect(first);
+  CHECK(c->GetDatasetMeta().ok());
+  CHECK(first.Stop(SIGTERM) == 0);
+}
+
 TEST_CASE("a channel id from before a restart is NOT_FOUND, never another trainer's channel", "[e2e]") {
   uint64_t old_channel = 0;
   int port = 0;

@@ -277,6 +277,57 @@ TEST_CASE("a feature cache rebuilds x bit for bit on 1 and 2 servers, and report
   }
 }
 
+TEST_CASE("the feature row counters count what the client received, not what was sampled ahead", "[remote]") {
+  // The server samples the next epoch's first batches while the stream is idle; those must
+  // not count until they are sent. Small parts: several messages per batch.
+  LocalCluster cluster(1, /*part_bytes=*/4096);
+  auto c = client::Client::Connect({cluster.addresses[0]});
+  REQUIRE(c.ok());
+  v1::InitSamplingBackendRequest init;
+  init.set_backend_key("counters");
+  *init.mutable_config() = Config();
+  auto b = (*c)->InitSamplingBackend(init);
+  REQUIRE(b.ok());
+  v1::RegisterSamplingInputRequest reg;
+  reg.set_backend_id(b->backend_id());
+  reg.mutable_split()->set_split("train");
+  reg.set_feature_cache_rows(kNodes / 10);
+  auto r = (*c)->RegisterSamplingInput(reg);
+  REQUIRE(r.ok());
+  v1::StartEpochRequest start;
+  start.set_channel_id(r->channel_id());
+  REQUIRE((*c)->StartEpoch(start).ok());
+  v1::StreamSampledMessagesRequest req;
+  req.set_channel_id(r->channel_id());
+  auto stream = (*c)->Stream(req);
+  int64_t rows = 0, cached = 0, messages = 0;
+  while (true) {
+    auto m = stream->Next();
+    REQUIRE(m.ok());
+    if (*m == nullptr) break;
+    ++messages;
+    if ((*m)->part() != 0) continue;  // part 0 carries every tensor's full shape
+    for (const v1::NodeTensors& n : (*m)->nodes()) {
+      // The rows in the message, and the nodes whose rows the trainer caches.
+      rows += n.features().shape(0);
+      cached += n.ids().shape(0) - n.features().shape(0);
+    }
+  }
+  REQUIRE(messages > r->num_batches_per_epoch());  // batches did come in parts
+  REQUIRE(cached > 0);
+  v1::DescribeChannelRequest d;
+  d.set_channel_id(r->channel_id());
+  // Once the next epoch's first batches are sampled ahead (and not sent):
+  v1::ChannelStats stats;
+  REQUIRE(testing::PollUntil([&] {
+    auto got = (*c)->DescribeChannel(d);
+    if (got.ok()) stats = *got;
+    return got.ok() && stats.sampled_ahead() > 0;
+  }));
+  CHECK(stats.feature_rows_sent() == rows);
+  CHECK(stats.feature_rows_cached() == cached);
+}
+
 TEST_CASE("every server of a cluster reports the same feature ranges, the ones INT8 encodes with", "[remote]") {
   LocalCluster cluster(2);
   std::vector<std::string> mins, maxs;
