@@ -7,8 +7,10 @@
 //   FLOAT16   IEEE 754 half, round to nearest even.
 //   BFLOAT16  the upper half of a float32, round to nearest even (NaN stays NaN).
 //   INT8      per column c: q = clamp(round((x - offset[c]) / scale[c]), 0, 255) as one byte;
-//             x ~= offset[c] + scale[c] * q. With offset = min and scale = (max - min) / 255
-//             over the values encoded, |x - decoded| <= scale / 2.
+//             x ~= offset[c] + scale[c] * q. With offset = min and scale = (max - min) / 255,
+//             inside [min, max] |x - decoded| <= scale / 2 up to float32 rounding (4 ulps of
+//             the column's largest magnitude); outside it x decodes to the nearer end of the
+//             range; NaN encodes as 0.
 //   INT4, INT2, INT1
 //             the same with 2^b - 1 steps (b = 4, 2, 1 bits), codes packed along the row: code
 //             j of a row at bits [(j*b) % 8, (j*b) % 8 + b) of the row's byte (j*b) / 8, lowest

@@ -19,7 +19,9 @@ def dequantize(x: torch.Tensor, scale: torch.Tensor, offset: torch.Tensor, bits:
         bits: bits per code (the batch's ``x_bits``): 8, 4, 2 or 1.
 
     Returns:
-        ``[n, dim]``: ``offset + scale * code``, within ``scale / 2`` of the original values.
+        ``[n, dim]``: ``offset + scale * code``, within ``scale / 2`` of the original values
+        (they are inside each column's range, which is taken over the stored rows), up to
+        float32 rounding.
 
     Raises:
         TypeError, ValueError: an argument that is not of this form, naming it.

@@ -11,6 +11,7 @@
 #include <cstring>
 #include <limits>
 #include <random>
+#include <utility>
 #include <vector>
 
 namespace graphstore::codec {
@@ -128,6 +129,53 @@ TEST_CASE("int8: half a step per column, clamped outside the range, constant col
   CHECK(qo[0] == 0);
   CHECK(qo[1] == 255);
   CHECK(qo[2] == 0);
+}
+
+TEST_CASE("quantized codes at the bound: half a step at every midpoint, the range's end outside it", "[codec]") {
+  // The documented bound, |x - (offset + scale * q)| <= scale / 2 inside [min, max] up to
+  // float32 rounding (a few ulps of the column's largest magnitude), checked where it is tight:
+  // at the midpoints between codes, where a value is half a step from both neighbours, and just
+  // beside them; outside the range a value decodes to the range's nearer end.
+  for (int bits : {8, 4, 2, 1}) {
+    for (const auto& [lo, hi] : std::vector<std::pair<float, float>>{{-1.0f, 1.0f}, {0.0f, 255.0f}, {100.0f, 1e4f},
+                                                                     {-3e-3f, 5e-3f}, {-7e5f, 3e5f}}) {
+      INFO(bits << " bits over [" << lo << ", " << hi << "]");
+      std::vector<float> scale, offset;
+      QuantizationParameters({lo}, {hi}, bits, &scale, &offset);
+      const int steps = (1 << bits) - 1;
+      const float slack = 4 * std::numeric_limits<float>::epsilon() * std::max(std::fabs(lo), std::fabs(hi));
+      std::vector<float> x;
+      for (int k = 0; k < steps; ++k) {
+        const float mid = offset[0] + scale[0] * (static_cast<float>(k) + 0.5f);
+        x.push_back(mid);
+        x.push_back(std::nextafter(mid, -INFINITY));
+        x.push_back(std::nextafter(mid, INFINITY));
+      }
+      x.push_back(lo);
+      x.push_back(hi);
+      std::vector<uint8_t> q(x.size());
+      std::vector<float> back(x.size());
+      for (size_t i = 0; i < x.size(); ++i) {
+        QuantizeRows(&x[i], 1, 1, bits, scale.data(), offset.data(), &q[i]);
+        DequantizeRows(&q[i], 1, 1, bits, scale.data(), offset.data(), &back[i]);
+        INFO(x[i] << " -> code " << int(q[i]) << " -> " << back[i]);
+        CHECK(std::fabs(back[i] - x[i]) <= scale[0] / 2 + slack);
+      }
+      // Outside the range: the nearer end, so the error is the distance to the range (and no
+      // more than half a step beyond what the range itself decodes to).
+      const float below = lo - 3 * scale[0], above = hi + 5 * scale[0];
+      uint8_t qb = 0, qa = 0;
+      float b = 0, a = 0;
+      QuantizeRows(&below, 1, 1, bits, scale.data(), offset.data(), &qb);
+      QuantizeRows(&above, 1, 1, bits, scale.data(), offset.data(), &qa);
+      DequantizeRows(&qb, 1, 1, bits, scale.data(), offset.data(), &b);
+      DequantizeRows(&qa, 1, 1, bits, scale.data(), offset.data(), &a);
+      CHECK(int(qb) == 0);
+      CHECK(int(qa) == steps);
+      CHECK(std::fabs(b - lo) <= slack);
+      CHECK(std::fabs(a - hi) <= slack + scale[0] * 1e-5f);
+    }
+  }
 }
 
 TEST_CASE("int4, int2, int1: codes packed low bits first, each row on whole bytes", "[codec]") {
