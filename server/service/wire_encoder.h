@@ -6,10 +6,12 @@
 // and the bytes of large tensors are referenced where the sampler left them, so they reach the
 // socket without being copied again. Any protobuf parser reads the result as SampledMessage.
 //
-// A batch larger than the part size is split (SampledMessage.part, Tensor.byte_offset): part 0
-// carries every tensor's dtype and full shape and the bytes that fit, later parts the rest of
-// the node and edge tensors, so the client decodes one part while the next is on the wire.
-// Tensors marked `whole` (a quantized encoding's scale and offset) are always complete in part 0.
+// A batch larger than the part size is split (SampledMessage.part, Tensor.byte_offset; the
+// proto says exactly what each part carries): part 0 names every tensor with its dtype and full
+// shape and carries the whole rows that fit, later parts the rest of the node and edge tensors
+// (each piece repeating its tensor's dtype and shape), so the client decodes one part while the
+// next is on the wire. Tensors marked `whole` (a quantized encoding's scale and offset) and
+// link-prediction and PPR entries are always complete in part 0.
 // Within a Tensor the encoder writes byte_offset before data (protobuf accepts fields in any
 // order), so a streaming decoder knows where the bytes go before they arrive.
 

@@ -425,7 +425,13 @@ void AddTensors(const google::protobuf::Message& entry, const std::string& type,
       a.bytes.assign(n, '\0');
     }
     INFO(key << " at " << t.byte_offset());
-    REQUIRE(a.dtype != v1::DTYPE_UNSPECIFIED);
+    REQUIRE(a.dtype != v1::DTYPE_UNSPECIFIED);  // every tensor is named in part 0
+    // Every piece repeats the tensor's dtype and full shape, and holds whole rows.
+    CHECK(t.dtype() == a.dtype);
+    CHECK(std::vector<int64_t>(t.shape().begin(), t.shape().end()) == a.shape);
+    const size_t row = a.shape.empty() || a.shape[0] == 0 ? 1 : a.bytes.size() / static_cast<size_t>(a.shape[0]);
+    CHECK(t.byte_offset() % row == 0);
+    CHECK((t.data().size() % row == 0 || t.byte_offset() + t.data().size() == a.bytes.size()));
     REQUIRE(t.byte_offset() + t.data().size() <= a.bytes.size());
     a.bytes.replace(t.byte_offset(), t.data().size(), t.data());
     a.covered += t.data().size();
