@@ -5,6 +5,11 @@
 // every user and item through graphstore and reports validation recall@20 and MRR, beside a
 // popularity baseline.
 //
+// The evaluation, shared with python/examples/train_link_pred.py (a test compares the two
+// baselines): each val user's val label items are the truth; the items the user rated in the
+// train split are excluded from its ranking; the popularity baseline ranks items by their
+// number of train ratings, ties by lower item id.
+//
 //   train_link_pred --servers=127.0.0.1:PORT --epochs=25
 
 #include "client/loader.h"  // LibTorch first (see loader.h)
@@ -189,32 +194,19 @@ bool Describe(const v1::DatasetMeta& meta, Task* task) {
   return task->num_users > 0 && task->num_items > 0 && task->user_dim > 0 && task->item_dim > 0;
 }
 
-// What a user has already rated (never recommended again) and each item's rating count: the
-// graph's own supervision edges, read through graphstore with every neighbour of every user.
-std::pair<torch::Tensor, torch::Tensor> RatedItems(client::LoaderOptions o, const Task& task) {
+// What each user rated in the train split (never recommended again) and each item's score in
+// the popularity baseline: its number of train ratings, ties by lower item id.
+std::pair<torch::Tensor, torch::Tensor> RatedItems(const std::map<int64_t, std::vector<int64_t>>& train,
+                                                   const Task& task) {
   auto seen = torch::zeros({task.num_users, task.num_items}, torch::kBool);
-  auto popularity = torch::zeros({task.num_items}, torch::kFloat32);
-  o = EmbedOptions(std::move(o), task.user_type);
-  o.backend_key = "train_link_pred/seen";
-  o.worker_key = "train_link_pred:seen";
-  o.config.clear_num_neighbors_by_type();
-  (*o.config.mutable_num_neighbors_by_type())[task.supervision].add_per_hop(-1);
-  (*o.config.mutable_num_neighbors_by_type())[task.reverse].add_per_hop(0);
-  o.config.set_with_node_features(false);
-  client::Loader loader(o);
-  loader.StartEpoch(0);
-  while (auto b = loader.Next()) {
-    for (const auto& [key, view] : b->edges) {
-      if (view.stored_type != task.supervision || view.edge_index.size(1) == 0) continue;
-      // Keyed by message-passing direction: the stored user -> item edges, possibly reversed.
-      const bool reversed = key != task.supervision;
-      auto u = b->nodes.at(task.user_type).n_id.index_select(0, view.edge_index[reversed ? 1 : 0]);
-      auto i = b->nodes.at(task.item_type).n_id.index_select(0, view.edge_index[reversed ? 0 : 1]);
-      seen.index_put_({u, i}, true);
-      popularity.index_add_(0, i, torch::ones({i.size(0)}));
-    }
+  auto popularity = torch::zeros({task.num_items}, torch::kFloat64);
+  for (const auto& [u, items] : train) {
+    auto i = torch::tensor(items, torch::kInt64);
+    seen.index_put_({torch::full({i.size(0)}, u, torch::kInt64), i}, true);
+    popularity.index_add_(0, i, torch::ones({i.size(0)}, torch::kFloat64));
   }
-  return {seen, popularity};
+  popularity -= torch::arange(task.num_items, torch::kFloat64) / static_cast<double>(task.num_items + 1);
+  return {seen, popularity.to(torch::kFloat32)};
 }
 
 // Embeds every user and item (the `epoch`th pass of the two loaders).
@@ -321,7 +313,7 @@ int Run(int argc, char** argv) {
     }
     const auto val = Labels(base.servers, "val", task.user_type, task.supervision);
     const auto train_labels = Labels(base.servers, "train", task.user_type, task.supervision);
-    const auto [seen, popularity] = RatedItems(base, task);
+    const auto [seen, popularity] = RatedItems(train_labels, task);
     auto masked = [&seen = seen](torch::Tensor scores) { return scores.masked_fill(seen, -1e9); };
     const auto [pop_recall, pop_mrr] =
         RecallMrr(masked(popularity.unsqueeze(0).expand({task.num_users, task.num_items}).clone()), val, 20);

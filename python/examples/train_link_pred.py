@@ -4,6 +4,11 @@ brings anchors, their positive and negative label items and the neighbourhood of
 After every epoch it embeds every user and item through graphstore and reports validation
 recall@20 and MRR beside a popularity baseline.
 
+The evaluation, shared with client/examples/train_link_pred.cc (a test compares the two
+baselines): each val user's val label items are the truth; the items the user rated in the
+train split are excluded from its ranking; the popularity baseline ranks items by their number
+of train ratings, ties by lower item id.
+
     PYTHONPATH=bazel-bin/python/site /usr/bin/python3 python/examples/train_link_pred.py \
         --servers=127.0.0.1:PORT[,127.0.0.1:PORT2] --epochs=25
 """
@@ -145,10 +150,11 @@ def main(argv=None):
         num_users, num_items = types[task.user_type].num_nodes, types[task.item_type].num_nodes
         val = labels(servers, "val", task)
         seen = torch.zeros(num_users, num_items, dtype=torch.bool)
-        popularity = torch.zeros(num_items)
+        popularity = torch.zeros(num_items, dtype=torch.float64)
         for u, items in labels(servers, "train", task).items():
             seen[u, items] = True
-            popularity.index_add_(0, torch.tensor(items), torch.ones(len(items)))
+            popularity.index_add_(0, torch.tensor(items), torch.ones(len(items), dtype=torch.float64))
+        popularity = (popularity - torch.arange(num_items, dtype=torch.float64) / (num_items + 1)).float()
         masked = lambda s: s.masked_fill(seen, -1e9)  # noqa: E731
         pop_recall, pop_mrr = recall_mrr(masked(popularity.expand(num_users, -1).clone()), val)
         print(f"dataset '{train.meta.dataset_name}': {num_users} {task.user_type}, {num_items} {task.item_type}; "

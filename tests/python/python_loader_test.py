@@ -1029,7 +1029,25 @@ class MessagePassingTest(unittest.TestCase):
 
 
 class ExamplesTest(unittest.TestCase):
-    """python/examples/train_sage.py, the worked example of the docs, runs one epoch each way."""
+    """python/examples/train_sage.py, the worked example of the docs, runs one epoch each way;
+    the two link-prediction examples evaluate alike."""
+
+    @unittest.skipIf(not os.path.exists(os.path.join(MOVIELENS, "u.data")), f"no MovieLens 100k at {MOVIELENS}")
+    def test_link_prediction_examples_share_one_evaluation(self):
+        # Both rank items with each user's train ratings excluded and score a popularity baseline
+        # of train rating counts (ties by lower id): on the same split they print the same one.
+        def baseline(cmd, env=None):
+            r = subprocess.run(cmd + [f"--servers={DML.address}", "--epochs=0"], capture_output=True, text=True,
+                               env=env, timeout=300, check=False)
+            self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+            line = [x for x in r.stdout.splitlines() if x.startswith("popularity baseline:")]
+            self.assertEqual(len(line), 1, r.stdout)
+            return line[0]
+        script = os.path.join(gt.ROOT, "python", "examples", "train_link_pred.py")
+        py = baseline([sys.executable, script], env=gt.package_env())
+        cpp = baseline([os.path.join(gt.ROOT, "client", "train_link_pred")])
+        self.assertEqual(py, cpp)
+        self.assertRegex(py, r"recall@20 0\.[0-9]{4}  MRR 0\.[0-9]{4}")
 
     def test_train_sage_uniform_weighted_and_temporal(self):
         g = os.path.join(WORK, "examples")
