@@ -10,6 +10,7 @@
 #include "server/graph/manifest.h"
 #include "server/graph/npy.h"
 #include "server/graph/partition.h"
+#include "server/util/progress.h"
 #include "tools/metis_partition.h"
 
 namespace graphstore {
@@ -194,8 +195,10 @@ absl::Status WriteSingle(const GeneratorOptions& o, const Communities& c, const 
   constexpr int64_t kChunk = 4096;
   std::vector<float> fbuf(static_cast<size_t>(kChunk) * o.feature_dim);
   std::vector<float> range(2 * static_cast<size_t>(o.feature_dim));  // min row, max row
+  Progress progress("generating and writing the graph", n, "nodes");
   for (int64_t base = 0; base < n; base += kChunk) {
     const int64_t end = std::min(n, base + kChunk);
+    progress.Add(end - base);
     for (int64_t v = base; v < end; ++v) {
       GenerateRow(o, c, v, &row);
       if (times) {
@@ -299,7 +302,9 @@ GraphData Materialise(const GeneratorOptions& o, const Communities& c) {
   et.src_type = et.dst_type = "node";
   et.relation = "to";
   std::vector<int64_t> row;
+  Progress progress("generating the graph", o.num_nodes, "nodes");
   for (int64_t v = 0; v < o.num_nodes; ++v) {
+    if ((v & 0xfff) == 0) progress.Add(std::min<int64_t>(0x1000, o.num_nodes - v));
     GenerateRow(o, c, v, &row);
     if (o.times) SortRowByTime(o.seed, v, &row);  // edge ids in the order one partition stores them
     for (int64_t u : row) {

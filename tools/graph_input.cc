@@ -10,6 +10,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "server/graph/npy.h"
+#include "server/util/progress.h"
 
 namespace graphstore {
 namespace {
@@ -54,7 +55,13 @@ absl::Status ParseIntColumns(const std::string& path, const std::string& text, i
   out->assign(columns, {});
   size_t pos = 0;
   int64_t line_no = 0;
+  Progress progress(absl::StrCat("reading ", path), static_cast<int64_t>(text.size()), "bytes");
+  size_t counted = 0;
   while (pos < text.size()) {
+    if (pos - counted >= (size_t{1} << 20)) {
+      progress.Add(static_cast<int64_t>(pos - counted));
+      counted = pos;
+    }
     size_t end = text.find('\n', pos);
     if (end == std::string::npos) end = text.size();
     ++line_no;
@@ -79,6 +86,7 @@ absl::Status ParseIntColumns(const std::string& path, const std::string& text, i
       p = stop;
     }
   }
+  progress.Add(static_cast<int64_t>(text.size() - counted));
   return absl::OkStatus();
 }
 

@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "server/util/progress.h"
 
 namespace graphstore {
 
@@ -132,8 +133,16 @@ std::string PartitionReport::ToString() const {
 
 absl::StatusOr<Assignment> AssignPartitions(const GraphData& graph, const std::string& method, int num_partitions,
                                             uint64_t seed) {
-  if (method == "metis") return MetisAssignment(graph, num_partitions, seed);
-  if (method == "random") return RandomAssignment(graph, num_partitions, seed);
+  int64_t nodes = 0;
+  for (const auto& t : graph.node_types) nodes += t.num_nodes;
+  // METIS gives no progress of its own: its total, at least, when it is done.
+  Progress progress(absl::StrCat("partitioning (", method, ", ", num_partitions, " parts)"), nodes, "nodes");
+  auto done = [&](absl::StatusOr<Assignment> a) {
+    if (a.ok()) progress.Add(nodes);
+    return a;
+  };
+  if (method == "metis") return done(MetisAssignment(graph, num_partitions, seed));
+  if (method == "random") return done(RandomAssignment(graph, num_partitions, seed));
   return absl::InvalidArgumentError(absl::StrCat("method '", method, "' is not a method (random, metis)"));
 }
 

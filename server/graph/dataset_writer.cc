@@ -17,6 +17,7 @@
 #include "server/graph/manifest.h"
 #include "server/graph/npy.h"
 #include "server/graph/partition.h"
+#include "server/util/progress.h"
 
 namespace graphstore {
 int FindType(const GraphData& g, const std::string& name) {
@@ -502,6 +503,9 @@ absl::Status WritePartitions(const GraphData& g, const Assignment& assignment, c
   for (size_t et = 0; et < g.edge_types.size(); ++et) l.order.push_back(EdgeOrder(g, assignment, l, et));
   l.cursor.assign(g.edge_types.size(), 0);
 
+  int64_t edges = 0;
+  for (const auto& e : g.edge_types) edges += static_cast<int64_t>(e.src.size());
+  Progress progress(absl::StrCat("writing ", l.num_partitions, " partition(s)"), edges, "edges");
   for (int p = 0; p < l.num_partitions; ++p) {
     const std::string dir = PartitionDir(out_dir, l.num_partitions, p);
     if (auto s = MakeDirs(dir + "/book"); !s.ok()) return s;
@@ -517,6 +521,7 @@ absl::Status WritePartitions(const GraphData& g, const Assignment& assignment, c
     }
     for (size_t et = 0; et < g.edge_types.size(); ++et) {
       if (auto s = WriteEdgeType(g, assignment, &l, et, p, dir, &m); !s.ok()) return s;
+      progress.Add(m.edge_types(static_cast<int>(et)).num_local_edges());
     }
     if (auto s = ValidateManifest(m, dir + "/manifest.json"); !s.ok()) return s;
     if (auto s = WriteManifest(dir, m); !s.ok()) return s;

@@ -74,18 +74,26 @@ absl::StatusOr<std::unique_ptr<Partition>> Partition::Load(const std::string& di
   p->manifest_ = *std::move(manifest);
   p->nodes_.resize(p->manifest_.node_types_size());
   p->edges_.resize(p->manifest_.edge_types_size());
+  // Reading every array of a large partition takes a while: say how far it got.
+  std::unique_ptr<Progress> verify;
+  if (options.verify_contents) {
+    int64_t entries = 0;
+    for (const auto& n : p->manifest_.node_types()) entries += n.num_nodes() + n.num_local_nodes();
+    for (const auto& e : p->manifest_.edge_types()) entries += e.num_local_edges();
+    verify = std::make_unique<Progress>(absl::StrCat("verifying ", dir), entries, "entries");
+  }
   for (int i = 0; i < p->manifest_.node_types_size(); ++i) {
-    if (auto s = p->LoadNodeType(i, options.verify_contents); !s.ok()) return s;
+    if (auto s = p->LoadNodeType(i, verify.get()); !s.ok()) return s;
   }
   for (int i = 0; i < p->manifest_.edge_types_size(); ++i) {
-    if (auto s = p->LoadEdgeType(i, options.verify_contents); !s.ok()) return s;
+    if (auto s = p->LoadEdgeType(i, verify.get()); !s.ok()) return s;
   }
   return p;
 }
 
-absl::Status Partition::LoadNodeType(int index, bool verify) {
+absl::Status Partition::LoadNodeType(int index, Progress* verify) {
   if (auto s = OpenNodeType(index); !s.ok()) return s;
-  return verify ? VerifyNodeType(nodes_[index]) : absl::OkStatus();
+  return verify != nullptr ? VerifyNodeType(nodes_[index], verify) : absl::OkStatus();
 }
 
 absl::Status Partition::OpenNodeType(int index) {
@@ -142,7 +150,7 @@ absl::Status Partition::OpenNodeType(int index) {
   return absl::OkStatus();
 }
 
-absl::Status Partition::VerifyNodeType(const NodeTypeStore& t) const {
+absl::Status Partition::VerifyNodeType(const NodeTypeStore& t, Progress* progress) const {
   // Owned ids: strictly ascending, in range, and owned by this partition per the book.
   const int64_t* ids = t.global_ids();
   const int32_t* book = t.book.data<int32_t>();
@@ -171,6 +179,7 @@ absl::Status Partition::VerifyNodeType(const NodeTypeStore& t) const {
     }
     owned += book[g] == partition_id();
   }
+  progress->Add(t.num_nodes + t.num_local);
   if (owned != t.num_local) {
     return Corrupt(t.book, absl::StrCat("assigns ", owned, " nodes to partition ", partition_id(),
                                         ", but the manifest says ", t.num_local));
@@ -226,12 +235,12 @@ absl::Status Partition::VerifyNodeType(const NodeTypeStore& t) const {
   return absl::OkStatus();
 }
 
-absl::Status Partition::LoadEdgeType(int index, bool verify) {
+absl::Status Partition::LoadEdgeType(int index, Progress* verify) {
   if (auto s = OpenEdgeType(index); !s.ok()) return s;
   // The indptr checks are O(rows) and always run: a bad indptr would send the sampler out of
   // bounds.
   if (auto s = CheckIndptr(edges_[index]); !s.ok()) return s;
-  return verify ? VerifyEdgeType(edges_[index]) : absl::OkStatus();
+  return verify != nullptr ? VerifyEdgeType(edges_[index], verify) : absl::OkStatus();
 }
 
 absl::Status Partition::OpenEdgeType(int index) {
@@ -309,7 +318,7 @@ absl::Status Partition::CheckIndptr(const EdgeTypeStore& e) const {
   return absl::OkStatus();
 }
 
-absl::Status Partition::VerifyEdgeType(const EdgeTypeStore& e) const {
+absl::Status Partition::VerifyEdgeType(const EdgeTypeStore& e, Progress* progress) const {
   if (auto st = CheckRange(e.indices, nodes_[e.col_type].num_nodes,
                            absl::StrCat("not a ", nodes_[e.col_type].name, " node id"));
       !st.ok()) {
@@ -326,6 +335,7 @@ absl::Status Partition::VerifyEdgeType(const EdgeTypeStore& e) const {
   const int64_t* time = e.times_data();
   const int64_t* node_time = nodes_[e.col_type].times_data();
   for (int64_t r = 0; r < nodes_[e.row_type].num_local; ++r) {
+    if ((r & 0xffff) == 0xffff) progress->Add(ptr[r + 1] - ptr[r - 0xffff]);
     for (int64_t k = ptr[r] + 1; k < ptr[r + 1]; ++k) {
       if (time != nullptr && time[k - 1] != time[k]) {
         if (time[k - 1] < time[k]) continue;
@@ -346,6 +356,11 @@ absl::Status Partition::VerifyEdgeType(const EdgeTypeStore& e) const {
                                              "neighbour's time on"));
       }
     }
+  }
+  {
+    // The rows after the last whole block of 65536 (the loop above counted the blocks).
+    const int64_t rows = nodes_[e.row_type].num_local;
+    progress->Add(ptr[rows] - ptr[rows & ~int64_t{0xffff}]);
   }
   if (e.weights.is_open()) {
     const float* w = e.weights.data<float>();

@@ -26,6 +26,7 @@
 #include "server/graph/alias_cells.h"
 #include "server/graph/npy.h"
 #include "server/util/huge_pages.h"
+#include "server/util/progress.h"
 
 namespace graphstore {
 
@@ -314,13 +315,13 @@ class Partition {
  private:
   Partition() = default;
   // Loading a type: open and shape-check its files, then (verify) check every entry.
-  absl::Status LoadNodeType(int index, bool verify);
+  absl::Status LoadNodeType(int index, Progress* verify);
   absl::Status OpenNodeType(int index);
-  absl::Status VerifyNodeType(const NodeTypeStore& t) const;
-  absl::Status LoadEdgeType(int index, bool verify);
+  absl::Status VerifyNodeType(const NodeTypeStore& t, Progress* progress) const;
+  absl::Status LoadEdgeType(int index, Progress* verify);
   absl::Status OpenEdgeType(int index);
   absl::Status CheckIndptr(const EdgeTypeStore& e) const;
-  absl::Status VerifyEdgeType(const EdgeTypeStore& e) const;
+  absl::Status VerifyEdgeType(const EdgeTypeStore& e, Progress* progress) const;
   absl::Status VerifyLabelEdges(const EdgeTypeStore& e) const;
 
   std::string dir_;

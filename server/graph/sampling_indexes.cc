@@ -5,15 +5,16 @@
 
 #include <algorithm>
 #include <atomic>
-#include <chrono>
 #include <cmath>
 #include <functional>
+#include <optional>
 #include <string>
 #include <thread>
 #include <utility>
 #include <vector>
 
-#include "server/util/log.h"
+#include "absl/strings/str_cat.h"
+#include "server/util/progress.h"
 
 namespace graphstore {
 
@@ -21,19 +22,23 @@ namespace {
 
 // Index builds run on every core: a partition of a billion edges takes a thread tens of
 // seconds. Chunks are given out in turn; each writes only what its own range owns, so the
-// index is the same whatever the number of threads. Returns how many threads ran.
-int RunChunks(const std::vector<int64_t>& bounds, const std::function<void(int64_t, int64_t)>& fn) {
+// index is the same whatever the number of threads. Each chunk done counts its share of
+// `progress`'s total (if any).
+void RunChunks(const std::vector<int64_t>& bounds, const std::function<void(int64_t, int64_t)>& fn,
+               Progress* progress) {
   const int64_t chunks = static_cast<int64_t>(bounds.size()) - 1;
   std::atomic<int64_t> next{0};
   auto run = [&] {
-    for (int64_t c; (c = next.fetch_add(1)) < chunks;) fn(bounds[c], bounds[c + 1]);
+    for (int64_t c; (c = next.fetch_add(1)) < chunks;) {
+      fn(bounds[c], bounds[c + 1]);
+      if (progress) progress->Add(progress->total() * (c + 1) / chunks - progress->total() * c / chunks);
+    }
   };
   const int64_t threads = std::min<int64_t>(chunks, std::max(1u, std::thread::hardware_concurrency()));
   std::vector<std::thread> helpers;
   for (int64_t t = 1; t < threads; ++t) helpers.emplace_back(run);
   run();
   for (auto& t : helpers) t.join();
-  return static_cast<int>(threads);
 }
 
 // How many chunks `work` units make: a few per core, none under kMinChunkWork.
@@ -44,15 +49,16 @@ int64_t ChunksFor(int64_t work) {
 }
 
 // fn(first, end) over [0, n) in chunks of about equal length.
-int ForRanges(int64_t n, const std::function<void(int64_t, int64_t)>& fn) {
+void ForRanges(int64_t n, const std::function<void(int64_t, int64_t)>& fn, Progress* progress) {
   const int64_t chunks = ChunksFor(n);
   std::vector<int64_t> bounds(static_cast<size_t>(chunks) + 1);
   for (int64_t c = 0; c <= chunks; ++c) bounds[c] = n * c / chunks;
-  return RunChunks(bounds, fn);
+  RunChunks(bounds, fn, progress);
 }
 
 // fn(first_row, end_row) over the rows of a CSR in chunks of about equal edges plus rows.
-int ForRowRanges(const int64_t* indptr, int64_t rows, const std::function<void(int64_t, int64_t)>& fn) {
+void ForRowRanges(const int64_t* indptr, int64_t rows, const std::function<void(int64_t, int64_t)>& fn,
+                  Progress* progress) {
   const int64_t work = indptr[rows] + rows;
   const int64_t chunks = ChunksFor(work);
   std::vector<int64_t> bounds(static_cast<size_t>(chunks) + 1, rows);
@@ -71,29 +77,20 @@ int ForRowRanges(const int64_t* indptr, int64_t rows, const std::function<void(i
     }
     bounds[c] = lo;
   }
-  return RunChunks(bounds, fn);
+  RunChunks(bounds, fn, progress);
 }
 
-// Logs how long the build of an index of a partition's edge type took (an index without a
-// label is not one: nothing is logged).
+// Reports the build of an index of a partition's edge type as it goes, and its total (an
+// index without a label is not one: nothing is reported).
 class BuildLog {
  public:
-  BuildLog(std::string what, const std::string& label, int64_t edges)
-      : what_(std::move(what)), label_(label), edges_(edges), start_(std::chrono::steady_clock::now()) {}
-  ~BuildLog() {
-    if (label_.empty()) return;
-    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
-    Logger("graph")->info("edge type '{}': {} of {} edges built in {:.2f} s ({} threads)", label_, what_, edges_, s,
-                          threads_);
+  BuildLog(const std::string& what, const std::string& label, int64_t edges) {
+    if (!label.empty()) progress_.emplace(absl::StrCat("edge type '", label, "': ", what), edges, "edges");
   }
-  void set_threads(int threads) { threads_ = threads; }
+  Progress* progress() { return progress_ ? &*progress_ : nullptr; }
 
  private:
-  std::string what_;
-  std::string label_;
-  int64_t edges_;
-  int threads_ = 1;
-  std::chrono::steady_clock::time_point start_;
+  std::optional<Progress> progress_;
 };
 
 // Scratch of WriteAliasRow, reused from row to row.
@@ -179,12 +176,12 @@ const HugePageVector<double>& WeightIndex::GetBlocks(int64_t num_edges, const fl
     BuildLog log("block sums of the weights", label, num_edges);
     const int64_t blocks = (num_edges + kBlock - 1) / kBlock;
     blocks_.assign(static_cast<size_t>(blocks), 0.0);
-    log.set_threads(ForRanges(blocks, [&](int64_t first, int64_t end) {
+    ForRanges(blocks, [&](int64_t first, int64_t end) {
       for (int64_t p = first * kBlock; p < std::min(end * kBlock, num_edges); ++p) {
         const float w = weights[p];
         if (w > 0 && std::isfinite(w)) blocks_[p / kBlock] += static_cast<double>(w);
       }
-    }));
+    }, log.progress());
     bytes_.fetch_add(blocks * static_cast<int64_t>(sizeof(double)));
   });
   return blocks_;
@@ -213,13 +210,13 @@ const WeightIndex::Trees& WeightIndex::GetTrees(const int64_t* indptr, int64_t r
     if (total == 0) return;
     BuildLog log("Fenwick trees of the rows over 4,096 edges", label, total);
     trees_.sums.resize(static_cast<size_t>(total));
-    log.set_threads(ForRanges(static_cast<int64_t>(trees_.starts.size()), [&](int64_t first, int64_t end) {
+    ForRanges(static_cast<int64_t>(trees_.starts.size()), [&](int64_t first, int64_t end) {
       for (int64_t j = first; j < end; ++j) {
         const int64_t d =
             (j + 1 < static_cast<int64_t>(trees_.offsets.size()) ? trees_.offsets[j + 1] : total) - trees_.offsets[j];
         BuildTree(weights + trees_.starts[j], d, trees_.sums.data() + trees_.offsets[j]);
       }
-    }));
+    }, log.progress());
     bytes_.fetch_add(total * static_cast<int64_t>(sizeof(double)) +
                      static_cast<int64_t>(trees_.starts.size() * 2 * sizeof(int64_t)));
   });
@@ -236,9 +233,9 @@ const HugePageVector<TimeRows::Row>& TimeRows::Get(const int64_t* indptr, int64_
   std::call_once(once_, [&] {
     BuildLog log("time rows", label, indptr[rows]);
     rows_.resize(static_cast<size_t>(rows));
-    log.set_threads(ForRowRanges(indptr, rows, [&](int64_t first, int64_t end) {
+    ForRowRanges(indptr, rows, [&](int64_t first, int64_t end) {
       for (int64_t r = first; r < end; ++r) FillTimeRow(indptr[r], indptr[r + 1], times, &rows_[r]);
-    }));
+    }, log.progress());
     bytes_.store(rows * static_cast<int64_t>(sizeof(Row)));
   });
   return rows_;
@@ -249,7 +246,7 @@ const WeightIndex::Alias& WeightIndex::GetAlias(const int64_t* indptr, int64_t r
     BuildLog log("alias tables", label, indptr[rows]);
     alias_.cells.assign(static_cast<size_t>(indptr[rows]), 0);
     for (int64_t r = 0; r < rows; ++r) alias_.longest_row = std::max(alias_.longest_row, indptr[r + 1] - indptr[r]);
-    log.set_threads(ForRowRanges(indptr, rows, [&](int64_t first, int64_t end) {
+    ForRowRanges(indptr, rows, [&](int64_t first, int64_t end) {
       AliasScratch scratch;
       for (int64_t r = first; r < end; ++r) {
         const int64_t d = indptr[r + 1] - indptr[r];
@@ -257,7 +254,7 @@ const WeightIndex::Alias& WeightIndex::GetAlias(const int64_t* indptr, int64_t r
           WriteAliasRow(weights + indptr[r], d, alias_.cells.data() + indptr[r], &scratch);
         }
       }
-    }));
+    }, log.progress());
     bytes_.fetch_add(indptr[rows] * static_cast<int64_t>(sizeof(uint32_t)));
   });
   return alias_;

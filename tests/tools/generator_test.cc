@@ -171,5 +171,15 @@ TEST_CASE("graphstore-generate writes a directory graphstored can load", "[gener
   CHECK(RunCommand("tools/graphstore-generate --nodes=abc --out=" + dir / "h 2>/dev/null") == 2);
 }
 
+TEST_CASE("graphstore-generate reports its progress and total on stderr", "[generator][cli][progress]") {
+  TempDir dir;
+  const std::string err = dir / "stderr.txt";
+  REQUIRE(RunCommand("tools/graphstore-generate --nodes=3000 --feature_dim=4 --out=" + dir / "g >/dev/null 2>" + err) ==
+          0);
+  const std::string text = testing::ReadFile(err);
+  CHECK_THAT(text, Catch::Contains("generating and writing the graph: 3000 nodes in "));
+  CHECK_THAT(text, Catch::Contains("nodes/s"));
+}
+
 }  // namespace
 }  // namespace graphstore

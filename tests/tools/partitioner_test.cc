@@ -221,6 +221,23 @@ TEST_CASE("graphstore-partition --method=metis reports the edge cut and balance"
                    " 2>/dev/null") == 2);
 }
 
+TEST_CASE("graphstore-partition reports each phase's total on stderr as log lines when it is not a terminal",
+          "[partitioner][cli][progress]") {
+  TempDir dir;
+  const std::string err = dir / "stderr.txt";
+  REQUIRE(RunCommand("tools/graphstore-partition --edges=" + SharedDataPath("cora/cora.cites") +
+                     " --swap_columns --partitions=2 --method=metis --out=" + dir / "cora >/dev/null 2>" + err) == 0);
+  const std::string text = testing::ReadFile(err);
+  // The reading, the partitioning and the writing, each with its total and rate, as log lines
+  // (no carriage returns: those rewrite a terminal's line).
+  CHECK_THAT(text, Catch::Contains("reading " + SharedDataPath("cora/cora.cites") + ": "));
+  CHECK_THAT(text, Catch::Contains("bytes in "));
+  CHECK_THAT(text, Catch::Contains("partitioning (metis, 2 parts): 2708 nodes in "));
+  CHECK_THAT(text, Catch::Contains("writing 2 partition(s): "));
+  CHECK_THAT(text, Catch::Contains("edges/s"));
+  CHECK(text.find('\r') == std::string::npos);
+}
+
 TEST_CASE("heterogeneous input remaps each node type and keeps its features and labels",
           "[partitioner]") {
   TempDir dir;
