@@ -133,9 +133,12 @@ Result ReadProto(const std::string& server, const v1::SamplingConfig& config, in
 #ifndef LINK_BENCH_PROTO_ONLY
 // The Loader: batches decoded into tensors, in the channel's feature encoding, with a cache.
 Result ReadLoader(const std::string& server, const v1::SamplingConfig& config, int workers,
-                  v1::FeatureEncoding encoding, double cache_fraction, double warm, double seconds) {
+                  v1::FeatureEncoding encoding, double cache_fraction, double warm, double seconds, int connections,
+                  const std::string& ca_file) {
   client::LoaderOptions o;
   o.servers = {server};
+  o.connections_per_server = connections;
+  o.security.ca_file = ca_file;
   o.backend_key = "link-bench";
   o.config = config;
   o.sampler_options.set_num_workers(workers);
@@ -145,6 +148,7 @@ Result ReadLoader(const std::string& server, const v1::SamplingConfig& config, i
   {
     client::ClientOptions co;
     co.address = server;
+    co.security = o.security;
     auto c = client::Client::Connect(co);
     if (!c.ok()) throw std::runtime_error(c.status().ToString());
     auto meta = (*c)->GetDatasetMeta();
@@ -193,6 +197,8 @@ int Run(int argc, char** argv) {
   flags.Define("seconds", "10", "duration of the measurement");
   flags.Define("link_gbit", "10", "the link's rate, for its utilisation");
   flags.Define("label", "", "name of the row printed");
+  flags.Define("connections", "1", "connections to the server, each a stripe of the batches (loader; 0: by cores)");
+  flags.Define("ca_file", "", "TLS: the CA that signed the server's certificate (loader; empty: plaintext)");
   if (auto exit = flags.ParseCommandLine(argc, argv, "link_bench", "A trainer on another host.")) return *exit;
   if (!flags.Get("graph").empty()) {
     auto dir = BenchGraph(flags.Get("graph"), flags.Get("cache_dir"));
@@ -229,10 +235,14 @@ int Run(int argc, char** argv) {
         std::fprintf(stderr, "%s\n", encoding.status().ToString().c_str());
         return 2;
       }
-      r = ReadLoader(flags.Get("server"), config, workers, *encoding, cache_fraction, warm, seconds);
+      const int connections = static_cast<int>(*flags.GetInt("connections"));
+      r = ReadLoader(flags.Get("server"), config, workers, *encoding, cache_fraction, warm, seconds, connections,
+                     flags.Get("ca_file"));
       if (label.empty()) {
         label = "Loader, " + flags.Get("encoding") +
-                (cache_fraction > 0 ? " + cache " + std::to_string(static_cast<int>(cache_fraction * 100)) + "%" : "");
+                (cache_fraction > 0 ? " + cache " + std::to_string(static_cast<int>(cache_fraction * 100)) + "%" : "") +
+                (flags.Get("ca_file").empty() ? "" : ", TLS") +
+                (connections != 1 ? ", " + std::to_string(connections) + " conns" : "");
       }
 #endif
     }

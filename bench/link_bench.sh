@@ -6,6 +6,9 @@
 #
 #   bash bench/link_bench.sh                      # products-like graph, batch 1024, [15, 10, 5]
 #   GRAPH=1m RATES="10gbit" bash bench/link_bench.sh
+#   CONNECTIONS="1 2 4" TLS=1 BATCH=64 FANOUTS=10,5 CONFIGS=float32:0 bash bench/link_bench.sh
+#       striped streams: the Loader over 1, 2 and 4 connections, plaintext and over TLS (certificates
+#       made for the run), batch 64 with fanouts [10, 5]
 #   BASELINE_BIN=DIR BASELINE_GRAPH=DIR bash bench/link_bench.sh
 #       also runs an earlier release: DIR/graphstored and DIR/link_bench (built with
 #       -DLINK_BENCH_PROTO_ONLY) on a graph in that release's format.
@@ -16,6 +19,9 @@ graph_name=${GRAPH:-products}
 rates=${RATES:-"10gbit 1gbit"}
 seconds=${SECONDS_PER_ROW:-12}
 configs=${CONFIGS:-"float32:0 float16:0 int8:0 int8:0.1"}
+connections=${CONNECTIONS:-1}
+batch=${BATCH:-1024}
+fanouts=${FANOUTS:-15,10,5}
 ns="gs-link-$$"
 
 if [ "$(id -u)" != 0 ] || ! ip netns add "$ns" 2>/dev/null; then
@@ -37,11 +43,18 @@ bazel build //bench:link_bench //server:graphstored >/dev/null 2>&1 ||
 bin=$(bazel info bazel-bin 2>/dev/null)
 graph=$("$bin/bench/link_bench" --graph="$graph_name")
 
-# Starts graphstored ($1) on partition $2 inside the namespace; waits for its port file.
+tls_flags=()
+if [ -n "${TLS:-}" ]; then
+  bash tests/security/make_certs.sh "$work/certs" >/dev/null
+  tls_flags=(--tls_cert="$work/certs/server.pem" --tls_key="$work/certs/server.key")
+fi
+
+# Starts graphstored ($1) on partition $2 inside the namespace (${@:3}: more flags); waits for
+# its port file.
 start_server() {
   rm -f "$work/port"
   ip netns exec "$ns" "$1" --partition="$2" --port=0 --port_file="$work/port" --verify_partition=false \
-    --shared_memory_dir= --log_level=warn --max_message_mb=2047 >"$work/server.log" 2>&1 &
+    --shared_memory_dir= --log_level=warn --max_message_mb=2047 "${@:3}" >"$work/server.log" 2>&1 &
   server_pid=$!
   for _ in $(seq 1 600); do
     [ -s "$work/port" ] && return 0
@@ -55,7 +68,7 @@ stop_server() {
   server_pid=""
 }
 
-echo "graph $graph; batch 1024, fanout [15,10,5], 100 float features; ${seconds}s per row"
+echo "graph $graph; batch $batch, fanout [$fanouts], 100 float features; ${seconds}s per row; $(nproc) cores"
 for rate in $rates; do
   gbit=${rate%gbit}
   ip netns exec "$ns" tc qdisc replace dev lo root tbf rate "$rate" burst 8mb latency 20ms
@@ -68,8 +81,22 @@ for rate in $rates; do
   fi
   start_server "$bin/server/graphstored" "$graph"
   for c in $configs; do
-    ip netns exec "$ns" "$bin/bench/link_bench" --server="127.0.0.1:$(cat "$work/port")" \
-      --encoding="${c%%:*}" --cache_fraction="${c##*:}" --seconds="$seconds" --link_gbit="$gbit"
+    for n in $connections; do
+      ip netns exec "$ns" "$bin/bench/link_bench" --server="127.0.0.1:$(cat "$work/port")" \
+        --encoding="${c%%:*}" --cache_fraction="${c##*:}" --seconds="$seconds" --link_gbit="$gbit" \
+        --connections="$n" --batch_size="$batch" --fanouts="$fanouts"
+    done
   done
   stop_server
+  if [ -n "${TLS:-}" ]; then
+    start_server "$bin/server/graphstored" "$graph" "${tls_flags[@]}"
+    for c in $configs; do
+      for n in $connections; do
+        ip netns exec "$ns" "$bin/bench/link_bench" --server="127.0.0.1:$(cat "$work/port")" \
+          --encoding="${c%%:*}" --cache_fraction="${c##*:}" --seconds="$seconds" --link_gbit="$gbit" \
+          --connections="$n" --batch_size="$batch" --fanouts="$fanouts" --ca_file="$work/certs/ca.pem"
+      done
+    done
+    stop_server
+  fi
 done

@@ -15,10 +15,19 @@
 //     time of a plaintext batch, and the share of plaintext speed left once every byte is
 //     encrypted and decrypted on the same cores.
 //
+// (n) Striped streams (--connections=1,2,4): the same three over N connections, each carrying
+//     a stripe of the batches: the raw TCP pump over N connections (baseline), the gRPC send
+//     path over N, and the Loader with connections_per_server = N, plaintext and (with
+//     --tls_certs) TLS; ratios to the pump over as many connections and to N = 1.
+//
+// No LibTorch: the Loader measured is its torch-free core (client/loader_core.h), which hands
+// out the batches that client::Loader and the Python package wrap, so the binary and its
+// libraries can be carried to another machine.
+//
 //   bazel-bin/bench/stream_bench --graph=1m
+//   bazel-bin/bench/stream_bench --sections=n --connections=1,2,4 --batch_size=64 --fanouts=10,5
 
-// LibTorch first (see client/loader.h).
-#include "client/loader.h"
+#include "client/loader_core.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -109,7 +118,7 @@ double InProcess(const Partition& p, const NeighborSamplerOptions& so, std::shar
 // A stream host with nothing behind it: the replayed batches belong to no core.
 class ReplayHost : public StreamHost {
  public:
-  void DetachStream(uint64_t, int64_t, bool) override {}
+  void DetachStream(const StreamAttachment&, bool) override {}
   void Touch(uint64_t) override {}
   absl::StatusOr<bool> SharedHoldBack(uint64_t) override { return false; }
   void HandOff(uint64_t, std::shared_ptr<SharedUse>) override {}
@@ -132,6 +141,8 @@ class ReplayService
     a.backend = backend_;
     a.channel_id = req.channel_id();
     a.epoch = req.epoch();
+    a.stripe.index = static_cast<int>(req.stripe());
+    a.stripe.count = static_cast<int>(std::max<uint32_t>(1, req.num_stripes()));
     auto* s = new SampledMessageStream(&host_, a);
     s->Begin();
     return s;
@@ -151,9 +162,9 @@ struct Throughput {
 // (with `pool`), or, without a pool, read as raw messages and dropped: gRPC and its framing
 // alone, whose receiver, like the raw pump's, copies each byte once out of the kernel.
 Throughput ReplayGrpc(const std::vector<std::shared_ptr<const WireMessage>>& batches, int rounds,
-                      std::shared_ptr<client::BufferPool> pool) {
+                      std::shared_ptr<client::BufferPool> pool, int connections = 1) {
   scheduler::BackendOptions bo;
-  bo.num_workers = 1;
+  bo.num_workers = connections;
   auto backend = std::make_shared<scheduler::Backend>(bo, [&](const scheduler::BatchTask& t) {
     const auto& m = batches[t.batch_index % batches.size()];
     return absl::StatusOr<scheduler::Batch>(scheduler::Batch{m, m->encoded->bytes});
@@ -176,48 +187,69 @@ Throughput ReplayGrpc(const std::vector<std::shared_ptr<const WireMessage>>& bat
   ch.batch_size = 1;
   ch.ordered = true;
   if (!backend->AddChannel(1, ch).ok() || !backend->StartEpoch(1, 0).ok()) std::abort();
-  v1::StreamSampledMessagesRequest req;
-  req.set_channel_id(1);
-  double bytes = 0;
-  int64_t n = 0;
-  auto t0 = Clock::now();
-  if (pool != nullptr) {
-    client::DecodeOptions decode;
-    decode.pool = std::move(pool);
-    auto stream = (*c)->StreamBatches(req, decode);
-    t0 = Clock::now();
-    while (true) {
-      auto b = stream->Next();
-      if (!b.ok() || *b == nullptr) break;
-      bytes += static_cast<double>((*b)->wire_bytes);
-      ++n;
+  // One reader per connection, each taking stripe k of the batches.
+  std::vector<double> bytes(static_cast<size_t>(connections), 0);
+  std::vector<int64_t> counts(static_cast<size_t>(connections), 0);
+  std::vector<std::unique_ptr<client::Client>> clients;
+  for (int k = 0; k < connections; ++k) {
+    co.connection = k;
+    auto ck = client::Client::Connect(co);
+    if (!ck.ok()) std::abort();
+    clients.push_back(*std::move(ck));
+  }
+  auto read = [&](int k) {
+    v1::StreamSampledMessagesRequest req;
+    req.set_channel_id(1);
+    req.set_stripe(static_cast<uint32_t>(k));
+    req.set_num_stripes(static_cast<uint32_t>(connections));
+    if (pool != nullptr) {
+      client::DecodeOptions decode;
+      decode.pool = pool;
+      auto stream = clients[static_cast<size_t>(k)]->StreamBatches(req, decode);
+      while (true) {
+        auto b = stream->Next();
+        if (!b.ok() || *b == nullptr) break;
+        bytes[static_cast<size_t>(k)] += static_cast<double>((*b)->wire_bytes);
+        ++counts[static_cast<size_t>(k)];
+      }
+      return;
     }
-  } else {
-    // The client's own channel settings (window, message size) on a channel of its own.
+    // The client's own channel settings (window, message size) on a connection of its own.
     grpc::ChannelArguments args;
     args.SetMaxReceiveMessageSize(INT32_MAX);
     args.SetInt(GRPC_ARG_HTTP2_BDP_PROBE, 0);
     args.SetInt(GRPC_ARG_HTTP2_STREAM_LOOKAHEAD_BYTES, co.stream_window_bytes);
+    args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
     auto channel = grpc::CreateCustomChannel(co.address, grpc::InsecureChannelCredentials(), args);
     grpc::ClientContext ctx;
     const grpc::internal::RpcMethod method("/graphstore.v1.GraphStore/StreamSampledMessages",
                                            grpc::internal::RpcMethod::SERVER_STREAMING);
     std::unique_ptr<grpc::ClientReader<grpc::ByteBuffer>> reader(
         grpc::internal::ClientReaderFactory<grpc::ByteBuffer>::Create(channel.get(), method, &ctx, req));
-    t0 = Clock::now();
     grpc::ByteBuffer message;
+    int64_t parts = 0;
     while (reader->Read(&message)) {
-      bytes += static_cast<double>(message.Length());
+      bytes[static_cast<size_t>(k)] += static_cast<double>(message.Length());
       message.Clear();
-      ++n;
+      ++parts;
     }
     (void)reader->Finish();
-    n /= static_cast<int64_t>(batches[0]->encoded->parts.size());
+    counts[static_cast<size_t>(k)] = parts / static_cast<int64_t>(batches[0]->encoded->parts.size());
+  };
+  const auto t0 = Clock::now();
+  std::vector<std::thread> readers;
+  for (int k = 0; k < connections; ++k) readers.emplace_back(read, k);
+  for (auto& t : readers) t.join();
+  double total_bytes = 0;
+  int64_t n = 0;
+  for (int k = 0; k < connections; ++k) {
+    total_bytes += bytes[static_cast<size_t>(k)];
+    n += counts[static_cast<size_t>(k)];
   }
   const double el = Since(t0);
   server->Shutdown();
   backend->Stop();
-  return {bytes / el, n / el};
+  return {total_bytes / el, n / el};
 }
 
 bool WriteAll(int fd, std::vector<iovec> iov) {
@@ -235,23 +267,33 @@ bool WriteAll(int fd, std::vector<iovec> iov) {
   return true;
 }
 
-// The same bytes in the same parts over a plain TCP connection: a length prefix per part, read
-// into pooled buffers.
+// The same bytes in the same parts over `connections` plain TCP connections (batch i on
+// connection i mod N): a length prefix per part, read into pooled buffers.
 Throughput RawPump(const std::vector<std::shared_ptr<const WireMessage>>& batches, int rounds,
-                   const std::shared_ptr<client::BufferPool>& pool) {
+                   const std::shared_ptr<client::BufferPool>& pool, int connections = 1) {
   const int listener = socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
   addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   socklen_t len = sizeof(addr);
-  if (bind(listener, reinterpret_cast<sockaddr*>(&addr), len) != 0 || listen(listener, 1) != 0 ||
+  if (bind(listener, reinterpret_cast<sockaddr*>(&addr), len) != 0 || listen(listener, connections) != 0 ||
       getsockname(listener, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
     std::abort();
   }
-  std::thread sender([&] {
-    const int fd = accept(listener, nullptr, nullptr);
+  std::vector<int> fds;
+  for (int k = 0; k < connections; ++k) {
+    const int fd = socket(AF_INET, SOCK_STREAM, 0);
+    if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) std::abort();
+    fds.push_back(fd);
+  }
+  std::vector<int> accepted;
+  for (int k = 0; k < connections; ++k) accepted.push_back(accept(listener, nullptr, nullptr));
+  auto send = [&](int k) {
+    const int fd = accepted[static_cast<size_t>(k)];
+    int64_t i = 0;
     for (int r = 0; r < rounds; ++r) {
       for (const auto& m : batches) {
+        if (i++ % connections != k) continue;
         for (const auto& part : m->encoded->parts) {
           uint64_t size = 0;
           for (const auto& s : part) size += s.size;
@@ -262,32 +304,40 @@ Throughput RawPump(const std::vector<std::shared_ptr<const WireMessage>>& batche
       }
     }
     close(fd);
-  });
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) std::abort();
-  auto read_all = [fd](char* p, size_t n) {
-    while (n > 0) {
-      const ssize_t k = read(fd, p, n);
-      if (k <= 0) return false;
-      p += k;
-      n -= static_cast<size_t>(k);
-    }
-    return true;
   };
-  double bytes = 0;
+  std::vector<double> bytes(static_cast<size_t>(connections), 0);
+  auto receive = [&](int k) {
+    const int fd = fds[static_cast<size_t>(k)];
+    auto read_all = [fd](char* p, size_t n) {
+      while (n > 0) {
+        const ssize_t got = read(fd, p, n);
+        if (got <= 0) return false;
+        p += got;
+        n -= static_cast<size_t>(got);
+      }
+      return true;
+    };
+    uint64_t size;
+    while (read_all(reinterpret_cast<char*>(&size), sizeof(size))) {
+      auto buffer = pool->Acquire(size);
+      if (!read_all(buffer->data(), size)) break;
+      bytes[static_cast<size_t>(k)] += static_cast<double>(size);
+    }
+    close(fd);
+  };
   const auto t0 = Clock::now();
-  uint64_t size;
-  while (read_all(reinterpret_cast<char*>(&size), sizeof(size))) {
-    auto buffer = pool->Acquire(size);
-    if (!read_all(buffer->data(), size)) break;
-    bytes += static_cast<double>(size);
+  std::vector<std::thread> threads;
+  for (int k = 0; k < connections; ++k) {
+    threads.emplace_back(send, k);
+    threads.emplace_back(receive, k);
   }
+  for (auto& t : threads) t.join();
   const double el = Since(t0);
-  sender.join();
-  close(fd);
   close(listener);
+  double total = 0;
+  for (double b : bytes) total += b;
   const double n = static_cast<double>(batches.size()) * rounds;
-  return {bytes / el, n / el};
+  return {total / el, n / el};
 }
 
 // ----- (b), (c): the whole path through a Loader --------------------------------------------
@@ -324,7 +374,7 @@ double ProcessCpuSeconds() {
 }
 
 LoaderRun RunLoader(client::LoaderOptions o, double warm, double seconds) {
-  client::Loader loader(o);
+  client::LoaderCore loader(o);
   loader.StartEpoch(0);
   for (const auto w = Clock::now(); Since(w) < warm && loader.Next();) {
   }
@@ -372,7 +422,7 @@ double AeadBytesPerSecond(const EVP_CIPHER* cipher) {
 
 // Milliseconds from StartEpoch to holding the first batch, epochs 1.. (epoch 0 starts cold).
 std::vector<double> FirstBatchMs(client::LoaderOptions o, int epochs, int gap_ms) {
-  client::Loader loader(o);
+  client::LoaderCore loader(o);
   std::vector<double> ms;
   for (int e = 0; e < epochs; ++e) {
     const auto t0 = Clock::now();
@@ -385,6 +435,14 @@ std::vector<double> FirstBatchMs(client::LoaderOptions o, int epochs, int gap_ms
     std::this_thread::sleep_for(std::chrono::milliseconds(gap_ms));
   }
   return ms;
+}
+
+// The plaintext server's partition behind a TLS listener, with the certificates of
+// tests/security/make_certs.sh in `certs`.
+absl::StatusOr<std::unique_ptr<GraphStoreServer>> StartTls(ServerOptions opts, const std::string& certs) {
+  opts.tls.cert_file = certs + "/server.pem";
+  opts.tls.key_file = certs + "/server.key";
+  return GraphStoreServer::BuildAndStart(opts);
 }
 
 double Percentile(std::vector<double> v, double q) {
@@ -430,9 +488,11 @@ int Run(int argc, char** argv) {
   flags.Define("ttfb_epochs", "20", "epochs timed for time to first batch");
   flags.Define("trials", "3", "alternating runs of the raw pump and the gRPC path in (a), rotating trials in (b)");
   flags.Define("sections", "abc",
-               "which measurements to run: a (transport), b (whole path), c (first batch), t (TLS against plaintext)");
+               "which measurements to run: a (transport), b (whole path), c (first batch), t (TLS against "
+               "plaintext), n (striped streams over --connections)");
   flags.Define("tls_certs", "",
                "for section t: a directory made by tests/security/make_certs.sh (ca.pem, server.pem, server.key)");
+  flags.Define("connections", "1,2", "section n: connections per server to compare (the first is the baseline)");
   flags.Define("epoch_gap_ms", "100", "pause between consuming an epoch and starting the next (time to first batch)");
   if (auto exit = flags.ParseCommandLine(argc, argv, "stream_bench", "The remote trainer's data path.")) return *exit;
   SetLogLevel("warn");
@@ -564,10 +624,7 @@ int Run(int argc, char** argv) {
       std::fprintf(stderr, "section t needs --tls_certs=DIR (bash tests/security/make_certs.sh DIR)\n");
       return 2;
     }
-    ServerOptions tls_opts = opts;
-    tls_opts.tls.cert_file = certs + "/server.pem";
-    tls_opts.tls.key_file = certs + "/server.key";
-    auto tls_server = GraphStoreServer::BuildAndStart(tls_opts);
+    auto tls_server = StartTls(opts, certs);
     if (!tls_server.ok()) {
       std::fprintf(stderr, "%s\n", tls_server.status().ToString().c_str());
       return 1;
@@ -629,6 +686,70 @@ int Run(int argc, char** argv) {
                   name, run.bytes_per_batch / 1e6, run.cpu_s_per_batch * 1e3, crypto * 1e3, bound);
     }
     (*tls_server)->Shutdown();
+  }
+  if (sections.find('n') != std::string::npos) {
+    std::vector<int> counts;
+    for (const auto& c : SplitList(flags.Get("connections"), ',')) counts.push_back(std::max(1, std::stoi(c)));
+    // TLS too, given certificates: a listener of its own on the same partition.
+    const std::string certs = flags.Get("tls_certs");
+    std::unique_ptr<GraphStoreServer> tls_server;
+    if (!certs.empty()) {
+      auto started = StartTls(opts, certs);
+      if (!started.ok()) {
+        std::fprintf(stderr, "%s\n", started.status().ToString().c_str());
+        return 1;
+      }
+      tls_server = *std::move(started);
+    }
+    auto socket_loader = [&](int n, bool tls) {
+      client::LoaderOptions o = LoaderFor(address, seeds, batch_size, fanouts, workers, false,
+                                          absl::StrCat(tls ? "tls-" : "plain-", n));
+      o.connections_per_server = n;
+      if (tls) {
+        o.servers = {tls_server->address()};
+        o.security.ca_file = certs + "/ca.pem";
+      }
+      return o;
+    };
+    struct Row {
+      double pump = 0, grpc = 0, plain = 0, tls = 0;
+    };
+    std::vector<Row> rows(counts.size());
+    auto pool = client::BufferPool::Create();
+    // Trials alternate over the counts, so that each ratio compares runs close in time; each
+    // figure is the median of its trials.
+    std::vector<std::vector<Row>> trials_of(counts.size());
+    for (int t = 0; t < trials; ++t) {
+      for (size_t i = 0; i < counts.size(); ++i) {
+        Row r;
+        r.pump = RawPump(encoded, rounds, raw_pool, counts[i]).bytes_per_s;
+        r.grpc = ReplayGrpc(encoded, rounds, pool, counts[i]).bytes_per_s;
+        r.plain = LoaderRate(socket_loader(counts[i], false), seconds / 2, seconds);
+        if (tls_server) r.tls = LoaderRate(socket_loader(counts[i], true), seconds / 2, seconds);
+        trials_of[i].push_back(r);
+      }
+    }
+    for (size_t i = 0; i < counts.size(); ++i) {
+      auto median = [&](double Row::*field) {
+        std::vector<double> v;
+        for (const auto& r : trials_of[i]) v.push_back(r.*field);
+        return Percentile(v, 0.5);
+      };
+      rows[i] = {median(&Row::pump), median(&Row::grpc), median(&Row::plain), median(&Row::tls)};
+    }
+    std::printf("(n) striped streams, batch %d, median of %d trials, %u cores:\n", batch_size, trials,
+                std::thread::hardware_concurrency());
+    std::printf("    conns   raw pump MB/s (baseline)   gRPC decode MB/s  ratio   Loader b/s  vs N=%d", counts[0]);
+    if (tls_server) std::printf("   TLS b/s  TLS/plain");
+    std::printf("\n");
+    for (size_t i = 0; i < counts.size(); ++i) {
+      const Row& r = rows[i];
+      std::printf("    %5d   %24.1f   %16.1f  %5.2f   %10.2f  %5.2f", counts[i], r.pump / 1e6, r.grpc / 1e6,
+                  r.grpc / r.pump, r.plain, r.plain / rows[0].plain);
+      if (tls_server) std::printf("   %7.2f  %9.2f", r.tls, r.tls / r.plain);
+      std::printf("\n");
+    }
+    if (tls_server) tls_server->Shutdown();
   }
   (*server)->Shutdown();
   return 0;

@@ -43,6 +43,10 @@ struct ClientOptions {
   /// accept pings every 5 s at most. 0: no pings.
   std::chrono::milliseconds keepalive_time{20000};
   std::chrono::milliseconds keepalive_timeout{10000};
+  /// Clients of one address with different numbers never share a TCP connection (gRPC shares
+  /// one among channels of equal settings): a client numbered > 0 keeps its connection to
+  /// itself, so that streams read through several clients travel apart.
+  int connection = 0;
 };
 
 /// The messages of one StreamSampledMessages call, read in order.

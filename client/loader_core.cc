@@ -67,6 +67,7 @@ v1::DType WireDtype(v1::FeatureEncoding encoding, v1::DType stored) {
 LoaderCore::LoaderCore(LoaderOptions options)
     : options_(std::move(options)), pool_(BufferPool::Create(size_t{2} << 30, options_.host_memory_hook)) {
   if (auto s = ValidateLoaderOptions(options_); !s.ok()) throw Error(s);
+  connections_ = options_.connections_per_server > 0 ? options_.connections_per_server : DefaultConnectionsPerServer();
   for (const auto& address : options_.servers) {
     ClientOptions co;
     co.address = address;
@@ -79,6 +80,10 @@ LoaderCore::LoaderCore(LoaderOptions options)
     co.keepalive_timeout = options_.keepalive_timeout;
     auto s = std::make_unique<Server>();
     s->client = Check(Client::Connect(co));
+    for (int k = 1; k < connections_; ++k) {
+      co.connection = k;
+      s->extra_clients.push_back(Check(Client::Connect(co)));
+    }
     servers_.push_back(std::move(s));
   }
   meta_ = Check(servers_[0]->client->GetDatasetMeta());
@@ -214,8 +219,9 @@ int64_t LoaderCore::Position(int64_t batch_index) const {
 }
 
 absl::StatusOr<v1::RegisterSamplingInputResponse> LoaderCore::RegisterOn(Server* s, bool again) {
-  if (again && s->shared_memory_allowed) {
-    // A restarted server may offer shared memory elsewhere, or not at all.
+  if (again && s->shared_memory_allowed && s->stripes.size() <= 1) {
+    // A restarted server may offer shared memory elsewhere, or not at all (an epoch read over
+    // several connections goes on over them).
     auto meta = s->client->GetDatasetMeta();
     if (!meta.ok()) return meta.status();
     s->shared_memory = SharesHostWith(*meta);
@@ -315,14 +321,18 @@ void LoaderCore::StopReaders() {
   }
   for (auto& s : servers_) {
     std::lock_guard<std::mutex> lock(s->stream_mu);
-    if (s->stream) s->stream->Cancel();
-    if (s->batches) s->batches->Cancel();
+    for (auto& stripe : s->stripes) {
+      if (stripe.stream) stripe.stream->Cancel();
+      if (stripe.batches) stripe.batches->Cancel();
+    }
   }
   cv_.notify_all();
   for (auto& s : servers_) {
-    if (s->reader.joinable()) s->reader.join();
-    s->stream.reset();
-    s->batches.reset();
+    for (auto& stripe : s->stripes) {
+      if (stripe.reader.joinable()) stripe.reader.join();
+    }
+    std::lock_guard<std::mutex> lock(s->stream_mu);
+    s->stripes.clear();
   }
   std::lock_guard<std::mutex> lock(mu_);
   queue_.clear();
@@ -350,7 +360,7 @@ void LoaderCore::StartEpoch(int64_t epoch) {
                         st.ToString(), options_.reconnect_deadline.count());
       auto backoff = kFirstBackoff;
       st = Retry(s.get(), st, SteadyClock::now() + options_.reconnect_deadline, &backoff,
-                 [&] { return Resync(s.get(), epoch, 0, /*open=*/false); });
+                 [&] { return Resync(s.get(), epoch, 0, /*open=*/std::nullopt); });
     }
     if (!st.ok()) throw Error(absl::Status(st.code(), absl::StrCat(s->client->address(), ": ", st.message())));
   }
@@ -365,19 +375,28 @@ void LoaderCore::StartEpoch(int64_t epoch) {
   for (size_t i = 0; i < servers_.size(); ++i) {
     Server* s = servers_[i].get();
     if (s->num_batches == 0) continue;
-    ++open_streams_;
     s->delivered.assign(static_cast<size_t>(s->num_batches), 0);
     s->first_missing = 0;
-    (void)OpenStream(s, 0);  // stopping_ is false here: it opens
-    // One reader per server keeps up to `prefetch` batches ahead of the trainer.
-    s->reader = std::thread([this, s, i] { ReadStream(s, static_cast<int>(i)); });
+    // A stream per connection, each a stripe of the channel's batches; shared memory has one.
+    const int n = s->shared_memory ? 1 : static_cast<int>(std::min<int64_t>(connections_, s->num_batches));
+    {
+      std::lock_guard<std::mutex> lock(s->stream_mu);
+      s->stripes = std::vector<Server::Stripe>(static_cast<size_t>(n));
+    }
+    for (int k = 0; k < n; ++k) {
+      ++open_streams_;
+      (void)OpenStream(s, 0, k);  // stopping_ is false here: it opens
+      // Its reader keeps up to `prefetch` batches of the server ahead of the trainer.
+      s->stripes[static_cast<size_t>(k)].reader = std::thread([this, s, i, k] { ReadStream(s, static_cast<int>(i), k); });
+    }
   }
 }
 
-std::optional<HostBatch> LoaderCore::ReadOne(Server* s, int index, absl::Status* status) {
+std::optional<HostBatch> LoaderCore::ReadOne(Server* s, int index, int k, absl::Status* status) {
+  Server::Stripe& stripe = s->stripes[static_cast<size_t>(k)];
   try {
-    if (s->shared_memory) {
-      auto m = s->stream->Next();
+    if (stripe.stream != nullptr) {
+      auto m = stripe.stream->Next();
       if (!m.ok()) {
         *status = m.status();
         return std::nullopt;
@@ -396,7 +415,7 @@ std::optional<HostBatch> LoaderCore::ReadOne(Server* s, int index, absl::Status*
       }
       return *std::move(batch);
     }
-    auto d = s->batches->Next();
+    auto d = stripe.batches->Next();
     if (!d.ok()) {
       *status = d.status();
       return std::nullopt;
@@ -410,7 +429,8 @@ std::optional<HostBatch> LoaderCore::ReadOne(Server* s, int index, absl::Status*
   }
 }
 
-void LoaderCore::ReadStream(Server* s, int index) {
+void LoaderCore::ReadStream(Server* s, int index, int k) {
+  const int n = static_cast<int>(s->stripes.size());
   // While a failure is being retried: when to give up, and the next wait.
   std::optional<SteadyClock::time_point> give_up;
   auto backoff = kFirstBackoff;
@@ -420,7 +440,8 @@ void LoaderCore::ReadStream(Server* s, int index) {
   std::chrono::milliseconds reopen_wait{5};
   while (true) {
     absl::Status status;
-    std::optional<HostBatch> batch = ReadOne(s, index, &status);
+    std::optional<HostBatch> batch = ReadOne(s, index, k, &status);
+    int64_t first_missing = 0;  // of the server's batches, once this one counts
     if (batch.has_value()) {
       give_up.reset();
       backoff = kFirstBackoff;
@@ -429,9 +450,11 @@ void LoaderCore::ReadStream(Server* s, int index) {
       // The channel's j-th batch is the epoch's offset + stride * j.
       const int64_t b = batch->batch_index;
       const int64_t j = (b - s->offset) / s->stride;
-      if (b < s->offset || (b - s->offset) % s->stride != 0 || j >= s->num_batches) {
-        status = absl::DataLossError(absl::StrCat("batch_index ", b, " is not one of this channel's ", s->num_batches,
-                                                  " batches (", s->offset, " + ", s->stride, " j)"));
+      std::lock_guard<std::mutex> lock(s->progress_mu);
+      if (b < s->offset || (b - s->offset) % s->stride != 0 || j >= s->num_batches || j % n != k) {
+        status = absl::DataLossError(absl::StrCat("batch_index ", b, " is not one of this stream's batches (",
+                                                  s->offset, " + ", s->stride, " j, j < ", s->num_batches,
+                                                  ", j mod ", n, " = ", k, ")"));
         batch.reset();
       } else if (s->delivered[static_cast<size_t>(j)]) {
         continue;  // sent again by a resumed stream: the trainer has it
@@ -441,9 +464,16 @@ void LoaderCore::ReadStream(Server* s, int index) {
           ++s->first_missing;
         }
       }
-    } else if (status.ok() && s->first_missing < s->num_batches) {
-      status = absl::InternalError(absl::StrCat("the stream ended without batch ", s->first_missing, " of ",
-                                                s->num_batches));
+    } else if (status.ok()) {
+      std::lock_guard<std::mutex> lock(s->progress_mu);
+      if (const int64_t missing = s->StripeMissingLocked(k, n); missing >= 0) {
+        status = absl::InternalError(absl::StrCat("the stream ended without batch ", missing, " of ", s->num_batches,
+                                                  n > 1 ? absl::StrCat(" (stripe ", k, " of ", n, ")") : ""));
+      }
+    }
+    {
+      std::lock_guard<std::mutex> lock(s->progress_mu);
+      first_missing = s->first_missing;
     }
     if (!batch.has_value() && status.code() == absl::StatusCode::kAlreadyExists && !stopping_) {
       // The server has not yet seen this loader's previous stream of the channel go: it was
@@ -456,7 +486,7 @@ void LoaderCore::ReadStream(Server* s, int index) {
           if (cv_.wait_for(lock, reopen_wait, [&] { return stopping_.load(); })) return;
         }
         reopen_wait = std::min(reopen_wait * 2, std::chrono::milliseconds(200));
-        if (OpenStream(s, s->EpochBatch(s->first_missing)).ok()) continue;
+        if (OpenStream(s, s->EpochBatch(first_missing), k).ok()) continue;
       }
     }
     if (!batch.has_value() && !status.ok() && !stopping_ && Retryable(status) &&
@@ -464,11 +494,11 @@ void LoaderCore::ReadStream(Server* s, int index) {
       if (!give_up.has_value()) {
         give_up = SteadyClock::now() + options_.reconnect_deadline;
         LoaderLog()->warn("{}: epoch {} stream failed ({}) after {} of {} batches; reconnecting for up to {} ms",
-                          s->client->address(), epoch_, status.ToString(), s->first_missing, s->num_batches,
+                          s->client->address(), epoch_, status.ToString(), first_missing, s->num_batches,
                           options_.reconnect_deadline.count());
       }
-      const int64_t from = s->EpochBatch(s->first_missing);
-      status = Retry(s, status, *give_up, &backoff, [&] { return Resync(s, epoch_, from, /*open=*/true); });
+      const int64_t from = s->EpochBatch(first_missing);
+      status = Retry(s, status, *give_up, &backoff, [&] { return Resync(s, epoch_, from, k); });
       if (status.ok()) {
         LoaderLog()->info("{}: epoch {} resumed from batch {} on channel {}", s->client->address(), epoch_, from,
                           s->channel.load());

@@ -58,6 +58,8 @@ class LoaderCore {
   int64_t num_batches() const { return num_batches_; }
   /// Rows in the trainer's feature cache, over all node types.
   int64_t num_cached_rows() const;
+  /// Connections to each server, and streams per server in an epoch (shared memory: one).
+  int connections_per_server() const { return connections_; }
   /// Bytes received for the batches of this loader so far (socket servers).
   int64_t bytes_received() const;
   /// This loader's channel on server `server` (for DescribeChannel); a new one after the
@@ -111,19 +113,21 @@ class LoaderCore {
   void FillFeatureCache(const std::vector<v1::RegisterSamplingInputResponse>& registered);
   // StartEpoch on one server from batch `from`; ALREADY_STARTED counts as done when `retry`.
   absl::Status StartOn(Server* s, int64_t epoch, int64_t from, bool retry);
-  // Opens the stream of the current epoch from batch `from` (CANCELLED once readers stop).
-  absl::Status OpenStream(Server* s, int64_t from);
+  // Opens the stream of stripe `k` of the current epoch from batch `from` (CANCELLED once
+  // readers stop).
+  absl::Status OpenStream(Server* s, int64_t from, int k);
   // After a failure: registers again if the server lost the channel, starts `epoch` from
-  // `from` where needed and, with `open`, opens the stream from `from`.
-  absl::Status Resync(Server* s, int64_t epoch, int64_t from, bool open);
+  // `from` where needed and, given a stripe to `open`, opens its stream from `from`.
+  absl::Status Resync(Server* s, int64_t epoch, int64_t from, std::optional<int> open);
   // Calls `attempt` with growing waits until it succeeds, fails with a code that retrying
   // cannot change, or `give_up` comes; returns the last error then.
   absl::Status Retry(Server* s, absl::Status last, std::chrono::steady_clock::time_point give_up,
                      std::chrono::milliseconds* backoff, const std::function<absl::Status()>& attempt);
   void StopReaders();
-  void ReadStream(Server* s, int index);
-  // One read of server `s`'s stream: a batch, nullopt with OK at its end, or the failure.
-  std::optional<HostBatch> ReadOne(Server* s, int index, absl::Status* status);
+  // Reads stripe `k` of server `index`'s batches until its stream ends.
+  void ReadStream(Server* s, int index, int k);
+  // One read of that stream: a batch, nullopt with OK at its end, or the failure.
+  std::optional<HostBatch> ReadOne(Server* s, int index, int k, absl::Status* status);
   void KeepLeases();
   // Batches from a shared-memory message or a decoded one.
   absl::StatusOr<HostBatch> FromMessage(int server, std::shared_ptr<const v1::SampledMessage> msg,
@@ -141,6 +145,7 @@ class LoaderCore {
   LoaderOptions options_;
   v1::DatasetMeta meta_;
   std::vector<std::unique_ptr<Server>> servers_;
+  int connections_ = 1;  // per server (connections_per_server, resolved)
   int64_t num_seeds_ = 0;
   int64_t num_batches_ = 0;
   bool global_ = false;   // batches formed over the cluster's input

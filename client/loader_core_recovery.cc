@@ -23,11 +23,16 @@ absl::Status LoaderCore::StartOn(Server* s, int64_t epoch, int64_t from, bool re
                                                     "); epochs must increase"));
 }
 
-absl::Status LoaderCore::OpenStream(Server* s, int64_t from) {
+absl::Status LoaderCore::OpenStream(Server* s, int64_t from, int k) {
   v1::StreamSampledMessagesRequest req;
   req.set_channel_id(s->channel);
   req.set_epoch(epoch_);
   req.set_start_batch(from);
+  const size_t n = s->stripes.size();
+  if (n > 1) {
+    req.set_stripe(static_cast<uint32_t>(k));
+    req.set_num_stripes(static_cast<uint32_t>(n));
+  }
   // A reader reports each shared buffer received as it maps it, before the batch is made, and
   // the last stream's reader is gone by now: whatever that stream sent unreported never arrived.
   req.set_reclaim_unreceived(true);
@@ -35,17 +40,21 @@ absl::Status LoaderCore::OpenStream(Server* s, int64_t from) {
   // StopReaders sets stopping_ before it cancels under stream_mu: a stream opened after that
   // would never be cancelled.
   if (stopping_) return absl::CancelledError("the loader stopped reading");
-  if (s->shared_memory) {
-    s->batches.reset();
-    s->stream = s->client->Stream(req);
+  Server::Stripe& stripe = s->stripes[static_cast<size_t>(k)];
+  if (s->shared_memory && n == 1) {
+    stripe.batches.reset();
+    stripe.stream = s->client->Stream(req);
   } else {
-    s->stream.reset();
-    s->batches = s->client->StreamBatches(req, decode_);
+    stripe.stream.reset();
+    stripe.batches = s->StripeClient(k)->StreamBatches(req, decode_);
   }
   return absl::OkStatus();
 }
 
-absl::Status LoaderCore::Resync(Server* s, int64_t epoch, int64_t from, bool open) {
+absl::Status LoaderCore::Resync(Server* s, int64_t epoch, int64_t from, std::optional<int> open) {
+  // The readers of a server's stripes fail together when it restarts: one registers again,
+  // the others find the new channel.
+  std::unique_lock<std::mutex> resync(s->resync_mu);
   v1::DescribeChannelRequest describe;
   describe.set_channel_id(s->channel);
   auto described = s->client->DescribeChannel(describe);
@@ -58,10 +67,11 @@ absl::Status LoaderCore::Resync(Server* s, int64_t epoch, int64_t from, bool ope
     LoaderLog()->warn("{}: channel {} is gone (the server restarted); registered again as channel {}",
                 s->client->address(), lost, r->channel_id());
     if (auto st = StartOn(s, epoch, from, /*retry=*/false); !st.ok()) return st;
-  } else if (!open) {
+  } else if (!open.has_value()) {
     if (auto st = StartOn(s, epoch, from, /*retry=*/true); !st.ok()) return st;
   }
-  return open ? OpenStream(s, from) : absl::OkStatus();
+  resync.unlock();
+  return open.has_value() ? OpenStream(s, from, *open) : absl::OkStatus();
 }
 
 absl::Status LoaderCore::Retry(Server* s, absl::Status last, SteadyClock::time_point give_up,

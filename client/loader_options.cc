@@ -1,5 +1,7 @@
 #include "client/loader_options.h"
 
+#include <thread>
+
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 
@@ -18,6 +20,10 @@ absl::StatusOr<v1::FeatureEncoding> ParseFeatureEncoding(const std::string& name
 absl::Status ValidateLoaderOptions(const LoaderOptions& o) {
   if (o.servers.empty()) return absl::InvalidArgumentError("LoaderOptions.servers is empty");
   if (o.prefetch < 1) return absl::InvalidArgumentError("LoaderOptions.prefetch must be >= 1");
+  if (o.connections_per_server < 0 || o.connections_per_server > kMaxConnectionsPerServer) {
+    return absl::InvalidArgumentError(absl::StrCat("LoaderOptions.connections_per_server must be in [0, ",
+                                                   kMaxConnectionsPerServer, "], got ", o.connections_per_server));
+  }
   if (o.feature_cache_rows < 0) return absl::InvalidArgumentError("LoaderOptions.feature_cache_rows must be >= 0");
   if (o.reconnect_deadline.count() < 0) {
     return absl::InvalidArgumentError("LoaderOptions.reconnect_deadline must be >= 0");
@@ -31,6 +37,11 @@ absl::Status ValidateLoaderOptions(const LoaderOptions& o) {
                                                    " entries for ", o.seeds.size(), " seeds; give one time per seed"));
   }
   return o.security.Check();
+}
+
+int DefaultConnectionsPerServer() {
+  const unsigned cores = std::thread::hardware_concurrency();
+  return cores >= 16 ? 4 : cores >= 8 ? 2 : 1;
 }
 
 }  // namespace graphstore::client

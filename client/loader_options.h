@@ -88,6 +88,12 @@ struct LoaderOptions {
   int64_t buffer_bytes = 0;
   /// Batches read ahead per server on the client.
   int prefetch = 4;
+  /// Connections to each server, each carrying one stream of every channel's batches (stripe
+  /// k of N: the channel's batches j with j mod N = k), merged back in order. One connection is
+  /// carried by one thread on each side, which caps what it delivers (about 1.5 GB/s in
+  /// plaintext, 1 GB/s with TLS); a fast link or TLS needs several. 0: chosen by the host's
+  /// cores (DefaultConnectionsPerServer). Shared memory takes one stream.
+  int connections_per_server = 0;
   /// Flow-control window of each stream, bytes (0: gRPC's self-tuning window).
   int stream_window_bytes = 8 << 20;
   /// Deadline of every unary call.
@@ -141,6 +147,14 @@ absl::StatusOr<v1::FeatureEncoding> ParseFeatureEncoding(const std::string& name
 
 /// The checks of the options that need no server: InvalidArgument naming the field.
 absl::Status ValidateLoaderOptions(const LoaderOptions& options);
+
+/// Most connections per server (LoaderOptions::connections_per_server).
+inline constexpr int kMaxConnectionsPerServer = 64;
+
+/// connections_per_server when it is 0: 1 on hosts of fewer than 8 cores (a second
+/// connection gains nothing where both sides' threads share two cores), 2 from 8 cores and 4
+/// from 16 (measured: docs/benchmarks.md, "Striped streams").
+int DefaultConnectionsPerServer();
 
 }  // namespace graphstore::client
 

@@ -76,17 +76,34 @@ struct LoaderCore::Server {
   v1::InitSamplingBackendRequest init;
   v1::RegisterSamplingInputRequest registration;
   std::string cache_listing;
-  // The open stream's objects; the reader replaces them when it reconnects, StopReaders
-  // cancels them (both under stream_mu).
+  // Connections 2.. to the server (connections_per_server): each carries one stripe's stream.
+  std::vector<std::unique_ptr<Client>> extra_clients;
+  Client* StripeClient(int k) const { return k == 0 ? client.get() : extra_clients[static_cast<size_t>(k - 1)].get(); }
+  // The epoch's streams, one per stripe of the channel's batches (shared memory: one stream),
+  // each read by a thread of its own. A reader replaces its stream's objects when it
+  // reconnects, StopReaders cancels them (both under stream_mu).
+  struct Stripe {
+    std::unique_ptr<MessageStream> stream;  // shared-memory channels
+    std::unique_ptr<BatchStream> batches;   // the others
+    std::thread reader;
+  };
   std::mutex stream_mu;
-  std::unique_ptr<MessageStream> stream;         // shared-memory channels
-  std::unique_ptr<BatchStream> batches;          // the others
-  std::thread reader;
+  std::vector<Stripe> stripes;
+  // Serialises the readers' recovery (one registers again after a restart, the others see it).
+  std::mutex resync_mu;
   // Which of the channel's batches (j) of the current epoch reached the trainer's queue, and
-  // the first that has not: a resumed stream starts there and drops what arrived before (its
-  // reader only).
+  // the first that has not: a resumed stream starts there and drops what arrived before
+  // (guarded by progress_mu: every stripe's reader updates them).
+  std::mutex progress_mu;
   std::vector<char> delivered;
   int64_t first_missing = 0;
+  // The first batch of stripe k of n not yet delivered, or -1 (with progress_mu held).
+  int64_t StripeMissingLocked(int k, int n) const {
+    for (int64_t j = first_missing; j < num_batches; ++j) {
+      if (j % n == k && !delivered[static_cast<size_t>(j)]) return j;
+    }
+    return -1;
+  }
   // The epoch's number of the channel's batch j.
   int64_t EpochBatch(int64_t j) const { return offset + stride * j; }
   bool shared_memory_allowed = false;  // the loader's options permit shared memory

@@ -493,6 +493,14 @@ const std::vector<Entry>& Table() {
         ApplyDevice);
     add("prefetch", Value::Int(4), K, "batches read ahead per server.",
         IntInto(1, [](Draft* d, int64_t v) { d->options.prefetch = static_cast<int>(std::min<int64_t>(v, 1 << 20)); }));
+    add("connections_per_server", Value::Int(0), K,
+        "connections to each server, each carrying a stripe of the batches, merged back in order: one "
+        "connection is carried by one thread on each side (about 1.5 GB/s in plaintext, 1 GB/s with TLS), so a "
+        "fast link or TLS needs several. 0: chosen by the host's cores (1 below 8, 2 from 8, 4 from 16). Shared "
+        "memory takes one.",
+        IntInto(0, [](Draft* d, int64_t v) {
+          d->options.connections_per_server = static_cast<int>(std::min<int64_t>(v, 1 << 20));
+        }));
     add("backend_key", Value::None(), K,
         "the server-side sampling backend to create or join; loaders with the same key share its workers and "
         "must ask for the same batch shape. Default: one backend per batch shape (loaders asking for the same "

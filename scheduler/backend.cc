@@ -129,7 +129,7 @@ absl::StatusOr<StartOutcome> Backend::StartEpoch(uint64_t id, int64_t epoch, int
   return StartOutcome::kStarted;
 }
 
-absl::Status Backend::ResumeEpoch(uint64_t id, int64_t epoch, int64_t start_batch) {
+absl::Status Backend::ResumeEpoch(uint64_t id, int64_t epoch, int64_t start_batch, Stripe stripe) {
   ChannelPtr c;
   Freed freed;
   {
@@ -146,9 +146,11 @@ absl::Status Backend::ResumeEpoch(uint64_t id, int64_t epoch, int64_t start_batc
       return absl::InvalidArgumentError(
           absl::StrCat("start_batch ", start_batch, " is outside [0, ", c->cur.num_batches, "]"));
     }
-    // A stream opened where its epoch already starts, before anything went wrong or out:
-    // nothing to redo.
-    if (!c->cancelled && c->error.ok() && c->delivered == 0 && c->start_batch == start_batch) return absl::OkStatus();
+    // A stream opened where its epoch already starts, before anything went wrong or out to
+    // its stripe: nothing to redo.
+    if (!c->cancelled && c->error.ok() && c->start_batch == start_batch && c->ProgressOf(stripe).delivered == 0) {
+      return absl::OkStatus();
+    }
     c->cur.TakeBuffer(&freed);
     c->cur.generation = c->next_generation++;
     c->cur.next = start_batch;

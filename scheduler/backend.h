@@ -128,6 +128,22 @@ struct ChannelOptions {
   std::string worker_key;
 };
 
+/// A stream's share of a channel's batches: the channel's batch j (its own numbering, that of
+/// Delivery::batch_index) belongs to stripe j mod count. {0, 1}, the default, is every batch.
+/// Several streams can read one channel, each its own stripe, in parallel.
+struct Stripe {
+  int index = 0;
+  int count = 1;
+  bool Holds(int64_t j) const { return j % count == index; }
+  /// The first batch >= from of the stripe.
+  int64_t First(int64_t from) const { return from + ((index - from % count) % count + count) % count; }
+  /// How many of batches [from, end) are the stripe's.
+  int64_t Count(int64_t from, int64_t end) const {
+    const int64_t first = First(from);
+    return first < end ? (end - first - 1) / count + 1 : 0;
+  }
+};
+
 /// What StartEpoch did.
 enum class StartOutcome { kStarted, kAlreadyStarted, kStale };
 
@@ -232,13 +248,14 @@ class Backend {
   absl::StatusOr<StartOutcome> StartEpoch(uint64_t id, int64_t epoch, int64_t start_batch = 0);
 
   /// Restarts the channel's current epoch `epoch` from batch `start_batch` (a consumer that
-  /// reconnects after losing its stream): buffered and in-flight batches are dropped and batches
-  /// start_batch.. are delivered, even if the epoch was cancelled or failed; an epoch that
-  /// starts at `start_batch` and has delivered nothing and failed nothing is left as it is.
-  /// NotFound for an unknown
-  /// channel; FailedPrecondition when `epoch` is not the current epoch; InvalidArgument for a
-  /// negative start batch or one past the end.
-  absl::Status ResumeEpoch(uint64_t id, int64_t epoch, int64_t start_batch);
+  /// reconnects after losing its stream of `stripe`): buffered and in-flight batches are
+  /// dropped and batches start_batch.. are delivered again to every stripe, even if the epoch
+  /// was cancelled or failed; an epoch that starts at `start_batch`, has failed nothing and has
+  /// delivered nothing to `stripe` is left as it is (the streams of a channel's other stripes,
+  /// opened from the same batch, go on). NotFound for an unknown channel; FailedPrecondition
+  /// when `epoch` is not the current epoch; InvalidArgument for a negative start batch or one
+  /// past the end.
+  absl::Status ResumeEpoch(uint64_t id, int64_t epoch, int64_t start_batch, Stripe stripe = {});
 
   /// Abandons the channel's current epoch: batches not yet sampled never will be, buffered
   /// ones are freed, and a reader of the epoch sees kClosed. The channel stays registered and
@@ -250,21 +267,21 @@ class Backend {
   /// Batches in `epoch` of the channel (its current epoch, or what the next would have).
   absl::StatusOr<int64_t> NumBatches(uint64_t id) const;
 
-  /// Takes the next deliverable batch of `epoch` without blocking.
-  Delivery TryPop(uint64_t id, int64_t epoch);
+  /// Takes the next deliverable batch of `epoch` of the `stripe` without blocking (ordered:
+  /// the stripe's batches in order; the end of the epoch: every batch of the stripe delivered).
+  Delivery TryPop(uint64_t id, int64_t epoch, Stripe stripe = {});
 
   /// Like TryPop, but waits up to `timeout` for something other than kPending.
-  Delivery Pop(uint64_t id, int64_t epoch, std::chrono::milliseconds timeout);
+  Delivery Pop(uint64_t id, int64_t epoch, std::chrono::milliseconds timeout, Stripe stripe = {});
 
-  /// Sets the function called (on a worker or the caller's thread, never under the backend's
+  /// Adds a function called (on a worker or the caller's thread, never under the backend's
   /// lock) whenever the channel may have something new to pop: a batch, the end of the epoch,
-  /// a failure, or its removal. Replaces any previous listener (waiting for a call of it to
-  /// finish). Returns a token that names this listener; NotFound for an unknown id.
+  /// a failure, or its removal. A channel has one listener per stream that reads it. Returns
+  /// a token that names this listener; NotFound for an unknown id.
   absl::StatusOr<uint64_t> SetListener(uint64_t id, std::function<void()> listener);
 
-  /// Removes the listener `token` names, if it is still the channel's listener (a later
-  /// SetListener may have replaced it). When it returns, no call of that listener is running
-  /// or will run.
+  /// Removes the listener `token` names (others of the channel stay). When it returns, no call
+  /// of that listener is running or will run.
   void ClearListener(uint64_t id, uint64_t token);
 
   /// Calls the channel's listener now (something outside the backend changed what its reader
@@ -290,7 +307,7 @@ class Backend {
   bool Runnable(const Channel& c) const;
   bool SpeculationRunnable(const Channel& c) const;
   void MaybeQueue(const ChannelPtr& c);
-  Delivery TryPopLocked(Channel& c, int64_t epoch);
+  Delivery TryPopLocked(Channel& c, int64_t epoch, Stripe stripe);
   // kClosed for a channel that is not registered: destroyed, or never was.
   Delivery MissingLocked(uint64_t id) const;
   ChannelStats DescribeLocked(const Channel& c) const;

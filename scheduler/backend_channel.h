@@ -7,6 +7,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <utility>
 #include <vector>
 
 #include "scheduler/backend.h"
@@ -69,7 +70,13 @@ struct Backend::Channel {
   uint64_t next_generation = 1;
   Run cur;
   int64_t start_batch = 0;
-  int64_t next_to_deliver = 0;  // ordered delivery only
+  // What each stripe (index, count) read since the run (re)started: its next batch in order
+  // (ordered delivery) and how many it took.
+  struct StripeProgress {
+    int64_t next = 0;
+    int64_t delivered = 0;
+  };
+  std::map<std::pair<int, int>, StripeProgress> stripes;
   int64_t sampled = 0;
   int64_t delivered = 0;
   int in_flight = 0;  // tasks of both runs
@@ -84,8 +91,13 @@ struct Backend::Channel {
 
   // Serialises listener calls with ClearListener.
   std::mutex listener_mu;
-  std::function<void()> listener;
-  uint64_t listener_token = 0;  // names `listener` (guarded by listener_mu)
+  std::map<uint64_t, std::function<void()>> listeners;  // by token (guarded by listener_mu)
+
+  StripeProgress& ProgressOf(Stripe s) {
+    auto [it, added] = stripes.try_emplace({s.index, s.count});
+    if (added) it->second.next = s.First(start_batch);
+    return it->second;
+  }
 
   // The epoch's batches over `n` seeds, and how many of them are the channel's.
   int64_t EpochBatchesFor(int64_t n) const {
@@ -116,7 +128,7 @@ struct Backend::Channel {
   // on (what its buffer already holds counts as sampled).
   void ResetProgress(int64_t from) {
     start_batch = from;
-    next_to_deliver = from;
+    stripes.clear();
     sampled = static_cast<int64_t>(cur.buffer.size());
     delivered = 0;
     error = absl::OkStatus();

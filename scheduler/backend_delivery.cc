@@ -14,7 +14,7 @@ Delivery Backend::MissingLocked(uint64_t id) const {
   return d;
 }
 
-Delivery Backend::TryPopLocked(Channel& c, int64_t epoch) {
+Delivery Backend::TryPopLocked(Channel& c, int64_t epoch, Stripe stripe) {
   Delivery d;
   if (c.removed || stopping_) {
     d.kind = Delivery::Kind::kClosed;
@@ -33,27 +33,36 @@ Delivery Backend::TryPopLocked(Channel& c, int64_t epoch) {
                    : absl::FailedPreconditionError(absl::StrCat("epoch ", epoch, " has not been started"));
     return d;
   }
-  if (!c.cur.buffer.empty()) {
-    auto it = c.cur.buffer.begin();
-    if (!c.opts.ordered || it->first == c.next_to_deliver) {
-      d.kind = Delivery::Kind::kMessage;
-      d.batch_index = it->first;
-      d.batch = c.cur.Take(it);
-      ++c.delivered;
-      if (c.opts.ordered) ++c.next_to_deliver;
-      return d;
+  Channel::StripeProgress& progress = c.ProgressOf(stripe);
+  // The stripe's deliverable batch: in order, its next; otherwise its first buffered.
+  auto it = c.cur.buffer.end();
+  if (c.opts.ordered) {
+    it = c.cur.buffer.find(progress.next);
+  } else {
+    for (it = c.cur.buffer.begin(); it != c.cur.buffer.end() && !stripe.Holds(it->first); ++it) {
     }
   }
+  if (it != c.cur.buffer.end()) {
+    d.kind = Delivery::Kind::kMessage;
+    d.batch_index = it->first;
+    d.batch = c.cur.Take(it);
+    ++c.delivered;
+    ++progress.delivered;
+    if (c.opts.ordered) progress.next += stripe.count;
+    return d;
+  }
   if (!c.error.ok()) {
-    // Report the failure only once every batch that can still be delivered has been: in
-    // order, those before the failed one; otherwise, everything already in flight.
-    const bool report = c.opts.ordered ? c.next_to_deliver >= c.failed_batch
-                                       : c.cur.buffer.empty() && c.in_flight == 0;
+    // Report the failure only once every batch of the stripe that can still be delivered has
+    // been: in order, those before the failed one; otherwise, everything already in flight.
+    bool report = c.opts.ordered ? progress.next >= c.failed_batch : c.in_flight == 0;
+    for (auto b = c.cur.buffer.begin(); report && !c.opts.ordered && b != c.cur.buffer.end(); ++b) {
+      report = !stripe.Holds(b->first);
+    }
     d.kind = report ? Delivery::Kind::kFailed : Delivery::Kind::kPending;
     d.status = report ? c.error : absl::OkStatus();
     return d;
   }
-  if (c.delivered == c.cur.num_batches - c.start_batch) {
+  if (progress.delivered == stripe.Count(c.start_batch, c.cur.num_batches)) {
     d.kind = Delivery::Kind::kEndOfEpoch;
     return d;
   }
@@ -61,7 +70,7 @@ Delivery Backend::TryPopLocked(Channel& c, int64_t epoch) {
   return d;
 }
 
-Delivery Backend::TryPop(uint64_t id, int64_t epoch) {
+Delivery Backend::TryPop(uint64_t id, int64_t epoch, Stripe stripe) {
   ChannelPtr c;
   Delivery d;
   {
@@ -69,24 +78,24 @@ Delivery Backend::TryPop(uint64_t id, int64_t epoch) {
     auto it = channels_.find(id);
     if (it == channels_.end()) return MissingLocked(id);
     c = it->second;
-    d = TryPopLocked(*c, epoch);
+    d = TryPopLocked(*c, epoch, stripe);
     if (d.kind == Delivery::Kind::kMessage) MaybeQueue(c);
   }
   return d;
 }
 
-Delivery Backend::Pop(uint64_t id, int64_t epoch, std::chrono::milliseconds timeout) {
+Delivery Backend::Pop(uint64_t id, int64_t epoch, std::chrono::milliseconds timeout, Stripe stripe) {
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   std::unique_lock<std::mutex> lock(mu_);
   while (true) {
     auto it = channels_.find(id);
     if (it == channels_.end()) return MissingLocked(id);
     ChannelPtr c = it->second;
-    Delivery d = TryPopLocked(*c, epoch);
+    Delivery d = TryPopLocked(*c, epoch, stripe);
     if (d.kind == Delivery::Kind::kMessage) MaybeQueue(c);
     if (d.kind != Delivery::Kind::kPending) return d;
     if (ready_cv_.wait_until(lock, deadline) == std::cv_status::timeout) {
-      d = TryPopLocked(*c, epoch);
+      d = TryPopLocked(*c, epoch, stripe);
       if (d.kind == Delivery::Kind::kMessage) MaybeQueue(c);
       return d;
     }
@@ -104,8 +113,7 @@ absl::StatusOr<uint64_t> Backend::SetListener(uint64_t id, std::function<void()>
     token = next_listener_token_++;
   }
   std::lock_guard<std::mutex> guard(c->listener_mu);
-  c->listener = std::move(listener);
-  c->listener_token = token;
+  c->listeners.emplace(token, std::move(listener));
   return token;
 }
 
@@ -123,7 +131,7 @@ void Backend::ClearListener(uint64_t id, uint64_t token) {
     if (c == nullptr) return;  // nothing can call the listener any more
   }
   std::lock_guard<std::mutex> guard(c->listener_mu);
-  if (c->listener_token == token) c->listener = nullptr;
+  c->listeners.erase(token);
 }
 
 void Backend::Wake(uint64_t id) {
@@ -139,7 +147,7 @@ void Backend::Wake(uint64_t id) {
 
 void Backend::Notify(const ChannelPtr& c) {
   std::lock_guard<std::mutex> guard(c->listener_mu);
-  if (c->listener) c->listener();
+  for (const auto& [token, listener] : c->listeners) listener();
 }
 
 ChannelStats Backend::DescribeLocked(const Channel& c) const {

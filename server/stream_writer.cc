@@ -101,7 +101,7 @@ void SampledMessageStream::MaybeWrite() {
       if (hold.ok() && *hold) return;
       scheduler::Delivery d;
       if (hold.ok()) {
-        d = a_.backend->TryPop(a_.channel_id, a_.epoch);
+        d = a_.backend->TryPop(a_.channel_id, a_.epoch, a_.stripe);
       } else {
         d.kind = scheduler::Delivery::Kind::kFailed;
         d.status = hold.status();
@@ -149,7 +149,7 @@ void SampledMessageStream::FinishOnce(const grpc::Status& status, bool cancelled
     now = !writing_;
     if (!now) deferred_finish_ = status;
   }
-  host_->DetachStream(a_.channel_id, a_.epoch, cancelled);
+  host_->DetachStream(a_, cancelled);
   if (now) Finish(status);
 }
 

@@ -89,4 +89,23 @@ std::vector<int> FreeLoopbackPorts(int n) {
   return ports;
 }
 
+int EstablishedConnectionsTo(int port) {
+  int n = 0;
+  for (const char* table : {"/proc/net/tcp", "/proc/net/tcp6"}) {
+    std::ifstream in(table);
+    std::string line;
+    std::getline(in, line);  // the header
+    while (std::getline(in, line)) {
+      // "  sl  local_address rem_address   st ...": addresses are HEXADDR:HEXPORT, st 01 is ESTABLISHED.
+      std::istringstream fields(line);
+      std::string slot, local, remote, state;
+      fields >> slot >> local >> remote >> state;
+      const size_t colon = remote.rfind(':');
+      if (colon == std::string::npos || state != "01") continue;
+      n += std::stoi(remote.substr(colon + 1), nullptr, 16) == port;
+    }
+  }
+  return n;
+}
+
 }  // namespace graphstore::testing

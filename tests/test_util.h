@@ -44,6 +44,10 @@ bool PollUntil(const std::function<bool()>& done, std::chrono::milliseconds time
 /// other's addresses before they start).
 std::vector<int> FreeLoopbackPorts(int n);
 
+/// TCP connections in this network namespace established to local port `port` (the client
+/// ends, read from /proc/net/tcp): how many connections clients hold to a server.
+int EstablishedConnectionsTo(int port);
+
 }  // namespace graphstore::testing
 
 #endif  // GRAPHSTORE_TESTS_TEST_UTIL_H_

@@ -101,7 +101,7 @@ class Core : public StreamHost {
   absl::StatusOr<StreamAttachment> AttachStream(const v1::StreamSampledMessagesRequest& req,
                                                 const Caller& caller = Caller::Anonymous());
   // StreamHost: the calls of a stream attached to a channel.
-  void DetachStream(uint64_t channel_id, int64_t epoch, bool cancelled) override;
+  void DetachStream(const StreamAttachment& attachment, bool cancelled) override;
   void Touch(uint64_t channel_id) override;
   /// SharedLedger::HoldBack of the channel against the server-wide limit; the error of a
   /// client that freed nothing for shared_release_timeout_ms while its stream waited.

@@ -11,7 +11,8 @@ void Core::FillChannelStats(const ChannelEntry& c, v1::ChannelStats* out) const 
   out->set_backend_id(c.backend->id);
   out->set_worker_key(c.worker_key);
   out->set_num_seeds(c.num_seeds);
-  out->set_streaming(c.streaming);
+  out->set_streaming(c.streaming());
+  out->set_open_streams(static_cast<int32_t>(c.open_stripes.size()));
   out->set_shared_memory(c.pool != nullptr);
   out->set_unreleased_buffers(c.shared.unreleased());
   out->set_unreceived_bytes(c.shared.unreceived_bytes());
@@ -31,7 +32,7 @@ void Core::FillChannelStats(const ChannelEntry& c, v1::ChannelStats* out) const 
     out->set_feature_cache_hit_rate(sent + cached > 0 ? static_cast<double>(cached) / (sent + cached) : 0.0);
   }
   const auto idle = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - c.last_activity).count();
-  out->set_lease_remaining_ms(c.streaming ? c.lease_ms : std::max<int64_t>(0, c.lease_ms - idle));
+  out->set_lease_remaining_ms(c.streaming() ? c.lease_ms : std::max<int64_t>(0, c.lease_ms - idle));
   auto s = c.backend->backend->Describe(c.id);
   if (!s.ok()) return;
   out->set_state(scheduler::ChannelStateName(s->state));

@@ -1,17 +1,34 @@
 // The core's side of a stream: attaching it to a channel's epoch (resuming where asked),
 // detaching it, and the shared-memory bookkeeping of what it sent.
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "server/service/core.h"
 #include "server/util/log.h"
 
 namespace graphstore {
 
+namespace {
+// Streams of one channel at most (StreamSampledMessagesRequest.num_stripes).
+constexpr uint32_t kMaxStripes = 64;
+}  // namespace
+
 absl::StatusOr<StreamAttachment> Core::AttachStream(const v1::StreamSampledMessagesRequest& req,
                                                     const Caller& caller) {
   if (req.channel_id() == 0) return absl::InvalidArgumentError("channel_id is required");
   if (req.epoch() < 0) return absl::InvalidArgumentError(absl::StrCat("epoch must be >= 0, got ", req.epoch()));
   if (req.start_batch() < 0) return absl::InvalidArgumentError("start_batch must be >= 0");
+  if (req.num_stripes() > kMaxStripes) {
+    return absl::InvalidArgumentError(absl::StrCat("num_stripes must be <= ", kMaxStripes, ", got ", req.num_stripes()));
+  }
+  scheduler::Stripe stripe;
+  stripe.count = static_cast<int>(std::max<uint32_t>(1, req.num_stripes()));
+  if (req.stripe() >= static_cast<uint32_t>(stripe.count)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("stripe must be < num_stripes (", stripe.count, "), got ", req.stripe()));
+  }
+  stripe.index = static_cast<int>(req.stripe());
   // Shared buffers lost with the channel's earlier streams, and the streams their files may
   // let go on: both handled after the lock is released.
   std::vector<std::shared_ptr<SharedUse>> lost;
@@ -30,14 +47,27 @@ absl::StatusOr<StreamAttachment> Core::AttachStream(const v1::StreamSampledMessa
   std::shared_ptr<ChannelEntry> live = registry_.FindChannelFor(req.channel_id(), caller, false, &found);
   if (live == nullptr) return Registry::NotLive(req.channel_id(), found);
   ChannelEntry& c = *live;
-  if (c.streaming) {
-    return absl::AlreadyExistsError(absl::StrCat("channel_id ", c.id, " already has an open stream"));
+  if (c.pool != nullptr && stripe.count > 1) {
+    return absl::InvalidArgumentError(absl::StrCat("num_stripes: channel_id ", c.id,
+                                                   " sends through shared memory, which takes one stream; got ",
+                                                   stripe.count));
+  }
+  if (c.open_stripes.count({stripe.index, stripe.count})) {
+    return absl::AlreadyExistsError(
+        stripe.count == 1 ? absl::StrCat("channel_id ", c.id, " already has an open stream")
+                          : absl::StrCat("channel_id ", c.id, " already has an open stream of stripe ", stripe.index,
+                                         " of ", stripe.count));
+  }
+  if (!c.open_stripes.empty() && c.open_stripes.begin()->second != stripe.count) {
+    return absl::AlreadyExistsError(absl::StrCat("channel_id ", c.id, " has open streams of ",
+                                                 c.open_stripes.begin()->second, " stripes, not ", stripe.count));
   }
   StreamAttachment a;
   a.backend = c.backend->backend;
   a.channel_id = c.id;
   a.epoch = req.epoch();
   a.shared_memory = c.pool != nullptr;
+  a.stripe = stripe;
   auto stats = a.backend->Describe(c.id);
   if (!stats.ok()) return stats.status();
   if (stats->epoch != req.epoch()) {
@@ -55,8 +85,9 @@ absl::StatusOr<StreamAttachment> Core::AttachStream(const v1::StreamSampledMessa
       return absl::InvalidArgumentError(absl::StrCat("start_batch ", req.start_batch(), " is past the channel's ",
                                                      stats->num_batches, " batches of the epoch"));
     }
-    if (auto s = a.backend->ResumeEpoch(c.id, req.epoch(), from); !s.ok()) return s;
-    Logger("core")->info("channel {}: epoch {} resumed from batch {}", c.id, req.epoch(), req.start_batch());
+    if (auto s = a.backend->ResumeEpoch(c.id, req.epoch(), from, stripe); !s.ok()) return s;
+    Logger("core")->info("channel {}: epoch {} resumed from batch {} (stripe {} of {})", c.id, req.epoch(),
+                         req.start_batch(), stripe.index, stripe.count);
   }
   if (c.pool != nullptr) {
     const bool server_was_full = shared_unfreed_ >= max_shared_unfreed_;
@@ -67,24 +98,26 @@ absl::StatusOr<StreamAttachment> Core::AttachStream(const v1::StreamSampledMessa
     }
     if (server_was_full && shared_unfreed_ < max_shared_unfreed_) {
       for (const auto& [id, other] : registry_.channels()) {
-        if (other->pool != nullptr && other->streaming) wake.emplace_back(id, other->backend->backend);
+        if (other->pool != nullptr && other->streaming()) wake.emplace_back(id, other->backend->backend);
       }
     }
   }
-  c.streaming = true;
+  c.open_stripes.emplace(stripe.index, stripe.count);
   c.last_activity = Clock::now();
   ++open_streams_;
   return a;
 }
 
-void Core::DetachStream(uint64_t channel_id, int64_t epoch, bool cancelled) {
+void Core::DetachStream(const StreamAttachment& a, bool cancelled) {
+  const uint64_t channel_id = a.channel_id;
+  const int64_t epoch = a.epoch;
   std::shared_ptr<scheduler::Backend> backend;
   {
     std::lock_guard<std::mutex> lock(mu_);
     --open_streams_;
     auto c = LiveChannel(channel_id);
     if (!c.ok()) return;
-    (*c)->streaming = false;
+    (*c)->open_stripes.erase({a.stripe.index, a.stripe.count});
     (*c)->last_activity = Clock::now();
     if (cancelled) backend = (*c)->backend->backend;
   }
@@ -177,7 +210,7 @@ absl::Status Core::ReleaseSharedBuffers(const v1::ReleaseSharedBuffersRequest& r
     if (release.unblocked || release.freed_bytes > 0) wake.emplace_back(c->id, c->backend->backend);
     if (server_was_full && shared_unfreed_ < max_shared_unfreed_) {
       for (const auto& [id, other] : registry_.channels()) {
-        if (other->pool != nullptr && other->streaming && id != c->id) wake.emplace_back(id, other->backend->backend);
+        if (other->pool != nullptr && other->streaming() && id != c->id) wake.emplace_back(id, other->backend->backend);
       }
     }
   }

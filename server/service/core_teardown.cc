@@ -56,7 +56,7 @@ void Core::WatchdogLoop() {
     const auto now = Clock::now();
     std::vector<uint64_t> expired;
     for (const auto& [id, c] : registry_.channels()) {
-      if (!c->streaming && now - c->last_activity > std::chrono::milliseconds(c->lease_ms)) expired.push_back(id);
+      if (!c->streaming() && now - c->last_activity > std::chrono::milliseconds(c->lease_ms)) expired.push_back(id);
     }
     // A stream that has waited for its client to free shared buffers for too long ends.
     std::vector<std::pair<uint64_t, std::shared_ptr<scheduler::Backend>>> overdue;

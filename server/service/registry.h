@@ -21,6 +21,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -95,7 +96,9 @@ struct ChannelEntry {
   /// open stream.
   int64_t lease_ms = 0;
   Clock::time_point last_activity;
-  bool streaming = false;
+  /// The open streams' stripes (index, count): one entry {0, 1} without striping.
+  std::set<std::pair<int, int>> open_stripes;
+  bool streaming() const { return !open_stripes.empty(); }
   /// The channel's output buffer limits.
   const int buffer_messages;
   const int64_t buffer_bytes;

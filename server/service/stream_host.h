@@ -30,6 +30,8 @@ struct StreamAttachment {
   int64_t epoch = 0;
   /// The channel's messages carry shared buffers (see StreamHost::HandOff).
   bool shared_memory = false;
+  /// The stream's share of the channel's batches.
+  scheduler::Stripe stripe;
 };
 
 /// The service as a stream sees it. Thread-safe.
@@ -38,7 +40,7 @@ class StreamHost {
   virtual ~StreamHost() = default;
   /// Called once when a stream of `epoch` ends; `cancelled` abandons that epoch's remaining work
   /// (none once the channel has started another).
-  virtual void DetachStream(uint64_t channel_id, int64_t epoch, bool cancelled) = 0;
+  virtual void DetachStream(const StreamAttachment& attachment, bool cancelled) = 0;
   /// Counts a delivered message as activity on the channel (renews its lease).
   virtual void Touch(uint64_t channel_id) = 0;
   /// Whether a shared-memory channel's stream must hold back before its next batch (a release

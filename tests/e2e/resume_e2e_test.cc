@@ -55,6 +55,7 @@ client::LoaderOptions Options(const std::vector<std::string>& servers, bool shar
   o.prefetch = 1;
   o.stream_window_bytes = 64 << 10;
   o.shared_memory = shared_memory;
+  o.connections_per_server = 1;
   o.reconnect_deadline = std::chrono::seconds(60);
   o.reconnect_backoff_max = std::chrono::milliseconds(200);
   return o;
@@ -101,8 +102,11 @@ void CheckSame(const Epoch& got, const Epoch& want) {
 std::string Address(int port) { return absl::StrCat("127.0.0.1:", port); }
 
 TEST_CASE("a trainer rides out its server's SIGKILL and restart mid-epoch, byte-identical", "[resume]") {
-  const bool shared_memory = GENERATE(false, true);
-  INFO((shared_memory ? "shared memory" : "socket"));
+  // Over one connection, over three (each stream a stripe of the batches), through shared memory.
+  const int mode = GENERATE(0, 1, 2);
+  const bool shared_memory = mode == 2;
+  const int connections = mode == 1 ? 3 : 1;
+  INFO((shared_memory ? "shared memory" : "socket") << ", " << connections << " connection(s)");
   const std::string dir = Dataset(1);
   const int port = testing::FreeLoopbackPorts(1)[0];
   const std::vector<std::string> flags = {"--state_log_interval_s=0"};
@@ -118,16 +122,35 @@ TEST_CASE("a trainer rides out its server's SIGKILL and restart mid-epoch, byte-
     REQUIRE(want.size() > 40);
   }
 
-  client::Loader loader(Options({Address(port)}, shared_memory));
+  client::LoaderOptions options = Options({Address(port)}, shared_memory);
+  options.connections_per_server = connections;
+  client::Loader loader(options);
   const uint64_t first_channel = loader.channel_id(0);
   loader.StartEpoch(0);
   Epoch got;
-  Read(loader, &got, 5);
+  std::vector<int64_t> order;
+  Read(loader, &got, 5, &order);
   REQUIRE(got.size() == 5);
+  if (connections > 1) {
+    // Every stripe's stream is open on the server.
+    client::ClientOptions co;
+    co.address = Address(port);
+    auto probe = client::Client::Connect(co);
+    REQUIRE(probe.ok());
+    v1::DescribeChannelRequest req;
+    req.set_channel_id(first_channel);
+    REQUIRE(PollUntil([&] {
+      auto s = (*probe)->DescribeChannel(req);
+      return s.ok() && s->open_streams() == connections;
+    }));
+    CHECK(testing::EstablishedConnectionsTo(port) >= connections + 1);
+  }
   CHECK(d->Stop(SIGKILL) == -1);
   d = std::make_unique<Daemon>(dir, flags, port);
-  Read(loader, &got);
+  Read(loader, &got, SIZE_MAX, &order);
   CheckSame(got, want);
+  // In batch order across the restart, each once, over any number of connections.
+  for (size_t i = 0; i < order.size(); ++i) REQUIRE(order[i] == static_cast<int64_t>(i));
   CHECK(loader.num_reconnects() >= 1);
   CHECK(loader.channel_id(0) != first_channel);
   CHECK(loader.num_shared_memory_servers() == (shared_memory ? 1 : 0));
@@ -179,7 +202,10 @@ TEST_CASE("a 2-server cluster: a trainer rides out one server's SIGKILL and rest
     Read(reference, &want);
     REQUIRE(static_cast<int64_t>(want.size()) == reference.num_batches());
   }
-  client::Loader loader(Options(addresses, false));
+  // Two connections to each server: a stripe of each server's batches on each.
+  client::LoaderOptions options = Options(addresses, false);
+  options.connections_per_server = 2;
+  client::Loader loader(options);
   loader.StartEpoch(0);
   Epoch got;
   std::vector<int64_t> order;

@@ -69,11 +69,14 @@ void Start(Client& c, uint64_t channel, int64_t epoch) {
   REQUIRE(c.StartEpoch(req).ok());
 }
 
-std::unique_ptr<client::MessageStream> Open(Client& c, uint64_t channel, int64_t epoch, int64_t start_batch = 0) {
+std::unique_ptr<client::MessageStream> Open(Client& c, uint64_t channel, int64_t epoch, int64_t start_batch = 0,
+                                             uint32_t stripe = 0, uint32_t num_stripes = 0) {
   v1::StreamSampledMessagesRequest req;
   req.set_channel_id(channel);
   req.set_epoch(epoch);
   req.set_start_batch(start_batch);
+  req.set_stripe(stripe);
+  req.set_num_stripes(num_stripes);
   return c.Stream(req);
 }
 
@@ -394,6 +397,82 @@ TEST_CASE("a reader that reconnects resumes its epoch from a batch", "[transport
   auto m = past->Next();
   CHECK(m.status().code() == absl::StatusCode::kInvalidArgument);
   CHECK_THAT(std::string(m.status().message()), Catch::Contains("start_batch"));
+  CHECK(d.Stop(SIGTERM) == 0);
+}
+
+TEST_CASE("striped streams: each stripe its batches in order, on connections of their own, and the union is the epoch",
+          "[transport][stripes]") {
+  Daemon d(Dataset());
+  auto c = Connect(d);
+  const uint64_t backend = InitBackend(*c, "stripes");
+  const uint64_t whole = *Register(*c, backend, false, /*ordered=*/true);
+  const uint64_t striped = *Register(*c, backend, false, /*ordered=*/true);
+  Start(*c, whole, 0);
+  Start(*c, striped, 0);
+  const Epoch want = ReadAll(*c, whole, 0, nullptr);
+  const int64_t n = static_cast<int64_t>(want.batches.size());
+  REQUIRE(n > 6);
+  // Three clients, three connections: one stream each, read at once. Small windows keep each
+  // stream open until it is read.
+  std::vector<std::unique_ptr<Client>> clients;
+  for (int k = 0; k < 3; ++k) {
+    client::ClientOptions o;
+    o.address = d.address();
+    o.connection = k;
+    o.stream_window_bytes = 16 << 10;
+    auto connected = Client::Connect(o);
+    REQUIRE(connected.ok());
+    clients.push_back(*std::move(connected));
+  }
+  std::vector<std::unique_ptr<client::MessageStream>> streams;
+  for (uint32_t k = 0; k < 3; ++k) streams.push_back(Open(*clients[k], striped, 0, 0, k, 3));
+  // Another stream of a stripe already open, or of another count, is refused while they are.
+  auto twice = Open(*c, striped, 0, 0, 1, 3);
+  CHECK(twice->Next().status().code() == absl::StatusCode::kAlreadyExists);
+  auto other_count = Open(*c, striped, 0, 0, 0, 2);
+  CHECK(other_count->Next().status().code() == absl::StatusCode::kAlreadyExists);
+  REQUIRE(PollUntil([&] { return Describe(*c, striped).open_streams() == 3; }));
+  CHECK(testing::EstablishedConnectionsTo(d.port()) >= 4);  // the three, and `c`'s
+  std::vector<Epoch> got(3);
+  std::vector<std::thread> readers;
+  for (int k = 0; k < 3; ++k) {
+    readers.emplace_back([&, k] { got[k] = ReadAll(*clients[k], striped, 0, nullptr, streams[k].get()); });
+  }
+  for (auto& t : readers) t.join();
+  std::map<int64_t, std::vector<std::string>> all;
+  for (int k = 0; k < 3; ++k) {
+    std::vector<int64_t> expect;
+    for (int64_t b = k; b < n; b += 3) expect.push_back(b);
+    CHECK(got[k].order == expect);
+    all.insert(got[k].batches.begin(), got[k].batches.end());
+  }
+  CHECK(all == want.batches);
+  CHECK(Describe(*c, striped).state() == "epoch_done");
+  CHECK(Describe(*c, striped).open_streams() == 0);
+  CHECK(d.Stop(SIGTERM) == 0);
+}
+
+TEST_CASE("a bad stripe is refused with the field named", "[transport][stripes]") {
+  Daemon d(Dataset());
+  auto c = Connect(d);
+  const uint64_t backend = InitBackend(*c, "bad-stripes");
+  const uint64_t channel = *Register(*c, backend, false);
+  Start(*c, channel, 0);
+  auto past = Open(*c, channel, 0, 0, 3, 3);
+  auto m = past->Next();
+  CHECK(m.status().code() == absl::StatusCode::kInvalidArgument);
+  CHECK_THAT(std::string(m.status().message()), Catch::Contains("stripe must be < num_stripes"));
+  auto many = Open(*c, channel, 0, 0, 0, 65);
+  m = many->Next();
+  CHECK(m.status().code() == absl::StatusCode::kInvalidArgument);
+  CHECK_THAT(std::string(m.status().message()), Catch::Contains("num_stripes must be <= 64"));
+  // Shared memory takes one stream.
+  const uint64_t shared = *Register(*c, backend, true);
+  Start(*c, shared, 0);
+  auto striped = Open(*c, shared, 0, 0, 0, 2);
+  m = striped->Next();
+  CHECK(m.status().code() == absl::StatusCode::kInvalidArgument);
+  CHECK_THAT(std::string(m.status().message()), Catch::Contains("num_stripes"));
   CHECK(d.Stop(SIGTERM) == 0);
 }
 

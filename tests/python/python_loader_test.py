@@ -292,6 +292,16 @@ class HomogeneousTest(unittest.TestCase):
         for k in a:
             self.assertTrue(torch.equal(a[k][0], b[k][0]) and torch.equal(a[k][1], b[k][1]))
 
+    def test_several_connections_give_the_same_batches_in_order(self):
+        def epoch(key, connections):
+            with graphstore.Loader([D1.address], [4, 2], batch_size=64, shuffle=True, seed=9, backend_key=key,
+                                   shared_memory=False, connections_per_server=connections) as loader:
+                return [(b.batch_index, b.n_id.clone(), b.edge_index.clone()) for b in loader.epoch(0)]
+        one, three = epoch("connections-1", 1), epoch("connections-3", 3)
+        self.assertEqual([b[0] for b in three], list(range(len(one))))
+        for a, b in zip(one, three):
+            self.assertTrue(torch.equal(a[1], b[1]) and torch.equal(a[2], b[2]))
+
 
 class ZeroCopyTest(unittest.TestCase):
     def check(self, shared_memory, names, **options):
@@ -619,6 +629,7 @@ class ErrorsTest(unittest.TestCase):
             (ValueError, "sampler", dict(sampler="random_walk")),
             (TypeError, "input_nodes", dict(input_nodes=torch.tensor([1.5]))),
             (ValueError, "deadline", dict(deadline=0)),
+            (ValueError, "connections_per_server", dict(connections_per_server=65)),
             (ValueError, "reconnect_deadline", dict(reconnect_deadline=-1)),
             (ValueError, "keepalive", dict(keepalive=-1)),
             (ValueError, "keepalive_timeout", dict(keepalive_timeout=0)),

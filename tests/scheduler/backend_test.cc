@@ -261,7 +261,97 @@ TEST_CASE("a listener cleared after removal is never called again", "[backend]")
   RunWitnessEpoch(backend);  // and have, once another channel's whole epoch went through
   CHECK(calls.load() == after);
 }
-TEST_CASE("clearing a replaced listener leaves the newer one in place", "[backend]") {
+TEST_CASE("two stripes read one channel in parallel, each its batches in order, and end apart", "[backend][stripes]") {
+  FakeSampler fake;
+  BackendOptions bo;
+  bo.num_workers = 2;
+  Backend backend(bo, fake.fn());
+  ChannelOptions o = Seeds(9);
+  o.ordered = true;
+  REQUIRE(backend.AddChannel(1, o).ok());
+  REQUIRE(backend.StartEpoch(1, 0).ok());
+  std::vector<int64_t> got[2];
+  Kind last[2] = {Kind::kPending, Kind::kPending};
+  std::vector<std::thread> readers;
+  for (int k = 0; k < 2; ++k) {
+    readers.emplace_back([&, k] {
+      while (true) {
+        Delivery d = backend.Pop(1, 0, 10s, Stripe{k, 2});
+        if (d.kind != Kind::kMessage) {
+          last[k] = d.kind;
+          return;
+        }
+        got[k].push_back(d.batch_index);
+      }
+    });
+  }
+  for (auto& t : readers) t.join();
+  CHECK(got[0] == std::vector<int64_t>{0, 2, 4, 6, 8});
+  CHECK(got[1] == std::vector<int64_t>{1, 3, 5, 7});
+  CHECK(last[0] == Kind::kEndOfEpoch);
+  CHECK(last[1] == Kind::kEndOfEpoch);
+  CHECK(backend.Describe(1)->state == ChannelState::kEpochDone);
+  // An unordered channel: each stripe still gets only its own batches, all of them.
+  REQUIRE(backend.AddChannel(2, Seeds(7)).ok());
+  REQUIRE(backend.StartEpoch(2, 0).ok());
+  std::set<int64_t> mine[3];
+  for (int k = 0; k < 3; ++k) {
+    while (true) {
+      Delivery d = backend.Pop(2, 0, 10s, Stripe{k, 3});
+      if (d.kind != Kind::kMessage) {
+        CHECK(d.kind == Kind::kEndOfEpoch);
+        break;
+      }
+      CHECK(d.batch_index % 3 == k);
+      mine[k].insert(d.batch_index);
+    }
+  }
+  CHECK(mine[0] == std::set<int64_t>{0, 3, 6});
+  CHECK(mine[1] == std::set<int64_t>{1, 4});
+  CHECK(mine[2] == std::set<int64_t>{2, 5});
+  backend.Stop();
+}
+TEST_CASE("a stripe resumed where others already delivered restarts the epoch there for all", "[backend][stripes]") {
+  FakeSampler fake;
+  Backend backend(BackendOptions(), fake.fn());
+  ChannelOptions o = Seeds(10);
+  o.ordered = true;
+  REQUIRE(backend.AddChannel(1, o).ok());
+  REQUIRE(backend.StartEpoch(1, 0).ok());
+  const Stripe first{0, 2}, second{1, 2};
+  Delivery d = backend.Pop(1, 0, 10s, first);
+  REQUIRE(d.kind == Kind::kMessage);
+  CHECK(d.batch_index == 0);
+  // The second stripe opening at the epoch's start, having received nothing: nothing redone.
+  REQUIRE(backend.ResumeEpoch(1, 0, 0, second).ok());
+  d = backend.Pop(1, 0, 10s, first);
+  REQUIRE(d.kind == Kind::kMessage);
+  CHECK(d.batch_index == 2);
+  d = backend.Pop(1, 0, 10s, second);
+  REQUIRE(d.kind == Kind::kMessage);
+  CHECK(d.batch_index == 1);
+  // The second stripe's reader lost its stream after batch 1 and the trainer's first missing
+  // batch is 3: both stripes start again from there.
+  REQUIRE(backend.ResumeEpoch(1, 0, 3, second).ok());
+  std::vector<int64_t> got[2];
+  for (int k = 0; k < 2; ++k) {
+    for (Delivery e; (e = backend.Pop(1, 0, 10s, Stripe{k, 2})).kind == Kind::kMessage;) got[k].push_back(e.batch_index);
+  }
+  CHECK(got[0] == std::vector<int64_t>{4, 6, 8});
+  CHECK(got[1] == std::vector<int64_t>{3, 5, 7, 9});
+  backend.Stop();
+}
+TEST_CASE("a stripe's arithmetic: its first batch from a start and how many it holds", "[backend][stripes]") {
+  const Stripe s{2, 3};
+  CHECK(s.First(0) == 2);
+  CHECK(s.First(2) == 2);
+  CHECK(s.First(3) == 5);
+  CHECK(s.Count(0, 9) == 3);
+  CHECK(s.Count(3, 5) == 0);
+  CHECK(s.Count(3, 6) == 1);
+  CHECK(Stripe{}.Count(4, 10) == 6);
+}
+TEST_CASE("listeners are one per stream: clearing one leaves the others in place", "[backend]") {
   FakeSampler fake;
   Backend backend(BackendOptions(), fake.fn());
   REQUIRE(backend.AddChannel(1, Seeds(4)).ok());
