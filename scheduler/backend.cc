@@ -36,9 +36,19 @@ absl::StatusOr<std::shared_ptr<Backend>> Backend::Create(BackendOptions options,
 
 Backend::Backend(BackendOptions options, SampleFn sample)
     : options_(std::move(options)), sample_(std::move(sample)) {
+  if (options_.budget != nullptr) budget_token_ = options_.budget->Subscribe([this] { Kick(); });
+}
+
+void Backend::StartWorkersLocked() {
+  if (live_workers_ > 0 || stopping_) return;
+  // The threads of an earlier spell have decided to exit, under mu_, and need it no more.
+  for (auto& w : workers_) {
+    if (w.joinable()) w.join();
+  }
+  workers_.clear();
   const int n = std::max(1, options_.num_workers);
   for (int i = 0; i < n; ++i) workers_.emplace_back([this, i] { WorkerLoop(i); });
-  if (options_.budget != nullptr) budget_token_ = options_.budget->Subscribe([this] { Kick(); });
+  live_workers_ = n;
 }
 
 void Backend::Kick() {
@@ -69,6 +79,7 @@ absl::Status Backend::AddChannel(uint64_t id, ChannelOptions options) {
   auto [it, inserted] = channels_.emplace(id, std::move(c));
   if (!inserted) return absl::AlreadyExistsError(absl::StrCat("channel ", id, " already exists"));
   if (options_.budget != nullptr) options_.budget->AddChannel();
+  StartWorkersLocked();
   MaybeQueue(it->second);  // may sample the first epoch's first batches ahead
   return absl::OkStatus();
 }
@@ -94,6 +105,7 @@ bool Backend::RemoveChannel(uint64_t id) {
     c->queued_ahead = false;
   }
   ready_cv_.notify_all();
+  work_cv_.notify_all();  // with the last channel gone, idle workers exit
   Notify(c);
   return true;
 }
@@ -231,8 +243,17 @@ void Backend::WorkerLoop(int worker) {
   if (options_.on_worker_start) options_.on_worker_start(worker);
   std::unique_lock<std::mutex> lock(mu_);
   while (true) {
-    work_cv_.wait(lock, [&] { return stopping_ || !runnable_.empty() || !speculative_.empty(); });
-    if (stopping_) return;
+    work_cv_.wait(lock,
+                  [&] { return stopping_ || !runnable_.empty() || !speculative_.empty() || channels_.empty(); });
+    if (stopping_) {
+      --live_workers_;
+      return;
+    }
+    if (channels_.empty() && runnable_.empty() && speculative_.empty()) {
+      // No channel left: the thread goes; the next AddChannel starts the workers again.
+      --live_workers_;
+      return;
+    }
     // Real work first; sampling ahead only when no channel's current epoch needs a worker.
     const bool speculative = runnable_.empty();
     std::deque<ChannelPtr>& queue = speculative ? speculative_ : runnable_;

@@ -220,7 +220,9 @@ struct BackendStats {
 /// The worker pool and its channels. Thread-safe.
 class Backend {
  public:
-  /// Starts `options.num_workers` workers running `sample`.
+  /// A backend running `sample` on `options.num_workers` worker threads while it has channels:
+  /// the first channel starts them, and they exit once the last is removed, so a backend
+  /// without channels holds no thread.
   Backend(BackendOptions options, SampleFn sample);
   /// Stops (see Stop).
   ~Backend();
@@ -291,6 +293,8 @@ class Backend {
   absl::StatusOr<ChannelStats> Describe(uint64_t id) const;
   BackendStats Stats() const;
   int num_channels() const;
+  /// Worker threads held now (0 without channels).
+  int num_live_workers() const;
   const BackendOptions& options() const { return options_; }
 
   /// Removes every channel, wakes every waiter, and joins the workers. Idempotent.
@@ -301,6 +305,8 @@ class Backend {
   using ChannelPtr = std::shared_ptr<Channel>;
 
   void WorkerLoop(int worker);
+  // Starts the workers unless they run (mu_ held).
+  void StartWorkersLocked();
   // Looks at every channel again (the memory budget has room).
   void Kick();
   // The following run with mu_ held.
@@ -332,7 +338,8 @@ class Backend {
   int64_t total_batches_sampled_ = 0;
   uint64_t next_listener_token_ = 1;
   uint64_t budget_token_ = 0;
-  std::vector<std::thread> workers_;
+  std::vector<std::thread> workers_;  // of the current spell (and exited ones of the last)
+  int live_workers_ = 0;              // workers that have not decided to exit (guarded by mu_)
 };
 
 }  // namespace graphstore::scheduler

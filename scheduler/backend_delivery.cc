@@ -191,7 +191,7 @@ absl::StatusOr<ChannelStats> Backend::Describe(uint64_t id) const {
 BackendStats Backend::Stats() const {
   std::lock_guard<std::mutex> lock(mu_);
   BackendStats s;
-  s.num_workers = static_cast<int>(workers_.size());
+  s.num_workers = live_workers_;
   s.num_channels = static_cast<int>(channels_.size());
   s.total_batches_sampled = total_batches_sampled_;
   for (const auto& [id, c] : channels_) {
@@ -202,6 +202,11 @@ BackendStats Backend::Stats() const {
     s.channels.push_back(std::move(cs));
   }
   return s;
+}
+
+int Backend::num_live_workers() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return live_workers_;
 }
 
 int Backend::num_channels() const {

@@ -8,6 +8,8 @@
 #include <prometheus/metric_family.h>
 #include <prometheus/registry.h>
 
+#include <google/protobuf/descriptor.h>
+
 #include <map>
 #include <mutex>
 
@@ -86,7 +88,17 @@ class Metrics::Requests {
         latency_(prometheus::BuildHistogram()
                      .Name("graphstore_request_duration_seconds")
                      .Help("Time from a call's arrival to its answer (streams: to their attachment), by method")
-                     .Register(registry)) {}
+                     .Register(registry)) {
+    // Every method's OK series exists from the start at 0, so that rate() sees its first call.
+    const auto* service =
+        google::protobuf::DescriptorPool::generated_pool()->FindServiceByName("graphstore.v1.GraphStore");
+    for (int i = 0; service != nullptr && i < service->method_count(); ++i) {
+      const std::string m = service->method(i)->name();
+      counters_[{m, static_cast<int>(grpc::StatusCode::OK)}] =
+          &calls_.Add({{"method", m}, {"code", CodeName(grpc::StatusCode::OK)}});
+      histograms_[m] = &latency_.Add({{"method", m}}, Bounds());
+    }
+  }
 
   void Observe(const char* method, grpc::StatusCode code, double seconds) {
     prometheus::Counter* counter;
@@ -145,7 +157,7 @@ void Metrics::CoreCollector::CollectCore(const Core& core, Families* f) const {
   int serving = 0, unused = 0, workers = 0;
   for (const v1::BackendStats& b : stats.backends()) {
     ++(b.num_channels() > 0 ? serving : unused);
-    workers += b.num_workers();
+    if (b.num_channels() > 0) workers += b.num_workers();  // a backend without channels runs none
     int64_t buffered_bytes = 0, buffered_messages = 0, in_flight = 0;
     for (const v1::ChannelStats& c : b.channels()) {
       ++channel_states[c.state()];
@@ -177,7 +189,7 @@ void Metrics::CoreCollector::CollectCore(const Core& core, Families* f) const {
            "their lease)", serving, {{"state", "serving"}});
   f->Gauge("graphstore_backends", "", unused, {{"state", "unused"}});
   f->Gauge("graphstore_streams_open", "StreamSampledMessages calls open now", stats.open_streams());
-  f->Gauge("graphstore_workers", "Sampling worker threads over every backend", workers);
+  f->Gauge("graphstore_workers", "Sampling worker threads running, over the backends with channels", workers);
 
   // What was sampled, sent and dropped.
   const ServiceCounters& c = core.counters();

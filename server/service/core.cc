@@ -17,14 +17,11 @@
 namespace graphstore {
 namespace {
 
-absl::Status Invalid(const std::string& m) { return absl::InvalidArgumentError(m); }
-
 // Batches of an epoch over `seeds` seeds with `config`'s batch size and drop_last.
 int64_t EpochBatches(int64_t seeds, const v1::SamplingConfig& config) {
   const int64_t bs = std::max<int64_t>(1, config.batch_size());
   return config.drop_last() ? seeds / bs : (seeds + bs - 1) / bs;
 }
-absl::Status TooBig(const std::string& m) { return absl::ResourceExhaustedError(m); }
 
 int64_t HostMemoryBytes() {
   const long pages = sysconf(_SC_PHYS_PAGES);
@@ -42,29 +39,29 @@ int64_t FilesystemBytes(const std::string& dir) {
 // The checks of a registration's own fields (buffer, lease, keys), before anything is looked up.
 absl::Status CheckRegistration(const v1::RegisterSamplingInputRequest& req, const CoreOptions& o,
                                bool offers_shared_memory) {
-  if (req.backend_id() == 0) return Invalid("backend_id is required");
+  if (req.backend_id() == 0) return absl::InvalidArgumentError("backend_id is required");
   if (req.worker_key().size() > o.max_key_length) {
-    return TooBig(absl::StrCat("worker_key is longer than ", o.max_key_length, " bytes"));
+    return absl::ResourceExhaustedError(absl::StrCat("worker_key is longer than ", o.max_key_length, " bytes"));
   }
   const auto& buf = req.buffer();
   if (buf.max_messages() < 0 || buf.max_bytes() < 0) {
-    return Invalid("buffer.max_messages and buffer.max_bytes must be >= 0 (0 = server default)");
+    return absl::InvalidArgumentError("buffer.max_messages and buffer.max_bytes must be >= 0 (0 = server default)");
   }
   if (buf.max_messages() > o.max_buffer_messages) {
-    return TooBig(absl::StrCat("buffer.max_messages ", buf.max_messages(), " exceeds the limit ", o.max_buffer_messages));
+    return absl::ResourceExhaustedError(absl::StrCat("buffer.max_messages ", buf.max_messages(), " exceeds the limit ", o.max_buffer_messages));
   }
   if (buf.max_bytes() > o.max_buffer_bytes) {
-    return TooBig(absl::StrCat("buffer.max_bytes ", buf.max_bytes(), " exceeds the limit ", o.max_buffer_bytes));
+    return absl::ResourceExhaustedError(absl::StrCat("buffer.max_bytes ", buf.max_bytes(), " exceeds the limit ", o.max_buffer_bytes));
   }
-  if (req.lease_ms() < 0) return Invalid("lease_ms must be >= 0 (0 = server default)");
+  if (req.lease_ms() < 0) return absl::InvalidArgumentError("lease_ms must be >= 0 (0 = server default)");
   if (req.lease_ms() > o.max_lease_ms) {
-    return TooBig(absl::StrCat("lease_ms ", req.lease_ms(), " exceeds the limit ", o.max_lease_ms));
+    return absl::ResourceExhaustedError(absl::StrCat("lease_ms ", req.lease_ms(), " exceeds the limit ", o.max_lease_ms));
   }
   if (req.has_global_batches()) {
     const v1::BatchSelection& g = req.global_batches();
-    if (g.stride() < 1) return Invalid(absl::StrCat("global_batches.stride must be >= 1, got ", g.stride()));
+    if (g.stride() < 1) return absl::InvalidArgumentError(absl::StrCat("global_batches.stride must be >= 1, got ", g.stride()));
     if (g.offset() < 0 || g.offset() >= g.stride()) {
-      return Invalid(absl::StrCat("global_batches.offset ", g.offset(), " is outside [0, global_batches.stride ",
+      return absl::InvalidArgumentError(absl::StrCat("global_batches.offset ", g.offset(), " is outside [0, global_batches.stride ",
                                   g.stride(), ")"));
     }
   }
@@ -169,13 +166,13 @@ absl::Status Core::SamplingOpen() const {
 
 void Core::InitSamplingBackend(const v1::InitSamplingBackendRequest& req, v1::InitSamplingBackendResponse* resp,
                                std::function<void(absl::Status)> done, const Caller& caller) {
-  if (req.backend_key().empty()) return done(Invalid("backend_key is required"));
+  if (req.backend_key().empty()) return done(absl::InvalidArgumentError("backend_key is required"));
   if (req.backend_key().size() > options_.max_key_length) {
-    return done(TooBig(absl::StrCat("backend_key is longer than ", options_.max_key_length, " bytes")));
+    return done(absl::ResourceExhaustedError(absl::StrCat("backend_key is longer than ", options_.max_key_length, " bytes")));
   }
-  if (req.lease_ms() < 0) return done(Invalid("lease_ms must be >= 0 (0 = server default)"));
+  if (req.lease_ms() < 0) return done(absl::InvalidArgumentError("lease_ms must be >= 0 (0 = server default)"));
   if (req.lease_ms() > options_.max_lease_ms) {
-    return done(TooBig(absl::StrCat("lease_ms ", req.lease_ms(), " exceeds the limit ", options_.max_lease_ms)));
+    return done(absl::ResourceExhaustedError(absl::StrCat("lease_ms ", req.lease_ms(), " exceeds the limit ", options_.max_lease_ms)));
   }
   SamplerEnvironment env;
   env.partition = partition_.get();
@@ -220,17 +217,18 @@ void Core::InitSamplingBackend(const v1::InitSamplingBackendRequest& req, v1::In
       return reply(absl::OkStatus());
     }
     if (static_cast<int>(registry_.backends().size()) >= options_.max_backends) {
-      return done(TooBig(absl::StrCat("too many backends (limit ", options_.max_backends, ")")));
+      return done(absl::ResourceExhaustedError(absl::StrCat("too many backends (limit ", options_.max_backends, ")")));
     }
     const int quota = options_.max_backends_per_identity;
     if (!caller.identity.empty() && quota > 0 && registry_.HoldingsOf(caller.identity).backends >= quota) {
-      return done(TooBig(absl::StrCat("identity '", caller.identity, "' already holds ", quota,
+      return done(absl::ResourceExhaustedError(absl::StrCat("identity '", caller.identity, "' already holds ", quota,
                                       " backends (quota max_backends_per_identity=", quota, ")")));
     }
-    int threads = 0;
-    for (const auto& [id, b] : registry_.backends()) threads += b->worker_threads;
+    // Backends hold their workers only while they have channels (scheduler/backend.h): one that
+    // a client opened and left holds none, and locks nobody out.
+    const int threads = LiveWorkerThreadsLocked();
     if (threads + backend_options->num_workers > max_worker_threads_) {
-      return done(TooBig(absl::StrCat("options.num_workers: the backends hold ", threads, " worker threads; ",
+      return done(absl::ResourceExhaustedError(absl::StrCat("options.num_workers: the backends hold ", threads, " worker threads; ",
                                       backend_options->num_workers, " more would pass the server's limit of ",
                                       max_worker_threads_, " (--max_worker_threads)")));
     }
@@ -308,7 +306,7 @@ absl::StatusOr<std::vector<int64_t>> Core::ResolveSeeds(const v1::RegisterSampli
       for (int i = 0; i < req.nodes().ids_size(); ++i) {
         const auto [it, inserted] = first.emplace(req.nodes().ids(i), i);
         if (!inserted) {
-          return Invalid(absl::StrCat("nodes.ids[", i, "]=", req.nodes().ids(i), " repeats nodes.ids[", it->second,
+          return absl::InvalidArgumentError(absl::StrCat("nodes.ids[", i, "]=", req.nodes().ids(i), " repeats nodes.ids[", it->second,
                                       "]; each seed may appear once"));
         }
       }
@@ -320,14 +318,14 @@ absl::StatusOr<std::vector<int64_t>> Core::ResolveSeeds(const v1::RegisterSampli
       *node_type = *t;
       if (!global) return queries_.SplitIds(req.split().node_type(), req.split().split(), req.split().slice(), "split.");
       if (req.split().slice().world_size() > 1 || req.split().slice().rank() != 0) {
-        return Invalid("split.slice: with global_batches, global_batches.stride and offset share the batches out; "
+        return absl::InvalidArgumentError("split.slice: with global_batches, global_batches.stride and offset share the batches out; "
                        "leave slice unset");
       }
       return ClusterSplitIds(req.split().node_type(), req.split().split());
     }
     case v1::RegisterSamplingInputRequest::kAblp: {
       if (global) {
-        return Invalid("global_batches: link-prediction inputs are batched by the server that owns each anchor "
+        return absl::InvalidArgumentError("global_batches: link-prediction inputs are batched by the server that owns each anchor "
                        "(their labels live there); leave global_batches unset");
       }
       auto in = LoadAblpInput(*partition_, ToAblpRequest(req.ablp().input()));
@@ -339,7 +337,7 @@ absl::StatusOr<std::vector<int64_t>> Core::ResolveSeeds(const v1::RegisterSampli
     case v1::RegisterSamplingInputRequest::INPUT_NOT_SET:
       break;
   }
-  return Invalid("input: set one of nodes, split or ablp");
+  return absl::InvalidArgumentError("input: set one of nodes, split or ablp");
 }
 
 absl::StatusOr<std::vector<int64_t>> Core::ClusterSplitIds(const std::string& node_type, const std::string& split) const {
@@ -369,10 +367,10 @@ absl::StatusOr<std::vector<int64_t>> Core::ResolveSeedTimes(const v1::RegisterSa
   const int given = req.has_nodes() ? req.nodes().times_size() : 0;
   if (given > 0) {
     if (!temporal) {
-      return Invalid("nodes.times: the backend does not sample temporally (config.temporal_strategy is NONE)");
+      return absl::InvalidArgumentError("nodes.times: the backend does not sample temporally (config.temporal_strategy is NONE)");
     }
     if (given != req.nodes().ids_size()) {
-      return Invalid(absl::StrCat("nodes.times has ", given, " entries for ", req.nodes().ids_size(),
+      return absl::InvalidArgumentError(absl::StrCat("nodes.times has ", given, " entries for ", req.nodes().ids_size(),
                                   " ids; give one time per seed"));
     }
     return std::vector<int64_t>(req.nodes().times().begin(), req.nodes().times().end());
@@ -381,7 +379,7 @@ absl::StatusOr<std::vector<int64_t>> Core::ResolveSeedTimes(const v1::RegisterSa
   const NodeTypeStore& t = partition_->node_type(node_type);
   if (!temporal || t.times_data() != nullptr) return std::vector<int64_t>();
   const char* field = req.has_nodes() ? "nodes.times" : req.has_split() ? "split" : "ablp";
-  return Invalid(absl::StrCat(field, ": the backend samples temporally and node type '", t.name,
+  return absl::InvalidArgumentError(absl::StrCat(field, ": the backend samples temporally and node type '", t.name,
                               "' stores no node times (book/", t.name, ".time.npy), so each seed needs its time",
                               req.has_nodes() ? "" : "; register the seeds as nodes with nodes.times"));
 }
@@ -413,12 +411,12 @@ absl::Status Core::CheckChannelQuota(const Caller& caller, int64_t buffer_bytes)
   const Holdings h = registry_.HoldingsOf(caller.identity);
   const int channels = options_.max_channels_per_identity;
   if (channels > 0 && h.channels >= channels) {
-    return TooBig(absl::StrCat("identity '", caller.identity, "' already holds ", h.channels,
+    return absl::ResourceExhaustedError(absl::StrCat("identity '", caller.identity, "' already holds ", h.channels,
                                " channels (quota max_channels_per_identity=", channels, ")"));
   }
   const int64_t bytes = options_.max_buffer_bytes_per_identity;
   if (bytes > 0 && h.buffer_bytes + buffer_bytes > bytes) {
-    return TooBig(absl::StrCat("identity '", caller.identity, "' holds channels with ", h.buffer_bytes,
+    return absl::ResourceExhaustedError(absl::StrCat("identity '", caller.identity, "' holds channels with ", h.buffer_bytes,
                                " buffer bytes; ", buffer_bytes, " more would pass its quota max_buffer_bytes_per_identity=",
                                bytes));
   }
@@ -429,7 +427,7 @@ absl::Status Core::RegisterSamplingInput(const v1::RegisterSamplingInputRequest&
                                          v1::RegisterSamplingInputResponse* resp, const Caller& caller) {
   if (auto s = CheckRegistration(req, options_, shared_memory_ != nullptr); !s.ok()) return s;
   if (!budget_->HasRoom()) {
-    return TooBig(absl::StrCat("the server holds ", budget_->used() >> 20, " MiB of sampled batches that no one has "
+    return absl::ResourceExhaustedError(absl::StrCat("the server holds ", budget_->used() >> 20, " MiB of sampled batches that no one has "
                                "read yet (limit ", budget_->limit() >> 20,
                                " MiB, --max_buffered_mb); register again once trainers have caught up"));
   }
@@ -470,7 +468,7 @@ absl::Status Core::RegisterSamplingInput(const v1::RegisterSamplingInputRequest&
       return absl::NotFoundError(absl::StrCat("backend_id ", req.backend_id(), " does not exist"));
     }
     if (static_cast<int>(registry_.channels().size()) >= options_.max_channels) {
-      return TooBig(absl::StrCat("too many live channels (limit ", options_.max_channels, ")"));
+      return absl::ResourceExhaustedError(absl::StrCat("too many live channels (limit ", options_.max_channels, ")"));
     }
     const int64_t buffer_bytes = req.buffer().max_bytes() > 0 ? req.buffer().max_bytes() : options_.default_buffer_bytes;
     if (auto s = CheckChannelQuota(caller, buffer_bytes); !s.ok()) return s;
@@ -511,6 +509,16 @@ absl::Status Core::RegisterSamplingInput(const v1::RegisterSamplingInputRequest&
     channel->feature_cache_rows = req.feature_cache_rows();
     co.attachment = std::move(sampling);
     co.worker_key = req.worker_key();
+    // The first channel starts the backend's workers: they must fit beside the others'.
+    if (backend->backend->num_live_workers() == 0) {
+      const int threads = LiveWorkerThreadsLocked();
+      if (threads + backend->worker_threads > max_worker_threads_) {
+        return absl::ResourceExhaustedError(absl::StrCat("backend_id: its ", backend->worker_threads,
+                                   " worker threads would pass the server's limit of ", max_worker_threads_,
+                                   " (--max_worker_threads) beside the ", threads,
+                                   " that backends with channels hold; try again when a channel is destroyed"));
+      }
+    }
     if (auto s = backend->backend->AddChannel(channel->id, std::move(co)); !s.ok()) return s;
     registry_.AddChannel(channel);
     if (channel->pool != nullptr) ++shared_channels_;
@@ -536,9 +544,9 @@ absl::StatusOr<std::shared_ptr<ChannelEntry>> Core::LiveChannel(uint64_t id) con
 }
 
 absl::Status Core::StartEpoch(const v1::StartEpochRequest& req, v1::StartEpochResponse* resp, const Caller& caller) {
-  if (req.channel_id() == 0) return Invalid("channel_id is required");
-  if (req.epoch() < 0) return Invalid(absl::StrCat("epoch must be >= 0, got ", req.epoch()));
-  if (req.start_batch() < 0) return Invalid(absl::StrCat("start_batch must be >= 0, got ", req.start_batch()));
+  if (req.channel_id() == 0) return absl::InvalidArgumentError("channel_id is required");
+  if (req.epoch() < 0) return absl::InvalidArgumentError(absl::StrCat("epoch must be >= 0, got ", req.epoch()));
+  if (req.start_batch() < 0) return absl::InvalidArgumentError(absl::StrCat("start_batch must be >= 0, got ", req.start_batch()));
   if (auto s = SamplingOpen(); !s.ok()) return s;
   std::shared_ptr<scheduler::Backend> backend;
   int64_t start = 0;  // the channel's own number of the first batch
@@ -578,7 +586,7 @@ absl::Status Core::StartEpoch(const v1::StartEpochRequest& req, v1::StartEpochRe
 }
 
 absl::Status Core::RenewLease(const v1::RenewLeaseRequest& req, v1::RenewLeaseResponse* resp, const Caller& caller) {
-  if (req.channel_id() == 0) return Invalid("channel_id is required");
+  if (req.channel_id() == 0) return absl::InvalidArgumentError("channel_id is required");
   std::lock_guard<std::mutex> lock(mu_);
   Registry::Found found;
   std::shared_ptr<ChannelEntry> c = registry_.FindChannelFor(req.channel_id(), caller, false, &found);
@@ -590,7 +598,7 @@ absl::Status Core::RenewLease(const v1::RenewLeaseRequest& req, v1::RenewLeaseRe
 
 absl::Status Core::DestroySamplingInput(const v1::DestroySamplingInputRequest& req,
                                         v1::DestroySamplingInputResponse* resp, const Caller& caller) {
-  if (req.channel_id() == 0) return Invalid("channel_id is required");
+  if (req.channel_id() == 0) return absl::InvalidArgumentError("channel_id is required");
   std::unique_lock<std::mutex> lock(mu_);
   Registry::Found found;
   registry_.FindChannelFor(req.channel_id(), caller, false, &found);
@@ -603,6 +611,14 @@ absl::Status Core::DestroySamplingInput(const v1::DestroySamplingInputRequest& r
   resp->set_destroyed(true);
   Logger("core")->info("channel {} destroyed", req.channel_id());
   return absl::OkStatus();
+}
+
+int Core::LiveWorkerThreadsLocked() const {
+  int threads = 0;
+  for (const auto& [id, b] : registry_.backends()) {
+    if (b->backend != nullptr) threads += b->backend->num_live_workers();
+  }
+  return threads;
 }
 
 }  // namespace graphstore

@@ -187,6 +187,8 @@ class Core : public StreamHost {
   // Sampled-but-unread bytes of every backend (options_.max_buffered_bytes_total resolved).
   const std::shared_ptr<scheduler::MemoryBudget> budget_;
   const int max_worker_threads_;
+  // Worker threads the backends hold now (those with channels); mu_ held.
+  int LiveWorkerThreadsLocked() const;
   // Shared buffers sent and not yet freed over every channel (kept by the channels' ledgers,
   // guarded by mu_), their limit, and the channels that have shared memory (the fair share).
   int64_t shared_unfreed_ = 0;

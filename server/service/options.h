@@ -51,7 +51,8 @@ struct CoreOptions {
   /// the host's memory), and worker threads of all backends together (0: 16 per core, at
   /// least 64). Past the first, channels sample only within their fair share, sampling ahead
   /// stops, and new channels are refused with RESOURCE_EXHAUSTED; past the second, new
-  /// backends are.
+  /// backends are, and a backend's first channel (which starts its workers). Backends without
+  /// channels hold no threads.
   int64_t max_buffered_bytes_total = 0;
   int max_worker_threads = 0;
   /// Shared memory: bytes of a channel's files sent and not yet freed by its client, before its

@@ -61,7 +61,7 @@ struct BackendEntry {
   std::shared_ptr<scheduler::Backend> backend;
   /// Live channels registered on it (kept by the Registry).
   int num_channels = 0;
-  /// Worker threads it holds (or will, while being created), against max_worker_threads.
+  /// Worker threads it runs while it has channels, against max_worker_threads.
   int worker_threads = 0;
 };
 

@@ -150,6 +150,10 @@ TEST_CASE("metrics: scraped during and after an epoch, the counters moved by wha
   CHECK(Get(after, "graphstore_requests_total{code=\"OK\",method=\"StartEpoch\"}") == 1);
   CHECK(Get(after, "graphstore_requests_total{code=\"NOT_FOUND\",method=\"DescribeChannel\"}") == 1);
   CHECK(Get(after, "graphstore_request_duration_seconds_count{method=\"StartEpoch\"}") == 1);
+  // Buckets from 50 µs; the OK series of a method never called is there at 0.
+  CHECK(Get(after, "graphstore_request_duration_seconds_bucket{method=\"StartEpoch\",le=\"5e-05\"}") >= 0);
+  CHECK(Get(after, "graphstore_requests_total{code=\"OK\",method=\"GetAblpInput\"}") == 0);
+  CHECK(Get(after, "graphstore_request_duration_seconds_count{method=\"GetAblpInput\"}") == 0);
   CHECK(Get(after, "graphstore_channels{state=\"epoch_done\"}") == 1);
   CHECK(Get(after, "graphstore_backend_buffered_messages{backend=\"metrics\"}") == 0);
   CHECK(Get(after, "graphstore_channel_lease_expirations_total") == 0);

@@ -367,6 +367,26 @@ TEST_CASE("listeners are one per stream: clearing one leaves the others in place
   CHECK(new_calls.load() > 0);
   CHECK(old_calls.load() == 0);
 }
+TEST_CASE("a backend holds worker threads only while it has channels", "[backend]") {
+  FakeSampler fake;
+  BackendOptions bo;
+  bo.num_workers = 3;
+  Backend backend(bo, fake.fn());
+  CHECK(backend.num_live_workers() == 0);
+  REQUIRE(backend.AddChannel(1, Seeds(6)).ok());
+  CHECK(backend.num_live_workers() == 3);
+  REQUIRE(backend.StartEpoch(1, 0).ok());
+  CHECK(Drain(backend, 1, 0).size() == 6);
+  REQUIRE(backend.RemoveChannel(1));
+  REQUIRE(graphstore::testing::PollUntil([&] { return backend.num_live_workers() == 0; }));
+  // The next channel starts them again.
+  REQUIRE(backend.AddChannel(2, Seeds(4)).ok());
+  CHECK(backend.num_live_workers() == 3);
+  REQUIRE(backend.StartEpoch(2, 0).ok());
+  CHECK(Drain(backend, 2, 0).size() == 4);
+  backend.Stop();
+  CHECK(backend.num_live_workers() == 0);
+}
 TEST_CASE("bad options are rejected", "[backend]") {
   BackendOptions bo;
   bo.num_workers = 0;

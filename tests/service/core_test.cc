@@ -156,6 +156,49 @@ TEST_CASE("a destroyed channel is answered one way by every RPC, an unknown one 
   }
 }
 
+TEST_CASE("backends without channels hold no worker threads and lock nobody out", "[core]") {
+  TempDir dir;
+  CoreOptions co;
+  co.max_worker_threads = 4;
+  auto core = CoreOver(testing::TinyGraph(), dir.path(), co);
+  auto init = [&](const std::string& key) {
+    v1::InitSamplingBackendRequest req;
+    req.set_backend_key(key);
+    req.mutable_config()->set_batch_size(2);
+    req.mutable_config()->add_num_neighbors(1);
+    req.mutable_options()->set_num_workers(2);
+    v1::InitSamplingBackendResponse resp;
+    absl::Status created = absl::UnknownError("no answer");
+    core->InitSamplingBackend(req, &resp, [&](absl::Status s) { created = s; });
+    INFO(key << ": " << created.ToString());
+    REQUIRE(created.ok());
+    return resp.backend_id();
+  };
+  auto reg = [&](uint64_t backend) {
+    v1::RegisterSamplingInputRequest req;
+    req.set_backend_id(backend);
+    req.mutable_split()->set_split("train");
+    v1::RegisterSamplingInputResponse resp;
+    const absl::Status s = core->RegisterSamplingInput(req, &resp);
+    return s.ok() ? absl::StatusOr<uint64_t>(resp.channel_id()) : absl::StatusOr<uint64_t>(s);
+  };
+  // Three backends of two workers each under a limit of four: none holds a thread yet.
+  const uint64_t a = init("a"), b = init("b"), c = init("c");
+  auto first = reg(a);
+  REQUIRE(first.ok());
+  REQUIRE(reg(b).ok());
+  // The third's first channel would start two more workers than the limit allows.
+  auto refused = reg(c);
+  REQUIRE(absl::IsResourceExhausted(refused.status()));
+  CHECK_THAT(std::string(refused.status().message()), Catch::Contains("--max_worker_threads"));
+  // Once a channel goes, its backend's workers go with it and the third may start its own.
+  v1::DestroySamplingInputRequest destroy;
+  destroy.set_channel_id(*first);
+  v1::DestroySamplingInputResponse destroyed;
+  REQUIRE(core->DestroySamplingInput(destroy, &destroyed).ok());
+  CHECK(testing::PollUntil([&] { return reg(c).ok(); }));
+}
+
 TEST_CASE("the watchdog reaps a channel whose lease ran out and stops its backend", "[core]") {
   TempDir dir;
   CoreOptions co;
