@@ -2,7 +2,9 @@
 //
 // For each graph: independent random 8-byte loads over the graph's CSR index array (same size,
 // same memory), then k-hop neighbour sampling of random 1024-seed batches with fanout
-// [15, 10, 5], on 1 and 2 threads; then the same sampling through the scheduler's Backend.
+// [15, 10, 5], on each thread count of --threads (default 1 and 2; e.g. --threads=1,2,4,8,16
+// on a storage node); then the same sampling through the scheduler's Backend with as many
+// workers. Each count prints its scaling against 1 thread.
 // Prints sampled edges/s, seeds/s, the baseline loads/s and their ratio. Then weighted draws
 // (by the graph's edge weights) beside uniform ones, without and with replacement, and temporal
 // draws (each seed at its node time, uniform among the allowed and the most recent) beside
@@ -190,6 +192,7 @@ int Run(int argc, char** argv) {
   flags.Define("seconds", "4", "duration of each measurement");
   flags.Define("batch_size", "1024", "seeds per batch");
   flags.Define("fanouts", "15,10,5", "fanout per hop");
+  flags.Define("threads", "1,2", "section u: thread counts to measure (direct and through the backend)");
   flags.Define("sections", "uwt",
                "what to run: u (uniform vs random loads), w (weighted), t (temporal), c (random loads by array size)");
   if (auto exit = flags.ParseCommandLine(argc, argv, "sampling_bench", "Sampling throughput vs random loads.")) {
@@ -245,7 +248,10 @@ int Run(int argc, char** argv) {
     RandomLoads(e.indices_data(), e.num_local, 2, 1.0);
     SampleDirect(**sampler, num_nodes, batch_size, 2, 1.0);
     double one_thread_edges = 0;
-    for (int threads : {1, 2}) {
+    std::vector<int> thread_counts;
+    for (const auto& t : SplitList(flags.Get("threads"), ',')) thread_counts.push_back(std::max(1, std::stoi(t)));
+    if (thread_counts.empty() || thread_counts.front() != 1) thread_counts.insert(thread_counts.begin(), 1);
+    for (int threads : thread_counts) {
       if (!section('u')) break;
       const double loads = RandomLoads(e.indices_data(), e.num_local, threads, seconds);
       const Rate direct = SampleDirect(**sampler, num_nodes, batch_size, threads, seconds);
@@ -255,9 +261,10 @@ int Run(int argc, char** argv) {
       const Rate sched = SampleBackend(**sampler, num_nodes, batch_size, threads, seconds);
       std::printf("%-10s %8s %8d %7.1f %14.3g %12.3g %14.3g %7.2f\n", label.c_str(), "backend", threads,
                   sched.batches_per_s, sched.edges_per_s, sched.seeds_per_s, loads, sched.edges_per_s / loads);
-      if (threads == 2) {
-        std::printf("%-10s scaling 2 threads / 1 thread (direct): %.2fx\n", label.c_str(),
-                    direct.edges_per_s / one_thread_edges);
+      if (threads > 1) {
+        std::printf("%-10s scaling %d threads / 1 thread: direct %.2fx, backend %.2fx (%u cores)\n", label.c_str(),
+                    threads, direct.edges_per_s / one_thread_edges, sched.edges_per_s / one_thread_edges,
+                    std::thread::hardware_concurrency());
       }
       std::fflush(stdout);
     }

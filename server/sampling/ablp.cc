@@ -9,8 +9,6 @@
 namespace graphstore {
 namespace {
 
-absl::Status Invalid(const std::string& m) { return absl::InvalidArgumentError(m); }
-
 // The rows of an int64 [k, 2] label file whose first column is `anchor`: [begin, end).
 std::pair<int64_t, int64_t> AnchorRows(const MappedNpy& f, int64_t anchor) {
   const int64_t* v = f.data<int64_t>();
@@ -68,15 +66,15 @@ absl::StatusOr<AblpInput> LoadAblpInput(const Partition& partition, const AblpRe
   const EdgeTypeStore& s = partition.edge_type(*sup);
   const NodeTypeStore& anchors = partition.node_type(in.anchor_type);
   if (s.src_type != in.anchor_type) {
-    return Invalid(absl::StrCat("supervision_edge_type '", s.name, "' starts at '",
+    return absl::InvalidArgumentError(absl::StrCat("supervision_edge_type '", s.name, "' starts at '",
                                 partition.node_type(s.src_type).name, "', not at the anchor type '", anchors.name,
                                 "'"));
   }
   in.label_type = s.dst_type;
-  if (req.split.empty()) return Invalid("split is required (a label split of the supervision edge type)");
+  if (req.split.empty()) return absl::InvalidArgumentError("split is required (a label split of the supervision edge type)");
   auto labels = s.label_splits.find(req.split);
   if (labels == s.label_splits.end()) {
-    return Invalid(absl::StrCat("split '", req.split, "' has no label edges in supervision_edge_type '", s.name,
+    return absl::InvalidArgumentError(absl::StrCat("split '", req.split, "' has no label edges in supervision_edge_type '", s.name,
                                 "' (label splits: ", Splits(s), ")"));
   }
   const MappedNpy* negatives = nullptr;
@@ -87,23 +85,23 @@ absl::StatusOr<AblpInput> LoadAblpInput(const Partition& partition, const AblpRe
     }
     const EdgeTypeStore& n = partition.edge_type(*neg);
     if (n.src_type != s.src_type || n.dst_type != s.dst_type) {
-      return Invalid(absl::StrCat("negative_edge_type '", n.name, "' does not join the same node types as '",
+      return absl::InvalidArgumentError(absl::StrCat("negative_edge_type '", n.name, "' does not join the same node types as '",
                                   s.name, "'"));
     }
     auto it = n.label_splits.find(req.split);
     if (it == n.label_splits.end()) {
-      return Invalid(absl::StrCat("split '", req.split, "' has no label edges in negative_edge_type '", n.name,
+      return absl::InvalidArgumentError(absl::StrCat("split '", req.split, "' has no label edges in negative_edge_type '", n.name,
                                   "' (label splits: ", Splits(n), ")"));
     }
     in.negative_edge_type = *neg;
     negatives = &it->second;
   }
-  if (req.world_size < 0) return Invalid("slice.world_size must be >= 0");
+  if (req.world_size < 0) return absl::InvalidArgumentError("slice.world_size must be >= 0");
   if (req.world_size > 1 && (req.rank < 0 || req.rank >= req.world_size)) {
-    return Invalid(absl::StrCat("slice.rank ", req.rank, " is outside [0, ", req.world_size, ")"));
+    return absl::InvalidArgumentError(absl::StrCat("slice.rank ", req.rank, " is outside [0, ", req.world_size, ")"));
   }
   if (req.world_size <= 1 && req.rank != 0) {
-    return Invalid(absl::StrCat("slice.rank ", req.rank, " needs slice.world_size > 1"));
+    return absl::InvalidArgumentError(absl::StrCat("slice.rank ", req.rank, " needs slice.world_size > 1"));
   }
 
   // Anchors: the distinct sources of the split's label edges (the file is sorted).

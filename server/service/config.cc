@@ -10,9 +10,6 @@
 namespace graphstore {
 namespace {
 
-absl::Status Invalid(const std::string& m) { return absl::InvalidArgumentError(m); }
-absl::Status TooBig(const std::string& m) { return absl::ResourceExhaustedError(m); }
-
 // A sampler's own errors name its option ("num_neighbors[0]..."); the request names it
 // "config.num_neighbors[0]...".
 absl::Status InConfig(const absl::Status& s) {
@@ -22,44 +19,44 @@ absl::Status InConfig(const absl::Status& s) {
 
 // The fields every kind shares: batch shape, kind-specific fields, link-prediction negatives.
 absl::Status CheckCommon(const v1::SamplingConfig& c, const CoreOptions& limits) {
-  if (!v1::SamplerKind_IsValid(c.kind())) return Invalid(absl::StrCat("config.kind ", c.kind(), " is unknown"));
+  if (!v1::SamplerKind_IsValid(c.kind())) return absl::InvalidArgumentError(absl::StrCat("config.kind ", c.kind(), " is unknown"));
   if (c.kind() == v1::SAMPLER_KIND_PPR) {
     if (c.num_neighbors_size() > 0 || c.num_neighbors_by_type_size() > 0) {
-      return Invalid("config.num_neighbors: the PPR sampler takes config.ppr, not fanouts");
+      return absl::InvalidArgumentError("config.num_neighbors: the PPR sampler takes config.ppr, not fanouts");
     }
     if (c.with_edge_ids() || c.with_edge_features()) {
-      return Invalid("config.with_edge_ids / with_edge_features: the PPR sampler returns no edges (see ppr weights)");
+      return absl::InvalidArgumentError("config.with_edge_ids / with_edge_features: the PPR sampler returns no edges (see ppr weights)");
     }
     if (c.weighted_edge_types_size() > 0) {
-      return Invalid("config.weighted_edge_types: the PPR sampler walks every edge; it takes no weighted draws");
+      return absl::InvalidArgumentError("config.weighted_edge_types: the PPR sampler walks every edge; it takes no weighted draws");
     }
     if (c.with_node_times()) {
-      return Invalid("config.with_node_times: the PPR sampler gathers features and labels only");
+      return absl::InvalidArgumentError("config.with_node_times: the PPR sampler gathers features and labels only");
     }
   } else if (c.has_ppr()) {
-    return Invalid("config.ppr is only for config.kind SAMPLER_KIND_PPR");
+    return absl::InvalidArgumentError("config.ppr is only for config.kind SAMPLER_KIND_PPR");
   }
   if (!v1::TemporalStrategy_IsValid(c.temporal_strategy())) {
-    return Invalid(absl::StrCat("config.temporal_strategy ", c.temporal_strategy(), " is unknown"));
+    return absl::InvalidArgumentError(absl::StrCat("config.temporal_strategy ", c.temporal_strategy(), " is unknown"));
   }
   if (c.temporal_strategy() != v1::TEMPORAL_STRATEGY_NONE && c.kind() != v1::SAMPLER_KIND_NEIGHBOR &&
       c.kind() != v1::SAMPLER_KIND_UNSPECIFIED) {
-    return Invalid("config.temporal_strategy: only the neighbour sampler (SAMPLER_KIND_NEIGHBOR) samples "
+    return absl::InvalidArgumentError("config.temporal_strategy: only the neighbour sampler (SAMPLER_KIND_NEIGHBOR) samples "
                    "temporally (an induced subgraph or a PPR walk would reach edges after a seed's time)");
   }
-  if (c.batch_size() <= 0) return Invalid(absl::StrCat("config.batch_size must be >= 1, got ", c.batch_size()));
+  if (c.batch_size() <= 0) return absl::InvalidArgumentError(absl::StrCat("config.batch_size must be >= 1, got ", c.batch_size()));
   if (c.batch_size() > limits.max_batch_size) {
-    return TooBig(absl::StrCat("config.batch_size ", c.batch_size(), " exceeds the limit ", limits.max_batch_size));
+    return absl::ResourceExhaustedError(absl::StrCat("config.batch_size ", c.batch_size(), " exceeds the limit ", limits.max_batch_size));
   }
-  if (c.num_negatives() < 0) return Invalid("config.num_negatives must be >= 0");
+  if (c.num_negatives() < 0) return absl::InvalidArgumentError("config.num_negatives must be >= 0");
   if (c.num_negatives() > limits.max_negatives) {
-    return TooBig(absl::StrCat("config.num_negatives ", c.num_negatives(), " exceeds the limit ", limits.max_negatives));
+    return absl::ResourceExhaustedError(absl::StrCat("config.num_negatives ", c.num_negatives(), " exceeds the limit ", limits.max_negatives));
   }
   if (!v1::NegativeSampling_IsValid(c.negative_sampling())) {
-    return Invalid(absl::StrCat("config.negative_sampling ", c.negative_sampling(), " is unknown"));
+    return absl::InvalidArgumentError(absl::StrCat("config.negative_sampling ", c.negative_sampling(), " is unknown"));
   }
   if (c.num_negatives() > 0 && c.negative_sampling() == v1::NEGATIVE_SAMPLING_NONE) {
-    return Invalid("config.num_negatives needs config.negative_sampling UNIFORM or DEGREE");
+    return absl::InvalidArgumentError("config.num_negatives needs config.negative_sampling UNIFORM or DEGREE");
   }
   return absl::OkStatus();
 }
@@ -126,13 +123,13 @@ absl::StatusOr<std::unique_ptr<Sampler>> BuildSampler(const v1::SamplingConfig& 
 
 absl::StatusOr<scheduler::BackendOptions> BuildBackendOptions(const v1::SamplerOptions& o, const CoreOptions& limits,
                                                               const std::string& name) {
-  if (o.num_workers() < 0) return Invalid("options.num_workers must be >= 0 (0 = server default)");
+  if (o.num_workers() < 0) return absl::InvalidArgumentError("options.num_workers must be >= 0 (0 = server default)");
   if (o.num_workers() > limits.max_num_workers) {
-    return TooBig(absl::StrCat("options.num_workers ", o.num_workers(), " exceeds the limit ", limits.max_num_workers));
+    return absl::ResourceExhaustedError(absl::StrCat("options.num_workers ", o.num_workers(), " exceeds the limit ", limits.max_num_workers));
   }
-  if (o.max_in_flight_per_channel() < 0) return Invalid("options.max_in_flight_per_channel must be >= 0");
+  if (o.max_in_flight_per_channel() < 0) return absl::InvalidArgumentError("options.max_in_flight_per_channel must be >= 0");
   if (o.max_in_flight_per_channel() > limits.max_in_flight_per_channel) {
-    return TooBig(absl::StrCat("options.max_in_flight_per_channel exceeds the limit ", limits.max_in_flight_per_channel));
+    return absl::ResourceExhaustedError(absl::StrCat("options.max_in_flight_per_channel exceeds the limit ", limits.max_in_flight_per_channel));
   }
   scheduler::BackendOptions bo;
   bo.num_workers = o.num_workers() > 0 ? o.num_workers() : limits.default_num_workers;

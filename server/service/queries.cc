@@ -13,14 +13,11 @@
 namespace graphstore {
 namespace {
 
-absl::Status Invalid(const std::string& m) { return absl::InvalidArgumentError(m); }
-absl::Status TooBig(const std::string& m) { return absl::ResourceExhaustedError(m); }
-
 // Refuses a response of `bytes` above the limit, before it is built; `what` says which request
 // fields make it that large.
 absl::Status CheckResponseBytes(double bytes, int64_t limit, const std::string& what) {
   if (bytes <= static_cast<double>(limit)) return absl::OkStatus();
-  return TooBig(absl::StrCat("the response would hold ", static_cast<int64_t>(bytes / (1 << 20)), " MiB (", what,
+  return absl::ResourceExhaustedError(absl::StrCat("the response would hold ", static_cast<int64_t>(bytes / (1 << 20)), " MiB (", what,
                              "), above the largest message of ", limit >> 20,
                              " MiB (--max_message_mb); ask for fewer ids per request"));
 }
@@ -69,7 +66,7 @@ absl::Status PartitionQueries::LookupPartitions(const v1::LookupPartitionsReques
   auto t = partition_->FindNodeType(req.node_type());
   if (!t.ok()) return t.status();
   if (req.ids_size() > options_->max_ids_per_request) {
-    return TooBig(absl::StrCat("ids has ", req.ids_size(), " entries; the limit is ", options_->max_ids_per_request));
+    return absl::ResourceExhaustedError(absl::StrCat("ids has ", req.ids_size(), " entries; the limit is ", options_->max_ids_per_request));
   }
   if (auto s = CheckResponseBytes(4.0 * req.ids_size(), options_->max_response_bytes,
                                   absl::StrCat(req.ids_size(), " ids x 4 bytes"));
@@ -81,7 +78,7 @@ absl::Status PartitionQueries::LookupPartitions(const v1::LookupPartitionsReques
   for (int i = 0; i < req.ids_size(); ++i) {
     const int64_t id = req.ids(i);
     if (id < 0 || id >= n.num_nodes) {
-      return Invalid(absl::StrCat("ids[", i, "]=", id, " is not a '", n.name, "' node id (0 <= id < ",
+      return absl::InvalidArgumentError(absl::StrCat("ids[", i, "]=", id, " is not a '", n.name, "' node id (0 <= id < ",
                                   n.num_nodes, ")"));
     }
     out[i] = n.Owner(id);
@@ -95,12 +92,12 @@ absl::StatusOr<std::vector<int64_t>> PartitionQueries::SplitIds(const std::strin
                                                     const v1::ServerSlice& slice, const std::string& field) const {
   auto t = partition_->FindNodeType(node_type);
   if (!t.ok()) return InField(t.status(), field + "node_type");
-  if (slice.world_size() < 0) return Invalid(absl::StrCat(field, "slice.world_size must be >= 0"));
+  if (slice.world_size() < 0) return absl::InvalidArgumentError(absl::StrCat(field, "slice.world_size must be >= 0"));
   if (slice.world_size() > 1 && (slice.rank() < 0 || slice.rank() >= slice.world_size())) {
-    return Invalid(absl::StrCat(field, "slice.rank ", slice.rank(), " is outside [0, ", slice.world_size(), ")"));
+    return absl::InvalidArgumentError(absl::StrCat(field, "slice.rank ", slice.rank(), " is outside [0, ", slice.world_size(), ")"));
   }
   if (slice.world_size() <= 1 && slice.rank() != 0) {
-    return Invalid(absl::StrCat(field, "slice.rank ", slice.rank(), " needs slice.world_size > 1"));
+    return absl::InvalidArgumentError(absl::StrCat(field, "slice.rank ", slice.rank(), " needs slice.world_size > 1"));
   }
   const NodeTypeStore& n = partition_->node_type(*t);
   const int64_t* ids = n.global_ids();
@@ -110,7 +107,7 @@ absl::StatusOr<std::vector<int64_t>> PartitionQueries::SplitIds(const std::strin
     if (it == n.splits.end()) {
       std::string known;
       for (const auto& [name, f] : n.splits) absl::StrAppend(&known, known.empty() ? "" : ", ", name);
-      return Invalid(absl::StrCat(field, "split '", split, "' does not exist for node type '", n.name,
+      return absl::InvalidArgumentError(absl::StrCat(field, "split '", split, "' does not exist for node type '", n.name,
                                   "' (splits: ", known.empty() ? "none" : known, ")"));
     }
     ids = it->second.data<int64_t>();
@@ -140,17 +137,17 @@ absl::Status PartitionQueries::CheckOwnedIds(int node_type, const google::protob
 absl::Status PartitionQueries::CheckIds(int node_type, const google::protobuf::RepeatedField<int64_t>& ids,
                                         const std::string& field, bool owned) const {
   if (ids.size() > options_->max_ids_per_request) {
-    return TooBig(absl::StrCat(field, " has ", ids.size(), " entries; the limit is ", options_->max_ids_per_request));
+    return absl::ResourceExhaustedError(absl::StrCat(field, " has ", ids.size(), " entries; the limit is ", options_->max_ids_per_request));
   }
   const NodeTypeStore& n = partition_->node_type(node_type);
   for (int i = 0; i < ids.size(); ++i) {
     const int64_t id = ids[i];
     if (id < 0 || id >= n.num_nodes) {
-      return Invalid(absl::StrCat(field, "[", i, "]=", id, " is not a '", n.name, "' node id (0 <= id < ",
+      return absl::InvalidArgumentError(absl::StrCat(field, "[", i, "]=", id, " is not a '", n.name, "' node id (0 <= id < ",
                                   n.num_nodes, ")"));
     }
     if (owned && n.Owner(id) != partition_->partition_id()) {
-      return Invalid(absl::StrCat(field, "[", i, "]=", id, " is owned by partition ", n.Owner(id),
+      return absl::InvalidArgumentError(absl::StrCat(field, "[", i, "]=", id, " is owned by partition ", n.Owner(id),
                                   ", not by this server's partition ", partition_->partition_id()));
     }
   }
@@ -237,7 +234,7 @@ absl::Status PartitionQueries::GetEdgeFeatures(const v1::GetEdgeFeaturesRequest&
     return absl::FailedPreconditionError(absl::StrCat("edge type '", e.name, "' has no features"));
   }
   if (req.ids_size() > options_->max_ids_per_request) {
-    return TooBig(absl::StrCat("ids has ", req.ids_size(), " entries; the limit is ", options_->max_ids_per_request));
+    return absl::ResourceExhaustedError(absl::StrCat("ids has ", req.ids_size(), " entries; the limit is ", options_->max_ids_per_request));
   }
   // Edge id -> CSR position: the id itself without edge_ids.npy, else a binary search of the
   // positions sorted by edge id.
@@ -254,7 +251,7 @@ absl::Status PartitionQueries::GetEdgeFeatures(const v1::GetEdgeFeaturesRequest&
                                  [stored](int64_t position, int64_t want) { return stored[position] < want; });
       if (it != by_id->end() && stored[*it] == id) p = *it;
     }
-    if (p < 0) return Invalid(absl::StrCat("ids[", i, "]=", id, " is not an edge stored in this partition"));
+    if (p < 0) return absl::InvalidArgumentError(absl::StrCat("ids[", i, "]=", id, " is not an edge stored in this partition"));
     pos[i] = p;
   }
   const size_t row = static_cast<size_t>(e.feature_dim) * DtypeSize(e.feature_dtype);
@@ -289,27 +286,27 @@ absl::Status PartitionQueries::SampleNeighbors(const v1::SampleNeighborsRequest&
   auto t = partition_->FindEdgeType(req.edge_type());
   if (!t.ok()) return t.status();
   const EdgeTypeStore& e = partition_->edge_type(*t);
-  if (req.fanout() < -1) return Invalid(absl::StrCat("fanout ", req.fanout(), " is below -1"));
+  if (req.fanout() < -1) return absl::InvalidArgumentError(absl::StrCat("fanout ", req.fanout(), " is below -1"));
   if (req.fanout() > options_->sampling.max_fanout) {
-    return TooBig(absl::StrCat("fanout ", req.fanout(), " exceeds the limit ", options_->sampling.max_fanout));
+    return absl::ResourceExhaustedError(absl::StrCat("fanout ", req.fanout(), " exceeds the limit ", options_->sampling.max_fanout));
   }
   if (auto s = CheckOwnedIds(e.row_type, req.ids(), "ids"); !s.ok()) return s;
   if (req.with_edge_features() && e.feature_dim == 0) {
     return absl::FailedPreconditionError(absl::StrCat("with_edge_features: edge type '", e.name, "' has no features"));
   }
   if (req.weighted() && e.weights_data() == nullptr) {
-    return Invalid(absl::StrCat("weighted: edge type '", e.name, "' stores no edge weights"));
+    return absl::InvalidArgumentError(absl::StrCat("weighted: edge type '", e.name, "' stores no edge weights"));
   }
   if (!v1::TemporalStrategy_IsValid(req.temporal_strategy())) {
-    return Invalid(absl::StrCat("temporal_strategy ", req.temporal_strategy(), " is unknown"));
+    return absl::InvalidArgumentError(absl::StrCat("temporal_strategy ", req.temporal_strategy(), " is unknown"));
   }
   const bool temporal = req.temporal_strategy() != v1::TEMPORAL_STRATEGY_NONE;
   if (temporal ? req.times_size() != req.ids_size() : req.times_size() != 0) {
-    return Invalid(absl::StrCat("times has ", req.times_size(), " entries; give ",
+    return absl::InvalidArgumentError(absl::StrCat("times has ", req.times_size(), " entries; give ",
                                 temporal ? "one per id with a temporal_strategy" : "none without a temporal_strategy"));
   }
   if (req.temporal_strategy() == v1::TEMPORAL_STRATEGY_LAST && (req.replace() || req.weighted())) {
-    return Invalid("temporal_strategy LAST takes the most recent neighbours; it takes neither replace nor weighted");
+    return absl::InvalidArgumentError("temporal_strategy LAST takes the most recent neighbours; it takes neither replace nor weighted");
   }
   {
     // The most neighbours the draw can return: each node's degree, or its fanout.
@@ -330,9 +327,9 @@ absl::Status PartitionQueries::SampleNeighbors(const v1::SampleNeighborsRequest&
       return s;
     }
   }
-  if (req.excluded_size() % 2 != 0) return Invalid("excluded must hold (node, neighbour) pairs");
+  if (req.excluded_size() % 2 != 0) return absl::InvalidArgumentError("excluded must hold (node, neighbour) pairs");
   if (req.excluded_size() > options_->max_ids_per_request) {
-    return TooBig(absl::StrCat("excluded has ", req.excluded_size(), " entries; the limit is ",
+    return absl::ResourceExhaustedError(absl::StrCat("excluded has ", req.excluded_size(), " entries; the limit is ",
                                options_->max_ids_per_request));
   }
   std::vector<std::pair<int64_t, int64_t>> excluded;
