@@ -21,7 +21,7 @@
 #include "bench/bench_graphs.h"
 #include "client/client.h"
 #include "server/server.h"
-#include "server/util/flags.h"
+#include "common/flags.h"
 #include "server/util/log.h"
 
 namespace graphstore {

@@ -31,7 +31,7 @@
 #include "client/client.h"
 #include "server/graph/dataset_writer.h"
 #include "server/server.h"
-#include "server/util/flags.h"
+#include "common/flags.h"
 #include "server/util/log.h"
 #include "tools/generator.h"
 #include "tools/metis_partition.h"

@@ -26,7 +26,7 @@
 #include "server/sampling/ablp.h"
 #include "server/sampling/neighbor_sampler.h"
 #include "server/sampling/ppr_sampler.h"
-#include "server/util/flags.h"
+#include "common/flags.h"
 #include "tools/generator.h"
 
 namespace graphstore {

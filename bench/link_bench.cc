@@ -25,7 +25,7 @@
 #include "bench/bench_graphs.h"
 #include "client/client.h"
 
-#include "server/util/flags.h"
+#include "common/flags.h"
 
 namespace graphstore {
 namespace {

@@ -9,7 +9,7 @@
 #include <chrono>
 #include <cstdio>
 
-#include "server/util/flags.h"
+#include "common/flags.h"
 
 namespace graphstore {
 namespace {

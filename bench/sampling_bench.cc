@@ -32,7 +32,7 @@
 #include "server/graph/partition.h"
 #include "server/sampling/draw.h"
 #include "server/sampling/neighbor_sampler.h"
-#include "server/util/flags.h"
+#include "common/flags.h"
 #include "server/util/huge_pages.h"
 
 namespace graphstore {

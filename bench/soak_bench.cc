@@ -27,7 +27,7 @@
 
 #include "client/client.h"
 #include "client/shared_memory.h"
-#include "server/util/flags.h"
+#include "common/flags.h"
 
 namespace graphstore {
 namespace {

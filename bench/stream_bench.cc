@@ -56,7 +56,7 @@
 #include "server/server.h"
 #include "server/service/worker.h"
 #include "server/stream_writer.h"
-#include "server/util/flags.h"
+#include "common/flags.h"
 #include "server/util/log.h"
 
 namespace graphstore {

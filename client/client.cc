@@ -10,9 +10,9 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
-#include "client/channel.h"
+#include "common/channel.h"
 #include "graphstore/v1/graphstore.grpc.pb.h"
-#include "server/util/heap_retention.h"
+#include "common/heap_retention.h"
 
 namespace graphstore::client {
 namespace {

@@ -12,11 +12,14 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "client/security.h"
+#include "common/security.h"
 #include "client/wire_decoder.h"
 #include "graphstore/v1/graphstore.pb.h"
 
 namespace graphstore::client {
+
+/// The connection's security (common/security.h), shared with servers calling their peers.
+using ChannelSecurity = graphstore::ChannelSecurity;
 
 /// How to reach a server.
 struct ClientOptions {
@@ -77,7 +80,7 @@ class Client {
  public:
   /// Connects and waits until the server accepts (UNAVAILABLE after connect_timeout). The
   /// first connection of a process also keeps freed heap memory in the process
-  /// (server/util/heap_retention.h), so that the slices each received message is read into
+  /// (common/heap_retention.h), so that the slices each received message is read into
   /// reuse pages instead of faulting in new ones; an environment that sets glibc's malloc
   /// thresholds itself is left as it is.
   static absl::StatusOr<std::unique_ptr<Client>> Connect(const ClientOptions& options);

@@ -15,7 +15,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "client/security.h"
+#include "common/security.h"
 #include "graphstore/v1/graphstore.pb.h"
 
 namespace graphstore::client {

@@ -14,7 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "server/metrics/metrics.h"
 #include "server/server.h"
-#include "server/util/flags.h"
+#include "common/flags.h"
 #include "server/util/log.h"
 
 namespace graphstore {

@@ -14,7 +14,7 @@
 
 #include "absl/status/statusor.h"
 #include "server/cluster/peers.h"
-#include "client/security.h"
+#include "common/security.h"
 #include "grpc_health/v1/health.grpc.pb.h"
 #include "server/grpc_service.h"
 #include "server/security/auth.h"
@@ -53,7 +53,7 @@ struct ServerOptions {
   std::string auth_tokens_file;
   /// How this server calls its peers: TLS (their CA, this server's certificate when they
   /// require one) and the token of its `peer` identity.
-  client::ChannelSecurity peer_security;
+  ChannelSecurity peer_security;
   /// Sees every call (metrics); optional, outlives the server.
   CallObserver* call_observer = nullptr;
   /// A plaintext port on `host` that serves only grpc.health.v1.Health (for probes that cannot

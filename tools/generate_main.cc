@@ -5,7 +5,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
-#include "server/util/flags.h"
+#include "common/flags.h"
 #include "tools/generator.h"
 
 namespace graphstore {

@@ -8,7 +8,7 @@
 #include <string>
 
 #include "server/graph/partition.h"
-#include "server/util/flags.h"
+#include "common/flags.h"
 
 namespace {
 

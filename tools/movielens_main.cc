@@ -8,7 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "server/graph/dataset_writer.h"
-#include "server/util/flags.h"
+#include "common/flags.h"
 #include "tools/metis_partition.h"
 #include "tools/movielens.h"
 

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "server/util/flags.h"
+#include "common/flags.h"
 
 namespace graphstore {
 namespace {

@@ -5,7 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "client/channel.h"
+#include "common/channel.h"
 #include "server/util/log.h"
 
 namespace graphstore {
@@ -165,7 +165,7 @@ absl::StatusOr<std::unique_ptr<Peers>> Peers::Create(PeerOptions options) {
   std::vector<std::shared_ptr<grpc::Channel>> channels(n);
   for (int k = 0; k < n; ++k) {
     if (k == options.self) continue;
-    auto channel = client::OpenChannel(options.addresses[k], options.security, args);
+    auto channel = OpenChannel(options.addresses[k], options.security, args);
     if (!channel.ok()) return channel.status();
     channels[k] = *std::move(channel);
   }

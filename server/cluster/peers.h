@@ -18,7 +18,7 @@
 #include <grpcpp/grpcpp.h>
 
 #include "absl/status/statusor.h"
-#include "client/security.h"
+#include "common/security.h"
 #include "graphstore/v1/graphstore.grpc.pb.h"
 #include "grpc_health/v1/health.grpc.pb.h"
 #include "server/cluster/cluster.h"
@@ -40,7 +40,7 @@ struct PeerOptions {
   /// Runs once, on the monitor thread, when every peer has answered health.
   std::function<void()> on_ready;
   /// TLS and credentials of the calls to the peers (their role there is `peer`).
-  client::ChannelSecurity security;
+  ChannelSecurity security;
 };
 
 /// Channels to the peers. Thread-safe.

@@ -6,7 +6,7 @@
 #include <grpcpp/security/server_credentials.h>
 
 #include "absl/strings/str_cat.h"
-#include "client/channel.h"
+#include "common/channel.h"
 
 namespace graphstore {
 namespace {
@@ -52,9 +52,9 @@ absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> ServerCredentials(const
     return grpc::InsecureServerCredentials();
   }
   if (options.key_file.empty()) return absl::InvalidArgumentError("--tls_cert needs --tls_key");
-  auto cert_pem = client::ReadPemFile(options.cert_file, "--tls_cert");
+  auto cert_pem = ReadPemFile(options.cert_file, "--tls_cert");
   if (!cert_pem.ok()) return cert_pem.status();
-  auto key_pem = client::ReadPemFile(options.key_file, "--tls_key");
+  auto key_pem = ReadPemFile(options.key_file, "--tls_key");
   if (!key_pem.ok()) return key_pem.status();
   auto cert = ReadCertificate(*cert_pem, "--tls_cert", options.cert_file);
   if (!cert.ok()) return cert.status();
@@ -71,7 +71,7 @@ absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> ServerCredentials(const
   grpc::SslServerCredentialsOptions ssl(GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE);
   ssl.pem_key_cert_pairs.push_back({*key_pem, *cert_pem});
   if (options.mutual()) {
-    auto ca_pem = client::ReadPemFile(options.client_ca_file, "--tls_client_ca");
+    auto ca_pem = ReadPemFile(options.client_ca_file, "--tls_client_ca");
     if (!ca_pem.ok()) return ca_pem.status();
     if (auto ca = ReadCertificate(*ca_pem, "--tls_client_ca", options.client_ca_file); !ca.ok()) return ca.status();
     ssl.pem_root_certs = *ca_pem;

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "client/client.h"
-#include "server/util/flags.h"
+#include "common/flags.h"
 #include "tests/test_util.h"
 #include "tools/generator.h"
 

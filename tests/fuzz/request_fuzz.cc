@@ -264,7 +264,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       status = Call<v1::StreamSampledMessagesRequest, v1::StreamSampledMessagesRequest>(body, [&](auto& r, auto*) {
         FixChannel(&r, f.channel);
         auto a = core.AttachStream(r);
-        if (a.ok()) core.DetachStream(a->channel_id, a->epoch, /*cancelled=*/true);
+        if (a.ok()) core.DetachStream(*a, /*cancelled=*/true);
         return a.status();
       });
       break;

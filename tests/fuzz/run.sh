@@ -22,23 +22,15 @@ mkdir -p "$CACHE/obj" "$CACHE/proto" "$WORK"
 CXX=${CXX_FUZZ:-clang++}
 FLAGS=(-std=c++17 -O1 -g -fsanitize=fuzzer-no-link,address -fno-omit-frame-pointer -mavx2 -mf16c -mfma
        -I. -I"$CACHE/proto" -w)
-# The sources the targets need (the core's and the generator's, as Bazel lists them).
-SOURCES=(
-  server/util/log.cc server/util/thread_priority.cc server/shm/shared_buffer.cc
-  server/graph/npy.cc server/graph/manifest.cc server/graph/partition.cc server/graph/sampling_indexes.cc
-  server/graph/dataset_writer.cc
-  server/sampling/ablp.cc server/sampling/draw.cc server/sampling/gather.cc server/sampling/medium_rows.cc
-  server/sampling/neighbor_draw.cc
-  server/sampling/neighbor_sampler.cc server/sampling/ppr_sampler.cc server/sampling/remote_cache.cc
-  server/sampling/sampler.cc server/sampling/seeds.cc server/sampling/short_rows.cc server/sampling/subgraph_sampler.cc
-  server/service/config.cc server/service/core.cc server/service/core_stats.cc server/service/core_streams.cc
-  server/service/core_teardown.cc server/service/feature_outputs.cc server/service/message.cc
-  server/service/queries.cc server/service/registry.cc server/service/shared_ledger.cc
-  server/service/wire_encoder.cc server/service/worker.cc
-  scheduler/backend.cc scheduler/backend_delivery.cc scheduler/memory_budget.cc
-  proto/feature_codec.cc proto/type_names.cc
-  tools/generator.cc tools/metis_partition.cc
-)
+# The sources the targets need: the closure of the service core and the generator, as Bazel
+# lists it, so that a new source file of theirs is compiled here too.
+mapfile -t SOURCES < <(bazel query --noshow_progress \
+  'filter("^//(server|scheduler|proto|tools|common)[/:].*[.]cc$", kind("source file", deps(set(//server/service:core //tools:generator))))' \
+  2>/dev/null | sed 's|^//||; s|:|/|')
+if [ "${#SOURCES[@]}" -eq 0 ]; then
+  echo "fuzz: bazel query listed no sources"
+  exit 1
+fi
 LIBS=($(pkg-config --libs protobuf grpc++) -lspdlog -lfmt -lmetis -lpthread)
 
 if ! command -v "$CXX" >/dev/null || ! ls /usr/lib/llvm-*/lib/clang/*/lib/linux/libclang_rt.fuzzer-x86_64.a >/dev/null 2>&1; then
@@ -57,7 +49,7 @@ fi
 GENERATED=("$CACHE"/proto/graphstore/v1/{types,manifest,graphstore}.pb.cc)
 
 # An object is reused while its source, every project header and the flags are unchanged.
-headers_key=$( (echo "${FLAGS[*]}" "$CXX"; find server scheduler proto tools tests/fuzz -name '*.h' | sort | xargs cat;
+headers_key=$( (echo "${FLAGS[*]}" "$CXX"; find server scheduler proto tools common tests/fuzz -name '*.h' | sort | xargs cat;
                 cat "$CACHE"/proto/graphstore/v1/*.pb.h) | sha1sum | cut -c1-16)
 # compile SOURCE: prints the object, compiling it unless cached.
 export CXX CACHE headers_key

@@ -11,7 +11,7 @@
 #include <cstdio>
 #include <fstream>
 
-#include "server/util/flags.h"
+#include "common/flags.h"
 
 namespace graphstore {
 namespace {

@@ -2,7 +2,7 @@
 // chose glibc's thresholds itself. Each case runs in a child process: the setting is once per
 // process.
 
-#include "server/util/heap_retention.h"
+#include "common/heap_retention.h"
 
 #include <catch2/catch.hpp>
 #include <malloc.h>

@@ -1,4 +1,4 @@
-#include "server/util/heap_retention.h"
+#include "common/heap_retention.h"
 
 #include <cstdlib>
 #include <cstring>

@@ -1,4 +1,4 @@
-#include "server/util/flags.h"
+#include "common/flags.h"
 
 #include <cerrno>
 #include <cstdio>

@@ -1,15 +1,15 @@
-#ifndef GRAPHSTORE_CLIENT_SECURITY_H_
-#define GRAPHSTORE_CLIENT_SECURITY_H_
+#ifndef GRAPHSTORE_COMMON_SECURITY_H_
+#define GRAPHSTORE_COMMON_SECURITY_H_
 
 // How a connection to a graphstored proves whom it talks to and who it is: TLS with the CA
 // that signed the server's certificate, a client certificate for mutual TLS, and a bearer
-// token sent with every call. No gRPC types here; client/channel.h opens the channel.
+// token sent with every call. No gRPC types here; common/channel.h opens the channel.
 
 #include <string>
 
 #include "absl/status/status.h"
 
-namespace graphstore::client {
+namespace graphstore {
 
 /// Transport security and credentials of a connection. The default is plaintext with no
 /// credentials (a server on loopback without authentication).
@@ -34,6 +34,6 @@ struct ChannelSecurity {
   absl::Status Check() const;
 };
 
-}  // namespace graphstore::client
+}  // namespace graphstore
 
-#endif  // GRAPHSTORE_CLIENT_SECURITY_H_
+#endif  // GRAPHSTORE_COMMON_SECURITY_H_

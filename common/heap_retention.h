@@ -1,5 +1,5 @@
-#ifndef GRAPHSTORE_SERVER_UTIL_HEAP_RETENTION_H_
-#define GRAPHSTORE_SERVER_UTIL_HEAP_RETENTION_H_
+#ifndef GRAPHSTORE_COMMON_HEAP_RETENTION_H_
+#define GRAPHSTORE_COMMON_HEAP_RETENTION_H_
 
 // How the process's allocator hands freed memory back to the kernel.
 //
@@ -31,4 +31,4 @@ HeapRetention RetainFreedHeap(size_t trim_bytes = size_t{256} << 20, size_t mmap
 
 }  // namespace graphstore
 
-#endif  // GRAPHSTORE_SERVER_UTIL_HEAP_RETENTION_H_
+#endif  // GRAPHSTORE_COMMON_HEAP_RETENTION_H_

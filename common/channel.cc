@@ -1,4 +1,4 @@
-#include "client/channel.h"
+#include "common/channel.h"
 
 #include <fstream>
 #include <sstream>
@@ -7,7 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 
-namespace graphstore::client {
+namespace graphstore {
 namespace {
 
 using grpc::experimental::ClientInterceptorFactoryInterface;
@@ -96,4 +96,4 @@ absl::StatusOr<std::shared_ptr<grpc::Channel>> OpenChannel(const std::string& ad
   return grpc::experimental::CreateCustomChannelWithInterceptors(address, credentials, args, std::move(interceptors));
 }
 
-}  // namespace graphstore::client
+}  // namespace graphstore

@@ -1,5 +1,5 @@
-#ifndef GRAPHSTORE_SERVER_UTIL_FLAGS_H_
-#define GRAPHSTORE_SERVER_UTIL_FLAGS_H_
+#ifndef GRAPHSTORE_COMMON_FLAGS_H_
+#define GRAPHSTORE_COMMON_FLAGS_H_
 
 // A small command-line parser for the project's binaries: `--name=value` and `--name` (true)
 // flags, declared up front so that a misspelt flag is an error rather than silently ignored.
@@ -58,4 +58,4 @@ std::vector<std::string> SplitList(const std::string& s, char sep);
 
 }  // namespace graphstore
 
-#endif  // GRAPHSTORE_SERVER_UTIL_FLAGS_H_
+#endif  // GRAPHSTORE_COMMON_FLAGS_H_

@@ -1,5 +1,5 @@
-#ifndef GRAPHSTORE_CLIENT_CHANNEL_H_
-#define GRAPHSTORE_CLIENT_CHANNEL_H_
+#ifndef GRAPHSTORE_COMMON_CHANNEL_H_
+#define GRAPHSTORE_COMMON_CHANNEL_H_
 
 // Opens a gRPC channel to a graphstored with the given security: TLS credentials from PEM
 // files, and an interceptor that adds the bearer token to every call (unary, streaming and
@@ -12,9 +12,9 @@
 #include <grpcpp/grpcpp.h>
 
 #include "absl/status/statusor.h"
-#include "client/security.h"
+#include "common/security.h"
 
-namespace graphstore::client {
+namespace graphstore {
 
 /// The text of a PEM file; errors name `what` (e.g. "--tls_ca") and the path.
 absl::StatusOr<std::string> ReadPemFile(const std::string& path, const std::string& what);
@@ -24,6 +24,6 @@ absl::StatusOr<std::string> ReadPemFile(const std::string& path, const std::stri
 absl::StatusOr<std::shared_ptr<grpc::Channel>> OpenChannel(const std::string& address, const ChannelSecurity& security,
                                                            grpc::ChannelArguments args);
 
-}  // namespace graphstore::client
+}  // namespace graphstore
 
-#endif  // GRAPHSTORE_CLIENT_CHANNEL_H_
+#endif  // GRAPHSTORE_COMMON_CHANNEL_H_
