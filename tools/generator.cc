@@ -165,17 +165,17 @@ absl::StatusOr<std::unique_ptr<NpyWriter>> WriterIf(bool wanted, const std::stri
 }
 
 // The whole graph as one partition, streamed to disk.
-absl::Status WriteSingle(const GeneratorOptions& o, const Communities& c, const std::string& dir) {
-  if (o.edge_dir != "out") {
-    return absl::InvalidArgumentError("--edge_dir=in needs the in-memory writer; use --partitions>1 "
-                                      "or graphstore-partition");
-  }
+// What streaming the rows leaves for the node arrays and the manifest.
+struct StreamedRows {
+  std::vector<int64_t> indptr;
+  std::vector<int64_t> degree;  // how often each node is a neighbour
+};
+
+// Streams the rows (CSR indices), their weights and times, and the nodes' features to their
+// files a chunk of nodes at a time, so that the graph is never whole in memory.
+absl::StatusOr<StreamedRows> WriteRows(const GeneratorOptions& o, const Communities& c, const std::string& ndir,
+                                       const std::string& edir) {
   const int64_t n = o.num_nodes;
-  const std::string ndir = NodeDir(dir, "node");
-  const std::string edir = EdgeDir(dir, "node__to__node");
-  for (const auto& d : {dir + "/book", ndir, edir}) {
-    if (auto s = MakeDirs(d); !s.ok()) return s;
-  }
   auto indices = NpyWriter::Create(edir + "/indices.npy", NpyDtype::kInt64);
   if (!indices.ok()) return indices.status();
   auto weights_writer = WriterIf(o.edge_weights, edir + "/weights.npy", NpyDtype::kFloat32);
@@ -187,10 +187,11 @@ absl::Status WriteSingle(const GeneratorOptions& o, const Communities& c, const 
   std::unique_ptr<NpyWriter> weights = *std::move(weights_writer);
   std::unique_ptr<NpyWriter> times = *std::move(times_writer);
   std::unique_ptr<NpyWriter> features = *std::move(features_writer);
+  StreamedRows out;
+  out.indptr.assign(n + 1, 0);
+  out.degree.assign(n, 0);
   std::vector<float> row_weights;
   std::vector<int64_t> row_times;
-  std::vector<int64_t> indptr(n + 1, 0);
-  std::vector<int64_t> degree(n, 0);  // how often each node is a neighbour
   std::vector<int64_t> row;
   constexpr int64_t kChunk = 4096;
   std::vector<float> fbuf(static_cast<size_t>(kChunk) * o.feature_dim);
@@ -207,8 +208,8 @@ absl::Status WriteSingle(const GeneratorOptions& o, const Communities& c, const 
         for (int64_t w : row) row_times.push_back(EdgeTime(o.seed, v, w));
         if (auto s = times->Append(row_times.data(), static_cast<int64_t>(row.size())); !s.ok()) return s;
       }
-      indptr[v + 1] = indptr[v] + static_cast<int64_t>(row.size());
-      for (int64_t w : row) ++degree[w];
+      out.indptr[v + 1] = out.indptr[v] + static_cast<int64_t>(row.size());
+      for (int64_t w : row) ++out.degree[w];
       if (auto s = (*indices)->Append(row.data(), static_cast<int64_t>(row.size())); !s.ok()) return s;
       if (weights) {
         row_weights.clear();
@@ -222,26 +223,23 @@ absl::Status WriteSingle(const GeneratorOptions& o, const Communities& c, const 
       if (auto s = features->Append(fbuf.data(), end - base); !s.ok()) return s;
     }
   }
-  if (auto s = (*indices)->Finish(); !s.ok()) return s;
-  if (weights) {
-    if (auto s = weights->Finish(); !s.ok()) return s;
+  for (NpyWriter* w : {indices->get(), weights.get(), times.get(), features.get()}) {
+    if (w == nullptr) continue;
+    if (auto s = w->Finish(); !s.ok()) return s;
   }
-  if (times) {
-    if (auto s = times->Finish(); !s.ok()) return s;
-    std::vector<int64_t> node_times(n);
-    for (int64_t v = 0; v < n; ++v) node_times[v] = NodeTime(o.seed, v);
-    if (auto s = WriteNpyVector(BookFile(dir, "node", "time"), node_times); !s.ok()) return s;
-  }
-  if (features) {
-    if (auto s = features->Finish(); !s.ok()) return s;
-  }
-  if (auto s = WriteNpyVector(edir + "/indptr.npy", indptr); !s.ok()) return s;
+  if (auto s = WriteNpyVector(edir + "/indptr.npy", out.indptr); !s.ok()) return s;
   if (features) {
     if (auto s = WriteNpy(ndir + "/feature_range.npy", NpyDtype::kFloat32, {2, o.feature_dim}, range.data()); !s.ok()) {
       return s;
     }
   }
+  return out;
+}
 
+// The nodes' ids, labels, splits, times and book entries (owner, degree).
+absl::Status WriteNodeArrays(const GeneratorOptions& o, const Communities& c, const std::string& dir,
+                             const std::string& ndir, const std::vector<int64_t>& degree) {
+  const int64_t n = o.num_nodes;
   std::vector<int64_t> ids(n);
   std::vector<int64_t> labels(n);
   std::vector<int64_t> splits[3];
@@ -256,9 +254,17 @@ absl::Status WriteSingle(const GeneratorOptions& o, const Communities& c, const 
   for (int i = 0; i < 3; ++i) {
     if (auto s = WriteNpyVector(absl::StrCat(ndir, "/", kSplitNames[i], ".npy"), splits[i]); !s.ok()) return s;
   }
+  if (o.times) {
+    std::vector<int64_t> node_times(n);
+    for (int64_t v = 0; v < n; ++v) node_times[v] = NodeTime(o.seed, v);
+    if (auto s = WriteNpyVector(BookFile(dir, "node", "time"), node_times); !s.ok()) return s;
+  }
   if (auto s = WriteNpyVector(BookFile(dir, "node", "partition"), std::vector<int32_t>(n, 0)); !s.ok()) return s;
-  if (auto s = WriteNpyVector(BookFile(dir, "node", "degree"), degree); !s.ok()) return s;
+  return WriteNpyVector(BookFile(dir, "node", "degree"), degree);
+}
 
+// The manifest of the single partition.
+v1::PartitionManifest SingleManifest(const GeneratorOptions& o, int64_t num_edges) {
   v1::PartitionManifest m;
   m.set_format_version(kFormatVersion);
   m.set_dataset_name(o.name);
@@ -268,8 +274,8 @@ absl::Status WriteSingle(const GeneratorOptions& o, const Communities& c, const 
   m.set_partition_method("single");
   auto* nt = m.add_node_types();
   nt->set_name("node");
-  nt->set_num_nodes(n);
-  nt->set_num_local_nodes(n);
+  nt->set_num_nodes(o.num_nodes);
+  nt->set_num_local_nodes(o.num_nodes);
   nt->set_feature_dim(o.feature_dim);
   nt->set_feature_dtype("float32");
   nt->set_has_labels(true);
@@ -282,11 +288,27 @@ absl::Status WriteSingle(const GeneratorOptions& o, const Communities& c, const 
   et->set_src_type("node");
   et->set_relation("to");
   et->set_dst_type("node");
-  et->set_num_edges(indptr[n]);
-  et->set_num_local_edges(indptr[n]);
+  et->set_num_edges(num_edges);
+  et->set_num_local_edges(num_edges);
   et->set_has_edge_weights(o.edge_weights);
   et->set_has_edge_times(o.times);
-  return WriteManifest(dir, m);
+  return m;
+}
+
+absl::Status WriteSingle(const GeneratorOptions& o, const Communities& c, const std::string& dir) {
+  if (o.edge_dir != "out") {
+    return absl::InvalidArgumentError("--edge_dir=in needs the in-memory writer; use --partitions>1 "
+                                      "or graphstore-partition");
+  }
+  const std::string ndir = NodeDir(dir, "node");
+  const std::string edir = EdgeDir(dir, "node__to__node");
+  for (const auto& d : {dir + "/book", ndir, edir}) {
+    if (auto s = MakeDirs(d); !s.ok()) return s;
+  }
+  auto rows = WriteRows(o, c, ndir, edir);
+  if (!rows.ok()) return rows.status();
+  if (auto s = WriteNodeArrays(o, c, dir, ndir, rows->degree); !s.ok()) return s;
+  return WriteManifest(dir, SingleManifest(o, rows->indptr.back()));
 }
 
 GraphData Materialise(const GeneratorOptions& o, const Communities& c) {
