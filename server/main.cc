@@ -9,6 +9,7 @@
 
 #include <cstdio>
 #include <fstream>
+#include <limits>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
@@ -114,84 +115,61 @@ absl::StatusOr<std::string> ReadTokenFile(const std::string& path) {
 }
 
 // The flags bound into ServerOptions, each checked.
-absl::StatusOr<ServerOptions> ParseOptions(const Flags& flags) {
-  ServerOptions o;
-  o.partition_dir = flags.Get("partition");
-  o.host = flags.Get("host");
-  auto port = flags.GetInt("port");
-  auto workers = flags.GetInt("num_workers");
-  auto verify = flags.GetBool("verify_partition");
-  auto lease = flags.GetInt("default_lease_s");
-  auto state_log = flags.GetInt("state_log_interval_s");
-  auto max_mb = flags.GetInt("max_message_mb");
-  auto ahead = flags.GetInt("sample_ahead_batches");
-  auto peer_timeout = flags.GetInt("peer_timeout_ms");
-  auto peer_cache = flags.GetInt("peer_cache_mb");
-  auto part_mb = flags.GetInt("stream_part_mb");
-  auto split_mb = flags.GetInt("stream_split_mb");
-  auto sampling_nice = flags.GetInt("sampling_nice");
-  auto quota_channels = flags.GetInt("max_channels_per_identity");
-  auto quota_backends = flags.GetInt("max_backends_per_identity");
-  auto quota_mb = flags.GetInt("max_buffer_mb_per_identity");
-  auto backend_lease = flags.GetInt("default_backend_lease_s");
-  auto buffered_mb = flags.GetInt("max_buffered_mb");
-  auto worker_threads = flags.GetInt("max_worker_threads");
-  auto unfreed_channel_mb = flags.GetInt("max_unfreed_shared_mb_per_channel");
-  auto unfreed_mb = flags.GetInt("max_unfreed_shared_mb");
-  auto release_timeout = flags.GetInt("shared_release_timeout_s");
-  for (const absl::Status& s : {port.status(), workers.status(), verify.status(), lease.status(),
-                                state_log.status(), max_mb.status(), ahead.status(), peer_timeout.status(),
-                                peer_cache.status(), part_mb.status(), quota_channels.status(),
-                                quota_backends.status(), quota_mb.status(), backend_lease.status(),
-                                buffered_mb.status(), worker_threads.status(), unfreed_channel_mb.status(),
-                                unfreed_mb.status(), release_timeout.status(), split_mb.status(),
-                                sampling_nice.status()}) {
+// The integer flag `name`, which must lie in [lo, hi] ("--name must be in [lo, hi]", or ">= lo"
+// without an upper bound; `hi_text` spells a bound such as 2^40).
+absl::StatusOr<int64_t> IntIn(const Flags& flags, const std::string& name, int64_t lo,
+                              int64_t hi = std::numeric_limits<int64_t>::max(), const char* hi_text = nullptr) {
+  auto v = flags.GetInt(name);
+  if (!v.ok() || (*v >= lo && *v <= hi)) return v;
+  if (hi == std::numeric_limits<int64_t>::max()) {
+    return absl::InvalidArgumentError(absl::StrCat("--", name, " must be >= ", lo));
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("--", name, " must be in [", lo, ", ", hi_text != nullptr ? hi_text : absl::StrCat(hi), "]"));
+}
+
+constexpr int64_t kTerabyteInMiB = int64_t{1} << 40;
+
+// Budgets and quotas: buffered bytes, worker threads, shared memory, identities' holdings.
+absl::Status ParseLimits(const Flags& flags, ServerOptions* o) {
+  auto quota_channels = IntIn(flags, "max_channels_per_identity", 0, o->core.max_channels);
+  auto quota_backends = IntIn(flags, "max_backends_per_identity", 0, o->core.max_backends);
+  auto quota_mb = IntIn(flags, "max_buffer_mb_per_identity", 0, kTerabyteInMiB, "2^40");
+  auto backend_lease = IntIn(flags, "default_backend_lease_s", 1);
+  auto buffered_mb = IntIn(flags, "max_buffered_mb", 0, kTerabyteInMiB, "2^40");
+  auto worker_threads = IntIn(flags, "max_worker_threads", 0, 100000);
+  auto unfreed_channel_mb = IntIn(flags, "max_unfreed_shared_mb_per_channel", 1, kTerabyteInMiB, "2^40");
+  auto unfreed_mb = IntIn(flags, "max_unfreed_shared_mb", 0, kTerabyteInMiB, "2^40");
+  auto release_timeout = IntIn(flags, "shared_release_timeout_s", 1, 86400);
+  for (const absl::Status& s : {quota_channels.status(), quota_backends.status(), quota_mb.status(),
+                                backend_lease.status(), buffered_mb.status(), worker_threads.status(),
+                                unfreed_channel_mb.status(), unfreed_mb.status(), release_timeout.status()}) {
     if (!s.ok()) return s;
   }
-  if (*quota_channels < 0 || *quota_channels > o.core.max_channels) {
-    return absl::InvalidArgumentError(absl::StrCat("--max_channels_per_identity must be in [0, ", o.core.max_channels, "]"));
-  }
-  if (*quota_backends < 0 || *quota_backends > o.core.max_backends) {
-    return absl::InvalidArgumentError(absl::StrCat("--max_backends_per_identity must be in [0, ", o.core.max_backends, "]"));
-  }
-  if (*quota_mb < 0 || *quota_mb > (int64_t{1} << 40)) {
-    return absl::InvalidArgumentError("--max_buffer_mb_per_identity must be in [0, 2^40]");
-  }
-  if (*backend_lease < 1) return absl::InvalidArgumentError("--default_backend_lease_s must be >= 1");
-  if (*buffered_mb < 0 || *buffered_mb > (int64_t{1} << 40)) {
-    return absl::InvalidArgumentError("--max_buffered_mb must be in [0, 2^40]");
-  }
-  if (*worker_threads < 0 || *worker_threads > 100000) {
-    return absl::InvalidArgumentError("--max_worker_threads must be in [0, 100000]");
-  }
-  if (*unfreed_channel_mb < 1 || *unfreed_channel_mb > (int64_t{1} << 40)) {
-    return absl::InvalidArgumentError("--max_unfreed_shared_mb_per_channel must be in [1, 2^40]");
-  }
-  if (*unfreed_mb < 0 || *unfreed_mb > (int64_t{1} << 40)) {
-    return absl::InvalidArgumentError("--max_unfreed_shared_mb must be in [0, 2^40]");
-  }
-  if (*release_timeout < 1 || *release_timeout > 86400) {
-    return absl::InvalidArgumentError("--shared_release_timeout_s must be in [1, 86400]");
-  }
-  o.core.max_unfreed_shared_bytes_per_channel = *unfreed_channel_mb << 20;
-  o.core.max_unfreed_shared_bytes_total = *unfreed_mb << 20;
-  o.core.shared_release_timeout_ms = *release_timeout * 1000;
-  o.core.max_buffered_bytes_total = *buffered_mb << 20;
-  o.core.max_worker_threads = static_cast<int>(*worker_threads);
-  o.core.max_channels_per_identity = static_cast<int>(*quota_channels);
-  o.core.max_backends_per_identity = static_cast<int>(*quota_backends);
-  o.core.max_buffer_bytes_per_identity = *quota_mb << 20;
-  o.core.default_backend_lease_ms = *backend_lease * 1000;
-  o.tls.cert_file = flags.Get("tls_cert");
-  o.tls.key_file = flags.Get("tls_key");
-  o.tls.client_ca_file = flags.Get("tls_client_ca");
-  o.auth_tokens_file = flags.Get("auth_tokens");
-  if (o.tls.enabled()) {
-    o.peer_security.tls = true;
-    o.peer_security.ca_file = flags.IsSet("tls_peer_ca") ? flags.Get("tls_peer_ca") : o.tls.client_ca_file;
-    if (o.tls.mutual()) {
-      o.peer_security.cert_file = o.tls.cert_file;
-      o.peer_security.key_file = o.tls.key_file;
+  o->core.max_unfreed_shared_bytes_per_channel = *unfreed_channel_mb << 20;
+  o->core.max_unfreed_shared_bytes_total = *unfreed_mb << 20;
+  o->core.shared_release_timeout_ms = *release_timeout * 1000;
+  o->core.max_buffered_bytes_total = *buffered_mb << 20;
+  o->core.max_worker_threads = static_cast<int>(*worker_threads);
+  o->core.max_channels_per_identity = static_cast<int>(*quota_channels);
+  o->core.max_backends_per_identity = static_cast<int>(*quota_backends);
+  o->core.max_buffer_bytes_per_identity = *quota_mb << 20;
+  o->core.default_backend_lease_ms = *backend_lease * 1000;
+  return absl::OkStatus();
+}
+
+// TLS, client identities and how this server proves itself to its peers.
+absl::Status ParseSecurity(const Flags& flags, ServerOptions* o) {
+  o->tls.cert_file = flags.Get("tls_cert");
+  o->tls.key_file = flags.Get("tls_key");
+  o->tls.client_ca_file = flags.Get("tls_client_ca");
+  o->auth_tokens_file = flags.Get("auth_tokens");
+  if (o->tls.enabled()) {
+    o->peer_security.tls = true;
+    o->peer_security.ca_file = flags.IsSet("tls_peer_ca") ? flags.Get("tls_peer_ca") : o->tls.client_ca_file;
+    if (o->tls.mutual()) {
+      o->peer_security.cert_file = o->tls.cert_file;
+      o->peer_security.key_file = o->tls.key_file;
     }
   } else if (flags.IsSet("tls_peer_ca")) {
     return absl::InvalidArgumentError("--tls_peer_ca needs --tls_cert and --tls_key");
@@ -199,30 +177,60 @@ absl::StatusOr<ServerOptions> ParseOptions(const Flags& flags) {
   if (const std::string path = flags.Get("peer_token_file"); !path.empty()) {
     auto token = ReadTokenFile(path);
     if (!token.ok()) return token.status();
-    o.peer_security.token = *std::move(token);
+    o->peer_security.token = *std::move(token);
   }
-  if (*lease < 1) return absl::InvalidArgumentError("--default_lease_s must be >= 1");
-  if (*max_mb < 1 || *max_mb > 2047) return absl::InvalidArgumentError("--max_message_mb must be in [1, 2047]");
-  if (*ahead < 0 || *ahead > 64) return absl::InvalidArgumentError("--sample_ahead_batches must be in [0, 64]");
-  if (*peer_timeout < 1) return absl::InvalidArgumentError("--peer_timeout_ms must be >= 1");
-  if (*peer_cache < 0) return absl::InvalidArgumentError("--peer_cache_mb must be >= 0");
+  return absl::OkStatus();
+}
+
+// Messages and streams: their sizes, parts, batches sampled ahead, the samplers' priority.
+absl::Status ParseStreaming(const Flags& flags, ServerOptions* o) {
+  auto max_mb = IntIn(flags, "max_message_mb", 1, 2047);
+  auto ahead = IntIn(flags, "sample_ahead_batches", 0, 64);
+  auto part_mb = flags.GetInt("stream_part_mb");
+  auto split_mb = IntIn(flags, "stream_split_mb", 0);
+  auto sampling_nice = IntIn(flags, "sampling_nice", 0, 19);
+  for (const absl::Status& s : {max_mb.status(), ahead.status(), part_mb.status(), split_mb.status(),
+                                sampling_nice.status()}) {
+    if (!s.ok()) return s;
+  }
   if (*part_mb < 0 || *part_mb >= *max_mb) {
     return absl::InvalidArgumentError("--stream_part_mb must be in [0, --max_message_mb)");
   }
-  o.core.stream_part_bytes = static_cast<size_t>(*part_mb) << 20;
-  if (*split_mb < 0) return absl::InvalidArgumentError("--stream_split_mb must be >= 0");
-  o.core.stream_split_bytes = static_cast<size_t>(*split_mb) << 20;
-  if (*sampling_nice < 0 || *sampling_nice > 19) return absl::InvalidArgumentError("--sampling_nice must be in [0, 19]");
-  o.core.sampling_nice = static_cast<int>(*sampling_nice);
-  o.port = static_cast<int>(*port);
+  o->max_message_bytes = static_cast<int>(*max_mb) << 20;
+  o->core.sample_ahead_batches = static_cast<int>(*ahead);
+  o->core.stream_part_bytes = static_cast<size_t>(*part_mb) << 20;
+  o->core.stream_split_bytes = static_cast<size_t>(*split_mb) << 20;
+  o->core.sampling_nice = static_cast<int>(*sampling_nice);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<ServerOptions> ParseOptions(const Flags& flags) {
+  ServerOptions o;
+  o.partition_dir = flags.Get("partition");
+  o.host = flags.Get("host");
   o.shared_memory_dir = flags.Get("shared_memory_dir");
-  o.core.sample_ahead_batches = static_cast<int>(*ahead);
+  o.cluster = SplitList(flags.Get("cluster"), ',');
+  auto port = flags.GetInt("port");
+  auto workers = flags.GetInt("num_workers");
+  auto verify = flags.GetBool("verify_partition");
+  auto lease = IntIn(flags, "default_lease_s", 1);
+  auto state_log = flags.GetInt("state_log_interval_s");
+  auto peer_timeout = IntIn(flags, "peer_timeout_ms", 1);
+  auto peer_cache = IntIn(flags, "peer_cache_mb", 0);
+  auto health_port = IntIn(flags, "health_port", -1, 65535);
+  for (const absl::Status& s : {port.status(), workers.status(), verify.status(), lease.status(), state_log.status(),
+                                peer_timeout.status(), peer_cache.status(), health_port.status()}) {
+    if (!s.ok()) return s;
+  }
+  for (auto parse : {ParseLimits, ParseSecurity, ParseStreaming}) {
+    if (auto s = parse(flags, &o); !s.ok()) return s;
+  }
+  o.port = static_cast<int>(*port);
+  o.health_port = static_cast<int>(*health_port);
   o.verify_partition = *verify;
-  o.max_message_bytes = static_cast<int>(*max_mb) << 20;
   o.core.default_num_workers = static_cast<int>(*workers);
   o.core.default_lease_ms = *lease * 1000;
   o.core.state_log_interval_s = *state_log;
-  o.cluster = SplitList(flags.Get("cluster"), ',');
   o.peer_timeout_ms = *peer_timeout;
   o.core.peer_cache_bytes = *peer_cache << 20;
   return o;
@@ -261,15 +269,10 @@ int Run(int argc, char** argv) {
   sigaddset(&signals, SIGHUP);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
-  auto health_port = flags.GetInt("health_port");
-  if (!health_port.ok()) return Fail(health_port.status());
-  if (*health_port < -1 || *health_port > 65535) return Fail(absl::InvalidArgumentError("--health_port must be in [-1, 65535]"));
-  options->health_port = static_cast<int>(*health_port);
-  auto metrics_port = flags.GetInt("metrics_port");
+  auto metrics_port = IntIn(flags, "metrics_port", 0, 65535);
   auto per_channel = flags.GetBool("metrics_per_channel");
   if (!metrics_port.ok()) return Fail(metrics_port.status());
   if (!per_channel.ok()) return Fail(per_channel.status());
-  if (*metrics_port < 0 || *metrics_port > 65535) return Fail(absl::InvalidArgumentError("--metrics_port must be in [0, 65535]"));
   std::unique_ptr<Metrics> metrics;
   if (*metrics_port > 0) {
     Metrics::Options mo;
