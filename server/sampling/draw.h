@@ -61,6 +61,11 @@ class DrawStream {
   uint64_t counter_ = 0;
 };
 
+/// How many items ahead a pass over a batch's nodes or edges asks for the random line the item
+/// will read (CSR extents, neighbour ids, times): far enough for the misses to overlap, near
+/// enough that the lines are still cached when their turn comes.
+inline constexpr size_t kPrefetchAhead = 32;
+
 /// Asks for every cache line of [from, to) ahead of its use (a draw's rows are read at random).
 template <typename T>
 void PrefetchLines(const T* from, const T* to) {

@@ -74,7 +74,7 @@ namespace {
 // neighbour ids from indices (Gather). Temporal rows cut inside read their stretch of times
 // after (1), or, drawn uniformly before their cut is known, after (2) and only when the draw
 // needs it (TakePending).
-constexpr size_t kAhead = 32;
+constexpr size_t kAhead = kPrefetchAhead;
 // Whole rows are fetched fewer at a time: each takes several line fills.
 constexpr size_t kRowsAhead = 12;
 // Stretches of edge times up to this long (two cache lines) are counted, not searched.

@@ -203,7 +203,7 @@ absl::Status NeighborSampler::SampleHops(const SeedBatch& batch, Scratch* s, Sam
 }
 
 void NeighborSampler::GatherNodeTimes(SampledSubgraph* out) const {
-  constexpr size_t kAhead = 32;
+  constexpr size_t kAhead = kPrefetchAhead;
   if (!options_.with_node_times) return;
   out->node_times = true;
   for (size_t t = 0; t < out->nodes.size(); ++t) {
@@ -258,7 +258,7 @@ absl::Status NeighborSampler::ExpandHop(int edge_type, int fanout, uint64_t hop_
                                         int hop, size_t begin, size_t end, bool add_nodes, Scratch* s,
                                         SampledSubgraph* out) const {
   const EdgeTypeStore& et = partition_->edge_type(edge_type);
-  constexpr size_t kAhead = 32;
+  constexpr size_t kAhead = kPrefetchAhead;
   const size_t n = end - begin;
   if (n == 0) return absl::OkStatus();
 
