@@ -80,6 +80,9 @@ void GraphStoreServer::SetHealth(const std::string& service, bool serving) {
   if (health_mirror_ != nullptr) health_mirror_->Set(service, serving);
 }
 
+// (One function: start-up is a sequence whose order matters — load, core, listeners, cluster,
+// health — and each step undoes nothing but returns its error, so reading it top to bottom is
+// reading the start-up.)
 absl::StatusOr<std::unique_ptr<GraphStoreServer>> GraphStoreServer::BuildAndStart(const ServerOptions& options) {
   if (options.partition_dir.empty()) return absl::InvalidArgumentError("--partition is required");
   if (options.port < 0 || options.port > 65535) {

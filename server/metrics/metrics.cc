@@ -148,6 +148,8 @@ class Metrics::CoreCollector : public prometheus::Collectable {
   const Core* core_ = nullptr;
 };
 
+// (One function: one scrape, the families in the order the endpoint lists them, each a few
+// lines over the same stats snapshot.)
 void Metrics::CoreCollector::CollectCore(const Core& core, Families* f) const {
   v1::ServerStats stats;
   core.GetServerStats(v1::GetServerStatsRequest(), &stats).IgnoreError();

@@ -43,6 +43,8 @@ absl::StatusOr<std::unique_ptr<NeighborSampler>> NeighborSampler::Create(const P
   return s;
 }
 
+// (One function: the options are checked in turn against the partition, each check a few
+// lines naming its field; splitting them would only pass the same state around.)
 absl::Status NeighborSampler::Init() {
   const NeighborSamplerOptions& o = options_;
   int hops = -1;
@@ -254,6 +256,8 @@ absl::Status NeighborSampler::PlaceSeedTimes(const SeedBatch& batch, Scratch* s,
   return absl::OkStatus();
 }
 
+// (One function: the hop's hot loop places edges and adds nodes with their prefetches
+// interleaved; split, its state would go through memory, as DrawOwnedNeighbors's did.)
 absl::Status NeighborSampler::ExpandHop(int edge_type, int fanout, uint64_t hop_key, const SeedBatch& coordinates,
                                         int hop, size_t begin, size_t end, bool add_nodes, Scratch* s,
                                         SampledSubgraph* out) const {

@@ -10,15 +10,12 @@
 namespace graphstore {
 
 namespace {
+
 // Streams of one channel at most (StreamSampledMessagesRequest.num_stripes).
 constexpr uint32_t kMaxStripes = 64;
-}  // namespace
 
-absl::StatusOr<StreamAttachment> Core::AttachStream(const v1::StreamSampledMessagesRequest& req,
-                                                    const Caller& caller) {
-  if (req.channel_id() == 0) return absl::InvalidArgumentError("channel_id is required");
-  if (req.epoch() < 0) return absl::InvalidArgumentError(absl::StrCat("epoch must be >= 0, got ", req.epoch()));
-  if (req.start_batch() < 0) return absl::InvalidArgumentError("start_batch must be >= 0");
+// The request's stripe (every batch when it names none).
+absl::StatusOr<scheduler::Stripe> StripeOf(const v1::StreamSampledMessagesRequest& req) {
   if (req.num_stripes() > kMaxStripes) {
     return absl::InvalidArgumentError(absl::StrCat("num_stripes must be <= ", kMaxStripes, ", got ", req.num_stripes()));
   }
@@ -29,6 +26,40 @@ absl::StatusOr<StreamAttachment> Core::AttachStream(const v1::StreamSampledMessa
         absl::StrCat("stripe must be < num_stripes (", stripe.count, "), got ", req.stripe()));
   }
   stripe.index = static_cast<int>(req.stripe());
+  return stripe;
+}
+
+// Whether channel `c` takes a stream of `stripe` beside those it has open: shared memory takes
+// one stream, each stripe one at a time, and all of one count.
+absl::Status CanOpen(const ChannelEntry& c, scheduler::Stripe stripe) {
+  if (c.pool != nullptr && stripe.count > 1) {
+    return absl::InvalidArgumentError(absl::StrCat("num_stripes: channel_id ", c.id,
+                                                   " sends through shared memory, which takes one stream; got ",
+                                                   stripe.count));
+  }
+  if (c.open_stripes.count({stripe.index, stripe.count})) {
+    return absl::AlreadyExistsError(
+        stripe.count == 1 ? absl::StrCat("channel_id ", c.id, " already has an open stream")
+                          : absl::StrCat("channel_id ", c.id, " already has an open stream of stripe ", stripe.index,
+                                         " of ", stripe.count));
+  }
+  if (!c.open_stripes.empty() && c.open_stripes.begin()->second != stripe.count) {
+    return absl::AlreadyExistsError(absl::StrCat("channel_id ", c.id, " has open streams of ",
+                                                 c.open_stripes.begin()->second, " stripes, not ", stripe.count));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<StreamAttachment> Core::AttachStream(const v1::StreamSampledMessagesRequest& req,
+                                                    const Caller& caller) {
+  if (req.channel_id() == 0) return absl::InvalidArgumentError("channel_id is required");
+  if (req.epoch() < 0) return absl::InvalidArgumentError(absl::StrCat("epoch must be >= 0, got ", req.epoch()));
+  if (req.start_batch() < 0) return absl::InvalidArgumentError("start_batch must be >= 0");
+  auto parsed = StripeOf(req);
+  if (!parsed.ok()) return parsed.status();
+  const scheduler::Stripe stripe = *parsed;
   // Shared buffers lost with the channel's earlier streams, and the streams their files may
   // let go on: both handled after the lock is released.
   std::vector<std::shared_ptr<SharedUse>> lost;
@@ -47,21 +78,7 @@ absl::StatusOr<StreamAttachment> Core::AttachStream(const v1::StreamSampledMessa
   std::shared_ptr<ChannelEntry> live = registry_.FindChannelFor(req.channel_id(), caller, false, &found);
   if (live == nullptr) return Registry::NotLive(req.channel_id(), found);
   ChannelEntry& c = *live;
-  if (c.pool != nullptr && stripe.count > 1) {
-    return absl::InvalidArgumentError(absl::StrCat("num_stripes: channel_id ", c.id,
-                                                   " sends through shared memory, which takes one stream; got ",
-                                                   stripe.count));
-  }
-  if (c.open_stripes.count({stripe.index, stripe.count})) {
-    return absl::AlreadyExistsError(
-        stripe.count == 1 ? absl::StrCat("channel_id ", c.id, " already has an open stream")
-                          : absl::StrCat("channel_id ", c.id, " already has an open stream of stripe ", stripe.index,
-                                         " of ", stripe.count));
-  }
-  if (!c.open_stripes.empty() && c.open_stripes.begin()->second != stripe.count) {
-    return absl::AlreadyExistsError(absl::StrCat("channel_id ", c.id, " has open streams of ",
-                                                 c.open_stripes.begin()->second, " stripes, not ", stripe.count));
-  }
+  if (auto s = CanOpen(c, stripe); !s.ok()) return s;
   StreamAttachment a;
   a.backend = c.backend->backend;
   a.channel_id = c.id;
