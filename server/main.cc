@@ -210,8 +210,10 @@ absl::StatusOr<ServerOptions> ParseOptions(const Flags& flags) {
   o.host = flags.Get("host");
   o.shared_memory_dir = flags.Get("shared_memory_dir");
   o.cluster = SplitList(flags.Get("cluster"), ',');
-  auto port = flags.GetInt("port");
-  auto workers = flags.GetInt("num_workers");
+  if (o.partition_dir.empty()) return absl::InvalidArgumentError("--partition is required");
+  if (o.host.empty()) return absl::InvalidArgumentError("--host is empty");
+  auto port = IntIn(flags, "port", 0, 65535);
+  auto workers = IntIn(flags, "num_workers", 1);
   auto verify = flags.GetBool("verify_partition");
   auto lease = IntIn(flags, "default_lease_s", 1);
   auto state_log = flags.GetInt("state_log_interval_s");

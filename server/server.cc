@@ -84,13 +84,6 @@ void GraphStoreServer::SetHealth(const std::string& service, bool serving) {
 // health — and each step undoes nothing but returns its error, so reading it top to bottom is
 // reading the start-up.)
 absl::StatusOr<std::unique_ptr<GraphStoreServer>> GraphStoreServer::BuildAndStart(const ServerOptions& options) {
-  if (options.partition_dir.empty()) return absl::InvalidArgumentError("--partition is required");
-  if (options.port < 0 || options.port > 65535) {
-    return absl::InvalidArgumentError(absl::StrCat("--port=", options.port, " is outside [0, 65535]"));
-  }
-  if (options.host.empty()) return absl::InvalidArgumentError("--host is empty");
-  if (options.core.default_num_workers < 1) return absl::InvalidArgumentError("--num_workers must be >= 1");
-  if (options.max_message_bytes < 1 << 20) return absl::InvalidArgumentError("--max_message_mb must be >= 1");
   auto credentials = ServerCredentials(options.tls);
   if (!credentials.ok()) return credentials.status();
   auto auth = Authenticator::Create({options.auth_tokens_file, options.tls.mutual()});

@@ -25,7 +25,8 @@ namespace graphstore {
 
 class HealthMirror;
 
-/// Everything graphstored is configured with; main.cc binds flags into it.
+/// Everything graphstored is configured with; main.cc binds flags into it and checks each once
+/// (GraphStoreServer::BuildAndStart trusts the ranges).
 struct ServerOptions {
   /// The partition directory to serve (required).
   std::string partition_dir;

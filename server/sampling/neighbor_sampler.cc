@@ -19,23 +19,6 @@ bool AnyStoresTimes(const Types& types) {
 
 }  // namespace
 
-absl::Status CheckFanouts(const std::vector<int>& fanouts, const std::string& field, const SamplingLimits& limits) {
-  if (static_cast<int>(fanouts.size()) > limits.max_hops) {
-    return absl::ResourceExhaustedError(
-        absl::StrCat(field, " has ", fanouts.size(), " hops; the limit is ", limits.max_hops));
-  }
-  for (size_t i = 0; i < fanouts.size(); ++i) {
-    if (fanouts[i] < -1) {
-      return absl::InvalidArgumentError(absl::StrCat(field, "[", i, "]=", fanouts[i], " is below -1 (-1 takes all)"));
-    }
-    if (fanouts[i] > limits.max_fanout) {
-      return absl::ResourceExhaustedError(
-          absl::StrCat(field, "[", i, "]=", fanouts[i], " exceeds the limit ", limits.max_fanout));
-    }
-  }
-  return absl::OkStatus();
-}
-
 absl::StatusOr<std::unique_ptr<NeighborSampler>> NeighborSampler::Create(const Partition* partition,
                                                                          NeighborSamplerOptions options) {
   std::unique_ptr<NeighborSampler> s(new NeighborSampler(partition, std::move(options)));
@@ -43,27 +26,14 @@ absl::StatusOr<std::unique_ptr<NeighborSampler>> NeighborSampler::Create(const P
   return s;
 }
 
-// (One function: the options are checked in turn against the partition, each check a few
+// (One function: the options are resolved in turn against the partition, each step a few
 // lines naming its field; splitting them would only pass the same state around.)
 absl::Status NeighborSampler::Init() {
   const NeighborSamplerOptions& o = options_;
-  int hops = -1;
-  auto check_list = [&](const std::vector<int>& list, const std::string& field) -> absl::Status {
-    if (auto s = CheckFanouts(list, field, o.limits); !s.ok()) return s;
-    if (hops >= 0 && static_cast<int>(list.size()) != hops) {
-      return absl::InvalidArgumentError(absl::StrCat(field, " has ", list.size(), " hops but other fanouts have ", hops));
-    }
-    hops = static_cast<int>(list.size());
-    return absl::OkStatus();
-  };
-  if (!o.fanouts.empty()) {
-    if (auto s = check_list(o.fanouts, "num_neighbors"); !s.ok()) return s;
-  }
   for (const auto& [name, list] : o.fanouts_by_type) {
     if (name.empty() || !partition_->FindEdgeType(name).ok()) {
       return absl::InvalidArgumentError(absl::StrCat("num_neighbors_by_type: edge type '", name, "' does not exist"));
     }
-    if (auto s = check_list(list, absl::StrCat("num_neighbors_by_type['", name, "']")); !s.ok()) return s;
   }
   if (auto s = CheckGatherable(*partition_, o.with_node_features, o.with_labels, o.with_edge_features); !s.ok()) {
     return s;
@@ -73,7 +43,10 @@ absl::Status NeighborSampler::Init() {
         "with_node_times: no node type of the graph stores times (book/<type>.time.npy; "
         "graphstore-partition --node_times, graphstore-generate --times)");
   }
-  num_hops_ = std::max(hops, 0);
+  // Every list has the same number of hops (the service checked it).
+  num_hops_ = static_cast<int>(!o.fanouts.empty()           ? o.fanouts.size()
+                               : !o.fanouts_by_type.empty() ? o.fanouts_by_type.begin()->second.size()
+                                                            : 0);
   // Every option is checked before the weight indexes below are built (seconds on a large graph).
   if (o.temporal != TemporalStrategy::kNone) {
     if (!AnyStoresTimes(partition_->edge_types())) {

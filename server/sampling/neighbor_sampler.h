@@ -51,8 +51,6 @@ struct NeighborSamplerOptions {
   bool with_edge_features = false;
   /// Gather the nodes' stored times (SampledNodes::times) of the types that store them.
   bool with_node_times = false;
-  /// Bounds on hops and fanouts.
-  SamplingLimits limits;
   /// The servers of the other partitions, for frontier nodes and node data held there; null on
   /// a single partition or a server outside a cluster (then such nodes fail the batch with
   /// FAILED_PRECONDITION). Not owned; must outlive the sampler.
@@ -64,10 +62,10 @@ struct NeighborSamplerOptions {
 /// k-hop neighbour sampler.
 class NeighborSampler : public Sampler {
  public:
-  /// Checks the options against the partition and the limits (edge types exist, hop counts
-  /// agree, fanouts >= -1 and within the limits, features/labels present when asked for).
-  /// InvalidArgument naming the field ("num_neighbors[1]=-2 is below -1"), ResourceExhausted
-  /// naming the limit.
+  /// Resolves the options against the partition: InvalidArgument naming the field when an edge
+  /// type does not exist or the graph lacks the weights, times, features or labels asked for.
+  /// The fanouts' ranges and hop counts are the caller's to check (the service does, in
+  /// server/service/config.cc): every list has the same number of hops, each entry >= -1.
   static absl::StatusOr<std::unique_ptr<NeighborSampler>> Create(const Partition* partition,
                                                                  NeighborSamplerOptions options);
 
@@ -119,10 +117,6 @@ class NeighborSampler : public Sampler {
   std::vector<uint64_t> edge_type_hash_;
   std::vector<bool> weighted_;  // per edge type: draw by stored weight
 };
-
-/// Checks one list of per-hop fanouts against the limits; `field` names it in errors
-/// ("num_neighbors[1]=-2 is below -1 (-1 takes all)").
-absl::Status CheckFanouts(const std::vector<int>& fanouts, const std::string& field, const SamplingLimits& limits);
 
 }  // namespace graphstore
 

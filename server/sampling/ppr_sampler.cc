@@ -47,20 +47,6 @@ struct PprSampler::Scratch : SamplerScratch {
 };
 
 absl::StatusOr<std::unique_ptr<PprSampler>> PprSampler::Create(const Partition* partition, PprSamplerOptions options) {
-  if (!(options.alpha > 0 && options.alpha < 1)) {
-    return absl::InvalidArgumentError(absl::StrCat("ppr.alpha must be in (0, 1), got ", options.alpha));
-  }
-  if (!(options.eps >= 1e-7)) {
-    return absl::InvalidArgumentError(absl::StrCat("ppr.eps must be >= 1e-7, got ", options.eps));
-  }
-  if (options.max_nodes_per_seed < 1) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("ppr.max_nodes_per_seed must be >= 1, got ", options.max_nodes_per_seed));
-  }
-  if (options.max_nodes_per_seed > options.limits.max_fanout) {
-    return absl::ResourceExhaustedError(absl::StrCat("ppr.max_nodes_per_seed ", options.max_nodes_per_seed,
-                                                     " exceeds the limit ", options.limits.max_fanout));
-  }
   if (auto s = CheckGatherable(*partition, options.with_node_features, options.with_labels, false); !s.ok()) return s;
   if (partition->node_types().size() > 255) return absl::InvalidArgumentError("PPR supports at most 255 node types");
   return std::unique_ptr<PprSampler>(new PprSampler(partition, options));

@@ -31,8 +31,6 @@ struct PprSamplerOptions {
   int max_nodes_per_seed = 32;
   bool with_node_features = false;
   bool with_labels = false;
-  /// Bounds max_nodes_per_seed (by max_fanout).
-  SamplingLimits limits;
   /// As NeighborSamplerOptions: the cluster's other servers and their cached node data.
   PeerSampling* peers = nullptr;
   RemoteCache* remote_cache = nullptr;
@@ -40,7 +38,8 @@ struct PprSamplerOptions {
 
 class PprSampler : public Sampler {
  public:
-  /// InvalidArgument naming the field (alpha, eps, max_nodes_per_seed, with_*).
+  /// InvalidArgument naming the field when the graph lacks the features or labels asked for.
+  /// alpha, eps and max_nodes_per_seed are the caller's to check (the service does).
   static absl::StatusOr<std::unique_ptr<PprSampler>> Create(const Partition* partition, PprSamplerOptions options);
 
   std::unique_ptr<SamplerScratch> NewScratch() const override;

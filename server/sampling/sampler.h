@@ -186,15 +186,6 @@ struct SeedBatch {
   const int64_t* times = nullptr;
 };
 
-/// Bounds on what a sampler may be asked for; the service sets them from its options.
-struct SamplingLimits {
-  /// Most hops.
-  int max_hops = 8;
-  /// Largest fanout at any hop (-1, "all", is always allowed); also the most nodes PPR keeps
-  /// per seed.
-  int max_fanout = 100000;
-};
-
 /// Per-worker reusable memory of a sampler; one per worker thread, never shared.
 class SamplerScratch {
  public:

@@ -1,5 +1,7 @@
 #include "server/service/config.h"
 
+#include <map>
+
 #include "absl/strings/str_cat.h"
 #include "server/sampling/neighbor_sampler.h"
 #include "server/sampling/ppr_sampler.h"
@@ -61,6 +63,64 @@ absl::Status CheckCommon(const v1::SamplingConfig& c, const CoreOptions& limits)
   return absl::OkStatus();
 }
 
+// One list of per-hop fanouts: at most max_hops hops, each >= -1 (-1 takes all) and within
+// max_fanout; `field` names the list in errors.
+absl::Status CheckFanoutList(const std::vector<int>& fanouts, const std::string& field, const SamplingLimits& limits) {
+  if (static_cast<int>(fanouts.size()) > limits.max_hops) {
+    return absl::ResourceExhaustedError(absl::StrCat(field, " has ", fanouts.size(), " hops; the limit is ", limits.max_hops));
+  }
+  for (size_t i = 0; i < fanouts.size(); ++i) {
+    if (fanouts[i] < -1) {
+      return absl::InvalidArgumentError(absl::StrCat(field, "[", i, "]=", fanouts[i], " is below -1 (-1 takes all)"));
+    }
+    if (fanouts[i] > limits.max_fanout) {
+      return absl::ResourceExhaustedError(absl::StrCat(field, "[", i, "]=", fanouts[i], " exceeds the limit ", limits.max_fanout));
+    }
+  }
+  return absl::OkStatus();
+}
+
+// Every fanout list of the config, and that they agree on the number of hops (edge types are
+// resolved by the sampler, which holds the partition).
+absl::Status CheckFanouts(const v1::SamplingConfig& c, const SamplingLimits& limits) {
+  int hops = -1;
+  auto check = [&](const std::vector<int>& list, const std::string& field) -> absl::Status {
+    if (auto s = CheckFanoutList(list, field, limits); !s.ok()) return s;
+    if (hops >= 0 && static_cast<int>(list.size()) != hops) {
+      return absl::InvalidArgumentError(absl::StrCat(field, " has ", list.size(), " hops but other fanouts have ", hops));
+    }
+    hops = static_cast<int>(list.size());
+    return absl::OkStatus();
+  };
+  if (c.num_neighbors_size() > 0) {
+    if (auto s = check({c.num_neighbors().begin(), c.num_neighbors().end()}, "config.num_neighbors"); !s.ok()) return s;
+  }
+  // In name order, so that the same request always names the same list.
+  std::map<std::string, std::vector<int>> by_type;
+  for (const auto& [name, f] : c.num_neighbors_by_type()) by_type[name].assign(f.per_hop().begin(), f.per_hop().end());
+  for (const auto& [name, list] : by_type) {
+    if (auto s = check(list, absl::StrCat("config.num_neighbors_by_type['", name, "']")); !s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
+// The PPR walk's parameters.
+absl::Status CheckPpr(const v1::PprOptions& p, const SamplingLimits& limits) {
+  if (!(p.alpha() > 0 && p.alpha() < 1)) {
+    return absl::InvalidArgumentError(absl::StrCat("config.ppr.alpha must be in (0, 1), got ", p.alpha()));
+  }
+  if (!(p.eps() >= 1e-7)) return absl::InvalidArgumentError(absl::StrCat("config.ppr.eps must be >= 1e-7, got ", p.eps()));
+  if (p.max_nodes_per_seed() < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("config.ppr.max_nodes_per_seed must be >= 1, got ", p.max_nodes_per_seed()));
+  }
+  if (p.max_nodes_per_seed() > limits.max_fanout) {
+    return absl::ResourceExhaustedError(absl::StrCat("config.ppr.max_nodes_per_seed ", p.max_nodes_per_seed(),
+                                                     " exceeds the limit ", limits.max_fanout));
+  }
+  return absl::OkStatus();
+}
+
 NeighborSamplerOptions NeighborOptionsOf(const v1::SamplingConfig& c, const CoreOptions& limits,
                                          const SamplerEnvironment& env) {
   NeighborSamplerOptions o;
@@ -74,7 +134,6 @@ NeighborSamplerOptions NeighborOptionsOf(const v1::SamplingConfig& c, const Core
   o.with_labels = c.with_labels();
   o.with_edge_features = c.with_edge_features();
   o.with_node_times = c.with_node_times();
-  o.limits = limits.sampling;
   o.peers = env.peers;
   o.remote_cache = env.remote_cache;
   return o;
@@ -87,7 +146,6 @@ PprSamplerOptions PprOptionsOf(const v1::SamplingConfig& c, const CoreOptions& l
   o.max_nodes_per_seed = c.ppr().max_nodes_per_seed();
   o.with_node_features = c.with_node_features();
   o.with_labels = c.with_labels();
-  o.limits = limits.sampling;
   o.peers = env.peers;
   o.remote_cache = env.remote_cache;
   return o;
@@ -103,8 +161,11 @@ absl::Status InField(const absl::Status& s, const std::string& field) {
 absl::StatusOr<std::unique_ptr<Sampler>> BuildSampler(const v1::SamplingConfig& c, const CoreOptions& limits,
                                                       const SamplerEnvironment& env) {
   if (auto s = CheckCommon(c, limits); !s.ok()) return s;
-  // Each sampler checks the options that are its own (fanouts, PPR parameters, features)
-  // against the partition and the limits.
+  const absl::Status shape = c.kind() == v1::SAMPLER_KIND_PPR ? CheckPpr(c.ppr(), limits.sampling)
+                                                              : CheckFanouts(c, limits.sampling);
+  if (!shape.ok()) return shape;
+  // The sampler resolves the rest against its partition: edge types, stored weights, times,
+  // features and labels.
   absl::StatusOr<std::unique_ptr<Sampler>> sampler;
   switch (c.kind()) {
     case v1::SAMPLER_KIND_PPR:

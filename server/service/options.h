@@ -8,9 +8,18 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "server/sampling/sampler.h"
 
 namespace graphstore {
+
+/// Bounds on the samplers' requests, checked where a request enters the service (config.cc,
+/// queries.cc); the samplers trust their options.
+struct SamplingLimits {
+  /// Most hops.
+  int max_hops = 8;
+  /// Largest fanout at any hop (-1, "all", is always allowed); also the most nodes PPR keeps
+  /// per seed.
+  int max_fanout = 100000;
+};
 
 /// Limits and defaults of the service. main.cc binds flags into some of them.
 struct CoreOptions {

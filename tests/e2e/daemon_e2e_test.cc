@@ -346,6 +346,21 @@ TEST_CASE("a second daemon on a port a running one holds refuses to start, namin
   CHECK(first.Stop(SIGTERM) == 0);
 }
 
+TEST_CASE("graphstored refuses flags out of range at start-up, naming the flag", "[e2e]") {
+  // Checked once, where the flags are parsed; the server itself trusts its options.
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"--port=70000"}, "--port must be in [0, 65535]"},
+      {{"--num_workers=0"}, "--num_workers must be >= 1"},
+      {{"--max_message_mb=0"}, "--max_message_mb must be in [1, 2047]"},
+      {{"--host="}, "--host is empty"},
+  };
+  for (const auto& [flags, text] : cases) {
+    Daemon d(Dataset(), flags, 0, /*wait=*/false);
+    CHECK(d.WaitExit(30) == 2);
+    CHECK_THAT(d.Log(), Catch::Contains(text));
+  }
+}
+
 TEST_CASE("a channel id from before a restart is NOT_FOUND, never another trainer's channel", "[e2e]") {
   uint64_t old_channel = 0;
   int port = 0;

@@ -91,16 +91,6 @@ TEST_CASE("PPR forward push matches power iteration and keeps the top nodes per 
   const SampledSubgraph again = Run(**s, 0, {0, 3}, nullptr, 9);
   CHECK(again.nodes[0].ids == g.nodes[0].ids);
   CHECK(again.ppr[0].weight == w.weight);
-
-  PprSamplerOptions bad = o;
-  bad.alpha = 1.0;
-  CHECK(PprSampler::Create(p.get(), bad).status().message().find("ppr.alpha") != std::string::npos);
-  bad = o;
-  bad.eps = 0;
-  CHECK(PprSampler::Create(p.get(), bad).status().message().find("ppr.eps") != std::string::npos);
-  bad = o;
-  bad.max_nodes_per_seed = 0;
-  CHECK(PprSampler::Create(p.get(), bad).status().message().find("ppr.max_nodes_per_seed") != std::string::npos);
 }
 TEST_CASE("PPR walks every edge type of a heterogeneous graph", "[ppr]") {
   TempDir dir;

@@ -93,6 +93,35 @@ TEST_CASE("fanouts are checked once, against the service's limits, naming config
   ExpectError(Build(*p, typed), absl::StatusCode::kInvalidArgument, "config.num_neighbors_by_type: edge type 'a__b__c'");
 }
 
+TEST_CASE("hop counts and PPR parameters are checked before a sampler is built", "[config]") {
+  TempDir dir;
+  auto p = Tiny(dir);
+  v1::SamplingConfig typed = Neighbors({1, 1});
+  (*typed.mutable_num_neighbors_by_type())["x__y__z"].add_per_hop(1);
+  ExpectError(Build(*p, typed), absl::StatusCode::kInvalidArgument,
+              "config.num_neighbors_by_type['x__y__z'] has 1 hops but other fanouts have 2");
+  v1::SamplingConfig ppr;
+  ppr.set_kind(v1::SAMPLER_KIND_PPR);
+  ppr.set_batch_size(2);
+  ppr.mutable_ppr()->set_alpha(0.2);
+  ppr.mutable_ppr()->set_eps(1e-3);
+  ppr.mutable_ppr()->set_max_nodes_per_seed(3);
+  REQUIRE(Build(*p, ppr).ok());
+  v1::SamplingConfig bad = ppr;
+  bad.mutable_ppr()->set_alpha(1.0);
+  ExpectError(Build(*p, bad), absl::StatusCode::kInvalidArgument, "config.ppr.alpha must be in (0, 1), got 1");
+  bad = ppr;
+  bad.mutable_ppr()->set_eps(0);
+  ExpectError(Build(*p, bad), absl::StatusCode::kInvalidArgument, "config.ppr.eps must be >= 1e-7, got 0");
+  bad = ppr;
+  bad.mutable_ppr()->set_max_nodes_per_seed(0);
+  ExpectError(Build(*p, bad), absl::StatusCode::kInvalidArgument, "config.ppr.max_nodes_per_seed must be >= 1, got 0");
+  CoreOptions limits;
+  limits.sampling.max_fanout = 2;
+  ExpectError(Build(*p, ppr, limits), absl::StatusCode::kResourceExhausted,
+              "config.ppr.max_nodes_per_seed 3 exceeds the limit 2");
+}
+
 TEST_CASE("batch shape, kinds and negatives are checked, naming config fields", "[config]") {
   TempDir dir;
   auto p = Tiny(dir);
