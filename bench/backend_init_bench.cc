@@ -47,12 +47,51 @@ Latency Summarise(std::vector<double> ms) {
   return l;
 }
 
+struct Creation {
+  std::string what;
+  v1::SamplingConfig config;
+  double ms = 0;
+  std::string error;
+};
+
+// One round's four creations: weighted without and with replacement, temporal and uniform
+// (round 0), or four backends that need the same alias tables (round 1).
+std::vector<Creation> CreationsOf(int round) {
+  std::vector<Creation> creations(4);
+  for (size_t i = 0; i < creations.size(); ++i) {
+    Creation& cr = creations[i];
+    cr.config.set_batch_size(512);
+    for (int f : {15, 10, 5}) cr.config.add_num_neighbors(f);
+    if (round == 1) {
+      cr.what = absl::StrCat("weighted, with replacement #", i + 1);
+      cr.config.add_weighted_edge_types("*");
+      cr.config.set_replace(true);
+      cr.config.set_batch_size(512 + static_cast<int>(i));  // four backends, one index
+    }
+  }
+  if (round == 0) {
+    creations[0].what = "weighted, without replacement";
+    creations[0].config.add_weighted_edge_types("*");
+    creations[1].what = "weighted, with replacement";
+    creations[1].config.add_weighted_edge_types("*");
+    creations[1].config.set_replace(true);
+    creations[2].what = "temporal";
+    creations[2].config.set_temporal_strategy(v1::TEMPORAL_STRATEGY_UNIFORM);
+    creations[3].what = "uniform";
+  }
+  return creations;
+}
+
+void DefineFlags(Flags* flags) {
+  flags->Define("graph", "products", "1m, products or a partition directory (with weights and times)");
+  flags->Define("cache_dir", "/tmp/graphstore-bench", "where generated graphs are kept between runs");
+  flags->Define("idle_calls", "200", "GetServerStats calls timed on the idle server");
+  flags->Define("log_level", "warn", "the server's log level (info shows each index build's time)");
+}
+
 int Run(int argc, char** argv) {
   Flags flags;
-  flags.Define("graph", "products", "1m, products or a partition directory (with weights and times)");
-  flags.Define("cache_dir", "/tmp/graphstore-bench", "where generated graphs are kept between runs");
-  flags.Define("idle_calls", "200", "GetServerStats calls timed on the idle server");
-  flags.Define("log_level", "warn", "the server's log level (info shows each index build's time)");
+  DefineFlags(&flags);
   if (auto exit = flags.ParseCommandLine(argc, argv, "backend_init_bench",
                                          "Server responsiveness while backends build their indexes.")) {
     return *exit;
@@ -92,34 +131,7 @@ int Run(int argc, char** argv) {
     std::vector<double> idle;
     for (int64_t i = 0; i < *flags.GetInt("idle_calls"); ++i) idle.push_back(stats_ms());
 
-    struct Creation {
-      std::string what;
-      v1::SamplingConfig config;
-      double ms = 0;
-      std::string error;
-    };
-    std::vector<Creation> creations(4);
-    for (size_t i = 0; i < creations.size(); ++i) {
-      Creation& cr = creations[i];
-      cr.config.set_batch_size(512);
-      for (int f : {15, 10, 5}) cr.config.add_num_neighbors(f);
-      if (round == 1) {
-        cr.what = absl::StrCat("weighted, with replacement #", i + 1);
-        cr.config.add_weighted_edge_types("*");
-        cr.config.set_replace(true);
-        cr.config.set_batch_size(512 + static_cast<int>(i));  // four backends, one index
-      }
-    }
-    if (round == 0) {
-      creations[0].what = "weighted, without replacement";
-      creations[0].config.add_weighted_edge_types("*");
-      creations[1].what = "weighted, with replacement";
-      creations[1].config.add_weighted_edge_types("*");
-      creations[1].config.set_replace(true);
-      creations[2].what = "temporal";
-      creations[2].config.set_temporal_strategy(v1::TEMPORAL_STRATEGY_UNIFORM);
-      creations[3].what = "uniform";
-    }
+    std::vector<Creation> creations = CreationsOf(round);
 
     std::atomic<size_t> left{creations.size()};
     std::vector<std::thread> threads;

@@ -186,25 +186,75 @@ int Fail(const absl::Status& s) {
   return 1;
 }
 
-int Main(int argc, char** argv) {
-  Flags flags;
-  flags.Define("nodes", "200000", "nodes of the generated graph");
-  flags.Define("avg_degree", "10", "mean out-degree of the generated graph");
-  flags.Define("feature_dim", "100", "float features per node");
-  flags.Define("batch_size", "1024", "seeds per batch");
-  flags.Define("fanouts", "15,10,5", "fanout per hop");
-  flags.Define("workers", "4",
+// Each setup's medians over the rounds, and its ratios round by round to the single server and,
+// for a global setup, to the owner-only batches on the same partitions.
+void PrintResults(const std::vector<Setup>& setups, const std::vector<std::vector<Result>>& results) {
+  auto median = [](std::vector<double> v) {
+    if (v.empty()) return 0.0;
+    std::sort(v.begin(), v.end());
+    return v.size() % 2 == 1 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
+  };
+  // Ratios of one setup's figure to another's, round by round.
+  auto ratios = [&](size_t i, size_t j) {
+    std::vector<double> out;
+    for (size_t r = 0; r < std::min(results[i].size(), results[j].size()); ++r) {
+      out.push_back(results[i][r].seeds_per_s / results[j][r].seeds_per_s);
+    }
+    return out;
+  };
+  auto format = [&](const std::vector<double>& v) {
+    if (v.empty()) return std::string();
+    return absl::StrFormat("%.2f (%.2f-%.2f)", median(v), *std::min_element(v.begin(), v.end()),
+                           *std::max_element(v.begin(), v.end()));
+  };
+  for (size_t i = 0; i < setups.size(); ++i) {
+    const Setup& s = setups[i];
+    if (results[i].empty()) continue;
+    std::vector<double> rate, nodes, calls, bytes, cpu, sampled;
+    for (const Result& r : results[i]) {
+      sampled.push_back(r.sampled_per_batch);
+      rate.push_back(r.seeds_per_s);
+      cpu.push_back(r.cpu_ms_per_batch);
+      nodes.push_back(r.nodes_per_batch);
+      calls.push_back(r.calls_per_batch);
+      bytes.push_back(r.bytes_per_batch);
+    }
+    const std::string vs = s.compare_with >= 0 ? format(ratios(i, s.compare_with)) : "";
+    std::printf("%-24s %10.0f %7s %14s %11.0f %9.1f %9.2f %8.2f%% %12.1f %11.2f MB\n", s.name.c_str(), median(rate),
+                i == 0 ? "1.00" : format(ratios(i, 0)).substr(0, 4).c_str(), vs.substr(0, 4).c_str(), median(nodes),
+                median(cpu), median(sampled), 100 * s.report.cut_fraction(), median(calls), median(bytes) / 1e6);
+  }
+  std::printf("\nper-round ratios (against the single server | global against owner-only):\n");
+  for (size_t i = 1; i < setups.size(); ++i) {
+    if (results[i].empty()) continue;
+    std::printf("  %-22s %s | %s\n", setups[i].name.c_str(), format(ratios(i, 0)).c_str(),
+                setups[i].compare_with >= 0 ? format(ratios(i, setups[i].compare_with)).c_str() : "");
+  }
+}
+
+void DefineFlags(Flags* flags) {
+  flags->Define("nodes", "200000", "nodes of the generated graph");
+  flags->Define("avg_degree", "10", "mean out-degree of the generated graph");
+  flags->Define("feature_dim", "100", "float features per node");
+  flags->Define("batch_size", "1024", "seeds per batch");
+  flags->Define("fanouts", "15,10,5", "fanout per hop");
+  flags->Define("workers", "4",
                "sampling workers in total (split between the servers of a cluster, whose workers wait on "
                "their peers part of the time)");
-  flags.Define("epochs", "2", "measured epochs per setup and round (after one warm-up epoch)");
-  flags.Define("rounds", "3", "rounds of every setup; figures are medians over them");
-  flags.Define("cache_dir", "/tmp/graphstore-bench", "where the written datasets are kept");
-  flags.Define("features", "true", "gather node features and labels into every batch");
-  flags.Define("no_cache_setups", "false", "also run the 2-partition setups with the peer cache off (owner-only)");
-  flags.Define("shared_memory", "true", "the trainer takes batches through shared memory (else the socket)");
-  flags.Define("ordered", "true", "global batches reach the trainer in batch order (else in arrival order)");
-  flags.Define("only", "", "run only the setups whose name contains this (e.g. under a profiler); ratios need the "
+  flags->Define("epochs", "2", "measured epochs per setup and round (after one warm-up epoch)");
+  flags->Define("rounds", "3", "rounds of every setup; figures are medians over them");
+  flags->Define("cache_dir", "/tmp/graphstore-bench", "where the written datasets are kept");
+  flags->Define("features", "true", "gather node features and labels into every batch");
+  flags->Define("no_cache_setups", "false", "also run the 2-partition setups with the peer cache off (owner-only)");
+  flags->Define("shared_memory", "true", "the trainer takes batches through shared memory (else the socket)");
+  flags->Define("ordered", "true", "global batches reach the trainer in batch order (else in arrival order)");
+  flags->Define("only", "", "run only the setups whose name contains this (e.g. under a profiler); ratios need the "
                "single server and, for a global setup, its owner-only twin");
+}
+
+int Main(int argc, char** argv) {
+  Flags flags;
+  DefineFlags(&flags);
   if (auto exit = flags.ParseCommandLine(argc, argv, "cluster_bench", "Cluster vs single-server throughput.")) {
     return *exit;
   }
@@ -275,47 +325,7 @@ int Main(int argc, char** argv) {
       results[i].push_back(*r);
     }
   }
-  auto median = [](std::vector<double> v) {
-    if (v.empty()) return 0.0;
-    std::sort(v.begin(), v.end());
-    return v.size() % 2 == 1 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
-  };
-  // Ratios of one setup's figure to another's, round by round.
-  auto ratios = [&](size_t i, size_t j) {
-    std::vector<double> out;
-    for (size_t r = 0; r < std::min(results[i].size(), results[j].size()); ++r) {
-      out.push_back(results[i][r].seeds_per_s / results[j][r].seeds_per_s);
-    }
-    return out;
-  };
-  auto format = [&](const std::vector<double>& v) {
-    if (v.empty()) return std::string();
-    return absl::StrFormat("%.2f (%.2f-%.2f)", median(v), *std::min_element(v.begin(), v.end()),
-                           *std::max_element(v.begin(), v.end()));
-  };
-  for (size_t i = 0; i < setups.size(); ++i) {
-    const Setup& s = setups[i];
-    if (results[i].empty()) continue;
-    std::vector<double> rate, nodes, calls, bytes, cpu, sampled;
-    for (const Result& r : results[i]) {
-      sampled.push_back(r.sampled_per_batch);
-      rate.push_back(r.seeds_per_s);
-      cpu.push_back(r.cpu_ms_per_batch);
-      nodes.push_back(r.nodes_per_batch);
-      calls.push_back(r.calls_per_batch);
-      bytes.push_back(r.bytes_per_batch);
-    }
-    const std::string vs = s.compare_with >= 0 ? format(ratios(i, s.compare_with)) : "";
-    std::printf("%-24s %10.0f %7s %14s %11.0f %9.1f %9.2f %8.2f%% %12.1f %11.2f MB\n", s.name.c_str(), median(rate),
-                i == 0 ? "1.00" : format(ratios(i, 0)).substr(0, 4).c_str(), vs.substr(0, 4).c_str(), median(nodes),
-                median(cpu), median(sampled), 100 * s.report.cut_fraction(), median(calls), median(bytes) / 1e6);
-  }
-  std::printf("\nper-round ratios (against the single server | global against owner-only):\n");
-  for (size_t i = 1; i < setups.size(); ++i) {
-    if (results[i].empty()) continue;
-    std::printf("  %-22s %s | %s\n", setups[i].name.c_str(), format(ratios(i, 0)).c_str(),
-                setups[i].compare_with >= 0 ? format(ratios(i, setups[i].compare_with)).c_str() : "");
-  }
+  PrintResults(setups, results);
   return 0;
 }
 

@@ -185,16 +185,92 @@ void Compare(const std::string& label, const std::string& what, const char* a_na
   std::fflush(stdout);
 }
 
+void DefineFlags(Flags* flags) {
+  flags->Define("graphs", "1m,products", "comma list of 1m (1M nodes, ~25M edges), products (2.45M, ~125M), or DIRs");
+  flags->Define("cache_dir", "/tmp/graphstore-bench", "where generated graphs are kept between runs");
+  flags->Define("seconds", "4", "duration of each measurement");
+  flags->Define("batch_size", "1024", "seeds per batch");
+  flags->Define("fanouts", "15,10,5", "fanout per hop");
+  flags->Define("threads", "1,2", "section u: thread counts to measure (direct and through the backend)");
+  flags->Define("sections", "uwt",
+               "what to run: u (uniform vs random loads), w (weighted), t (temporal), c (random loads by array size)");
+}
+
+// One graph's sampling runs: its name in the output, the partition, the sampler's options.
+struct GraphRun {
+  std::string label;
+  const Partition* partition;
+  NeighborSamplerOptions so;
+  int64_t num_nodes;
+  int batch_size;
+  double seconds;
+};
+
+// Uniform sampling at each thread count, directly and through the backend, against random loads.
+void UniformSection(const GraphRun& g, const NeighborSampler& sampler, const std::vector<int>& thread_counts) {
+  const EdgeTypeStore& e = g.partition->edge_type(0);
+  double one_thread_edges = 0;
+  for (int threads : thread_counts) {
+    const double loads = RandomLoads(e.indices_data(), e.num_local, threads, g.seconds);
+    const Rate direct = SampleDirect(sampler, g.num_nodes, g.batch_size, threads, g.seconds);
+    if (threads == 1) one_thread_edges = direct.edges_per_s;
+    std::printf("%-10s %8s %8d %7.1f %14.3g %12.3g %14.3g %7.2f\n", g.label.c_str(), "direct", threads,
+                direct.batches_per_s, direct.edges_per_s, direct.seeds_per_s, loads, direct.edges_per_s / loads);
+    const Rate sched = SampleBackend(sampler, g.num_nodes, g.batch_size, threads, g.seconds);
+    std::printf("%-10s %8s %8d %7.1f %14.3g %12.3g %14.3g %7.2f\n", g.label.c_str(), "backend", threads,
+                sched.batches_per_s, sched.edges_per_s, sched.seeds_per_s, loads, sched.edges_per_s / loads);
+    if (threads > 1) {
+      std::printf("%-10s scaling %d threads / 1 thread: direct %.2fx, backend %.2fx (%u cores)\n", g.label.c_str(),
+                  threads, direct.edges_per_s / one_thread_edges, sched.edges_per_s / one_thread_edges,
+                  std::thread::hardware_concurrency());
+    }
+    std::fflush(stdout);
+  }
+}
+
+// Weighted draws against uniform ones, without and with replacement; false if a sampler fails.
+bool WeightedSection(const GraphRun& g) {
+  for (bool replace : {false, true}) {
+    NeighborSamplerOptions uo = g.so;
+    uo.replace = replace;
+    NeighborSamplerOptions wo = uo;
+    wo.weighted_edge_types = {"*"};
+    auto uniform = NeighborSampler::Create(g.partition, uo);
+    auto weighted = NeighborSampler::Create(g.partition, wo);
+    if (!uniform.ok() || !weighted.ok()) return false;
+    Compare(
+        g.label, absl::StrCat("weighted vs uniform, ", replace ? "with" : "without", " replacement"), "uniform",
+        [&] { return SampleDirect(**uniform, g.num_nodes, g.batch_size, 1, g.seconds); }, "weighted",
+        [&] { return SampleDirect(**weighted, g.num_nodes, g.batch_size, 1, g.seconds); });
+  }
+  return true;
+}
+
+// Temporal draws against uniform ones: seeds at their node times (rows cut where the neighbours
+// are newer), and seeds after every edge (the same edges as uniform: the time filter's own cost).
+bool TemporalSection(const GraphRun& g) {
+  for (bool at_end : {false, true}) {
+    for (TemporalStrategy strategy : {TemporalStrategy::kUniform, TemporalStrategy::kLast}) {
+      NeighborSamplerOptions to = g.so;
+      to.temporal = strategy;
+      auto uniform = NeighborSampler::Create(g.partition, g.so);
+      auto temporal = NeighborSampler::Create(g.partition, to);
+      if (!uniform.ok() || !temporal.ok()) return false;
+      const std::optional<int64_t> at = at_end ? std::optional<int64_t>(INT64_MAX) : std::nullopt;
+      Compare(
+          g.label,
+          absl::StrCat("temporal (", strategy == TemporalStrategy::kLast ? "last" : "uniform", ") vs uniform, ",
+                       at_end ? "seeds after every edge" : "seeds at their node times"),
+          "uniform", [&] { return SampleDirect(**uniform, g.num_nodes, g.batch_size, 1, g.seconds); }, "temporal",
+          [&] { return SampleDirect(**temporal, g.num_nodes, g.batch_size, 1, g.seconds, at); });
+    }
+  }
+  return true;
+}
+
 int Run(int argc, char** argv) {
   Flags flags;
-  flags.Define("graphs", "1m,products", "comma list of 1m (1M nodes, ~25M edges), products (2.45M, ~125M), or DIRs");
-  flags.Define("cache_dir", "/tmp/graphstore-bench", "where generated graphs are kept between runs");
-  flags.Define("seconds", "4", "duration of each measurement");
-  flags.Define("batch_size", "1024", "seeds per batch");
-  flags.Define("fanouts", "15,10,5", "fanout per hop");
-  flags.Define("threads", "1,2", "section u: thread counts to measure (direct and through the backend)");
-  flags.Define("sections", "uwt",
-               "what to run: u (uniform vs random loads), w (weighted), t (temporal), c (random loads by array size)");
+  DefineFlags(&flags);
   if (auto exit = flags.ParseCommandLine(argc, argv, "sampling_bench", "Sampling throughput vs random loads.")) {
     return *exit;
   }
@@ -204,6 +280,9 @@ int Run(int argc, char** argv) {
   const int batch_size = static_cast<int>(*flags.GetInt("batch_size"));
   std::vector<int> fanouts;
   for (const auto& f : SplitList(flags.Get("fanouts"), ',')) fanouts.push_back(std::stoi(f));
+  std::vector<int> thread_counts;
+  for (const auto& t : SplitList(flags.Get("threads"), ',')) thread_counts.push_back(std::max(1, std::stoi(t)));
+  if (thread_counts.empty() || thread_counts.front() != 1) thread_counts.insert(thread_counts.begin(), 1);
 
   if (section('c')) {
     // One array, loads over prefixes of it (huge pages where the kernel gives them).
@@ -247,61 +326,12 @@ int Run(int argc, char** argv) {
     // Warm the page cache so the first measurement does not pay for disk reads.
     RandomLoads(e.indices_data(), e.num_local, 2, 1.0);
     SampleDirect(**sampler, num_nodes, batch_size, 2, 1.0);
-    double one_thread_edges = 0;
-    std::vector<int> thread_counts;
-    for (const auto& t : SplitList(flags.Get("threads"), ',')) thread_counts.push_back(std::max(1, std::stoi(t)));
-    if (thread_counts.empty() || thread_counts.front() != 1) thread_counts.insert(thread_counts.begin(), 1);
-    for (int threads : thread_counts) {
-      if (!section('u')) break;
-      const double loads = RandomLoads(e.indices_data(), e.num_local, threads, seconds);
-      const Rate direct = SampleDirect(**sampler, num_nodes, batch_size, threads, seconds);
-      if (threads == 1) one_thread_edges = direct.edges_per_s;
-      std::printf("%-10s %8s %8d %7.1f %14.3g %12.3g %14.3g %7.2f\n", label.c_str(), "direct", threads,
-                  direct.batches_per_s, direct.edges_per_s, direct.seeds_per_s, loads, direct.edges_per_s / loads);
-      const Rate sched = SampleBackend(**sampler, num_nodes, batch_size, threads, seconds);
-      std::printf("%-10s %8s %8d %7.1f %14.3g %12.3g %14.3g %7.2f\n", label.c_str(), "backend", threads,
-                  sched.batches_per_s, sched.edges_per_s, sched.seeds_per_s, loads, sched.edges_per_s / loads);
-      if (threads > 1) {
-        std::printf("%-10s scaling %d threads / 1 thread: direct %.2fx, backend %.2fx (%u cores)\n", label.c_str(),
-                    threads, direct.edges_per_s / one_thread_edges, sched.edges_per_s / one_thread_edges,
-                    std::thread::hardware_concurrency());
-      }
-      std::fflush(stdout);
-    }
-    if (section('w') && e.weights_data() != nullptr) {
-      for (bool replace : {false, true}) {
-        NeighborSamplerOptions uo = so;
-        uo.replace = replace;
-        NeighborSamplerOptions wo = uo;
-        wo.weighted_edge_types = {"*"};
-        auto uniform = NeighborSampler::Create(p->get(), uo);
-        auto weighted = NeighborSampler::Create(p->get(), wo);
-        if (!uniform.ok() || !weighted.ok()) return 1;
-        Compare(
-            label, absl::StrCat("weighted vs uniform, ", replace ? "with" : "without", " replacement"), "uniform",
-            [&] { return SampleDirect(**uniform, num_nodes, batch_size, 1, seconds); }, "weighted",
-            [&] { return SampleDirect(**weighted, num_nodes, batch_size, 1, seconds); });
-      }
-    }
-    if (section('t') && e.times_data() != nullptr && (*p)->node_type(0).times_data() != nullptr) {
-      // Seeds at their node times (rows cut where the neighbours are newer), and seeds after
-      // every edge (the same edges as uniform: what the time filter itself costs).
-      for (bool at_end : {false, true}) {
-        for (TemporalStrategy strategy : {TemporalStrategy::kUniform, TemporalStrategy::kLast}) {
-          NeighborSamplerOptions to = so;
-          to.temporal = strategy;
-          auto uniform = NeighborSampler::Create(p->get(), so);
-          auto temporal = NeighborSampler::Create(p->get(), to);
-          if (!uniform.ok() || !temporal.ok()) return 1;
-          const std::optional<int64_t> at = at_end ? std::optional<int64_t>(INT64_MAX) : std::nullopt;
-          Compare(
-              label,
-              absl::StrCat("temporal (", strategy == TemporalStrategy::kLast ? "last" : "uniform", ") vs uniform, ",
-                           at_end ? "seeds after every edge" : "seeds at their node times"),
-              "uniform", [&] { return SampleDirect(**uniform, num_nodes, batch_size, 1, seconds); }, "temporal",
-              [&] { return SampleDirect(**temporal, num_nodes, batch_size, 1, seconds, at); });
-        }
-      }
+    const GraphRun g{label, p->get(), so, num_nodes, batch_size, seconds};
+    if (section('u')) UniformSection(g, **sampler, thread_counts);
+    if (section('w') && e.weights_data() != nullptr && !WeightedSection(g)) return 1;
+    if (section('t') && e.times_data() != nullptr && (*p)->node_type(0).times_data() != nullptr &&
+        !TemporalSection(g)) {
+      return 1;
     }
   }
   return 0;

@@ -175,6 +175,35 @@ Sample Measure(pid_t daemon, const std::string& shm_dir, double t, int64_t cycle
   return s;
 }
 
+// The run's totals, and each gauge's mean over its last fifth against its second fifth (after
+// warm-up) and its value once idle.
+void PrintSummary(const std::vector<Sample>& samples, const Sample& idle, int clients, int64_t kills,
+                  const Shared& shared_state) {
+  const Shared* shared = &shared_state;
+  // Flat: the last fifth of the run against the second fifth (after warm-up).
+  const size_t n = samples.size();
+  auto mean = [&](size_t from, size_t to, auto field) {
+    double sum = 0;
+    for (size_t i = from; i < to; ++i) sum += field(samples[i]);
+    return to > from ? sum / static_cast<double>(to - from) : 0;
+  };
+  std::printf("\n%lld cycles by %d client slots, %lld clients killed, %lld cycles with an unexpected error\n",
+              static_cast<long long>(shared->cycles_done.load()), clients, static_cast<long long>(kills),
+              static_cast<long long>(shared->errors.load()));
+  if (n >= 10) {
+    const size_t a = n / 5, b = 2 * n / 5, c = 4 * n / 5;
+    auto row = [&](const char* name, auto field, double idle_value) {
+      const double warm = mean(a, b, field), last = mean(c, n, field);
+      std::printf("%-8s after warm-up %9.1f   last fifth %9.1f   ratio %5.2f   idle after %9.1f\n", name, warm, last,
+                  warm > 0 ? last / warm : 0.0, idle_value);
+    };
+    row("rss_mb", [](const Sample& s) { return s.rss_mb; }, idle.rss_mb);
+    row("fds", [](const Sample& s) { return static_cast<double>(s.fds); }, idle.fds);
+    row("threads", [](const Sample& s) { return static_cast<double>(s.threads); }, idle.threads);
+    row("shm_mb", [](const Sample& s) { return s.shm_mb; }, idle.shm_mb);
+  }
+}
+
 int Main(int argc, char** argv) {
   Flags flags;
   flags.Define("server", "", "host:port of the graphstored under test");
@@ -252,28 +281,7 @@ int Main(int argc, char** argv) {
   std::this_thread::sleep_for(std::chrono::seconds(4));
   const Sample idle = Measure(daemon, o.shm_dir, 0, shared->cycles_done.load());
 
-  // Flat: the last fifth of the run against the second fifth (after warm-up).
-  const size_t n = samples.size();
-  auto mean = [&](size_t from, size_t to, auto field) {
-    double sum = 0;
-    for (size_t i = from; i < to; ++i) sum += field(samples[i]);
-    return to > from ? sum / static_cast<double>(to - from) : 0;
-  };
-  std::printf("\n%lld cycles by %d client slots, %lld clients killed, %lld cycles with an unexpected error\n",
-              static_cast<long long>(shared->cycles_done.load()), o.clients, static_cast<long long>(kills),
-              static_cast<long long>(shared->errors.load()));
-  if (n >= 10) {
-    const size_t a = n / 5, b = 2 * n / 5, c = 4 * n / 5;
-    auto row = [&](const char* name, auto field, double idle_value) {
-      const double warm = mean(a, b, field), last = mean(c, n, field);
-      std::printf("%-8s after warm-up %9.1f   last fifth %9.1f   ratio %5.2f   idle after %9.1f\n", name, warm, last,
-                  warm > 0 ? last / warm : 0.0, idle_value);
-    };
-    row("rss_mb", [](const Sample& s) { return s.rss_mb; }, idle.rss_mb);
-    row("fds", [](const Sample& s) { return static_cast<double>(s.fds); }, idle.fds);
-    row("threads", [](const Sample& s) { return static_cast<double>(s.threads); }, idle.threads);
-    row("shm_mb", [](const Sample& s) { return s.shm_mb; }, idle.shm_mb);
-  }
+  PrintSummary(samples, idle, o.clients, kills, *shared);
   return 0;
 }
 

@@ -158,6 +158,32 @@ struct Throughput {
   double batches_per_s = 0;
 };
 
+// Reads the stream `req` names as raw messages on a connection of its own, with the client's
+// channel settings (window, message size), dropping them; returns the messages, adds their bytes.
+int64_t ReadRaw(const std::string& address, const v1::StreamSampledMessagesRequest& req, int window_bytes,
+                double* bytes) {
+  grpc::ChannelArguments args;
+  args.SetMaxReceiveMessageSize(INT32_MAX);
+  args.SetInt(GRPC_ARG_HTTP2_BDP_PROBE, 0);
+  args.SetInt(GRPC_ARG_HTTP2_STREAM_LOOKAHEAD_BYTES, window_bytes);
+  args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
+  auto channel = grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args);
+  grpc::ClientContext ctx;
+  const grpc::internal::RpcMethod method("/graphstore.v1.GraphStore/StreamSampledMessages",
+                                         grpc::internal::RpcMethod::SERVER_STREAMING);
+  std::unique_ptr<grpc::ClientReader<grpc::ByteBuffer>> reader(
+      grpc::internal::ClientReaderFactory<grpc::ByteBuffer>::Create(channel.get(), method, &ctx, req));
+  grpc::ByteBuffer message;
+  int64_t parts = 0;
+  while (reader->Read(&message)) {
+    *bytes += static_cast<double>(message.Length());
+    message.Clear();
+    ++parts;
+  }
+  (void)reader->Finish();
+  return parts;
+}
+
 // The gRPC send path: `batches` replayed `rounds` times, decoded by the client into tensors
 // (with `pool`), or, without a pool, read as raw messages and dropped: gRPC and its framing
 // alone, whose receiver, like the raw pump's, copies each byte once out of the kernel.
@@ -214,26 +240,7 @@ Throughput ReplayGrpc(const std::vector<std::shared_ptr<const WireMessage>>& bat
       }
       return;
     }
-    // The client's own channel settings (window, message size) on a connection of its own.
-    grpc::ChannelArguments args;
-    args.SetMaxReceiveMessageSize(INT32_MAX);
-    args.SetInt(GRPC_ARG_HTTP2_BDP_PROBE, 0);
-    args.SetInt(GRPC_ARG_HTTP2_STREAM_LOOKAHEAD_BYTES, co.stream_window_bytes);
-    args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
-    auto channel = grpc::CreateCustomChannel(co.address, grpc::InsecureChannelCredentials(), args);
-    grpc::ClientContext ctx;
-    const grpc::internal::RpcMethod method("/graphstore.v1.GraphStore/StreamSampledMessages",
-                                           grpc::internal::RpcMethod::SERVER_STREAMING);
-    std::unique_ptr<grpc::ClientReader<grpc::ByteBuffer>> reader(
-        grpc::internal::ClientReaderFactory<grpc::ByteBuffer>::Create(channel.get(), method, &ctx, req));
-    grpc::ByteBuffer message;
-    int64_t parts = 0;
-    while (reader->Read(&message)) {
-      bytes[static_cast<size_t>(k)] += static_cast<double>(message.Length());
-      message.Clear();
-      ++parts;
-    }
-    (void)reader->Finish();
+    const int64_t parts = ReadRaw(co.address, req, co.stream_window_bytes, &bytes[static_cast<size_t>(k)]);
     counts[static_cast<size_t>(k)] = parts / static_cast<int64_t>(batches[0]->encoded->parts.size());
   };
   const auto t0 = Clock::now();
@@ -473,27 +480,275 @@ std::vector<std::shared_ptr<const WireMessage>> Encoded(const Partition& p, cons
   return out;
 }
 
+void DefineFlags(Flags* flags) {
+  flags->Define("graph", "1m", "1m (generated 1M nodes, ~25M edges, 100 features) or a partition DIR");
+  flags->Define("cache_dir", "/tmp/graphstore-bench", "where generated graphs are kept");
+  flags->Define("seconds", "6", "duration of each throughput measurement");
+  flags->Define("batch_size", "1024", "seeds per batch");
+  flags->Define("fanouts", "15,10,5", "fanout per hop");
+  flags->Define("workers", "1", "sampling workers, in process and on the server");
+  flags->Define("part_mb", "1", "stream part size, MiB (the server's --stream_part_mb)");
+  flags->Define("sampling_nice", "10", "the server's --sampling_nice (its sampling workers' nice value)");
+  flags->Define("split_mb", "8", "batches larger than this are split into parts, MiB (the server's --stream_split_mb)");
+  flags->Define("replay_batches", "6", "distinct batches replayed through the transport");
+  flags->Define("ttfb_epochs", "20", "epochs timed for time to first batch");
+  flags->Define("trials", "3", "alternating runs of the raw pump and the gRPC path in (a), rotating trials in (b)");
+  flags->Define("sections", "abc",
+                "which measurements to run: a (transport), b (whole path), c (first batch), t (TLS against "
+                "plaintext), n (striped streams over --connections)");
+  flags->Define("tls_certs", "",
+                "for section t: a directory made by tests/security/make_certs.sh (ca.pem, server.pem, server.key)");
+  flags->Define("connections", "1,2", "section n: connections per server to compare (the first is the baseline)");
+  flags->Define("epoch_gap_ms", "100", "pause between consuming an epoch and starting the next (time to first batch)");
+}
+
+// What the sections share: the graph, the batch shape, the batches (a) replays, the raw pump's
+// rate, and the in-process server the Loaders read from.
+struct Bench {
+  const Flags* flags = nullptr;
+  double seconds = 0;
+  int batch_size = 0, workers = 0, trials = 0, rounds = 0;
+  std::vector<int> fanouts;
+  NeighborSamplerOptions so;
+  std::unique_ptr<Partition> partition;
+  std::vector<std::shared_ptr<const WireMessage>> encoded;
+  double batch_mb = 0;
+  double raw = 0;  // the raw pump's bytes/s over one connection
+  std::shared_ptr<client::BufferPool> raw_pool;
+  ServerOptions opts;
+  std::string address;
+  std::vector<int64_t> seeds;
+};
+
+// (a) The transport alone against the raw pump, which always runs: (c) is held to its time for
+// one batch.
+void TransportSection(Bench& b, bool run_a) {
+  std::vector<double> raw_rates, grpc_rates, read_rates;
+  // Each side keeps its buffers between runs, as a trainer's process does.
+  auto grpc_pool = client::BufferPool::Create();
+  RawPump(b.encoded, 1, b.raw_pool);
+  if (run_a) ReplayGrpc(b.encoded, 1, grpc_pool);
+  // Noise on a shared machine is larger than the difference measured: the two paths alternate
+  // and each reports its median.
+  for (int t = 0; t < (run_a ? b.trials : 1); ++t) {
+    raw_rates.push_back(RawPump(b.encoded, b.rounds, b.raw_pool).bytes_per_s);
+    if (run_a) grpc_rates.push_back(ReplayGrpc(b.encoded, b.rounds, grpc_pool).bytes_per_s);
+    if (run_a) read_rates.push_back(ReplayGrpc(b.encoded, b.rounds, nullptr).bytes_per_s);
+  }
+  b.raw = Percentile(raw_rates, 0.5);
+  std::printf("(a) transport alone, %zu batches of %.2f MB (%zu parts each) replayed %d times, median of %zu:\n",
+              b.encoded.size(), b.batch_mb, b.encoded[0]->encoded->parts.size(), b.rounds, raw_rates.size());
+  std::printf("    raw TCP pump (baseline)  %9.1f MB/s\n", b.raw / 1e6);
+  if (run_a) {
+    const double grpc = Percentile(grpc_rates, 0.5);
+    const double read = Percentile(read_rates, 0.5);
+    std::printf("    gRPC send + read         %9.1f MB/s   ratio %.2f\n", read / 1e6, read / b.raw);
+    std::printf("    gRPC send + decode       %9.1f MB/s   ratio %.2f\n", grpc / 1e6, grpc / b.raw);
+  }
+  std::fflush(stdout);
+}
+
+// (b) The whole path: in process, the Loader over the socket, and through shared memory.
+void WholePathSection(const Bench& b) {
+  // The first run warms the page cache and the pooled subgraphs (fresh memory is slow to fault in).
+  auto pool = std::make_shared<SubgraphPool>(8);
+  InProcess(*b.partition, b.so, pool, b.workers, b.batch_size, std::max(2.0, b.seconds / 2));
+  // Trials of the three runs, in an order that rotates, so that each ratio compares runs a
+  // few b.seconds apart on a shared machine; the medians are printed with their range.
+  std::vector<double> local, socket, shm, socket_ratio, shm_ratio;
+  for (int t = 0; t < b.trials; ++t) {
+    double rate[3];
+    for (int k = 0; k < 3; ++k) {
+      switch ((t + k) % 3) {
+        case 0:
+          rate[0] = InProcess(*b.partition, b.so, pool, b.workers, b.batch_size, b.seconds);
+          break;
+        case 1:
+          rate[1] = LoaderRate(LoaderFor(b.address, b.seeds, b.batch_size, b.fanouts, b.workers, false, "socket"),
+                               b.seconds / 2, b.seconds);
+          break;
+        default:
+          rate[2] = LoaderRate(LoaderFor(b.address, b.seeds, b.batch_size, b.fanouts, b.workers, true, "shm"),
+                               b.seconds / 2, b.seconds);
+      }
+    }
+    local.push_back(rate[0]);
+    socket.push_back(rate[1]);
+    shm.push_back(rate[2]);
+    socket_ratio.push_back(rate[1] / rate[0]);
+    shm_ratio.push_back(rate[2] / rate[0]);
+  }
+  auto range = [](std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return absl::StrFormat("%.2f (%.2f-%.2f)", Percentile(v, 0.5), v.front(), v.back());
+  };
+  std::printf("(b) whole path, batches/s, median of %d rotating trials (range):\n", b.trials);
+  std::printf("    in process (baseline)    %s\n", range(local).c_str());
+  std::printf("    Loader over the socket   %s   ratio %s\n", range(socket).c_str(), range(socket_ratio).c_str());
+  std::printf("    Loader, shared memory    %s   ratio %s\n", range(shm).c_str(), range(shm_ratio).c_str());
+  std::fflush(stdout);
+}
+
+// (c) StartEpoch to the first batch.
+void FirstBatchSection(const Bench& b) {
+  const std::vector<int64_t> few(b.seeds.begin(), b.seeds.begin() + 4LL * b.batch_size);
+  const int epochs = static_cast<int>(*b.flags->GetInt("ttfb_epochs"));
+  const int gap = static_cast<int>(*b.flags->GetInt("epoch_gap_ms"));
+  const auto socket = FirstBatchMs(LoaderFor(b.address, few, b.batch_size, b.fanouts, 2, false, "ttfb"), epochs, gap);
+  const auto shm = FirstBatchMs(LoaderFor(b.address, few, b.batch_size, b.fanouts, 2, true, "ttfb-shm"), epochs, gap);
+  const double raw_ms = b.batch_mb * 1e6 / b.raw * 1e3;
+  std::printf("(c) StartEpoch to the first batch (epochs 1..%d, %d ms between epochs):\n", epochs - 1, gap);
+  std::printf("    raw pump, one batch's bytes   %8.2f ms (target: socket p50 <= %.2f ms)\n", raw_ms, raw_ms + 10);
+  std::printf("    socket        p50 %8.2f ms, p90 %8.2f ms\n", Percentile(socket, 0.5), Percentile(socket, 0.9));
+  std::printf("    shared memory p50 %8.2f ms, p90 %8.2f ms\n", Percentile(shm, 0.5), Percentile(shm, 0.9));
+}
+
+// (t) TLS against plaintext on the same partition; 1 when the TLS listener does not start.
+int TlsSection(const Bench& b) {
+  // The same partition behind a TLS listener; the plaintext server above is the baseline.
+  const std::string certs = b.flags->Get("tls_certs");
+  if (certs.empty()) {
+    std::fprintf(stderr, "section t needs --tls_certs=DIR (bash tests/security/make_certs.sh DIR)\n");
+    return 2;
+  }
+  auto tls_server = StartTls(b.opts, certs);
+  if (!tls_server.ok()) {
+    std::fprintf(stderr, "%s\n", tls_server.status().ToString().c_str());
+    return 1;
+  }
+  auto with_tls = [&](client::LoaderOptions o) {
+    o.servers = {(*tls_server)->address()};
+    o.security.ca_file = certs + "/ca.pem";
+    return o;
+  };
+  auto int8 = [](client::LoaderOptions o) {
+    o.feature_encoding = v1::FEATURE_ENCODING_INT8;
+    return o;
+  };
+  auto better = [](LoaderRun* best, const LoaderRun& r) {
+    if (r.batches_per_s > best->batches_per_s) *best = r;
+  };
+  LoaderRun plain, tls, plain_shm, tls_shm, plain8, tls8;
+  // Alternating runs; each figure is the better of two (noise on shared machines is one-sided).
+  for (int trial = 0; trial < 2; ++trial) {
+    better(&plain, RunLoader(LoaderFor(b.address, b.seeds, b.batch_size, b.fanouts, b.workers, false, "plain"),
+                             b.seconds / 2, b.seconds));
+    better(&tls, RunLoader(with_tls(LoaderFor("", b.seeds, b.batch_size, b.fanouts, b.workers, false, "tls")),
+                           b.seconds / 2, b.seconds));
+    better(&plain_shm, RunLoader(LoaderFor(b.address, b.seeds, b.batch_size, b.fanouts, b.workers, true, "plain-shm"),
+                                 b.seconds / 2, b.seconds));
+    better(&tls_shm, RunLoader(with_tls(LoaderFor("", b.seeds, b.batch_size, b.fanouts, b.workers, true, "tls-shm")),
+                               b.seconds / 2, b.seconds));
+    better(&plain8,
+           RunLoader(int8(LoaderFor(b.address, b.seeds, b.batch_size, b.fanouts, b.workers, false, "plain-int8")),
+                     b.seconds / 2, b.seconds));
+    better(&tls8,
+           RunLoader(with_tls(int8(LoaderFor("", b.seeds, b.batch_size, b.fanouts, b.workers, false, "tls-int8"))),
+                     b.seconds / 2, b.seconds));
+  }
+  std::printf("(t) TLS against plaintext, Loader batches/s (better of 2 alternating runs):\n");
+  // Cores busy: the process's CPU time per second of the run.
+  auto busy = [](const LoaderRun& r) { return r.cpu_s_per_batch * r.batches_per_s; };
+  std::printf("    socket, plaintext (baseline)   %9.2f               %.2f cores busy\n", plain.batches_per_s,
+              busy(plain));
+  std::printf("    socket, TLS                    %9.2f   ratio %.2f   %.2f cores busy\n", tls.batches_per_s,
+              tls.batches_per_s / plain.batches_per_s, busy(tls));
+  std::printf("    shared memory, plaintext       %9.2f\n", plain_shm.batches_per_s);
+  std::printf("    shared memory, TLS listener    %9.2f   ratio %.2f\n", tls_shm.batches_per_s,
+              tls_shm.batches_per_s / plain_shm.batches_per_s);
+  std::printf("    socket int8, plaintext         %9.2f               %.2f cores busy\n", plain8.batches_per_s,
+              busy(plain8));
+  std::printf("    socket int8, TLS               %9.2f   ratio %.2f   %.2f cores busy\n", tls8.batches_per_s,
+              tls8.batches_per_s / plain8.batches_per_s, busy(tls8));
+  // What the cipher alone allows: every byte is encrypted once and decrypted once on this
+  // machine's cores, beside the CPU time the plaintext path already takes per batch.
+  const double aes128 = AeadBytesPerSecond(EVP_aes_128_gcm());
+  const double aes256 = AeadBytesPerSecond(EVP_aes_256_gcm());
+  const double cores = static_cast<double>(std::max(1u, std::thread::hardware_concurrency()));
+  std::printf("    AES-GCM on one core: 128-bit %.2f GB/s, 256-bit %.2f GB/s; %.0f cores\n", aes128 / 1e9, aes256 / 1e9,
+              cores);
+  for (const auto& [name, run] : {std::pair<const char*, const LoaderRun&>{"float32", plain}, {"int8", plain8}}) {
+    const double crypto = 2 * run.bytes_per_batch / aes256;
+    const double bound = std::min(1.0, cores / (run.cpu_s_per_batch + crypto) / run.batches_per_s);
+    std::printf(
+        "    %-7s %.1f MB a batch, plaintext %.0f ms CPU a batch, AES-256 %.0f ms more: TLS at most %.2f "
+        "of plaintext\n",
+        name, run.bytes_per_batch / 1e6, run.cpu_s_per_batch * 1e3, crypto * 1e3, bound);
+  }
+  (*tls_server)->Shutdown();
+  return 0;
+}
+
+// (n) Striped streams over each count of --connections, plaintext and (with certificates) TLS.
+int StripesSection(const Bench& b) {
+  std::vector<int> counts;
+  for (const auto& c : SplitList(b.flags->Get("connections"), ',')) counts.push_back(std::max(1, std::stoi(c)));
+  // TLS too, given certificates: a listener of its own on the same partition.
+  const std::string certs = b.flags->Get("tls_certs");
+  std::unique_ptr<GraphStoreServer> tls_server;
+  if (!certs.empty()) {
+    auto started = StartTls(b.opts, certs);
+    if (!started.ok()) {
+      std::fprintf(stderr, "%s\n", started.status().ToString().c_str());
+      return 1;
+    }
+    tls_server = *std::move(started);
+  }
+  auto socket_loader = [&](int n, bool tls) {
+    client::LoaderOptions o = LoaderFor(b.address, b.seeds, b.batch_size, b.fanouts, b.workers, false,
+                                        absl::StrCat(tls ? "tls-" : "plain-", n));
+    o.connections_per_server = n;
+    if (tls) {
+      o.servers = {tls_server->address()};
+      o.security.ca_file = certs + "/ca.pem";
+    }
+    return o;
+  };
+  struct Row {
+    double pump = 0, grpc = 0, plain = 0, tls = 0;
+  };
+  std::vector<Row> rows(counts.size());
+  auto pool = client::BufferPool::Create();
+  // Trials alternate over the counts, so that each ratio compares runs close in time; each
+  // figure is the median of its b.trials.
+  std::vector<std::vector<Row>> trials_of(counts.size());
+  for (int t = 0; t < b.trials; ++t) {
+    for (size_t i = 0; i < counts.size(); ++i) {
+      Row r;
+      r.pump = RawPump(b.encoded, b.rounds, b.raw_pool, counts[i]).bytes_per_s;
+      r.grpc = ReplayGrpc(b.encoded, b.rounds, pool, counts[i]).bytes_per_s;
+      r.plain = LoaderRate(socket_loader(counts[i], false), b.seconds / 2, b.seconds);
+      if (tls_server) r.tls = LoaderRate(socket_loader(counts[i], true), b.seconds / 2, b.seconds);
+      trials_of[i].push_back(r);
+    }
+  }
+  for (size_t i = 0; i < counts.size(); ++i) {
+    auto median = [&](double Row::*field) {
+      std::vector<double> v;
+      for (const auto& r : trials_of[i]) v.push_back(r.*field);
+      return Percentile(v, 0.5);
+    };
+    rows[i] = {median(&Row::pump), median(&Row::grpc), median(&Row::plain), median(&Row::tls)};
+  }
+  std::printf("(n) striped streams, batch %d, median of %d trials, %u cores:\n", b.batch_size, b.trials,
+              std::thread::hardware_concurrency());
+  std::printf("    conns   raw pump MB/s (baseline)   gRPC decode MB/s  ratio   Loader b/s  vs N=%d", counts[0]);
+  if (tls_server) std::printf("   TLS b/s  TLS/plain");
+  std::printf("\n");
+  for (size_t i = 0; i < counts.size(); ++i) {
+    const Row& r = rows[i];
+    std::printf("    %5d   %24.1f   %16.1f  %5.2f   %10.2f  %5.2f", counts[i], r.pump / 1e6, r.grpc / 1e6,
+                r.grpc / r.pump, r.plain, r.plain / rows[0].plain);
+    if (tls_server) std::printf("   %7.2f  %9.2f", r.tls, r.tls / r.plain);
+    std::printf("\n");
+  }
+  if (tls_server) tls_server->Shutdown();
+  return 0;
+}
+
 int Run(int argc, char** argv) {
   Flags flags;
-  flags.Define("graph", "1m", "1m (generated 1M nodes, ~25M edges, 100 features) or a partition DIR");
-  flags.Define("cache_dir", "/tmp/graphstore-bench", "where generated graphs are kept");
-  flags.Define("seconds", "6", "duration of each throughput measurement");
-  flags.Define("batch_size", "1024", "seeds per batch");
-  flags.Define("fanouts", "15,10,5", "fanout per hop");
-  flags.Define("workers", "1", "sampling workers, in process and on the server");
-  flags.Define("part_mb", "1", "stream part size, MiB (the server's --stream_part_mb)");
-  flags.Define("sampling_nice", "10", "the server's --sampling_nice (its sampling workers' nice value)");
-  flags.Define("split_mb", "8", "batches larger than this are split into parts, MiB (the server's --stream_split_mb)");
-  flags.Define("replay_batches", "6", "distinct batches replayed through the transport");
-  flags.Define("ttfb_epochs", "20", "epochs timed for time to first batch");
-  flags.Define("trials", "3", "alternating runs of the raw pump and the gRPC path in (a), rotating trials in (b)");
-  flags.Define("sections", "abc",
-               "which measurements to run: a (transport), b (whole path), c (first batch), t (TLS against "
-               "plaintext), n (striped streams over --connections)");
-  flags.Define("tls_certs", "",
-               "for section t: a directory made by tests/security/make_certs.sh (ca.pem, server.pem, server.key)");
-  flags.Define("connections", "1,2", "section n: connections per server to compare (the first is the baseline)");
-  flags.Define("epoch_gap_ms", "100", "pause between consuming an epoch and starting the next (time to first batch)");
+  DefineFlags(&flags);
   if (auto exit = flags.ParseCommandLine(argc, argv, "stream_bench", "The remote trainer's data path.")) return *exit;
   SetLogLevel("warn");
   auto graph = BenchGraph(flags.Get("graph"), flags.Get("cache_dir"));
@@ -502,257 +757,54 @@ int Run(int argc, char** argv) {
     return 1;
   }
   EvictFromPageCache(*graph);
-  const double seconds = *flags.GetDouble("seconds");
-  const int batch_size = static_cast<int>(*flags.GetInt("batch_size"));
-  const int workers = static_cast<int>(*flags.GetInt("workers"));
+  Bench b;
+  b.flags = &flags;
+  b.seconds = *flags.GetDouble("seconds");
+  b.batch_size = static_cast<int>(*flags.GetInt("batch_size"));
+  b.workers = static_cast<int>(*flags.GetInt("workers"));
+  b.trials = static_cast<int>(*flags.GetInt("trials"));
   const size_t part_bytes = static_cast<size_t>(*flags.GetInt("part_mb")) << 20;
   const size_t split_bytes = static_cast<size_t>(*flags.GetInt("split_mb")) << 20;
-  std::vector<int> fanouts;
-  for (const auto& f : SplitList(flags.Get("fanouts"), ',')) fanouts.push_back(std::stoi(f));
+  for (const auto& f : SplitList(flags.Get("fanouts"), ',')) b.fanouts.push_back(std::stoi(f));
   auto p = Partition::Load(*graph, {false});
   if (!p.ok()) return 1;
-  const int64_t num_nodes = (*p)->node_type(0).num_nodes;
-  NeighborSamplerOptions so;
-  so.fanouts = fanouts;
-  so.with_node_features = true;
+  b.partition = *std::move(p);
+  const int64_t num_nodes = b.partition->node_type(0).num_nodes;
+  b.so.fanouts = b.fanouts;
+  b.so.with_node_features = true;
   const std::string sections = flags.Get("sections");
-  std::printf("graph %s: %lld nodes; batch %d, fanout [%s], 100 float features, %d worker(s), batches over %zu MiB "
-              "in parts of %zu MiB\n",
-              graph->c_str(), static_cast<long long>(num_nodes), batch_size, flags.Get("fanouts").c_str(), workers,
-              split_bytes >> 20, part_bytes >> 20);
-
-  // (a), and the raw pump's time for one batch that (c) is held to.
+  std::printf(
+      "graph %s: %lld nodes; batch %d, fanout [%s], 100 float features, %d worker(s), batches over %zu MiB "
+      "in parts of %zu MiB\n",
+      graph->c_str(), static_cast<long long>(num_nodes), b.batch_size, flags.Get("fanouts").c_str(), b.workers,
+      split_bytes >> 20, part_bytes >> 20);
   const int replay = static_cast<int>(*flags.GetInt("replay_batches"));
-  const auto encoded = Encoded(**p, so, batch_size, replay, part_bytes, split_bytes);
-  double batch_mb = 0;
-  for (const auto& m : encoded) batch_mb += m->encoded->bytes / 1e6 / encoded.size();
-  const int rounds = std::max(2, static_cast<int>(4000 / std::max(1.0, batch_mb * replay)));
-  // Noise on a shared machine is larger than the difference measured: the two paths alternate
-  // and each reports its median.
-  const int trials = static_cast<int>(*flags.GetInt("trials"));
-  const bool run_a = sections.find('a') != std::string::npos;
-  std::vector<double> raw_rates, grpc_rates, read_rates;
-  // Each side keeps its buffers between runs, as a trainer's process does.
-  auto raw_pool = client::BufferPool::Create();
-  auto grpc_pool = client::BufferPool::Create();
-  RawPump(encoded, 1, raw_pool);
-  if (run_a) ReplayGrpc(encoded, 1, grpc_pool);
-  for (int t = 0; t < (run_a ? trials : 1); ++t) {
-    raw_rates.push_back(RawPump(encoded, rounds, raw_pool).bytes_per_s);
-    if (run_a) grpc_rates.push_back(ReplayGrpc(encoded, rounds, grpc_pool).bytes_per_s);
-    if (run_a) read_rates.push_back(ReplayGrpc(encoded, rounds, nullptr).bytes_per_s);
-  }
-  const double raw = Percentile(raw_rates, 0.5);
-  std::printf("(a) transport alone, %d batches of %.2f MB (%zu parts each) replayed %d times, median of %zu:\n",
-              replay, batch_mb, encoded[0]->encoded->parts.size(), rounds, raw_rates.size());
-  std::printf("    raw TCP pump (baseline)  %9.1f MB/s\n", raw / 1e6);
-  if (run_a) {
-    const double grpc = Percentile(grpc_rates, 0.5);
-    const double read = Percentile(read_rates, 0.5);
-    std::printf("    gRPC send + read         %9.1f MB/s   ratio %.2f\n", read / 1e6, read / raw);
-    std::printf("    gRPC send + decode       %9.1f MB/s   ratio %.2f\n", grpc / 1e6, grpc / raw);
-  }
-  std::fflush(stdout);
+  b.encoded = Encoded(*b.partition, b.so, b.batch_size, replay, part_bytes, split_bytes);
+  for (const auto& m : b.encoded) b.batch_mb += m->encoded->bytes / 1e6 / b.encoded.size();
+  b.rounds = std::max(2, static_cast<int>(4000 / std::max(1.0, b.batch_mb * replay)));
+  b.raw_pool = client::BufferPool::Create();
+  TransportSection(b, sections.find('a') != std::string::npos);
 
-  ServerOptions opts;
-  opts.partition_dir = *graph;
-  opts.verify_partition = false;
-  opts.max_message_bytes = 2047 << 20;
-  opts.core.stream_part_bytes = part_bytes;
-  opts.core.stream_split_bytes = split_bytes;
-  opts.core.sampling_nice = static_cast<int>(*flags.GetInt("sampling_nice"));
-  auto server = GraphStoreServer::BuildAndStart(opts);
+  b.opts.partition_dir = *graph;
+  b.opts.verify_partition = false;
+  b.opts.max_message_bytes = 2047 << 20;
+  b.opts.core.stream_part_bytes = part_bytes;
+  b.opts.core.stream_split_bytes = split_bytes;
+  b.opts.core.sampling_nice = static_cast<int>(*flags.GetInt("sampling_nice"));
+  auto server = GraphStoreServer::BuildAndStart(b.opts);
   if (!server.ok()) {
     std::fprintf(stderr, "%s\n", server.status().ToString().c_str());
     return 1;
   }
-  const std::string address = (*server)->address();
-  const auto seeds = Seeds(num_nodes, 300LL * batch_size);
-  if (sections.find('b') != std::string::npos) {
-    // The first run warms the page cache and the pooled subgraphs (fresh memory is slow to fault in).
-    auto pool = std::make_shared<SubgraphPool>(8);
-    InProcess(**p, so, pool, workers, batch_size, std::max(2.0, seconds / 2));
-    // Trials of the three runs, in an order that rotates, so that each ratio compares runs a
-    // few seconds apart on a shared machine; the medians are printed with their range.
-    std::vector<double> local, socket, shm, socket_ratio, shm_ratio;
-    for (int t = 0; t < trials; ++t) {
-      double rate[3];
-      for (int k = 0; k < 3; ++k) {
-        switch ((t + k) % 3) {
-          case 0: rate[0] = InProcess(**p, so, pool, workers, batch_size, seconds); break;
-          case 1:
-            rate[1] = LoaderRate(LoaderFor(address, seeds, batch_size, fanouts, workers, false, "socket"),
-                                 seconds / 2, seconds);
-            break;
-          default:
-            rate[2] = LoaderRate(LoaderFor(address, seeds, batch_size, fanouts, workers, true, "shm"), seconds / 2,
-                                 seconds);
-        }
-      }
-      local.push_back(rate[0]);
-      socket.push_back(rate[1]);
-      shm.push_back(rate[2]);
-      socket_ratio.push_back(rate[1] / rate[0]);
-      shm_ratio.push_back(rate[2] / rate[0]);
-    }
-    auto range = [](std::vector<double> v) {
-      std::sort(v.begin(), v.end());
-      return absl::StrFormat("%.2f (%.2f-%.2f)", Percentile(v, 0.5), v.front(), v.back());
-    };
-    std::printf("(b) whole path, batches/s, median of %d rotating trials (range):\n", trials);
-    std::printf("    in process (baseline)    %s\n", range(local).c_str());
-    std::printf("    Loader over the socket   %s   ratio %s\n", range(socket).c_str(), range(socket_ratio).c_str());
-    std::printf("    Loader, shared memory    %s   ratio %s\n", range(shm).c_str(), range(shm_ratio).c_str());
-    std::fflush(stdout);
-  }
-  if (sections.find('c') != std::string::npos) {
-    const std::vector<int64_t> few(seeds.begin(), seeds.begin() + 4LL * batch_size);
-    const int epochs = static_cast<int>(*flags.GetInt("ttfb_epochs"));
-    const int gap = static_cast<int>(*flags.GetInt("epoch_gap_ms"));
-    const auto socket = FirstBatchMs(LoaderFor(address, few, batch_size, fanouts, 2, false, "ttfb"), epochs, gap);
-    const auto shm = FirstBatchMs(LoaderFor(address, few, batch_size, fanouts, 2, true, "ttfb-shm"), epochs, gap);
-    const double raw_ms = batch_mb * 1e6 / raw * 1e3;
-    std::printf("(c) StartEpoch to the first batch (epochs 1..%d, %d ms between epochs):\n", epochs - 1, gap);
-    std::printf("    raw pump, one batch's bytes   %8.2f ms (target: socket p50 <= %.2f ms)\n", raw_ms, raw_ms + 10);
-    std::printf("    socket        p50 %8.2f ms, p90 %8.2f ms\n", Percentile(socket, 0.5), Percentile(socket, 0.9));
-    std::printf("    shared memory p50 %8.2f ms, p90 %8.2f ms\n", Percentile(shm, 0.5), Percentile(shm, 0.9));
-  }
-  if (sections.find('t') != std::string::npos) {
-    // The same partition behind a TLS listener; the plaintext server above is the baseline.
-    const std::string certs = flags.Get("tls_certs");
-    if (certs.empty()) {
-      std::fprintf(stderr, "section t needs --tls_certs=DIR (bash tests/security/make_certs.sh DIR)\n");
-      return 2;
-    }
-    auto tls_server = StartTls(opts, certs);
-    if (!tls_server.ok()) {
-      std::fprintf(stderr, "%s\n", tls_server.status().ToString().c_str());
-      return 1;
-    }
-    auto with_tls = [&](client::LoaderOptions o) {
-      o.servers = {(*tls_server)->address()};
-      o.security.ca_file = certs + "/ca.pem";
-      return o;
-    };
-    auto int8 = [](client::LoaderOptions o) {
-      o.feature_encoding = v1::FEATURE_ENCODING_INT8;
-      return o;
-    };
-    auto better = [](LoaderRun* best, const LoaderRun& r) {
-      if (r.batches_per_s > best->batches_per_s) *best = r;
-    };
-    LoaderRun plain, tls, plain_shm, tls_shm, plain8, tls8;
-    // Alternating runs; each figure is the better of two (noise on shared machines is one-sided).
-    for (int trial = 0; trial < 2; ++trial) {
-      better(&plain, RunLoader(LoaderFor(address, seeds, batch_size, fanouts, workers, false, "plain"), seconds / 2,
-                               seconds));
-      better(&tls, RunLoader(with_tls(LoaderFor("", seeds, batch_size, fanouts, workers, false, "tls")), seconds / 2,
-                             seconds));
-      better(&plain_shm, RunLoader(LoaderFor(address, seeds, batch_size, fanouts, workers, true, "plain-shm"),
-                                   seconds / 2, seconds));
-      better(&tls_shm, RunLoader(with_tls(LoaderFor("", seeds, batch_size, fanouts, workers, true, "tls-shm")),
-                                 seconds / 2, seconds));
-      better(&plain8, RunLoader(int8(LoaderFor(address, seeds, batch_size, fanouts, workers, false, "plain-int8")),
-                                seconds / 2, seconds));
-      better(&tls8, RunLoader(with_tls(int8(LoaderFor("", seeds, batch_size, fanouts, workers, false, "tls-int8"))),
-                              seconds / 2, seconds));
-    }
-    std::printf("(t) TLS against plaintext, Loader batches/s (better of 2 alternating runs):\n");
-    // Cores busy: the process's CPU time per second of the run.
-    auto busy = [](const LoaderRun& r) { return r.cpu_s_per_batch * r.batches_per_s; };
-    std::printf("    socket, plaintext (baseline)   %9.2f               %.2f cores busy\n", plain.batches_per_s,
-                busy(plain));
-    std::printf("    socket, TLS                    %9.2f   ratio %.2f   %.2f cores busy\n", tls.batches_per_s,
-                tls.batches_per_s / plain.batches_per_s, busy(tls));
-    std::printf("    shared memory, plaintext       %9.2f\n", plain_shm.batches_per_s);
-    std::printf("    shared memory, TLS listener    %9.2f   ratio %.2f\n", tls_shm.batches_per_s,
-                tls_shm.batches_per_s / plain_shm.batches_per_s);
-    std::printf("    socket int8, plaintext         %9.2f               %.2f cores busy\n", plain8.batches_per_s,
-                busy(plain8));
-    std::printf("    socket int8, TLS               %9.2f   ratio %.2f   %.2f cores busy\n", tls8.batches_per_s,
-                tls8.batches_per_s / plain8.batches_per_s, busy(tls8));
-    // What the cipher alone allows: every byte is encrypted once and decrypted once on this
-    // machine's cores, beside the CPU time the plaintext path already takes per batch.
-    const double aes128 = AeadBytesPerSecond(EVP_aes_128_gcm());
-    const double aes256 = AeadBytesPerSecond(EVP_aes_256_gcm());
-    const double cores = static_cast<double>(std::max(1u, std::thread::hardware_concurrency()));
-    std::printf("    AES-GCM on one core: 128-bit %.2f GB/s, 256-bit %.2f GB/s; %.0f cores\n", aes128 / 1e9,
-                aes256 / 1e9, cores);
-    for (const auto& [name, run] : {std::pair<const char*, const LoaderRun&>{"float32", plain}, {"int8", plain8}}) {
-      const double crypto = 2 * run.bytes_per_batch / aes256;
-      const double bound = std::min(1.0, cores / (run.cpu_s_per_batch + crypto) / run.batches_per_s);
-      std::printf("    %-7s %.1f MB a batch, plaintext %.0f ms CPU a batch, AES-256 %.0f ms more: TLS at most %.2f "
-                  "of plaintext\n",
-                  name, run.bytes_per_batch / 1e6, run.cpu_s_per_batch * 1e3, crypto * 1e3, bound);
-    }
-    (*tls_server)->Shutdown();
-  }
-  if (sections.find('n') != std::string::npos) {
-    std::vector<int> counts;
-    for (const auto& c : SplitList(flags.Get("connections"), ',')) counts.push_back(std::max(1, std::stoi(c)));
-    // TLS too, given certificates: a listener of its own on the same partition.
-    const std::string certs = flags.Get("tls_certs");
-    std::unique_ptr<GraphStoreServer> tls_server;
-    if (!certs.empty()) {
-      auto started = StartTls(opts, certs);
-      if (!started.ok()) {
-        std::fprintf(stderr, "%s\n", started.status().ToString().c_str());
-        return 1;
-      }
-      tls_server = *std::move(started);
-    }
-    auto socket_loader = [&](int n, bool tls) {
-      client::LoaderOptions o = LoaderFor(address, seeds, batch_size, fanouts, workers, false,
-                                          absl::StrCat(tls ? "tls-" : "plain-", n));
-      o.connections_per_server = n;
-      if (tls) {
-        o.servers = {tls_server->address()};
-        o.security.ca_file = certs + "/ca.pem";
-      }
-      return o;
-    };
-    struct Row {
-      double pump = 0, grpc = 0, plain = 0, tls = 0;
-    };
-    std::vector<Row> rows(counts.size());
-    auto pool = client::BufferPool::Create();
-    // Trials alternate over the counts, so that each ratio compares runs close in time; each
-    // figure is the median of its trials.
-    std::vector<std::vector<Row>> trials_of(counts.size());
-    for (int t = 0; t < trials; ++t) {
-      for (size_t i = 0; i < counts.size(); ++i) {
-        Row r;
-        r.pump = RawPump(encoded, rounds, raw_pool, counts[i]).bytes_per_s;
-        r.grpc = ReplayGrpc(encoded, rounds, pool, counts[i]).bytes_per_s;
-        r.plain = LoaderRate(socket_loader(counts[i], false), seconds / 2, seconds);
-        if (tls_server) r.tls = LoaderRate(socket_loader(counts[i], true), seconds / 2, seconds);
-        trials_of[i].push_back(r);
-      }
-    }
-    for (size_t i = 0; i < counts.size(); ++i) {
-      auto median = [&](double Row::*field) {
-        std::vector<double> v;
-        for (const auto& r : trials_of[i]) v.push_back(r.*field);
-        return Percentile(v, 0.5);
-      };
-      rows[i] = {median(&Row::pump), median(&Row::grpc), median(&Row::plain), median(&Row::tls)};
-    }
-    std::printf("(n) striped streams, batch %d, median of %d trials, %u cores:\n", batch_size, trials,
-                std::thread::hardware_concurrency());
-    std::printf("    conns   raw pump MB/s (baseline)   gRPC decode MB/s  ratio   Loader b/s  vs N=%d", counts[0]);
-    if (tls_server) std::printf("   TLS b/s  TLS/plain");
-    std::printf("\n");
-    for (size_t i = 0; i < counts.size(); ++i) {
-      const Row& r = rows[i];
-      std::printf("    %5d   %24.1f   %16.1f  %5.2f   %10.2f  %5.2f", counts[i], r.pump / 1e6, r.grpc / 1e6,
-                  r.grpc / r.pump, r.plain, r.plain / rows[0].plain);
-      if (tls_server) std::printf("   %7.2f  %9.2f", r.tls, r.tls / r.plain);
-      std::printf("\n");
-    }
-    if (tls_server) tls_server->Shutdown();
-  }
+  b.address = (*server)->address();
+  b.seeds = Seeds(num_nodes, 300LL * b.batch_size);
+  int rc = 0;
+  if (sections.find('b') != std::string::npos) WholePathSection(b);
+  if (sections.find('c') != std::string::npos) FirstBatchSection(b);
+  if (rc == 0 && sections.find('t') != std::string::npos) rc = TlsSection(b);
+  if (rc == 0 && sections.find('n') != std::string::npos) rc = StripesSection(b);
   (*server)->Shutdown();
-  return 0;
+  return rc;
 }
 
 }  // namespace

@@ -128,6 +128,12 @@ class LoaderCore {
   void ReadStream(Server* s, int index, int k);
   // One read of that stream: a batch, nullopt with OK at its end, or the failure.
   std::optional<HostBatch> ReadOne(Server* s, int index, int k, absl::Status* status);
+  // Marks `batch`, read by stripe k of server `s`, delivered: DATA_LOSS when it is not one of
+  // that stripe's batches; *resent when a resumed stream sent it again (the trainer has it).
+  absl::Status MarkDelivered(Server* s, int k, const HostBatch& batch, bool* resent);
+  // Hands server `index`'s batch, or its stream's final status, to the trainer's side, waiting
+  // while the reader is a prefetch window ahead; false when the reader is done.
+  bool Hand(Server* s, int index, std::optional<HostBatch> batch, const absl::Status& status);
   void KeepLeases();
   // Batches from a shared-memory message or a decoded one.
   absl::StatusOr<HostBatch> FromMessage(int server, std::shared_ptr<const v1::SampledMessage> msg,

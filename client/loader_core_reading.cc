@@ -66,23 +66,10 @@ void LoaderCore::ReadStream(Server* s, int index, int k) {
       backoff = kFirstBackoff;
       reopen_until.reset();
       reopen_wait = std::chrono::milliseconds(5);
-      // The channel's j-th batch is the epoch's offset + stride * j.
-      const int64_t b = batch->batch_index;
-      const int64_t j = (b - s->offset) / s->stride;
-      std::lock_guard<std::mutex> lock(s->progress_mu);
-      if (b < s->offset || (b - s->offset) % s->stride != 0 || j >= s->num_batches || j % n != k) {
-        status = absl::DataLossError(absl::StrCat("batch_index ", b, " is not one of this stream's batches (",
-                                                  s->offset, " + ", s->stride, " j, j < ", s->num_batches,
-                                                  ", j mod ", n, " = ", k, ")"));
-        batch.reset();
-      } else if (s->delivered[static_cast<size_t>(j)]) {
-        continue;  // sent again by a resumed stream: the trainer has it
-      } else {
-        s->delivered[static_cast<size_t>(j)] = 1;
-        while (s->first_missing < s->num_batches && s->delivered[static_cast<size_t>(s->first_missing)]) {
-          ++s->first_missing;
-        }
-      }
+      bool resent = false;
+      status = MarkDelivered(s, k, *batch, &resent);
+      if (resent) continue;  // sent again by a resumed stream: the trainer has it
+      if (!status.ok()) batch.reset();
     } else if (status.ok()) {
       std::lock_guard<std::mutex> lock(s->progress_mu);
       if (const int64_t missing = s->StripeMissingLocked(k, n); missing >= 0) {
@@ -124,28 +111,51 @@ void LoaderCore::ReadStream(Server* s, int index, int k) {
         continue;
       }
     }
-    std::unique_lock<std::mutex> lock(mu_);
-    if (!batch.has_value()) {
-      queue_.push_back(Item{index, std::nullopt, status});
-      cv_.notify_all();
-      return;
-    }
-    ++s->in_queue;
-    if (ordered_) {
-      // A batch waits for those before it; the reader goes on while its batches are within
-      // `prefetch` of the trainer's per server, so a server that is ahead runs only so far.
-      const int64_t position = Position(batch->batch_index);
-      const int64_t window = options_.prefetch * static_cast<int64_t>(servers_.size());
-      reorder_.emplace(position, Item{index, std::move(batch), absl::OkStatus()});
-      cv_.notify_all();
-      cv_.wait(lock, [&] { return position < next_position_ + window || stopping_; });
-    } else {
-      queue_.push_back(Item{index, std::move(batch), absl::OkStatus()});
-      cv_.notify_all();
-      cv_.wait(lock, [&] { return s->in_queue < options_.prefetch || stopping_; });
-    }
-    if (stopping_) return;
+    if (!Hand(s, index, std::move(batch), status)) return;
   }
+}
+
+absl::Status LoaderCore::MarkDelivered(Server* s, int k, const HostBatch& batch, bool* resent) {
+  const int n = static_cast<int>(s->stripes.size());
+  // The channel's j-th batch is the epoch's offset + stride * j.
+  const int64_t b = batch.batch_index;
+  const int64_t j = (b - s->offset) / s->stride;
+  std::lock_guard<std::mutex> lock(s->progress_mu);
+  if (b < s->offset || (b - s->offset) % s->stride != 0 || j >= s->num_batches || j % n != k) {
+    return absl::DataLossError(absl::StrCat("batch_index ", b, " is not one of this stream's batches (", s->offset,
+                                            " + ", s->stride, " j, j < ", s->num_batches, ", j mod ", n, " = ", k,
+                                            ")"));
+  }
+  *resent = s->delivered[static_cast<size_t>(j)] != 0;
+  s->delivered[static_cast<size_t>(j)] = 1;
+  while (s->first_missing < s->num_batches && s->delivered[static_cast<size_t>(s->first_missing)]) {
+    ++s->first_missing;
+  }
+  return absl::OkStatus();
+}
+
+bool LoaderCore::Hand(Server* s, int index, std::optional<HostBatch> batch, const absl::Status& status) {
+  std::unique_lock<std::mutex> lock(mu_);
+  if (!batch.has_value()) {
+    queue_.push_back(Item{index, std::nullopt, status});
+    cv_.notify_all();
+    return false;
+  }
+  ++s->in_queue;
+  if (ordered_) {
+    // A batch waits for those before it; the reader goes on while its batches are within
+    // `prefetch` of the trainer's per server, so a server that is ahead runs only so far.
+    const int64_t position = Position(batch->batch_index);
+    const int64_t window = options_.prefetch * static_cast<int64_t>(servers_.size());
+    reorder_.emplace(position, Item{index, std::move(batch), absl::OkStatus()});
+    cv_.notify_all();
+    cv_.wait(lock, [&] { return position < next_position_ + window || stopping_; });
+  } else {
+    queue_.push_back(Item{index, std::move(batch), absl::OkStatus()});
+    cv_.notify_all();
+    cv_.wait(lock, [&] { return s->in_queue < options_.prefetch || stopping_; });
+  }
+  return !stopping_;
 }
 
 bool LoaderCore::HasNextLocked() const {

@@ -16,33 +16,9 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "client/loader_options.h"
+#include "python/loader_values.h"
 
 namespace graphstore::python {
-
-/// A Python value as the package hands it over: None, bool, int, float, str, a list of ints
-/// (ids, times, fanouts: kept flat, they can be long), another list, or a dict with str keys.
-struct Value {
-  enum class Type { kNone, kBool, kInt, kFloat, kString, kInts, kList, kDict };
-  Type type = Type::kNone;
-  bool b = false;
-  int64_t i = 0;
-  double f = 0;
-  std::string s;
-  std::vector<int64_t> ints;
-  std::vector<Value> list;
-  std::vector<std::pair<std::string, Value>> dict;
-
-  static Value None() { return Value(); }
-  static Value Bool(bool v);
-  static Value Int(int64_t v);
-  static Value Float(double v);
-  static Value Str(std::string v);
-  static Value Ints(std::vector<int64_t> v);
-  /// Python's name of the type ("NoneType", "bool", "int", "float", "str", "list", "dict").
-  const char* TypeName() const;
-  /// The entry `key` of a dict, or null.
-  const Value* Find(const std::string& key) const;
-};
 
 /// Where an option sits in graphstore.Loader's signature.
 enum class Place {
@@ -69,9 +45,6 @@ const std::vector<OptionSpec>& LoaderOptionSpecs();
 /// the value's type is what is wrong, the status carries the payload kTypeErrorPayload (Python
 /// raises TypeError for it, ValueError otherwise).
 absl::StatusOr<client::LoaderOptions> BuildLoaderOptions(const std::map<std::string, Value>& values);
-
-/// The payload URL that marks a status from BuildLoaderOptions as a type error.
-inline constexpr char kTypeErrorPayload[] = "graphstore/type-error";
 
 }  // namespace graphstore::python
 

@@ -269,21 +269,7 @@ void Backend::WorkerLoop(int worker) {
     const uint64_t generation = run.generation;
     const std::shared_ptr<const std::vector<int64_t>> order = run.order;
     ++c->in_flight;
-    const int64_t bs = c->opts.batch_size;
-    BatchTask task;
-    task.channel_id = c->id;
-    task.context = c->opts.context;
-    task.attachment = c->opts.attachment.get();
-    task.seed = c->opts.seed;
-    task.epoch = run.epoch;
-    task.batch_index = b;
-    task.num_batches = run.num_batches;
-    task.epoch_batch = c->EpochBatch(b);
-    task.num_epoch_batches = c->EpochBatchesFor(static_cast<int64_t>(order->size()));
-    const int64_t first = task.epoch_batch * bs;
-    task.seeds = order->data() + first;
-    task.num_seeds = static_cast<size_t>(std::min<int64_t>(bs, static_cast<int64_t>(order->size()) - first));
-    task.worker = worker;
+    const BatchTask task = TaskFor(*c, run, b, *order, worker);
     MaybeQueue(c);
     lock.unlock();
 
@@ -297,34 +283,58 @@ void Backend::WorkerLoop(int worker) {
 
     lock.lock();
     --c->in_flight;
-    // Generations are never 0 and never reused, so they alone say which run a result is for.
-    if (!c->removed && generation == c->ahead.generation) {
-      if (result.ok()) {
-        c->ahead.Keep(b, *std::move(result));
-        ++c->total_sampled;
-        ++total_batches_sampled_;
-      } else {
-        c->ahead_failed = true;  // sampled again if the epoch starts, which reports the error
-      }
-    } else if (!c->removed && generation == c->cur.generation && !c->cancelled) {
-      if (result.ok()) {
-        c->cur.Keep(b, *std::move(result));
-        ++c->sampled;
-        ++c->total_sampled;
-        ++total_batches_sampled_;
-      } else if (c->error.ok() || b < c->failed_batch) {
-        c->failed_batch = b;
-        c->error = absl::Status(result.status().code(),
-                                absl::StrCat("sampling batch ", b, " of epoch ", task.epoch,
-                                             " failed: ", result.status().message()));
-      }
-    }
+    KeepLocked(c.get(), generation, task, &result);
     MaybeQueue(c);
     lock.unlock();
     ready_cv_.notify_all();
     Notify(c);
     result = absl::CancelledError();  // drop a discarded payload outside the lock
     lock.lock();
+  }
+}
+
+BatchTask Backend::TaskFor(const Channel& c, const Run& run, int64_t b, const std::vector<int64_t>& order,
+                           int worker) const {
+  const int64_t bs = c.opts.batch_size;
+  BatchTask task;
+  task.channel_id = c.id;
+  task.context = c.opts.context;
+  task.attachment = c.opts.attachment.get();
+  task.seed = c.opts.seed;
+  task.epoch = run.epoch;
+  task.batch_index = b;
+  task.num_batches = run.num_batches;
+  task.epoch_batch = c.EpochBatch(b);
+  task.num_epoch_batches = c.EpochBatchesFor(static_cast<int64_t>(order.size()));
+  const int64_t first = task.epoch_batch * bs;
+  task.seeds = order.data() + first;
+  task.num_seeds = static_cast<size_t>(std::min<int64_t>(bs, static_cast<int64_t>(order.size()) - first));
+  task.worker = worker;
+  return task;
+}
+
+void Backend::KeepLocked(Channel* c, uint64_t generation, const BatchTask& task, absl::StatusOr<Batch>* result) {
+  const int64_t b = task.batch_index;
+  // Generations are never 0 and never reused, so they alone say which run a result is for.
+  if (!c->removed && generation == c->ahead.generation) {
+    if (result->ok()) {
+      c->ahead.Keep(b, *std::move(*result));
+      ++c->total_sampled;
+      ++total_batches_sampled_;
+    } else {
+      c->ahead_failed = true;  // sampled again if the epoch starts, which reports the error
+    }
+  } else if (!c->removed && generation == c->cur.generation && !c->cancelled) {
+    if (result->ok()) {
+      c->cur.Keep(b, *std::move(*result));
+      ++c->sampled;
+      ++c->total_sampled;
+      ++total_batches_sampled_;
+    } else if (c->error.ok() || b < c->failed_batch) {
+      c->failed_batch = b;
+      c->error = absl::Status(result->status().code(), absl::StrCat("sampling batch ", b, " of epoch ", task.epoch,
+                                                                    " failed: ", result->status().message()));
+    }
   }
 }
 

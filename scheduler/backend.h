@@ -218,6 +218,9 @@ struct BackendStats {
 };
 
 /// The worker pool and its channels. Thread-safe.
+// One epoch's sampling of a channel (backend_channel.h).
+struct Run;
+
 class Backend {
  public:
   /// A backend running `sample` on `options.num_workers` worker threads while it has channels:
@@ -305,6 +308,11 @@ class Backend {
   using ChannelPtr = std::shared_ptr<Channel>;
 
   void WorkerLoop(int worker);
+  // The task of batch `b` of `run` on channel `c` (mu_ held); its seeds point into `order`.
+  BatchTask TaskFor(const Channel& c, const Run& run, int64_t b, const std::vector<int64_t>& order, int worker) const;
+  // Keeps a worker's result for `task` in the run of `generation`, or records its error; a result
+  // for a run that has gone is left in *result, to be dropped outside the lock (mu_ held).
+  void KeepLocked(Channel* c, uint64_t generation, const BatchTask& task, absl::StatusOr<Batch>* result);
   // Starts the workers unless they run (mu_ held).
   void StartWorkersLocked();
   // Looks at every channel again (the memory budget has room).

@@ -114,7 +114,7 @@ class Task:
         self.to_item, self.to_user = self.supervision, self.reverse
 
 
-def main(argv=None):
+def parse_args(argv):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--servers", required=True, help="comma-separated host:port of every server, in partition order")
     p.add_argument("--epochs", type=int, default=25)
@@ -129,7 +129,50 @@ def main(argv=None):
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--feature_encoding", default="")
     p.add_argument("--shutdown_servers", action="store_true")
-    args = p.parse_args(argv)
+    return p.parse_args(argv)
+
+
+def seen_and_popularity(servers, task, num_users, num_items):
+    """The train labels as a [users, items] mask, and each item's train popularity (ties by
+    lower id)."""
+    seen = torch.zeros(num_users, num_items, dtype=torch.bool)
+    popularity = torch.zeros(num_items, dtype=torch.float64)
+    for u, items in labels(servers, "train", task).items():
+        seen[u, items] = True
+        popularity.index_add_(0, torch.tensor(items), torch.ones(len(items), dtype=torch.float64))
+    return seen, (popularity - torch.arange(num_items, dtype=torch.float64) / (num_items + 1)).float()
+
+
+def embed_all(model, embed, task, epoch, sizes, hidden):
+    """Every user's and item's embedding, from one epoch of the embedding loaders."""
+    model.eval()
+    h = {t: torch.zeros(n, hidden) for t, n in sizes.items()}
+    with torch.no_grad():
+        for t, loader in embed.items():
+            for batch in loader.epoch(epoch):
+                hu, hi = model(batch, task)
+                s = batch[t].batch_size
+                h[t].index_copy_(0, batch[t].n_id[:s], (hu if t == task.user_type else hi)[:s])
+    return h
+
+
+def train_epoch(model, opt, train, task, epoch):
+    """One epoch of BPR over the train anchors: mean loss, batches, seconds."""
+    model.train()
+    start, loss_sum, batches = time.monotonic(), 0.0, 0
+    for batch in train.epoch(epoch):
+        hu, hi = model(batch, task)
+        loss = bpr_loss(hu, hi, batch)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        loss_sum += loss.item()
+        batches += 1
+    return loss_sum / max(batches, 1), batches, time.monotonic() - start
+
+
+def main(argv=None):
+    args = parse_args(argv)
     torch.manual_seed(args.seed)
     torch.set_num_threads(1)
     task = Task(args)
@@ -149,12 +192,7 @@ def main(argv=None):
         types = {t.name: t for t in train.meta.node_types}
         num_users, num_items = types[task.user_type].num_nodes, types[task.item_type].num_nodes
         val = labels(servers, "val", task)
-        seen = torch.zeros(num_users, num_items, dtype=torch.bool)
-        popularity = torch.zeros(num_items, dtype=torch.float64)
-        for u, items in labels(servers, "train", task).items():
-            seen[u, items] = True
-            popularity.index_add_(0, torch.tensor(items), torch.ones(len(items), dtype=torch.float64))
-        popularity = (popularity - torch.arange(num_items, dtype=torch.float64) / (num_items + 1)).float()
+        seen, popularity = seen_and_popularity(servers, task, num_users, num_items)
         masked = lambda s: s.masked_fill(seen, -1e9)  # noqa: E731
         pop_recall, pop_mrr = recall_mrr(masked(popularity.expand(num_users, -1).clone()), val)
         print(f"dataset '{train.meta.dataset_name}': {num_users} {task.user_type}, {num_items} {task.item_type}; "
@@ -164,34 +202,18 @@ def main(argv=None):
         model = BipartiteSage(types[task.user_type].features.dim, types[task.item_type].features.dim,
                               num_users, num_items, args.hidden)
         opt = torch.optim.Adam(model.parameters(), lr=args.lr)
+        sizes = {task.user_type: num_users, task.item_type: num_items}
 
         def evaluate(epoch):
-            model.eval()
-            h = {task.user_type: torch.zeros(num_users, args.hidden), task.item_type: torch.zeros(num_items, args.hidden)}
-            with torch.no_grad():
-                for t, loader in embed.items():
-                    for batch in loader.epoch(epoch):
-                        hu, hi = model(batch, task)
-                        s = batch[t].batch_size
-                        h[t].index_copy_(0, batch[t].n_id[:s], (hu if t == task.user_type else hi)[:s])
+            h = embed_all(model, embed, task, epoch, sizes, args.hidden)
             return recall_mrr(masked(h[task.user_type] @ h[task.item_type].t()), val)
 
         r0, m0 = evaluate(0)
         print(f"before training: val recall@20 {r0:.4f}  MRR {m0:.4f}", flush=True)
         for epoch in range(args.epochs):
-            model.train()
-            start, loss_sum, batches = time.monotonic(), 0.0, 0
-            for batch in train.epoch(epoch):
-                hu, hi = model(batch, task)
-                loss = bpr_loss(hu, hi, batch)
-                opt.zero_grad()
-                loss.backward()
-                opt.step()
-                loss_sum += loss.item()
-                batches += 1
-            secs = time.monotonic() - start
+            loss, batches, secs = train_epoch(model, opt, train, task, epoch)
             recall, mrr = evaluate(epoch + 1)
-            print(f"epoch {epoch}: loss {loss_sum / max(batches, 1):.4f}  val recall@20 {recall:.4f}  MRR {mrr:.4f}  "
+            print(f"epoch {epoch}: loss {loss:.4f}  val recall@20 {recall:.4f}  MRR {mrr:.4f}  "
                   f"(popularity {pop_recall:.4f})  {batches} batches, {batches / secs:.1f} batches/s", flush=True)
         for loader in embed.values():
             loader.close()

@@ -28,10 +28,103 @@ bool IsReservedNodeFile(const std::string& split) {
   return split == "ids" || split == "features" || split == "labels" || split == "feature_range";
 }
 
+namespace {
+
+// A manifest problem, without the file (ValidateManifest adds it).
+absl::Status Bad(const std::string& what) { return absl::DataLossError(what); }
+
+// One node type's counts, feature shape, limits and splits.
+absl::Status CheckNodeType(const v1::PartitionManifest& m, const v1::ManifestNodeType& n) {
+  if (n.num_nodes() < 0 || n.num_local_nodes() < 0 || n.num_local_nodes() > n.num_nodes()) {
+    return Bad(absl::StrCat("node type '", n.name(), "': need 0 <= num_local_nodes <= num_nodes"));
+  }
+  if (n.feature_dim() < 0) return Bad(absl::StrCat("node type '", n.name(), "': feature_dim < 0"));
+  if (!n.feature_dtype().empty() && n.feature_dtype() != "float32" && n.feature_dtype() != "float16") {
+    return Bad(absl::StrCat("node type '", n.name(), "': feature_dtype '", n.feature_dtype(),
+                            "' is not float32 or float16"));
+  }
+  if (n.has_labels() && n.num_classes() < 0) {
+    return Bad(absl::StrCat("node type '", n.name(), "': num_classes < 0"));
+  }
+  if (n.num_nodes() > kMaxCount) {
+    return Bad(absl::StrCat("node type '", n.name(), "': num_nodes ", n.num_nodes(), " is above the limit ", kMaxCount));
+  }
+  if (n.feature_dim() > kMaxFeatureDim) {
+    return Bad(absl::StrCat("node type '", n.name(), "': feature_dim ", n.feature_dim(), " is above the limit ",
+                            kMaxFeatureDim));
+  }
+  if (m.num_partitions() == 1 && n.num_local_nodes() != n.num_nodes()) {
+    return Bad(absl::StrCat("node type '", n.name(), "': the only partition must own all ", n.num_nodes(),
+                            " nodes, not num_local_nodes=", n.num_local_nodes()));
+  }
+  if (n.splits_size() > kMaxSplits) {
+    return Bad(absl::StrCat("node type '", n.name(), "': ", n.splits_size(), " splits, the limit is ", kMaxSplits));
+  }
+  std::set<std::string> splits;
+  for (const auto& s : n.splits()) {
+    if (!IsValidTypeName(s) || !splits.insert(s).second) {
+      return Bad(absl::StrCat("node type '", n.name(), "': bad or repeated split '", s, "'"));
+    }
+    if (IsReservedNodeFile(s)) {
+      return Bad(absl::StrCat("node type '", n.name(), "': split '", s, "' would be stored as ", s,
+                              ".npy, a file of the format itself"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+// One edge type's counts, feature shape, ids, times and label splits (its node types exist).
+absl::Status CheckEdgeType(const v1::PartitionManifest& m, const v1::ManifestEdgeType& e, const std::string& name) {
+  if (!IsValidTypeName(e.relation())) {
+    return Bad(absl::StrCat("edge type '", name, "': bad relation name"));
+  }
+  if (e.num_edges() < 0 || e.num_local_edges() < 0 || e.num_local_edges() > e.num_edges()) {
+    return Bad(absl::StrCat("edge type '", name, "': need 0 <= num_local_edges <= num_edges"));
+  }
+  if (e.num_edges() > kMaxCount) {
+    return Bad(absl::StrCat("edge type '", name, "': num_edges ", e.num_edges(), " is above the limit ", kMaxCount));
+  }
+  if (m.num_partitions() == 1 && e.num_local_edges() != e.num_edges()) {
+    return Bad(absl::StrCat("edge type '", name, "': the only partition must store all ", e.num_edges(),
+                            " edges, not num_local_edges=", e.num_local_edges()));
+  }
+  if (e.feature_dim() < 0) return Bad(absl::StrCat("edge type '", name, "': feature_dim < 0"));
+  if (e.feature_dim() > kMaxFeatureDim) {
+    return Bad(absl::StrCat("edge type '", name, "': feature_dim ", e.feature_dim(), " is above the limit ",
+                            kMaxFeatureDim));
+  }
+  if (!e.feature_dtype().empty() && e.feature_dtype() != "float32" && e.feature_dtype() != "float16") {
+    return Bad(absl::StrCat("edge type '", name, "': feature_dtype '", e.feature_dtype(),
+                            "' is not float32 or float16"));
+  }
+  if (m.num_partitions() > 1 && !e.has_edge_ids()) {
+    return Bad(absl::StrCat("edge type '", name,
+                            "': a dataset with several partitions must store edge_ids"));
+  }
+  const std::string& col_type = m.edge_dir() == "in" ? e.src_type() : e.dst_type();
+  for (const auto& n : m.node_types()) {
+    if (n.name() == col_type && n.has_node_times() && !e.has_edge_times()) {
+      return Bad(absl::StrCat("edge type '", name, "': its neighbours' type '", col_type,
+                              "' stores node times, so the edge type must store edge times (has_edge_times; "
+                              "each edge's time is at least its neighbour's)"));
+    }
+  }
+  std::set<std::string> label_splits;
+  for (const auto& s : e.label_splits()) {
+    if (!IsValidTypeName(s) || !label_splits.insert(s).second) {
+      return Bad(absl::StrCat("edge type '", name, "': bad or repeated label split '", s, "'"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 absl::Status ValidateManifest(const v1::PartitionManifest& m, const std::string& file) {
   auto bad = [&](const std::string& what) {
     return absl::DataLossError(absl::StrCat(file, ": ", what));
   };
+  auto in_file = [&](const absl::Status& s) { return bad(std::string(s.message())); };
   if (m.format_version() != kFormatVersion) {
     return bad(absl::StrCat("format_version is ", m.format_version(), ", this build reads ",
                             kFormatVersion));
@@ -48,45 +141,10 @@ absl::Status ValidateManifest(const v1::PartitionManifest& m, const std::string&
   std::set<std::string> node_names;
   for (const auto& n : m.node_types()) {
     if (!IsValidTypeName(n.name())) {
-      return bad(absl::StrCat("node type name '", n.name(),
-                              "' must match [A-Za-z0-9_-]+ and not contain \"__\""));
+      return bad(absl::StrCat("node type name '", n.name(), "' must match [A-Za-z0-9_-]+ and not contain \"__\""));
     }
     if (!node_names.insert(n.name()).second) return bad(absl::StrCat("node type '", n.name(), "' repeated"));
-    if (n.num_nodes() < 0 || n.num_local_nodes() < 0 || n.num_local_nodes() > n.num_nodes()) {
-      return bad(absl::StrCat("node type '", n.name(), "': need 0 <= num_local_nodes <= num_nodes"));
-    }
-    if (n.feature_dim() < 0) return bad(absl::StrCat("node type '", n.name(), "': feature_dim < 0"));
-    if (!n.feature_dtype().empty() && n.feature_dtype() != "float32" && n.feature_dtype() != "float16") {
-      return bad(absl::StrCat("node type '", n.name(), "': feature_dtype '", n.feature_dtype(),
-                              "' is not float32 or float16"));
-    }
-    if (n.has_labels() && n.num_classes() < 0) {
-      return bad(absl::StrCat("node type '", n.name(), "': num_classes < 0"));
-    }
-    if (n.num_nodes() > kMaxCount) {
-      return bad(absl::StrCat("node type '", n.name(), "': num_nodes ", n.num_nodes(), " is above the limit ", kMaxCount));
-    }
-    if (n.feature_dim() > kMaxFeatureDim) {
-      return bad(absl::StrCat("node type '", n.name(), "': feature_dim ", n.feature_dim(), " is above the limit ",
-                              kMaxFeatureDim));
-    }
-    if (m.num_partitions() == 1 && n.num_local_nodes() != n.num_nodes()) {
-      return bad(absl::StrCat("node type '", n.name(), "': the only partition must own all ", n.num_nodes(),
-                              " nodes, not num_local_nodes=", n.num_local_nodes()));
-    }
-    if (n.splits_size() > kMaxSplits) {
-      return bad(absl::StrCat("node type '", n.name(), "': ", n.splits_size(), " splits, the limit is ", kMaxSplits));
-    }
-    std::set<std::string> splits;
-    for (const auto& s : n.splits()) {
-      if (!IsValidTypeName(s) || !splits.insert(s).second) {
-        return bad(absl::StrCat("node type '", n.name(), "': bad or repeated split '", s, "'"));
-      }
-      if (IsReservedNodeFile(s)) {
-        return bad(absl::StrCat("node type '", n.name(), "': split '", s, "' would be stored as ", s,
-                                ".npy, a file of the format itself"));
-      }
-    }
+    if (auto s = CheckNodeType(m, n); !s.ok()) return in_file(s);
   }
   std::set<std::string> edge_names;
   for (const auto& e : m.edge_types()) {
@@ -94,47 +152,8 @@ absl::Status ValidateManifest(const v1::PartitionManifest& m, const std::string&
     if (!node_names.count(e.src_type()) || !node_names.count(e.dst_type())) {
       return bad(absl::StrCat("edge type '", name, "' names an unknown node type"));
     }
-    if (!IsValidTypeName(e.relation())) {
-      return bad(absl::StrCat("edge type '", name, "': bad relation name"));
-    }
     if (!edge_names.insert(name).second) return bad(absl::StrCat("edge type '", name, "' repeated"));
-    if (e.num_edges() < 0 || e.num_local_edges() < 0 || e.num_local_edges() > e.num_edges()) {
-      return bad(absl::StrCat("edge type '", name, "': need 0 <= num_local_edges <= num_edges"));
-    }
-    if (e.num_edges() > kMaxCount) {
-      return bad(absl::StrCat("edge type '", name, "': num_edges ", e.num_edges(), " is above the limit ", kMaxCount));
-    }
-    if (m.num_partitions() == 1 && e.num_local_edges() != e.num_edges()) {
-      return bad(absl::StrCat("edge type '", name, "': the only partition must store all ", e.num_edges(),
-                              " edges, not num_local_edges=", e.num_local_edges()));
-    }
-    if (e.feature_dim() < 0) return bad(absl::StrCat("edge type '", name, "': feature_dim < 0"));
-    if (e.feature_dim() > kMaxFeatureDim) {
-      return bad(absl::StrCat("edge type '", name, "': feature_dim ", e.feature_dim(), " is above the limit ",
-                              kMaxFeatureDim));
-    }
-    if (!e.feature_dtype().empty() && e.feature_dtype() != "float32" && e.feature_dtype() != "float16") {
-      return bad(absl::StrCat("edge type '", name, "': feature_dtype '", e.feature_dtype(),
-                              "' is not float32 or float16"));
-    }
-    if (m.num_partitions() > 1 && !e.has_edge_ids()) {
-      return bad(absl::StrCat("edge type '", name,
-                              "': a dataset with several partitions must store edge_ids"));
-    }
-    const std::string& col_type = m.edge_dir() == "in" ? e.src_type() : e.dst_type();
-    for (const auto& n : m.node_types()) {
-      if (n.name() == col_type && n.has_node_times() && !e.has_edge_times()) {
-        return bad(absl::StrCat("edge type '", name, "': its neighbours' type '", col_type,
-                                "' stores node times, so the edge type must store edge times (has_edge_times; "
-                                "each edge's time is at least its neighbour's)"));
-      }
-    }
-    std::set<std::string> label_splits;
-    for (const auto& s : e.label_splits()) {
-      if (!IsValidTypeName(s) || !label_splits.insert(s).second) {
-        return bad(absl::StrCat("edge type '", name, "': bad or repeated label split '", s, "'"));
-      }
-    }
+    if (auto s = CheckEdgeType(m, e, name); !s.ok()) return in_file(s);
   }
   return absl::OkStatus();
 }

@@ -63,6 +63,103 @@ absl::Status CheckRange(const MappedNpy& f, int64_t limit, const std::string& wh
   return absl::OkStatus();
 }
 
+// Owned ids: strictly ascending, in range, and owned by partition `part` per the book, which
+// assigns every node to one of `num_parts`.
+absl::Status VerifyOwnership(const NodeTypeStore& t, int part, int num_parts, Progress* progress) {
+  const int64_t* ids = t.global_ids();
+  const int32_t* book = t.book.data<int32_t>();
+  for (int64_t i = 0; i < t.num_local; ++i) {
+    if (ids[i] < 0 || ids[i] >= t.num_nodes) {
+      return Corrupt(t.ids, absl::StrCat("entry ", i, " is ", ids[i], ", outside [0, ", t.num_nodes, ")"));
+    }
+    if (i > 0 && ids[i] <= ids[i - 1]) {
+      return Corrupt(t.ids, absl::StrCat("not strictly ascending at entry ", i, " (", ids[i - 1],
+                                         " then ", ids[i], ")"));
+    }
+    if (book[ids[i]] != part) {
+      return Corrupt(t.book, absl::StrCat("node ", ids[i], " is listed in ", t.ids.path(),
+                                          " but the book assigns it to partition ", book[ids[i]]));
+    }
+    if (t.local.is_open() && t.local.data<int64_t>()[ids[i]] != i) {
+      return Corrupt(t.local, absl::StrCat("entry ", ids[i], " is ", t.local.data<int64_t>()[ids[i]],
+                                           ", but that node is row ", i, " of ", t.ids.path()));
+    }
+  }
+  int64_t owned = 0;
+  for (int64_t g = 0; g < t.num_nodes; ++g) {
+    if (book[g] < 0 || book[g] >= num_parts) {
+      return Corrupt(t.book, absl::StrCat("entry ", g, " is ", book[g], ", outside [0, ",
+                                          num_parts, ")"));
+    }
+    owned += book[g] == part;
+  }
+  progress->Add(t.num_nodes + t.num_local);
+  if (owned != t.num_local) {
+    return Corrupt(t.book, absl::StrCat("assigns ", owned, " nodes to partition ", part,
+                                        ", but the manifest says ", t.num_local));
+  }
+  return absl::OkStatus();
+}
+
+// The per-node columns: owner rows, feature ranges, degrees and labels within their bounds.
+absl::Status VerifyNodeColumns(const NodeTypeStore& t) {
+  if (t.local.is_open()) {
+    if (auto st = CheckRange(t.local, t.num_nodes, "row in the owner partition"); !st.ok()) return st;
+  }
+  if (t.feature_range.is_open()) {
+    const float* r = t.feature_range.data<float>();
+    for (int64_t c = 0; c < t.feature_dim; ++c) {
+      if (!(r[c] <= r[t.feature_dim + c])) {
+        return Corrupt(t.feature_range, absl::StrCat("column ", c, ": minimum ", r[c], " is not <= maximum ",
+                                                     r[t.feature_dim + c]));
+      }
+    }
+  }
+  if (t.degree.is_open()) {
+    const int64_t* d = t.degree.data<int64_t>();
+    for (int64_t g = 0; g < t.num_nodes; ++g) {
+      if (d[g] < 0) return Corrupt(t.degree, absl::StrCat("entry ", g, " is negative"));
+    }
+  }
+  if (t.labels.is_open()) {
+    const int64_t* lab = t.labels.data<int64_t>();
+    for (int64_t i = 0; i < t.num_local; ++i) {
+      if (lab[i] < -1 || lab[i] >= t.num_classes) {
+        return Corrupt(t.labels, absl::StrCat("entry ", i, " is ", lab[i], ", outside [-1, ",
+                                              t.num_classes, ") (num_classes in the manifest)"));
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+// The splits: nodes this partition owns, each in at most one split, once.
+absl::Status VerifySplits(const NodeTypeStore& t, int part) {
+  const int32_t* book = t.book.data<int32_t>();
+  // A node is in at most one split, once: a repeated seed would be sampled twice an epoch, and
+  // a node in two splits leaks evaluation nodes into training.
+  std::vector<int8_t> split_of(t.splits.empty() ? 0 : t.num_nodes, -1);
+  std::vector<const std::string*> split_names;
+  for (const auto& [name, f] : t.splits) {
+    const int8_t mark = static_cast<int8_t>(split_names.size());
+    split_names.push_back(&name);
+    const int64_t* v = f.data<int64_t>();
+    for (int64_t i = 0; i < f.num_elements(); ++i) {
+      if (v[i] < 0 || v[i] >= t.num_nodes || book[v[i]] != part) {
+        return Corrupt(f, absl::StrCat("entry ", i, " is node ", v[i],
+                                       ", which this partition does not own"));
+      }
+      if (split_of[v[i]] == mark) return Corrupt(f, absl::StrCat("entry ", i, ": node ", v[i], " is listed twice"));
+      if (split_of[v[i]] >= 0) {
+        return Corrupt(f, absl::StrCat("entry ", i, ": node ", v[i], " is also in split '",
+                                       *split_names[split_of[v[i]]], "' (splits must not overlap)"));
+      }
+      split_of[v[i]] = mark;
+    }
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<Partition>> Partition::Load(const std::string& dir,
@@ -151,88 +248,9 @@ absl::Status Partition::OpenNodeType(int index) {
 }
 
 absl::Status Partition::VerifyNodeType(const NodeTypeStore& t, Progress* progress) const {
-  // Owned ids: strictly ascending, in range, and owned by this partition per the book.
-  const int64_t* ids = t.global_ids();
-  const int32_t* book = t.book.data<int32_t>();
-  for (int64_t i = 0; i < t.num_local; ++i) {
-    if (ids[i] < 0 || ids[i] >= t.num_nodes) {
-      return Corrupt(t.ids, absl::StrCat("entry ", i, " is ", ids[i], ", outside [0, ", t.num_nodes, ")"));
-    }
-    if (i > 0 && ids[i] <= ids[i - 1]) {
-      return Corrupt(t.ids, absl::StrCat("not strictly ascending at entry ", i, " (", ids[i - 1],
-                                         " then ", ids[i], ")"));
-    }
-    if (book[ids[i]] != partition_id()) {
-      return Corrupt(t.book, absl::StrCat("node ", ids[i], " is listed in ", t.ids.path(),
-                                          " but the book assigns it to partition ", book[ids[i]]));
-    }
-    if (t.local.is_open() && t.local.data<int64_t>()[ids[i]] != i) {
-      return Corrupt(t.local, absl::StrCat("entry ", ids[i], " is ", t.local.data<int64_t>()[ids[i]],
-                                           ", but that node is row ", i, " of ", t.ids.path()));
-    }
-  }
-  int64_t owned = 0;
-  for (int64_t g = 0; g < t.num_nodes; ++g) {
-    if (book[g] < 0 || book[g] >= num_partitions()) {
-      return Corrupt(t.book, absl::StrCat("entry ", g, " is ", book[g], ", outside [0, ",
-                                          num_partitions(), ")"));
-    }
-    owned += book[g] == partition_id();
-  }
-  progress->Add(t.num_nodes + t.num_local);
-  if (owned != t.num_local) {
-    return Corrupt(t.book, absl::StrCat("assigns ", owned, " nodes to partition ", partition_id(),
-                                        ", but the manifest says ", t.num_local));
-  }
-  if (t.local.is_open()) {
-    if (auto st = CheckRange(t.local, t.num_nodes, "row in the owner partition"); !st.ok()) return st;
-  }
-  if (t.feature_range.is_open()) {
-    const float* r = t.feature_range.data<float>();
-    for (int64_t c = 0; c < t.feature_dim; ++c) {
-      if (!(r[c] <= r[t.feature_dim + c])) {
-        return Corrupt(t.feature_range, absl::StrCat("column ", c, ": minimum ", r[c], " is not <= maximum ",
-                                                     r[t.feature_dim + c]));
-      }
-    }
-  }
-  if (t.degree.is_open()) {
-    const int64_t* d = t.degree.data<int64_t>();
-    for (int64_t g = 0; g < t.num_nodes; ++g) {
-      if (d[g] < 0) return Corrupt(t.degree, absl::StrCat("entry ", g, " is negative"));
-    }
-  }
-  if (t.labels.is_open()) {
-    const int64_t* lab = t.labels.data<int64_t>();
-    for (int64_t i = 0; i < t.num_local; ++i) {
-      if (lab[i] < -1 || lab[i] >= t.num_classes) {
-        return Corrupt(t.labels, absl::StrCat("entry ", i, " is ", lab[i], ", outside [-1, ",
-                                              t.num_classes, ") (num_classes in the manifest)"));
-      }
-    }
-  }
-  // A node is in at most one split, once: a repeated seed would be sampled twice an epoch, and
-  // a node in two splits leaks evaluation nodes into training.
-  std::vector<int8_t> split_of(t.splits.empty() ? 0 : t.num_nodes, -1);
-  std::vector<const std::string*> split_names;
-  for (const auto& [name, f] : t.splits) {
-    const int8_t mark = static_cast<int8_t>(split_names.size());
-    split_names.push_back(&name);
-    const int64_t* v = f.data<int64_t>();
-    for (int64_t i = 0; i < f.num_elements(); ++i) {
-      if (v[i] < 0 || v[i] >= t.num_nodes || book[v[i]] != partition_id()) {
-        return Corrupt(f, absl::StrCat("entry ", i, " is node ", v[i],
-                                       ", which this partition does not own"));
-      }
-      if (split_of[v[i]] == mark) return Corrupt(f, absl::StrCat("entry ", i, ": node ", v[i], " is listed twice"));
-      if (split_of[v[i]] >= 0) {
-        return Corrupt(f, absl::StrCat("entry ", i, ": node ", v[i], " is also in split '",
-                                       *split_names[split_of[v[i]]], "' (splits must not overlap)"));
-      }
-      split_of[v[i]] = mark;
-    }
-  }
-  return absl::OkStatus();
+  if (auto s = VerifyOwnership(t, partition_id(), num_partitions(), progress); !s.ok()) return s;
+  if (auto s = VerifyNodeColumns(t); !s.ok()) return s;
+  return VerifySplits(t, partition_id());
 }
 
 absl::Status Partition::LoadEdgeType(int index, Progress* verify) {

@@ -26,8 +26,6 @@ absl::StatusOr<std::unique_ptr<NeighborSampler>> NeighborSampler::Create(const P
   return s;
 }
 
-// (One function: the options are resolved in turn against the partition, each step a few
-// lines naming its field; splitting them would only pass the same state around.)
 absl::Status NeighborSampler::Init() {
   const NeighborSamplerOptions& o = options_;
   for (const auto& [name, list] : o.fanouts_by_type) {
@@ -63,6 +61,24 @@ absl::Status NeighborSampler::Init() {
                                         "draw by weight (weighted_edge_types)");
     }
   }
+  if (auto s = ResolveWeighted(); !s.ok()) return s;
+  BuildIndexes();
+  for (const EdgeTypeStore& e : partition_->edge_types()) {
+    auto it = o.fanouts_by_type.find(e.name);
+    if (it != o.fanouts_by_type.end()) {
+      fanout_.push_back(it->second);
+    } else if (!o.fanouts.empty()) {
+      fanout_.push_back(o.fanouts);
+    } else {
+      fanout_.emplace_back(num_hops_, 0);
+    }
+    edge_type_hash_.push_back(HashString(e.name));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status NeighborSampler::ResolveWeighted() {
+  const NeighborSamplerOptions& o = options_;
   weighted_.assign(partition_->edge_types().size(), false);
   for (const std::string& name : o.weighted_edge_types) {
     if (name == "*") {
@@ -83,6 +99,11 @@ absl::Status NeighborSampler::Init() {
                                                      "--edge_weights)"));
     }
   }
+  return absl::OkStatus();
+}
+
+void NeighborSampler::BuildIndexes() const {
+  const NeighborSamplerOptions& o = options_;
   for (size_t e = 0; e < weighted_.size(); ++e) {
     if (!weighted_[e]) continue;
     const EdgeTypeStore& et = partition_->edge_type(static_cast<int>(e));
@@ -104,18 +125,6 @@ absl::Status NeighborSampler::Init() {
       }
     }
   }
-  for (const EdgeTypeStore& e : partition_->edge_types()) {
-    auto it = o.fanouts_by_type.find(e.name);
-    if (it != o.fanouts_by_type.end()) {
-      fanout_.push_back(it->second);
-    } else if (!o.fanouts.empty()) {
-      fanout_.push_back(o.fanouts);
-    } else {
-      fanout_.emplace_back(num_hops_, 0);
-    }
-    edge_type_hash_.push_back(HashString(e.name));
-  }
-  return absl::OkStatus();
 }
 
 std::unique_ptr<SamplerScratch> NeighborSampler::NewScratch() const { return std::make_unique<Scratch>(); }

@@ -88,6 +88,11 @@ class NeighborSampler : public Sampler {
       : partition_(partition), options_(std::move(options)) {}
   /// The checks Create documents; derives the per-type fanouts.
   absl::Status Init();
+  // weighted_ from the options' weighted edge types, each of which must exist and store weights.
+  absl::Status ResolveWeighted();
+  // The indexes weighted and temporal draws use, built now rather than in the first batch's
+  // draw (seconds on a large graph), once every option is known good.
+  void BuildIndexes() const;
   /// Places the seeds and expands every hop into `out` (no node data yet); `s->local_of` maps
   /// every node of `out` until the caller's ScopedLocalIds resets it.
   absl::Status SampleHops(const SeedBatch& batch, Scratch* s, SampledSubgraph* out) const;

@@ -72,6 +72,30 @@ absl::Status CheckRegistration(const v1::RegisterSamplingInputRequest& req, cons
   return absl::OkStatus();
 }
 
+// The scheduler's view of a new channel: positions into its input (the workers look the ids
+// up), in its backend's batch shape and order, carrying `sampling` to the workers.
+scheduler::ChannelOptions SchedulerOptionsOf(const v1::RegisterSamplingInputRequest& req, const ChannelEntry& channel,
+                                             const v1::SamplingConfig& config, std::shared_ptr<ChannelSampling> sampling) {
+  scheduler::ChannelOptions co;
+  co.seeds.resize(channel.num_seeds);
+  std::iota(co.seeds.begin(), co.seeds.end(), int64_t{0});
+  co.batch_size = config.batch_size();
+  co.batch_stride = channel.batch_stride;
+  co.batch_offset = channel.batch_offset;
+  if (config.shuffle()) {
+    co.order = [seed = req.seed()](int64_t epoch, std::vector<int64_t>* ids) { ShuffleForEpoch(seed, epoch, ids); };
+  }
+  co.drop_last = config.drop_last();
+  co.seed = req.seed();
+  co.ordered = req.ordered();
+  co.max_buffered_messages = req.buffer().max_messages();
+  co.max_buffered_bytes = req.buffer().max_bytes();
+  co.context = channel.node_type;
+  co.attachment = std::move(sampling);
+  co.worker_key = req.worker_key();
+  return co;
+}
+
 }  // namespace
 
 Core::Core(std::unique_ptr<Partition> partition, CoreOptions options, std::unique_ptr<SharedMemoryArea> shared_memory)
@@ -280,6 +304,26 @@ std::shared_ptr<ChannelEntry> Core::NewChannel(const v1::RegisterSamplingInputRe
   return channel;
 }
 
+absl::Status Core::CheckRoomLocked(const Caller& caller, const v1::RegisterSamplingInputRequest& req,
+                                   const BackendEntry& backend) const {
+  if (static_cast<int>(registry_.channels().size()) >= options_.max_channels) {
+    return absl::ResourceExhaustedError(absl::StrCat("too many live channels (limit ", options_.max_channels, ")"));
+  }
+  const int64_t buffer_bytes = req.buffer().max_bytes() > 0 ? req.buffer().max_bytes() : options_.default_buffer_bytes;
+  if (auto s = CheckChannelQuota(caller, buffer_bytes); !s.ok()) return s;
+  // The first channel starts the backend's workers: they must fit beside the others'.
+  if (backend.backend->num_live_workers() == 0) {
+    const int threads = LiveWorkerThreadsLocked();
+    if (threads + backend.worker_threads > max_worker_threads_) {
+      return absl::ResourceExhaustedError(absl::StrCat("backend_id: its ", backend.worker_threads,
+                                 " worker threads would pass the server's limit of ", max_worker_threads_,
+                                 " (--max_worker_threads) beside the ", threads,
+                                 " that backends with channels hold; try again when a channel is destroyed"));
+    }
+  }
+  return absl::OkStatus();
+}
+
 absl::Status Core::CheckChannelQuota(const Caller& caller, int64_t buffer_bytes) const {
   if (caller.identity.empty()) return absl::OkStatus();
   const Holdings h = registry_.HoldingsOf(caller.identity);
@@ -341,11 +385,7 @@ absl::Status Core::RegisterSamplingInput(const v1::RegisterSamplingInputRequest&
     if (backend == nullptr || backend->state != BackendEntry::State::kReady) {
       return absl::NotFoundError(absl::StrCat("backend_id ", req.backend_id(), " does not exist"));
     }
-    if (static_cast<int>(registry_.channels().size()) >= options_.max_channels) {
-      return absl::ResourceExhaustedError(absl::StrCat("too many live channels (limit ", options_.max_channels, ")"));
-    }
-    const int64_t buffer_bytes = req.buffer().max_bytes() > 0 ? req.buffer().max_bytes() : options_.default_buffer_bytes;
-    if (auto s = CheckChannelQuota(caller, buffer_bytes); !s.ok()) return s;
+    if (auto s = CheckRoomLocked(caller, req, *backend); !s.ok()) return s;
     backend->last_activity = Clock::now();
     channel = NewChannel(req, backend);
     channel->owner = caller.identity;
@@ -355,22 +395,6 @@ absl::Status Core::RegisterSamplingInput(const v1::RegisterSamplingInputRequest&
       channel->batch_stride = req.global_batches().stride();
       channel->batch_offset = req.global_batches().offset();
     }
-    scheduler::ChannelOptions co;
-    // The scheduler orders positions in the input; the workers look the ids up.
-    co.seeds.resize(seeds->size());
-    std::iota(co.seeds.begin(), co.seeds.end(), int64_t{0});
-    co.batch_size = backend->config.batch_size();
-    co.batch_stride = channel->batch_stride;
-    co.batch_offset = channel->batch_offset;
-    if (backend->config.shuffle()) {
-      co.order = [seed = req.seed()](int64_t epoch, std::vector<int64_t>* ids) { ShuffleForEpoch(seed, epoch, ids); };
-    }
-    co.drop_last = backend->config.drop_last();
-    co.seed = req.seed();
-    co.ordered = req.ordered();
-    co.max_buffered_messages = req.buffer().max_messages();
-    co.max_buffered_bytes = req.buffer().max_bytes();
-    co.context = node_type;
     auto sampling = std::make_shared<ChannelSampling>();
     sampling->input = *std::move(seeds);
     sampling->input_times = *std::move(seed_times);
@@ -381,18 +405,7 @@ absl::Status Core::RegisterSamplingInput(const v1::RegisterSamplingInputRequest&
     channel->sampling = sampling;
     channel->feature_encoding = req.feature_encoding();
     channel->feature_cache_rows = req.feature_cache_rows();
-    co.attachment = std::move(sampling);
-    co.worker_key = req.worker_key();
-    // The first channel starts the backend's workers: they must fit beside the others'.
-    if (backend->backend->num_live_workers() == 0) {
-      const int threads = LiveWorkerThreadsLocked();
-      if (threads + backend->worker_threads > max_worker_threads_) {
-        return absl::ResourceExhaustedError(absl::StrCat("backend_id: its ", backend->worker_threads,
-                                   " worker threads would pass the server's limit of ", max_worker_threads_,
-                                   " (--max_worker_threads) beside the ", threads,
-                                   " that backends with channels hold; try again when a channel is destroyed"));
-      }
-    }
+    scheduler::ChannelOptions co = SchedulerOptionsOf(req, *channel, backend->config, std::move(sampling));
     if (auto s = backend->backend->AddChannel(channel->id, std::move(co)); !s.ok()) return s;
     registry_.AddChannel(channel);
     if (channel->pool != nullptr) ++shared_channels_;

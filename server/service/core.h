@@ -141,6 +141,13 @@ class Core : public StreamHost {
 
   // UNAVAILABLE while a cluster's peers have not all answered.
   absl::Status SamplingOpen() const;
+  // RESOURCE_EXHAUSTED when a new backend of `num_workers` would pass the server's backend
+  // limit, the caller's quota or the worker-thread limit (mu_ held).
+  absl::Status CheckBackendRoomLocked(const Caller& caller, int num_workers) const;
+  // Marks a creation ready (or removes it when `status` failed) and answers its caller and
+  // every caller that waited for it.
+  void FinishCreation(const std::shared_ptr<BackendEntry>& entry, const absl::Status& status,
+                      v1::InitSamplingBackendResponse* resp, std::function<void(absl::Status)> done);
   // Builds a new backend's workers and scheduler outside the lock; callers of the same key
   // wait in its waiters.
   absl::Status BuildBackend(BackendEntry* entry, std::unique_ptr<Sampler> sampler,
@@ -160,6 +167,10 @@ class Core : public StreamHost {
                                            std::shared_ptr<BackendEntry> backend);
   // The live channel `id` with mu_ held, or the status for an id that is not.
   absl::StatusOr<std::shared_ptr<ChannelEntry>> LiveChannel(uint64_t id) const;
+  // RESOURCE_EXHAUSTED when a channel for `req` on `backend` would pass the server's channel
+  // limit, the caller's quotas or the worker-thread limit (mu_ held).
+  absl::Status CheckRoomLocked(const Caller& caller, const v1::RegisterSamplingInputRequest& req,
+                               const BackendEntry& backend) const;
   // RESOURCE_EXHAUSTED when a registration of `buffer_bytes` would take the caller past a
   // quota (mu_ held).
   absl::Status CheckChannelQuota(const Caller& caller, int64_t buffer_bytes) const;

@@ -11,17 +11,26 @@
 #include "server/util/log.h"
 
 namespace graphstore {
+namespace {
+
+// The request's own fields: its key and its lease.
+absl::Status CheckBackendRequest(const v1::InitSamplingBackendRequest& req, const CoreOptions& options) {
+  if (req.backend_key().empty()) return absl::InvalidArgumentError("backend_key is required");
+  if (req.backend_key().size() > options.max_key_length) {
+    return absl::ResourceExhaustedError(absl::StrCat("backend_key is longer than ", options.max_key_length, " bytes"));
+  }
+  if (req.lease_ms() < 0) return absl::InvalidArgumentError("lease_ms must be >= 0 (0 = server default)");
+  if (req.lease_ms() > options.max_lease_ms) {
+    return absl::ResourceExhaustedError(absl::StrCat("lease_ms ", req.lease_ms(), " exceeds the limit ", options.max_lease_ms));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
 
 void Core::InitSamplingBackend(const v1::InitSamplingBackendRequest& req, v1::InitSamplingBackendResponse* resp,
                                std::function<void(absl::Status)> done, const Caller& caller) {
-  if (req.backend_key().empty()) return done(absl::InvalidArgumentError("backend_key is required"));
-  if (req.backend_key().size() > options_.max_key_length) {
-    return done(absl::ResourceExhaustedError(absl::StrCat("backend_key is longer than ", options_.max_key_length, " bytes")));
-  }
-  if (req.lease_ms() < 0) return done(absl::InvalidArgumentError("lease_ms must be >= 0 (0 = server default)"));
-  if (req.lease_ms() > options_.max_lease_ms) {
-    return done(absl::ResourceExhaustedError(absl::StrCat("lease_ms ", req.lease_ms(), " exceeds the limit ", options_.max_lease_ms)));
-  }
+  if (auto s = CheckBackendRequest(req, options_); !s.ok()) return done(s);
   SamplerEnvironment env;
   env.partition = partition_.get();
   env.peers = cluster_.load();
@@ -64,28 +73,38 @@ void Core::InitSamplingBackend(const v1::InitSamplingBackendRequest& req, v1::In
       lock.unlock();
       return reply(absl::OkStatus());
     }
-    if (static_cast<int>(registry_.backends().size()) >= options_.max_backends) {
-      return done(absl::ResourceExhaustedError(absl::StrCat("too many backends (limit ", options_.max_backends, ")")));
-    }
-    const int quota = options_.max_backends_per_identity;
-    if (!caller.identity.empty() && quota > 0 && registry_.HoldingsOf(caller.identity).backends >= quota) {
-      return done(absl::ResourceExhaustedError(absl::StrCat("identity '", caller.identity, "' already holds ", quota,
-                                      " backends (quota max_backends_per_identity=", quota, ")")));
-    }
-    // Backends hold their workers only while they have channels (scheduler/backend.h): one that
-    // a client opened and left holds none, and locks nobody out.
-    const int threads = LiveWorkerThreadsLocked();
-    if (threads + backend_options->num_workers > max_worker_threads_) {
-      return done(absl::ResourceExhaustedError(absl::StrCat("options.num_workers: the backends hold ", threads, " worker threads; ",
-                                      backend_options->num_workers, " more would pass the server's limit of ",
-                                      max_worker_threads_, " (--max_worker_threads)")));
-    }
+    if (auto s = CheckBackendRoomLocked(caller, backend_options->num_workers); !s.ok()) return done(s);
     entry = registry_.AddBackend(req.backend_key(), req.config(), caller.identity);
     entry->worker_threads = backend_options->num_workers;
     entry->lease_ms = req.lease_ms() > 0 ? req.lease_ms() : options_.default_backend_lease_ms;
   }
 
-  const absl::Status status = BuildBackend(entry.get(), *std::move(sampler), *backend_options);
+  FinishCreation(entry, BuildBackend(entry.get(), *std::move(sampler), *backend_options), resp, std::move(done));
+}
+
+absl::Status Core::CheckBackendRoomLocked(const Caller& caller, int num_workers) const {
+  if (static_cast<int>(registry_.backends().size()) >= options_.max_backends) {
+    return absl::ResourceExhaustedError(absl::StrCat("too many backends (limit ", options_.max_backends, ")"));
+  }
+  const int quota = options_.max_backends_per_identity;
+  if (!caller.identity.empty() && quota > 0 && registry_.HoldingsOf(caller.identity).backends >= quota) {
+    return absl::ResourceExhaustedError(absl::StrCat("identity '", caller.identity, "' already holds ", quota,
+                                                     " backends (quota max_backends_per_identity=", quota, ")"));
+  }
+  // Backends hold their workers only while they have channels (scheduler/backend.h): one that
+  // a client opened and left holds none, and locks nobody out.
+  const int threads = LiveWorkerThreadsLocked();
+  if (threads + num_workers > max_worker_threads_) {
+    return absl::ResourceExhaustedError(absl::StrCat("options.num_workers: the backends hold ", threads,
+                                                     " worker threads; ", num_workers,
+                                                     " more would pass the server's limit of ", max_worker_threads_,
+                                                     " (--max_worker_threads)"));
+  }
+  return absl::OkStatus();
+}
+
+void Core::FinishCreation(const std::shared_ptr<BackendEntry>& entry, const absl::Status& status,
+                          v1::InitSamplingBackendResponse* resp, std::function<void(absl::Status)> done) {
   std::vector<std::function<void(absl::Status)>> waiters;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -99,7 +118,7 @@ void Core::InitSamplingBackend(const v1::InitSamplingBackendRequest& req, v1::In
   }
   if (status.ok()) {
     Logger("core")->info("backend {} '{}' up: {} workers, batch size {}", entry->id, entry->key,
-                         entry->workers->num_workers(), req.config().batch_size());
+                         entry->workers->num_workers(), entry->config.batch_size());
     resp->set_backend_id(entry->id);
     resp->set_created(true);
     resp->set_lease_ms(entry->lease_ms);

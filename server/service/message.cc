@@ -117,6 +117,103 @@ void FillMessage(const std::vector<MessageEntry>& entries, TensorSink& sink, v1:
   }
 }
 
+// Adds tensor field `number` of `e` over `bytes` at `data` (`whole`: never split across parts).
+void AddTensor(MessageEntry* e, int number, v1::DType dtype, std::vector<int64_t> shape, const void* data, size_t bytes,
+               bool whole = false) {
+  e->tensors.push_back({number, dtype, std::move(shape), static_cast<const char*>(data), bytes, whole});
+}
+
+void AddInt64s(MessageEntry* e, int number, const std::vector<int64_t>& v) {
+  AddTensor(e, number, v1::DTYPE_INT64, {static_cast<int64_t>(v.size())}, v.data(), v.size() * 8);
+}
+
+// The NodeTensors of node type `t`.
+MessageEntry NodeEntry(const Partition& partition, const SampledSubgraph& g, size_t t) {
+  const SampledNodes& n = g.nodes[t];
+  MessageEntry entry;
+  MessageEntry* e = &entry;
+  e->number = v1::SampledMessage::kNodesFieldNumber;
+  e->strings.emplace_back(v1::NodeTensors::kNodeTypeFieldNumber, partition.node_type(static_cast<int>(t)).name);
+  AddInt64s(e, v1::NodeTensors::kIdsFieldNumber, n.ids);
+  AddInt64s(e, v1::NodeTensors::kNumSampledNodesFieldNumber, n.num_sampled_nodes);
+  AddInt64s(e, v1::NodeTensors::kBatchFieldNumber, n.batch);
+  // The cached mask and INT8's scale and offset come before the rows, so that a streaming
+  // decoder can place and decode each row as it arrives.
+  if (!n.cached.empty()) {
+    AddTensor(e, v1::NodeTensors::kCachedFieldNumber, v1::DTYPE_BOOL, {static_cast<int64_t>(n.cached.size())},
+           n.cached.data(), n.cached.size());
+  }
+  if (n.feature_scale != nullptr) {
+    AddTensor(e, v1::NodeTensors::kFeatureScaleFieldNumber, v1::DTYPE_FLOAT32, {n.feature_dim}, n.feature_scale,
+           4 * n.feature_dim, /*whole=*/true);
+    AddTensor(e, v1::NodeTensors::kFeatureOffsetFieldNumber, v1::DTYPE_FLOAT32, {n.feature_dim}, n.feature_offset,
+           4 * n.feature_dim, /*whole=*/true);
+  }
+  if (n.feature_bytes() > 0 || (n.feature_dim > 0 && (n.ids.empty() || !n.cached.empty()))) {
+    AddTensor(e, v1::NodeTensors::kFeaturesFieldNumber, FeatureDtype(n), {n.num_feature_rows(), n.feature_dim},
+           n.feature_data(), n.feature_bytes());
+  }
+  if (!n.labels.empty()) AddInt64s(e, v1::NodeTensors::kLabelsFieldNumber, n.labels);
+  // Times, as the batch has them, for every type (empty ones for a type without nodes or
+  // seeds in the batch); stored times for the types that store them.
+  if (g.temporal) AddInt64s(e, v1::NodeTensors::kSeedTimesFieldNumber, n.seed_times);
+  if (g.node_times && partition.node_type(static_cast<int>(t)).times_data() != nullptr) {
+    AddInt64s(e, v1::NodeTensors::kTimesFieldNumber, n.times);
+  }
+  if (g.temporal) AddInt64s(e, v1::NodeTensors::kSampledTimesFieldNumber, n.sampled_times);
+  if (!n.input_ids.empty()) AddInt64s(e, v1::NodeTensors::kInputIdsFieldNumber, n.input_ids);
+  return entry;
+}
+
+// The EdgeTensors of edge type `k`.
+MessageEntry EdgeEntry(const Partition& partition, const SampledSubgraph& g, size_t k) {
+  const SampledEdges& s = g.edges[k];
+  MessageEntry entry;
+  MessageEntry* e = &entry;
+  e->number = v1::SampledMessage::kEdgesFieldNumber;
+  e->strings.emplace_back(v1::EdgeTensors::kEdgeTypeFieldNumber, partition.edge_type(static_cast<int>(k)).name);
+  const int64_t m = static_cast<int64_t>(s.rows.size());
+  AddTensor(e, v1::EdgeTensors::kRowsFieldNumber, v1::DTYPE_INT32, {m}, s.rows.data(), s.rows.size() * 4);
+  AddTensor(e, v1::EdgeTensors::kColsFieldNumber, v1::DTYPE_INT32, {m}, s.cols.data(), s.cols.size() * 4);
+  if (s.with_eids || !s.eids.empty()) AddInt64s(e, v1::EdgeTensors::kEidsFieldNumber, s.eids);
+  AddInt64s(e, v1::EdgeTensors::kNumSampledEdgesFieldNumber, s.num_sampled_edges);
+  if (s.feature_dim > 0) {
+    AddTensor(e, v1::EdgeTensors::kFeaturesFieldNumber, ToProtoDtype(s.feature_dtype), {m, s.feature_dim},
+           s.features.data(), s.features.size());
+  }
+  return entry;
+}
+
+// The link-prediction labels.
+MessageEntry AblpEntry(const Partition& partition, const SampledAblp& a) {
+  MessageEntry entry;
+  MessageEntry* e = &entry;
+  e->number = v1::SampledMessage::kAblpFieldNumber;
+  e->strings.emplace_back(v1::AblpLabels::kSupervisionEdgeTypeFieldNumber,
+                         partition.edge_type(a.supervision_edge_type).name);
+  AddInt64s(e, v1::AblpLabels::kAnchorsFieldNumber, a.anchors);
+  const int64_t n = static_cast<int64_t>(a.anchors.size());
+  AddTensor(e, v1::AblpLabels::kPositiveFieldNumber, v1::DTYPE_INT64, {n, a.max_positive}, a.positive.data(),
+         a.positive.size() * 8);
+  AddTensor(e, v1::AblpLabels::kNegativeFieldNumber, v1::DTYPE_INT64, {n, a.max_negative}, a.negative.data(),
+         a.negative.size() * 8);
+  return entry;
+}
+
+// One PprWeights.
+MessageEntry PprEntry(const Partition& partition, const SampledPpr& p) {
+  MessageEntry entry;
+  MessageEntry* e = &entry;
+  e->number = v1::SampledMessage::kPprFieldNumber;
+  e->strings.emplace_back(v1::PprWeights::kSeedTypeFieldNumber, partition.node_type(p.seed_type).name);
+  e->strings.emplace_back(v1::PprWeights::kNodeTypeFieldNumber, partition.node_type(p.node_type).name);
+  AddInt64s(e, v1::PprWeights::kSeedIndexFieldNumber, p.seed_index);
+  AddInt64s(e, v1::PprWeights::kNodeIndexFieldNumber, p.node_index);
+  AddTensor(e, v1::PprWeights::kWeightFieldNumber, v1::DTYPE_FLOAT32, {static_cast<int64_t>(p.weight.size())},
+         p.weight.data(), p.weight.size() * 4);
+  return entry;
+}
+
 }  // namespace
 
 void SetTensor(v1::DType dtype, const std::vector<int64_t>& shape, const void* data, size_t bytes,
@@ -128,85 +225,10 @@ void SetInt64Tensor(const std::vector<int64_t>& values, v1::Tensor* out) { Tenso
 
 std::vector<MessageEntry> MessageEntries(const Partition& partition, const SampledSubgraph& g) {
   std::vector<MessageEntry> entries;
-  auto tensor = [](MessageEntry* e, int number, v1::DType dtype, std::vector<int64_t> shape, const void* data,
-                   size_t bytes, bool whole = false) {
-    e->tensors.push_back({number, dtype, std::move(shape), static_cast<const char*>(data), bytes, whole});
-  };
-  auto int64s = [&](MessageEntry* e, int number, const std::vector<int64_t>& v) {
-    tensor(e, number, v1::DTYPE_INT64, {static_cast<int64_t>(v.size())}, v.data(), v.size() * 8);
-  };
-  for (size_t t = 0; t < g.nodes.size(); ++t) {
-    const SampledNodes& n = g.nodes[t];
-    MessageEntry& e = entries.emplace_back();
-    e.number = v1::SampledMessage::kNodesFieldNumber;
-    e.strings.emplace_back(v1::NodeTensors::kNodeTypeFieldNumber, partition.node_type(static_cast<int>(t)).name);
-    int64s(&e, v1::NodeTensors::kIdsFieldNumber, n.ids);
-    int64s(&e, v1::NodeTensors::kNumSampledNodesFieldNumber, n.num_sampled_nodes);
-    int64s(&e, v1::NodeTensors::kBatchFieldNumber, n.batch);
-    // The cached mask and INT8's scale and offset come before the rows, so that a streaming
-    // decoder can place and decode each row as it arrives.
-    if (!n.cached.empty()) {
-      tensor(&e, v1::NodeTensors::kCachedFieldNumber, v1::DTYPE_BOOL, {static_cast<int64_t>(n.cached.size())},
-             n.cached.data(), n.cached.size());
-    }
-    if (n.feature_scale != nullptr) {
-      tensor(&e, v1::NodeTensors::kFeatureScaleFieldNumber, v1::DTYPE_FLOAT32, {n.feature_dim}, n.feature_scale,
-             4 * n.feature_dim, /*whole=*/true);
-      tensor(&e, v1::NodeTensors::kFeatureOffsetFieldNumber, v1::DTYPE_FLOAT32, {n.feature_dim}, n.feature_offset,
-             4 * n.feature_dim, /*whole=*/true);
-    }
-    if (n.feature_bytes() > 0 || (n.feature_dim > 0 && (n.ids.empty() || !n.cached.empty()))) {
-      tensor(&e, v1::NodeTensors::kFeaturesFieldNumber, FeatureDtype(n), {n.num_feature_rows(), n.feature_dim},
-             n.feature_data(), n.feature_bytes());
-    }
-    if (!n.labels.empty()) int64s(&e, v1::NodeTensors::kLabelsFieldNumber, n.labels);
-    // Times, as the batch has them, for every type (empty ones for a type without nodes or
-    // seeds in the batch); stored times for the types that store them.
-    if (g.temporal) int64s(&e, v1::NodeTensors::kSeedTimesFieldNumber, n.seed_times);
-    if (g.node_times && partition.node_type(static_cast<int>(t)).times_data() != nullptr) {
-      int64s(&e, v1::NodeTensors::kTimesFieldNumber, n.times);
-    }
-    if (g.temporal) int64s(&e, v1::NodeTensors::kSampledTimesFieldNumber, n.sampled_times);
-    if (!n.input_ids.empty()) int64s(&e, v1::NodeTensors::kInputIdsFieldNumber, n.input_ids);
-  }
-  for (size_t k = 0; k < g.edges.size(); ++k) {
-    const SampledEdges& s = g.edges[k];
-    MessageEntry& e = entries.emplace_back();
-    e.number = v1::SampledMessage::kEdgesFieldNumber;
-    e.strings.emplace_back(v1::EdgeTensors::kEdgeTypeFieldNumber, partition.edge_type(static_cast<int>(k)).name);
-    const int64_t m = static_cast<int64_t>(s.rows.size());
-    tensor(&e, v1::EdgeTensors::kRowsFieldNumber, v1::DTYPE_INT32, {m}, s.rows.data(), s.rows.size() * 4);
-    tensor(&e, v1::EdgeTensors::kColsFieldNumber, v1::DTYPE_INT32, {m}, s.cols.data(), s.cols.size() * 4);
-    if (s.with_eids || !s.eids.empty()) int64s(&e, v1::EdgeTensors::kEidsFieldNumber, s.eids);
-    int64s(&e, v1::EdgeTensors::kNumSampledEdgesFieldNumber, s.num_sampled_edges);
-    if (s.feature_dim > 0) {
-      tensor(&e, v1::EdgeTensors::kFeaturesFieldNumber, ToProtoDtype(s.feature_dtype), {m, s.feature_dim},
-             s.features.data(), s.features.size());
-    }
-  }
-  if (g.ablp.present) {
-    const SampledAblp& a = g.ablp;
-    MessageEntry& e = entries.emplace_back();
-    e.number = v1::SampledMessage::kAblpFieldNumber;
-    e.strings.emplace_back(v1::AblpLabels::kSupervisionEdgeTypeFieldNumber,
-                           partition.edge_type(a.supervision_edge_type).name);
-    int64s(&e, v1::AblpLabels::kAnchorsFieldNumber, a.anchors);
-    const int64_t n = static_cast<int64_t>(a.anchors.size());
-    tensor(&e, v1::AblpLabels::kPositiveFieldNumber, v1::DTYPE_INT64, {n, a.max_positive}, a.positive.data(),
-           a.positive.size() * 8);
-    tensor(&e, v1::AblpLabels::kNegativeFieldNumber, v1::DTYPE_INT64, {n, a.max_negative}, a.negative.data(),
-           a.negative.size() * 8);
-  }
-  for (const SampledPpr& p : g.ppr) {
-    MessageEntry& e = entries.emplace_back();
-    e.number = v1::SampledMessage::kPprFieldNumber;
-    e.strings.emplace_back(v1::PprWeights::kSeedTypeFieldNumber, partition.node_type(p.seed_type).name);
-    e.strings.emplace_back(v1::PprWeights::kNodeTypeFieldNumber, partition.node_type(p.node_type).name);
-    int64s(&e, v1::PprWeights::kSeedIndexFieldNumber, p.seed_index);
-    int64s(&e, v1::PprWeights::kNodeIndexFieldNumber, p.node_index);
-    tensor(&e, v1::PprWeights::kWeightFieldNumber, v1::DTYPE_FLOAT32, {static_cast<int64_t>(p.weight.size())},
-           p.weight.data(), p.weight.size() * 4);
-  }
+  for (size_t t = 0; t < g.nodes.size(); ++t) entries.push_back(NodeEntry(partition, g, t));
+  for (size_t k = 0; k < g.edges.size(); ++k) entries.push_back(EdgeEntry(partition, g, k));
+  if (g.ablp.present) entries.push_back(AblpEntry(partition, g.ablp));
+  for (const SampledPpr& p : g.ppr) entries.push_back(PprEntry(partition, p));
   return entries;
 }
 
