@@ -122,7 +122,7 @@ class ReplayHost : public StreamHost {
   void Touch(uint64_t) override {}
   absl::StatusOr<bool> SharedHoldBack(uint64_t) override { return false; }
   void HandOff(uint64_t, std::shared_ptr<SharedUse>) override {}
-  void Sent(uint64_t, bool, int64_t, const BatchCounts*) override {}
+  void Sent(const StreamAttachment&, int64_t, const BatchCounts*) override {}
 };
 
 // StreamSampledMessages over a backend whose "sampling" hands out batches encoded beforehand.

@@ -56,7 +56,7 @@ void SampledMessageStream::OnWriteDone(bool ok) {
     buffer_.Clear();
     deferred.swap(deferred_finish_);
   }
-  if (ok) host_->Sent(a_.channel_id, a_.shared_memory, static_cast<int64_t>(written), batch_done ? &counts : nullptr);
+  if (ok) host_->Sent(a_, static_cast<int64_t>(written), batch_done ? &counts : nullptr);
   if (deferred.has_value()) {
     // The stream ended while this write was on its way: its status goes out now.
     Finish(*deferred);

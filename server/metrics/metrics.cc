@@ -172,6 +172,15 @@ void Metrics::CoreCollector::CollectCore(const Core& core, Families* f) const {
                  static_cast<double>(c.buffered_bytes()), labels);
         f->Counter("graphstore_channel_batches_sampled_total", "Batches sampled for one channel",
                    static_cast<double>(c.total_batches_sampled()), labels);
+        // One series per open stream (a connection of a striped channel), gone when it closes.
+        for (const v1::StreamStats& st : c.streams()) {
+          const std::vector<ClientMetric::Label> stream = {{"channel", absl::StrCat(c.channel_id())},
+                                                           {"stripe", absl::StrCat(st.stripe())}};
+          f->Counter("graphstore_channel_stream_bytes_sent_total", "Bytes one open stream of a channel has written",
+                     static_cast<double>(st.bytes_sent()), stream);
+          f->Counter("graphstore_channel_stream_batches_sent_total", "Batches one open stream of a channel has written",
+                     static_cast<double>(st.batches_sent()), stream);
+        }
       }
     }
     const std::vector<ClientMetric::Label> backend = {{"backend", b.backend_key()}};

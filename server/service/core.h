@@ -107,7 +107,7 @@ class Core : public StreamHost {
   /// client that freed nothing for shared_release_timeout_ms while its stream waited.
   absl::StatusOr<bool> SharedHoldBack(uint64_t channel_id) override;
   void HandOff(uint64_t channel_id, std::shared_ptr<SharedUse> use) override;
-  void Sent(uint64_t channel_id, bool shared_memory, int64_t bytes, const BatchCounts* batch_done) override;
+  void Sent(const StreamAttachment& a, int64_t bytes, const BatchCounts* batch_done) override;
 
   /// What was sampled, sent and dropped since start (metrics).
   const ServiceCounters& counters() const { return counters_; }

@@ -13,6 +13,13 @@ void Core::FillChannelStats(const ChannelEntry& c, v1::ChannelStats* out) const 
   out->set_num_seeds(c.num_seeds);
   out->set_streaming(c.streaming());
   out->set_open_streams(static_cast<int32_t>(c.open_stripes.size()));
+  for (const auto& [stripe, counters] : c.open_stripes) {
+    v1::StreamStats* s = out->add_streams();
+    s->set_stripe(static_cast<uint32_t>(stripe.first));
+    s->set_num_stripes(static_cast<uint32_t>(stripe.second));
+    s->set_batches_sent(counters->batches_sent.load(std::memory_order_relaxed));
+    s->set_bytes_sent(counters->bytes_sent.load(std::memory_order_relaxed));
+  }
   out->set_shared_memory(c.pool != nullptr);
   out->set_unreleased_buffers(c.shared.unreleased());
   out->set_unreceived_bytes(c.shared.unreceived_bytes());

@@ -43,9 +43,10 @@ absl::Status CanOpen(const ChannelEntry& c, scheduler::Stripe stripe) {
                           : absl::StrCat("channel_id ", c.id, " already has an open stream of stripe ", stripe.index,
                                          " of ", stripe.count));
   }
-  if (!c.open_stripes.empty() && c.open_stripes.begin()->second != stripe.count) {
+  if (!c.open_stripes.empty() && c.open_stripes.begin()->first.second != stripe.count) {
     return absl::AlreadyExistsError(absl::StrCat("channel_id ", c.id, " has open streams of ",
-                                                 c.open_stripes.begin()->second, " stripes, not ", stripe.count));
+                                                 c.open_stripes.begin()->first.second, " stripes, not ",
+                                                 stripe.count));
   }
   return absl::OkStatus();
 }
@@ -119,7 +120,8 @@ absl::StatusOr<StreamAttachment> Core::AttachStream(const v1::StreamSampledMessa
       }
     }
   }
-  c.open_stripes.emplace(stripe.index, stripe.count);
+  a.counters = std::make_shared<StreamCounters>();
+  c.open_stripes.emplace(std::make_pair(stripe.index, stripe.count), a.counters);
   c.last_activity = Clock::now();
   ++open_streams_;
   return a;
@@ -150,11 +152,14 @@ void Core::DetachStream(const StreamAttachment& a, bool cancelled) {
   }
 }
 
-void Core::Sent(uint64_t channel_id, bool shared_memory, int64_t bytes, const BatchCounts* batch_done) {
-  const int transport = shared_memory ? 1 : 0;
+void Core::Sent(const StreamAttachment& a, int64_t bytes, const BatchCounts* batch_done) {
+  const uint64_t channel_id = a.channel_id;
+  const int transport = a.shared_memory ? 1 : 0;
   counters_.bytes_sent[transport].fetch_add(bytes, std::memory_order_relaxed);
+  if (a.counters != nullptr) a.counters->bytes_sent.fetch_add(bytes, std::memory_order_relaxed);
   if (batch_done == nullptr) return;
   counters_.batches_sent[transport].fetch_add(1, std::memory_order_relaxed);
+  if (a.counters != nullptr) a.counters->batches_sent.fetch_add(1, std::memory_order_relaxed);
   std::shared_ptr<const ChannelSampling> sampling;
   {
     std::lock_guard<std::mutex> lock(mu_);

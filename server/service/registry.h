@@ -30,6 +30,7 @@
 #include "scheduler/backend.h"
 #include "server/service/caller.h"
 #include "server/service/shared_ledger.h"
+#include "server/service/stream_host.h"
 #include "server/service/worker.h"
 #include "server/shm/shared_buffer.h"
 
@@ -96,8 +97,9 @@ struct ChannelEntry {
   /// open stream.
   int64_t lease_ms = 0;
   Clock::time_point last_activity;
-  /// The open streams' stripes (index, count): one entry {0, 1} without striping.
-  std::set<std::pair<int, int>> open_stripes;
+  /// The open streams by stripe (index, count), with what each has sent: one entry {0, 1}
+  /// without striping.
+  std::map<std::pair<int, int>, std::shared_ptr<const StreamCounters>> open_stripes;
   bool streaming() const { return !open_stripes.empty(); }
   /// The channel's output buffer limits.
   const int buffer_messages;

@@ -5,6 +5,7 @@
 // and the few calls a stream makes while it writes. The gRPC stream writer
 // (server/stream_writer.h) depends on this interface only; Core implements it.
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 
@@ -23,6 +24,13 @@ struct BatchCounts {
   int64_t cached_feature_rows = 0;
 };
 
+/// What one open stream has sent (ChannelStats.streams): written by its writer, read by
+/// DescribeChannel and the metrics.
+struct StreamCounters {
+  std::atomic<int64_t> batches_sent{0};
+  std::atomic<int64_t> bytes_sent{0};
+};
+
 /// What a stream needs to read a channel's epoch.
 struct StreamAttachment {
   std::shared_ptr<scheduler::Backend> backend;
@@ -32,6 +40,8 @@ struct StreamAttachment {
   bool shared_memory = false;
   /// The stream's share of the channel's batches.
   scheduler::Stripe stripe;
+  /// What this stream has sent; the channel lists it while the stream is open.
+  std::shared_ptr<StreamCounters> counters;
 };
 
 /// The service as a stream sees it. Thread-safe.
@@ -49,9 +59,9 @@ class StreamHost {
   /// Records a use of a shared buffer as sent on the channel; it lives until the client frees
   /// it or the channel is destroyed.
   virtual void HandOff(uint64_t channel_id, std::shared_ptr<SharedUse> use) = 0;
-  /// Counts `bytes` written on the channel's stream, for metrics; `batch_done`, when the write
-  /// finished a batch, is what that batch counts for.
-  virtual void Sent(uint64_t channel_id, bool shared_memory, int64_t bytes, const BatchCounts* batch_done) = 0;
+  /// Counts `bytes` written on stream `a` (its own counters and the server's); `batch_done`,
+  /// when the write finished a batch, is what that batch counts for.
+  virtual void Sent(const StreamAttachment& a, int64_t bytes, const BatchCounts* batch_done) = 0;
 };
 
 }  // namespace graphstore

@@ -433,10 +433,37 @@ TEST_CASE("striped streams: each stripe its batches in order, on connections of 
   CHECK(other_count->Next().status().code() == absl::StatusCode::kAlreadyExists);
   REQUIRE(PollUntil([&] { return Describe(*c, striped).open_streams() == 3; }));
   CHECK(testing::EstablishedConnectionsTo(d.port()) >= 4);  // the three, and `c`'s
+  // Each stream's first batch read; then each shows what it has written (its own counters,
+  // counted when a write completes, so polled).
   std::vector<Epoch> got(3);
+  for (int k = 0; k < 3; ++k) {
+    auto m = streams[k]->Next();
+    REQUIRE(m.ok());
+    REQUIRE(*m != nullptr);
+    got[k].batches[(*m)->batch_index()] = Contents(**m, nullptr);
+    got[k].order.push_back((*m)->batch_index());
+  }
+  REQUIRE(PollUntil([&] {
+    const v1::ChannelStats s = Describe(*c, striped);
+    if (s.streams_size() != 3) return false;
+    for (const v1::StreamStats& st : s.streams()) {
+      if (st.batches_sent() < 1 || st.bytes_sent() == 0) return false;
+    }
+    return true;
+  }));
+  const v1::ChannelStats open = Describe(*c, striped);
+  for (uint32_t k = 0; k < 3; ++k) {
+    CHECK(open.streams(static_cast<int>(k)).stripe() == k);
+    CHECK(open.streams(static_cast<int>(k)).num_stripes() == 3u);
+  }
+  CHECK(Describe(*c, whole).streams_size() == 0);
   std::vector<std::thread> readers;
   for (int k = 0; k < 3; ++k) {
-    readers.emplace_back([&, k] { got[k] = ReadAll(*clients[k], striped, 0, nullptr, streams[k].get()); });
+    readers.emplace_back([&, k] {
+      const Epoch rest = ReadAll(*clients[k], striped, 0, nullptr, streams[k].get());
+      got[k].batches.insert(rest.batches.begin(), rest.batches.end());
+      got[k].order.insert(got[k].order.end(), rest.order.begin(), rest.order.end());
+    });
   }
   for (auto& t : readers) t.join();
   std::map<int64_t, std::vector<std::string>> all;

@@ -94,7 +94,7 @@ double Get(const std::map<std::string, double>& samples, const std::string& key)
 TEST_CASE("metrics: scraped during and after an epoch, the counters moved by what the client did", "[metrics]") {
   const int port = testing::FreeLoopbackPorts(1).front();
   Daemon d(testing::Dataset(), {absl::StrCat("--metrics_port=", port), "--shared_memory_dir=",
-                                "--sample_ahead_batches=0", "--state_log_interval_s=0"});
+                                "--sample_ahead_batches=0", "--state_log_interval_s=0", "--metrics_per_channel=true"});
   CHECK_THAT(d.Log(), Catch::Contains(absl::StrCat("metrics on http://127.0.0.1:", port, "/metrics")));
   auto before = Parse(Scrape(port));
   CHECK(Get(before, "graphstore_batches_sent_total{transport=\"socket\"}") == 0);
@@ -126,6 +126,14 @@ TEST_CASE("metrics: scraped during and after an epoch, the counters moved by wha
   CHECK(Get(during, "graphstore_backends{state=\"serving\"}") == 1);
   CHECK(Get(during, "graphstore_workers") >= 1);
   CHECK(Get(during, "graphstore_requests_total{code=\"OK\",method=\"StreamSampledMessages\"}") == 1);
+  // The open stream's own series (per channel and stripe), counted once its writes complete.
+  const std::string stream_key = absl::StrCat("{channel=\"", channel, "\",stripe=\"0\"}");
+  REQUIRE(testing::PollUntil([&] {
+    auto now = Parse(Scrape(port));
+    auto it = now.find("graphstore_channel_stream_batches_sent_total" + stream_key);
+    return it != now.end() && it->second >= 1;
+  }));
+  CHECK(Get(Parse(Scrape(port)), "graphstore_channel_stream_bytes_sent_total" + stream_key) > 0);
 
   for (;;) {
     auto m = stream->Next();
@@ -138,6 +146,9 @@ TEST_CASE("metrics: scraped during and after an epoch, the counters moved by wha
   REQUIRE(batches == expected_batches);
 
   auto after = Parse(Scrape(port));
+  // The stream's series goes with it.
+  CHECK(testing::PollUntil(
+      [&] { return Parse(Scrape(port)).count("graphstore_channel_stream_bytes_sent_total" + stream_key) == 0; }));
   CHECK(Get(after, "graphstore_batches_sent_total{transport=\"socket\"}") == batches);
   CHECK(Get(after, "graphstore_batches_sent_total{transport=\"shared_memory\"}") == 0);
   CHECK(Get(after, "graphstore_stream_bytes_sent_total{transport=\"socket\"}") == bytes);
