@@ -30,17 +30,20 @@ Daemon::Daemon(const std::string& partition_dir, const std::vector<std::string>&
                                    "--port=" + std::to_string(port), "--port_file=" + port_file_,
                                    "--log_level=debug"};
   args.insert(args.end(), flags.begin(), flags.end());
+  // Everything the child needs is built before the fork: the test process has gRPC threads, and
+  // a child may only make async-signal-safe calls (no malloc) until it execs.
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  const char* log_path = log_path_.c_str();
   pid_ = ::fork();
   if (pid_ < 0) throw std::runtime_error("fork failed");
   if (pid_ == 0) {
-    const int fd = ::open(log_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    const int fd = ::open(log_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
     if (fd >= 0) {
       ::dup2(fd, 1);
       ::dup2(fd, 2);
     }
-    std::vector<char*> argv;
-    for (auto& a : args) argv.push_back(a.data());
-    argv.push_back(nullptr);
     ::execv(argv[0], argv.data());
     ::_exit(127);
   }

@@ -182,11 +182,17 @@ TEST_CASE("a shared-memory channel delivers exactly what bytes in messages deliv
   // and not yet received, 2 ahead, one being written, one with the reader), over 3 epochs of
   // 36 batches.
   CHECK(files.size() <= 20u);
-  // Destroying the channel deletes its files.
+  // Destroying the channel deletes its files, once the stream that sent the last of them has
+  // finished on the server (it may still be closing when the reader has seen its end).
   v1::DestroySamplingInputRequest destroy;
   destroy.set_channel_id(shared);
   REQUIRE(c->DestroySamplingInput(destroy).ok());
-  for (const auto& f : files) CHECK(!Exists(f));
+  CHECK(PollUntil([&] {
+    for (const auto& f : files) {
+      if (Exists(f)) return false;
+    }
+    return true;
+  }));
   // Releasing on a destroyed channel is a no-op; bad requests name the field.
   v1::ReleaseSharedBuffersRequest r;
   r.set_channel_id(shared);
@@ -426,12 +432,14 @@ TEST_CASE("striped streams: each stripe its batches in order, on connections of 
   }
   std::vector<std::unique_ptr<client::MessageStream>> streams;
   for (uint32_t k = 0; k < 3; ++k) streams.push_back(Open(*clients[k], striped, 0, 0, k, 3));
+  // Opening is asynchronous: the three are attached once the server counts them.
+  REQUIRE(PollUntil([&] { return Describe(*c, striped).open_streams() == 3; }));
   // Another stream of a stripe already open, or of another count, is refused while they are.
   auto twice = Open(*c, striped, 0, 0, 1, 3);
   CHECK(twice->Next().status().code() == absl::StatusCode::kAlreadyExists);
   auto other_count = Open(*c, striped, 0, 0, 0, 2);
   CHECK(other_count->Next().status().code() == absl::StatusCode::kAlreadyExists);
-  REQUIRE(PollUntil([&] { return Describe(*c, striped).open_streams() == 3; }));
+  CHECK(Describe(*c, striped).open_streams() == 3);
   CHECK(testing::EstablishedConnectionsTo(d.port()) >= 4);  // the three, and `c`'s
   // Each stream's first batch read; then each shows what it has written (its own counters,
   // counted when a write completes, so polled).
