@@ -499,6 +499,7 @@ void DefineFlags(Flags* flags) {
   flags->Define("tls_certs", "",
                 "for section t: a directory made by tests/security/make_certs.sh (ca.pem, server.pem, server.key)");
   flags->Define("connections", "1,2", "section n: connections per server to compare (the first is the baseline)");
+  flags->Define("buffer_mb", "0", "section n: the channel's output buffer, MiB (0: the server's default)");
   flags->Define("epoch_gap_ms", "100", "pause between consuming an epoch and starting the next (time to first batch)");
 }
 
@@ -698,6 +699,7 @@ int StripesSection(const Bench& b) {
     client::LoaderOptions o = LoaderFor(b.address, b.seeds, b.batch_size, b.fanouts, b.workers, false,
                                         absl::StrCat(tls ? "tls-" : "plain-", n));
     o.connections_per_server = n;
+    o.buffer_bytes = *b.flags->GetInt("buffer_mb") << 20;
     if (tls) {
       o.servers = {tls_server->address()};
       o.security.ca_file = certs + "/ca.pem";
