@@ -42,6 +42,19 @@ bool PortInUse(const std::string& host, int port) {
   return in_use;
 }
 
+// host:port as gRPC takes it (an IPv6 host in brackets).
+std::string ListenAddress(const std::string& host, int port) {
+  return host.find(':') != std::string::npos && host.front() != '[' ? absl::StrCat("[", host, "]:", port)
+                                                                    : absl::StrCat(host, ":", port);
+}
+
+// The partition the options name, loaded (and verified when asked), with a line saying so.
+absl::StatusOr<std::unique_ptr<Partition>> LoadPartition(const ServerOptions& options) {
+  auto partition = LoadPartition(options);
+  if (!partition.ok()) return partition.status();
+  return partition;
+}
+
 // The error of a listener that could not be opened on `at` (the flag `flag` asked for it).
 absl::Status ListenError(const std::string& flag, const std::string& host, int port, const std::string& at) {
   if (PortInUse(host, port)) {
@@ -80,9 +93,6 @@ void GraphStoreServer::SetHealth(const std::string& service, bool serving) {
   if (health_mirror_ != nullptr) health_mirror_->Set(service, serving);
 }
 
-// (One function: start-up is a sequence whose order matters — load, core, listeners, cluster,
-// health — and each step undoes nothing but returns its error, so reading it top to bottom is
-// reading the start-up.)
 absl::StatusOr<std::unique_ptr<GraphStoreServer>> GraphStoreServer::BuildAndStart(const ServerOptions& options) {
   auto credentials = ServerCredentials(options.tls);
   if (!credentials.ok()) return credentials.status();
@@ -117,39 +127,7 @@ absl::StatusOr<std::unique_ptr<GraphStoreServer>> GraphStoreServer::BuildAndStar
   s->service_ = std::make_unique<GraphStoreService>(s->core_.get(), s->auth_.get(), options.call_observer,
                                                     [self] { self->RequestShutdown(); });
 
-  grpc::EnableDefaultHealthCheckService(true);
-  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
-  grpc::ServerBuilder builder;
-  const std::string listen = options.host.find(':') != std::string::npos && options.host.front() != '['
-                                 ? absl::StrCat("[", options.host, "]:", options.port)
-                                 : absl::StrCat(options.host, ":", options.port);
-  builder.AddListeningPort(listen, *credentials, &s->port_);
-  // A daemon owns its port: gRPC's default SO_REUSEPORT would let a second daemon listen
-  // beside this one and the kernel split the connections between them.
-  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
-  builder.RegisterService(s->service_.get());
-  builder.SetMaxSendMessageSize(options.max_message_bytes);
-  builder.SetMaxReceiveMessageSize(options.max_message_bytes);
-  // Clients ping a stream that has been quiet for a while (client::ClientOptions::keepalive_time)
-  // to find a server that hangs; gRPC's default would answer pings more often than every five
-  // minutes with GOAWAY while the server has nothing to send.
-  builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 5000);
-  s->server_ = builder.BuildAndStart();
-  if (s->server_ == nullptr || s->port_ == 0) return ListenError("--port", options.host, options.port, listen);
-  if (options.health_port >= 0) {
-    s->health_mirror_ = std::make_unique<HealthMirror>();
-    grpc::ServerBuilder health;
-    const std::string at = options.host.find(':') != std::string::npos && options.host.front() != '['
-                               ? absl::StrCat("[", options.host, "]:", options.health_port)
-                               : absl::StrCat(options.host, ":", options.health_port);
-    health.AddListeningPort(at, grpc::InsecureServerCredentials(), &s->health_port_);
-    health.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
-    health.RegisterService(s->health_mirror_.get());
-    s->health_server_ = health.BuildAndStart();
-    if (s->health_server_ == nullptr || s->health_port_ <= 0) {
-      return ListenError("--health_port", options.host, options.health_port, at);
-    }
-  }
+  if (auto st = s->Listen(*credentials); !st.ok()) return st;
   // "" says the server is up (what peers wait for); the service says it samples.
   s->SetHealth("", true);
   s->SetHealth(kServiceName, false);
@@ -167,6 +145,39 @@ absl::StatusOr<std::unique_ptr<GraphStoreServer>> GraphStoreServer::BuildAndStar
     s->OpenSampling();
   }
   return s;
+}
+
+absl::Status GraphStoreServer::Listen(const std::shared_ptr<grpc::ServerCredentials>& credentials) {
+  grpc::EnableDefaultHealthCheckService(true);
+  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+  grpc::ServerBuilder builder;
+  const std::string listen = ListenAddress(options_.host, options_.port);
+  builder.AddListeningPort(listen, credentials, &port_);
+  // A daemon owns its port: gRPC's default SO_REUSEPORT would let a second daemon listen
+  // beside this one and the kernel split the connections between them.
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
+  builder.RegisterService(service_.get());
+  builder.SetMaxSendMessageSize(options_.max_message_bytes);
+  builder.SetMaxReceiveMessageSize(options_.max_message_bytes);
+  // Clients ping a stream that has been quiet for a while (client::ClientOptions::keepalive_time)
+  // to find a server that hangs; gRPC's default would answer pings more often than every five
+  // minutes with GOAWAY while the server has nothing to send.
+  builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 5000);
+  server_ = builder.BuildAndStart();
+  if (server_ == nullptr || port_ == 0) return ListenError("--port", options_.host, options_.port, listen);
+  if (options_.health_port >= 0) {
+    health_mirror_ = std::make_unique<HealthMirror>();
+    grpc::ServerBuilder health;
+    const std::string at = ListenAddress(options_.host, options_.health_port);
+    health.AddListeningPort(at, grpc::InsecureServerCredentials(), &health_port_);
+    health.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
+    health.RegisterService(health_mirror_.get());
+    health_server_ = health.BuildAndStart();
+    if (health_server_ == nullptr || health_port_ <= 0) {
+      return ListenError("--health_port", options_.host, options_.health_port, at);
+    }
+  }
+  return absl::OkStatus();
 }
 
 absl::Status GraphStoreServer::JoinCluster(const std::vector<std::string>& addresses) {

@@ -104,6 +104,9 @@ class GraphStoreServer {
 
  private:
   GraphStoreServer() = default;
+  // Opens the service's listener with `credentials` and, with --health_port, the plaintext
+  // health listener; the error names the flag whose port could not be opened.
+  absl::Status Listen(const std::shared_ptr<grpc::ServerCredentials>& credentials);
   // Marks sampling open (health SERVING for graphstore.v1.GraphStore) unless shut down.
   void OpenSampling();
   // Sets a health status on the main port and on the health-only port.

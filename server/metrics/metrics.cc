@@ -125,36 +125,28 @@ class Metrics::Requests {
   std::map<std::string, prometheus::Histogram*> histograms_;
 };
 
-// The core's state, read at each scrape.
-class Metrics::CoreCollector : public prometheus::Collectable {
- public:
-  explicit CoreCollector(bool per_channel) : per_channel_(per_channel) {}
-  void Watch(const Core* core) {
-    std::lock_guard<std::mutex> lock(mu_);
-    core_ = core;
+namespace {
+
+// One channel's own series (with --metrics_per_channel), and one per open stream of it (a
+// connection of a striped channel), gone when the stream closes.
+void ChannelSeries(const v1::ChannelStats& c, Families* f) {
+  const std::vector<ClientMetric::Label> labels = {{"channel", absl::StrCat(c.channel_id())}};
+  f->Gauge("graphstore_channel_buffered_bytes", "Bytes waiting in one channel's output buffer",
+           static_cast<double>(c.buffered_bytes()), labels);
+  f->Counter("graphstore_channel_batches_sampled_total", "Batches sampled for one channel",
+             static_cast<double>(c.total_batches_sampled()), labels);
+  for (const v1::StreamStats& st : c.streams()) {
+    const std::vector<ClientMetric::Label> stream = {{"channel", absl::StrCat(c.channel_id())},
+                                                     {"stripe", absl::StrCat(st.stripe())}};
+    f->Counter("graphstore_channel_stream_bytes_sent_total", "Bytes one open stream of a channel has written",
+               static_cast<double>(st.bytes_sent()), stream);
+    f->Counter("graphstore_channel_stream_batches_sent_total", "Batches one open stream of a channel has written",
+               static_cast<double>(st.batches_sent()), stream);
   }
-  std::vector<MetricFamily> Collect() const override {
-    std::lock_guard<std::mutex> lock(mu_);
-    Families f;
-    if (core_ != nullptr) CollectCore(*core_, &f);
-    return f.Take();
-  }
+}
 
- private:
-  void CollectCore(const Core& core, Families* f) const;
-
-  const bool per_channel_;
-  mutable std::mutex mu_;
-  const Core* core_ = nullptr;
-};
-
-// (One function: one scrape, the families in the order the endpoint lists them, each a few
-// lines over the same stats snapshot.)
-void Metrics::CoreCollector::CollectCore(const Core& core, Families* f) const {
-  v1::ServerStats stats;
-  core.GetServerStats(v1::GetServerStatsRequest(), &stats).IgnoreError();
-
-  // Channels and backends by state; buffers and queues per backend.
+// Channels and backends by state; buffers and queues per backend; open streams and workers.
+void CollectState(const v1::ServerStats& stats, bool per_channel, Families* f) {
   std::map<std::string, int> channel_states = {{"idle", 0}, {"running", 0}, {"epoch_done", 0}, {"failed", 0}};
   int serving = 0, unused = 0, workers = 0;
   for (const v1::BackendStats& b : stats.backends()) {
@@ -166,22 +158,7 @@ void Metrics::CoreCollector::CollectCore(const Core& core, Families* f) const {
       buffered_bytes += c.buffered_bytes();
       buffered_messages += c.buffered_messages();
       in_flight += c.in_flight();
-      if (per_channel_) {
-        const std::vector<ClientMetric::Label> labels = {{"channel", absl::StrCat(c.channel_id())}};
-        f->Gauge("graphstore_channel_buffered_bytes", "Bytes waiting in one channel's output buffer",
-                 static_cast<double>(c.buffered_bytes()), labels);
-        f->Counter("graphstore_channel_batches_sampled_total", "Batches sampled for one channel",
-                   static_cast<double>(c.total_batches_sampled()), labels);
-        // One series per open stream (a connection of a striped channel), gone when it closes.
-        for (const v1::StreamStats& st : c.streams()) {
-          const std::vector<ClientMetric::Label> stream = {{"channel", absl::StrCat(c.channel_id())},
-                                                           {"stripe", absl::StrCat(st.stripe())}};
-          f->Counter("graphstore_channel_stream_bytes_sent_total", "Bytes one open stream of a channel has written",
-                     static_cast<double>(st.bytes_sent()), stream);
-          f->Counter("graphstore_channel_stream_batches_sent_total", "Batches one open stream of a channel has written",
-                     static_cast<double>(st.batches_sent()), stream);
-        }
-      }
+      if (per_channel) ChannelSeries(c, f);
     }
     const std::vector<ClientMetric::Label> backend = {{"backend", b.backend_key()}};
     f->Gauge("graphstore_backend_buffered_bytes", "Bytes sampled and not yet sent, per backend",
@@ -202,7 +179,10 @@ void Metrics::CoreCollector::CollectCore(const Core& core, Families* f) const {
   f->Gauge("graphstore_streams_open", "StreamSampledMessages calls open now", stats.open_streams());
   f->Gauge("graphstore_workers", "Sampling worker threads running, over the backends with channels", workers);
 
-  // What was sampled, sent and dropped.
+}
+
+// What was sampled, sent and dropped; leases, shared memory and sampling indexes.
+void CollectCounters(const Core& core, const v1::ServerStats& stats, Families* f) {
   const ServiceCounters& c = core.counters();
   f->Counter("graphstore_batches_sampled_total", "Batches sampled and encoded", c.batches_sampled.load());
   f->Counter("graphstore_sampling_failures_total", "Batches whose sampling failed", c.sampling_failures.load());
@@ -235,7 +215,10 @@ void Metrics::CoreCollector::CollectCore(const Core& core, Families* f) const {
            "Bytes of the sampling indexes built for weighted and temporal backends, over every edge type",
            static_cast<double>(stats.sampling_index_bytes()));
 
-  // The cluster's peers.
+}
+
+// The cluster's peers: health, calls, bytes, latency and the cache of their node data.
+void CollectPeers(const Core& core, const v1::ServerStats& stats, Families* f) {
   for (const v1::PeerStats& p : stats.peers()) {
     const std::vector<ClientMetric::Label> peer = {{"peer", p.address()}};
     f->Gauge("graphstore_peer_up", "Whether the peer's last health check answered SERVING", p.answering() ? 1 : 0,
@@ -259,6 +242,39 @@ void Metrics::CoreCollector::CollectCore(const Core& core, Families* f) const {
     f->Counter("graphstore_peer_cache_misses_total", "Other partitions' nodes whose data was asked of their owner",
                misses);
   }
+}
+
+}  // namespace
+
+// The core's state, read at each scrape.
+class Metrics::CoreCollector : public prometheus::Collectable {
+ public:
+  explicit CoreCollector(bool per_channel) : per_channel_(per_channel) {}
+  void Watch(const Core* core) {
+    std::lock_guard<std::mutex> lock(mu_);
+    core_ = core;
+  }
+  std::vector<MetricFamily> Collect() const override {
+    std::lock_guard<std::mutex> lock(mu_);
+    Families f;
+    if (core_ != nullptr) CollectCore(*core_, &f);
+    return f.Take();
+  }
+
+ private:
+  void CollectCore(const Core& core, Families* f) const;
+
+  const bool per_channel_;
+  mutable std::mutex mu_;
+  const Core* core_ = nullptr;
+};
+
+void Metrics::CoreCollector::CollectCore(const Core& core, Families* f) const {
+  v1::ServerStats stats;
+  core.GetServerStats(v1::GetServerStatsRequest(), &stats).IgnoreError();
+  CollectState(stats, per_channel_, f);
+  CollectCounters(core, stats, f);
+  CollectPeers(core, stats, f);
 }
 
 absl::StatusOr<std::unique_ptr<Metrics>> Metrics::Start(const Options& options) {

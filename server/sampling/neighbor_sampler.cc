@@ -238,16 +238,9 @@ absl::Status NeighborSampler::PlaceSeedTimes(const SeedBatch& batch, Scratch* s,
   return absl::OkStatus();
 }
 
-// (One function: the hop's hot loop places edges and adds nodes with their prefetches
-// interleaved; split, its state would go through memory, as DrawOwnedNeighbors's did.)
-absl::Status NeighborSampler::ExpandHop(int edge_type, int fanout, uint64_t hop_key, const SeedBatch& coordinates,
-                                        int hop, size_t begin, size_t end, bool add_nodes, Scratch* s,
-                                        SampledSubgraph* out) const {
+DrawSpec NeighborSampler::SpecFor(int edge_type, int fanout, uint64_t hop_key, const SeedBatch& coordinates,
+                                   size_t begin, SampledSubgraph* out) const {
   const EdgeTypeStore& et = partition_->edge_type(edge_type);
-  constexpr size_t kAhead = kPrefetchAhead;
-  const size_t n = end - begin;
-  if (n == 0) return absl::OkStatus();
-
   DrawSpec spec;
   spec.fanout = fanout;
   spec.replace = options_.replace;
@@ -256,11 +249,42 @@ absl::Status NeighborSampler::ExpandHop(int edge_type, int fanout, uint64_t hop_
   spec.with_edge_features = options_.with_edge_features;
   spec.hop_key = hop_key;
   if (coordinates.ablp != nullptr) spec.excluded = &coordinates.ablp->excluded[edge_type];
-  const bool temporal = options_.temporal != TemporalStrategy::kNone;
-  if (temporal && et.times_data() != nullptr) {
+  if (options_.temporal != TemporalStrategy::kNone && et.times_data() != nullptr) {
     spec.temporal = options_.temporal;
     spec.times = out->nodes[et.row_type].sampled_times.data() + begin;
   }
+  return spec;
+}
+
+namespace {
+
+// A node met again in the hop that added it (local ids from `hop_start` on) keeps the earliest
+// time that reached it. Taken over the hop's edges (from `first_edge` on) once they are all in:
+// each node's time is then fetched ahead from its local id, where in the placing loop it waited
+// for the node's map entry first.
+void KeepEarliestTimes(const std::vector<int32_t>& src, const std::vector<int32_t>& dst, size_t first_edge,
+                       size_t hop_start, const int64_t* row_times, int64_t* times) {
+  constexpr size_t kAhead = kPrefetchAhead;
+  const size_t num_edges = dst.size();
+  for (size_t k = first_edge; k < num_edges; ++k) {
+    if (k + kAhead < num_edges) __builtin_prefetch(times + dst[k + kAhead]);
+    const size_t local = static_cast<size_t>(dst[k]);
+    if (local >= hop_start) times[local] = std::min(times[local], row_times[src[k]]);
+  }
+}
+
+}  // namespace
+
+absl::Status NeighborSampler::ExpandHop(int edge_type, int fanout, uint64_t hop_key, const SeedBatch& coordinates,
+                                        int hop, size_t begin, size_t end, bool add_nodes, Scratch* s,
+                                        SampledSubgraph* out) const {
+  const EdgeTypeStore& et = partition_->edge_type(edge_type);
+  constexpr size_t kAhead = kPrefetchAhead;
+  const size_t n = end - begin;
+  if (n == 0) return absl::OkStatus();
+
+  const DrawSpec spec = SpecFor(edge_type, fanout, hop_key, coordinates, begin, out);
+  const bool temporal = options_.temporal != TemporalStrategy::kNone;
   auto drawn = DrawNeighbors(*partition_, options_.peers, edge_type, out->nodes[et.row_type].ids.data() + begin, n,
                              spec, coordinates, hop, &s->frontier);
   if (!drawn.ok()) return drawn.status();
@@ -313,18 +337,7 @@ absl::Status NeighborSampler::ExpandHop(int edge_type, int fanout, uint64_t hop_
       }
     }
   }
-  if (temporal) {
-    // A node met again in the hop that added it keeps the earliest time that reached it. Taken
-    // over the hop's edges once they are all in: each node's time is then fetched ahead from
-    // its local id, where in the loop above it waited for the node's map entry first.
-    int64_t* times = col_times->data();
-    const size_t num_edges = dst.size();
-    for (size_t k = first_edge; k < num_edges; ++k) {
-      if (k + kAhead < num_edges) __builtin_prefetch(times + dst[k + kAhead]);
-      const size_t local = static_cast<size_t>(dst[k]);
-      if (local >= hop_start) times[local] = std::min(times[local], row_times[src[k]]);
-    }
-  }
+  if (temporal) KeepEarliestTimes(src, dst, first_edge, hop_start, row_times, col_times->data());
   return absl::OkStatus();
 }
 

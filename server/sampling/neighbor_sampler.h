@@ -101,6 +101,10 @@ class NeighborSampler : public Sampler {
   /// `add_nodes` false, only edges to nodes already in the subgraph are kept.
   absl::Status ExpandHop(int edge_type, int fanout, uint64_t hop_key, const SeedBatch& coordinates, int hop,
                          size_t begin, size_t end, bool add_nodes, Scratch* s, SampledSubgraph* out) const;
+  /// What a hop of `edge_type` draws from frontier rows starting at `begin`: fanout, kind of
+  /// draw, the batch's key, excluded label edges and, temporally, the rows' times.
+  DrawSpec SpecFor(int edge_type, int fanout, uint64_t hop_key, const SeedBatch& coordinates, size_t begin,
+                   SampledSubgraph* out) const;
   /// Gathers the node data the options ask for (stored times, features, labels), as the
   /// batch's FeatureOutput says.
   absl::Status GatherData(const SeedBatch& batch, SampledSubgraph* out) const;

@@ -410,17 +410,21 @@ absl::Status Core::RegisterSamplingInput(const v1::RegisterSamplingInputRequest&
     registry_.AddChannel(channel);
     if (channel->pool != nullptr) ++shared_channels_;
   }
-  resp->set_channel_id(channel->id);
-  resp->set_num_seeds(channel->num_seeds);
-  resp->set_num_batches_per_epoch(*channel->backend->backend->NumBatches(channel->id));
-  resp->set_num_epoch_batches(channel->batch_stride == 1
-                                  ? resp->num_batches_per_epoch()
-                                  : EpochBatches(channel->num_seeds, channel->backend->config));
-  resp->set_lease_ms(channel->lease_ms);
-  if (*features != nullptr) feature_outputs_.Describe(**features, req.feature_cache_rows(), resp);
+  DescribeRegistration(*channel, req.feature_cache_rows(), resp);
   Logger("core")->info("channel {} registered on backend {} by '{}': {} seeds", channel->id, channel->backend->id,
                        channel->worker_key, channel->num_seeds);
   return absl::OkStatus();
+}
+
+void Core::DescribeRegistration(const ChannelEntry& channel, int64_t cache_rows,
+                                v1::RegisterSamplingInputResponse* resp) const {
+  resp->set_channel_id(channel.id);
+  resp->set_num_seeds(channel.num_seeds);
+  resp->set_num_batches_per_epoch(*channel.backend->backend->NumBatches(channel.id));
+  resp->set_num_epoch_batches(channel.batch_stride == 1 ? resp->num_batches_per_epoch()
+                                                        : EpochBatches(channel.num_seeds, channel.backend->config));
+  resp->set_lease_ms(channel.lease_ms);
+  if (channel.sampling->features != nullptr) feature_outputs_.Describe(*channel.sampling->features, cache_rows, resp);
 }
 
 absl::StatusOr<std::shared_ptr<ChannelEntry>> Core::LiveChannel(uint64_t id) const {

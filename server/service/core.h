@@ -167,6 +167,9 @@ class Core : public StreamHost {
                                            std::shared_ptr<BackendEntry> backend);
   // The live channel `id` with mu_ held, or the status for an id that is not.
   absl::StatusOr<std::shared_ptr<ChannelEntry>> LiveChannel(uint64_t id) const;
+  // What a registration answers about its new channel: ids, counts, lease, feature encoding.
+  void DescribeRegistration(const ChannelEntry& channel, int64_t cache_rows,
+                            v1::RegisterSamplingInputResponse* resp) const;
   // RESOURCE_EXHAUSTED when a channel for `req` on `backend` would pass the server's channel
   // limit, the caller's quotas or the worker-thread limit (mu_ held).
   absl::Status CheckRoomLocked(const Caller& caller, const v1::RegisterSamplingInputRequest& req,

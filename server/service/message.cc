@@ -127,11 +127,9 @@ void AddInt64s(MessageEntry* e, int number, const std::vector<int64_t>& v) {
   AddTensor(e, number, v1::DTYPE_INT64, {static_cast<int64_t>(v.size())}, v.data(), v.size() * 8);
 }
 
-// The NodeTensors of node type `t`.
-MessageEntry NodeEntry(const Partition& partition, const SampledSubgraph& g, size_t t) {
+// The NodeTensors of node type `t`, into `e`.
+void NodeEntry(const Partition& partition, const SampledSubgraph& g, size_t t, MessageEntry* e) {
   const SampledNodes& n = g.nodes[t];
-  MessageEntry entry;
-  MessageEntry* e = &entry;
   e->number = v1::SampledMessage::kNodesFieldNumber;
   e->strings.emplace_back(v1::NodeTensors::kNodeTypeFieldNumber, partition.node_type(static_cast<int>(t)).name);
   AddInt64s(e, v1::NodeTensors::kIdsFieldNumber, n.ids);
@@ -162,14 +160,11 @@ MessageEntry NodeEntry(const Partition& partition, const SampledSubgraph& g, siz
   }
   if (g.temporal) AddInt64s(e, v1::NodeTensors::kSampledTimesFieldNumber, n.sampled_times);
   if (!n.input_ids.empty()) AddInt64s(e, v1::NodeTensors::kInputIdsFieldNumber, n.input_ids);
-  return entry;
 }
 
 // The EdgeTensors of edge type `k`.
-MessageEntry EdgeEntry(const Partition& partition, const SampledSubgraph& g, size_t k) {
+void EdgeEntry(const Partition& partition, const SampledSubgraph& g, size_t k, MessageEntry* e) {
   const SampledEdges& s = g.edges[k];
-  MessageEntry entry;
-  MessageEntry* e = &entry;
   e->number = v1::SampledMessage::kEdgesFieldNumber;
   e->strings.emplace_back(v1::EdgeTensors::kEdgeTypeFieldNumber, partition.edge_type(static_cast<int>(k)).name);
   const int64_t m = static_cast<int64_t>(s.rows.size());
@@ -181,13 +176,10 @@ MessageEntry EdgeEntry(const Partition& partition, const SampledSubgraph& g, siz
     AddTensor(e, v1::EdgeTensors::kFeaturesFieldNumber, ToProtoDtype(s.feature_dtype), {m, s.feature_dim},
            s.features.data(), s.features.size());
   }
-  return entry;
 }
 
 // The link-prediction labels.
-MessageEntry AblpEntry(const Partition& partition, const SampledAblp& a) {
-  MessageEntry entry;
-  MessageEntry* e = &entry;
+void AblpEntry(const Partition& partition, const SampledAblp& a, MessageEntry* e) {
   e->number = v1::SampledMessage::kAblpFieldNumber;
   e->strings.emplace_back(v1::AblpLabels::kSupervisionEdgeTypeFieldNumber,
                          partition.edge_type(a.supervision_edge_type).name);
@@ -197,13 +189,10 @@ MessageEntry AblpEntry(const Partition& partition, const SampledAblp& a) {
          a.positive.size() * 8);
   AddTensor(e, v1::AblpLabels::kNegativeFieldNumber, v1::DTYPE_INT64, {n, a.max_negative}, a.negative.data(),
          a.negative.size() * 8);
-  return entry;
 }
 
 // One PprWeights.
-MessageEntry PprEntry(const Partition& partition, const SampledPpr& p) {
-  MessageEntry entry;
-  MessageEntry* e = &entry;
+void PprEntry(const Partition& partition, const SampledPpr& p, MessageEntry* e) {
   e->number = v1::SampledMessage::kPprFieldNumber;
   e->strings.emplace_back(v1::PprWeights::kSeedTypeFieldNumber, partition.node_type(p.seed_type).name);
   e->strings.emplace_back(v1::PprWeights::kNodeTypeFieldNumber, partition.node_type(p.node_type).name);
@@ -211,7 +200,6 @@ MessageEntry PprEntry(const Partition& partition, const SampledPpr& p) {
   AddInt64s(e, v1::PprWeights::kNodeIndexFieldNumber, p.node_index);
   AddTensor(e, v1::PprWeights::kWeightFieldNumber, v1::DTYPE_FLOAT32, {static_cast<int64_t>(p.weight.size())},
          p.weight.data(), p.weight.size() * 4);
-  return entry;
 }
 
 }  // namespace
@@ -225,10 +213,10 @@ void SetInt64Tensor(const std::vector<int64_t>& values, v1::Tensor* out) { Tenso
 
 std::vector<MessageEntry> MessageEntries(const Partition& partition, const SampledSubgraph& g) {
   std::vector<MessageEntry> entries;
-  for (size_t t = 0; t < g.nodes.size(); ++t) entries.push_back(NodeEntry(partition, g, t));
-  for (size_t k = 0; k < g.edges.size(); ++k) entries.push_back(EdgeEntry(partition, g, k));
-  if (g.ablp.present) entries.push_back(AblpEntry(partition, g.ablp));
-  for (const SampledPpr& p : g.ppr) entries.push_back(PprEntry(partition, p));
+  for (size_t t = 0; t < g.nodes.size(); ++t) NodeEntry(partition, g, t, &entries.emplace_back());
+  for (size_t k = 0; k < g.edges.size(); ++k) EdgeEntry(partition, g, k, &entries.emplace_back());
+  if (g.ablp.present) AblpEntry(partition, g.ablp, &entries.emplace_back());
+  for (const SampledPpr& p : g.ppr) PprEntry(partition, p, &entries.emplace_back());
   return entries;
 }
 
