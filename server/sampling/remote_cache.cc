@@ -1,29 +1,38 @@
 #include "server/sampling/remote_cache.h"
 
+#include <algorithm>
 #include <cstring>
 #include <limits>
+
+#include "server/util/huge_pages.h"
 
 namespace graphstore {
 
 namespace {
-constexpr int64_t kRowsPerChunk = 4096;
 constexpr int64_t kNoLabel = std::numeric_limits<int64_t>::min();
+constexpr size_t kChunkBytes = HugePageAllocator<char>::kHugePage;
 }  // namespace
 
 struct RemoteCache::Type {
   int64_t num_nodes = 0;
   size_t row_bytes = 0;
   std::mutex mu;  // serialises writers of this type
-  // Feature rows: slot of each node (-1: absent), rows in chunks that never move.
+  // Feature rows: slot of each node (-1: absent), rows in chunks that never move. A gather
+  // reads cached rows at random, as it reads the partition's own mapped rows: each chunk is one
+  // 2 MiB huge page (or a whole row where a row is larger), so a row costs a cache miss and not
+  // also a page walk, as the mapped rows do.
   std::atomic<std::atomic<int32_t>*> slot{nullptr};
-  std::unique_ptr<std::atomic<int32_t>[]> slot_storage;
-  std::vector<std::unique_ptr<char[]>> chunk_storage;
+  HugePageVector<std::atomic<int32_t>> slot_storage;
+  std::vector<HugePageVector<char>> chunk_storage;
   std::unique_ptr<std::atomic<char*>[]> chunks;  // max_chunks entries
   int64_t max_chunks = 0;
+  int64_t rows_per_chunk = 1;
   int32_t next_slot = 0;
   // Labels: one entry per node (kNoLabel: absent).
   std::atomic<std::atomic<int64_t>*> label{nullptr};
-  std::unique_ptr<std::atomic<int64_t>[]> label_storage;
+  HugePageVector<std::atomic<int64_t>> label_storage;
+
+  size_t chunk_bytes() const { return std::max(kChunkBytes, static_cast<size_t>(rows_per_chunk) * row_bytes); }
 };
 
 RemoteCache::RemoteCache(const Partition* partition, int64_t capacity_bytes) : capacity_(capacity_bytes) {
@@ -32,8 +41,9 @@ RemoteCache::RemoteCache(const Partition* partition, int64_t capacity_bytes) : c
     type->num_nodes = t.num_nodes;
     type->row_bytes = static_cast<size_t>(t.feature_dim) * DtypeSize(t.feature_dtype);
     if (type->row_bytes > 0) {
+      type->rows_per_chunk = std::max<int64_t>(1, static_cast<int64_t>(kChunkBytes / type->row_bytes));
       const int64_t rows = std::min<int64_t>(t.num_nodes, capacity_bytes / static_cast<int64_t>(type->row_bytes));
-      type->max_chunks = (rows + kRowsPerChunk - 1) / kRowsPerChunk;
+      type->max_chunks = (rows + type->rows_per_chunk - 1) / type->rows_per_chunk;
       type->chunks = std::make_unique<std::atomic<char*>[]>(type->max_chunks);
       for (int64_t i = 0; i < type->max_chunks; ++i) type->chunks[i].store(nullptr);
     }
@@ -57,8 +67,8 @@ const char* RemoteCache::FindFeatures(int type, int64_t id) const {
   if (slots == nullptr) return nullptr;
   const int32_t s = slots[id].load(std::memory_order_acquire);
   if (s < 0) return nullptr;
-  const char* chunk = t.chunks[s / kRowsPerChunk].load(std::memory_order_relaxed);
-  return chunk + static_cast<size_t>(s % kRowsPerChunk) * t.row_bytes;
+  const char* chunk = t.chunks[s / t.rows_per_chunk].load(std::memory_order_relaxed);
+  return chunk + static_cast<size_t>(s % t.rows_per_chunk) * t.row_bytes;
 }
 
 bool RemoteCache::GetFeatures(int type, int64_t id, char* dst) const {
@@ -74,21 +84,21 @@ void RemoteCache::PutFeatures(int type, int64_t id, const char* row) {
   std::lock_guard<std::mutex> lock(t.mu);
   if (t.slot.load(std::memory_order_relaxed) == nullptr) {
     if (!Reserve(t.num_nodes * static_cast<int64_t>(sizeof(int32_t)))) return;
-    t.slot_storage = std::make_unique<std::atomic<int32_t>[]>(t.num_nodes);
-    for (int64_t i = 0; i < t.num_nodes; ++i) t.slot_storage[i].store(-1, std::memory_order_relaxed);
-    t.slot.store(t.slot_storage.get(), std::memory_order_release);
+    t.slot_storage = HugePageVector<std::atomic<int32_t>>(static_cast<size_t>(t.num_nodes));
+    for (auto& s : t.slot_storage) s.store(-1, std::memory_order_relaxed);
+    t.slot.store(t.slot_storage.data(), std::memory_order_release);
   }
   std::atomic<int32_t>& slot = t.slot_storage[id];
   if (slot.load(std::memory_order_relaxed) >= 0) return;
   const int32_t s = t.next_slot;
-  const int64_t chunk = s / kRowsPerChunk;
+  const int64_t chunk = s / t.rows_per_chunk;
   if (chunk >= t.max_chunks) return;
-  if (s % kRowsPerChunk == 0) {
-    if (!Reserve(kRowsPerChunk * static_cast<int64_t>(t.row_bytes))) return;
-    t.chunk_storage.push_back(std::make_unique<char[]>(kRowsPerChunk * t.row_bytes));
-    t.chunks[chunk].store(t.chunk_storage.back().get(), std::memory_order_relaxed);
+  if (s % t.rows_per_chunk == 0) {
+    if (!Reserve(static_cast<int64_t>(t.chunk_bytes()))) return;
+    t.chunk_storage.emplace_back(t.chunk_bytes());
+    t.chunks[chunk].store(t.chunk_storage.back().data(), std::memory_order_relaxed);
   }
-  char* dst = t.chunks[chunk].load(std::memory_order_relaxed) + static_cast<size_t>(s % kRowsPerChunk) * t.row_bytes;
+  char* dst = t.chunks[chunk].load(std::memory_order_relaxed) + static_cast<size_t>(s % t.rows_per_chunk) * t.row_bytes;
   std::memcpy(dst, row, t.row_bytes);
   ++t.next_slot;
   slot.store(s, std::memory_order_release);  // readers that see the slot see the row
@@ -109,9 +119,9 @@ void RemoteCache::PutLabel(int type, int64_t id, int64_t label) {
     std::lock_guard<std::mutex> lock(t.mu);
     if (t.label.load(std::memory_order_relaxed) == nullptr) {
       if (!Reserve(t.num_nodes * static_cast<int64_t>(sizeof(int64_t)))) return;
-      t.label_storage = std::make_unique<std::atomic<int64_t>[]>(t.num_nodes);
-      for (int64_t i = 0; i < t.num_nodes; ++i) t.label_storage[i].store(kNoLabel, std::memory_order_relaxed);
-      t.label.store(t.label_storage.get(), std::memory_order_release);
+      t.label_storage = HugePageVector<std::atomic<int64_t>>(static_cast<size_t>(t.num_nodes));
+      for (auto& l : t.label_storage) l.store(kNoLabel, std::memory_order_relaxed);
+      t.label.store(t.label_storage.data(), std::memory_order_release);
     }
   }
   t.label.load(std::memory_order_acquire)[id].store(label, std::memory_order_relaxed);

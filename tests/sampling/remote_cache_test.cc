@@ -1,0 +1,98 @@
+// The cache of other partitions' rows: rows read back as written across its 2 MiB chunks,
+// absent nodes stay absent, and the byte budget bounds what it keeps.
+
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "server/graph/partition.h"
+#include "server/sampling/remote_cache.h"
+#include "tests/fixtures.h"
+
+namespace graphstore {
+namespace {
+
+// 3000 nodes of 512 float features (2 KiB rows, 1024 to a chunk) in two partitions.
+const Partition& PartZero() {
+  static const std::unique_ptr<Partition> p = [] {
+    auto loaded = Partition::Load(testing::GeneratedDataset(3000, 512, 4, 2, 11) + "/part-0");
+    REQUIRE(loaded.ok());
+    return *std::move(loaded);
+  }();
+  return *p;
+}
+
+std::vector<char> RowOf(int64_t id, size_t bytes) {
+  std::vector<char> row(bytes);
+  for (size_t b = 0; b < bytes; ++b) row[b] = static_cast<char>((id * 131 + static_cast<int64_t>(b)) % 251);
+  return row;
+}
+
+std::vector<int64_t> ForeignIds(const Partition& p) {
+  std::vector<int64_t> ids;
+  const NodeTypeStore& t = p.node_type(0);
+  for (int64_t id = 0; id < t.num_nodes; ++id) {
+    if (t.Owner(id) != p.partition_id()) ids.push_back(id);
+  }
+  std::shuffle(ids.begin(), ids.end(), std::mt19937_64(3));
+  return ids;
+}
+
+TEST_CASE("cached rows read back as written, across chunks, in any order of arrival") {
+  const Partition& p = PartZero();
+  const size_t row_bytes = static_cast<size_t>(p.node_type(0).feature_dim) * 4;
+  RemoteCache cache(&p, int64_t{256} << 20);
+  const std::vector<int64_t> ids = ForeignIds(p);
+  REQUIRE(ids.size() > 1024);  // more than one chunk's rows
+  const std::vector<int64_t> kept(ids.begin(), ids.begin() + static_cast<std::ptrdiff_t>(ids.size() - 10));
+  for (int64_t id : kept) {
+    cache.PutFeatures(0, id, RowOf(id, row_bytes).data());
+    cache.PutLabel(0, id, id % 7);
+  }
+  for (int64_t id : kept) {
+    const char* row = cache.FindFeatures(0, id);
+    REQUIRE(row != nullptr);
+    CHECK(std::memcmp(row, RowOf(id, row_bytes).data(), row_bytes) == 0);
+    int64_t label = -1;
+    REQUIRE(cache.GetLabel(0, id, &label));
+    CHECK(label == id % 7);
+  }
+  for (size_t i = kept.size(); i < ids.size(); ++i) {
+    CHECK(cache.FindFeatures(0, ids[i]) == nullptr);
+    int64_t label = 0;
+    CHECK_FALSE(cache.GetLabel(0, ids[i], &label));
+  }
+  // A row written again keeps its first copy.
+  cache.PutFeatures(0, kept[0], RowOf(kept[1], row_bytes).data());
+  CHECK(std::memcmp(cache.FindFeatures(0, kept[0]), RowOf(kept[0], row_bytes).data(), row_bytes) == 0);
+}
+
+TEST_CASE("the byte budget bounds the cached rows") {
+  const Partition& p = PartZero();
+  const size_t row_bytes = static_cast<size_t>(p.node_type(0).feature_dim) * 4;
+  const int64_t slots = p.node_type(0).num_nodes * 4;
+  const int64_t chunk = int64_t{2} << 20;
+  RemoteCache cache(&p, slots + chunk);  // the slot index and one chunk
+  const std::vector<int64_t> ids = ForeignIds(p);
+  for (int64_t id : ids) cache.PutFeatures(0, id, RowOf(id, row_bytes).data());
+  CHECK(cache.bytes() <= slots + chunk);
+  int64_t found = 0;
+  for (int64_t id : ids) {
+    if (const char* row = cache.FindFeatures(0, id); row != nullptr) {
+      ++found;
+      CHECK(std::memcmp(row, RowOf(id, row_bytes).data(), row_bytes) == 0);
+    }
+  }
+  CHECK(found == chunk / static_cast<int64_t>(row_bytes));  // the first chunk's rows, no more
+
+  RemoteCache off(&p, 0);
+  off.PutFeatures(0, ids[0], RowOf(ids[0], row_bytes).data());
+  CHECK(off.FindFeatures(0, ids[0]) == nullptr);
+  CHECK(off.bytes() == 0);
+}
+
+}  // namespace
+}  // namespace graphstore
