@@ -92,9 +92,9 @@ struct LoaderOptions {
   /// k of N: the channel's batches j with j mod N = k), merged back in order. One connection is
   /// carried by one thread on each side, which caps what it delivers (about 1.5 GB/s in
   /// plaintext, 1 GB/s with TLS); a fast link or TLS needs several. 0: chosen by the host's
-  /// cores (DefaultConnectionsPerServer). Shared memory takes one stream. The stripes share
-  /// the channel's server-side buffer (buffer_bytes): with batches of hundreds of MB give it
-  /// room for a batch per connection, or the stripes wait on each other.
+  /// cores (DefaultConnectionsPerServer). Shared memory takes one stream. The channel's
+  /// server-side buffer (buffer_bytes) holds per connection: N connections give it N times
+  /// the room, counted against the identity's buffer quota.
   int connections_per_server = 0;
   /// Flow-control window of each stream, bytes (0: gRPC's self-tuning window).
   int stream_window_bytes = 8 << 20;

@@ -374,8 +374,8 @@ void DeliveryOptions(const Add& add) {
       "connections to each server, each carrying a stripe of the batches, merged back in order: one "
       "connection is carried by one thread on each side (about 1.5 GB/s in plaintext, 1 GB/s with TLS), so a "
       "fast link or TLS needs several. 0: chosen by the host's cores (1 below 8, 2 from 8, 4 from 16). Shared "
-      "memory takes one. The stripes share the channel's server-side buffer: with batches of hundreds of MB, give "
-      "``buffer_bytes`` room for a batch per connection.",
+      "memory takes one. The channel's server-side buffer (``buffer_bytes``) holds per connection: N connections give "
+      "it N times the room.",
       IntInto(0, [](Draft* d, int64_t v) {
         d->options.connections_per_server = static_cast<int>(std::min<int64_t>(v, 1 << 20));
       }));

@@ -206,7 +206,7 @@ bool Backend::Runnable(const Channel& c) const {
   return !c.removed && !stopping_ && c.cur.epoch >= 0 && c.error.ok() && c.cur.next < c.cur.num_batches &&
          c.in_flight < c.max_in_flight &&
          c.in_flight + static_cast<int>(c.cur.buffer.size() + c.ahead.buffer.size()) < c.max_messages &&
-         c.cur.bytes + c.ahead.bytes < c.max_bytes &&
+         c.cur.bytes + c.ahead.bytes < c.ByteLimit() &&
          (options_.budget == nullptr || options_.budget->AllowsBatch(c.cur.bytes + c.ahead.bytes, c.in_flight));
 }
 
@@ -222,7 +222,7 @@ bool Backend::SpeculationRunnable(const Channel& c) const {
   // Its own budget, the size of the buffer's, so that it overlaps the tail of the epoch whose
   // last batches still fill the buffer.
   return c.ahead.next < limit && c.in_flight < c.max_in_flight &&
-         static_cast<int>(c.ahead.buffer.size()) < c.max_messages && c.ahead.bytes < c.max_bytes &&
+         static_cast<int>(c.ahead.buffer.size()) < c.max_messages && c.ahead.bytes < c.ByteLimit() &&
          (options_.budget == nullptr || options_.budget->AllowsSpeculation());
 }
 

@@ -118,7 +118,7 @@ struct ChannelOptions {
   int max_in_flight = 0;
   /// 0 takes the backend's value.
   int max_buffered_messages = 0;
-  /// 0 takes the backend's value.
+  /// 0 takes the backend's value. Per stream: see SetStreamRoom.
   int64_t max_buffered_bytes = 0;
   /// Passed through to every BatchTask of the channel.
   int64_t context = 0;
@@ -292,6 +292,12 @@ class Backend {
   /// Calls the channel's listener now (something outside the backend changed what its reader
   /// can do). No-op for an unknown channel.
   void Wake(uint64_t id);
+
+  /// Gives channel `id` buffer room for `streams` readers: its byte limit
+  /// (max_buffered_bytes) holds per stream, so that stripes read in parallel each find a batch
+  /// ready even when one batch nearly fills the limit. Its message limit and in-flight cap
+  /// stay the channel's. Room never shrinks; no-op for an unknown channel.
+  void SetStreamRoom(uint64_t id, int streams);
 
   absl::StatusOr<ChannelStats> Describe(uint64_t id) const;
   BackendStats Stats() const;

@@ -61,7 +61,11 @@ struct Backend::Channel {
   int max_in_flight = 0;
   int max_messages = 0;
   int64_t max_bytes = 0;
+  int room_streams = 1;  // SetStreamRoom
   MemoryBudget* budget = nullptr;
+
+  // The byte limit of what it buffers: max_bytes per stream.
+  int64_t ByteLimit() const { return max_bytes * room_streams; }
 
   // Guarded by Backend::mu_.
   bool removed = false;

@@ -145,6 +145,14 @@ void Backend::Wake(uint64_t id) {
   Notify(c);
 }
 
+void Backend::SetStreamRoom(uint64_t id, int streams) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = channels_.find(id);
+  if (it == channels_.end() || streams <= it->second->room_streams) return;
+  it->second->room_streams = streams;
+  MaybeQueue(it->second);
+}
+
 void Backend::Notify(const ChannelPtr& c) {
   std::lock_guard<std::mutex> guard(c->listener_mu);
   for (const auto& [token, listener] : c->listeners) listener();

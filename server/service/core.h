@@ -177,6 +177,9 @@ class Core : public StreamHost {
   // RESOURCE_EXHAUSTED when a registration of `buffer_bytes` would take the caller past a
   // quota (mu_ held).
   absl::Status CheckChannelQuota(const Caller& caller, int64_t buffer_bytes) const;
+  // Raises channel `c`'s buffer room to `streams` streams (its buffer_bytes per stream), or
+  // RESOURCE_EXHAUSTED naming num_stripes when its owner's quota has no room for it. Needs mu_.
+  absl::Status GrowStreamRoomLocked(ChannelEntry* c, int streams);
   // Removes a channel (mu_ held by the caller is released around backend calls); returns
   // whether its backend was stopped because it was the last channel.
   bool DestroyLocked(std::unique_lock<std::mutex>& lock, uint64_t channel_id);

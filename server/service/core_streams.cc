@@ -80,6 +80,7 @@ absl::StatusOr<StreamAttachment> Core::AttachStream(const v1::StreamSampledMessa
   if (live == nullptr) return Registry::NotLive(req.channel_id(), found);
   ChannelEntry& c = *live;
   if (auto s = CanOpen(c, stripe); !s.ok()) return s;
+  if (auto s = GrowStreamRoomLocked(&c, stripe.count); !s.ok()) return s;
   StreamAttachment a;
   a.backend = c.backend->backend;
   a.channel_id = c.id;
@@ -125,6 +126,25 @@ absl::StatusOr<StreamAttachment> Core::AttachStream(const v1::StreamSampledMessa
   c.last_activity = Clock::now();
   ++open_streams_;
   return a;
+}
+
+absl::Status Core::GrowStreamRoomLocked(ChannelEntry* c, int streams) {
+  if (streams <= c->room_streams) return absl::OkStatus();
+  const int64_t more = c->buffer_bytes * (streams - c->room_streams);
+  const int64_t quota = options_.max_buffer_bytes_per_identity;
+  if (!c->owner.empty() && quota > 0) {
+    const int64_t held = registry_.HoldingsOf(c->owner).buffer_bytes;
+    if (held + more > quota) {
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "num_stripes: ", streams, " streams of channel_id ", c->id, " buffer up to ", streams, " x ", c->buffer_bytes,
+          " bytes; identity '", c->owner, "' holds ", held, " buffer bytes and ", more,
+          " more would pass its quota max_buffer_bytes_per_identity=", quota,
+          " (read with fewer stripes, or register a smaller buffer.max_bytes)"));
+    }
+  }
+  registry_.GrowStreamRoom(c, streams);
+  c->backend->backend->SetStreamRoom(c->id, streams);
+  return absl::OkStatus();
 }
 
 void Core::DetachStream(const StreamAttachment& a, bool cancelled) {

@@ -57,7 +57,7 @@ void Registry::AddChannel(std::shared_ptr<ChannelEntry> channel) {
   ++channel->backend->num_channels;
   Holdings& h = holdings_[channel->owner];
   ++h.channels;
-  h.buffer_bytes += channel->buffer_bytes;
+  h.buffer_bytes += channel->held_buffer_bytes();
   const uint64_t id = channel->id;
   channels_[id] = std::move(channel);
 }
@@ -70,7 +70,7 @@ std::shared_ptr<ChannelEntry> Registry::RemoveChannel(uint64_t id) {
   --c->backend->num_channels;
   Holdings& h = holdings_[c->owner];
   --h.channels;
-  h.buffer_bytes -= c->buffer_bytes;
+  h.buffer_bytes -= c->held_buffer_bytes();
   if (h.channels == 0 && h.backends == 0) holdings_.erase(c->owner);
   if (!c->owner.empty()) {
     destroyed_owners_[id] = c->owner;
@@ -118,6 +118,12 @@ void Registry::RemoveBackend(uint64_t id) {
   Holdings& h = holdings_[creator];
   --h.backends;
   if (h.channels == 0 && h.backends == 0) holdings_.erase(creator);
+}
+
+void Registry::GrowStreamRoom(ChannelEntry* channel, int streams) {
+  if (streams <= channel->room_streams) return;
+  holdings_[channel->owner].buffer_bytes += channel->buffer_bytes * (streams - channel->room_streams);
+  channel->room_streams = streams;
 }
 
 Holdings Registry::HoldingsOf(const std::string& identity) const {

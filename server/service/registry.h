@@ -101,9 +101,13 @@ struct ChannelEntry {
   /// without striping.
   std::map<std::pair<int, int>, std::shared_ptr<const StreamCounters>> open_stripes;
   bool streaming() const { return !open_stripes.empty(); }
-  /// The channel's output buffer limits.
+  /// The channel's output buffer limits. buffer_bytes holds per stream: a channel read by
+  /// N stripes has room for N times it (room_streams, raised as stripes open; see
+  /// scheduler::Backend::SetStreamRoom), and its owner's quota counts all of that room.
   const int buffer_messages;
   const int64_t buffer_bytes;
+  int room_streams = 1;
+  int64_t held_buffer_bytes() const { return buffer_bytes * room_streams; }
   /// Shared-memory channels: the channel's files, and the uses sent and not yet freed.
   std::shared_ptr<SharedBufferPool> pool;
   SharedLedger shared;
@@ -121,7 +125,7 @@ struct ChannelEntry {
 struct Holdings {
   int channels = 0;
   int backends = 0;
-  /// The buffer limits (buffer_bytes) of its live channels, summed.
+  /// The buffer room (ChannelEntry::held_buffer_bytes) of its live channels, summed.
   int64_t buffer_bytes = 0;
 };
 
@@ -168,6 +172,8 @@ class Registry {
   void AddChannel(std::shared_ptr<ChannelEntry> channel);
   /// Removes a live channel; its id reads as destroyed from now on. Null when not live.
   std::shared_ptr<ChannelEntry> RemoveChannel(uint64_t id);
+  /// Raises a live channel's buffer room to `streams` streams, counted in its owner's holdings.
+  void GrowStreamRoom(ChannelEntry* channel, int streams);
   const std::map<uint64_t, std::shared_ptr<ChannelEntry>>& channels() const { return channels_; }
 
   /// The backend `id` (ready or being created), or null.

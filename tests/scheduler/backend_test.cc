@@ -107,7 +107,7 @@ TEST_CASE("a channel nobody reads fills its buffer and the others still finish",
   CHECK(fake.calls(9) == 4);
   CHECK(!stats->runnable);
 }
-TEST_CASE("a buffer bounded in bytes stops a channel's sampling", "[backend]") {
+TEST_CASE("a buffer bounded in bytes stops a channel's sampling, per stream once stripes read it", "[backend]") {
   FakeSampler fake;
   Backend backend(BackendOptions(), fake.fn());
   ChannelOptions o = Seeds(100);
@@ -122,6 +122,18 @@ TEST_CASE("a buffer bounded in bytes stops a channel's sampling", "[backend]") {
   REQUIRE(stats.ok());
   CHECK(stats->buffered_bytes == 300);
   CHECK(stats->batches_sampled == 3);
+
+  // Room for three streams: sampling goes on to 3 x 250 bytes, and stops there.
+  backend.SetStreamRoom(1, 3);
+  REQUIRE(graphstore::testing::PollUntil([&] { return backend.Describe(1)->buffered_bytes >= 800; }));
+  WaitIdle(backend, 1);
+  backend.SetStreamRoom(1, 2);  // never shrinks
+  backend.SetStreamRoom(99, 2);  // unknown: nothing happens
+  RunWitnessEpoch(backend);
+  stats = backend.Describe(1);
+  REQUIRE(stats.ok());
+  CHECK(stats->buffered_bytes == 800);
+  CHECK(stats->batches_sampled == 8);
 }
 TEST_CASE("removing a channel mid-epoch frees all its state and cancels the rest", "[backend]") {
   FakeSampler fake;
