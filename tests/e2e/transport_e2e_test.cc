@@ -81,20 +81,32 @@ std::unique_ptr<client::MessageStream> Open(Client& c, uint64_t channel, int64_t
 }
 
 // The bytes of every tensor of a message, in a fixed order, whichever way they travelled.
-std::vector<std::string> Contents(const v1::SampledMessage& m, const client::MappedBuffer* mapped) {
+// Catch2's assertions are for the test's main thread: readers on other threads call the Try
+// forms, which report instead of asserting.
+absl::StatusOr<std::vector<std::string>> TryContents(const v1::SampledMessage& m, const client::MappedBuffer* mapped) {
   std::vector<std::string> out;
   auto add = [&](const v1::Tensor& t) {
     auto bytes = client::TensorBytes(t, mapped);
-    REQUIRE(bytes.ok());
+    if (!bytes.ok()) return bytes.status();
     size_t n = client::DtypeSize(t.dtype());
     for (int64_t d : t.shape()) n *= static_cast<size_t>(d);
     out.emplace_back(*bytes, n);
+    return absl::OkStatus();
   };
   const auto& n = m.nodes(0);
-  for (const auto* t : {&n.ids(), &n.num_sampled_nodes(), &n.batch(), &n.features(), &n.labels()}) add(*t);
   const auto& e = m.edges(0);
-  for (const auto* t : {&e.rows(), &e.cols(), &e.num_sampled_edges()}) add(*t);
+  for (const auto* t : {&n.ids(), &n.num_sampled_nodes(), &n.batch(), &n.features(), &n.labels(), &e.rows(), &e.cols(),
+                        &e.num_sampled_edges()}) {
+    if (auto s = add(*t); !s.ok()) return s;
+  }
   return out;
+}
+
+std::vector<std::string> Contents(const v1::SampledMessage& m, const client::MappedBuffer* mapped) {
+  auto c = TryContents(m, mapped);
+  INFO(c.status().ToString());
+  REQUIRE(c.ok());
+  return *std::move(c);
 }
 
 struct Epoch {
@@ -104,8 +116,8 @@ struct Epoch {
 };
 
 // Reads an epoch to its end; shared buffers are mapped, then received and freed at once.
-Epoch ReadAll(Client& c, uint64_t channel, int64_t epoch, client::SharedMappings* mappings,
-              client::MessageStream* stream = nullptr) {
+absl::StatusOr<Epoch> TryReadAll(Client& c, uint64_t channel, int64_t epoch, client::SharedMappings* mappings,
+                                 client::MessageStream* stream = nullptr) {
   std::unique_ptr<client::MessageStream> own;
   if (stream == nullptr) {
     own = Open(c, channel, epoch);
@@ -114,30 +126,40 @@ Epoch ReadAll(Client& c, uint64_t channel, int64_t epoch, client::SharedMappings
   Epoch out;
   while (true) {
     auto m = stream->Next();
-    INFO(m.status().ToString());
-    REQUIRE(m.ok());
+    if (!m.ok()) return m.status();
     if (*m == nullptr) break;
     std::shared_ptr<const client::MappedBuffer> mapped;
     if ((*m)->has_shared_buffer()) {
-      REQUIRE(mappings != nullptr);
+      if (mappings == nullptr) return absl::InternalError("a shared buffer on a stream read without mappings");
       auto got = mappings->Map((*m)->shared_buffer());
-      INFO(got.status().ToString());
-      REQUIRE(got.ok());
+      if (!got.ok()) return got.status();
       mapped = *got;
       out.files.insert((*m)->shared_buffer().path());
     }
-    out.batches[(*m)->batch_index()] = Contents(**m, mapped.get());
+    auto contents = TryContents(**m, mapped.get());
+    if (!contents.ok()) return contents.status();
+    out.batches[(*m)->batch_index()] = *std::move(contents);
     out.order.push_back((*m)->batch_index());
     if (mapped) {
       v1::ReleaseSharedBuffersRequest r;
       r.set_channel_id(channel);
       r.add_freed_ids((*m)->shared_buffer().id());
       auto released = c.ReleaseSharedBuffers(r);
-      REQUIRE(released.ok());
-      CHECK(released->freed() == 1);
+      if (!released.ok()) return released.status();
+      if (released->freed() != 1) {
+        return absl::InternalError(absl::StrCat("releasing one shared buffer freed ", released->freed()));
+      }
     }
   }
   return out;
+}
+
+Epoch ReadAll(Client& c, uint64_t channel, int64_t epoch, client::SharedMappings* mappings,
+              client::MessageStream* stream = nullptr) {
+  auto e = TryReadAll(c, channel, epoch, mappings, stream);
+  INFO(e.status().ToString());
+  REQUIRE(e.ok());
+  return *std::move(e);
 }
 
 v1::ChannelStats Describe(Client& c, uint64_t channel) {
@@ -257,12 +279,13 @@ absl::Status ReceiveKeeping(Client& c, uint64_t channel, client::MessageStream* 
     auto m = stream->Next();
     if (!m.ok()) return m.status();
     if (*m == nullptr) return absl::OkStatus();
-    REQUIRE((*m)->has_shared_buffer());
-    REQUIRE(mappings->Map((*m)->shared_buffer()).ok());
+    // No assertions: it also runs off the main thread.
+    if (!(*m)->has_shared_buffer()) return absl::InternalError("a message without a shared buffer");
+    if (auto mapped = mappings->Map((*m)->shared_buffer()); !mapped.ok()) return mapped.status();
     v1::ReleaseSharedBuffersRequest r;
     r.set_channel_id(channel);
     r.add_received_ids((*m)->shared_buffer().id());
-    REQUIRE(c.ReleaseSharedBuffers(r).ok());
+    if (auto released = c.ReleaseSharedBuffers(r); !released.ok()) return released.status();
     kept->push_back((*m)->shared_buffer().id());
   }
 }
@@ -466,16 +489,17 @@ TEST_CASE("striped streams: each stripe its batches in order, on connections of 
   }
   CHECK(Describe(*c, whole).streams_size() == 0);
   std::vector<std::thread> readers;
+  std::vector<absl::StatusOr<Epoch>> rest(3, absl::UnknownError("not read"));
   for (int k = 0; k < 3; ++k) {
-    readers.emplace_back([&, k] {
-      const Epoch rest = ReadAll(*clients[k], striped, 0, nullptr, streams[k].get());
-      got[k].batches.insert(rest.batches.begin(), rest.batches.end());
-      got[k].order.insert(got[k].order.end(), rest.order.begin(), rest.order.end());
-    });
+    readers.emplace_back([&, k] { rest[k] = TryReadAll(*clients[k], striped, 0, nullptr, streams[k].get()); });
   }
   for (auto& t : readers) t.join();
   std::map<int64_t, std::vector<std::string>> all;
   for (int k = 0; k < 3; ++k) {
+    INFO("stripe " << k << ": " << rest[k].status().ToString());
+    REQUIRE(rest[k].ok());
+    got[k].batches.insert(rest[k]->batches.begin(), rest[k]->batches.end());
+    got[k].order.insert(got[k].order.end(), rest[k]->order.begin(), rest[k]->order.end());
     std::vector<int64_t> expect;
     for (int64_t b = k; b < n; b += 3) expect.push_back(b);
     CHECK(got[k].order == expect);
