@@ -50,8 +50,15 @@ std::string ListenAddress(const std::string& host, int port) {
 
 // The partition the options name, loaded (and verified when asked), with a line saying so.
 absl::StatusOr<std::unique_ptr<Partition>> LoadPartition(const ServerOptions& options) {
-  auto partition = LoadPartition(options);
+  const auto t0 = std::chrono::steady_clock::now();
+  Partition::LoadOptions lo;
+  lo.verify_contents = options.verify_partition;
+  auto partition = Partition::Load(options.partition_dir, lo);
   if (!partition.ok()) return partition.status();
+  const double load_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  Logger("main")->info("partition {} of {} of '{}' loaded from {} in {:.1f} ms", (*partition)->partition_id(),
+                       (*partition)->num_partitions(), (*partition)->manifest().dataset_name(),
+                       options.partition_dir, load_ms);
   return partition;
 }
 
@@ -100,15 +107,8 @@ absl::StatusOr<std::unique_ptr<GraphStoreServer>> GraphStoreServer::BuildAndStar
   if (!auth.ok()) return auth.status();
   if (auto s = options.peer_security.Check(); !s.ok()) return absl::InvalidArgumentError(absl::StrCat("peers: ", s.message()));
 
-  const auto t0 = std::chrono::steady_clock::now();
-  Partition::LoadOptions lo;
-  lo.verify_contents = options.verify_partition;
-  auto partition = Partition::Load(options.partition_dir, lo);
+  auto partition = LoadPartition(options);
   if (!partition.ok()) return partition.status();
-  const double load_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-  Logger("main")->info("partition {} of {} of '{}' loaded from {} in {:.1f} ms", (*partition)->partition_id(),
-                       (*partition)->num_partitions(), (*partition)->manifest().dataset_name(),
-                       options.partition_dir, load_ms);
 
   std::unique_ptr<SharedMemoryArea> shared;
   if (!options.shared_memory_dir.empty()) {

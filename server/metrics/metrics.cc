@@ -178,7 +178,6 @@ void CollectState(const v1::ServerStats& stats, bool per_channel, Families* f) {
   f->Gauge("graphstore_backends", "", unused, {{"state", "unused"}});
   f->Gauge("graphstore_streams_open", "StreamSampledMessages calls open now", stats.open_streams());
   f->Gauge("graphstore_workers", "Sampling worker threads running, over the backends with channels", workers);
-
 }
 
 // What was sampled, sent and dropped; leases, shared memory and sampling indexes.
@@ -214,7 +213,6 @@ void CollectCounters(const Core& core, const v1::ServerStats& stats, Families* f
   f->Gauge("graphstore_sampling_index_bytes",
            "Bytes of the sampling indexes built for weighted and temporal backends, over every edge type",
            static_cast<double>(stats.sampling_index_bytes()));
-
 }
 
 // The cluster's peers: health, calls, bytes, latency and the cache of their node data.

@@ -125,6 +125,15 @@ class GatherTarget {
 // The stored row each node's features come from (null: none to copy, or not known yet).
 using RowSources = std::vector<const char*>;
 
+// `n` empty sources, in storage the calling thread keeps: a batch's pointers take megabytes,
+// and the sampling workers gather batch after batch, so the storage is allocated once per
+// thread and reused. A gather does not nest on one thread.
+RowSources& EmptySources(size_t n) {
+  thread_local RowSources sources;
+  sources.assign(n, nullptr);
+  return sources;
+}
+
 // Notes where the rows of the nodes this partition owns are, and writes their labels.
 void FindOwned(const NodeTypeStore& t, int self, const std::vector<int64_t>& ids, GatherTarget* g,
                RowSources* rows) {
@@ -205,7 +214,7 @@ absl::Status GatherNodeData(const Partition& partition, int node_type, bool feat
   GatherTarget g(t, node_type, features, labels, output, feature_dst, nodes);
   const std::vector<int64_t>& ids = nodes->ids;
   const int self = partition.partition_id();
-  RowSources rows(features ? ids.size() : 0, nullptr);
+  RowSources& rows = EmptySources(features ? ids.size() : 0);
   if (partition.num_partitions() == 1) {
     FindOwned(t, self, ids, &g, &rows);
     CopyRows(rows, &g);

@@ -332,13 +332,17 @@ absl::Status Core::CheckChannelQuota(const Caller& caller, int64_t buffer_bytes)
     return absl::ResourceExhaustedError(absl::StrCat("identity '", caller.identity, "' already holds ", h.channels,
                                " channels (quota max_channels_per_identity=", channels, ")"));
   }
-  const int64_t bytes = options_.max_buffer_bytes_per_identity;
-  if (bytes > 0 && h.buffer_bytes + buffer_bytes > bytes) {
-    return absl::ResourceExhaustedError(absl::StrCat("identity '", caller.identity, "' holds channels with ", h.buffer_bytes,
-                               " buffer bytes; ", buffer_bytes, " more would pass its quota max_buffer_bytes_per_identity=",
-                               bytes));
-  }
-  return absl::OkStatus();
+  return CheckBufferQuota(caller.identity, buffer_bytes);
+}
+
+absl::Status Core::CheckBufferQuota(const std::string& identity, int64_t more) const {
+  const int64_t quota = options_.max_buffer_bytes_per_identity;
+  if (identity.empty() || quota <= 0) return absl::OkStatus();
+  const int64_t held = registry_.HoldingsOf(identity).buffer_bytes;
+  if (held + more <= quota) return absl::OkStatus();
+  return absl::ResourceExhaustedError(absl::StrCat("identity '", identity, "' holds channels with ", held,
+                                                   " buffer bytes; ", more,
+                                                   " more would pass its quota max_buffer_bytes_per_identity=", quota));
 }
 
 absl::Status Core::RegisterSamplingInput(const v1::RegisterSamplingInputRequest& req,

@@ -177,6 +177,9 @@ class Core : public StreamHost {
   // RESOURCE_EXHAUSTED when a registration of `buffer_bytes` would take the caller past a
   // quota (mu_ held).
   absl::Status CheckChannelQuota(const Caller& caller, int64_t buffer_bytes) const;
+  // RESOURCE_EXHAUSTED when `more` buffer bytes would take `identity` past its buffer quota
+  // (mu_ held; anonymous callers have none).
+  absl::Status CheckBufferQuota(const std::string& identity, int64_t more) const;
   // Raises channel `c`'s buffer room to `streams` streams (its buffer_bytes per stream), or
   // RESOURCE_EXHAUSTED naming num_stripes when its owner's quota has no room for it. Needs mu_.
   absl::Status GrowStreamRoomLocked(ChannelEntry* c, int streams);

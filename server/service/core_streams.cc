@@ -131,16 +131,11 @@ absl::StatusOr<StreamAttachment> Core::AttachStream(const v1::StreamSampledMessa
 absl::Status Core::GrowStreamRoomLocked(ChannelEntry* c, int streams) {
   if (streams <= c->room_streams) return absl::OkStatus();
   const int64_t more = c->buffer_bytes * (streams - c->room_streams);
-  const int64_t quota = options_.max_buffer_bytes_per_identity;
-  if (!c->owner.empty() && quota > 0) {
-    const int64_t held = registry_.HoldingsOf(c->owner).buffer_bytes;
-    if (held + more > quota) {
-      return absl::ResourceExhaustedError(absl::StrCat(
-          "num_stripes: ", streams, " streams of channel_id ", c->id, " buffer up to ", streams, " x ", c->buffer_bytes,
-          " bytes; identity '", c->owner, "' holds ", held, " buffer bytes and ", more,
-          " more would pass its quota max_buffer_bytes_per_identity=", quota,
-          " (read with fewer stripes, or register a smaller buffer.max_bytes)"));
-    }
+  if (auto s = CheckBufferQuota(c->owner, more); !s.ok()) {
+    return absl::ResourceExhaustedError(absl::StrCat("num_stripes: ", streams, " streams of channel_id ", c->id,
+                                                     " buffer up to ", streams, " x ", c->buffer_bytes, " bytes; ",
+                                                     s.message(),
+                                                     " (read with fewer stripes, or register a smaller buffer.max_bytes)"));
   }
   registry_.GrowStreamRoom(c, streams);
   c->backend->backend->SetStreamRoom(c->id, streams);

@@ -85,19 +85,15 @@ std::unique_ptr<client::MessageStream> Open(Client& c, uint64_t channel, int64_t
 // forms, which report instead of asserting.
 absl::StatusOr<std::vector<std::string>> TryContents(const v1::SampledMessage& m, const client::MappedBuffer* mapped) {
   std::vector<std::string> out;
-  auto add = [&](const v1::Tensor& t) {
-    auto bytes = client::TensorBytes(t, mapped);
-    if (!bytes.ok()) return bytes.status();
-    size_t n = client::DtypeSize(t.dtype());
-    for (int64_t d : t.shape()) n *= static_cast<size_t>(d);
-    out.emplace_back(*bytes, n);
-    return absl::OkStatus();
-  };
   const auto& n = m.nodes(0);
   const auto& e = m.edges(0);
-  for (const auto* t : {&n.ids(), &n.num_sampled_nodes(), &n.batch(), &n.features(), &n.labels(), &e.rows(), &e.cols(),
-                        &e.num_sampled_edges()}) {
-    if (auto s = add(*t); !s.ok()) return s;
+  for (const v1::Tensor* t : {&n.ids(), &n.num_sampled_nodes(), &n.batch(), &n.features(), &n.labels(), &e.rows(),
+                              &e.cols(), &e.num_sampled_edges()}) {
+    auto bytes = client::TensorBytes(*t, mapped);
+    if (!bytes.ok()) return bytes.status();
+    size_t size = client::DtypeSize(t->dtype());
+    for (int64_t d : t->shape()) size *= static_cast<size_t>(d);
+    out.emplace_back(*bytes, size);
   }
   return out;
 }

@@ -381,26 +381,20 @@ TEST_CASE("quotas refuse an identity's channel and backend past its quota while 
   auto c = MustDial(bytes.address(), Token(kTokenA));
   auto cb = Init(*c, "bytes");
   REQUIRE(cb.ok());
-  REQUIRE(Register(*c, cb->backend_id()).ok());
+  auto channel = Register(*c, cb->backend_id());
+  REQUIRE(channel.ok());
   auto over = Register(*c, cb->backend_id());
   CHECK(over.status().code() == absl::StatusCode::kResourceExhausted);
   CHECK_THAT(std::string(over.status().message()), Catch::Contains("max_buffer_bytes_per_identity"));
 
-  // The buffer holds per stream: two stripes of a 64 MiB channel need 128 MiB of the quota.
-  Daemon striped(testing::Dataset(), {"--auth_tokens=" + TokenFile(dir), "--max_buffer_mb_per_identity=100",
-                                      "--shared_memory_dir=", "--state_log_interval_s=0"});
-  auto s = MustDial(striped.address(), Token(kTokenA));
-  auto sb = Init(*s, "striped");
-  REQUIRE(sb.ok());
-  auto channel = Register(*s, sb->backend_id());
-  REQUIRE(channel.ok());
+  // The buffer holds per stream: two stripes of the 64 MiB channel need 128 MiB of the quota.
   v1::StartEpochRequest start;
   start.set_channel_id(channel->channel_id());
-  REQUIRE(s->StartEpoch(start).ok());
+  REQUIRE(c->StartEpoch(start).ok());
   v1::StreamSampledMessagesRequest req;
   req.set_channel_id(channel->channel_id());
   req.set_num_stripes(2);
-  auto stream = s->Stream(req);
+  auto stream = c->Stream(req);
   auto m = stream->Next();
   CHECK(m.status().code() == absl::StatusCode::kResourceExhausted);
   CHECK_THAT(std::string(m.status().message()),
@@ -408,7 +402,7 @@ TEST_CASE("quotas refuse an identity's channel and backend past its quota while 
                                           " buffer up to 2 x 67108864 bytes")));
   CHECK_THAT(std::string(m.status().message()), Catch::Contains("max_buffer_bytes_per_identity=104857600"));
   req.set_num_stripes(0);  // one stream fits
-  auto whole = s->Stream(req);
+  auto whole = c->Stream(req);
   CHECK(whole->Next().ok());
 }
 
