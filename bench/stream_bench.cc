@@ -18,7 +18,8 @@
 // (n) Striped streams (--connections=1,2,4): the same three over N connections, each carrying
 //     a stripe of the batches: the raw TCP pump over N connections (baseline), the gRPC send
 //     path over N, and the Loader with connections_per_server = N, plaintext and (with
-//     --tls_certs) TLS; ratios to the pump over as many connections and to N = 1.
+//     --tls_certs) TLS; ratios to the pump over as many connections and to N = 1, and the
+//     process's CPU time per batch (server and Loader share the process).
 //
 // No LibTorch: the Loader measured is its torch-free core (client/loader_core.h), which hands
 // out the batches that client::Loader and the Python package wrap, so the binary and its
@@ -708,6 +709,7 @@ int StripesSection(const Bench& b) {
   };
   struct Row {
     double pump = 0, grpc = 0, plain = 0, tls = 0;
+    double plain_cpu_ms = 0;  // CPU of the whole process per batch: steadier than a rate here
   };
   std::vector<Row> rows(counts.size());
   auto pool = client::BufferPool::Create();
@@ -719,7 +721,9 @@ int StripesSection(const Bench& b) {
       Row r;
       r.pump = RawPump(b.encoded, b.rounds, b.raw_pool, counts[i]).bytes_per_s;
       r.grpc = ReplayGrpc(b.encoded, b.rounds, pool, counts[i]).bytes_per_s;
-      r.plain = LoaderRate(socket_loader(counts[i], false), b.seconds / 2, b.seconds);
+      const LoaderRun plain = RunLoader(socket_loader(counts[i], false), b.seconds / 2, b.seconds);
+      r.plain = plain.batches_per_s;
+      r.plain_cpu_ms = 1e3 * plain.cpu_s_per_batch;
       if (tls_server) r.tls = LoaderRate(socket_loader(counts[i], true), b.seconds / 2, b.seconds);
       trials_of[i].push_back(r);
     }
@@ -730,17 +734,18 @@ int StripesSection(const Bench& b) {
       for (const auto& r : trials_of[i]) v.push_back(r.*field);
       return Percentile(v, 0.5);
     };
-    rows[i] = {median(&Row::pump), median(&Row::grpc), median(&Row::plain), median(&Row::tls)};
+    rows[i] = {median(&Row::pump), median(&Row::grpc), median(&Row::plain), median(&Row::tls),
+               median(&Row::plain_cpu_ms)};
   }
   std::printf("(n) striped streams, batch %d, median of %d trials, %u cores:\n", b.batch_size, b.trials,
               std::thread::hardware_concurrency());
-  std::printf("    conns   raw pump MB/s (baseline)   gRPC decode MB/s  ratio   Loader b/s  vs N=%d", counts[0]);
+  std::printf("    conns   raw pump MB/s (baseline)   gRPC decode MB/s  ratio   Loader b/s  vs N=%d  CPU ms/b", counts[0]);
   if (tls_server) std::printf("   TLS b/s  TLS/plain");
   std::printf("\n");
   for (size_t i = 0; i < counts.size(); ++i) {
     const Row& r = rows[i];
-    std::printf("    %5d   %24.1f   %16.1f  %5.2f   %10.2f  %5.2f", counts[i], r.pump / 1e6, r.grpc / 1e6,
-                r.grpc / r.pump, r.plain, r.plain / rows[0].plain);
+    std::printf("    %5d   %24.1f   %16.1f  %5.2f   %10.2f  %5.2f  %8.1f", counts[i], r.pump / 1e6, r.grpc / 1e6,
+                r.grpc / r.pump, r.plain, r.plain / rows[0].plain, r.plain_cpu_ms);
     if (tls_server) std::printf("   %7.2f  %9.2f", r.tls, r.tls / r.plain);
     std::printf("\n");
   }

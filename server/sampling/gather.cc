@@ -13,7 +13,7 @@ namespace {
 // Batches vary in size, and a pooled subgraph that grows its feature buffer by exactly what the
 // next batch needs reallocates again and again; fresh memory costs a page fault per page, more
 // than the gather itself. Growing by a quarter more settles the capacity within a few batches.
-void ResizeWithHeadroom(std::vector<char>* v, size_t n) {
+void ResizeWithHeadroom(UninitializedBytes* v, size_t n) {
   if (n > v->capacity()) v->reserve(n + n / 4);
   v->resize(n);
 }

@@ -15,6 +15,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "server/graph/npy.h"
+#include "server/util/uninitialized.h"
 
 namespace graphstore {
 
@@ -27,7 +28,7 @@ struct SampledNodes {
   /// The batch's seeds of this type, as given (GLT's `batch`).
   std::vector<int64_t> batch;
   /// Row-major [ids.size(), feature_dim] feature bytes of `feature_dtype`, when gathered ...
-  std::vector<char> features;
+  UninitializedBytes features;
   /// ... unless they were gathered into memory the caller supplied (see
   /// SampledSubgraph::feature_target): then they are here and `features` is empty.
   const char* placed_features = nullptr;
@@ -83,7 +84,7 @@ struct SampledEdges {
   /// Edges added per hop. Length hops (1 for an induced subgraph: all its edges at once).
   std::vector<int64_t> num_sampled_edges;
   /// Row-major [rows.size(), feature_dim] edge feature bytes of `feature_dtype`, when gathered.
-  std::vector<char> features;
+  UninitializedBytes features;
   int64_t feature_dim = 0;
   NpyDtype feature_dtype = NpyDtype::kFloat32;
 };
