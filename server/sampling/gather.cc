@@ -242,6 +242,7 @@ absl::Status GatherNodeData(const Partition& partition, int node_type, bool feat
   int64_t hits = 0;
   int64_t misses = 0;
   auto have = [&](size_t i) {
+    if (cache != nullptr && i + kRowsAhead < ids.size()) cache->Prefetch(node_type, ids[i + kRowsAhead]);
     const bool found = lookup(i);
     ++(found ? hits : misses);
     return found;

@@ -71,6 +71,12 @@ const char* RemoteCache::FindFeatures(int type, int64_t id) const {
   return chunk + static_cast<size_t>(s % t.rows_per_chunk) * t.row_bytes;
 }
 
+void RemoteCache::Prefetch(int type, int64_t id) const {
+  const Type& t = *types_[type];
+  if (const auto* slots = t.slot.load(std::memory_order_relaxed)) __builtin_prefetch(slots + id);
+  if (const auto* labels = t.label.load(std::memory_order_relaxed)) __builtin_prefetch(labels + id);
+}
+
 bool RemoteCache::GetFeatures(int type, int64_t id, char* dst) const {
   const char* row = FindFeatures(type, id);
   if (row == nullptr) return false;

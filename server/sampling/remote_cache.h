@@ -34,6 +34,9 @@ class RemoteCache {
   bool GetFeatures(int type, int64_t id, char* dst) const;
   /// Keeps a feature row (row width of the type's features) while the budget lasts.
   void PutFeatures(int type, int64_t id, const char* row);
+  /// Starts loading where node `id`'s feature slot and label would be, for a lookup a few nodes
+  /// later: lookups fall at random in arrays the size of the graph, each a cache miss.
+  void Prefetch(int type, int64_t id) const;
   /// The cached label of node `id`; false when absent.
   bool GetLabel(int type, int64_t id, int64_t* label) const;
   void PutLabel(int type, int64_t id, int64_t label);
