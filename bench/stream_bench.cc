@@ -32,6 +32,7 @@
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <openssl/evp.h>
@@ -373,7 +374,14 @@ struct LoaderRun {
   double batches_per_s = 0;
   double bytes_per_batch = 0;
   double cpu_s_per_batch = 0;
+  double faults_per_batch = 0;  // minor page faults of the process: memory met for the first time
 };
+
+int64_t MinorFaults() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return u.ru_minflt;
+}
 
 double ProcessCpuSeconds() {
   timespec t{};
@@ -389,6 +397,7 @@ LoaderRun RunLoader(client::LoaderOptions o, double warm, double seconds) {
   int64_t batches = 0;
   const int64_t bytes0 = loader.bytes_received();
   const double cpu0 = ProcessCpuSeconds();
+  const int64_t faults0 = MinorFaults();
   const auto t0 = Clock::now();
   for (int64_t epoch = 1; Since(t0) < seconds; ++epoch) {
     loader.StartEpoch(epoch);
@@ -399,6 +408,7 @@ LoaderRun RunLoader(client::LoaderOptions o, double warm, double seconds) {
   if (batches > 0) {
     r.bytes_per_batch = static_cast<double>(loader.bytes_received() - bytes0) / batches;
     r.cpu_s_per_batch = (ProcessCpuSeconds() - cpu0) / batches;
+    r.faults_per_batch = static_cast<double>(MinorFaults() - faults0) / batches;
   }
   return r;
 }
@@ -710,6 +720,7 @@ int StripesSection(const Bench& b) {
   struct Row {
     double pump = 0, grpc = 0, plain = 0, tls = 0;
     double plain_cpu_ms = 0;  // CPU of the whole process per batch: steadier than a rate here
+    double plain_faults = 0;
   };
   std::vector<Row> rows(counts.size());
   auto pool = client::BufferPool::Create();
@@ -724,6 +735,7 @@ int StripesSection(const Bench& b) {
       const LoaderRun plain = RunLoader(socket_loader(counts[i], false), b.seconds / 2, b.seconds);
       r.plain = plain.batches_per_s;
       r.plain_cpu_ms = 1e3 * plain.cpu_s_per_batch;
+      r.plain_faults = plain.faults_per_batch;
       if (tls_server) r.tls = LoaderRate(socket_loader(counts[i], true), b.seconds / 2, b.seconds);
       trials_of[i].push_back(r);
     }
@@ -735,17 +747,17 @@ int StripesSection(const Bench& b) {
       return Percentile(v, 0.5);
     };
     rows[i] = {median(&Row::pump), median(&Row::grpc), median(&Row::plain), median(&Row::tls),
-               median(&Row::plain_cpu_ms)};
+               median(&Row::plain_cpu_ms), median(&Row::plain_faults)};
   }
   std::printf("(n) striped streams, batch %d, median of %d trials, %u cores:\n", b.batch_size, b.trials,
               std::thread::hardware_concurrency());
-  std::printf("    conns   raw pump MB/s (baseline)   gRPC decode MB/s  ratio   Loader b/s  vs N=%d  CPU ms/b", counts[0]);
+  std::printf("    conns   raw pump MB/s (baseline)   gRPC decode MB/s  ratio   Loader b/s  vs N=%d  CPU ms/b  faults/b", counts[0]);
   if (tls_server) std::printf("   TLS b/s  TLS/plain");
   std::printf("\n");
   for (size_t i = 0; i < counts.size(); ++i) {
     const Row& r = rows[i];
-    std::printf("    %5d   %24.1f   %16.1f  %5.2f   %10.2f  %5.2f  %8.1f", counts[i], r.pump / 1e6, r.grpc / 1e6,
-                r.grpc / r.pump, r.plain, r.plain / rows[0].plain, r.plain_cpu_ms);
+    std::printf("    %5d   %24.1f   %16.1f  %5.2f   %10.2f  %5.2f  %8.1f  %8.0f", counts[i], r.pump / 1e6, r.grpc / 1e6,
+                r.grpc / r.pump, r.plain, r.plain / rows[0].plain, r.plain_cpu_ms, r.plain_faults);
     if (tls_server) std::printf("   %7.2f  %9.2f", r.tls, r.tls / r.plain);
     std::printf("\n");
   }
