@@ -14,8 +14,6 @@
 //
 //   bazel-bin/bench/cluster_bench
 
-#include <sys/resource.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -28,6 +26,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "bench/process_usage.h"
 #include "client/client.h"
 #include "server/graph/dataset_writer.h"
 #include "server/server.h"
@@ -66,14 +65,6 @@ struct Result {
   double calls_per_batch = 0;
   double bytes_per_batch = 0;
 };
-
-// CPU time of this process (every server and the trainer run in it), user and system.
-double CpuSeconds() {
-  struct rusage u;
-  getrusage(RUSAGE_SELF, &u);
-  return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
-         static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6;
-}
 
 // Peer calls and bytes the servers made so far, and the batches they sampled.
 struct Traffic {
@@ -137,11 +128,11 @@ absl::StatusOr<Result> Run(const Setup& setup, const v1::SamplingConfig& config,
   run_epoch(0, &seeds, &batches);  // warm-up: page cache, connections, first allocations
   const auto before = PeerTraffic(addresses);
   seeds = batches = nodes = 0;
-  const double cpu0 = CpuSeconds();
+  const double cpu0 = ProcessCpuSeconds();
   const auto t0 = Clock::now();
   for (int e = 1; e <= epochs; ++e) run_epoch(e, &seeds, &batches);
   const double s = std::chrono::duration<double>(Clock::now() - t0).count();
-  const double cpu = CpuSeconds() - cpu0;
+  const double cpu = ProcessCpuSeconds() - cpu0;
   const auto after = PeerTraffic(addresses);
   loader.Close();
   Result r;

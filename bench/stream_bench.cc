@@ -32,7 +32,6 @@
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
-#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <openssl/evp.h>
@@ -50,6 +49,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "bench/bench_graphs.h"
+#include "bench/process_usage.h"
 #include "client/client.h"
 #include "scheduler/backend.h"
 #include "server/graph/partition.h"
@@ -377,18 +377,6 @@ struct LoaderRun {
   double faults_per_batch = 0;  // minor page faults of the process: memory met for the first time
 };
 
-int64_t MinorFaults() {
-  rusage u{};
-  getrusage(RUSAGE_SELF, &u);
-  return u.ru_minflt;
-}
-
-double ProcessCpuSeconds() {
-  timespec t{};
-  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
-  return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
-}
-
 LoaderRun RunLoader(client::LoaderOptions o, double warm, double seconds) {
   client::LoaderCore loader(o);
   loader.StartEpoch(0);
@@ -397,7 +385,7 @@ LoaderRun RunLoader(client::LoaderOptions o, double warm, double seconds) {
   int64_t batches = 0;
   const int64_t bytes0 = loader.bytes_received();
   const double cpu0 = ProcessCpuSeconds();
-  const int64_t faults0 = MinorFaults();
+  const int64_t faults0 = MinorPageFaults();
   const auto t0 = Clock::now();
   for (int64_t epoch = 1; Since(t0) < seconds; ++epoch) {
     loader.StartEpoch(epoch);
@@ -408,7 +396,7 @@ LoaderRun RunLoader(client::LoaderOptions o, double warm, double seconds) {
   if (batches > 0) {
     r.bytes_per_batch = static_cast<double>(loader.bytes_received() - bytes0) / batches;
     r.cpu_s_per_batch = (ProcessCpuSeconds() - cpu0) / batches;
-    r.faults_per_batch = static_cast<double>(MinorFaults() - faults0) / batches;
+    r.faults_per_batch = static_cast<double>(MinorPageFaults() - faults0) / batches;
   }
   return r;
 }
