@@ -61,6 +61,7 @@ struct Result {
   double batches_per_s = 0;
   double nodes_per_batch = 0;
   double cpu_ms_per_batch = 0;  // of the whole process: servers, peers and trainer
+  double faults_per_batch = 0;  // minor page faults of the whole process
   double sampled_per_batch = 0;  // batches the servers sampled per batch delivered
   double calls_per_batch = 0;
   double bytes_per_batch = 0;
@@ -129,10 +130,12 @@ absl::StatusOr<Result> Run(const Setup& setup, const v1::SamplingConfig& config,
   const auto before = PeerTraffic(addresses);
   seeds = batches = nodes = 0;
   const double cpu0 = ProcessCpuSeconds();
+  const int64_t faults0 = MinorPageFaults();
   const auto t0 = Clock::now();
   for (int e = 1; e <= epochs; ++e) run_epoch(e, &seeds, &batches);
   const double s = std::chrono::duration<double>(Clock::now() - t0).count();
   const double cpu = ProcessCpuSeconds() - cpu0;
+  const int64_t faults = MinorPageFaults() - faults0;
   const auto after = PeerTraffic(addresses);
   loader.Close();
   Result r;
@@ -140,6 +143,7 @@ absl::StatusOr<Result> Run(const Setup& setup, const v1::SamplingConfig& config,
   r.batches_per_s = batches / s;
   r.nodes_per_batch = static_cast<double>(nodes) / batches;
   r.cpu_ms_per_batch = 1e3 * cpu / batches;
+  r.faults_per_batch = static_cast<double>(faults) / batches;
   r.calls_per_batch = static_cast<double>(after.calls - before.calls) / batches;
   r.bytes_per_batch = static_cast<double>(after.bytes - before.bytes) / batches;
   r.sampled_per_batch = static_cast<double>(after.sampled - before.sampled) / batches;
@@ -201,19 +205,20 @@ void PrintResults(const std::vector<Setup>& setups, const std::vector<std::vecto
   for (size_t i = 0; i < setups.size(); ++i) {
     const Setup& s = setups[i];
     if (results[i].empty()) continue;
-    std::vector<double> rate, nodes, calls, bytes, cpu, sampled;
+    std::vector<double> rate, nodes, calls, bytes, cpu, faults, sampled;
     for (const Result& r : results[i]) {
       sampled.push_back(r.sampled_per_batch);
       rate.push_back(r.seeds_per_s);
       cpu.push_back(r.cpu_ms_per_batch);
+      faults.push_back(r.faults_per_batch);
       nodes.push_back(r.nodes_per_batch);
       calls.push_back(r.calls_per_batch);
       bytes.push_back(r.bytes_per_batch);
     }
     const std::string vs = s.compare_with >= 0 ? format(ratios(i, s.compare_with)) : "";
-    std::printf("%-24s %10.0f %7s %14s %11.0f %9.1f %9.2f %8.2f%% %12.1f %11.2f MB\n", s.name.c_str(), median(rate),
-                i == 0 ? "1.00" : format(ratios(i, 0)).substr(0, 4).c_str(), vs.substr(0, 4).c_str(), median(nodes),
-                median(cpu), median(sampled), 100 * s.report.cut_fraction(), median(calls), median(bytes) / 1e6);
+    std::printf("%-24s %10.0f %7s %14s %11.0f %9.1f %9.0f %9.2f %8.2f%% %12.1f %11.2f MB\n", s.name.c_str(),
+                median(rate), i == 0 ? "1.00" : format(ratios(i, 0)).substr(0, 4).c_str(), vs.substr(0, 4).c_str(),
+                median(nodes), median(cpu), median(faults), median(sampled), 100 * s.report.cut_fraction(), median(calls), median(bytes) / 1e6);
   }
   std::printf("\nper-round ratios (against the single server | global against owner-only):\n");
   for (size_t i = 1; i < setups.size(); ++i) {
@@ -303,8 +308,8 @@ int Main(int argc, char** argv) {
               "each round's figure (ratio: against the single server; vs owner-only: a global setup against the same "
               "partitions with each server batching its own seeds)\n",
               static_cast<long long>(*rounds));
-  std::printf("%-24s %10s %7s %14s %11s %9s %9s %9s %12s %14s\n", "setup", "seeds/s", "ratio", "vs owner-only",
-              "nodes/batch", "CPU ms/b", "sampled/b", "edge cut", "calls/batch", "crossing/batch");
+  std::printf("%-24s %10s %7s %14s %11s %9s %9s %9s %9s %12s %14s\n", "setup", "seeds/s", "ratio", "vs owner-only",
+              "nodes/batch", "CPU ms/b", "faults/b", "sampled/b", "edge cut", "calls/batch", "crossing/batch");
   const std::string only = flags.Get("only");
   std::vector<std::vector<Result>> results(setups.size());
   for (int64_t round = 0; round < *rounds; ++round) {
