@@ -3,6 +3,7 @@
     bazel build -c opt //bench:loader_bench //python:graphstore //server:graphstored //tools:graphstore-generate
     /usr/bin/python3 bench/python_bench.py                  # 1M nodes, 100 float features
     /usr/bin/python3 bench/python_bench.py --slice=3 --pairs=12 --processes
+    /usr/bin/python3 bench/python_bench.py --pairs=24 --configs=socket-64,shm-64   # fewer, longer
 
 One graphstored serves the generated "1m" graph (generated on first use into --cache). For
 each configuration — batch 1024 at [15, 10, 5] and batch 64 at [10, 5], over the socket and
@@ -116,9 +117,17 @@ def main():
     p.add_argument("--pairs", type=int, default=10, help="pairs of slices per configuration")
     p.add_argument("--processes", action="store_true", help="also compare with the C++ Loader in its own process")
     p.add_argument("--installed", action="store_true", help="use the installed graphstore, not bazel-bin's")
+    p.add_argument("--configs", default="socket-1024,shm-1024,socket-64,shm-64",
+                   help="configurations to run: transport (socket, shm) and batch size (1024, 64)")
     p.add_argument("--bin", default=os.path.join(ROOT, "bazel-bin"),
                    help="where server/graphstored and tools/graphstore-generate are")
     args = p.parse_args()
+    known = {f"{'shm' if shm else 'socket'}-{batch_size}": (batch_size, fanouts, shm)
+             for batch_size, fanouts in ((1024, [15, 10, 5]), (64, [10, 5])) for shm in (False, True)}
+    wanted = [c for c in args.configs.split(",") if c]
+    if not wanted or any(c not in known for c in wanted):
+        sys.exit(f"--configs: expected names from {', '.join(known)}, got {args.configs!r}")
+    configs = [known[c] for c in wanted]
     graph = os.path.join(args.cache, "1m-v2")
     if not os.path.exists(os.path.join(graph, "manifest.json")):
         print(f"generating 1m into {graph} ...", file=sys.stderr)
@@ -135,8 +144,6 @@ def main():
                 sys.exit("graphstored exited during start-up")
             time.sleep(0.05)
         address = f"127.0.0.1:{open(port_file).read().strip()}"
-        configs = [(batch_size, fanouts, shm) for batch_size, fanouts in ((1024, [15, 10, 5]), (64, [10, 5]))
-                   for shm in (False, True)]
         import torch  # noqa: PLC0415
         print(f"graph 1m (1M nodes, ~25M edges, 100 float features); batches/s; ratio = median of the pairs' "
               f"Python / C++ (their range); Python {sys.version.split()[0]}, torch {torch.__version__}")

@@ -16,6 +16,8 @@
 #   bash tools/test_envs.sh                    # both
 #   bash tools/test_envs.sh debian13           # one
 #   bash tools/test_envs.sh --bench [ENV ...]  # and bench/python_bench.py in each (~3 min more each)
+#   GRAPHSTORE_BENCH_PAIRS=16 GRAPHSTORE_BENCH_CONFIGS=socket-64 bash tools/test_envs.sh --bench debian13
+#                                              # more pairs of fewer configurations
 set -euo pipefail
 cd "$(dirname "$0")/.."
 REPO=$PWD
@@ -26,7 +28,8 @@ BENCH=0
 if [ "${1:-}" = --bench ]; then BENCH=1; shift; fi
 WANT=("${@:-debian12 debian13}")
 WANT=(${WANT[*]})
-BENCH_ARGS=(--pairs="${GRAPHSTORE_BENCH_PAIRS:-8}" --installed)
+BENCH_ARGS=(--pairs="${GRAPHSTORE_BENCH_PAIRS:-8}" --configs="${GRAPHSTORE_BENCH_CONFIGS:-socket-1024,shm-1024,socket-64,shm-64}"
+  --installed)
 start=$(date +%s)
 
 bash tools/setup.sh
