@@ -218,7 +218,8 @@ void PrintResults(const std::vector<Setup>& setups, const std::vector<std::vecto
     const std::string vs = s.compare_with >= 0 ? format(ratios(i, s.compare_with)) : "";
     std::printf("%-24s %10.0f %7s %14s %11.0f %9.1f %9.0f %9.2f %8.2f%% %12.1f %11.2f MB\n", s.name.c_str(),
                 median(rate), i == 0 ? "1.00" : format(ratios(i, 0)).substr(0, 4).c_str(), vs.substr(0, 4).c_str(),
-                median(nodes), median(cpu), median(faults), median(sampled), 100 * s.report.cut_fraction(), median(calls), median(bytes) / 1e6);
+                median(nodes), median(cpu), median(faults), median(sampled), 100 * s.report.cut_fraction(),
+                median(calls), median(bytes) / 1e6);
   }
   std::printf("\nper-round ratios (against the single server | global against owner-only):\n");
   for (size_t i = 1; i < setups.size(); ++i) {

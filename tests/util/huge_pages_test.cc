@@ -50,7 +50,9 @@ TEST_CASE("a large array is a mapping of its own at a 2 MiB boundary, unmapped w
   const std::string flags = MappingFlags(p);
   REQUIRE(!flags.empty());
   // The advice is recorded on the mapping where the kernel has transparent huge pages.
-  if (std::ifstream("/sys/kernel/mm/transparent_hugepage/enabled").good()) CHECK(flags.find(" hg") != std::string::npos);
+  if (std::ifstream("/sys/kernel/mm/transparent_hugepage/enabled").good()) {
+    CHECK(flags.find(" hg") != std::string::npos);
+  }
   alloc.deallocate(p, n);
   // Freed memory goes back to the kernel at once: malloc's heap would keep it mapped.
   CHECK(MappingFlags(p).empty());
