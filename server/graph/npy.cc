@@ -12,6 +12,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "server/util/huge_pages.h"
 
 namespace graphstore {
 namespace {
@@ -180,28 +181,10 @@ std::string ShapeString(const std::vector<int64_t>& shape) {
 // through such a mapping, on filesystems with large folios), a random read then costs a cache
 // miss rather than a cache miss and a page walk. Elsewhere the advice changes nothing.
 void* MapReadOnly(int fd, size_t size) {
-  constexpr size_t kHugePage = size_t{2} << 20;
-  if (size < kHugePage) return mmap(nullptr, size, PROT_READ, MAP_SHARED, fd, 0);
-  // Reserve room for an aligned mapping, map the file over its aligned part, give back the rest.
-  const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
-  auto round_up = [page](size_t n) { return (n + page - 1) / page * page; };
-  const size_t room_size = round_up(size + kHugePage);
-  void* room = mmap(nullptr, room_size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-  if (room == MAP_FAILED) return mmap(nullptr, size, PROT_READ, MAP_SHARED, fd, 0);
-  const uintptr_t start = reinterpret_cast<uintptr_t>(room);
-  const uintptr_t aligned = (start + kHugePage - 1) & ~(kHugePage - 1);
-  void* map = mmap(reinterpret_cast<void*>(aligned), size, PROT_READ, MAP_SHARED | MAP_FIXED, fd, 0);
-  if (map == MAP_FAILED) {
-    munmap(room, room_size);
-    return MAP_FAILED;
+  if (size >= kHugePageBytes) {
+    if (void* map = MapAtHugeBoundary(size, PROT_READ, MAP_SHARED, fd); map != MAP_FAILED) return map;
   }
-  if (aligned > start) munmap(room, aligned - start);
-  const uintptr_t end = aligned + round_up(size);
-  if (start + room_size > end) munmap(reinterpret_cast<void*>(end), start + room_size - end);
-#ifdef MADV_HUGEPAGE
-  madvise(map, size, MADV_HUGEPAGE);  // advice only
-#endif
-  return map;
+  return mmap(nullptr, size, PROT_READ, MAP_SHARED, fd, 0);
 }
 
 }  // namespace
