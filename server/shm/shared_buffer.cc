@@ -12,7 +12,6 @@
 #include <condition_variable>
 #include <cstring>
 #include <deque>
-#include <iterator>
 #include <thread>
 #include <random>
 #include <utility>
@@ -146,13 +145,14 @@ absl::StatusOr<std::shared_ptr<SharedUse>> SharedBufferPool::Acquire(size_t size
     // The smallest free file that fits; of equal ones, the one given back last. A steady stream
     // then keeps writing the few files it has in flight, whose pages are warm, and leaves the
     // pool's other idle files untouched, instead of cycling through every file the pool keeps.
-    auto best = free_.rend();
-    for (auto it = free_.rbegin(); it != free_.rend(); ++it) {
-      if ((*it)->size() >= size && (best == free_.rend() || (*it)->size() < (*best)->size())) best = it;
+    // (free_ is in the order files came back, so `<=` keeps the later of equal ones.)
+    auto best = free_.end();
+    for (auto it = free_.begin(); it != free_.end(); ++it) {
+      if ((*it)->size() >= size && (best == free_.end() || (*it)->size() <= (*best)->size())) best = it;
     }
-    if (best != free_.rend()) {
+    if (best != free_.end()) {
       use->file = std::move(*best);
-      free_.erase(std::next(best).base());
+      free_.erase(best);
       return use;
     }
   }
