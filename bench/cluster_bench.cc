@@ -10,13 +10,16 @@
 // the ratio to the single server, the edge cut of the assignment, and the calls and bytes
 // that crossed between the servers per batch (from the servers' own counters), with the
 // servers' cache of peers' node data on (the default) and off. The first epoch is a warm-up
-// and not measured: with the cache on, it is the epoch that fills it.
+// and not measured: with the cache on, it is the epoch that fills it. With --owner_parts it also
+// prices the design not built, per-owner parts merged on the trainer (see PartMerger).
 //
 //   bazel-bin/bench/cluster_bench
 
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
+#include <deque>
 #include <filesystem>
 #include <memory>
 #include <string>
@@ -54,6 +57,9 @@ struct Setup {
   // The Loader's transport and order (--shared_memory, --ordered).
   bool shared_memory = true;
   bool ordered = true;
+  // Owner parts: each server batches its own seeds, B / num_partitions a batch, and the trainer
+  // merges one batch of each server into one (see PartMerger).
+  bool owner_parts = false;
 };
 
 struct Result {
@@ -65,6 +71,9 @@ struct Result {
   double sampled_per_batch = 0;  // batches the servers sampled per batch delivered
   double calls_per_batch = 0;
   double bytes_per_batch = 0;
+  // Owner parts only: the parts' nodes before merging, and the trainer's merge time.
+  double part_nodes_per_batch = 0;
+  double merge_ms_per_batch = 0;
 };
 
 // Peer calls and bytes the servers made so far, and the batches they sampled.
@@ -93,7 +102,137 @@ Traffic PeerTraffic(const std::vector<std::string>& addresses) {
   return {calls, bytes, sampled};
 }
 
-absl::StatusOr<Result> Run(const Setup& setup, const v1::SamplingConfig& config, int total_workers, int epochs) {
+// The trainer's half of a design not built, to price it: each owner samples its own seeds'
+// share of global batch b, and the trainer merges the parts into one batch -- node ids kept
+// once (a dense map over the graph's ids, as the samplers use), local ids re-based, every
+// feature row and label copied once more into the merged arrays (reused from batch to batch),
+// and a node's incoming edges taken from the one part that drew the most for it (with draws
+// that are prefix-consistent in the fanout, the others' are a subset). The parts here are
+// owner-only batches of B / N seeds, one from each server: the makeup such parts would have
+// (each server's share of a global batch is a random draw of its seeds).
+class PartMerger {
+ public:
+  explicit PartMerger(int64_t num_nodes) : merged_of_(num_nodes, -1) {}
+
+  // Merges one batch of each server; returns the merged batch's node count.
+  int64_t Merge(const std::vector<client::Batch>& parts) {
+    const auto t0 = Clock::now();
+    ids_.clear();
+    labels_.clear();
+    locals_.resize(parts.size());
+    for (size_t p = 0; p < parts.size(); ++p) AddNodes(parts[p], &locals_[p]);
+    const int64_t n = static_cast<int64_t>(ids_.size());
+    // The part that drew the most edges into each node, and the merged edges from it alone.
+    best_count_.assign(n, 0);
+    best_part_.assign(n, -1);
+    count_.resize(n);
+    for (size_t p = 0; p < parts.size(); ++p) {
+      std::fill(count_.begin(), count_.end(), 0);
+      const int64_t e = parts[p].edge_index.size(1);
+      const int64_t* dst = parts[p].edge_index.data_ptr<int64_t>() + e;
+      for (int64_t k = 0; k < e; ++k) ++count_[locals_[p][dst[k]]];
+      for (int64_t i = 0; i < n; ++i) {
+        if (count_[i] > best_count_[i]) best_count_[i] = count_[i], best_part_[i] = static_cast<int32_t>(p);
+      }
+    }
+    src_.clear();
+    dst_.clear();
+    for (size_t p = 0; p < parts.size(); ++p) {
+      const int64_t e = parts[p].edge_index.size(1);
+      const int64_t* src = parts[p].edge_index.data_ptr<int64_t>();
+      for (int64_t k = 0; k < e; ++k) {
+        const int32_t d = locals_[p][src[e + k]];
+        if (best_part_[d] != static_cast<int32_t>(p)) continue;
+        src_.push_back(locals_[p][src[k]]);
+        dst_.push_back(d);
+      }
+    }
+    for (int64_t id : ids_) merged_of_[id] = -1;
+    for (const client::Batch& p : parts) part_nodes_ += p.n_id.numel();
+    seconds_ += std::chrono::duration<double>(Clock::now() - t0).count();
+    return n;
+  }
+
+  // Nodes of the parts merged so far (before dropping duplicates), and the time merging took.
+  int64_t part_nodes() const { return part_nodes_; }
+  double seconds() const { return seconds_; }
+
+ private:
+  // Gives the part's new nodes merged ids, copying their rows and labels; `local` maps the
+  // part's local ids to merged ones.
+  void AddNodes(const client::Batch& part, std::vector<int32_t>* local) {
+    const int64_t* n_id = part.n_id.data_ptr<int64_t>();
+    const int64_t n = part.n_id.numel();
+    const bool rows = part.x.defined() && n > 0;
+    const char* x = rows ? static_cast<const char*>(part.x.data_ptr()) : nullptr;
+    const int64_t* y = part.y.defined() ? part.y.data_ptr<int64_t>() : nullptr;
+    const size_t row_bytes = rows ? part.x.nbytes() / n : 0;
+    local->resize(n);
+    for (int64_t i = 0; i < n; ++i) {
+      int32_t& m = merged_of_[n_id[i]];
+      if (m < 0) {
+        m = static_cast<int32_t>(ids_.size());
+        ids_.push_back(n_id[i]);
+        if (rows) {
+          if (x_.size() < ids_.size() * row_bytes) x_.resize(2 * ids_.size() * row_bytes);
+          std::memcpy(x_.data() + m * row_bytes, x + i * row_bytes, row_bytes);
+        }
+        if (y != nullptr) labels_.push_back(y[i]);
+      }
+      (*local)[i] = m;
+    }
+  }
+
+  std::vector<int32_t> merged_of_;  // global id -> merged local id, -1 between merges
+  std::vector<std::vector<int32_t>> locals_;
+  std::vector<int32_t> count_, best_count_, best_part_;
+  std::vector<int64_t> ids_, labels_, src_, dst_;
+  std::vector<char> x_;
+  int64_t part_nodes_ = 0;
+  double seconds_ = 0;
+};
+
+// Seeds, batches and nodes the trainer has read.
+struct Counts {
+  int64_t seeds = 0;
+  int64_t batches = 0;
+  int64_t nodes = 0;
+};
+
+// Reads one epoch as the trainer sees it: the Loader's batches, or with owner parts batches
+// merged from one of each server (the epoch's last parts merged with what is left).
+void ReadEpoch(const Setup& setup, int64_t epoch, client::Loader* loader, PartMerger* merger, Counts* counts) {
+  loader->StartEpoch(epoch);
+  std::vector<std::deque<client::Batch>> waiting(setup.num_partitions);
+  auto merge = [&](bool all) {
+    std::vector<client::Batch> parts;
+    for (auto& q : waiting) {
+      if (q.empty()) continue;
+      parts.push_back(std::move(q.front()));
+      q.pop_front();
+    }
+    if (parts.empty() || (!all && static_cast<int>(parts.size()) < setup.num_partitions)) return false;
+    for (const auto& p : parts) counts->seeds += p.batch_size;
+    counts->nodes += merger->Merge(parts);
+    ++counts->batches;
+    return true;
+  };
+  while (auto b = loader->Next()) {
+    if (!setup.owner_parts) {
+      counts->seeds += b->batch_size;
+      counts->nodes += b->n_id.numel();
+      ++counts->batches;
+      continue;
+    }
+    waiting[b->server].push_back(*std::move(b));
+    if (std::all_of(waiting.begin(), waiting.end(), [](const auto& q) { return !q.empty(); })) merge(false);
+  }
+  while (merge(true)) {
+  }
+}
+
+absl::StatusOr<Result> Run(const Setup& setup, const v1::SamplingConfig& config, int total_workers, int epochs,
+                           int64_t num_nodes) {
   std::vector<ServerOptions> options(setup.num_partitions);
   for (int k = 0; k < setup.num_partitions; ++k) {
     ServerOptions& o = options[k];
@@ -111,42 +250,38 @@ absl::StatusOr<Result> Run(const Setup& setup, const v1::SamplingConfig& config,
   lo.servers = addresses;
   lo.config = config;
   lo.backend_key = "bench";
-  lo.global_batches = setup.global_batches;
+  lo.global_batches = setup.global_batches && !setup.owner_parts;
   lo.shared_memory = setup.shared_memory;
   lo.ordered = setup.ordered;
+  if (setup.owner_parts) lo.config.set_batch_size(std::max(1, config.batch_size() / setup.num_partitions));
   client::Loader loader(lo);
-  int64_t nodes = 0;
-  auto run_epoch = [&](int64_t epoch, int64_t* seeds, int64_t* batches) {
-    loader.StartEpoch(epoch);
-    while (auto b = loader.Next()) {
-      *seeds += b->batch_size;
-      nodes += b->n_id.numel();
-      ++*batches;
-    }
-  };
-  int64_t seeds = 0;
-  int64_t batches = 0;
-  run_epoch(0, &seeds, &batches);  // warm-up: page cache, connections, first allocations
+  PartMerger merger(setup.owner_parts ? num_nodes : 0);
+  Counts warm_up;
+  ReadEpoch(setup, 0, &loader, &merger, &warm_up);  // page cache, connections, first allocations
   const auto before = PeerTraffic(addresses);
-  seeds = batches = nodes = 0;
+  const int64_t part_nodes0 = merger.part_nodes();
+  const double merge0 = merger.seconds();
   const double cpu0 = ProcessCpuSeconds();
   const int64_t faults0 = MinorPageFaults();
   const auto t0 = Clock::now();
-  for (int e = 1; e <= epochs; ++e) run_epoch(e, &seeds, &batches);
+  Counts c;
+  for (int e = 1; e <= epochs; ++e) ReadEpoch(setup, e, &loader, &merger, &c);
   const double s = std::chrono::duration<double>(Clock::now() - t0).count();
   const double cpu = ProcessCpuSeconds() - cpu0;
   const int64_t faults = MinorPageFaults() - faults0;
   const auto after = PeerTraffic(addresses);
   loader.Close();
   Result r;
-  r.seeds_per_s = seeds / s;
-  r.batches_per_s = batches / s;
-  r.nodes_per_batch = static_cast<double>(nodes) / batches;
-  r.cpu_ms_per_batch = 1e3 * cpu / batches;
-  r.faults_per_batch = static_cast<double>(faults) / batches;
-  r.calls_per_batch = static_cast<double>(after.calls - before.calls) / batches;
-  r.bytes_per_batch = static_cast<double>(after.bytes - before.bytes) / batches;
-  r.sampled_per_batch = static_cast<double>(after.sampled - before.sampled) / batches;
+  r.seeds_per_s = c.seeds / s;
+  r.batches_per_s = c.batches / s;
+  r.nodes_per_batch = static_cast<double>(c.nodes) / c.batches;
+  r.cpu_ms_per_batch = 1e3 * cpu / c.batches;
+  r.faults_per_batch = static_cast<double>(faults) / c.batches;
+  r.calls_per_batch = static_cast<double>(after.calls - before.calls) / c.batches;
+  r.bytes_per_batch = static_cast<double>(after.bytes - before.bytes) / c.batches;
+  r.sampled_per_batch = static_cast<double>(after.sampled - before.sampled) / c.batches;
+  r.part_nodes_per_batch = static_cast<double>(merger.part_nodes() - part_nodes0) / c.batches;
+  r.merge_ms_per_batch = 1e3 * (merger.seconds() - merge0) / c.batches;
   return r;
 }
 
@@ -221,6 +356,16 @@ void PrintResults(const std::vector<Setup>& setups, const std::vector<std::vecto
                 median(nodes), median(cpu), median(faults), median(sampled), 100 * s.report.cut_fraction(),
                 median(calls), median(bytes) / 1e6);
   }
+  for (size_t i = 0; i < setups.size(); ++i) {
+    if (!setups[i].owner_parts || results[i].empty()) continue;
+    std::vector<double> part_nodes, merge_ms;
+    for (const Result& r : results[i]) {
+      part_nodes.push_back(r.part_nodes_per_batch);
+      merge_ms.push_back(r.merge_ms_per_batch);
+    }
+    std::printf("%-24s parts: %.0f nodes a batch before merging; merge %.1f ms a batch\n", setups[i].name.c_str(),
+                median(part_nodes), median(merge_ms));
+  }
   std::printf("\nper-round ratios (against the single server | global against owner-only):\n");
   for (size_t i = 1; i < setups.size(); ++i) {
     if (results[i].empty()) continue;
@@ -270,9 +415,40 @@ void DefineFlags(Flags* flags) {
   flags->Define("features", "true", "gather node features and labels into every batch");
   flags->Define("no_cache_setups", "false", "also run the 2-partition setups with the peer cache off (owner-only)");
   flags->Define("shared_memory", "true", "the trainer takes batches through shared memory (else the socket)");
+  flags->Define("owner_parts", "false",
+               "also price per-owner parts merged on the trainer (owner-only batches of batch_size / 2 from each "
+               "server, merged in the bench; see PartMerger)");
   flags->Define("ordered", "true", "global batches reach the trainer in batch order (else in arrival order)");
   flags->Define("only", "", "run only the setups whose name contains this (e.g. under a profiler); ratios need the "
                "single server and, for a global setup, its owner-only twin");
+}
+
+// The setups the flags ask for, on the datasets under `base`.
+std::vector<Setup> MakeSetups(const Flags& flags, const std::string& base) {
+  const int64_t cache = CoreOptions().peer_cache_bytes;
+  std::vector<Setup> setups = {
+      {"single server", base + "/single", 1, {}, 0},
+      {"METIS, owner-only", base + "/metis2", 2, {}, cache, false},
+      {"METIS, global", base + "/metis2", 2, {}, cache, true, 1},
+      {"random, owner-only", base + "/random2", 2, {}, cache, false},
+      {"random, global", base + "/random2", 2, {}, cache, true, 3},
+  };
+  if (flags.Get("owner_parts") == "true") {
+    Setup metis{"METIS, owner parts", base + "/metis2", 2, {}, cache, true, 1};
+    Setup random{"random, owner parts", base + "/random2", 2, {}, cache, true, 3};
+    metis.owner_parts = random.owner_parts = true;
+    setups.push_back(metis);
+    setups.push_back(random);
+  }
+  if (flags.Get("no_cache_setups") == "true") {
+    setups.push_back({"METIS, no peer cache", base + "/metis2", 2, {}, 0, false});
+    setups.push_back({"random, no peer cache", base + "/random2", 2, {}, 0, false});
+  }
+  for (Setup& s : setups) {
+    s.shared_memory = flags.Get("shared_memory") != "false";
+    s.ordered = flags.Get("ordered") != "false";
+  }
+  return setups;
 }
 
 int Main(int argc, char** argv) {
@@ -301,22 +477,7 @@ int Main(int argc, char** argv) {
   auto graph = GenerateGraph(g);
   if (!graph.ok()) return Fail(graph.status());
   const std::string base = absl::StrCat(flags.Get("cache_dir"), "/cluster-", *nodes, "-", *degree, "-", *dim);
-  const int64_t cache = CoreOptions().peer_cache_bytes;
-  std::vector<Setup> setups = {
-      {"single server", base + "/single", 1, {}, 0},
-      {"METIS, owner-only", base + "/metis2", 2, {}, cache, false},
-      {"METIS, global", base + "/metis2", 2, {}, cache, true, 1},
-      {"random, owner-only", base + "/random2", 2, {}, cache, false},
-      {"random, global", base + "/random2", 2, {}, cache, true, 3},
-  };
-  for (Setup& s : setups) {
-    s.shared_memory = flags.Get("shared_memory") != "false";
-    s.ordered = flags.Get("ordered") != "false";
-  }
-  if (flags.Get("no_cache_setups") == "true") {
-    setups.push_back({"METIS, no peer cache", base + "/metis2", 2, {}, 0, false});
-    setups.push_back({"random, no peer cache", base + "/random2", 2, {}, 0, false});
-  }
+  std::vector<Setup> setups = MakeSetups(flags, base);
   if (auto s = PrepareSetups(*graph, g.seed, base, &setups); !s.ok()) return Fail(s);
 
   v1::SamplingConfig config;
@@ -343,7 +504,7 @@ int Main(int argc, char** argv) {
     for (size_t i = 0; i < setups.size(); ++i) {
       const Setup& s = setups[i];
       if (!only.empty() && s.name.find(only) == std::string::npos) continue;
-      auto r = Run(s, config, static_cast<int>(*workers), static_cast<int>(*epochs));
+      auto r = Run(s, config, static_cast<int>(*workers), static_cast<int>(*epochs), *nodes);
       if (!r.ok()) return Fail(absl::Status(r.status().code(), absl::StrCat(s.name, ": ", r.status().message())));
       results[i].push_back(*r);
     }
