@@ -282,6 +282,33 @@ const std::vector<int64_t>& PartitionQueries::EdgePositionsById(int edge_type) c
   return edge_index_.emplace(edge_type, std::move(order)).first->second;
 }
 
+namespace {
+
+// RESOURCE_EXHAUSTED when the most neighbours `req` can draw along `e` (each node's degree, or
+// its fanout) would make a response above `limit` bytes. The fanout alone usually bounds it
+// well enough, and then no row is read twice.
+absl::Status CheckDrawBytes(const Partition& partition, const EdgeTypeStore& e, const v1::SampleNeighborsRequest& req,
+                            int64_t limit) {
+  const double per_neighbor = 8.0 + (req.with_edge_ids() ? 8 : 0) +
+                              (req.with_edge_features() ? static_cast<double>(e.feature_dim) * DtypeSize(e.feature_dtype) : 0);
+  double most = static_cast<double>(req.fanout()) * req.ids_size();
+  if (req.fanout() < 0 || 8.0 * req.ids_size() + most * per_neighbor > static_cast<double>(limit)) {
+    const NodeTypeStore& rows = partition.node_type(e.row_type);
+    const int64_t* indptr = e.indptr_data();
+    most = 0;
+    for (const int64_t id : req.ids()) {
+      const int64_t row = rows.OwnerRow(id);
+      const int64_t degree = indptr[row + 1] - indptr[row];
+      most += req.fanout() < 0 ? degree : (req.replace() ? (degree > 0 ? req.fanout() : 0) : std::min<int64_t>(degree, req.fanout()));
+    }
+  }
+  return CheckResponseBytes(8.0 * req.ids_size() + most * per_neighbor, limit,
+                            absl::StrCat("up to ", static_cast<int64_t>(most), " neighbours of ", req.ids_size(),
+                                         " ids at fanout ", req.fanout()));
+}
+
+}  // namespace
+
 absl::Status PartitionQueries::SampleNeighbors(const v1::SampleNeighborsRequest& req, v1::SampleNeighborsResponse* resp) const {
   auto t = partition_->FindEdgeType(req.edge_type());
   if (!t.ok()) return t.status();
@@ -308,25 +335,7 @@ absl::Status PartitionQueries::SampleNeighbors(const v1::SampleNeighborsRequest&
   if (req.temporal_strategy() == v1::TEMPORAL_STRATEGY_LAST && (req.replace() || req.weighted())) {
     return absl::InvalidArgumentError("temporal_strategy LAST takes the most recent neighbours; it takes neither replace nor weighted");
   }
-  {
-    // The most neighbours the draw can return: each node's degree, or its fanout.
-    const NodeTypeStore& rows = partition_->node_type(e.row_type);
-    const int64_t* indptr = e.indptr_data();
-    double most = 0;
-    for (const int64_t id : req.ids()) {
-      const int64_t row = rows.OwnerRow(id);
-      const int64_t degree = indptr[row + 1] - indptr[row];
-      most += req.fanout() < 0 ? degree : (req.replace() ? (degree > 0 ? req.fanout() : 0) : std::min<int64_t>(degree, req.fanout()));
-    }
-    const double per_neighbor = 8.0 + (req.with_edge_ids() ? 8 : 0) +
-                                (req.with_edge_features() ? static_cast<double>(e.feature_dim) * DtypeSize(e.feature_dtype) : 0);
-    if (auto s = CheckResponseBytes(8.0 * req.ids_size() + most * per_neighbor, options_->max_response_bytes,
-                                    absl::StrCat("up to ", static_cast<int64_t>(most), " neighbours of ", req.ids_size(),
-                                                 " ids at fanout ", req.fanout()));
-        !s.ok()) {
-      return s;
-    }
-  }
+  if (auto s = CheckDrawBytes(*partition_, e, req, options_->max_response_bytes); !s.ok()) return s;
   if (req.excluded_size() % 2 != 0) return absl::InvalidArgumentError("excluded must hold (node, neighbour) pairs");
   if (req.excluded_size() > options_->max_ids_per_request) {
     return absl::ResourceExhaustedError(absl::StrCat("excluded has ", req.excluded_size(), " entries; the limit is ",

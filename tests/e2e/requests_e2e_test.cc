@@ -318,6 +318,15 @@ TEST_CASE("a response that would pass the message limit is refused before it is 
   CHECK_THAT(n.error_message(), Catch::Contains("neighbours of 100000 ids"));
   sample.mutable_ids()->Truncate(10);
   CHECK(call().ok());
+  // A fanout far above the nodes' degrees is bounded by the degrees (10 ids x 50,000 x 8 bytes
+  // would be 4 MB) ...
+  sample.set_fanout(50000);
+  CHECK(call().ok());
+  // ... and a draw with replacement by the fanout itself.
+  sample.set_replace(true);
+  const grpc::Status replaced = call();
+  CHECK(replaced.error_code() == grpc::StatusCode::RESOURCE_EXHAUSTED);
+  CHECK_THAT(replaced.error_message(), Catch::Contains("500000 neighbours of 10 ids at fanout 50000"));
 
   v1::GetNodeLabelsRequest labels;
   for (int i = 0; i < 200000; ++i) labels.add_ids(2);
