@@ -9,8 +9,9 @@
 // batch of several epochs of the training split. Printed per setup: seeds/s and batches/s,
 // the ratio to the single server, the edge cut of the assignment, and the calls and bytes
 // that crossed between the servers per batch (from the servers' own counters), with the
-// servers' cache of peers' node data on (the default) and off. The first epoch is a warm-up
-// and not measured: with the cache on, it is the epoch that fills it. With --owner_parts it also
+// servers' cache of peers' node data and neighbour lists on (the default), keeping node data
+// only (--no_list_setups) and off (--no_cache_setups). The first epoch is a warm-up and not
+// measured: with the cache on, it is the epoch that fills it. With --owner_parts it also
 // prices the design not built, per-owner parts merged on the trainer (see PartMerger).
 //
 //   bazel-bin/bench/cluster_bench
@@ -23,6 +24,7 @@
 #include <filesystem>
 #include <memory>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "client/loader.h"  // LibTorch first (see loader.h)
@@ -60,6 +62,8 @@ struct Setup {
   // Owner parts: each server batches its own seeds, B / num_partitions a batch, and the trainer
   // merges one batch of each server into one (see PartMerger).
   bool owner_parts = false;
+  // Whether the servers' peer cache keeps neighbour lists (CoreOptions::peer_cache_lists).
+  bool lists = true;
 };
 
 struct Result {
@@ -240,6 +244,7 @@ absl::StatusOr<Result> Run(const Setup& setup, const v1::SamplingConfig& config,
     o.core.default_num_workers = std::max(1, total_workers / setup.num_partitions);
     o.core.state_log_interval_s = 0;
     o.core.peer_cache_bytes = setup.cache_bytes;
+    o.core.peer_cache_lists = setup.lists;
   }
   auto servers = StartLocalCluster(options);
   if (!servers.ok()) return servers.status();
@@ -413,6 +418,9 @@ void DefineFlags(Flags* flags) {
   flags->Define("rounds", "3", "rounds of every setup; figures are medians over them");
   flags->Define("cache_dir", "/tmp/graphstore-bench", "where the written datasets are kept");
   flags->Define("features", "true", "gather node features and labels into every batch");
+  flags->Define("no_list_setups", "false",
+               "also run the global setups with the peer cache keeping node data only, the owners drawing every "
+               "hop of their nodes (--peer_cache_lists=false)");
   flags->Define("no_cache_setups", "false", "also run the 2-partition setups with the peer cache off (owner-only)");
   flags->Define("shared_memory", "true", "the trainer takes batches through shared memory (else the socket)");
   flags->Define("owner_parts", "false",
@@ -433,13 +441,17 @@ std::vector<Setup> MakeSetups(const Flags& flags, const std::string& base) {
       {"random, owner-only", base + "/random2", 2, {}, cache, false},
       {"random, global", base + "/random2", 2, {}, cache, true, 3},
   };
-  if (flags.Get("owner_parts") == "true") {
-    Setup metis{"METIS, owner parts", base + "/metis2", 2, {}, cache, true, 1};
-    Setup random{"random, owner parts", base + "/random2", 2, {}, cache, true, 3};
-    metis.owner_parts = random.owner_parts = true;
-    setups.push_back(metis);
-    setups.push_back(random);
-  }
+  // A variant of the two global setups, compared with their owner-only twins.
+  auto add_global = [&](const std::string& variant, auto edit) {
+    for (const auto& [name, dir, twin] : {std::tuple<std::string, std::string, int>{"METIS", "/metis2", 1},
+                                          {"random", "/random2", 3}}) {
+      Setup g{name + ", " + variant, base + dir, 2, {}, cache, true, twin};
+      edit(&g);
+      setups.push_back(g);
+    }
+  };
+  if (flags.Get("owner_parts") == "true") add_global("owner parts", [](Setup* g) { g->owner_parts = true; });
+  if (flags.Get("no_list_setups") == "true") add_global("global, no lists", [](Setup* g) { g->lists = false; });
   if (flags.Get("no_cache_setups") == "true") {
     setups.push_back({"METIS, no peer cache", base + "/metis2", 2, {}, 0, false});
     setups.push_back({"random, no peer cache", base + "/random2", 2, {}, 0, false});

@@ -26,6 +26,21 @@ int Fail(const absl::Status& s) {
   return 2;
 }
 
+// TLS and authentication.
+void DefineSecurityFlags(Flags* flags) {
+  flags->Define("tls_cert", "", "PEM certificate (chain) of this server; with --tls_key turns TLS on");
+  flags->Define("tls_key", "", "PEM private key of --tls_cert");
+  flags->Define("tls_client_ca", "",
+                "PEM CA certificates: clients (and peers) must present a certificate one of them signed (mutual TLS)");
+  flags->Define("tls_peer_ca", "",
+                "PEM CA that signed the peers' certificates, for calls to the cluster's other servers (default: "
+                "--tls_client_ca); with mutual TLS this server presents --tls_cert to them");
+  flags->Define("auth_tokens", "",
+                "token file, one 'TOKEN IDENTITY ROLE[,ROLE]' a line ('cert CN ROLE' for client certificates); "
+                "roles trainer, operator, peer; reloaded on SIGHUP. Empty and no --tls_client_ca: no authentication");
+  flags->Define("peer_token_file", "", "file holding the bearer token this server sends to its peers (role peer)");
+}
+
 void DefineFlags(Flags* flags) {
   const ServerOptions d;
   flags->Define("partition", "", "partition directory to serve (a manifest.json and its arrays)");
@@ -77,18 +92,11 @@ void DefineFlags(Flags* flags) {
   flags->Define("peer_timeout_ms", absl::StrCat(d.peer_timeout_ms),
                 "deadline of each call to another server of the cluster, ms");
   flags->Define("peer_cache_mb", absl::StrCat(d.core.peer_cache_bytes >> 20),
-                "MiB of other servers' node data (features, labels) kept once fetched (0: off)");
-  flags->Define("tls_cert", "", "PEM certificate (chain) of this server; with --tls_key turns TLS on");
-  flags->Define("tls_key", "", "PEM private key of --tls_cert");
-  flags->Define("tls_client_ca", "",
-                "PEM CA certificates: clients (and peers) must present a certificate one of them signed (mutual TLS)");
-  flags->Define("tls_peer_ca", "",
-                "PEM CA that signed the peers' certificates, for calls to the cluster's other servers (default: "
-                "--tls_client_ca); with mutual TLS this server presents --tls_cert to them");
-  flags->Define("auth_tokens", "",
-                "token file, one 'TOKEN IDENTITY ROLE[,ROLE]' a line ('cert CN ROLE' for client certificates); "
-                "roles trainer, operator, peer; reloaded on SIGHUP. Empty and no --tls_client_ca: no authentication");
-  flags->Define("peer_token_file", "", "file holding the bearer token this server sends to its peers (role peer)");
+                "MiB of other servers' node data (features, labels) and neighbour lists kept once fetched (0: off)");
+  flags->Define("peer_cache_lists", d.core.peer_cache_lists ? "true" : "false",
+                "keep other servers' neighbour lists too and draw their nodes' uniform hops here, instead of asking "
+                "the owners every batch");
+  DefineSecurityFlags(flags);
   flags->Define("max_channels_per_identity", absl::StrCat(d.core.max_channels_per_identity),
                 "live channels one authenticated identity may hold (0: no quota)");
   flags->Define("max_backends_per_identity", absl::StrCat(d.core.max_backends_per_identity),
@@ -219,9 +227,10 @@ absl::StatusOr<ServerOptions> ParseOptions(const Flags& flags) {
   auto state_log = flags.GetInt("state_log_interval_s");
   auto peer_timeout = IntIn(flags, "peer_timeout_ms", 1);
   auto peer_cache = IntIn(flags, "peer_cache_mb", 0);
+  auto peer_lists = flags.GetBool("peer_cache_lists");
   auto health_port = IntIn(flags, "health_port", -1, 65535);
   for (const absl::Status& s : {port.status(), workers.status(), verify.status(), lease.status(), state_log.status(),
-                                peer_timeout.status(), peer_cache.status(), health_port.status()}) {
+                                peer_timeout.status(), peer_cache.status(), peer_lists.status(), health_port.status()}) {
     if (!s.ok()) return s;
   }
   for (auto parse : {ParseLimits, ParseSecurity, ParseStreaming}) {
@@ -235,6 +244,7 @@ absl::StatusOr<ServerOptions> ParseOptions(const Flags& flags) {
   o.core.state_log_interval_s = *state_log;
   o.peer_timeout_ms = *peer_timeout;
   o.core.peer_cache_bytes = *peer_cache << 20;
+  o.core.peer_cache_lists = *peer_lists;
   return o;
 }
 

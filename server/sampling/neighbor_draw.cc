@@ -32,9 +32,21 @@ absl::Status CheckAnswer(const PeerSampling::NeighborCall& c, const NodeTypeStor
   return absl::OkStatus();
 }
 
-// Merges the local draw and the owners' answers in the order of the split's list.
+void DrawFromList(const DrawSpec& spec, int64_t id, const int64_t* list, int64_t degree, NeighborDraw* out);
+
+// Nodes of other partitions whose neighbour lists are cached, drawn from here (see
+// DrawNeighbors): per node of the list, its cached list (null: none) and that list's length.
+struct CachedLists {
+  const DrawSpec* spec = nullptr;
+  const int64_t* ids = nullptr;
+  const std::vector<const int64_t*>* list = nullptr;
+  const std::vector<int64_t>* degree = nullptr;
+};
+
+// Merges the local draw, the draws from cached lists (`cached` may be null) and the owners'
+// answers in the order of the split's list.
 void MergeDraws(const OwnerSplit<PeerSampling::NeighborCall>& split, size_t n, const NeighborDraw& local,
-                bool with_edge_ids, size_t feature_row_bytes, NeighborDraw* merged) {
+                const CachedLists* cached, bool with_edge_ids, size_t feature_row_bytes, NeighborDraw* merged) {
   const auto& calls = split.calls;
   merged->counts.clear();
   merged->neighbors.clear();
@@ -46,6 +58,15 @@ void MergeDraws(const OwnerSplit<PeerSampling::NeighborCall>& split, size_t n, c
   for (size_t i = 0; i < n; ++i) {
     const int32_t r = split.call_of_item(i);
     const bool here = r < 0;
+    if (cached != nullptr) {
+      if (i + kPrefetchAhead < n && (*cached->list)[i + kPrefetchAhead] != nullptr) {
+        __builtin_prefetch((*cached->list)[i + kPrefetchAhead]);
+      }
+      if (const int64_t* list = (*cached->list)[i]) {
+        DrawFromList(*cached->spec, cached->ids[i], list, (*cached->degree)[i], merged);
+        continue;
+      }
+    }
     const size_t src = here ? calls.size() : static_cast<size_t>(r);
     const std::vector<int64_t>& counts = here ? local.counts : calls[r].counts;
     const std::vector<int64_t>& neighbors = here ? local.neighbors : calls[r].neighbors;
@@ -472,8 +493,71 @@ void DrawOwnedNeighbors(const Partition& partition, int edge_type, const int64_t
   OwnedDraw(partition, edge_type, ids, n, spec, out).Run();
 }
 
-absl::StatusOr<const NeighborDraw*> DrawNeighbors(const Partition& partition, PeerSampling* peers, int edge_type,
-                                                  const int64_t* ids, size_t n, const DrawSpec& spec,
+namespace {
+
+// Whether a hop's draw for a node can be made from the node's cached neighbour list (a uniform
+// draw of neighbour ids alone, with nothing excluded), exactly as its owner would make it.
+bool DrawableFromList(const DrawSpec& spec) {
+  return !spec.weighted && spec.temporal == TemporalStrategy::kNone && !spec.with_edge_ids &&
+         !spec.with_edge_features && (spec.excluded == nullptr || spec.excluded->empty());
+}
+
+// Appends node `id`'s draw from its whole neighbour list to out->neighbors and its count to
+// out->counts: the positions OwnedDraw::DrawUniform picks, read from the list.
+void DrawFromList(const DrawSpec& spec, int64_t id, const int64_t* list, int64_t degree, NeighborDraw* out) {
+  if (spec.fanout < 0 || (!spec.replace && degree <= spec.fanout)) {
+    out->neighbors.insert(out->neighbors.end(), list, list + degree);
+    out->counts.push_back(degree);
+    return;
+  }
+  if (static_cast<int>(out->positions.size()) < spec.fanout) out->positions.resize(spec.fanout);
+  const int64_t c = DrawNeighborPositions(HashCombine(spec.hop_key, static_cast<uint64_t>(id)), degree, spec.fanout,
+                                          spec.replace, out->positions.data());
+  for (int64_t k = 0; k < c; ++k) out->neighbors.push_back(list[out->positions[k]]);
+  out->counts.push_back(c);
+}
+
+// Looks up the cached lists of the nodes `partition` does not own into s->list and
+// s->list_degree (null and 0 for the others); returns how many were found.
+size_t FindLists(const Partition& partition, const NodeTypeStore& row_type, const RemoteCache& cache, int edge_type,
+                 const int64_t* ids, size_t n, FrontierScratch* s) {
+  s->list.assign(n, nullptr);
+  s->list_degree.assign(n, 0);
+  size_t found = 0;
+  const int self = partition.partition_id();
+  for (size_t i = 0; i < n; ++i) {
+    if (i + kPrefetchAhead < n) cache.PrefetchList(edge_type, ids[i + kPrefetchAhead]);
+    if (row_type.Owner(ids[i]) == self) continue;
+    s->list[i] = cache.FindNeighbors(edge_type, ids[i], &s->list_degree[i]);
+    found += s->list[i] != nullptr;
+  }
+  return found;
+}
+
+// Keeps the whole lists an owner sent for the nodes of `c` and replaces them with the draw
+// the hop asked for, as if the owner had drawn it.
+void KeepListsAndDraw(RemoteCache* cache, int edge_type, const DrawSpec& spec, PeerSampling::NeighborCall* c,
+                      NeighborDraw* scratch) {
+  scratch->counts.clear();
+  scratch->neighbors.clear();
+  size_t from = 0;
+  for (size_t k = 0; k < c->ids.size(); ++k) {
+    const int64_t degree = c->counts[k];
+    const int64_t* list = c->neighbors.data() + from;
+    cache->PutNeighbors(edge_type, c->ids[k], list, degree);
+    DrawFromList(spec, c->ids[k], list, degree, scratch);
+    from += static_cast<size_t>(degree);
+  }
+  // (Copied, not swapped: the call's vectors are larger than the draw, and the scratch keeps
+  // its capacity from hop to hop.)
+  c->counts.assign(scratch->counts.begin(), scratch->counts.end());
+  c->neighbors.assign(scratch->neighbors.begin(), scratch->neighbors.end());
+}
+
+}  // namespace
+
+absl::StatusOr<const NeighborDraw*> DrawNeighbors(const Partition& partition, PeerSampling* peers, RemoteCache* cache,
+                                                  int edge_type, const int64_t* ids, size_t n, const DrawSpec& spec,
                                                   const SeedBatch& batch, int hop, FrontierScratch* s) {
   const EdgeTypeStore& et = partition.edge_type(edge_type);
   const NodeTypeStore& row_type = partition.node_type(et.row_type);
@@ -484,18 +568,22 @@ absl::StatusOr<const NeighborDraw*> DrawNeighbors(const Partition& partition, Pe
     return &s->local;
   }
 
-  // The nodes owned elsewhere join their owner's call, with the excluded pairs of their nodes;
-  // the owners draw while this server draws its own share.
+  // Nodes owned elsewhere whose lists are cached draw here; the others join their owner's
+  // call, with the excluded pairs of their nodes. While the cache has room, owners send whole
+  // lists, kept and drawn from here. The owners draw while this server draws its own share.
+  const bool lists = cache != nullptr && cache->keeps_lists() && DrawableFromList(spec);
+  bool whole = lists && cache->has_room();
+  const size_t cached = lists ? FindLists(partition, row_type, *cache, edge_type, ids, n, s) : 0;
   auto& split = s->split;
-  if (auto st = split.Split(partition, row_type, ids, n, peers != nullptr, "sampling it needs", [](size_t) { return false; });
-      !st.ok()) {
+  auto keep = [&](size_t i) { return cached > 0 && s->list[i] != nullptr; };
+  if (auto st = split.Split(partition, row_type, ids, n, peers != nullptr, "sampling it needs", keep); !st.ok()) {
     return st;
   }
   s->owned.clear();
   s->owned_times.clear();
   for (size_t i = 0; i < n; ++i) {
     const int32_t c = split.call_of_item(i);
-    if (c < 0) s->owned.push_back(ids[i]);
+    if (c < 0 && !keep(i)) s->owned.push_back(ids[i]);
     if (spec.temporal != TemporalStrategy::kNone) {
       (c < 0 ? s->owned_times : split.calls[c].times).push_back(spec.times[i]);
     }
@@ -511,7 +599,7 @@ absl::StatusOr<const NeighborDraw*> DrawNeighbors(const Partition& partition, Pe
   auto issue = [&](std::vector<PeerSampling::NeighborCall>* calls) {
     PeerSampling::Hop h;
     h.edge_type = et.name;
-    h.fanout = spec.fanout;
+    h.fanout = whole ? -1 : spec.fanout;
     h.replace = spec.replace;
     h.weighted = spec.weighted;
     h.temporal = spec.temporal;
@@ -531,9 +619,19 @@ absl::StatusOr<const NeighborDraw*> DrawNeighbors(const Partition& partition, Pe
   };
   const NodeTypeStore& col_type = partition.node_type(et.col_type);
   auto check = [&](const PeerSampling::NeighborCall& c) { return CheckAnswer(c, col_type, spec, row_bytes); };
-  if (auto st = split.Run(issue, local, check); !st.ok()) return st;
-  if (split.calls.empty()) return &s->local;
-  MergeDraws(split, n, s->local, spec.with_edge_ids, row_bytes, &s->merged);
+  absl::Status st = split.Run(issue, local, check);
+  if (whole && st.code() == absl::StatusCode::kResourceExhausted) {
+    // Whole lists too large for one answer: the owners draw after all.
+    whole = false;
+    st = split.Run(issue, [] { return absl::OkStatus(); }, check);
+  }
+  if (!st.ok()) return st;
+  if (split.calls.empty() && cached == 0) return &s->local;
+  if (whole) {
+    for (auto& c : split.calls) KeepListsAndDraw(cache, edge_type, spec, &c, &s->kept);
+  }
+  const CachedLists from_lists{&spec, ids, &s->list, &s->list_degree};
+  MergeDraws(split, n, s->local, cached > 0 ? &from_lists : nullptr, spec.with_edge_ids, row_bytes, &s->merged);
   return &s->merged;
 }
 

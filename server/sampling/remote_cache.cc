@@ -35,7 +35,34 @@ struct RemoteCache::Type {
   size_t chunk_bytes() const { return std::max(kChunkBytes, static_cast<size_t>(rows_per_chunk) * row_bytes); }
 };
 
-RemoteCache::RemoteCache(const Partition* partition, int64_t capacity_bytes) : capacity_(capacity_bytes) {
+// Neighbour lists of one edge type: per node of its row type the position of its list (-1:
+// absent) in chunks that never move, where a list is its degree followed by its neighbours and
+// never straddles two chunks.
+struct RemoteCache::Lists {
+  static constexpr int64_t kChunkEntries = static_cast<int64_t>(kChunkBytes / sizeof(int64_t));
+  int64_t num_nodes = 0;
+  std::mutex mu;  // serialises writers
+  std::atomic<std::atomic<int32_t>*> slot{nullptr};
+  HugePageVector<std::atomic<int32_t>> slot_storage;
+  std::vector<HugePageVector<int64_t>> chunk_storage;
+  std::unique_ptr<std::atomic<int64_t*>[]> chunks;  // max_chunks entries
+  int64_t max_chunks = 0;
+  int64_t next = 0;  // the next free entry: chunk * kChunkEntries + offset
+};
+
+RemoteCache::RemoteCache(const Partition* partition, int64_t capacity_bytes, bool lists)
+    : capacity_(capacity_bytes), lists_on_(lists && capacity_bytes > 0) {
+  for (const auto& e : partition->edge_types()) {
+    auto lists = std::make_unique<Lists>();
+    lists->num_nodes = partition->node_type(e.row_type).num_nodes;
+    // Slot values are int32 entry positions.
+    lists->max_chunks = !lists_on_ ? 0
+                                   : std::min<int64_t>(capacity_bytes / static_cast<int64_t>(kChunkBytes),
+                                                       std::numeric_limits<int32_t>::max() / Lists::kChunkEntries);
+    lists->chunks = std::make_unique<std::atomic<int64_t*>[]>(std::max<int64_t>(1, lists->max_chunks));
+    for (int64_t i = 0; i < lists->max_chunks; ++i) lists->chunks[i].store(nullptr);
+    lists_.push_back(std::move(lists));
+  }
   for (const auto& t : partition->node_types()) {
     auto type = std::make_unique<Type>();
     type->num_nodes = t.num_nodes;
@@ -59,6 +86,16 @@ bool RemoteCache::Reserve(int64_t n) {
     if (bytes_.compare_exchange_weak(cur, cur + n, std::memory_order_relaxed)) return true;
   }
   return false;
+}
+
+bool RemoteCache::MakeSlots(int64_t num_nodes, HugePageVector<std::atomic<int32_t>>* storage,
+                            std::atomic<std::atomic<int32_t>*>* published) {
+  if (published->load(std::memory_order_relaxed) != nullptr) return true;
+  if (!Reserve(num_nodes * static_cast<int64_t>(sizeof(int32_t)))) return false;
+  *storage = HugePageVector<std::atomic<int32_t>>(static_cast<size_t>(num_nodes));
+  for (auto& s : *storage) s.store(-1, std::memory_order_relaxed);
+  published->store(storage->data(), std::memory_order_release);
+  return true;
 }
 
 const char* RemoteCache::FindFeatures(int type, int64_t id) const {
@@ -88,12 +125,7 @@ void RemoteCache::PutFeatures(int type, int64_t id, const char* row) {
   Type& t = *types_[type];
   if (t.row_bytes == 0 || t.max_chunks == 0) return;
   std::lock_guard<std::mutex> lock(t.mu);
-  if (t.slot.load(std::memory_order_relaxed) == nullptr) {
-    if (!Reserve(t.num_nodes * static_cast<int64_t>(sizeof(int32_t)))) return;
-    t.slot_storage = HugePageVector<std::atomic<int32_t>>(static_cast<size_t>(t.num_nodes));
-    for (auto& s : t.slot_storage) s.store(-1, std::memory_order_relaxed);
-    t.slot.store(t.slot_storage.data(), std::memory_order_release);
-  }
+  if (!MakeSlots(t.num_nodes, &t.slot_storage, &t.slot)) return;
   std::atomic<int32_t>& slot = t.slot_storage[id];
   if (slot.load(std::memory_order_relaxed) >= 0) return;
   const int32_t s = t.next_slot;
@@ -108,6 +140,46 @@ void RemoteCache::PutFeatures(int type, int64_t id, const char* row) {
   std::memcpy(dst, row, t.row_bytes);
   ++t.next_slot;
   slot.store(s, std::memory_order_release);  // readers that see the slot see the row
+}
+
+const int64_t* RemoteCache::FindNeighbors(int edge_type, int64_t id, int64_t* degree) const {
+  const Lists& l = *lists_[edge_type];
+  const std::atomic<int32_t>* slots = l.slot.load(std::memory_order_acquire);
+  if (slots == nullptr) return nullptr;
+  const int32_t s = slots[id].load(std::memory_order_acquire);
+  if (s < 0) return nullptr;
+  const int64_t* list = l.chunks[s / Lists::kChunkEntries].load(std::memory_order_relaxed) + s % Lists::kChunkEntries;
+  *degree = list[0];
+  return list + 1;
+}
+
+void RemoteCache::PrefetchList(int edge_type, int64_t id) const {
+  if (const auto* slots = lists_[edge_type]->slot.load(std::memory_order_relaxed)) __builtin_prefetch(slots + id);
+}
+
+void RemoteCache::PutNeighbors(int edge_type, int64_t id, const int64_t* neighbors, int64_t degree) {
+  Lists& l = *lists_[edge_type];
+  const int64_t entries = degree + 1;
+  if (l.max_chunks == 0 || entries > Lists::kChunkEntries) return;
+  std::lock_guard<std::mutex> lock(l.mu);
+  if (!MakeSlots(l.num_nodes, &l.slot_storage, &l.slot)) return;
+  std::atomic<int32_t>& slot = l.slot_storage[id];
+  if (slot.load(std::memory_order_relaxed) >= 0) return;
+  int64_t chunk = l.next / Lists::kChunkEntries;
+  int64_t offset = l.next % Lists::kChunkEntries;
+  if (offset + entries > Lists::kChunkEntries) ++chunk, offset = 0;  // the rest of this chunk stays unused
+  if (chunk >= l.max_chunks) return;
+  if (l.chunks[chunk].load(std::memory_order_relaxed) == nullptr) {
+    if (!Reserve(static_cast<int64_t>(kChunkBytes))) return;
+    l.chunk_storage.emplace_back(static_cast<size_t>(Lists::kChunkEntries));
+    l.chunks[chunk].store(l.chunk_storage.back().data(), std::memory_order_relaxed);
+  }
+  int64_t* list = l.chunks[chunk].load(std::memory_order_relaxed) + offset;
+  list[0] = degree;
+  std::memcpy(list + 1, neighbors, static_cast<size_t>(degree) * sizeof(int64_t));
+  const int64_t position = chunk * Lists::kChunkEntries + offset;
+  l.next = position + entries;
+  slot.store(static_cast<int32_t>(position), std::memory_order_release);  // readers that see the slot see the list
 }
 
 bool RemoteCache::GetLabel(int type, int64_t id, int64_t* label) const {

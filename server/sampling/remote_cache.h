@@ -1,11 +1,13 @@
 #ifndef GRAPHSTORE_SERVER_SAMPLING_REMOTE_CACHE_H_
 #define GRAPHSTORE_SERVER_SAMPLING_REMOTE_CACHE_H_
 
-// Node data (feature rows, labels) of other partitions, kept once a peer has sent it. Node
-// data never changes, and in a cluster the same remote nodes come back batch after batch, so
-// a row fetched once serves every later batch without crossing the network again. Rows are
-// kept until the byte budget is spent and never evicted (the rows that come first are the hot
-// ones: high-degree nodes appear in most neighbourhoods).
+// Node data (feature rows, labels) and neighbour lists of other partitions, kept once a peer
+// has sent them. Neither ever changes, and in a cluster the same remote nodes come back batch
+// after batch, so a row fetched once serves every later batch without crossing the network
+// again: a cached feature row is copied here, and a cached neighbour list is drawn from here
+// exactly as its owner would draw from it. Rows are kept until the byte budget is spent and
+// never evicted (the rows that come first are the hot ones: high-degree nodes appear in most
+// neighbourhoods).
 //
 // Reads take no lock: a node's slot is published after its row is written.
 
@@ -16,13 +18,15 @@
 #include <vector>
 
 #include "server/graph/partition.h"
+#include "server/util/huge_pages.h"
 
 namespace graphstore {
 
 class RemoteCache {
  public:
-  /// A cache for the node types of `partition`, using at most `capacity_bytes` (0: off).
-  RemoteCache(const Partition* partition, int64_t capacity_bytes);
+  /// A cache for the node types and edge types of `partition`, using at most `capacity_bytes`
+  /// (0: off); neighbour lists only with `lists`.
+  RemoteCache(const Partition* partition, int64_t capacity_bytes, bool lists = true);
   ~RemoteCache();
   RemoteCache(const RemoteCache&) = delete;
   RemoteCache& operator=(const RemoteCache&) = delete;
@@ -41,6 +45,21 @@ class RemoteCache {
   bool GetLabel(int type, int64_t id, int64_t* label) const;
   void PutLabel(int type, int64_t id, int64_t label);
 
+  /// The cached neighbours of node `id` along edge type `edge_type` (global ids, in the order
+  /// of the owner's row) and their number in *degree; null when absent. They never move.
+  const int64_t* FindNeighbors(int edge_type, int64_t id, int64_t* degree) const;
+  /// Starts loading where node `id`'s list slot along `edge_type` would be, for a lookup a few
+  /// nodes later.
+  void PrefetchList(int edge_type, int64_t id) const;
+  /// Keeps node `id`'s whole neighbour list along `edge_type` while the budget lasts (a list
+  /// longer than one chunk of the cache, 2 MiB, is not kept).
+  void PutNeighbors(int edge_type, int64_t id, const int64_t* neighbors, int64_t degree);
+  /// Whether the budget has room left: while it has, fetching whole neighbour lists to keep
+  /// is worth their bytes.
+  bool has_room() const { return bytes() < capacity_; }
+  /// Whether neighbour lists are kept at all.
+  bool keeps_lists() const { return lists_on_; }
+
   /// Bytes in use (rows and index arrays).
   int64_t bytes() const { return bytes_.load(std::memory_order_relaxed); }
 
@@ -55,14 +74,21 @@ class RemoteCache {
 
  private:
   struct Type;
+  struct Lists;
   // Reserves `n` bytes of the budget; false when it is spent.
   bool Reserve(int64_t n);
+  // Publishes a slot index of `num_nodes` empty entries in *published (held in *storage) unless
+  // there is one; false when the budget has no room for it. Under the owner's writer lock.
+  bool MakeSlots(int64_t num_nodes, HugePageVector<std::atomic<int32_t>>* storage,
+                 std::atomic<std::atomic<int32_t>*>* published);
 
   const int64_t capacity_;
+  const bool lists_on_;
   std::atomic<int64_t> bytes_{0};
   mutable std::atomic<int64_t> hits_{0};
   mutable std::atomic<int64_t> misses_{0};
   std::vector<std::unique_ptr<Type>> types_;
+  std::vector<std::unique_ptr<Lists>> lists_;  // per edge type
 };
 
 }  // namespace graphstore

@@ -178,7 +178,8 @@ void Core::SetCluster(Cluster* cluster, std::vector<std::string> addresses) {
   std::lock_guard<std::mutex> lock(mu_);
   cluster_addresses_ = std::move(addresses);
   if (options_.peer_cache_bytes > 0 && remote_cache_ == nullptr) {
-    remote_cache_ = std::make_unique<RemoteCache>(partition_.get(), options_.peer_cache_bytes);
+    remote_cache_ =
+        std::make_unique<RemoteCache>(partition_.get(), options_.peer_cache_bytes, options_.peer_cache_lists);
   }
   cluster_.store(cluster);
 }

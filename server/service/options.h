@@ -97,8 +97,12 @@ struct CoreOptions {
   /// work). 0 for either: every batch in one message.
   size_t stream_split_bytes = 8 << 20;
   size_t stream_part_bytes = 1 << 20;
-  /// In a cluster: bytes of other partitions' node data kept once fetched (0: none).
+  /// In a cluster: bytes of other partitions' node data and neighbour lists kept once fetched
+  /// (0: none).
   int64_t peer_cache_bytes = 512LL << 20;
+  /// Whether that cache also keeps neighbour lists, so that uniform draws of other partitions'
+  /// nodes are made here instead of by their owners (see DrawNeighbors).
+  bool peer_cache_lists = true;
 };
 
 }  // namespace graphstore

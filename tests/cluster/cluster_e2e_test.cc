@@ -143,19 +143,26 @@ std::vector<int64_t> Int64s(const v1::Tensor& t) {
 TEST_CASE("1-, 2- and 4-partition clusters sample the same subgraphs for the same batch", "[cluster]") {
   // Uniform draws, draws by edge weight without and with replacement, temporal draws by weight
   // from the seeds' node times, the most recent neighbours from explicit seed times, uniform
-  // temporal draws with replacement, and uniform temporal draws from explicit seed times.
-  const int mode = GENERATE(0, 1, 2, 3, 4, 5, 6);
+  // temporal draws with replacement, and uniform temporal draws from explicit seed times; and
+  // uniform draws of neighbour ids alone, without and with replacement, which a server makes
+  // from the peers' neighbour lists it keeps once they have sent them (two epochs: the lists
+  // are fetched in the first and drawn from in both).
+  const int mode = GENERATE(0, 1, 2, 3, 4, 5, 6, 7, 8);
   const char* names[] = {"uniform",
                          "weighted",
                          "weighted, with replacement",
                          "temporal, weighted",
                          "temporal last, explicit times",
                          "temporal, with replacement",
-                         "temporal, explicit times"};
+                         "temporal, explicit times",
+                         "uniform, neighbour ids from cached lists",
+                         "uniform with replacement, neighbour ids from cached lists"};
   INFO(names[mode]);
   v1::SamplingConfig config = Config(40);
+  config.set_with_edge_ids(mode < 7);
+  if (mode == 8) config.set_replace(true);
   if (mode == 1 || mode == 2 || mode == 3) config.add_weighted_edge_types("*");
-  config.set_replace(mode == 2 || mode == 5);
+  if (mode < 7) config.set_replace(mode == 2 || mode == 5);
   if (mode == 3 || mode == 5 || mode == 6) config.set_temporal_strategy(v1::TEMPORAL_STRATEGY_UNIFORM);
   if (mode == 4) config.set_temporal_strategy(v1::TEMPORAL_STRATEGY_LAST);
   // Explicit times: every seed a while after the middle of the time range.
@@ -177,13 +184,18 @@ TEST_CASE("1-, 2- and 4-partition clusters sample the same subgraphs for the sam
       // The seeds partition k owns, batched the same way by it and by the single server.
       const std::vector<int64_t> seeds = TrainIds(*c);
       REQUIRE(!seeds.empty());
-      const auto got = Epoch(*c, Register(*c, seeds, config, 0, times_of(seeds)), 3);
-      const auto want = Epoch(*whole, Register(*whole, seeds, config, 0, times_of(seeds)), 3);
-      REQUIRE(got.size() == want.size());
-      REQUIRE(!got.empty());
-      for (size_t b = 0; b < got.size(); ++b) {
-        INFO("partition " << k << " batch " << b);
-        REQUIRE(google::protobuf::util::MessageDifferencer::Equals(got[b], want[b]));
+      const uint64_t here = Register(*c, seeds, config, 0, times_of(seeds));
+      const uint64_t there = Register(*whole, seeds, config, 0, times_of(seeds));
+      std::vector<v1::SampledMessage> got;
+      for (int64_t epoch : mode < 7 ? std::vector<int64_t>{3} : std::vector<int64_t>{3, 4}) {
+        got = Epoch(*c, here, epoch);
+        const auto want = Epoch(*whole, there, epoch);
+        REQUIRE(got.size() == want.size());
+        REQUIRE(!got.empty());
+        for (size_t b = 0; b < got.size(); ++b) {
+          INFO("partition " << k << " epoch " << epoch << " batch " << b);
+          REQUIRE(google::protobuf::util::MessageDifferencer::Equals(got[b], want[b]));
+        }
       }
       // The subgraphs really crossed partitions.
       v1::LookupPartitionsRequest lp;

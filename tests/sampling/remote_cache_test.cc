@@ -1,5 +1,5 @@
-// The cache of other partitions' rows: rows read back as written across its 2 MiB chunks,
-// absent nodes stay absent, and the byte budget bounds what it keeps.
+// The cache of other partitions' rows: rows and neighbour lists read back as written across
+// its 2 MiB chunks, absent nodes stay absent, and the byte budget bounds what it keeps.
 
 #include <catch2/catch.hpp>
 
@@ -92,6 +92,57 @@ TEST_CASE("the byte budget bounds the cached rows") {
   off.PutFeatures(0, ids[0], RowOf(ids[0], row_bytes).data());
   CHECK(off.FindFeatures(0, ids[0]) == nullptr);
   CHECK(off.bytes() == 0);
+}
+
+// A neighbour list of `degree` ids derived from the node's id.
+std::vector<int64_t> ListOf(int64_t id, int64_t degree) {
+  std::vector<int64_t> list(static_cast<size_t>(degree));
+  for (int64_t k = 0; k < degree; ++k) list[k] = (id * 7919 + k * 13) % 3000;
+  return list;
+}
+
+TEST_CASE("cached neighbour lists read back as written; too long a list, or past the budget, is not kept") {
+  const Partition& p = PartZero();
+  const int64_t entries = (int64_t{2} << 20) / 8;  // int64 entries in a chunk
+  const std::vector<int64_t> ids = ForeignIds(p);
+  // Lengths that fill chunks unevenly (a list never straddles two), the empty list, and a list
+  // one entry too long for a chunk (a chunk also holds the list's length).
+  auto degree_of = [&](size_t i) -> int64_t { return i == 0 ? 0 : i == 1 ? entries : static_cast<int64_t>(i * 4099 % 70001); };
+  const int64_t slots = p.node_type(p.edge_type(0).row_type).num_nodes * 4;
+  RemoteCache cache(&p, int64_t{256} << 20);
+  CHECK(cache.has_room());
+  const size_t n = 200;
+  for (size_t i = 0; i < n; ++i) cache.PutNeighbors(0, ids[i], ListOf(ids[i], degree_of(i)).data(), degree_of(i));
+  for (size_t i = 0; i < ids.size(); ++i) {
+    INFO("node " << ids[i] << ", list of " << (i < n ? degree_of(i) : -1));
+    int64_t degree = -1;
+    const int64_t* list = cache.FindNeighbors(0, ids[i], &degree);
+    if (i >= n || i == 1) {
+      CHECK(list == nullptr);
+      continue;
+    }
+    REQUIRE(list != nullptr);
+    REQUIRE(degree == degree_of(i));
+    CHECK(std::vector<int64_t>(list, list + degree) == ListOf(ids[i], degree));
+  }
+  // A list written again keeps its first copy.
+  cache.PutNeighbors(0, ids[2], ListOf(ids[3], degree_of(3)).data(), degree_of(3));
+  int64_t degree = 0;
+  const int64_t* list = cache.FindNeighbors(0, ids[2], &degree);
+  CHECK(std::vector<int64_t>(list, list + degree) == ListOf(ids[2], degree_of(2)));
+
+  // The slot index and one chunk: lists are kept until the chunk is full, and then no more.
+  RemoteCache small(&p, slots + (int64_t{2} << 20));
+  int64_t used = 0, kept = 0;
+  for (int64_t id : ids) {
+    small.PutNeighbors(0, id, ListOf(id, 1000).data(), 1000);
+    if (used + 1001 <= entries) used += 1001, ++kept;
+  }
+  CHECK(small.bytes() == slots + (int64_t{2} << 20));
+  CHECK_FALSE(small.has_room());
+  int64_t found = 0;
+  for (int64_t id : ids) found += small.FindNeighbors(0, id, &degree) != nullptr;
+  CHECK(found == kept);
 }
 
 }  // namespace
