@@ -518,9 +518,10 @@ void DrawFromList(const DrawSpec& spec, int64_t id, const int64_t* list, int64_t
 }
 
 // Looks up the cached lists of the nodes `partition` does not own into s->list and
-// s->list_degree (null and 0 for the others); returns how many were found.
+// s->list_degree (null and 0 for the others); returns how many were found, and sets *too_long
+// when a node's list is known to be too long to keep.
 size_t FindLists(const Partition& partition, const NodeTypeStore& row_type, const RemoteCache& cache, int edge_type,
-                 const int64_t* ids, size_t n, FrontierScratch* s) {
+                 const int64_t* ids, size_t n, FrontierScratch* s, bool* too_long) {
   s->list.assign(n, nullptr);
   s->list_degree.assign(n, 0);
   size_t found = 0;
@@ -530,8 +531,27 @@ size_t FindLists(const Partition& partition, const NodeTypeStore& row_type, cons
     if (row_type.Owner(ids[i]) == self) continue;
     s->list[i] = cache.FindNeighbors(edge_type, ids[i], &s->list_degree[i]);
     found += s->list[i] != nullptr;
+    *too_long |= s->list_degree[i] < 0;
   }
   return found;
+}
+
+// What the owners are asked for: `spec`'s hop of `batch` at `fanout`.
+PeerSampling::Hop HopOf(const EdgeTypeStore& et, const DrawSpec& spec, bool features, const SeedBatch& batch, int hop,
+                        int fanout) {
+  PeerSampling::Hop h;
+  h.edge_type = et.name;
+  h.fanout = fanout;
+  h.replace = spec.replace;
+  h.weighted = spec.weighted;
+  h.temporal = spec.temporal;
+  h.with_edge_ids = spec.with_edge_ids;
+  h.with_edge_features = features;
+  h.seed = batch.seed;
+  h.epoch = batch.epoch;
+  h.batch = batch.batch_index;
+  h.hop = hop;
+  return h;
 }
 
 // Keeps the whole lists an owner sent for the nodes of `c` and replaces them with the draw
@@ -571,9 +591,12 @@ absl::StatusOr<const NeighborDraw*> DrawNeighbors(const Partition& partition, Pe
   // Nodes owned elsewhere whose lists are cached draw here; the others join their owner's
   // call, with the excluded pairs of their nodes. While the cache has room, owners send whole
   // lists, kept and drawn from here. The owners draw while this server draws its own share.
+  // (A hop that meets a node whose list is too long to keep asks the owners for the draws of
+  // all its uncached nodes: the one call per owner asks for whole lists or for draws.)
   const bool lists = cache != nullptr && cache->keeps_lists() && DrawableFromList(spec);
-  bool whole = lists && cache->has_room();
-  const size_t cached = lists ? FindLists(partition, row_type, *cache, edge_type, ids, n, s) : 0;
+  bool too_long = false;
+  const size_t cached = lists ? FindLists(partition, row_type, *cache, edge_type, ids, n, s, &too_long) : 0;
+  bool whole = lists && cache->has_room() && !too_long;
   auto& split = s->split;
   auto keep = [&](size_t i) { return cached > 0 && s->list[i] != nullptr; };
   if (auto st = split.Split(partition, row_type, ids, n, peers != nullptr, "sampling it needs", keep); !st.ok()) {
@@ -597,19 +620,7 @@ absl::StatusOr<const NeighborDraw*> DrawNeighbors(const Partition& partition, Pe
     }
   }
   auto issue = [&](std::vector<PeerSampling::NeighborCall>* calls) {
-    PeerSampling::Hop h;
-    h.edge_type = et.name;
-    h.fanout = whole ? -1 : spec.fanout;
-    h.replace = spec.replace;
-    h.weighted = spec.weighted;
-    h.temporal = spec.temporal;
-    h.with_edge_ids = spec.with_edge_ids;
-    h.with_edge_features = features;
-    h.seed = batch.seed;
-    h.epoch = batch.epoch;
-    h.batch = batch.batch_index;
-    h.hop = hop;
-    return peers->SampleNeighbors(h, calls);
+    return peers->SampleNeighbors(HopOf(et, spec, features, batch, hop, whole ? -1 : spec.fanout), calls);
   };
   auto local = [&] {
     DrawSpec owned_spec = spec;

@@ -11,6 +11,8 @@ namespace graphstore {
 namespace {
 constexpr int64_t kNoLabel = std::numeric_limits<int64_t>::min();
 constexpr size_t kChunkBytes = HugePageAllocator<char>::kHugePage;
+// A list slot's mark for a node whose list is too long to keep.
+constexpr int32_t kTooLong = -2;
 }  // namespace
 
 struct RemoteCache::Type {
@@ -147,7 +149,10 @@ const int64_t* RemoteCache::FindNeighbors(int edge_type, int64_t id, int64_t* de
   const std::atomic<int32_t>* slots = l.slot.load(std::memory_order_acquire);
   if (slots == nullptr) return nullptr;
   const int32_t s = slots[id].load(std::memory_order_acquire);
-  if (s < 0) return nullptr;
+  if (s < 0) {
+    *degree = s == kTooLong ? -1 : 0;
+    return nullptr;
+  }
   const int64_t* list = l.chunks[s / Lists::kChunkEntries].load(std::memory_order_relaxed) + s % Lists::kChunkEntries;
   *degree = list[0];
   return list + 1;
@@ -160,17 +165,30 @@ void RemoteCache::PrefetchList(int edge_type, int64_t id) const {
 void RemoteCache::PutNeighbors(int edge_type, int64_t id, const int64_t* neighbors, int64_t degree) {
   Lists& l = *lists_[edge_type];
   const int64_t entries = degree + 1;
-  if (l.max_chunks == 0 || entries > Lists::kChunkEntries) return;
+  if (l.max_chunks == 0) return;
   std::lock_guard<std::mutex> lock(l.mu);
-  if (!MakeSlots(l.num_nodes, &l.slot_storage, &l.slot)) return;
+  if (!MakeSlots(l.num_nodes, &l.slot_storage, &l.slot)) {
+    lists_full_.store(true, std::memory_order_relaxed);
+    return;
+  }
   std::atomic<int32_t>& slot = l.slot_storage[id];
-  if (slot.load(std::memory_order_relaxed) >= 0) return;
+  if (slot.load(std::memory_order_relaxed) != -1) return;
+  if (entries > Lists::kChunkEntries) {
+    slot.store(kTooLong, std::memory_order_release);
+    return;
+  }
   int64_t chunk = l.next / Lists::kChunkEntries;
   int64_t offset = l.next % Lists::kChunkEntries;
   if (offset + entries > Lists::kChunkEntries) ++chunk, offset = 0;  // the rest of this chunk stays unused
-  if (chunk >= l.max_chunks) return;
+  if (chunk >= l.max_chunks) {
+    lists_full_.store(true, std::memory_order_relaxed);
+    return;
+  }
   if (l.chunks[chunk].load(std::memory_order_relaxed) == nullptr) {
-    if (!Reserve(static_cast<int64_t>(kChunkBytes))) return;
+    if (!Reserve(static_cast<int64_t>(kChunkBytes))) {
+      lists_full_.store(true, std::memory_order_relaxed);
+      return;
+    }
     l.chunk_storage.emplace_back(static_cast<size_t>(Lists::kChunkEntries));
     l.chunks[chunk].store(l.chunk_storage.back().data(), std::memory_order_relaxed);
   }

@@ -46,17 +46,19 @@ class RemoteCache {
   void PutLabel(int type, int64_t id, int64_t label);
 
   /// The cached neighbours of node `id` along edge type `edge_type` (global ids, in the order
-  /// of the owner's row) and their number in *degree; null when absent. They never move.
+  /// of the owner's row) and their number in *degree; null when absent, with *degree -1 when
+  /// the list is known to be too long to keep (ask the owner to draw). They never move.
   const int64_t* FindNeighbors(int edge_type, int64_t id, int64_t* degree) const;
   /// Starts loading where node `id`'s list slot along `edge_type` would be, for a lookup a few
   /// nodes later.
   void PrefetchList(int edge_type, int64_t id) const;
-  /// Keeps node `id`'s whole neighbour list along `edge_type` while the budget lasts (a list
-  /// longer than one chunk of the cache, 2 MiB, is not kept).
+  /// Keeps node `id`'s whole neighbour list along `edge_type` while the budget lasts. A list
+  /// longer than one chunk of the cache (2 MiB) is not kept, and the node is marked so that
+  /// FindNeighbors says so.
   void PutNeighbors(int edge_type, int64_t id, const int64_t* neighbors, int64_t degree);
-  /// Whether the budget has room left: while it has, fetching whole neighbour lists to keep
-  /// is worth their bytes.
-  bool has_room() const { return bytes() < capacity_; }
+  /// Whether lists are kept and none has been refused for want of budget yet: while so,
+  /// fetching whole neighbour lists to keep is worth their bytes.
+  bool has_room() const { return lists_on_ && !lists_full_.load(std::memory_order_relaxed); }
   /// Whether neighbour lists are kept at all.
   bool keeps_lists() const { return lists_on_; }
 
@@ -84,6 +86,7 @@ class RemoteCache {
 
   const int64_t capacity_;
   const bool lists_on_;
+  std::atomic<bool> lists_full_{false};
   std::atomic<int64_t> bytes_{0};
   mutable std::atomic<int64_t> hits_{0};
   mutable std::atomic<int64_t> misses_{0};

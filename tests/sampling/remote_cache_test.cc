@@ -101,7 +101,8 @@ std::vector<int64_t> ListOf(int64_t id, int64_t degree) {
   return list;
 }
 
-TEST_CASE("cached neighbour lists read back as written; too long a list, or past the budget, is not kept") {
+TEST_CASE("cached neighbour lists read back as written; too long a list, or past the budget, is not kept",
+          "[lists]") {
   const Partition& p = PartZero();
   const int64_t entries = (int64_t{2} << 20) / 8;  // int64 entries in a chunk
   const std::vector<int64_t> ids = ForeignIds(p);
@@ -115,10 +116,11 @@ TEST_CASE("cached neighbour lists read back as written; too long a list, or past
   for (size_t i = 0; i < n; ++i) cache.PutNeighbors(0, ids[i], ListOf(ids[i], degree_of(i)).data(), degree_of(i));
   for (size_t i = 0; i < ids.size(); ++i) {
     INFO("node " << ids[i] << ", list of " << (i < n ? degree_of(i) : -1));
-    int64_t degree = -1;
+    int64_t degree = -2;
     const int64_t* list = cache.FindNeighbors(0, ids[i], &degree);
     if (i >= n || i == 1) {
       CHECK(list == nullptr);
+      CHECK(degree == (i == 1 ? -1 : 0));  // the list too long to keep is known as such
       continue;
     }
     REQUIRE(list != nullptr);
@@ -139,7 +141,11 @@ TEST_CASE("cached neighbour lists read back as written; too long a list, or past
     if (used + 1001 <= entries) used += 1001, ++kept;
   }
   CHECK(small.bytes() == slots + (int64_t{2} << 20));
-  CHECK_FALSE(small.has_room());
+  CHECK_FALSE(small.has_room());  // no more whole lists asked for
+  RemoteCache no_lists(&p, int64_t{256} << 20, /*lists=*/false);
+  CHECK_FALSE(no_lists.has_room());
+  no_lists.PutNeighbors(0, ids[0], ListOf(ids[0], 3).data(), 3);
+  CHECK(no_lists.FindNeighbors(0, ids[0], &degree) == nullptr);
   int64_t found = 0;
   for (int64_t id : ids) found += small.FindNeighbors(0, id, &degree) != nullptr;
   CHECK(found == kept);
