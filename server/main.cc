@@ -230,7 +230,8 @@ absl::StatusOr<ServerOptions> ParseOptions(const Flags& flags) {
   auto peer_lists = flags.GetBool("peer_cache_lists");
   auto health_port = IntIn(flags, "health_port", -1, 65535);
   for (const absl::Status& s : {port.status(), workers.status(), verify.status(), lease.status(), state_log.status(),
-                                peer_timeout.status(), peer_cache.status(), peer_lists.status(), health_port.status()}) {
+                                peer_timeout.status(), peer_cache.status(), peer_lists.status(),
+                                health_port.status()}) {
     if (!s.ok()) return s;
   }
   for (auto parse : {ParseLimits, ParseSecurity, ParseStreaming}) {

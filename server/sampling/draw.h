@@ -161,6 +161,14 @@ int64_t DrawWeightedFromAlias(uint64_t key, const uint32_t* cells, int64_t n, in
 /// draws. The values and their order depend only on (key, degree, fanout, replace).
 int64_t DrawNeighborPositions(uint64_t key, int64_t degree, int fanout, bool replace, int64_t* out);
 
+/// Whether a uniform draw of `fanout` from a row of `degree` neighbours takes the whole row, in
+/// row order, without drawing: fanout < 0, or without replacement from a row no longer than the
+/// fanout. Wherever a uniform draw is made (from a partition's CSR row or from a copy of it),
+/// this decides it, so every copy draws alike.
+inline bool TakesWholeRow(int fanout, bool replace, int64_t degree) {
+  return fanout < 0 || (!replace && degree <= fanout);
+}
+
 /// The slot of a row's position x in a draw of `fanout` past `known` positions (below): uniform
 /// in [0, x], so x takes slot r when r < fanout. A counter-based stream like DrawStream's, keyed
 /// apart from it.

@@ -4,89 +4,11 @@
 #include <cstdint>
 #include <cstring>
 
-#include "absl/strings/str_cat.h"
 #include "server/sampling/draw.h"
 #include "server/sampling/medium_rows.h"
 #include "server/sampling/short_rows.h"
 
 namespace graphstore {
-namespace {
-
-// Checks an owner's answer for the nodes of its call before it is merged.
-absl::Status CheckAnswer(const PeerSampling::NeighborCall& c, const NodeTypeStore& col_type, const DrawSpec& spec,
-                         size_t feature_row_bytes) {
-  int64_t total = 0;
-  for (int64_t k : c.counts) total += k;
-  if (c.counts.size() != c.ids.size() || total < 0 || static_cast<size_t>(total) != c.neighbors.size() ||
-      (spec.with_edge_ids && c.edge_ids.size() != c.neighbors.size()) ||
-      c.edge_features.size() != c.neighbors.size() * feature_row_bytes) {
-    return absl::InternalError(absl::StrCat("partition ", c.partition, " answered SampleNeighbors for ",
-                                            c.ids.size(), " nodes with inconsistent counts"));
-  }
-  for (int64_t w : c.neighbors) {
-    if (w < 0 || w >= col_type.num_nodes) {
-      return absl::InternalError(absl::StrCat("partition ", c.partition, " answered neighbour ", w,
-                                              ", which is not a '", col_type.name, "' node id"));
-    }
-  }
-  return absl::OkStatus();
-}
-
-void DrawFromList(const DrawSpec& spec, int64_t id, const int64_t* list, int64_t degree, NeighborDraw* out);
-
-// Nodes of other partitions whose neighbour lists are cached, drawn from here (see
-// DrawNeighbors): per node of the list, its cached list (null: none) and that list's length.
-struct CachedLists {
-  const DrawSpec* spec = nullptr;
-  const int64_t* ids = nullptr;
-  const std::vector<const int64_t*>* list = nullptr;
-  const std::vector<int64_t>* degree = nullptr;
-};
-
-// Merges the local draw, the draws from cached lists (`cached` may be null) and the owners'
-// answers in the order of the split's list.
-void MergeDraws(const OwnerSplit<PeerSampling::NeighborCall>& split, size_t n, const NeighborDraw& local,
-                const CachedLists* cached, bool with_edge_ids, size_t feature_row_bytes, NeighborDraw* merged) {
-  const auto& calls = split.calls;
-  merged->counts.clear();
-  merged->neighbors.clear();
-  merged->edge_ids.clear();
-  merged->edge_features.clear();
-  // Per source (the last: the local draw, else a call): next node, next neighbour.
-  std::vector<size_t> next_node(calls.size() + 1, 0);
-  std::vector<size_t> next_neighbor(calls.size() + 1, 0);
-  for (size_t i = 0; i < n; ++i) {
-    const int32_t r = split.call_of_item(i);
-    const bool here = r < 0;
-    if (cached != nullptr) {
-      if (i + kPrefetchAhead < n && (*cached->list)[i + kPrefetchAhead] != nullptr) {
-        __builtin_prefetch((*cached->list)[i + kPrefetchAhead]);
-      }
-      if (const int64_t* list = (*cached->list)[i]) {
-        DrawFromList(*cached->spec, cached->ids[i], list, (*cached->degree)[i], merged);
-        continue;
-      }
-    }
-    const size_t src = here ? calls.size() : static_cast<size_t>(r);
-    const std::vector<int64_t>& counts = here ? local.counts : calls[r].counts;
-    const std::vector<int64_t>& neighbors = here ? local.neighbors : calls[r].neighbors;
-    const std::vector<int64_t>& eids = here ? local.edge_ids : calls[r].edge_ids;
-    const int64_t k = counts[next_node[src]++];
-    const size_t from = next_neighbor[src];
-    merged->counts.push_back(k);
-    merged->neighbors.insert(merged->neighbors.end(), neighbors.begin() + from, neighbors.begin() + from + k);
-    if (with_edge_ids) merged->edge_ids.insert(merged->edge_ids.end(), eids.begin() + from, eids.begin() + from + k);
-    if (feature_row_bytes > 0) {
-      const char* f = here ? local.edge_features.data() : calls[r].edge_features.data();
-      merged->edge_features.insert(merged->edge_features.end(), f + from * feature_row_bytes,
-                                   f + (from + k) * feature_row_bytes);
-    }
-    next_neighbor[src] = from + k;
-  }
-}
-
-}  // namespace
-
 namespace {
 
 // Three passes over a hop's nodes, each issuing the next pass's random loads ahead of time:
@@ -410,7 +332,7 @@ class OwnedDraw {
     NeighborDraw* out = out_;
     const int64_t base = out->base[i];
     auto position = [&](int64_t k) { return base + (candidates != nullptr ? candidates[k] : k); };
-    if (fanout_ < 0 || (!replace_ && degree <= fanout_)) {
+    if (TakesWholeRow(fanout_, replace_, degree)) {
       for (int64_t k = 0; k < degree; ++k) out->picked.push_back(position(k));
       return degree;
     }
@@ -491,159 +413,6 @@ class OwnedDraw {
 void DrawOwnedNeighbors(const Partition& partition, int edge_type, const int64_t* ids, size_t n,
                         const DrawSpec& spec, NeighborDraw* out) {
   OwnedDraw(partition, edge_type, ids, n, spec, out).Run();
-}
-
-namespace {
-
-// Whether a hop's draw for a node can be made from the node's cached neighbour list (a uniform
-// draw of neighbour ids alone, with nothing excluded), exactly as its owner would make it.
-bool DrawableFromList(const DrawSpec& spec) {
-  return !spec.weighted && spec.temporal == TemporalStrategy::kNone && !spec.with_edge_ids &&
-         !spec.with_edge_features && (spec.excluded == nullptr || spec.excluded->empty());
-}
-
-// Appends node `id`'s draw from its whole neighbour list to out->neighbors and its count to
-// out->counts: the positions OwnedDraw::DrawUniform picks, read from the list.
-void DrawFromList(const DrawSpec& spec, int64_t id, const int64_t* list, int64_t degree, NeighborDraw* out) {
-  if (spec.fanout < 0 || (!spec.replace && degree <= spec.fanout)) {
-    out->neighbors.insert(out->neighbors.end(), list, list + degree);
-    out->counts.push_back(degree);
-    return;
-  }
-  if (static_cast<int>(out->positions.size()) < spec.fanout) out->positions.resize(spec.fanout);
-  const int64_t c = DrawNeighborPositions(HashCombine(spec.hop_key, static_cast<uint64_t>(id)), degree, spec.fanout,
-                                          spec.replace, out->positions.data());
-  for (int64_t k = 0; k < c; ++k) out->neighbors.push_back(list[out->positions[k]]);
-  out->counts.push_back(c);
-}
-
-// Looks up the cached lists of the nodes `partition` does not own into s->list and
-// s->list_degree (null and 0 for the others); returns how many were found, and sets *too_long
-// when a node's list is known to be too long to keep.
-size_t FindLists(const Partition& partition, const NodeTypeStore& row_type, const RemoteCache& cache, int edge_type,
-                 const int64_t* ids, size_t n, FrontierScratch* s, bool* too_long) {
-  s->list.assign(n, nullptr);
-  s->list_degree.assign(n, 0);
-  size_t found = 0;
-  const int self = partition.partition_id();
-  for (size_t i = 0; i < n; ++i) {
-    if (i + kPrefetchAhead < n) cache.PrefetchList(edge_type, ids[i + kPrefetchAhead]);
-    if (row_type.Owner(ids[i]) == self) continue;
-    s->list[i] = cache.FindNeighbors(edge_type, ids[i], &s->list_degree[i]);
-    found += s->list[i] != nullptr;
-    *too_long |= s->list_degree[i] < 0;
-  }
-  return found;
-}
-
-// What the owners are asked for: `spec`'s hop of `batch` at `fanout`.
-PeerSampling::Hop HopOf(const EdgeTypeStore& et, const DrawSpec& spec, bool features, const SeedBatch& batch, int hop,
-                        int fanout) {
-  PeerSampling::Hop h;
-  h.edge_type = et.name;
-  h.fanout = fanout;
-  h.replace = spec.replace;
-  h.weighted = spec.weighted;
-  h.temporal = spec.temporal;
-  h.with_edge_ids = spec.with_edge_ids;
-  h.with_edge_features = features;
-  h.seed = batch.seed;
-  h.epoch = batch.epoch;
-  h.batch = batch.batch_index;
-  h.hop = hop;
-  return h;
-}
-
-// Keeps the whole lists an owner sent for the nodes of `c` and replaces them with the draw
-// the hop asked for, as if the owner had drawn it.
-void KeepListsAndDraw(RemoteCache* cache, int edge_type, const DrawSpec& spec, PeerSampling::NeighborCall* c,
-                      NeighborDraw* scratch) {
-  scratch->counts.clear();
-  scratch->neighbors.clear();
-  size_t from = 0;
-  for (size_t k = 0; k < c->ids.size(); ++k) {
-    const int64_t degree = c->counts[k];
-    const int64_t* list = c->neighbors.data() + from;
-    cache->PutNeighbors(edge_type, c->ids[k], list, degree);
-    DrawFromList(spec, c->ids[k], list, degree, scratch);
-    from += static_cast<size_t>(degree);
-  }
-  // (Copied, not swapped: the call's vectors are larger than the draw, and the scratch keeps
-  // its capacity from hop to hop.)
-  c->counts.assign(scratch->counts.begin(), scratch->counts.end());
-  c->neighbors.assign(scratch->neighbors.begin(), scratch->neighbors.end());
-}
-
-}  // namespace
-
-absl::StatusOr<const NeighborDraw*> DrawNeighbors(const Partition& partition, PeerSampling* peers, RemoteCache* cache,
-                                                  int edge_type, const int64_t* ids, size_t n, const DrawSpec& spec,
-                                                  const SeedBatch& batch, int hop, FrontierScratch* s) {
-  const EdgeTypeStore& et = partition.edge_type(edge_type);
-  const NodeTypeStore& row_type = partition.node_type(et.row_type);
-  const bool features = spec.with_edge_features && et.feature_dim > 0;
-  const size_t row_bytes = features ? static_cast<size_t>(et.feature_dim) * DtypeSize(et.feature_dtype) : 0;
-  if (partition.num_partitions() == 1) {
-    DrawOwnedNeighbors(partition, edge_type, ids, n, spec, &s->local);
-    return &s->local;
-  }
-
-  // Nodes owned elsewhere whose lists are cached draw here; the others join their owner's
-  // call, with the excluded pairs of their nodes. While the cache has room, owners send whole
-  // lists, kept and drawn from here. The owners draw while this server draws its own share.
-  // (A hop that meets a node whose list is too long to keep asks the owners for the draws of
-  // all its uncached nodes: the one call per owner asks for whole lists or for draws.)
-  const bool lists = cache != nullptr && cache->keeps_lists() && DrawableFromList(spec);
-  bool too_long = false;
-  const size_t cached = lists ? FindLists(partition, row_type, *cache, edge_type, ids, n, s, &too_long) : 0;
-  bool whole = lists && cache->has_room() && !too_long;
-  auto& split = s->split;
-  auto keep = [&](size_t i) { return cached > 0 && s->list[i] != nullptr; };
-  if (auto st = split.Split(partition, row_type, ids, n, peers != nullptr, "sampling it needs", keep); !st.ok()) {
-    return st;
-  }
-  s->owned.clear();
-  s->owned_times.clear();
-  for (size_t i = 0; i < n; ++i) {
-    const int32_t c = split.call_of_item(i);
-    if (c < 0 && !keep(i)) s->owned.push_back(ids[i]);
-    if (spec.temporal != TemporalStrategy::kNone) {
-      (c < 0 ? s->owned_times : split.calls[c].times).push_back(spec.times[i]);
-    }
-  }
-  if (spec.excluded != nullptr) {
-    for (const auto& [node, neighbor] : *spec.excluded) {
-      const int32_t c = split.call_of_partition(row_type.Owner(node));
-      if (c < 0) continue;
-      split.calls[c].excluded.push_back(node);
-      split.calls[c].excluded.push_back(neighbor);
-    }
-  }
-  auto issue = [&](std::vector<PeerSampling::NeighborCall>* calls) {
-    return peers->SampleNeighbors(HopOf(et, spec, features, batch, hop, whole ? -1 : spec.fanout), calls);
-  };
-  auto local = [&] {
-    DrawSpec owned_spec = spec;
-    if (spec.temporal != TemporalStrategy::kNone) owned_spec.times = s->owned_times.data();
-    DrawOwnedNeighbors(partition, edge_type, s->owned.data(), s->owned.size(), owned_spec, &s->local);
-    return absl::OkStatus();
-  };
-  const NodeTypeStore& col_type = partition.node_type(et.col_type);
-  auto check = [&](const PeerSampling::NeighborCall& c) { return CheckAnswer(c, col_type, spec, row_bytes); };
-  absl::Status st = split.Run(issue, local, check);
-  if (whole && st.code() == absl::StatusCode::kResourceExhausted) {
-    // Whole lists too large for one answer: the owners draw after all.
-    whole = false;
-    st = split.Run(issue, [] { return absl::OkStatus(); }, check);
-  }
-  if (!st.ok()) return st;
-  if (split.calls.empty() && cached == 0) return &s->local;
-  if (whole) {
-    for (auto& c : split.calls) KeepListsAndDraw(cache, edge_type, spec, &c, &s->kept);
-  }
-  const CachedLists from_lists{&spec, ids, &s->list, &s->list_degree};
-  MergeDraws(split, n, s->local, cached > 0 ? &from_lists : nullptr, spec.with_edge_ids, row_bytes, &s->merged);
-  return &s->merged;
 }
 
 }  // namespace graphstore

@@ -285,8 +285,8 @@ absl::Status NeighborSampler::ExpandHop(int edge_type, int fanout, uint64_t hop_
 
   const DrawSpec spec = SpecFor(edge_type, fanout, hop_key, coordinates, begin, out);
   const bool temporal = options_.temporal != TemporalStrategy::kNone;
-  auto drawn = DrawNeighbors(*partition_, options_.peers, options_.remote_cache, edge_type, out->nodes[et.row_type].ids.data() + begin, n,
-                             spec, coordinates, hop, &s->frontier);
+  auto drawn = DrawNeighbors(*partition_, options_.peers, options_.remote_cache, edge_type,
+                             out->nodes[et.row_type].ids.data() + begin, n, spec, coordinates, hop, &s->frontier);
   if (!drawn.ok()) return drawn.status();
   const NeighborDraw& d = **drawn;
 

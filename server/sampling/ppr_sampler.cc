@@ -101,7 +101,8 @@ absl::Status PprSampler::FetchNeighbors(const SeedBatch& batch, Scratch* s) cons
       if (et.row_type != t) continue;
       DrawSpec spec;  // fanout -1: every neighbour, so the key does not matter
       if (batch.ablp != nullptr) spec.excluded = &batch.ablp->excluded[e];  // no walk over label edges
-      auto drawn = DrawNeighbors(*partition_, options_.peers, options_.remote_cache, e, ids.data(), ids.size(), spec, batch, 0, &s->frontier);
+      auto drawn = DrawNeighbors(*partition_, options_.peers, options_.remote_cache, e, ids.data(), ids.size(), spec,
+                                 batch, 0, &s->frontier);
       if (!drawn.ok()) return drawn.status();
       const NeighborDraw& d = **drawn;
       std::vector<uint64_t>& keys = s->fetched[e];

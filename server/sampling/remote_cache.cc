@@ -147,8 +147,7 @@ void RemoteCache::PutFeatures(int type, int64_t id, const char* row) {
 const int64_t* RemoteCache::FindNeighbors(int edge_type, int64_t id, int64_t* degree) const {
   const Lists& l = *lists_[edge_type];
   const std::atomic<int32_t>* slots = l.slot.load(std::memory_order_acquire);
-  if (slots == nullptr) return nullptr;
-  const int32_t s = slots[id].load(std::memory_order_acquire);
+  const int32_t s = slots != nullptr ? slots[id].load(std::memory_order_acquire) : -1;
   if (s < 0) {
     *degree = s == kTooLong ? -1 : 0;
     return nullptr;

@@ -46,8 +46,8 @@ class RemoteCache {
   void PutLabel(int type, int64_t id, int64_t label);
 
   /// The cached neighbours of node `id` along edge type `edge_type` (global ids, in the order
-  /// of the owner's row) and their number in *degree; null when absent, with *degree -1 when
-  /// the list is known to be too long to keep (ask the owner to draw). They never move.
+  /// of the owner's row) and their number in *degree; null when absent, with *degree 0, or -1
+  /// when the list is known to be too long to keep (ask the owner to draw). They never move.
   const int64_t* FindNeighbors(int edge_type, int64_t id, int64_t* degree) const;
   /// Starts loading where node `id`'s list slot along `edge_type` would be, for a lookup a few
   /// nodes later.

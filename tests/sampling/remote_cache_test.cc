@@ -108,7 +108,9 @@ TEST_CASE("cached neighbour lists read back as written; too long a list, or past
   const std::vector<int64_t> ids = ForeignIds(p);
   // Lengths that fill chunks unevenly (a list never straddles two), the empty list, and a list
   // one entry too long for a chunk (a chunk also holds the list's length).
-  auto degree_of = [&](size_t i) -> int64_t { return i == 0 ? 0 : i == 1 ? entries : static_cast<int64_t>(i * 4099 % 70001); };
+  auto degree_of = [&](size_t i) -> int64_t {
+    return i == 0 ? 0 : i == 1 ? entries : static_cast<int64_t>(i * 4099 % 70001);
+  };
   const int64_t slots = p.node_type(p.edge_type(0).row_type).num_nodes * 4;
   RemoteCache cache(&p, int64_t{256} << 20);
   CHECK(cache.has_room());
