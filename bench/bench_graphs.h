@@ -11,6 +11,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
+#include "server/graph/dataset_writer.h"
 #include "tools/generator.h"
 
 namespace graphstore {
@@ -40,6 +41,29 @@ inline absl::StatusOr<std::string> BenchGraph(const std::string& name, const std
   std::fprintf(stderr, "generating %s into %s ...\n", name.c_str(), dir.c_str());
   if (auto s = GenerateDataset(o, dir); !s.ok()) return s;
   return dir;
+}
+
+/// Where cluster_bench and cross_draw_bench keep the datasets of the graph `g` generates: the
+/// whole graph in `single`, its 2-partition splits in `metis2` and `random2`.
+inline std::string ClusterBenchDir(const std::string& cache_dir, const GeneratorOptions& g) {
+  return absl::StrCat(cache_dir, "/cluster-", g.num_nodes, "-", g.avg_degree, "-", g.feature_dim);
+}
+
+/// Whether a dataset of `num_partitions` was written completely into `dir` (its last manifest).
+inline bool ClusterBenchWritten(const std::string& dir, int num_partitions) {
+  return std::filesystem::exists(num_partitions == 1 ? dir + "/manifest.json"
+                                                     : absl::StrCat(dir, "/part-", num_partitions - 1, "/manifest.json"));
+}
+
+/// Writes `graph` into `dir`, split by `assignment` (made by `method`), unless already there.
+inline absl::Status WriteClusterBenchDataset(const GraphData& graph, const Assignment& assignment,
+                                             const std::string& method, int num_partitions, const std::string& dir) {
+  if (ClusterBenchWritten(dir, num_partitions)) return absl::OkStatus();
+  std::filesystem::remove_all(dir);
+  WriteOptions w;
+  w.num_partitions = num_partitions;
+  w.method = method;
+  return WritePartitions(graph, assignment, w, dir);
 }
 
 /// Drops the files under `dir` from the page cache (those no process maps), so that the run

@@ -31,6 +31,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "bench/bench_graphs.h"
 #include "bench/process_usage.h"
 #include "client/client.h"
 #include "server/graph/dataset_writer.h"
@@ -305,13 +306,8 @@ absl::Status PrepareSetups(const GraphData& graph, uint64_t seed, const std::str
       a = RandomAssignment(graph, 2, seed);
     }
     s.report = EvaluateAssignment(graph, a, s.num_partitions, true);
-    const std::string marker = s.num_partitions == 1 ? s.dir + "/manifest.json" : s.dir + "/part-1/manifest.json";
-    if (std::filesystem::exists(marker)) continue;
-    std::filesystem::remove_all(s.dir);
-    WriteOptions w;
-    w.num_partitions = s.num_partitions;
-    w.method = s.num_partitions == 1 ? "single" : (metis ? "metis" : "random");
-    if (auto st = WritePartitions(graph, a, w, s.dir); !st.ok()) return st;
+    const std::string method = s.num_partitions == 1 ? "single" : (metis ? "metis" : "random");
+    if (auto st = WriteClusterBenchDataset(graph, a, method, s.num_partitions, s.dir); !st.ok()) return st;
   }
   return absl::OkStatus();
 }
@@ -488,7 +484,7 @@ int Main(int argc, char** argv) {
   g.seed = 1;
   auto graph = GenerateGraph(g);
   if (!graph.ok()) return Fail(graph.status());
-  const std::string base = absl::StrCat(flags.Get("cache_dir"), "/cluster-", *nodes, "-", *degree, "-", *dim);
+  const std::string base = ClusterBenchDir(flags.Get("cache_dir"), g);
   std::vector<Setup> setups = MakeSetups(flags, base);
   if (auto s = PrepareSetups(*graph, g.seed, base, &setups); !s.ok()) return Fail(s);
 
