@@ -55,12 +55,12 @@ void DrawFromList(const DrawSpec& spec, int64_t id, const int64_t* list, int64_t
 }
 
 // Nodes of other partitions whose neighbour lists are cached, drawn from here (see
-// DrawNeighbors): per node of the list, its cached list (null: none) and that list's length.
+// DrawNeighbors): per node of the list, where its cached list lies (RemoteCache::FindList;
+// null: none).
 struct CachedLists {
   const DrawSpec* spec = nullptr;
   const int64_t* ids = nullptr;
   const std::vector<const int64_t*>* list = nullptr;
-  const std::vector<int64_t>* degree = nullptr;
 };
 
 // Merges the local draw, the draws from cached lists (`cached` may be null) and the owners'
@@ -79,11 +79,13 @@ void MergeDraws(const OwnerSplit<PeerSampling::NeighborCall>& split, size_t n, c
     const int32_t r = split.call_of_item(i);
     const bool here = r < 0;
     if (cached != nullptr) {
+      // (A list's degree and first 15 neighbours take two cache lines.)
       if (i + kPrefetchAhead < n && (*cached->list)[i + kPrefetchAhead] != nullptr) {
         __builtin_prefetch((*cached->list)[i + kPrefetchAhead]);
+        __builtin_prefetch((*cached->list)[i + kPrefetchAhead] + 8);
       }
       if (const int64_t* list = (*cached->list)[i]) {
-        DrawFromList(*cached->spec, cached->ids[i], list, (*cached->degree)[i], merged);
+        DrawFromList(*cached->spec, cached->ids[i], list + 1, list[0], merged);
         continue;
       }
     }
@@ -105,19 +107,19 @@ void MergeDraws(const OwnerSplit<PeerSampling::NeighborCall>& split, size_t n, c
   }
 }
 
-// Looks up the nodes' cached lists into s->list and s->list_degree (null and 0 where none: the
-// cache holds other partitions' lists only); returns how many were found, and sets *too_long
-// when a node's list is known to be too long to keep.
+// Looks up where the nodes' cached lists lie into s->list (null where none: the cache holds
+// other partitions' lists only), reading slots only; returns how many were found, and sets
+// *too_long when a node's list is known to be too long to keep.
 size_t FindLists(const RemoteCache& cache, int edge_type, const int64_t* ids, size_t n, FrontierScratch* s,
                  bool* too_long) {
   s->list.resize(n);
-  s->list_degree.resize(n);
   size_t found = 0;
   for (size_t i = 0; i < n; ++i) {
     if (i + kPrefetchAhead < n) cache.PrefetchList(edge_type, ids[i + kPrefetchAhead]);
-    s->list[i] = cache.FindNeighbors(edge_type, ids[i], &s->list_degree[i]);
+    bool long_list = false;
+    s->list[i] = cache.FindList(edge_type, ids[i], &long_list);
     found += s->list[i] != nullptr;
-    *too_long |= s->list_degree[i] < 0;
+    *too_long |= long_list;
   }
   return found;
 }
@@ -227,7 +229,7 @@ absl::StatusOr<const NeighborDraw*> DrawNeighbors(const Partition& partition, Pe
   if (whole) {
     for (auto& c : split.calls) KeepListsAndDraw(cache, edge_type, spec, &c, &s->kept);
   }
-  const CachedLists from_lists{&spec, ids, &s->list, &s->list_degree};
+  const CachedLists from_lists{&spec, ids, &s->list};
   MergeDraws(split, n, s->local, cached > 0 ? &from_lists : nullptr, spec.with_edge_ids, row_bytes, &s->merged);
   return &s->merged;
 }

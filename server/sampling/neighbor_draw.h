@@ -102,9 +102,8 @@ struct FrontierScratch {
   NeighborDraw merged;
   NeighborDraw kept;  // draws from whole lists the owners sent
   std::vector<int64_t> owned, owned_times;
-  // Per node, its cached neighbour list (null: none) and that list's length.
+  // Per node, where its cached neighbour list lies (RemoteCache::FindList; null: none).
   std::vector<const int64_t*> list;
-  std::vector<int64_t> list_degree;
   OwnerSplit<PeerSampling::NeighborCall> split;
 };
 

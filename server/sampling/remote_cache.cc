@@ -144,15 +144,22 @@ void RemoteCache::PutFeatures(int type, int64_t id, const char* row) {
   slot.store(s, std::memory_order_release);  // readers that see the slot see the row
 }
 
-const int64_t* RemoteCache::FindNeighbors(int edge_type, int64_t id, int64_t* degree) const {
+const int64_t* RemoteCache::FindList(int edge_type, int64_t id, bool* too_long) const {
   const Lists& l = *lists_[edge_type];
   const std::atomic<int32_t>* slots = l.slot.load(std::memory_order_acquire);
   const int32_t s = slots != nullptr ? slots[id].load(std::memory_order_acquire) : -1;
-  if (s < 0) {
-    *degree = s == kTooLong ? -1 : 0;
+  *too_long = s == kTooLong;
+  if (s < 0) return nullptr;
+  return l.chunks[s / Lists::kChunkEntries].load(std::memory_order_relaxed) + s % Lists::kChunkEntries;
+}
+
+const int64_t* RemoteCache::FindNeighbors(int edge_type, int64_t id, int64_t* degree) const {
+  bool too_long = false;
+  const int64_t* list = FindList(edge_type, id, &too_long);
+  if (list == nullptr) {
+    *degree = too_long ? -1 : 0;
     return nullptr;
   }
-  const int64_t* list = l.chunks[s / Lists::kChunkEntries].load(std::memory_order_relaxed) + s % Lists::kChunkEntries;
   *degree = list[0];
   return list + 1;
 }
