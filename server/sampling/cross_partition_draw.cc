@@ -107,22 +107,43 @@ void MergeDraws(const OwnerSplit<PeerSampling::NeighborCall>& split, size_t n, c
   }
 }
 
-// Looks up where the nodes' cached lists lie into s->list (null where none: the cache holds
-// other partitions' lists only), reading slots only; returns how many were found, and sets
-// *too_long when a node's list is known to be too long to keep.
-size_t FindLists(const RemoteCache& cache, int edge_type, const int64_t* ids, size_t n, FrontierScratch* s,
-                 bool* too_long) {
-  s->list.resize(n);
-  size_t found = 0;
-  for (size_t i = 0; i < n; ++i) {
-    if (i + kPrefetchAhead < n) cache.PrefetchList(edge_type, ids[i + kPrefetchAhead]);
-    bool long_list = false;
-    s->list[i] = cache.FindList(edge_type, ids[i], &long_list);
-    found += s->list[i] != nullptr;
-    *too_long |= long_list;
+// Finds where the cached lists of the nodes the owner split asks about (those owned elsewhere)
+// lie, into `list` (null where none), reading their slots only, each loaded some nodes ahead;
+// counts the lists found and notes one known to be too long to keep. Owned nodes are never
+// looked up: the cache holds other partitions' lists only.
+class ListLookup {
+ public:
+  ListLookup(const RemoteCache* cache, int edge_type, const int64_t* ids, size_t n, std::vector<const int64_t*>* list)
+      : cache_(cache), edge_type_(edge_type), ids_(ids), n_(n), list_(list) {
+    if (cache_ != nullptr) list_->assign(n, nullptr);
   }
-  return found;
-}
+
+  // Whether node i's list is cached (so it stays here).
+  bool Find(size_t i) {
+    if (cache_ == nullptr) return false;
+    if (i + kPrefetchAhead < n_) cache_->PrefetchList(edge_type_, ids_[i + kPrefetchAhead]);
+    bool long_list = false;
+    const int64_t* list = cache_->FindList(edge_type_, ids_[i], &long_list);
+    too_long_ |= long_list;
+    if (list == nullptr) return false;
+    (*list_)[i] = list;
+    ++found_;
+    return true;
+  }
+  // Whether node i's list was found (false for owned nodes).
+  bool found(size_t i) const { return found_ > 0 && (*list_)[i] != nullptr; }
+  size_t num_found() const { return found_; }
+  bool too_long() const { return too_long_; }
+
+ private:
+  const RemoteCache* const cache_;  // null: lists are not drawn from
+  const int edge_type_;
+  const int64_t* const ids_;
+  const size_t n_;
+  std::vector<const int64_t*>* const list_;
+  size_t found_ = 0;
+  bool too_long_ = false;
+};
 
 // What the owners are asked for: `spec`'s hop of `batch` at `fanout`.
 PeerSampling::Hop HopOf(const EdgeTypeStore& et, const DrawSpec& spec, bool features, const SeedBatch& batch, int hop,
@@ -182,19 +203,19 @@ absl::StatusOr<const NeighborDraw*> DrawNeighbors(const Partition& partition, Pe
   // (A hop that meets a node whose list is too long to keep asks the owners for the draws of
   // all its uncached nodes: the one call per owner asks for whole lists or for draws.)
   const bool lists = cache != nullptr && cache->keeps_lists() && DrawableFromList(spec);
-  bool too_long = false;
-  const size_t cached = lists ? FindLists(*cache, edge_type, ids, n, s, &too_long) : 0;
-  bool whole = lists && cache->has_room() && !too_long;
+  ListLookup lookup(lists ? cache : nullptr, edge_type, ids, n, &s->list);
   auto& split = s->split;
-  auto keep = [&](size_t i) { return cached > 0 && s->list[i] != nullptr; };
+  auto keep = [&lookup](size_t i) { return lookup.Find(i); };
   if (auto st = split.Split(partition, row_type, ids, n, peers != nullptr, "sampling it needs", keep); !st.ok()) {
     return st;
   }
+  const size_t cached = lookup.num_found();
+  bool whole = lists && cache->has_room() && !lookup.too_long();
   s->owned.clear();
   s->owned_times.clear();
   for (size_t i = 0; i < n; ++i) {
     const int32_t c = split.call_of_item(i);
-    if (c < 0 && !keep(i)) s->owned.push_back(ids[i]);
+    if (c < 0 && !lookup.found(i)) s->owned.push_back(ids[i]);
     if (spec.temporal != TemporalStrategy::kNone) {
       (c < 0 ? s->owned_times : split.calls[c].times).push_back(spec.times[i]);
     }

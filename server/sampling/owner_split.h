@@ -38,7 +38,7 @@ class OwnerSplit {
     call_of_partition_.assign(partition.num_partitions(), -1);
     const int self = partition.partition_id();
     // Owners lie at random in an array the size of the graph: each is loaded some nodes ahead.
-    constexpr size_t kAhead = 16;
+    constexpr size_t kAhead = 32;
     const int32_t* book = type.book.data<int32_t>();
     for (size_t i = 0; i < n; ++i) {
       if (i + kAhead < n) __builtin_prefetch(book + ids[i + kAhead]);
