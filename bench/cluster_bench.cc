@@ -57,9 +57,10 @@ struct Setup {
   bool global_batches = true;
   // The setup a global one is compared with (its owner-only twin), or -1.
   int compare_with = -1;
-  // The Loader's transport and order (--shared_memory, --ordered).
+  // The Loader's transport, order and read-ahead (--shared_memory, --ordered, --prefetch).
   bool shared_memory = true;
   bool ordered = true;
+  int prefetch = client::LoaderOptions().prefetch;
   // Owner parts: each server batches its own seeds, B / num_partitions a batch, and the trainer
   // merges one batch of each server into one (see PartMerger).
   bool owner_parts = false;
@@ -259,6 +260,7 @@ absl::StatusOr<Result> Run(const Setup& setup, const v1::SamplingConfig& config,
   lo.global_batches = setup.global_batches && !setup.owner_parts;
   lo.shared_memory = setup.shared_memory;
   lo.ordered = setup.ordered;
+  lo.prefetch = setup.prefetch;
   if (setup.owner_parts) lo.config.set_batch_size(std::max(1, config.batch_size() / setup.num_partitions));
   client::Loader loader(lo);
   PartMerger merger(setup.owner_parts ? num_nodes : 0);
@@ -423,6 +425,9 @@ void DefineFlags(Flags* flags) {
                "also price per-owner parts merged on the trainer (owner-only batches of batch_size / 2 from each "
                "server, merged in the bench; see PartMerger)");
   flags->Define("ordered", "true", "global batches reach the trainer in batch order (else in arrival order)");
+  flags->Define("prefetch", std::to_string(client::LoaderOptions().prefetch),
+               "batches the trainer reads ahead per server (LoaderOptions::prefetch); with ordered global batches "
+               "also how far one server may run ahead of the others");
   flags->Define("only", "", "run only the setups whose name contains this (e.g. under a profiler); ratios need the "
                "single server and, for a global setup, its owner-only twin");
 }
@@ -455,6 +460,7 @@ std::vector<Setup> MakeSetups(const Flags& flags, const std::string& base) {
   for (Setup& s : setups) {
     s.shared_memory = flags.Get("shared_memory") != "false";
     s.ordered = flags.Get("ordered") != "false";
+    s.prefetch = static_cast<int>(flags.GetInt("prefetch").value_or(s.prefetch));
   }
   return setups;
 }
