@@ -23,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "bench/bench_graphs.h"
 #include "common/flags.h"
@@ -185,7 +186,20 @@ int Main(int argc, char** argv) {
     if (!flags.GetDouble(f).ok()) return std::fprintf(stderr, "%s\n", flags.GetDouble(f).status().ToString().c_str()), 1;
   }
   std::vector<int> fanouts;
-  for (const auto& f : SplitList(flags.Get("fanouts"), ',')) fanouts.push_back(std::stoi(f));
+  for (const auto& f : SplitList(flags.Get("fanouts"), ',')) {
+    int v = 0;
+    if (!absl::SimpleAtoi(f, &v) || v < -1) {
+      return std::fprintf(stderr, "cross_draw_bench: --fanouts: '%s' is not a fanout (-1 or more)\n", f.c_str()), 1;
+    }
+    fanouts.push_back(v);
+  }
+  if (fanouts.empty()) return std::fprintf(stderr, "cross_draw_bench: --fanouts: give at least one hop\n"), 1;
+  if (const std::string only = flags.Get("only"); !only.empty() && only != "one" && only != "global" && only != "owner") {
+    return std::fprintf(stderr, "cross_draw_bench: --only: '%s' is not one, global or owner\n", only.c_str()), 1;
+  }
+  if (*flags.GetInt("batch_size") < 1 || *flags.GetDouble("seconds") <= 0) {
+    return std::fprintf(stderr, "cross_draw_bench: --batch_size and --seconds must be positive\n"), 1;
+  }
   auto d = Prepare(flags);
   if (!d.ok()) return std::fprintf(stderr, "cross_draw_bench: %s\n", d.status().ToString().c_str()), 1;
   std::printf("seeds/s on one thread, best of 3 rounds; global: partition 0 of 2 with a warm peer cache, seeds "
