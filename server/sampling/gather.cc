@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "proto/feature_codec.h"
+#include "server/sampling/draw.h"
 #include "server/sampling/owner_split.h"
 
 namespace graphstore {
@@ -134,27 +135,24 @@ RowSources& EmptySources(size_t n) {
   return sources;
 }
 
-// Lookups in arrays the size of the graph (owners, rows, cache slots, labels) fall at random,
-// each a cache miss: they are loaded this many nodes ahead.
-constexpr size_t kLookupsAhead = 32;
-
 // Notes where the rows of the nodes this partition owns are, and writes their labels.
 void FindOwned(const NodeTypeStore& t, int self, const std::vector<int64_t>& ids, GatherTarget* g,
                RowSources* rows) {
   const char* src = g->features() ? static_cast<const char*>(t.features.raw()) : nullptr;
   const int64_t* lab = g->labels() ? t.labels.data<int64_t>() : nullptr;
   const size_t row_bytes = g->stored_row_bytes();
-  // Of a partition of several: the owner of each node and its row, two lookups before the
-  // label's (on one partition a node's row is its id).
+  // Lookups in arrays the size of the graph, each a cache miss: a node's owner and row (the
+  // row only on a partition of several; on one it is the id) two strides ahead, its label,
+  // whose place the row gives, one stride ahead.
   const int32_t* book = t.book.data<int32_t>();
   const int64_t* local = t.local.is_open() ? t.local.data<int64_t>() : nullptr;
   const size_t n = ids.size();
   for (size_t i = 0; i < n; ++i) {
-    if (local != nullptr && i + 2 * kLookupsAhead < n) {
-      __builtin_prefetch(book + ids[i + 2 * kLookupsAhead]);
-      __builtin_prefetch(local + ids[i + 2 * kLookupsAhead]);
+    if (i + 2 * kPrefetchAhead < n) {
+      __builtin_prefetch(book + ids[i + 2 * kPrefetchAhead]);
+      if (local != nullptr) __builtin_prefetch(local + ids[i + 2 * kPrefetchAhead]);
     }
-    if (lab != nullptr && i + kLookupsAhead < n) __builtin_prefetch(lab + t.OwnerRow(ids[i + kLookupsAhead]));
+    if (lab != nullptr && i + kPrefetchAhead < n) __builtin_prefetch(lab + t.OwnerRow(ids[i + kPrefetchAhead]));
     if (t.Owner(ids[i]) != self) continue;
     const int64_t row = t.OwnerRow(ids[i]);
     if (g->WantsRow(i)) (*rows)[i] = src + row * row_bytes;
@@ -257,7 +255,7 @@ absl::Status GatherNodeData(const Partition& partition, int node_type, bool feat
   int64_t hits = 0;
   int64_t misses = 0;
   auto have = [&](size_t i) {
-    if (cache != nullptr && i + kLookupsAhead < ids.size()) cache->Prefetch(node_type, ids[i + kLookupsAhead]);
+    if (cache != nullptr && i + kPrefetchAhead < ids.size()) cache->Prefetch(node_type, ids[i + kPrefetchAhead]);
     const bool found = lookup(i);
     ++(found ? hits : misses);
     return found;

@@ -14,6 +14,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "server/graph/partition.h"
+#include "server/sampling/draw.h"
 #include "server/sampling/peer_sampling.h"
 
 namespace graphstore {
@@ -38,10 +39,9 @@ class OwnerSplit {
     call_of_partition_.assign(partition.num_partitions(), -1);
     const int self = partition.partition_id();
     // Owners lie at random in an array the size of the graph: each is loaded some nodes ahead.
-    constexpr size_t kAhead = 32;
     const int32_t* book = type.book.data<int32_t>();
     for (size_t i = 0; i < n; ++i) {
-      if (i + kAhead < n) __builtin_prefetch(book + ids[i + kAhead]);
+      if (i + kPrefetchAhead < n) __builtin_prefetch(book + ids[i + kPrefetchAhead]);
       const int owner = type.Owner(ids[i]);
       if (owner == self || keep(i)) continue;
       if (!have_peers) {
