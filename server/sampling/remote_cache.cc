@@ -173,10 +173,9 @@ void RemoteCache::PutNeighbors(int edge_type, int64_t id, const int64_t* neighbo
   const int64_t entries = degree + 1;
   if (l.max_chunks == 0) return;
   std::lock_guard<std::mutex> lock(l.mu);
-  if (!MakeSlots(l.num_nodes, &l.slot_storage, &l.slot)) {
-    lists_full_.store(true, std::memory_order_relaxed);
-    return;
-  }
+  // Out of budget: no whole list is worth fetching any more (has_room).
+  auto refuse = [this] { lists_full_.store(true, std::memory_order_relaxed); };
+  if (!MakeSlots(l.num_nodes, &l.slot_storage, &l.slot)) return refuse();
   std::atomic<int32_t>& slot = l.slot_storage[id];
   if (slot.load(std::memory_order_relaxed) != -1) return;
   if (entries > Lists::kChunkEntries) {
@@ -186,15 +185,9 @@ void RemoteCache::PutNeighbors(int edge_type, int64_t id, const int64_t* neighbo
   int64_t chunk = l.next / Lists::kChunkEntries;
   int64_t offset = l.next % Lists::kChunkEntries;
   if (offset + entries > Lists::kChunkEntries) ++chunk, offset = 0;  // the rest of this chunk stays unused
-  if (chunk >= l.max_chunks) {
-    lists_full_.store(true, std::memory_order_relaxed);
-    return;
-  }
+  if (chunk >= l.max_chunks) return refuse();
   if (l.chunks[chunk].load(std::memory_order_relaxed) == nullptr) {
-    if (!Reserve(static_cast<int64_t>(kChunkBytes))) {
-      lists_full_.store(true, std::memory_order_relaxed);
-      return;
-    }
+    if (!Reserve(static_cast<int64_t>(kChunkBytes))) return refuse();
     l.chunk_storage.emplace_back(static_cast<size_t>(Lists::kChunkEntries));
     l.chunks[chunk].store(l.chunk_storage.back().data(), std::memory_order_relaxed);
   }
