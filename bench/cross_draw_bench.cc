@@ -59,16 +59,25 @@ void FillFromPeer(const Partition& other, RemoteCache* cache) {
   }
 }
 
-// Batches of `batch_size` seeds drawn from `pool` on one thread for `seconds`; seeds/s.
-double SeedsPerSecond(const NeighborSampler& sampler, const std::vector<int64_t>& pool, int batch_size,
-                      double seconds) {
+// What each measurement runs: batches of `batch_size` seeds on one thread for `seconds`, the
+// fanouts, and the one sampler to run alone (empty: all three).
+struct Measure {
+  std::vector<int> fanouts;
+  int batch_size = 0;
+  double seconds = 0;
+  std::string only;
+};
+
+// Batches of seeds drawn from `pool` by `sampler`, as `m` says; seeds/s.
+absl::StatusOr<double> SeedsPerSecond(const NeighborSampler& sampler, const std::vector<int64_t>& pool,
+                                      const Measure& m) {
   auto scratch = sampler.NewScratch();
   SampledSubgraph out;
-  std::vector<int64_t> ids(batch_size);
+  std::vector<int64_t> ids(m.batch_size);
   int64_t batches = 0;
   const auto start = Clock::now();
   double elapsed = 0;
-  while (elapsed < seconds) {
+  while (elapsed < m.seconds) {
     DrawStream rng(HashCombine(7, static_cast<uint64_t>(batches)));
     for (auto& id : ids) id = pool[rng.Below(pool.size())];
     SeedBatch b;
@@ -76,13 +85,10 @@ double SeedsPerSecond(const NeighborSampler& sampler, const std::vector<int64_t>
     b.size = ids.size();
     b.seed = 1;
     b.batch_index = batches++;
-    if (auto s = sampler.Sample(b, scratch.get(), &out); !s.ok()) {
-      std::fprintf(stderr, "cross_draw_bench: %s\n", s.ToString().c_str());
-      std::exit(1);
-    }
+    if (auto s = sampler.Sample(b, scratch.get(), &out); !s.ok()) return s;
     elapsed = std::chrono::duration<double>(Clock::now() - start).count();
   }
-  return batches * batch_size / elapsed;
+  return batches * m.batch_size / elapsed;
 }
 
 struct Datasets {
@@ -121,7 +127,7 @@ absl::StatusOr<std::unique_ptr<Partition>> Load(const std::string& dir) {
 
 // One assignment's three samplers, compared with and without node data.
 absl::Status RunAssignment(const std::string& name, const std::string& whole_dir, const std::string& parts_dir,
-                           const std::vector<int>& fanouts, int batch_size, double seconds, const std::string& only) {
+                           const Measure& m) {
   auto whole = Load(whole_dir);
   auto part = Load(parts_dir + "/part-0");
   auto other = Load(parts_dir + "/part-1");
@@ -137,7 +143,7 @@ absl::Status RunAssignment(const std::string& name, const std::string& whole_dir
   const std::vector<int64_t> owned(own.global_ids(), own.global_ids() + own.num_local);
   for (bool data : {false, true}) {
     NeighborSamplerOptions o;
-    o.fanouts = fanouts;
+    o.fanouts = m.fanouts;
     o.with_node_features = data;
     o.with_labels = data;
     auto one = NeighborSampler::Create(whole->get(), o);
@@ -145,24 +151,64 @@ absl::Status RunAssignment(const std::string& name, const std::string& whole_dir
     auto cluster = NeighborSampler::Create(part->get(), o);
     if (!one.ok()) return one.status();
     if (!cluster.ok()) return cluster.status();
-    double best_one = 0, best_global = 0, best_owner = 0;
-    auto run = [&](const char* which, const NeighborSampler& sampler, const std::vector<int64_t>& pool) {
-      return only.empty() || only == which ? SeedsPerSecond(sampler, pool, batch_size, seconds) : 1.0;
+    struct Contender {
+      const char* name;
+      const NeighborSampler* sampler;
+      const std::vector<int64_t>* pool;
+      double best = 0;
     };
+    Contender c[] = {{"one", one->get(), &anywhere}, {"global", cluster->get(), &anywhere},
+                     {"owner", cluster->get(), &owned}};
     for (int round = 0; round < 4; ++round) {  // the first round warms all three
-      const double a = run("one", **one, anywhere);
-      const double b = run("global", **cluster, anywhere);
-      const double c = run("owner", **cluster, owned);
-      if (round == 0) continue;
-      best_one = std::max(best_one, a);
-      best_global = std::max(best_global, b);
-      best_owner = std::max(best_owner, c);
+      for (Contender& k : c) {
+        if (!m.only.empty() && m.only != k.name) continue;
+        auto rate = SeedsPerSecond(*k.sampler, *k.pool, m);
+        if (!rate.ok()) return rate.status();
+        if (round > 0) k.best = std::max(k.best, *rate);
+      }
     }
-    std::printf("%-7s %-13s %12.0f %12.0f %12.0f %12.2f %12.2f\n", name.c_str(), data ? "with data" : "ids only",
-                best_one, best_global, best_owner, best_global / best_one, best_global / best_owner);
+    // (With --only, the samplers not run print 0 and the ratios are left out.)
+    std::printf("%-7s %-13s %12.0f %12.0f %12.0f", name.c_str(), data ? "with data" : "ids only", c[0].best,
+                c[1].best, c[2].best);
+    if (m.only.empty()) std::printf(" %12.2f %12.2f", c[1].best / c[0].best, c[1].best / c[2].best);
+    std::printf("\n");
     std::fflush(stdout);
   }
   return absl::OkStatus();
+}
+
+int Fail(const absl::Status& s) {
+  std::fprintf(stderr, "cross_draw_bench: %s\n", s.ToString().c_str());
+  return 1;
+}
+
+// The flags' values, checked: INVALID_ARGUMENT naming the flag otherwise.
+absl::StatusOr<Measure> ParseMeasure(const Flags& flags) {
+  for (const char* f : {"nodes", "feature_dim", "batch_size"}) {
+    if (auto v = flags.GetInt(f); !v.ok()) return v.status();
+  }
+  for (const char* f : {"avg_degree", "seconds"}) {
+    if (auto v = flags.GetDouble(f); !v.ok()) return v.status();
+  }
+  Measure m;
+  for (const auto& f : SplitList(flags.Get("fanouts"), ',')) {
+    int v = 0;
+    if (!absl::SimpleAtoi(f, &v) || v < -1) {
+      return absl::InvalidArgumentError(absl::StrCat("--fanouts: '", f, "' is not a fanout (-1 or more)"));
+    }
+    m.fanouts.push_back(v);
+  }
+  if (m.fanouts.empty()) return absl::InvalidArgumentError("--fanouts: give at least one hop");
+  m.only = flags.Get("only");
+  if (!m.only.empty() && m.only != "one" && m.only != "global" && m.only != "owner") {
+    return absl::InvalidArgumentError(absl::StrCat("--only: '", m.only, "' is not one, global or owner"));
+  }
+  m.batch_size = static_cast<int>(*flags.GetInt("batch_size"));
+  m.seconds = *flags.GetDouble("seconds");
+  if (m.batch_size < 1 || m.seconds <= 0) {
+    return absl::InvalidArgumentError("--batch_size and --seconds must be positive");
+  }
+  return m;
 }
 
 int Main(int argc, char** argv) {
@@ -179,39 +225,16 @@ int Main(int argc, char** argv) {
                                          "A cluster server's sampling with a warm peer cache vs one server's.")) {
     return *exit;
   }
-  for (const char* f : {"nodes", "feature_dim", "batch_size"}) {
-    if (!flags.GetInt(f).ok()) return std::fprintf(stderr, "%s\n", flags.GetInt(f).status().ToString().c_str()), 1;
-  }
-  for (const char* f : {"avg_degree", "seconds"}) {
-    if (!flags.GetDouble(f).ok()) return std::fprintf(stderr, "%s\n", flags.GetDouble(f).status().ToString().c_str()), 1;
-  }
-  std::vector<int> fanouts;
-  for (const auto& f : SplitList(flags.Get("fanouts"), ',')) {
-    int v = 0;
-    if (!absl::SimpleAtoi(f, &v) || v < -1) {
-      return std::fprintf(stderr, "cross_draw_bench: --fanouts: '%s' is not a fanout (-1 or more)\n", f.c_str()), 1;
-    }
-    fanouts.push_back(v);
-  }
-  if (fanouts.empty()) return std::fprintf(stderr, "cross_draw_bench: --fanouts: give at least one hop\n"), 1;
-  if (const std::string only = flags.Get("only"); !only.empty() && only != "one" && only != "global" && only != "owner") {
-    return std::fprintf(stderr, "cross_draw_bench: --only: '%s' is not one, global or owner\n", only.c_str()), 1;
-  }
-  if (*flags.GetInt("batch_size") < 1 || *flags.GetDouble("seconds") <= 0) {
-    return std::fprintf(stderr, "cross_draw_bench: --batch_size and --seconds must be positive\n"), 1;
-  }
+  auto m = ParseMeasure(flags);
+  if (!m.ok()) return Fail(m.status());
   auto d = Prepare(flags);
-  if (!d.ok()) return std::fprintf(stderr, "cross_draw_bench: %s\n", d.status().ToString().c_str()), 1;
+  if (!d.ok()) return Fail(d.status());
   std::printf("seeds/s on one thread, best of 3 rounds; global: partition 0 of 2 with a warm peer cache, seeds "
               "anywhere; owner-only: its own seeds\n");
   std::printf("%-7s %-13s %12s %12s %12s %12s %12s\n", "split", "batches", "one server", "global", "owner-only",
               "vs one", "vs owner");
-  const int batch = static_cast<int>(*flags.GetInt("batch_size"));
-  const double seconds = *flags.GetDouble("seconds");
   for (const auto& [name, dir] : {std::pair<std::string, std::string>{"METIS", d->metis}, {"random", d->random}}) {
-    if (auto s = RunAssignment(name, d->single, dir, fanouts, batch, seconds, flags.Get("only")); !s.ok()) {
-      return std::fprintf(stderr, "cross_draw_bench: %s\n", s.ToString().c_str()), 1;
-    }
+    if (auto s = RunAssignment(name, d->single, dir, *m); !s.ok()) return Fail(s);
   }
   return 0;
 }
