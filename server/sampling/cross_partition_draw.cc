@@ -1,6 +1,7 @@
 // Draws for nodes wherever they are owned (DrawNeighbors): this partition's own with
 // DrawOwnedNeighbors, other partitions' from the neighbour lists the peer cache keeps, the rest
-// by their owners, merged back in list order.
+// by their owners, merged back in list order; when no node needs its owner, the owned rows and
+// the cached lists are drawn together (DrawHere).
 
 #include <cstdint>
 #include <vector>
@@ -39,19 +40,76 @@ bool DrawableFromList(const DrawSpec& spec) {
          !spec.with_edge_features && (spec.excluded == nullptr || spec.excluded->empty());
 }
 
-// Appends node `id`'s draw from its whole neighbour list to out->neighbors and its count to
-// out->counts: the positions OwnedDraw::DrawUniform picks, read from the list.
-void DrawFromList(const DrawSpec& spec, int64_t id, const int64_t* list, int64_t degree, NeighborDraw* out) {
+// The positions a uniform draw for node `id` picks in its row of `degree` neighbours, each
+// passed to take(position) in draw order: OwnedDraw::DrawUniform's picks, wherever the row
+// lies. Returns how many.
+template <typename Take>
+int64_t PickUniform(const DrawSpec& spec, int64_t id, int64_t degree, std::vector<int64_t>* positions, Take take) {
   if (TakesWholeRow(spec.fanout, spec.replace, degree)) {
-    out->neighbors.insert(out->neighbors.end(), list, list + degree);
-    out->counts.push_back(degree);
-    return;
+    for (int64_t k = 0; k < degree; ++k) take(k);
+    return degree;
   }
-  if (static_cast<int>(out->positions.size()) < spec.fanout) out->positions.resize(spec.fanout);
+  if (static_cast<int>(positions->size()) < spec.fanout) positions->resize(spec.fanout);
   const int64_t c = DrawNeighborPositions(HashCombine(spec.hop_key, static_cast<uint64_t>(id)), degree, spec.fanout,
-                                          spec.replace, out->positions.data());
-  for (int64_t k = 0; k < c; ++k) out->neighbors.push_back(list[out->positions[k]]);
-  out->counts.push_back(c);
+                                          spec.replace, positions->data());
+  for (int64_t k = 0; k < c; ++k) take((*positions)[k]);
+  return c;
+}
+
+// Appends node `id`'s draw from its whole neighbour list to out->neighbors and its count to
+// out->counts.
+void DrawFromList(const DrawSpec& spec, int64_t id, const int64_t* list, int64_t degree, NeighborDraw* out) {
+  out->counts.push_back(
+      PickUniform(spec, id, degree, &out->positions, [&](int64_t k) { out->neighbors.push_back(list[k]); }));
+}
+
+// Draws every node of `ids` here, from a whole row this partition holds: its CSR row when it
+// owns the node, else the cached list `cached[i]` (a uniform draw of neighbour ids alone:
+// DrawableFromList). The draws are DrawOwnedNeighbors' and DrawFromList's, made in list order
+// in DrawOwnedNeighbors' three passes, each loading ahead: where the rows lie, which positions
+// each draw picks, the neighbours picked. Nothing to merge afterwards.
+void DrawHere(const Partition& partition, int edge_type, const int64_t* ids, size_t n, const DrawSpec& spec,
+              const std::vector<const int64_t*>& cached, NeighborDraw* out) {
+  const EdgeTypeStore& et = partition.edge_type(edge_type);
+  const NodeTypeStore& rows = partition.node_type(et.row_type);
+  const int64_t* indptr = et.indptr_data();
+  const int64_t* indices = et.indices_data();
+  const int64_t* local = rows.local.data<int64_t>();  // (several partitions: open)
+  // Rows of several partitions' nodes: an owned node's lies two loads away (its row in this
+  // partition's arrays, then the row's extent), a cached list one (its degree leads it).
+  out->row_start.resize(n);
+  out->degree.resize(n);
+  for (size_t i = 0; i < n; ++i) {
+    if (const size_t a = i + 2 * kPrefetchAhead; a < n && cached[a] == nullptr) {
+      __builtin_prefetch(local + ids[a]);
+    }
+    if (const size_t a = i + kPrefetchAhead; a < n) {
+      __builtin_prefetch(cached[a] != nullptr ? cached[a] : indptr + local[ids[a]]);
+    }
+    if (const int64_t* list = cached[i]) {
+      out->row_start[i] = list + 1;
+      out->degree[i] = list[0];
+    } else {
+      const int64_t row = local[ids[i]];
+      out->row_start[i] = indices + indptr[row];
+      out->degree[i] = indptr[row + 1] - indptr[row];
+    }
+  }
+  out->counts.resize(n);
+  out->picked_at.clear();
+  for (size_t i = 0; i < n; ++i) {
+    const int64_t* row = out->row_start[i];
+    out->counts[i] = PickUniform(spec, ids[i], out->degree[i], &out->positions,
+                                 [&](int64_t k) { out->picked_at.push_back(row + k); });
+  }
+  const size_t m = out->picked_at.size();
+  out->neighbors.resize(m);
+  for (size_t j = 0; j < m; ++j) {
+    if (j + kPrefetchAhead < m) __builtin_prefetch(out->picked_at[j + kPrefetchAhead]);
+    out->neighbors[j] = *out->picked_at[j];
+  }
+  out->edge_ids.clear();
+  out->edge_features.clear();
 }
 
 // Nodes of other partitions whose neighbour lists are cached, drawn from here (see
@@ -210,6 +268,11 @@ absl::StatusOr<const NeighborDraw*> DrawNeighbors(const Partition& partition, Pe
     return st;
   }
   const size_t cached = lookup.num_found();
+  if (split.calls.empty() && cached > 0) {
+    // Every node owned or cached: drawn here in one go.
+    DrawHere(partition, edge_type, ids, n, spec, s->list, &s->merged);
+    return &s->merged;
+  }
   bool whole = lists && cache->has_room() && !lookup.too_long();
   s->owned.clear();
   s->owned_times.clear();

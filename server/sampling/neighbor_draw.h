@@ -30,6 +30,9 @@ struct NeighborDraw {
   std::vector<char> edge_features;
   /// Staging, kept for reuse.
   std::vector<int64_t> base, degree, positions, picked, candidates, weighted_picks;
+  // Draws from rows anywhere in memory (owned CSR rows and cached lists together): each
+  // node's first neighbour, and each neighbour picked.
+  std::vector<const int64_t*> row_start, picked_at;
   std::vector<uint8_t> whole;     // temporal: the node may reach its whole row
   std::vector<size_t> searched;  // temporal: the nodes whose time cuts their row inside
   std::vector<std::pair<int64_t, int64_t>> search_ranges;  // and where in the row to search

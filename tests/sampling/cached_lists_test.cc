@@ -64,7 +64,7 @@ TEST_CASE("uniform hops of other partitions' nodes are drawn from cached lists, 
   for (int64_t id = 0; id < 600; ++id) ids.push_back(id);
   const bool replace = GENERATE(false, true);
   DrawSpec spec;
-  spec.fanout = 3;
+  spec.fanout = GENERATE(3, -1);  // a draw, or every neighbour
   spec.replace = replace;
   SeedBatch batch;
   batch.seed = 7;
@@ -86,7 +86,7 @@ TEST_CASE("uniform hops of other partitions' nodes are drawn from cached lists, 
     REQUIRE(drawn.ok());
     CHECK((*drawn)->counts == want_counts);
     CHECK((*drawn)->neighbors == want_neighbors);
-    // Whole lists once, then no call at all.
+    // Whole lists once, then no call at all (every node drawn here, owned or cached).
     CHECK(peer.fanouts == (round == 0 ? std::vector<int>{-1} : std::vector<int>{}));
   }
 
@@ -104,7 +104,7 @@ TEST_CASE("uniform hops of other partitions' nodes are drawn from cached lists, 
   REQUIRE(drawn.ok());
   CHECK((*drawn)->counts == want_counts);
   CHECK((*drawn)->neighbors == want_neighbors);
-  CHECK(peer.fanouts == std::vector<int>{3});
+  CHECK(peer.fanouts == std::vector<int>{spec.fanout});
 }
 
 }  // namespace
