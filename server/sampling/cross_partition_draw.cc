@@ -74,7 +74,7 @@ void DrawHere(const Partition& partition, int edge_type, const int64_t* ids, siz
   const NodeTypeStore& rows = partition.node_type(et.row_type);
   const int64_t* indptr = et.indptr_data();
   const int64_t* indices = et.indices_data();
-  const int64_t* local = rows.local.data<int64_t>();  // (several partitions: open)
+  const int64_t* local = rows.local.data<int64_t>();  // rows of owned nodes (several partitions: open)
   // Rows of several partitions' nodes: an owned node's lies two loads away (its row in this
   // partition's arrays, then the row's extent), a cached list one (its degree leads it).
   out->row_start.resize(n);
@@ -84,13 +84,13 @@ void DrawHere(const Partition& partition, int edge_type, const int64_t* ids, siz
       __builtin_prefetch(local + ids[a]);
     }
     if (const size_t a = i + kPrefetchAhead; a < n) {
-      __builtin_prefetch(cached[a] != nullptr ? cached[a] : indptr + local[ids[a]]);
+      __builtin_prefetch(cached[a] != nullptr ? cached[a] : indptr + rows.OwnerRow(ids[a]));
     }
     if (const int64_t* list = cached[i]) {
       out->row_start[i] = list + 1;
       out->degree[i] = list[0];
     } else {
-      const int64_t row = local[ids[i]];
+      const int64_t row = rows.OwnerRow(ids[i]);
       out->row_start[i] = indices + indptr[row];
       out->degree[i] = indptr[row + 1] - indptr[row];
     }
