@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "common/huge_map.h"
 
 namespace graphstore::client {
 
@@ -55,7 +56,8 @@ absl::StatusOr<std::shared_ptr<const MappedBuffer>> MapSharedBuffer(const v1::Sh
     close(fd);
     return absl::DataLossError(absl::StrCat("shared buffer ", path, " is not ", buffer.size(), " bytes long"));
   }
-  void* p = mmap(nullptr, buffer.size(), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
+  // At a 2 MiB boundary, so that the huge pages the server placed the file on are mapped whole.
+  void* p = MapAtHugeBoundary(buffer.size(), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd);
   close(fd);
   if (p == MAP_FAILED) {
     return absl::ResourceExhaustedError(absl::StrCat("cannot map shared buffer ", path, ": ", std::strerror(errno)));

@@ -1,9 +1,11 @@
 #include "tests/test_util.h"
 
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <netinet/in.h>
 #include <stdlib.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -14,6 +16,8 @@
 #include <sstream>
 #include <stdexcept>
 #include <thread>
+
+#include "common/huge_map.h"
 
 namespace graphstore::testing {
 
@@ -106,6 +110,54 @@ int EstablishedConnectionsTo(int port) {
     }
   }
   return n;
+}
+
+std::string SmapsLine(const void* p, const std::string& field) {
+  const auto addr = reinterpret_cast<uintptr_t>(p);
+  std::ifstream smaps("/proc/self/smaps");
+  std::string line;
+  bool inside = false;
+  while (std::getline(smaps, line)) {
+    uintptr_t lo = 0, hi = 0;
+    char dash = 0;
+    std::istringstream head(line);
+    if (head >> std::hex >> lo >> dash >> hi && dash == '-') {
+      inside = lo <= addr && addr < hi;
+    } else if (inside && line.rfind(field, 0) == 0) {
+      return line;
+    }
+  }
+  return "";
+}
+
+bool KernelCollapsesTmpfs(const std::string& dir) {
+  const std::string path = dir + "/collapse-probe";
+  const int fd = open(path.c_str(), O_RDWR | O_CREAT | O_EXCL, 0600);
+  if (fd < 0) return false;
+  unlink(path.c_str());
+  bool ok = posix_fallocate(fd, 0, kHugePageBytes) == 0;
+  void* p = ok ? MapAtHugeBoundary(kHugePageBytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd) : MAP_FAILED;
+  close(fd);
+  if (p == MAP_FAILED) return false;
+  ok = madvise(p, kHugePageBytes, 25 /* MADV_COLLAPSE */) == 0;
+  munmap(p, kHugePageBytes);
+  return ok;
+}
+
+ShmDir::ShmDir() {
+  char name[] = "/dev/shm/graphstore-test-XXXXXX";
+  if (mkdtemp(name) != nullptr) path_ = name;
+}
+
+ShmDir::~ShmDir() {
+  std::error_code ignored;
+  if (!path_.empty()) std::filesystem::remove_all(path_, ignored);
+}
+
+int64_t SmapsKb(const void* p, const std::string& field) {
+  const std::string line = SmapsLine(p, field);
+  if (line.empty()) return 0;
+  return std::stoll(line.substr(field.size()));
 }
 
 }  // namespace graphstore::testing

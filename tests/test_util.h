@@ -4,6 +4,7 @@
 // Helpers shared by the tests: scratch directories and the location of ../shared/data.
 
 #include <chrono>
+#include <cstdint>
 #include <functional>
 #include <string>
 #include <vector>
@@ -47,6 +48,32 @@ std::vector<int> FreeLoopbackPorts(int n);
 /// TCP connections in this network namespace established to local port `port` (the client
 /// ends, read from /proc/net/tcp): how many connections clients hold to a server.
 int EstablishedConnectionsTo(int port);
+
+/// The line of /proc/self/smaps that starts with `field` (e.g. "VmFlags:") in the block of the
+/// mapping holding `p`; "" when nothing is mapped there.
+std::string SmapsLine(const void* p, const std::string& field);
+
+/// The kilobytes a "<field> <n> kB" line of SmapsLine gives; 0 when there is none.
+int64_t SmapsKb(const void* p, const std::string& field);
+
+/// Whether this kernel moves the pages of a file in tmpfs directory `dir` onto huge pages when
+/// asked (MADV_COLLAPSE, Linux 6.1, where transparent huge pages for tmpfs are not denied),
+/// asked here directly of a 2 MiB file.
+bool KernelCollapsesTmpfs(const std::string& dir);
+
+/// A new directory under /dev/shm (a tmpfs), removed with what it holds; empty path when there
+/// is no /dev/shm.
+class ShmDir {
+ public:
+  ShmDir();
+  ~ShmDir();
+  ShmDir(const ShmDir&) = delete;
+  ShmDir& operator=(const ShmDir&) = delete;
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
 
 }  // namespace graphstore::testing
 

@@ -8,11 +8,11 @@
 // cache miss and a page walk. Taking them from the heap instead (aligned_alloc) gives small
 // pages whenever malloc serves the block from memory it used before, which it does for blocks
 // up to its mmap threshold (32 MiB once the threshold has grown, or where a process raised it).
-// Mapped files read at random get the same placement (MapAtHugeBoundary). Where the kernel
-// gives no huge pages the memory works the same.
+// Mapped files read at random get the same placement (MapAtHugeBoundary), and the
+// shared-memory buffers, written end to end batch after batch, are moved onto huge pages
+// (CollapseIntoHugePages). Where the kernel gives no huge pages the memory works the same.
 
 #include <sys/mman.h>
-#include <unistd.h>
 
 #include <cstddef>
 #include <cstdint>
@@ -20,35 +20,9 @@
 #include <new>
 #include <vector>
 
+#include "common/huge_map.h"
+
 namespace graphstore {
-
-/// The size and alignment of a transparent huge page.
-inline constexpr size_t kHugePageBytes = size_t{2} << 20;
-
-/// Maps `size` bytes at a 2 MiB boundary (`fd` with `prot` and `flags`; fd -1 with
-/// MAP_ANONYMOUS) and advises huge pages for them before any page is touched. Reserves 2 MiB
-/// more than asked, maps over its aligned part and gives back the rest. MAP_FAILED on failure.
-inline void* MapAtHugeBoundary(size_t size, int prot, int flags, int fd) {
-  const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
-  const size_t mapped = (size + page - 1) / page * page;
-  const size_t room_size = mapped + kHugePageBytes;
-  void* room = mmap(nullptr, room_size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-  if (room == MAP_FAILED) return MAP_FAILED;
-  const uintptr_t start = reinterpret_cast<uintptr_t>(room);
-  const uintptr_t aligned = (start + kHugePageBytes - 1) & ~(kHugePageBytes - 1);
-  void* map = mmap(reinterpret_cast<void*>(aligned), size, prot, flags | MAP_FIXED, fd, 0);
-  if (map == MAP_FAILED) {
-    munmap(room, room_size);
-    return MAP_FAILED;
-  }
-  if (aligned > start) munmap(room, aligned - start);
-  const uintptr_t end = aligned + mapped;
-  if (start + room_size > end) munmap(reinterpret_cast<void*>(end), start + room_size - end);
-#ifdef MADV_HUGEPAGE
-  madvise(map, size, MADV_HUGEPAGE);  // advice only: else small pages
-#endif
-  return map;
-}
 
 template <typename T>
 struct HugePageAllocator {
@@ -88,6 +62,23 @@ struct HugePageAllocator {
   static size_t Rounded(size_t bytes) { return (bytes + kHugePage - 1) / kHugePage * kHugePage; }
 
 };
+
+/// Moves the pages a tmpfs file already holds under `map` (`size` bytes of a shared mapping that
+/// MapAtHugeBoundary placed) onto 2 MiB pages now, and maps them writable, so that no write
+/// to them faults later. A tmpfs such as /dev/shm gives its files 4 KiB pages unless it was
+/// mounted with huge=; a collapse (MADV_COLLAPSE, Linux 6.1) moves them whatever the mount
+/// says, except where /sys/kernel/mm/transparent_hugepage/shmem_enabled is "deny". Where the
+/// kernel cannot, the pages stay as they are, mapped.
+inline void CollapseIntoHugePages(void* map, size_t size) {
+#ifndef MADV_COLLAPSE
+  constexpr int MADV_COLLAPSE = 25;
+#endif
+#ifndef MADV_POPULATE_WRITE
+  constexpr int MADV_POPULATE_WRITE = 23;
+#endif
+  if (const size_t whole = size / kHugePageBytes * kHugePageBytes; whole > 0) madvise(map, whole, MADV_COLLAPSE);
+  madvise(map, size, MADV_POPULATE_WRITE);
+}
 
 /// A vector whose storage, when 2 MiB or more, is backed by transparent huge pages.
 template <typename T>

@@ -6,11 +6,14 @@
 #include <catch2/catch.hpp>
 #include <sys/stat.h>
 
+#include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "server/shm/shared_buffer.h"
 #include "tests/test_util.h"
 
 namespace graphstore::client {
@@ -39,6 +42,33 @@ TEST_CASE("a shared buffer maps with its bytes, once per file", "[shared_memory]
   CHECK(again->get() == m->get());
   // Another size under the same name is another file: mapped afresh, and checked.
   CHECK(mappings.Map(Buffer(path, 11)).status().code() == absl::StatusCode::kDataLoss);
+}
+
+TEST_CASE("a server's buffer lies on huge pages, in the server's mapping and the client's", "[shared_memory]") {
+  // /dev/shm gives its files 4 KiB pages unless mounted with huge=; the server moves each
+  // buffer's pages onto 2 MiB pages, and the client maps them at a 2 MiB boundary, whole.
+  testing::ShmDir dir;
+  REQUIRE(!dir.path().empty());
+  auto area = SharedMemoryArea::Open(dir.path());
+  REQUIRE(area.ok());
+  auto pool = std::make_shared<SharedBufferPool>(area->get(), 2);
+  auto use = pool->Acquire(5 << 20);
+  REQUIRE(use.ok());
+  SharedBufferFile& file = *(*use)->file;
+  const size_t size = file.size();
+  constexpr size_t kHuge = size_t{2} << 20;
+  REQUIRE(size % kHuge == 0);
+  for (size_t i = 0; i < size; i += 4096) file.data()[i] = static_cast<char>(i / 4096);
+  auto mapped = MapSharedBuffer(Buffer(file.path(), size), dir.path());
+  REQUIRE(mapped.ok());
+  const char* client = (*mapped)->data();
+  CHECK(reinterpret_cast<uintptr_t>(file.data()) % kHuge == 0);
+  CHECK(reinterpret_cast<uintptr_t>(client) % kHuge == 0);
+  for (size_t i = 0; i < size; i += 4096) REQUIRE(client[i] == static_cast<char>(i / 4096));
+  if (testing::KernelCollapsesTmpfs(dir.path())) {
+    CHECK(testing::SmapsKb(file.data(), "ShmemPmdMapped:") == static_cast<int64_t>(size / 1024));
+    CHECK(testing::SmapsKb(client, "ShmemPmdMapped:") == static_cast<int64_t>(size / 1024));
+  }
 }
 
 TEST_CASE("a buffer whose file is gone is Unavailable: its server died and was replaced", "[shared_memory]") {

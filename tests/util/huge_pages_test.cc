@@ -3,14 +3,17 @@
 // malloc.
 
 #include <catch2/catch.hpp>
+#include <fcntl.h>
 #include <malloc.h>
+#include <unistd.h>
 
 #include <cstdint>
+#include <cstring>
 #include <fstream>
-#include <sstream>
 #include <string>
 
 #include "server/util/huge_pages.h"
+#include "tests/test_util.h"
 
 namespace graphstore {
 namespace {
@@ -18,23 +21,7 @@ namespace {
 constexpr size_t kHuge = HugePageAllocator<char>::kHugePage;
 
 // The flags of the mapping holding `p` ("" when nothing is mapped there).
-std::string MappingFlags(const void* p) {
-  const auto addr = reinterpret_cast<uintptr_t>(p);
-  std::ifstream smaps("/proc/self/smaps");
-  std::string line;
-  bool inside = false;
-  while (std::getline(smaps, line)) {
-    uintptr_t lo = 0, hi = 0;
-    char dash = 0;
-    std::istringstream head(line);
-    if (head >> std::hex >> lo >> dash >> hi && dash == '-') {
-      inside = lo <= addr && addr < hi;
-    } else if (inside && line.rfind("VmFlags:", 0) == 0) {
-      return line;
-    }
-  }
-  return "";
-}
+std::string MappingFlags(const void* p) { return testing::SmapsLine(p, "VmFlags:"); }
 
 TEST_CASE("a large array is a mapping of its own at a 2 MiB boundary, unmapped when freed", "[util]") {
   // As in a process whose heap keeps freed memory (the client library's heap retention): malloc
@@ -57,6 +44,32 @@ TEST_CASE("a large array is a mapping of its own at a 2 MiB boundary, unmapped w
   // Freed memory goes back to the kernel at once: malloc's heap would keep it mapped.
   CHECK(MappingFlags(p).empty());
   CHECK(MappingFlags(reinterpret_cast<char*>(p) + 3 * kHuge).empty());
+}
+
+TEST_CASE("a tmpfs file's pages move onto huge pages whatever the mount says, mapped writable", "[util]") {
+  // /dev/shm gives its files 4 KiB pages unless mounted with huge=, as it is by default.
+  testing::ShmDir dir;
+  REQUIRE(!dir.path().empty());
+  const std::string path = dir.path() + "/buffer";
+  const size_t size = 3 * kHuge + 4096;  // the last 4 KiB stay small
+  const int fd = open(path.c_str(), O_RDWR | O_CREAT | O_EXCL, 0600);
+  REQUIRE(fd >= 0);
+  unlink(path.c_str());
+  REQUIRE(posix_fallocate(fd, 0, static_cast<off_t>(size)) == 0);
+  auto* p = static_cast<char*>(MapAtHugeBoundary(size, PROT_READ | PROT_WRITE, MAP_SHARED, fd));
+  close(fd);
+  REQUIRE(p != MAP_FAILED);
+  REQUIRE(reinterpret_cast<uintptr_t>(p) % kHuge == 0);
+  CollapseIntoHugePages(p, size);
+  // Mapped now, all of it: no write faults.
+  CHECK(testing::SmapsKb(p, "Rss:") == static_cast<int64_t>(size / 1024));
+  if (testing::KernelCollapsesTmpfs(dir.path())) CHECK(testing::SmapsKb(p, "ShmemPmdMapped:") == static_cast<int64_t>(3 * kHuge / 1024));
+  // The bytes are the file's: zeros, then what is written.
+  CHECK(p[0] == 0);
+  CHECK(p[size - 1] == 0);
+  std::memset(p, 7, size);
+  CHECK(p[2 * kHuge + 5] == 7);
+  munmap(p, size);
 }
 
 TEST_CASE("a small array comes from malloc, aligned for vector loads", "[util]") {
