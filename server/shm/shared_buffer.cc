@@ -267,25 +267,36 @@ absl::StatusOr<std::shared_ptr<SharedBufferFile>> SharedMemoryArea::NewBuffer(si
   std::string path = absl::StrCat(prefix_, id);
   const int fd = open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
   if (fd < 0) return absl::InternalError(Errno("shared memory: cannot create", path));
-  // Allocate now: writing to an unallocated page of a full tmpfs would raise SIGBUS.
-  const int err = posix_fallocate(fd, 0, static_cast<off_t>(size));
-  if (err != 0) {
-    close(fd);
-    unlink(path.c_str());
-    const std::string m = absl::StrCat("shared memory: cannot allocate ", size, " bytes in ", dir_, ": ",
-                                       std::strerror(err));
-    return err == ENOSPC ? absl::ResourceExhaustedError(m) : absl::InternalError(m);
-  }
   // On huge pages: a channel's files take turns, each written end to end once a batch, and on
   // 4 KiB pages every batch would walk page tables for each 4 KiB of it, on the server and in
   // the trainer, the more so the more files a host keeps in turn (several channels, a cluster).
-  void* p = MapAtHugeBoundary(size, PROT_READ | PROT_WRITE, MAP_SHARED, fd);
-  close(fd);
-  if (p == MAP_FAILED) {
-    unlink(path.c_str());
-    return absl::InternalError(Errno("shared memory: cannot map", path));
+  // One page in each whole 2 MiB first: the collapse then fills each huge page itself rather
+  // than copying 512 small pages into it.
+  const off_t bytes = static_cast<off_t>(size);
+  const char* what = "allocate";
+  void* p = MAP_FAILED;
+  int err = ftruncate(fd, bytes) == 0 ? 0 : errno;
+  if (err == 0) {
+    for (off_t at = 0; at + static_cast<off_t>(kHugePageBytes) <= bytes; at += kHugePageBytes) {
+      posix_fallocate(fd, at, 4096);  // a full tmpfs answers below
+    }
+    p = MapAtHugeBoundary(size, PROT_READ | PROT_WRITE, MAP_SHARED, fd);
+    if (p == MAP_FAILED) err = errno, what = "map";
   }
-  CollapseIntoHugePages(p, size);
+  if (err == 0) {
+    CollapseIntoHugePages(p, size);
+    // Allocate the rest now: writing to an unallocated page of a full tmpfs would raise SIGBUS.
+    err = posix_fallocate(fd, 0, bytes);
+  }
+  close(fd);
+  if (err != 0) {
+    if (p != MAP_FAILED) munmap(p, size);
+    unlink(path.c_str());
+    const std::string m =
+        absl::StrCat("shared memory: cannot ", what, " ", size, " bytes in ", dir_, ": ", std::strerror(err));
+    return err == ENOSPC ? absl::ResourceExhaustedError(m) : absl::InternalError(m);
+  }
+  madvise(p, size, MADV_POPULATE_WRITE);  // mapped now, so that no write faults later
   std::shared_ptr<Reaper> reaper = reaper_;
   return std::shared_ptr<SharedBufferFile>(new SharedBufferFile(id, std::move(path), size, static_cast<char*>(p)),
                                            [reaper](SharedBufferFile* f) {

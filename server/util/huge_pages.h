@@ -64,20 +64,16 @@ struct HugePageAllocator {
 };
 
 /// Moves the pages a tmpfs file already holds under `map` (`size` bytes of a shared mapping that
-/// MapAtHugeBoundary placed) onto 2 MiB pages now, and maps them writable, so that no write
-/// to them faults later. A tmpfs such as /dev/shm gives its files 4 KiB pages unless it was
-/// mounted with huge=; a collapse (MADV_COLLAPSE, Linux 6.1) moves them whatever the mount
-/// says, except where /sys/kernel/mm/transparent_hugepage/shmem_enabled is "deny". Where the
-/// kernel cannot, the pages stay as they are, mapped.
+/// MapAtHugeBoundary placed) onto 2 MiB pages now, each whole 2 MiB of the file that holds at
+/// least one page, its holes filled with zeros. A tmpfs such as /dev/shm gives its files 4 KiB
+/// pages unless it was mounted with huge=; a collapse (MADV_COLLAPSE, Linux 6.1) moves them
+/// whatever the mount says, except where /sys/kernel/mm/transparent_hugepage/shmem_enabled is
+/// "deny". Where the kernel cannot, the pages stay as they are.
 inline void CollapseIntoHugePages(void* map, size_t size) {
 #ifndef MADV_COLLAPSE
   constexpr int MADV_COLLAPSE = 25;
 #endif
-#ifndef MADV_POPULATE_WRITE
-  constexpr int MADV_POPULATE_WRITE = 23;
-#endif
   if (const size_t whole = size / kHugePageBytes * kHugePageBytes; whole > 0) madvise(map, whole, MADV_COLLAPSE);
-  madvise(map, size, MADV_POPULATE_WRITE);
 }
 
 /// A vector whose storage, when 2 MiB or more, is backed by transparent huge pages.
