@@ -21,10 +21,18 @@
 
 namespace graphstore::testing {
 
-TempDir::TempDir() {
+namespace {
+std::string TestTmpDir() {
   const char* base = std::getenv("TEST_TMPDIR");
-  std::string tmpl = std::string(base != nullptr && *base ? base : "/tmp") + "/gs-XXXXXX";
-  if (mkdtemp(tmpl.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
+  return base != nullptr && *base ? base : "/tmp";
+}
+}  // namespace
+
+TempDir::TempDir() : TempDir(TestTmpDir()) {}
+
+TempDir::TempDir(const std::string& parent) {
+  std::string tmpl = parent + "/gs-XXXXXX";
+  if (mkdtemp(tmpl.data()) == nullptr) throw std::runtime_error("mkdtemp failed in " + parent);
   path_ = tmpl;
 }
 
@@ -142,16 +150,6 @@ bool KernelCollapsesTmpfs(const std::string& dir) {
   ok = madvise(p, kHugePageBytes, 25 /* MADV_COLLAPSE */) == 0;
   munmap(p, kHugePageBytes);
   return ok;
-}
-
-ShmDir::ShmDir() {
-  char name[] = "/dev/shm/graphstore-test-XXXXXX";
-  if (mkdtemp(name) != nullptr) path_ = name;
-}
-
-ShmDir::~ShmDir() {
-  std::error_code ignored;
-  if (!path_.empty()) std::filesystem::remove_all(path_, ignored);
 }
 
 int64_t SmapsKb(const void* p, const std::string& field) {

@@ -11,10 +11,12 @@
 
 namespace graphstore::testing {
 
-/// A fresh directory under $TEST_TMPDIR (or /tmp), removed with its contents on destruction.
+/// A fresh directory under $TEST_TMPDIR (or /tmp), or under `parent` (e.g. /dev/shm, a tmpfs),
+/// removed with its contents on destruction.
 class TempDir {
  public:
   TempDir();
+  explicit TempDir(const std::string& parent);
   ~TempDir();
   TempDir(const TempDir&) = delete;
   TempDir& operator=(const TempDir&) = delete;
@@ -60,20 +62,6 @@ int64_t SmapsKb(const void* p, const std::string& field);
 /// asked (MADV_COLLAPSE, Linux 6.1, where transparent huge pages for tmpfs are not denied),
 /// asked here directly of a 2 MiB file.
 bool KernelCollapsesTmpfs(const std::string& dir);
-
-/// A new directory under /dev/shm (a tmpfs), removed with what it holds; empty path when there
-/// is no /dev/shm.
-class ShmDir {
- public:
-  ShmDir();
-  ~ShmDir();
-  ShmDir(const ShmDir&) = delete;
-  ShmDir& operator=(const ShmDir&) = delete;
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
 
 }  // namespace graphstore::testing
 

@@ -281,7 +281,10 @@ absl::StatusOr<std::shared_ptr<SharedBufferFile>> SharedMemoryArea::NewBuffer(si
       posix_fallocate(fd, at, 4096);  // a full tmpfs answers below
     }
     p = MapAtHugeBoundary(size, PROT_READ | PROT_WRITE, MAP_SHARED, fd);
-    if (p == MAP_FAILED) err = errno, what = "map";
+    if (p == MAP_FAILED) {
+      err = errno;
+      what = "map";
+    }
   }
   if (err == 0) {
     CollapseIntoHugePages(p, size);

@@ -47,7 +47,7 @@ TEST_CASE("a shared buffer maps with its bytes, once per file", "[shared_memory]
 TEST_CASE("a server's buffer lies on huge pages, in the server's mapping and the client's", "[shared_memory]") {
   // /dev/shm gives its files 4 KiB pages unless mounted with huge=; the server moves each
   // buffer's pages onto 2 MiB pages, and the client maps them at a 2 MiB boundary, whole.
-  testing::ShmDir dir;
+  testing::TempDir dir("/dev/shm");
   REQUIRE(!dir.path().empty());
   auto area = SharedMemoryArea::Open(dir.path());
   REQUIRE(area.ok());
