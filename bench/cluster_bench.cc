@@ -10,8 +10,12 @@
 // the ratio to the single server, the edge cut of the assignment, and the calls and bytes
 // that crossed between the servers per batch (from the servers' own counters), with the
 // servers' cache of peers' node data and neighbour lists on (the default), keeping node data
-// only (--no_list_setups) and off (--no_cache_setups). The first epoch is a warm-up and not
-// measured: with the cache on, it is the epoch that fills it. With --owner_parts it also
+// only (--no_list_setups) and off (--no_cache_setups). The first epochs are a warm-up and not
+// measured (--warmup_epochs): with the cache on, the first is the epoch that fills it, and the
+// ones after it still grow the channels' pools of shared-memory files (a server whose batches
+// wait in the trainer's order window for another's keeps more files in flight once sampling runs
+// at full speed); a trainer meets those costs once, in its first epochs. The first epoch after
+// the cache-filling one is also timed on its own and printed apart. With --owner_parts it also
 // prices the design not built, per-owner parts merged on the trainer (see PartMerger).
 //
 //   bazel-bin/bench/cluster_bench
@@ -77,21 +81,28 @@ struct Result {
   double sampled_per_batch = 0;  // batches the servers sampled per batch delivered
   double calls_per_batch = 0;
   double bytes_per_batch = 0;
+  // The servers' shared-memory files made while measuring (grown pools), in all.
+  int64_t files_made = 0;
+  // Seeds/s of epoch 1 alone, the first after the one that fills the peer cache (0: not timed).
+  double epoch1_seeds_per_s = 0;
   // Owner parts only: the parts' nodes before merging, and the trainer's merge time.
   double part_nodes_per_batch = 0;
   double merge_ms_per_batch = 0;
 };
 
-// Peer calls and bytes the servers made so far, and the batches they sampled.
+// Peer calls and bytes the servers made so far, the batches they sampled and the shared-memory
+// files their channels' pools hold.
 struct Traffic {
   int64_t calls = 0;
   int64_t bytes = 0;
   int64_t sampled = 0;
+  int64_t files = 0;
 };
 Traffic PeerTraffic(const std::vector<std::string>& addresses) {
   int64_t calls = 0;
   int64_t bytes = 0;
   int64_t sampled = 0;
+  int64_t files = 0;
   for (const auto& a : addresses) {
     client::ClientOptions o;
     o.address = a;
@@ -103,9 +114,12 @@ Traffic PeerTraffic(const std::vector<std::string>& addresses) {
       calls += p.calls();
       bytes += p.bytes_sent() + p.bytes_received();
     }
-    for (const auto& b : s->backends()) sampled += b.total_batches_sampled();
+    for (const auto& b : s->backends()) {
+      sampled += b.total_batches_sampled();
+      for (const auto& c : b.channels()) files += c.pooled_buffers();
+    }
   }
-  return {calls, bytes, sampled};
+  return {calls, bytes, sampled, files};
 }
 
 // The trainer's half of a design not built, to price it: each owner samples its own seeds'
@@ -237,8 +251,8 @@ void ReadEpoch(const Setup& setup, int64_t epoch, client::Loader* loader, PartMe
   }
 }
 
-absl::StatusOr<Result> Run(const Setup& setup, const v1::SamplingConfig& config, int total_workers, int epochs,
-                           int64_t num_nodes) {
+absl::StatusOr<Result> Run(const Setup& setup, const v1::SamplingConfig& config, int total_workers, int warmup,
+                           int epochs, int64_t num_nodes) {
   std::vector<ServerOptions> options(setup.num_partitions);
   for (int k = 0; k < setup.num_partitions; ++k) {
     ServerOptions& o = options[k];
@@ -264,8 +278,17 @@ absl::StatusOr<Result> Run(const Setup& setup, const v1::SamplingConfig& config,
   if (setup.owner_parts) lo.config.set_batch_size(std::max(1, config.batch_size() / setup.num_partitions));
   client::Loader loader(lo);
   PartMerger merger(setup.owner_parts ? num_nodes : 0);
+  // Page cache, connections, the peer cache, first allocations; epoch 1 timed on its own.
   Counts warm_up;
-  ReadEpoch(setup, 0, &loader, &merger, &warm_up);  // page cache, connections, first allocations
+  double epoch1_seeds_per_s = 0;
+  for (int e = 0; e < warmup; ++e) {
+    const auto start = Clock::now();
+    const int64_t seeds = warm_up.seeds;
+    ReadEpoch(setup, e, &loader, &merger, &warm_up);
+    if (e == 1) {
+      epoch1_seeds_per_s = (warm_up.seeds - seeds) / std::chrono::duration<double>(Clock::now() - start).count();
+    }
+  }
   const auto before = PeerTraffic(addresses);
   const int64_t part_nodes0 = merger.part_nodes();
   const double merge0 = merger.seconds();
@@ -273,7 +296,7 @@ absl::StatusOr<Result> Run(const Setup& setup, const v1::SamplingConfig& config,
   const int64_t faults0 = MinorPageFaults();
   const auto t0 = Clock::now();
   Counts c;
-  for (int e = 1; e <= epochs; ++e) ReadEpoch(setup, e, &loader, &merger, &c);
+  for (int e = warmup; e < warmup + epochs; ++e) ReadEpoch(setup, e, &loader, &merger, &c);
   const double s = std::chrono::duration<double>(Clock::now() - t0).count();
   const double cpu = ProcessCpuSeconds() - cpu0;
   const int64_t faults = MinorPageFaults() - faults0;
@@ -288,6 +311,8 @@ absl::StatusOr<Result> Run(const Setup& setup, const v1::SamplingConfig& config,
   r.calls_per_batch = static_cast<double>(after.calls - before.calls) / c.batches;
   r.bytes_per_batch = static_cast<double>(after.bytes - before.bytes) / c.batches;
   r.sampled_per_batch = static_cast<double>(after.sampled - before.sampled) / c.batches;
+  r.files_made = after.files - before.files;
+  r.epoch1_seeds_per_s = epoch1_seeds_per_s;
   r.part_nodes_per_batch = static_cast<double>(merger.part_nodes() - part_nodes0) / c.batches;
   r.merge_ms_per_batch = 1e3 * (merger.seconds() - merge0) / c.batches;
   return r;
@@ -327,11 +352,14 @@ void PrintResults(const std::vector<Setup>& setups, const std::vector<std::vecto
     std::sort(v.begin(), v.end());
     return v.size() % 2 == 1 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
   };
-  // Ratios of one setup's figure to another's, round by round.
-  auto ratios = [&](size_t i, size_t j) {
+  // Ratios of one setup's rate to another's, round by round (of epoch 1 alone, or measured).
+  auto ratios = [&](size_t i, size_t j, bool epoch1 = false) {
     std::vector<double> out;
     for (size_t r = 0; r < std::min(results[i].size(), results[j].size()); ++r) {
-      out.push_back(results[i][r].seeds_per_s / results[j][r].seeds_per_s);
+      const Result& a = results[i][r];
+      const Result& b = results[j][r];
+      if (epoch1 && b.epoch1_seeds_per_s == 0) continue;
+      out.push_back(epoch1 ? a.epoch1_seeds_per_s / b.epoch1_seeds_per_s : a.seeds_per_s / b.seeds_per_s);
     }
     return out;
   };
@@ -343,8 +371,9 @@ void PrintResults(const std::vector<Setup>& setups, const std::vector<std::vecto
   for (size_t i = 0; i < setups.size(); ++i) {
     const Setup& s = setups[i];
     if (results[i].empty()) continue;
-    std::vector<double> rate, nodes, calls, bytes, cpu, faults, sampled;
+    std::vector<double> rate, nodes, calls, bytes, cpu, faults, sampled, files;
     for (const Result& r : results[i]) {
+      files.push_back(static_cast<double>(r.files_made));
       sampled.push_back(r.sampled_per_batch);
       rate.push_back(r.seeds_per_s);
       cpu.push_back(r.cpu_ms_per_batch);
@@ -354,10 +383,10 @@ void PrintResults(const std::vector<Setup>& setups, const std::vector<std::vecto
       bytes.push_back(r.bytes_per_batch);
     }
     const std::string vs = s.compare_with >= 0 ? format(ratios(i, s.compare_with)) : "";
-    std::printf("%-24s %10.0f %7s %14s %11.0f %9.1f %9.0f %9.2f %8.2f%% %12.1f %11.2f MB\n", s.name.c_str(),
+    std::printf("%-24s %10.0f %7s %14s %11.0f %9.1f %9.0f %9.2f %8.2f%% %12.1f %11.2f MB %10.0f\n", s.name.c_str(),
                 median(rate), i == 0 ? "1.00" : format(ratios(i, 0)).substr(0, 4).c_str(), vs.substr(0, 4).c_str(),
                 median(nodes), median(cpu), median(faults), median(sampled), 100 * s.report.cut_fraction(),
-                median(calls), median(bytes) / 1e6);
+                median(calls), median(bytes) / 1e6, median(files));
   }
   for (size_t i = 0; i < setups.size(); ++i) {
     if (!setups[i].owner_parts || results[i].empty()) continue;
@@ -374,6 +403,14 @@ void PrintResults(const std::vector<Setup>& setups, const std::vector<std::vecto
     if (results[i].empty()) continue;
     std::printf("  %-22s %s | %s\n", setups[i].name.c_str(), format(ratios(i, 0)).c_str(),
                 setups[i].compare_with >= 0 ? format(ratios(i, setups[i].compare_with)).c_str() : "");
+  }
+  if (results[0].empty() || results[0].front().epoch1_seeds_per_s == 0) return;
+  std::printf("\nepoch 1 alone, the first after the cache fills (against the single server | global against "
+              "owner-only):\n");
+  for (size_t i = 1; i < setups.size(); ++i) {
+    if (results[i].empty()) continue;
+    std::printf("  %-22s %s | %s\n", setups[i].name.c_str(), format(ratios(i, 0, true)).c_str(),
+                setups[i].compare_with >= 0 ? format(ratios(i, setups[i].compare_with, true)).c_str() : "");
   }
 }
 
@@ -412,7 +449,10 @@ void DefineFlags(Flags* flags) {
   flags->Define("workers", "4",
                "sampling workers in total (split between the servers of a cluster, whose workers wait on "
                "their peers part of the time)");
-  flags->Define("epochs", "2", "measured epochs per setup and round (after one warm-up epoch)");
+  flags->Define("epochs", "2", "measured epochs per setup and round (after the warm-up epochs)");
+  flags->Define("warmup_epochs", "3",
+               "epochs read before measuring: the first fills the peer cache, the ones after it finish growing "
+               "the channels' shared-memory pools (at least 1; from 2 on, epoch 1 is also printed on its own)");
   flags->Define("rounds", "3", "rounds of every setup; figures are medians over them");
   flags->Define("cache_dir", "/tmp/graphstore-bench", "where the written datasets are kept");
   flags->Define("features", "true", "gather node features and labels into every batch");
@@ -479,10 +519,12 @@ int Main(int argc, char** argv) {
   auto workers = flags.GetInt("workers");
   auto epochs = flags.GetInt("epochs");
   auto rounds = flags.GetInt("rounds");
+  auto warmup = flags.GetInt("warmup_epochs");
   for (const absl::Status& s : {nodes.status(), degree.status(), dim.status(), batch.status(), workers.status(),
-                                epochs.status(), rounds.status()}) {
+                                epochs.status(), rounds.status(), warmup.status()}) {
     if (!s.ok()) return Fail(s);
   }
+  if (*warmup < 1) return Fail(absl::InvalidArgumentError("--warmup_epochs must be at least 1"));
   GeneratorOptions g;
   g.num_nodes = *nodes;
   g.avg_degree = *degree;
@@ -502,23 +544,24 @@ int Main(int argc, char** argv) {
   config.set_with_node_features(features);
   config.set_with_labels(features);
   std::printf("graph: %lld nodes, %lld edges, %d float features; batch %lld, fanouts [%s], %lld workers in total, "
-              "%lld epochs of the train split\n",
+              "%lld epochs of the train split measured after %lld warm-up epochs\n",
               static_cast<long long>(*nodes), static_cast<long long>(setups[0].report.num_edges), g.feature_dim,
               static_cast<long long>(*batch), flags.Get("fanouts").c_str(), static_cast<long long>(*workers),
-              static_cast<long long>(*epochs));
+              static_cast<long long>(*epochs), static_cast<long long>(*warmup));
   std::printf("%lld rounds, each running every setup once; seeds/s and its ratios are medians over the rounds of "
               "each round's figure (ratio: against the single server; vs owner-only: a global setup against the same "
               "partitions with each server batching its own seeds)\n",
               static_cast<long long>(*rounds));
-  std::printf("%-24s %10s %7s %14s %11s %9s %9s %9s %9s %12s %14s\n", "setup", "seeds/s", "ratio", "vs owner-only",
-              "nodes/batch", "CPU ms/b", "faults/b", "sampled/b", "edge cut", "calls/batch", "crossing/batch");
+  std::printf("%-24s %10s %7s %14s %11s %9s %9s %9s %9s %12s %14s %10s\n", "setup", "seeds/s", "ratio",
+              "vs owner-only", "nodes/batch", "CPU ms/b", "faults/b", "sampled/b", "edge cut", "calls/batch",
+              "crossing/batch", "new files");
   const std::string only = flags.Get("only");
   std::vector<std::vector<Result>> results(setups.size());
   for (int64_t round = 0; round < *rounds; ++round) {
     for (size_t i = 0; i < setups.size(); ++i) {
       const Setup& s = setups[i];
       if (!only.empty() && s.name.find(only) == std::string::npos) continue;
-      auto r = Run(s, config, static_cast<int>(*workers), static_cast<int>(*epochs), *nodes);
+      auto r = Run(s, config, static_cast<int>(*workers), static_cast<int>(*warmup), static_cast<int>(*epochs), *nodes);
       if (!r.ok()) return Fail(absl::Status(r.status().code(), absl::StrCat(s.name, ": ", r.status().message())));
       results[i].push_back(*r);
     }
