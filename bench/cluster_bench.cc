@@ -398,19 +398,17 @@ void PrintResults(const std::vector<Setup>& setups, const std::vector<std::vecto
     std::printf("%-24s parts: %.0f nodes a batch before merging; merge %.1f ms a batch\n", setups[i].name.c_str(),
                 median(part_nodes), median(merge_ms));
   }
-  std::printf("\nper-round ratios (against the single server | global against owner-only):\n");
-  for (size_t i = 1; i < setups.size(); ++i) {
-    if (results[i].empty()) continue;
-    std::printf("  %-22s %s | %s\n", setups[i].name.c_str(), format(ratios(i, 0)).c_str(),
-                setups[i].compare_with >= 0 ? format(ratios(i, setups[i].compare_with)).c_str() : "");
-  }
-  if (results[0].empty() || results[0].front().epoch1_seeds_per_s == 0) return;
-  std::printf("\nepoch 1 alone, the first after the cache fills (against the single server | global against "
-              "owner-only):\n");
-  for (size_t i = 1; i < setups.size(); ++i) {
-    if (results[i].empty()) continue;
-    std::printf("  %-22s %s | %s\n", setups[i].name.c_str(), format(ratios(i, 0, true)).c_str(),
-                setups[i].compare_with >= 0 ? format(ratios(i, setups[i].compare_with, true)).c_str() : "");
+  auto print_ratios = [&](const char* title, bool epoch1) {
+    std::printf("\n%s (against the single server | global against owner-only):\n", title);
+    for (size_t i = 1; i < setups.size(); ++i) {
+      if (results[i].empty()) continue;
+      std::printf("  %-22s %s | %s\n", setups[i].name.c_str(), format(ratios(i, 0, epoch1)).c_str(),
+                  setups[i].compare_with >= 0 ? format(ratios(i, setups[i].compare_with, epoch1)).c_str() : "");
+    }
+  };
+  print_ratios("per-round ratios", false);
+  if (!results[0].empty() && results[0].front().epoch1_seeds_per_s > 0) {
+    print_ratios("epoch 1 alone, the first after the cache fills", true);
   }
 }
 

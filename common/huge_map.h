@@ -5,7 +5,8 @@
 // pages: one page-table entry for 2 MiB instead of 512. Memory read at random (the daemon's
 // mapped rows) or written end to end batch after batch (the shared-memory buffers, which both
 // the daemon and the client map) then costs cache misses rather than cache misses and page
-// walks. A mapping that is not aligned maps even a huge page with 4 KiB entries.
+// walks. A mapping that is not aligned maps even a huge page with 4 KiB entries. Pages a tmpfs
+// file already holds are moved onto huge pages by a collapse.
 
 #include <sys/mman.h>
 #include <unistd.h>
@@ -41,6 +42,20 @@ inline void* MapAtHugeBoundary(size_t size, int prot, int flags, int fd) {
   madvise(map, size, MADV_HUGEPAGE);  // advice only: else small pages
 #endif
   return map;
+}
+
+/// Moves the pages a tmpfs file already holds under `map` (`size` bytes of a shared mapping that
+/// MapAtHugeBoundary placed) onto 2 MiB pages now, each whole 2 MiB of the file that holds at
+/// least one page, its holes filled with zeros. A tmpfs such as /dev/shm gives its files 4 KiB
+/// pages unless it was mounted with huge=; a collapse (MADV_COLLAPSE, Linux 6.1) moves them
+/// whatever the mount says, except where /sys/kernel/mm/transparent_hugepage/shmem_enabled is
+/// "deny". Whether the kernel did; where it cannot, the pages stay as they are.
+inline bool CollapseIntoHugePages(void* map, size_t size) {
+#ifndef MADV_COLLAPSE
+  constexpr int MADV_COLLAPSE = 25;
+#endif
+  const size_t whole = size / kHugePageBytes * kHugePageBytes;
+  return whole > 0 && madvise(map, whole, MADV_COLLAPSE) == 0;
 }
 
 }  // namespace graphstore

@@ -147,7 +147,7 @@ bool KernelCollapsesTmpfs(const std::string& dir) {
   void* p = ok ? MapAtHugeBoundary(kHugePageBytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd) : MAP_FAILED;
   close(fd);
   if (p == MAP_FAILED) return false;
-  ok = madvise(p, kHugePageBytes, 25 /* MADV_COLLAPSE */) == 0;
+  ok = CollapseIntoHugePages(p, kHugePageBytes);
   munmap(p, kHugePageBytes);
   return ok;
 }

@@ -10,7 +10,7 @@
 // up to its mmap threshold (32 MiB once the threshold has grown, or where a process raised it).
 // Mapped files read at random get the same placement (MapAtHugeBoundary), and the
 // shared-memory buffers, written end to end batch after batch, are moved onto huge pages
-// (CollapseIntoHugePages). Where the kernel gives no huge pages the memory works the same.
+// (CollapseIntoHugePages, common/huge_map.h). Where the kernel gives no huge pages the memory works the same.
 
 #include <sys/mman.h>
 
@@ -62,19 +62,6 @@ struct HugePageAllocator {
   static size_t Rounded(size_t bytes) { return (bytes + kHugePage - 1) / kHugePage * kHugePage; }
 
 };
-
-/// Moves the pages a tmpfs file already holds under `map` (`size` bytes of a shared mapping that
-/// MapAtHugeBoundary placed) onto 2 MiB pages now, each whole 2 MiB of the file that holds at
-/// least one page, its holes filled with zeros. A tmpfs such as /dev/shm gives its files 4 KiB
-/// pages unless it was mounted with huge=; a collapse (MADV_COLLAPSE, Linux 6.1) moves them
-/// whatever the mount says, except where /sys/kernel/mm/transparent_hugepage/shmem_enabled is
-/// "deny". Where the kernel cannot, the pages stay as they are.
-inline void CollapseIntoHugePages(void* map, size_t size) {
-#ifndef MADV_COLLAPSE
-  constexpr int MADV_COLLAPSE = 25;
-#endif
-  if (const size_t whole = size / kHugePageBytes * kHugePageBytes; whole > 0) madvise(map, whole, MADV_COLLAPSE);
-}
 
 /// A vector whose storage, when 2 MiB or more, is backed by transparent huge pages.
 template <typename T>

@@ -13,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/huge_map.h"
 #include "server/shm/shared_buffer.h"
 #include "tests/test_util.h"
 
@@ -56,14 +57,13 @@ TEST_CASE("a server's buffer lies on huge pages, in the server's mapping and the
   REQUIRE(use.ok());
   SharedBufferFile& file = *(*use)->file;
   const size_t size = file.size();
-  constexpr size_t kHuge = size_t{2} << 20;
-  REQUIRE(size % kHuge == 0);
+  REQUIRE(size % kHugePageBytes == 0);
   for (size_t i = 0; i < size; i += 4096) file.data()[i] = static_cast<char>(i / 4096);
   auto mapped = MapSharedBuffer(Buffer(file.path(), size), dir.path());
   REQUIRE(mapped.ok());
   const char* client = (*mapped)->data();
-  CHECK(reinterpret_cast<uintptr_t>(file.data()) % kHuge == 0);
-  CHECK(reinterpret_cast<uintptr_t>(client) % kHuge == 0);
+  CHECK(reinterpret_cast<uintptr_t>(file.data()) % kHugePageBytes == 0);
+  CHECK(reinterpret_cast<uintptr_t>(client) % kHugePageBytes == 0);
   for (size_t i = 0; i < size; i += 4096) REQUIRE(client[i] == static_cast<char>(i / 4096));
   if (testing::KernelCollapsesTmpfs(dir.path())) {
     CHECK(testing::SmapsKb(file.data(), "ShmemPmdMapped:") == static_cast<int64_t>(size / 1024));
