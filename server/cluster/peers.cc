@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/channel.h"
+#include "server/sampling/hop_codec.h"
 #include "server/util/log.h"
 
 namespace graphstore {
@@ -321,23 +322,7 @@ std::unique_ptr<PeerSampling::Pending> Peers::SampleNeighbors(const Hop& hop, st
       async->SampleNeighbors(args...);
     });
     auto& r = slot->request;
-    r.set_edge_type(hop.edge_type);
-    r.mutable_ids()->Add(call.ids.begin(), call.ids.end());
-    r.set_fanout(hop.fanout);
-    r.set_replace(hop.replace);
-    r.set_weighted(hop.weighted);
-    if (hop.temporal != TemporalStrategy::kNone) {
-      r.set_temporal_strategy(hop.temporal == TemporalStrategy::kLast ? v1::TEMPORAL_STRATEGY_LAST
-                                                                     : v1::TEMPORAL_STRATEGY_UNIFORM);
-      r.mutable_times()->Add(call.times.begin(), call.times.end());
-    }
-    r.set_with_edge_ids(hop.with_edge_ids);
-    r.set_with_edge_features(hop.with_edge_features);
-    r.mutable_excluded()->Add(call.excluded.begin(), call.excluded.end());
-    r.mutable_context()->set_seed(hop.seed);
-    r.mutable_context()->set_epoch(hop.epoch);
-    r.mutable_context()->set_batch(hop.batch);
-    r.mutable_context()->set_hop(hop.hop);
+    EncodeHop(hop, call, &r);
     const bool eids = hop.with_edge_ids;
     const bool efeatures = hop.with_edge_features;
     slot->read = [eids, efeatures](v1::SampleNeighborsResponse* resp, NeighborCall* c) {

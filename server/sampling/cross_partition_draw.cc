@@ -3,12 +3,14 @@
 // by their owners, merged back in list order; when no node needs its owner, the owned rows and
 // the cached lists are drawn together (DrawHere).
 
+#include "server/sampling/cross_partition_draw.h"
+
 #include <cstdint>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "server/sampling/draw.h"
-#include "server/sampling/neighbor_draw.h"
+#include "server/sampling/hop_codec.h"
 
 namespace graphstore {
 namespace {
@@ -203,24 +205,6 @@ class ListLookup {
   bool too_long_ = false;
 };
 
-// What the owners are asked for: `spec`'s hop of `batch` at `fanout`.
-PeerSampling::Hop HopOf(const EdgeTypeStore& et, const DrawSpec& spec, bool features, const SeedBatch& batch, int hop,
-                        int fanout) {
-  PeerSampling::Hop h;
-  h.edge_type = et.name;
-  h.fanout = fanout;
-  h.replace = spec.replace;
-  h.weighted = spec.weighted;
-  h.temporal = spec.temporal;
-  h.with_edge_ids = spec.with_edge_ids;
-  h.with_edge_features = features;
-  h.seed = batch.seed;
-  h.epoch = batch.epoch;
-  h.batch = batch.batch_index;
-  h.hop = hop;
-  return h;
-}
-
 // Keeps the whole lists an owner sent for the nodes of `c` and replaces them with the draw
 // the hop asked for, as if the owner had drawn it.
 void KeepListsAndDraw(RemoteCache* cache, int edge_type, const DrawSpec& spec, PeerSampling::NeighborCall* c,
@@ -292,7 +276,7 @@ absl::StatusOr<const NeighborDraw*> DrawNeighbors(const Partition& partition, Pe
     }
   }
   auto issue = [&](std::vector<PeerSampling::NeighborCall>* calls) {
-    return peers->SampleNeighbors(HopOf(et, spec, features, batch, hop, whole ? -1 : spec.fanout), calls);
+    return peers->SampleNeighbors(HopOf(et.name, spec, features, batch, hop, whole ? -1 : spec.fanout), calls);
   };
   auto local = [&] {
     DrawSpec owned_spec = spec;

@@ -18,7 +18,7 @@
 
 #include "absl/status/statusor.h"
 #include "server/graph/partition.h"
-#include "server/sampling/neighbor_draw.h"
+#include "server/sampling/cross_partition_draw.h"
 #include "server/sampling/peer_sampling.h"
 #include "server/sampling/remote_cache.h"
 #include "server/sampling/sampler.h"

@@ -7,7 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "server/sampling/ablp.h"
 #include "server/sampling/gather.h"
-#include "server/sampling/neighbor_draw.h"
+#include "server/sampling/cross_partition_draw.h"
 #include "server/sampling/seeds.h"
 
 namespace graphstore {

@@ -3,6 +3,7 @@
 #include <map>
 
 #include "absl/strings/str_cat.h"
+#include "server/sampling/hop_codec.h"
 #include "server/sampling/neighbor_sampler.h"
 #include "server/sampling/ppr_sampler.h"
 #include "server/sampling/subgraph_sampler.h"
@@ -221,14 +222,6 @@ NegativeOptions NegativesOf(const v1::SamplingConfig& config) {
     default: n.kind = NegativeOptions::Kind::kNone; break;
   }
   return n;
-}
-
-TemporalStrategy TemporalStrategyOf(v1::TemporalStrategy strategy) {
-  switch (strategy) {
-    case v1::TEMPORAL_STRATEGY_UNIFORM: return TemporalStrategy::kUniform;
-    case v1::TEMPORAL_STRATEGY_LAST: return TemporalStrategy::kLast;
-    default: return TemporalStrategy::kNone;
-  }
 }
 
 AblpRequest ToAblpRequest(const v1::GetAblpInputRequest& req) {

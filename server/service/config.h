@@ -41,10 +41,6 @@ absl::StatusOr<scheduler::BackendOptions> BuildBackendOptions(const v1::SamplerO
 /// How a link-prediction channel of a backend with `config` generates negatives.
 NegativeOptions NegativesOf(const v1::SamplingConfig& config);
 
-/// A temporal strategy in the samplers' terms (an unknown value, refused by the callers' checks,
-/// is kNone).
-TemporalStrategy TemporalStrategyOf(v1::TemporalStrategy strategy);
-
 /// A GetAblpInput request in the partition's terms.
 AblpRequest ToAblpRequest(const v1::GetAblpInputRequest& req);
 

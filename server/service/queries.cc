@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "server/sampling/draw.h"
 #include "server/sampling/gather.h"
+#include "server/sampling/hop_codec.h"
 #include "server/sampling/neighbor_draw.h"
 #include "server/service/config.h"
 #include "server/service/message.h"
@@ -342,21 +343,7 @@ absl::Status PartitionQueries::SampleNeighbors(const v1::SampleNeighborsRequest&
                                options_->max_ids_per_request));
   }
   std::vector<std::pair<int64_t, int64_t>> excluded;
-  for (int i = 0; i + 1 < req.excluded_size(); i += 2) excluded.emplace_back(req.excluded(i), req.excluded(i + 1));
-  std::sort(excluded.begin(), excluded.end());
-  const auto& c = req.context();
-  DrawSpec spec;
-  spec.fanout = req.fanout();
-  spec.replace = req.replace();
-  spec.weighted = req.weighted();
-  spec.with_edge_ids = req.with_edge_ids();
-  spec.with_edge_features = req.with_edge_features();
-  spec.hop_key = HopKey(c.seed(), c.epoch(), c.batch(), c.hop(), HashString(e.name));
-  spec.excluded = &excluded;
-  if (temporal) {
-    spec.temporal = TemporalStrategyOf(req.temporal_strategy());
-    spec.times = req.times().data();
-  }
+  const DrawSpec spec = DecodeHop(req, e.name, &excluded);
   NeighborDraw draw;
   DrawOwnedNeighbors(*partition_, *t, req.ids().data(), static_cast<size_t>(req.ids_size()), spec, &draw);
   SetInt64Tensor(draw.counts, resp->mutable_counts());

@@ -5,10 +5,12 @@
 #include <catch2/catch.hpp>
 
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "server/graph/partition.h"
-#include "server/sampling/neighbor_draw.h"
+#include "server/sampling/cross_partition_draw.h"
+#include "server/sampling/hop_codec.h"
 #include "server/sampling/remote_cache.h"
 #include "tests/fixtures.h"
 
@@ -32,10 +34,11 @@ class OtherServer : public PeerSampling {
   std::unique_ptr<Pending> SampleNeighbors(const Hop& hop, std::vector<NeighborCall>* calls) override {
     for (NeighborCall& c : *calls) {
       fanouts.push_back(hop.fanout);
-      DrawSpec spec;
-      spec.fanout = hop.fanout;
-      spec.replace = hop.replace;
-      spec.hop_key = HopKey(hop.seed, hop.epoch, hop.batch, hop.hop, HashString(hop.edge_type));
+      // The hop as the owner receives it over the wire.
+      v1::SampleNeighborsRequest request;
+      EncodeHop(hop, c, &request);
+      std::vector<std::pair<int64_t, int64_t>> excluded;
+      const DrawSpec spec = DecodeHop(request, hop.edge_type, &excluded);
       NeighborDraw d;
       DrawOwnedNeighbors(*owner_, *owner_->FindEdgeType(hop.edge_type), c.ids.data(), c.ids.size(), spec, &d);
       c.counts = d.counts;
