@@ -1,7 +1,7 @@
-#include "server/graph/partition.h"
+#include "server/graph/sampling_indexes.h"
 
-// The sampling indexes of an edge type (partition.h: WeightIndex, TimeRows), built on first
-// use over every core.
+// The sampling indexes of an edge type (WeightIndex, TimeRows), built on first use over every
+// core.
 
 #include <algorithm>
 #include <atomic>
