@@ -164,6 +164,11 @@ for env in "${WANT[@]}"; do
     *) echo "test_envs: unknown environment '$env' (debian12, debian13)" >&2; exit 2 ;;
   esac
 done
+# A build for another Python has outputs of its own: the default package tree still imports here.
+if [ -f bazel-bin/python/site/graphstore/_graphstore.so ]; then
+  /usr/bin/python3 -c 'import sys; sys.path.insert(0, "bazel-bin/python/site"); import graphstore._graphstore' ||
+    { echo "test_envs: bazel-bin/python/site no longer imports under Debian 12's Python" >&2; exit 1; }
+fi
 for env in "${WANT[@]}"; do echo "$env: ${COUNT[$env]} tests passed"; done
 if [ "${#WANT[@]}" -eq 2 ] && [ "${COUNT[debian12]}" != "${COUNT[debian13]}" ]; then
   echo "test_envs: the environments ran different numbers of tests" >&2

@@ -74,14 +74,31 @@ def _tool(name: str, package: str) -> str:
     return path
 
 
+# The interpreter bazel/python_headers.bzl builds for when the environment names none: its
+# package tree is the one the README points to (bazel-bin/python/site).
+DEFAULT_PYTHON_INCLUDE = "/usr/include/python3.11"
+
+
 def _bazel_build(target: Target) -> str:
-    """Builds the package tree for `target`; returns bazel-bin/python/site."""
+    """Builds the package tree for `target`; returns the directory holding it.
+
+    The default interpreter's tree is bazel-bin/python/site. Another interpreter's is built
+    into an output directory of its own (Bazel's --platform_suffix, named by the wheel tag)
+    without moving the bazel-* links, so the default tree stays as it was and still imports
+    under the default Python.
+    """
     if not os.path.isfile(os.path.join(REPO, "WORKSPACE")):
         raise RuntimeError(f"{REPO} is not a graphstore checkout: the wheel is built from the repository")
     env = dict(os.environ, GRAPHSTORE_PYTHON_INCLUDE=target.python_include,
                GRAPHSTORE_PYBIND11_INCLUDE=target.pybind11_include)
-    _run([_tool("bazel", "bazel-bootstrap"), "build", "//python:graphstore"], cwd=REPO, env=env)
-    return os.path.join(REPO, "bazel-bin", "python", "site")
+    bazel = _tool("bazel", "bazel-bootstrap")
+    if os.path.normpath(target.python_include) == DEFAULT_PYTHON_INCLUDE:
+        _run([bazel, "build", "//python:graphstore"], cwd=REPO, env=env)
+        return os.path.join(REPO, "bazel-bin", "python", "site")
+    own = [f"--platform_suffix=-{target.tag}", "--symlink_prefix=/"]
+    _run([bazel, "build"] + own + ["//python:graphstore"], cwd=REPO, env=env)
+    bin_dir = _run([bazel, "info"] + own + ["bazel-bin"], cwd=REPO, env=env).strip()
+    return os.path.join(bin_dir, "python", "site")
 
 
 def _needed(path: str):
