@@ -6,6 +6,7 @@
 // messages, never gRPC types.
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -118,6 +119,9 @@ class Client {
   virtual std::unique_ptr<BatchStream> StreamBatches(const v1::StreamSampledMessagesRequest& req,
                                                      DecodeOptions options) = 0;
 };
+
+/// How a LoaderCore opens its connections: Client::Connect, or a test's fake servers.
+using ClientFactory = std::function<absl::StatusOr<std::unique_ptr<Client>>(const ClientOptions&)>;
 
 }  // namespace graphstore::client
 

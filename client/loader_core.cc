@@ -8,7 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "client/loader_server.h"
-#include "proto/feature_codec.h"
+#include "client/feature_rows.h"
 
 namespace graphstore::client {
 
@@ -26,45 +26,9 @@ std::string CacheListing(const v1::RegisterSamplingInputResponse& r) {
   return out;
 }
 
-// Decodes `rows` feature rows as GetNodeFeatures answered them into the cache's form.
-void DecodeCacheRows(const v1::GetNodeFeaturesResponse& r, bool decode, FeatureCache::Type* type, int32_t first) {
-  const v1::Tensor& f = r.features();
-  const size_t rows = static_cast<size_t>(f.shape(0));
-  const size_t dim = static_cast<size_t>(type->dim);
-  char* dst = type->rows.data() + static_cast<size_t>(first) * type->row_bytes;
-  const auto* src = f.data().data();
-  if (!decode || f.dtype() == type->dtype) {
-    std::memcpy(dst, src, rows * type->row_bytes);
-  } else if (f.dtype() == v1::DTYPE_FLOAT16) {
-    codec::HalfToFloat(reinterpret_cast<const uint16_t*>(src), rows * dim, reinterpret_cast<float*>(dst));
-  } else if (f.dtype() == v1::DTYPE_BFLOAT16) {
-    codec::Bfloat16ToFloat(reinterpret_cast<const uint16_t*>(src), rows * dim, reinterpret_cast<float*>(dst));
-  } else {
-    const auto* scale = reinterpret_cast<const float*>(r.feature_scale().data().data());
-    const auto* offset = reinterpret_cast<const float*>(r.feature_offset().data().data());
-    const int bits = PackedBits(f.dtype()) > 0 ? PackedBits(f.dtype()) : 8;
-    codec::DequantizeRows(reinterpret_cast<const uint8_t*>(src), rows, dim, bits, scale, offset,
-                          reinterpret_cast<float*>(dst));
-  }
-}
-
-// The wire dtype of feature rows stored as `stored` and sent in `encoding`.
-v1::DType WireDtype(v1::FeatureEncoding encoding, v1::DType stored) {
-  switch (encoding) {
-    case v1::FEATURE_ENCODING_FLOAT32: return v1::DTYPE_FLOAT32;
-    case v1::FEATURE_ENCODING_FLOAT16: return v1::DTYPE_FLOAT16;
-    case v1::FEATURE_ENCODING_BFLOAT16: return v1::DTYPE_BFLOAT16;
-    case v1::FEATURE_ENCODING_INT8: return v1::DTYPE_UINT8;
-    case v1::FEATURE_ENCODING_INT4: return v1::DTYPE_UINT4;
-    case v1::FEATURE_ENCODING_INT2: return v1::DTYPE_UINT2;
-    case v1::FEATURE_ENCODING_INT1: return v1::DTYPE_UINT1;
-    default: return stored;
-  }
-}
-
 }  // namespace
 
-LoaderCore::LoaderCore(LoaderOptions options)
+LoaderCore::LoaderCore(LoaderOptions options, ClientFactory connect)
     : options_(std::move(options)), pool_(BufferPool::Create(size_t{2} << 30, options_.host_memory_hook)) {
   if (auto s = ValidateLoaderOptions(options_); !s.ok()) throw Error(s);
   connections_ = options_.connections_per_server > 0 ? options_.connections_per_server : DefaultConnectionsPerServer();
@@ -79,10 +43,10 @@ LoaderCore::LoaderCore(LoaderOptions options)
     co.keepalive_time = options_.keepalive_time;
     co.keepalive_timeout = options_.keepalive_timeout;
     auto s = std::make_unique<Server>();
-    s->client = Check(Client::Connect(co));
+    s->client = Check(connect(co));
     for (int k = 1; k < connections_; ++k) {
       co.connection = k;
-      s->extra_clients.push_back(Check(Client::Connect(co)));
+      s->extra_clients.push_back(Check(connect(co)));
     }
     servers_.push_back(std::move(s));
   }
@@ -253,43 +217,6 @@ absl::StatusOr<v1::RegisterSamplingInputResponse> LoaderCore::RegisterOn(Server*
   return r;
 }
 
-void LoaderCore::FillFeatureCache(const std::vector<v1::RegisterSamplingInputResponse>& registered) {
-  // Every server lists the cached nodes it owns; their rows come from it, in the channel's
-  // encoding, kept as batches need them (decoded, or encoded).
-  constexpr int kIdsPerCall = 1 << 16;
-  for (const v1::NodeTypeInfo& info : meta_.node_types()) {
-    if (info.features().dim() == 0) continue;
-    FeatureCache::Type& type = cache_.types[info.name()];
-    type.slot_of.assign(info.num_nodes(), -1);
-    type.dim = info.features().dim();
-    // Rows travel in the channel's encoding; kept decoded to float32, or as they came (packed
-    // codes as bytes).
-    const v1::DType wire = WireDtype(options_.feature_encoding, info.features().dtype());
-    const bool decoded = options_.decode_features && wire != info.features().dtype();
-    type.dtype = decoded ? v1::DTYPE_FLOAT32 : PackedBits(wire) > 0 ? v1::DTYPE_UINT8 : wire;
-    type.row_bytes = decoded ? static_cast<size_t>(type.dim) * DtypeSize(type.dtype) : RowBytes(wire, type.dim);
-    int32_t next = 0;
-    for (size_t i = 0; i < servers_.size(); ++i) {
-      for (const v1::FeatureCache& c : registered[i].feature_cache()) {
-        if (c.node_type() != info.name()) continue;
-        const auto* ids = reinterpret_cast<const int64_t*>(c.ids().data().data());
-        const int n = static_cast<int>(c.ids().data().size() / 8);
-        type.rows.resize((static_cast<size_t>(next) + n) * type.row_bytes);
-        for (int begin = 0; begin < n; begin += kIdsPerCall) {
-          v1::GetNodeFeaturesRequest req;
-          req.set_node_type(info.name());
-          req.set_encoding(options_.feature_encoding);
-          const int end = std::min(n, begin + kIdsPerCall);
-          req.mutable_ids()->Add(ids + begin, ids + end);
-          auto rows = Check(servers_[i]->client->GetNodeFeatures(req));
-          DecodeCacheRows(rows, options_.decode_features, &type, next);
-          for (int k = begin; k < end; ++k) type.slot_of[ids[k]] = next++;
-        }
-      }
-    }
-  }
-}
-
 LoaderCore::~LoaderCore() { Close(); }
 
 int LoaderCore::num_shared_memory_servers() const {
@@ -340,6 +267,21 @@ void LoaderCore::StopReaders() {
   for (auto& s : servers_) s->in_queue = 0;
   open_streams_ = 0;
   stopping_ = false;
+}
+
+absl::Status LoaderCore::StartOn(Server* s, int64_t epoch, int64_t from, bool retry) {
+  v1::StartEpochRequest req;
+  req.set_channel_id(s->channel);
+  req.set_epoch(epoch);
+  req.set_start_batch(from);
+  auto r = s->client->StartEpoch(req);
+  if (!r.ok()) return r.status();
+  if (r->outcome() == v1::StartEpochResponse::STARTED) return absl::OkStatus();
+  // A retried call whose first attempt reached the server.
+  if (retry && r->outcome() == v1::StartEpochResponse::ALREADY_STARTED) return absl::OkStatus();
+  return absl::FailedPreconditionError(absl::StrCat("epoch ", epoch, " was not started (",
+                                                    v1::StartEpochResponse::Outcome_Name(r->outcome()),
+                                                    "); epochs must increase"));
 }
 
 void LoaderCore::StartEpoch(int64_t epoch) {

@@ -42,8 +42,9 @@ namespace graphstore::client {
 class LoaderCore {
  public:
   /// Connects, creates or joins the backend, registers the seeds on every server and, with a
-  /// feature cache, fetches the cached rows. Throws Error.
-  explicit LoaderCore(LoaderOptions options);
+  /// feature cache, fetches the cached rows. Throws Error. Every connection, the striped ones
+  /// included, is opened through `connect`.
+  explicit LoaderCore(LoaderOptions options, ClientFactory connect = Client::Connect);
   /// Close()s.
   ~LoaderCore();
   LoaderCore(const LoaderCore&) = delete;

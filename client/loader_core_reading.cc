@@ -1,7 +1,7 @@
-// The LoaderCore's readers and its trainer's side of them: each stream's reader thread (one per
-// stripe of each server's batches) reads, keeps each batch once, reconnects on a failure, and
-// hands batches over — in arrival order, or held in the reorder window until their turn —
-// to Next / NextFor.
+// The LoaderCore's readers and its trainer's side of them: each stream is opened here, and its
+// reader thread (one per stripe of each server's batches) reads, keeps each batch once,
+// reconnects on a failure, and hands batches over — in arrival order, or held in the reorder
+// window until their turn — to Next / NextFor.
 
 #include <algorithm>
 
@@ -10,6 +10,34 @@
 #include "client/loader_server.h"
 
 namespace graphstore::client {
+
+absl::Status LoaderCore::OpenStream(Server* s, int64_t from, int k) {
+  v1::StreamSampledMessagesRequest req;
+  req.set_channel_id(s->channel);
+  req.set_epoch(epoch_);
+  req.set_start_batch(from);
+  const size_t n = s->stripes.size();
+  if (n > 1) {
+    req.set_stripe(static_cast<uint32_t>(k));
+    req.set_num_stripes(static_cast<uint32_t>(n));
+  }
+  // A reader reports each shared buffer received as it maps it, before the batch is made, and
+  // the last stream's reader is gone by now: whatever that stream sent unreported never arrived.
+  req.set_reclaim_unreceived(true);
+  std::lock_guard<std::mutex> lock(s->stream_mu);
+  // StopReaders sets stopping_ before it cancels under stream_mu: a stream opened after that
+  // would never be cancelled.
+  if (stopping_) return absl::CancelledError("the loader stopped reading");
+  Server::Stripe& stripe = s->stripes[static_cast<size_t>(k)];
+  if (s->shared_memory && n == 1) {
+    stripe.batches.reset();
+    stripe.stream = s->client->Stream(req);
+  } else {
+    stripe.stream.reset();
+    stripe.batches = s->StripeClient(k)->StreamBatches(req, decode_);
+  }
+  return absl::OkStatus();
+}
 
 std::optional<HostBatch> LoaderCore::ReadOne(Server* s, int index, int k, absl::Status* status) {
   Server::Stripe& stripe = s->stripes[static_cast<size_t>(k)];

@@ -1,55 +1,12 @@
-// The Loader across failures: starting an epoch on one server, opening its stream from a
-// batch, registering again on a server that lost the channel, retrying with growing waits, and
-// renewing leases in the background.
+// The Loader across failures: bringing a failed server's channel back (registering again
+// where the server lost it, starting the epoch again where needed), retrying with growing
+// waits, and renewing leases in the background.
 
 #include "absl/strings/str_cat.h"
 #include "client/loader_core.h"
 #include "client/loader_server.h"
 
 namespace graphstore::client {
-
-absl::Status LoaderCore::StartOn(Server* s, int64_t epoch, int64_t from, bool retry) {
-  v1::StartEpochRequest req;
-  req.set_channel_id(s->channel);
-  req.set_epoch(epoch);
-  req.set_start_batch(from);
-  auto r = s->client->StartEpoch(req);
-  if (!r.ok()) return r.status();
-  if (r->outcome() == v1::StartEpochResponse::STARTED) return absl::OkStatus();
-  // A retried call whose first attempt reached the server.
-  if (retry && r->outcome() == v1::StartEpochResponse::ALREADY_STARTED) return absl::OkStatus();
-  return absl::FailedPreconditionError(absl::StrCat("epoch ", epoch, " was not started (",
-                                                    v1::StartEpochResponse::Outcome_Name(r->outcome()),
-                                                    "); epochs must increase"));
-}
-
-absl::Status LoaderCore::OpenStream(Server* s, int64_t from, int k) {
-  v1::StreamSampledMessagesRequest req;
-  req.set_channel_id(s->channel);
-  req.set_epoch(epoch_);
-  req.set_start_batch(from);
-  const size_t n = s->stripes.size();
-  if (n > 1) {
-    req.set_stripe(static_cast<uint32_t>(k));
-    req.set_num_stripes(static_cast<uint32_t>(n));
-  }
-  // A reader reports each shared buffer received as it maps it, before the batch is made, and
-  // the last stream's reader is gone by now: whatever that stream sent unreported never arrived.
-  req.set_reclaim_unreceived(true);
-  std::lock_guard<std::mutex> lock(s->stream_mu);
-  // StopReaders sets stopping_ before it cancels under stream_mu: a stream opened after that
-  // would never be cancelled.
-  if (stopping_) return absl::CancelledError("the loader stopped reading");
-  Server::Stripe& stripe = s->stripes[static_cast<size_t>(k)];
-  if (s->shared_memory && n == 1) {
-    stripe.batches.reset();
-    stripe.stream = s->client->Stream(req);
-  } else {
-    stripe.stream.reset();
-    stripe.batches = s->StripeClient(k)->StreamBatches(req, decode_);
-  }
-  return absl::OkStatus();
-}
 
 absl::Status LoaderCore::Resync(Server* s, int64_t epoch, int64_t from, std::optional<int> open) {
   // The readers of a server's stripes fail together when it restarts: one registers again,

@@ -1,9 +1,10 @@
 #ifndef GRAPHSTORE_CLIENT_LOADER_SERVER_H_
 #define GRAPHSTORE_CLIENT_LOADER_SERVER_H_
 
-// The LoaderCore's state per server, shared by its files: loader_core.cc (registration, epochs, the
-// readers), loader_core_recovery.cc (reconnecting, resuming, leases) and loader_core_batches.cc (batches
-// built from what arrived). Not part of the client's interface.
+// The LoaderCore's state per server, shared by its files: loader_core.cc (registration, epochs),
+// loader_core_reading.cc (opening and reading the streams, the reorder window),
+// loader_core_recovery.cc (reconnecting, resuming, leases), loader_core_cache.cc (the feature
+// cache) and loader_core_batches.cc (batches built from what arrived). Not part of the client's interface.
 
 #include <atomic>
 #include <chrono>

@@ -6,38 +6,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "client/wire_reader.h"
-#include "proto/feature_codec.h"
 
 namespace graphstore::client {
-
-size_t DtypeSize(v1::DType dtype) {
-  switch (dtype) {
-    case v1::DTYPE_INT64:
-    case v1::DTYPE_FLOAT64: return 8;
-    case v1::DTYPE_INT32:
-    case v1::DTYPE_FLOAT32: return 4;
-    case v1::DTYPE_FLOAT16:
-    case v1::DTYPE_BFLOAT16: return 2;
-    case v1::DTYPE_UINT8:
-    case v1::DTYPE_BOOL: return 1;
-    default: return 0;
-  }
-}
-
-int PackedBits(v1::DType dtype) {
-  switch (dtype) {
-    case v1::DTYPE_UINT4: return 4;
-    case v1::DTYPE_UINT2: return 2;
-    case v1::DTYPE_UINT1: return 1;
-    default: return 0;
-  }
-}
-
-size_t RowBytes(v1::DType dtype, int64_t dim) {
-  const int bits = PackedBits(dtype);
-  const auto d = static_cast<size_t>(dim);
-  return bits > 0 ? codec::CodeRowBytes(d, bits) : d * DtypeSize(dtype);
-}
 
 namespace {
 
@@ -367,7 +337,7 @@ class BatchDecoder::State {
                                   : s->dim;
       if (auto st = Allocate(&n.features, out, {nodes, columns}, what + " features"); !st.ok()) return st;
       s->out_row_bytes = static_cast<size_t>(columns) * DtypeSize(out);
-      if (!options_->decode_features && Codes(*s)) n.feature_bits = CodeBits(*s);
+      if (!options_->decode_features && Codes(*s)) n.feature_bits = CodeBits(s->wire);
     } else if (t.dtype != s->wire || t.shape[0] != s->rows || t.shape[1] != s->dim) {
       return Malformed(what + ": feature parts disagree");
     }
@@ -395,7 +365,6 @@ class BatchDecoder::State {
   static bool Codes(const NodeState& s) {
     return PackedBits(s.wire) > 0 || (s.wire == v1::DTYPE_UINT8 && !s.scale.empty());
   }
-  static int CodeBits(const NodeState& s) { return PackedBits(s.wire) > 0 ? PackedBits(s.wire) : 8; }
 
   v1::DType OutputType(const NodeState& s) const {
     if (PackedBits(s.wire) > 0) return options_->decode_features ? v1::DTYPE_FLOAT32 : v1::DTYPE_UINT8;
@@ -422,15 +391,13 @@ class BatchDecoder::State {
       char* dst = n.features.data + node * s->out_row_bytes;
       if (out == s->wire || !options_->decode_features) {
         std::memcpy(dst, src, s->wire_row_bytes);
-      } else if (s->wire == v1::DTYPE_FLOAT16) {
-        codec::HalfToFloat(reinterpret_cast<const uint16_t*>(src), dim, reinterpret_cast<float*>(dst));
-      } else if (s->wire == v1::DTYPE_BFLOAT16) {
-        codec::Bfloat16ToFloat(reinterpret_cast<const uint16_t*>(src), dim, reinterpret_cast<float*>(dst));
-      } else {
-        if (s->scale.size() != dim || s->offset.size() != dim) return Malformed(what + ": scale and offset");
-        codec::DequantizeRows(reinterpret_cast<const uint8_t*>(src), 1, dim, CodeBits(*s), s->scale.data(),
-                              s->offset.data(), reinterpret_cast<float*>(dst));
+        continue;
       }
+      const bool quantised = s->wire != v1::DTYPE_FLOAT16 && s->wire != v1::DTYPE_BFLOAT16;
+      if (quantised && (s->scale.size() != dim || s->offset.size() != dim)) {
+        return Malformed(what + ": scale and offset");
+      }
+      DecodeFeatureRows(s->wire, src, 1, dim, s->scale.data(), s->offset.data(), reinterpret_cast<float*>(dst));
     }
     return absl::OkStatus();
   }

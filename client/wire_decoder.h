@@ -26,6 +26,7 @@
 
 #include "absl/status/statusor.h"
 #include "client/buffer_pool.h"
+#include "client/feature_rows.h"
 #include "graphstore/v1/graphstore.pb.h"
 
 namespace graphstore::client {
@@ -146,13 +147,6 @@ class BatchDecoder {
   DecodeOptions options_;
   std::unique_ptr<State> state_;
 };
-
-/// Bytes per element of a wire dtype (0 for an unknown one, and for the packed ones).
-size_t DtypeSize(v1::DType dtype);
-/// Bits per element of the packed wire dtypes (DTYPE_UINT4, UINT2, UINT1); 0 for the others.
-int PackedBits(v1::DType dtype);
-/// Bytes of a row of `dim` elements of a wire dtype (packed ones start each row on a byte).
-size_t RowBytes(v1::DType dtype, int64_t dim);
 
 }  // namespace graphstore::client
 
