@@ -343,6 +343,18 @@ std::vector<int64_t> Iota(int64_t n) {
   return v;
 }
 
+// Runs `f`, which must throw Error with `code` and a message containing `text`.
+template <typename F>
+void ExpectError(F f, absl::StatusCode code, const std::string& text) {
+  try {
+    f();
+    FAIL("no error was thrown");
+  } catch (const Error& e) {
+    CHECK(e.code() == code);
+    CHECK_THAT(e.message(), Catch::Contains(text));
+  }
+}
+
 TEST_CASE("ordered global batches wait in the window for a slow server and come out in batch order", "[loader_core]") {
   FakeCluster cluster(2, 12);
   LoaderOptions o = cluster.Options();
@@ -482,13 +494,7 @@ TEST_CASE("StartEpoch does not retry a failure that retrying cannot mend", "[loa
   FakeCluster cluster(1, 4);
   LoaderCore loader(cluster.Options(), cluster.Factory());
   cluster.servers[0]->FailStarts(1, absl::StatusCode::kPermissionDenied);
-  try {
-    loader.StartEpoch(0);
-    FAIL("StartEpoch succeeded");
-  } catch (const Error& e) {
-    CHECK(e.code() == absl::StatusCode::kPermissionDenied);
-    CHECK(e.message().find("fake:0") != std::string::npos);
-  }
+  ExpectError([&] { loader.StartEpoch(0); }, absl::StatusCode::kPermissionDenied, "fake:0");
   CHECK(cluster.servers[0]->starts().size() == 1);
 }
 
@@ -498,13 +504,7 @@ TEST_CASE("retrying gives up at the reconnect deadline with the server's last er
   o.reconnect_deadline = milliseconds(300);
   LoaderCore loader(o, cluster.Factory());
   cluster.servers[0]->FailStarts(1000000, absl::StatusCode::kUnavailable);
-  try {
-    loader.StartEpoch(0);
-    FAIL("StartEpoch succeeded");
-  } catch (const Error& e) {
-    CHECK(e.code() == absl::StatusCode::kUnavailable);
-    CHECK(e.message().find("gave up reconnecting after 300 ms") != std::string::npos);
-  }
+  ExpectError([&] { loader.StartEpoch(0); }, absl::StatusCode::kUnavailable, "gave up reconnecting after 300 ms");
 }
 
 TEST_CASE("without a reconnect deadline a failed stream ends the epoch with its error", "[loader_core]") {
@@ -516,7 +516,7 @@ TEST_CASE("without a reconnect deadline a failed stream ends the epoch with its 
   loader.StartEpoch(0);
   CHECK(loader.Next()->batch_index == 0);
   CHECK(loader.Next()->batch_index == 1);
-  CHECK_THROWS_AS(loader.Next(), Error);
+  ExpectError([&] { loader.Next(); }, absl::StatusCode::kUnavailable, "scheduled stream failure");
   CHECK(loader.num_reconnects() == 0);
 }
 
@@ -524,13 +524,7 @@ TEST_CASE("a connection the factory cannot open fails construction with its erro
   FakeCluster cluster(2, 4);
   LoaderOptions o = cluster.Options();
   o.servers[1] = "fake:nowhere";
-  try {
-    LoaderCore loader(o, cluster.Factory());
-    FAIL("constructed");
-  } catch (const Error& e) {
-    CHECK(e.code() == absl::StatusCode::kUnavailable);
-    CHECK(e.message().find("fake:nowhere") != std::string::npos);
-  }
+  ExpectError([&] { LoaderCore loader(o, cluster.Factory()); }, absl::StatusCode::kUnavailable, "fake:nowhere");
 }
 
 TEST_CASE("Close destroys the loader's channel on every server", "[loader_core]") {
