@@ -313,7 +313,7 @@ absl::Status Core::CheckRoomLocked(const Caller& caller, const v1::RegisterSampl
   const int64_t buffer_bytes = req.buffer().max_bytes() > 0 ? req.buffer().max_bytes() : options_.default_buffer_bytes;
   if (auto s = CheckChannelQuota(caller, buffer_bytes); !s.ok()) return s;
   // The first channel starts the backend's workers: they must fit beside the others'.
-  if (backend.backend->num_live_workers() == 0) {
+  if (backend.scheduler->num_live_workers() == 0) {
     const int threads = LiveWorkerThreadsLocked();
     if (threads + backend.worker_threads > max_worker_threads_) {
       return absl::ResourceExhaustedError(absl::StrCat("backend_id: its ", backend.worker_threads,
@@ -411,7 +411,7 @@ absl::Status Core::RegisterSamplingInput(const v1::RegisterSamplingInputRequest&
     channel->feature_encoding = req.feature_encoding();
     channel->feature_cache_rows = req.feature_cache_rows();
     scheduler::ChannelOptions co = SchedulerOptionsOf(req, *channel, backend->config, std::move(sampling));
-    if (auto s = backend->backend->AddChannel(channel->id, std::move(co)); !s.ok()) return s;
+    if (auto s = backend->scheduler->AddChannel(channel->id, std::move(co)); !s.ok()) return s;
     registry_.AddChannel(channel);
     if (channel->pool != nullptr) ++shared_channels_;
   }
@@ -425,7 +425,7 @@ void Core::DescribeRegistration(const ChannelEntry& channel, int64_t cache_rows,
                                 v1::RegisterSamplingInputResponse* resp) const {
   resp->set_channel_id(channel.id);
   resp->set_num_seeds(channel.num_seeds);
-  resp->set_num_batches_per_epoch(*channel.backend->backend->NumBatches(channel.id));
+  resp->set_num_batches_per_epoch(*channel.backend->scheduler->NumBatches(channel.id));
   resp->set_num_epoch_batches(channel.batch_stride == 1 ? resp->num_batches_per_epoch()
                                                         : EpochBatches(channel.num_seeds, channel.backend->config));
   resp->set_lease_ms(channel.lease_ms);
@@ -456,7 +456,7 @@ absl::Status Core::StartEpoch(const v1::StartEpochRequest& req, v1::StartEpochRe
     }
     if (c == nullptr) return Registry::NotLive(req.channel_id(), found);
     c->last_activity = Clock::now();
-    backend = c->backend->backend;
+    backend = c->backend->scheduler;
     start = c->ChannelBatch(req.start_batch());
   }
   auto outcome = backend->StartEpoch(req.channel_id(), req.epoch(), start);

@@ -1,7 +1,7 @@
 #ifndef GRAPHSTORE_SERVER_SERVICE_CORE_H_
 #define GRAPHSTORE_SERVER_SERVICE_CORE_H_
 
-// The graphstore service logic for one partition, behind the gRPC adapter (server/service.h):
+// The graphstore service logic for one partition, behind the gRPC adapter (server/grpc_service.h):
 // every method takes a request message and returns a status (TF Serving's *Impl shape). It
 // composes the units of this package: partition queries (queries.h), the one config layer
 // (config.h), the registry of backends and channels (registry.h), each backend's workers
@@ -97,7 +97,8 @@ class Core : public StreamHost {
                                     v1::ReleaseSharedBuffersResponse* resp,
                                     const Caller& caller = Caller::Anonymous());
 
-  /// Validates a stream request and marks the channel as streamed (one stream per channel).
+  /// Validates a stream request and attaches it to the channel: one stream per stripe of the
+  /// channel's batches (up to 64 with striped connections), one in all for shared memory.
   absl::StatusOr<StreamAttachment> AttachStream(const v1::StreamSampledMessagesRequest& req,
                                                 const Caller& caller = Caller::Anonymous());
   // StreamHost: the calls of a stream attached to a channel.

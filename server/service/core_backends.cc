@@ -151,7 +151,7 @@ absl::Status Core::BuildBackend(BackendEntry* entry, std::unique_ptr<Sampler> sa
   });
   if (!backend.ok()) return backend.status();
   entry->workers = std::move(workers);
-  entry->backend = *std::move(backend);
+  entry->scheduler = *std::move(backend);
   return absl::OkStatus();
 }
 
@@ -160,7 +160,7 @@ absl::Status Core::BuildBackend(BackendEntry* entry, std::unique_ptr<Sampler> sa
 int Core::LiveWorkerThreadsLocked() const {
   int threads = 0;
   for (const auto& [id, b] : registry_.backends()) {
-    if (b->backend != nullptr) threads += b->backend->num_live_workers();
+    if (b->scheduler != nullptr) threads += b->scheduler->num_live_workers();
   }
   return threads;
 }

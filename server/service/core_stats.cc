@@ -40,7 +40,7 @@ void Core::FillChannelStats(const ChannelEntry& c, v1::ChannelStats* out) const 
   }
   const auto idle = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - c.last_activity).count();
   out->set_lease_remaining_ms(c.streaming() ? c.lease_ms : std::max<int64_t>(0, c.lease_ms - idle));
-  auto s = c.backend->backend->Describe(c.id);
+  auto s = c.backend->scheduler->Describe(c.id);
   if (!s.ok()) return;
   out->set_state(scheduler::ChannelStateName(s->state));
   out->set_epoch(s->epoch);
@@ -59,9 +59,9 @@ void Core::FillBackendStats(const BackendEntry& b, v1::BackendStats* out, const 
   out->set_backend_id(b.id);
   out->set_backend_key(b.key);
   *out->mutable_config() = b.config;
-  if (!b.backend) return;
+  if (!b.scheduler) return;
   out->set_num_workers(b.workers->num_workers());
-  const scheduler::BackendStats s = b.backend->Stats();
+  const scheduler::BackendStats s = b.scheduler->Stats();
   out->set_num_channels(s.num_channels);
   out->set_num_active_channels(s.num_active_channels);
   out->set_num_runnable_channels(s.num_runnable_channels);
@@ -151,8 +151,8 @@ std::string Core::StateSummary() const {
   std::string out = absl::StrCat(registry_.backends().size(), " backends, ", registry_.channels().size(),
                                  " channels, ", open_streams_.load(), " streams");
   for (const auto& [id, b] : registry_.backends()) {
-    if (!b->backend) continue;
-    const scheduler::BackendStats s = b->backend->Stats();
+    if (!b->scheduler) continue;
+    const scheduler::BackendStats s = b->scheduler->Stats();
     absl::StrAppend(&out, "; backend ", id, " '", b->key, "': registered ", s.num_channels, ", active ",
                     s.num_active_channels, ", runnable ", s.num_runnable_channels, ", buffered ",
                     s.buffered_bytes, " B");

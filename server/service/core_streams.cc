@@ -82,7 +82,7 @@ absl::StatusOr<StreamAttachment> Core::AttachStream(const v1::StreamSampledMessa
   if (auto s = CanOpen(c, stripe); !s.ok()) return s;
   if (auto s = GrowStreamRoomLocked(&c, stripe.count); !s.ok()) return s;
   StreamAttachment a;
-  a.backend = c.backend->backend;
+  a.backend = c.backend->scheduler;
   a.channel_id = c.id;
   a.epoch = req.epoch();
   a.shared_memory = c.pool != nullptr;
@@ -117,7 +117,7 @@ absl::StatusOr<StreamAttachment> Core::AttachStream(const v1::StreamSampledMessa
     }
     if (server_was_full && shared_unfreed_ < max_shared_unfreed_) {
       for (const auto& [id, other] : registry_.channels()) {
-        if (other->pool != nullptr && other->streaming()) wake.emplace_back(id, other->backend->backend);
+        if (other->pool != nullptr && other->streaming()) wake.emplace_back(id, other->backend->scheduler);
       }
     }
   }
@@ -138,7 +138,7 @@ absl::Status Core::GrowStreamRoomLocked(ChannelEntry* c, int streams) {
                                                      " (read with fewer stripes, or register a smaller buffer.max_bytes)"));
   }
   registry_.GrowStreamRoom(c, streams);
-  c->backend->backend->SetStreamRoom(c->id, streams);
+  c->backend->scheduler->SetStreamRoom(c->id, streams);
   return absl::OkStatus();
 }
 
@@ -153,7 +153,7 @@ void Core::DetachStream(const StreamAttachment& a, bool cancelled) {
     if (!c.ok()) return;
     (*c)->open_stripes.erase({a.stripe.index, a.stripe.count});
     (*c)->last_activity = Clock::now();
-    if (cancelled) backend = (*c)->backend->backend;
+    if (cancelled) backend = (*c)->backend->scheduler;
   }
   if (backend) {
     // The client may have started the next epoch before this stream's end arrived: that one
@@ -244,10 +244,10 @@ absl::Status Core::ReleaseSharedBuffers(const v1::ReleaseSharedBuffersRequest& r
       c->unfreed_wait_since.reset();
       c->unfreed_error = absl::OkStatus();  // a later stream of the channel may go on
     }
-    if (release.unblocked || release.freed_bytes > 0) wake.emplace_back(c->id, c->backend->backend);
+    if (release.unblocked || release.freed_bytes > 0) wake.emplace_back(c->id, c->backend->scheduler);
     if (server_was_full && shared_unfreed_ < max_shared_unfreed_) {
       for (const auto& [id, other] : registry_.channels()) {
-        if (other->pool != nullptr && other->streaming() && id != c->id) wake.emplace_back(id, other->backend->backend);
+        if (other->pool != nullptr && other->streaming() && id != c->id) wake.emplace_back(id, other->backend->scheduler);
       }
     }
   }

@@ -25,8 +25,8 @@ bool Core::DestroyLocked(std::unique_lock<std::mutex>& lock, uint64_t channel_id
   std::vector<std::shared_ptr<SharedUse>> sent = c->shared.TakeAll();
   if (c->pool != nullptr) c->pool->Close();  // a batch in flight must not reuse a file the client maps
   lock.unlock();
-  if (auto s = b->backend->Describe(channel_id); s.ok()) counters_.batches_dropped += s->buffered_messages;
-  b->backend->RemoveChannel(channel_id);
+  if (auto s = b->scheduler->Describe(channel_id); s.ok()) counters_.batches_dropped += s->buffered_messages;
+  b->scheduler->RemoveChannel(channel_id);
   sent.clear();  // with the pool closed, the channel's files are deleted with their last use
   lock.lock();
   return last;
@@ -38,7 +38,7 @@ void Core::StopRetired(std::unique_lock<std::mutex>& lock) {
     batch.swap(retiring_);
     lock.unlock();
     for (const auto& b : batch) {
-      b->backend->Stop();
+      b->scheduler->Stop();
       Logger("core")->info("backend {} '{}' stopped", b->id, b->key);
     }
     lock.lock();
@@ -70,7 +70,7 @@ void Core::WatchdogLoop() {
             " MiB per channel (--max_unfreed_shared_mb_per_channel) and ", max_shared_unfreed_ >> 20,
             " MiB for the server (--max_unfreed_shared_mb): free batches with ReleaseSharedBuffers.freed_ids"));
         Logger("core")->warn("{}", std::string(c->unfreed_error.message()));
-        overdue.emplace_back(id, c->backend->backend);
+        overdue.emplace_back(id, c->backend->scheduler);
       }
     }
     if (!overdue.empty()) {
@@ -133,7 +133,7 @@ int Core::Shutdown() {
   }
   watchdog_cv_.notify_all();
   for (auto& b : idle_backends) {
-    if (b->backend) b->backend->Stop();
+    if (b->scheduler) b->scheduler->Stop();
   }
   if (watchdog_.joinable()) watchdog_.join();
   {

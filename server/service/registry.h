@@ -59,7 +59,8 @@ struct BackendEntry {
   std::vector<std::function<void(absl::Status)>> waiters;
   /// Set once ready.
   std::shared_ptr<SamplingWorkers> workers;
-  std::shared_ptr<scheduler::Backend> backend;
+  /// Its scheduler: the worker pool, the fair queue and the channels' bounded buffers.
+  std::shared_ptr<scheduler::Backend> scheduler;
   /// Live channels registered on it (kept by the Registry).
   int num_channels = 0;
   /// Worker threads it runs while it has channels, against max_worker_threads.
