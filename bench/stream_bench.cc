@@ -57,7 +57,7 @@
 #include "server/sampling/neighbor_sampler.h"
 #include "server/server.h"
 #include "server/service/worker.h"
-#include "server/stream_writer.h"
+#include "server/rpc/sampled_message_stream.h"
 #include "common/flags.h"
 #include "server/util/log.h"
 

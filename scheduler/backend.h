@@ -37,13 +37,19 @@ struct Batch {
   size_t bytes = 0;
 };
 
+/// What the scheduler's caller keeps with a channel and gets back with each of its tasks. The
+/// scheduler never looks inside: the caller derives its own type from this one.
+struct ChannelAttachment {
+  virtual ~ChannelAttachment() = default;
+};
+
 /// One unit of work handed to the sample function.
 struct BatchTask {
   uint64_t channel_id = 0;
   /// The opaque value given to AddChannel (e.g. the seeds' node type).
   int64_t context = 0;
   /// The channel's ChannelOptions::attachment (may be null).
-  const void* attachment = nullptr;
+  const ChannelAttachment* attachment = nullptr;
   uint64_t seed = 0;
   int64_t epoch = 0;
   /// The channel's own number of the batch, and its number of batches in the epoch.
@@ -123,7 +129,7 @@ struct ChannelOptions {
   /// Passed through to every BatchTask of the channel.
   int64_t context = 0;
   /// Caller data of the channel, kept alive with it and passed to every BatchTask.
-  std::shared_ptr<const void> attachment;
+  std::shared_ptr<const ChannelAttachment> attachment;
   /// Name for logs and stats.
   std::string worker_key;
 };

@@ -16,7 +16,7 @@
 #include "server/cluster/peers.h"
 #include "common/security.h"
 #include "grpc_health/v1/health.grpc.pb.h"
-#include "server/grpc_service.h"
+#include "server/rpc/grpc_service.h"
 #include "server/security/auth.h"
 #include "server/security/tls.h"
 #include "server/service/core.h"

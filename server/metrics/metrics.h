@@ -12,7 +12,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "server/grpc_service.h"
+#include "server/rpc/grpc_service.h"
 #include "server/service/core.h"
 
 namespace prometheus {

@@ -142,7 +142,7 @@ absl::Status Core::BuildBackend(BackendEntry* entry, std::unique_ptr<Sampler> sa
     const auto start = Clock::now();
     auto batch = workers->SampleAndEncode(t);
     const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - start).count();
-    const auto* channel = static_cast<const ChannelSampling*>(t.attachment);
+    const auto* channel = SamplingOf(t);
     const SamplerKind k = channel != nullptr && channel->ablp != nullptr ? SamplerKind::kAblp : kind;
     counters->sampling_seconds[static_cast<int>(k)].Observe(static_cast<double>(ns) / 1e9);
     counters->worker_busy_ns.fetch_add(ns, std::memory_order_relaxed);

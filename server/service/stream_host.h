@@ -3,7 +3,7 @@
 
 // What a stream of sampled batches needs from the service: the channel's backend to pop from,
 // and the few calls a stream makes while it writes. The gRPC stream writer
-// (server/stream_writer.h) depends on this interface only; Core implements it.
+// (server/rpc/sampled_message_stream.h) depends on this interface only; Core implements it.
 
 #include <atomic>
 #include <cstdint>

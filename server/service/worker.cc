@@ -57,7 +57,7 @@ BatchCounts CountFeatureRows(const SampledSubgraph& g) {
 }  // namespace
 
 absl::StatusOr<scheduler::Batch> SamplingWorkers::SampleAndEncode(const scheduler::BatchTask& t) {
-  const auto* channel = static_cast<const ChannelSampling*>(t.attachment);
+  const auto* channel = SamplingOf(t);
   // The scheduler hands out positions in the channel's input (without an attachment, ids).
   const int64_t* ids = t.seeds;
   if (channel != nullptr) {

@@ -17,6 +17,7 @@
 #include "server/sampling/sampler.h"
 #include "server/service/stream_host.h"
 #include "server/service/wire_encoder.h"
+#include "server/service/wire_message.h"
 #include "server/shm/shared_buffer.h"
 
 namespace graphstore {
@@ -24,7 +25,7 @@ namespace graphstore {
 /// What the sample function needs to know of a channel: the scheduler hands it over as the
 /// channel's attachment (BatchTask::attachment). The scheduler orders positions in `input`, not
 /// ids: a batch's seeds are input[p] for its positions p, which are also its input_ids.
-struct ChannelSampling {
+struct ChannelSampling : scheduler::ChannelAttachment {
   /// The channel's input: its seeds' global ids, in the order the registration gives them.
   std::vector<int64_t> input;
   /// Temporal channels registered with explicit seed times: the time of each input entry.
@@ -43,15 +44,11 @@ struct ChannelSampling {
   mutable std::atomic<int64_t> feature_rows_cached{0};
 };
 
-/// A sampled batch as the backend buffers it and a stream sends it: its encoded parts, and on a
-/// shared-memory channel the use of the file holding its tensor bytes (the file returns to its
-/// pool with the last reference).
-struct WireMessage {
-  std::unique_ptr<EncodedMessage> encoded;
-  std::shared_ptr<SharedUse> shared;
-  /// What the batch counts for once sent.
-  BatchCounts counts;
-};
+/// The ChannelSampling of the channel a task belongs to: every channel the service adds to a
+/// scheduler carries one (Core::RegisterSamplingInput); null for a channel without one.
+inline const ChannelSampling* SamplingOf(const scheduler::BatchTask& task) {
+  return static_cast<const ChannelSampling*>(task.attachment);
+}
 
 /// Sampled subgraphs kept for reuse: a batch's encoded parts point into its subgraph until they
 /// are sent, and a reused subgraph keeps its vectors' memory, so a steady stream does not

@@ -39,7 +39,7 @@ std::unique_ptr<Sampler> Sampler2Hops(const Partition& p) {
   return *std::move(s);
 }
 
-scheduler::BatchTask Task(const V& seeds, const void* attachment = nullptr) {
+scheduler::BatchTask Task(const V& seeds, const scheduler::ChannelAttachment* attachment = nullptr) {
   scheduler::BatchTask t;
   t.channel_id = 12;
   t.seed = 5;

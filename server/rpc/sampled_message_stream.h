@@ -1,5 +1,5 @@
-#ifndef GRAPHSTORE_SERVER_STREAM_WRITER_H_
-#define GRAPHSTORE_SERVER_STREAM_WRITER_H_
+#ifndef GRAPHSTORE_SERVER_RPC_SAMPLED_MESSAGE_STREAM_H_
+#define GRAPHSTORE_SERVER_RPC_SAMPLED_MESSAGE_STREAM_H_
 
 // The gRPC writer of one StreamSampledMessages call: a ServerWriteReactor of raw ByteBuffers.
 // Each batch's encoded parts (server/service/wire_encoder.h) become slices that point at the
@@ -22,7 +22,7 @@
 #include <optional>
 
 #include "server/service/stream_host.h"
-#include "server/service/worker.h"
+#include "server/service/wire_message.h"
 
 namespace graphstore {
 
@@ -62,13 +62,10 @@ class SampledMessageStream : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
   grpc::ByteBuffer buffer_;
 };
 
-/// Converts a core status to gRPC, keeping the canonical code and bounding the message.
-grpc::Status ToGrpcStatus(const absl::Status& status);
-
 /// The slices of part `part` of an encoded batch, pointing at its memory; each holds a
 /// reference to `message` until gRPC is done with it.
 grpc::ByteBuffer PartBuffer(const std::shared_ptr<const WireMessage>& message, size_t part);
 
 }  // namespace graphstore
 
-#endif  // GRAPHSTORE_SERVER_STREAM_WRITER_H_
+#endif  // GRAPHSTORE_SERVER_RPC_SAMPLED_MESSAGE_STREAM_H_

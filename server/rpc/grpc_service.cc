@@ -1,11 +1,12 @@
-#include "server/grpc_service.h"
+#include "server/rpc/grpc_service.h"
 
 #include <limits>
 #include <memory>
 #include <mutex>
 
 #include "absl/strings/str_cat.h"
-#include "server/stream_writer.h"
+#include "server/rpc/sampled_message_stream.h"
+#include "server/rpc/status.h"
 #include "server/util/log.h"
 
 namespace graphstore {

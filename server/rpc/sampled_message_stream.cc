@@ -1,17 +1,11 @@
-#include "server/stream_writer.h"
+#include "server/rpc/sampled_message_stream.h"
 
 #include <optional>
 #include <vector>
 
-namespace graphstore {
+#include "server/rpc/status.h"
 
-grpc::Status ToGrpcStatus(const absl::Status& status) {
-  if (status.ok()) return grpc::Status::OK;
-  constexpr size_t kMaxMessage = 1024;
-  std::string message(status.message().substr(0, kMaxMessage));
-  // absl and gRPC share the canonical code numbering.
-  return grpc::Status(static_cast<grpc::StatusCode>(static_cast<int>(status.code())), message);
-}
+namespace graphstore {
 
 grpc::ByteBuffer PartBuffer(const std::shared_ptr<const WireMessage>& message, size_t part) {
   // Small segments (field headers) are copied into their slice; large ones are referenced.

@@ -1,5 +1,5 @@
-#ifndef GRAPHSTORE_SERVER_GRPC_SERVICE_H_
-#define GRAPHSTORE_SERVER_GRPC_SERVICE_H_
+#ifndef GRAPHSTORE_SERVER_RPC_GRPC_SERVICE_H_
+#define GRAPHSTORE_SERVER_RPC_GRPC_SERVICE_H_
 
 // The gRPC face of the core: a thin callback-API adapter. Every call is first authenticated
 // and checked against its method's roles (server/security/auth.h); unary methods then unpack,
@@ -55,7 +55,7 @@ using RawGraphStoreService = v1::GraphStore::WithRawCallbackMethod_GetDatasetMet
     v1::GraphStore::CallbackService>>>>>>>>>>>>>>>>>>>;
 
 /// The GraphStore service over a Core. StreamSampledMessages writes the wire encoding of each
-/// batch (server/stream_writer.h) instead of SampledMessage objects, so that the tensors' bytes
+/// batch (server/rpc/sampled_message_stream.h) instead of SampledMessage objects, so that the tensors' bytes
 /// are not copied into a message and serialised again; clients see ordinary SampledMessages.
 class GraphStoreService final : public RawGraphStoreService {
  public:
@@ -112,4 +112,4 @@ class GraphStoreService final : public RawGraphStoreService {
 
 }  // namespace graphstore
 
-#endif  // GRAPHSTORE_SERVER_GRPC_SERVICE_H_
+#endif  // GRAPHSTORE_SERVER_RPC_GRPC_SERVICE_H_
