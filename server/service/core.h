@@ -1,10 +1,11 @@
 #ifndef GRAPHSTORE_SERVER_SERVICE_CORE_H_
 #define GRAPHSTORE_SERVER_SERVICE_CORE_H_
 
-// The graphstore service logic for one partition, behind the gRPC adapter (server/grpc_service.h):
-// every method takes a request message and returns a status (TF Serving's *Impl shape). It
-// composes the units of this package: partition queries (queries.h), the one config layer
-// (config.h), the registry of backends and channels (registry.h), each backend's workers
+// The graphstore service logic for one partition, behind the gRPC adapter
+// (server/rpc/grpc_service.h): every method takes a request message and returns a status (TF
+// Serving's *Impl shape). It composes the units of this package: partition queries
+// (queries.h), the one config layer (config.h), what a registration resolves to
+// (registration.h), the registry of backends and channels (registry.h), each backend's workers
 // (worker.h) and each shared-memory channel's ledger (shared_ledger.h). Its own code is the
 // sampling lifecycle (core.cc), stream attachment (core_streams.cc), introspection
 // (core_stats.cc), and leases and teardown (core_teardown.cc). No gRPC here.
@@ -153,16 +154,6 @@ class Core : public StreamHost {
   // wait in its waiters.
   absl::Status BuildBackend(BackendEntry* entry, std::unique_ptr<Sampler> sampler,
                             const scheduler::BackendOptions& options);
-  // The seeds of a registration and their node type; for an ablp input, its labels too.
-  absl::StatusOr<std::vector<int64_t>> ResolveSeeds(const v1::RegisterSamplingInputRequest& req, int* node_type,
-                                                    AblpInput* ablp) const;
-  // The explicit seed times of a registration, one per input entry (empty when the seeds take
-  // their node times or the backend is not temporal); InvalidArgument naming the field when times are given to a backend
-  // that is not temporal, miscounted, or needed and missing.
-  absl::StatusOr<std::vector<int64_t>> ResolveSeedTimes(const v1::RegisterSamplingInputRequest& req,
-                                                        const v1::SamplingConfig& config, int node_type) const;
-  // A split's nodes on every partition (this one's and each peer's), in ascending id order.
-  absl::StatusOr<std::vector<int64_t>> ClusterSplitIds(const std::string& node_type, const std::string& split) const;
   // A new channel entry for `req` on `backend` (mu_ held).
   std::shared_ptr<ChannelEntry> NewChannel(const v1::RegisterSamplingInputRequest& req,
                                            std::shared_ptr<BackendEntry> backend);

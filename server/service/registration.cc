@@ -1,0 +1,149 @@
+// What a registration's seeds resolve to, as plain functions of the request, the partition and
+// the cluster (registration.h).
+
+#include "server/service/registration.h"
+
+#include <algorithm>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/str_cat.h"
+#include "server/service/config.h"
+
+namespace graphstore {
+
+absl::Status CheckRegistration(const v1::RegisterSamplingInputRequest& req, const CoreOptions& o,
+                               bool offers_shared_memory) {
+  if (req.backend_id() == 0) return absl::InvalidArgumentError("backend_id is required");
+  if (req.worker_key().size() > o.max_key_length) {
+    return absl::ResourceExhaustedError(absl::StrCat("worker_key is longer than ", o.max_key_length, " bytes"));
+  }
+  const auto& buf = req.buffer();
+  if (buf.max_messages() < 0 || buf.max_bytes() < 0) {
+    return absl::InvalidArgumentError("buffer.max_messages and buffer.max_bytes must be >= 0 (0 = server default)");
+  }
+  if (buf.max_messages() > o.max_buffer_messages) {
+    return absl::ResourceExhaustedError(absl::StrCat("buffer.max_messages ", buf.max_messages(), " exceeds the limit ", o.max_buffer_messages));
+  }
+  if (buf.max_bytes() > o.max_buffer_bytes) {
+    return absl::ResourceExhaustedError(absl::StrCat("buffer.max_bytes ", buf.max_bytes(), " exceeds the limit ", o.max_buffer_bytes));
+  }
+  if (req.lease_ms() < 0) return absl::InvalidArgumentError("lease_ms must be >= 0 (0 = server default)");
+  if (req.lease_ms() > o.max_lease_ms) {
+    return absl::ResourceExhaustedError(absl::StrCat("lease_ms ", req.lease_ms(), " exceeds the limit ", o.max_lease_ms));
+  }
+  if (req.has_global_batches()) {
+    const v1::BatchSelection& g = req.global_batches();
+    if (g.stride() < 1) return absl::InvalidArgumentError(absl::StrCat("global_batches.stride must be >= 1, got ", g.stride()));
+    if (g.offset() < 0 || g.offset() >= g.stride()) {
+      return absl::InvalidArgumentError(absl::StrCat("global_batches.offset ", g.offset(), " is outside [0, global_batches.stride ",
+                                  g.stride(), ")"));
+    }
+  }
+  if (req.shared_memory() && !offers_shared_memory) {
+    return absl::FailedPreconditionError(
+        "shared_memory: this server does not offer shared memory (it runs with an empty --shared_memory_dir)");
+  }
+  return absl::OkStatus();
+}
+
+int64_t EpochBatches(int64_t seeds, const v1::SamplingConfig& config) {
+  const int64_t bs = std::max<int64_t>(1, config.batch_size());
+  return config.drop_last() ? seeds / bs : (seeds + bs - 1) / bs;
+}
+
+absl::StatusOr<std::vector<int64_t>> ClusterSplitIds(const SeedSources& from, const std::string& node_type,
+                                                     const std::string& split) {
+  auto ids = from.queries->SplitIds(node_type, split, v1::ServerSlice(), "split.");
+  if (!ids.ok()) return ids.status();
+  Cluster* cluster = from.cluster;
+  if (cluster != nullptr) {
+    for (int p = 0; p < from.partition->num_partitions(); ++p) {
+      if (p == from.partition->partition_id()) continue;
+      auto theirs = cluster->SplitIds(p, node_type, split);
+      if (!theirs.ok()) return InField(theirs.status(), "global_batches: the split on another partition");
+      ids->insert(ids->end(), theirs->begin(), theirs->end());
+    }
+  } else if (from.partition->num_partitions() > 1) {
+    return absl::FailedPreconditionError(
+        "global_batches: this server holds one partition of several and knows no peers to gather the split from "
+        "(start graphstored with --cluster)");
+  }
+  // The cluster's order: ascending global id, whichever partition holds each node.
+  std::sort(ids->begin(), ids->end());
+  return ids;
+}
+
+absl::StatusOr<std::vector<int64_t>> ResolveSeeds(const SeedSources& from, const v1::RegisterSamplingInputRequest& req,
+                                                  int* node_type, AblpInput* ablp) {
+  const bool global = req.has_global_batches();
+  switch (req.input_case()) {
+    case v1::RegisterSamplingInputRequest::kNodes: {
+      auto t = from.partition->FindNodeType(req.nodes().node_type());
+      if (!t.ok()) return InField(t.status(), "nodes.node_type");
+      *node_type = *t;
+      if (auto s = from.queries->CheckIds(*t, req.nodes().ids(), "nodes.ids", /*owned=*/!global); !s.ok()) return s;
+      // Seeds come first in every batch's node list, in order: an id given twice would be one
+      // node but two seeds, and seeds[i] would no longer be node i.
+      absl::flat_hash_map<int64_t, int> first;
+      first.reserve(req.nodes().ids_size());
+      for (int i = 0; i < req.nodes().ids_size(); ++i) {
+        const auto [it, inserted] = first.emplace(req.nodes().ids(i), i);
+        if (!inserted) {
+          return absl::InvalidArgumentError(absl::StrCat("nodes.ids[", i, "]=", req.nodes().ids(i), " repeats nodes.ids[", it->second,
+                                      "]; each seed may appear once"));
+        }
+      }
+      return std::vector<int64_t>(req.nodes().ids().begin(), req.nodes().ids().end());
+    }
+    case v1::RegisterSamplingInputRequest::kSplit: {
+      auto t = from.partition->FindNodeType(req.split().node_type());
+      if (!t.ok()) return InField(t.status(), "split.node_type");
+      *node_type = *t;
+      if (!global) return from.queries->SplitIds(req.split().node_type(), req.split().split(), req.split().slice(), "split.");
+      if (req.split().slice().world_size() > 1 || req.split().slice().rank() != 0) {
+        return absl::InvalidArgumentError("split.slice: with global_batches, global_batches.stride and offset share the batches out; "
+                       "leave slice unset");
+      }
+      return ClusterSplitIds(from, req.split().node_type(), req.split().split());
+    }
+    case v1::RegisterSamplingInputRequest::kAblp: {
+      if (global) {
+        return absl::InvalidArgumentError("global_batches: link-prediction inputs are batched by the server that owns each anchor "
+                       "(their labels live there); leave global_batches unset");
+      }
+      auto in = LoadAblpInput(*from.partition, ToAblpRequest(req.ablp().input()));
+      if (!in.ok()) return InField(in.status(), "ablp.input");
+      *node_type = in->anchor_type;
+      *ablp = *std::move(in);
+      return ablp->anchors;
+    }
+    case v1::RegisterSamplingInputRequest::INPUT_NOT_SET:
+      break;
+  }
+  return absl::InvalidArgumentError("input: set one of nodes, split or ablp");
+}
+
+absl::StatusOr<std::vector<int64_t>> ResolveSeedTimes(const Partition& partition, const v1::RegisterSamplingInputRequest& req,
+                                                      const v1::SamplingConfig& config, int node_type) {
+  const bool temporal = config.temporal_strategy() != v1::TEMPORAL_STRATEGY_NONE;
+  const int given = req.has_nodes() ? req.nodes().times_size() : 0;
+  if (given > 0) {
+    if (!temporal) {
+      return absl::InvalidArgumentError("nodes.times: the backend does not sample temporally (config.temporal_strategy is NONE)");
+    }
+    if (given != req.nodes().ids_size()) {
+      return absl::InvalidArgumentError(absl::StrCat("nodes.times has ", given, " entries for ", req.nodes().ids_size(),
+                                  " ids; give one time per seed"));
+    }
+    return std::vector<int64_t>(req.nodes().times().begin(), req.nodes().times().end());
+  }
+  // Without explicit times the sampler takes the seeds' node times, if it needs any.
+  const NodeTypeStore& t = partition.node_type(node_type);
+  if (!temporal || t.times_data() != nullptr) return std::vector<int64_t>();
+  const char* field = req.has_nodes() ? "nodes.times" : req.has_split() ? "split" : "ablp";
+  return absl::InvalidArgumentError(absl::StrCat(field, ": the backend samples temporally and node type '", t.name,
+                              "' stores no node times (book/", t.name, ".time.npy), so each seed needs its time",
+                              req.has_nodes() ? "" : "; register the seeds as nodes with nodes.times"));
+}
+
+}  // namespace graphstore

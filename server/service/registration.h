@@ -1,0 +1,60 @@
+#ifndef GRAPHSTORE_SERVER_SERVICE_REGISTRATION_H_
+#define GRAPHSTORE_SERVER_SERVICE_REGISTRATION_H_
+
+// What a RegisterSamplingInput request asks for, worked out before any state changes: the checks
+// of its own fields, its seeds (explicit ids, a split of this partition or of the whole cluster,
+// or link-prediction anchors) with their node type and times, and the batches an epoch over them
+// holds. Plain functions of the request, the partition and the cluster: Core calls them outside
+// its lock, and the tests call them with no server. Errors name the request field.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "graphstore/v1/graphstore.pb.h"
+#include "server/cluster/cluster.h"
+#include "server/graph/partition.h"
+#include "server/sampling/ablp.h"
+#include "server/service/options.h"
+#include "server/service/queries.h"
+
+namespace graphstore {
+
+/// Where a registration's seeds come from: this partition, its queries, and the cluster's other
+/// partitions (null outside a cluster).
+struct SeedSources {
+  const Partition* partition = nullptr;
+  const PartitionQueries* queries = nullptr;
+  Cluster* cluster = nullptr;
+};
+
+/// The checks of a registration's own fields (backend id, keys, buffer, lease, global batches,
+/// shared memory), against `options`' limits, before anything is looked up.
+absl::Status CheckRegistration(const v1::RegisterSamplingInputRequest& req, const CoreOptions& options,
+                               bool offers_shared_memory);
+
+/// The seeds of a registration, in the order its batches take them, and their node type; for
+/// an ablp input, its labels too (`ablp`). Explicit ids must be distinct (and owned here unless
+/// batched globally); a split with global batches is gathered from every partition, ascending.
+absl::StatusOr<std::vector<int64_t>> ResolveSeeds(const SeedSources& from, const v1::RegisterSamplingInputRequest& req,
+                                                  int* node_type, AblpInput* ablp);
+
+/// A split's nodes on every partition (this one's and each peer's), in ascending id order;
+/// FAILED_PRECONDITION on a partition of several that knows no peers.
+absl::StatusOr<std::vector<int64_t>> ClusterSplitIds(const SeedSources& from, const std::string& node_type,
+                                                     const std::string& split);
+
+/// The explicit seed times of a registration, one per input entry (empty when the seeds take
+/// their node times or the backend is not temporal); InvalidArgument naming the field when times
+/// are given to a backend that is not temporal, miscounted, or needed and missing.
+absl::StatusOr<std::vector<int64_t>> ResolveSeedTimes(const Partition& partition, const v1::RegisterSamplingInputRequest& req,
+                                                      const v1::SamplingConfig& config, int node_type);
+
+/// Batches of an epoch over `seeds` seeds with `config`'s batch size and drop_last.
+int64_t EpochBatches(int64_t seeds, const v1::SamplingConfig& config);
+
+}  // namespace graphstore
+
+#endif  // GRAPHSTORE_SERVER_SERVICE_REGISTRATION_H_
