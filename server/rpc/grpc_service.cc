@@ -90,10 +90,10 @@ absl::Status SerializeResponse(const google::protobuf::Message& resp, grpc::Byte
 
 }  // namespace
 
-// A unary method admitted with `roles`: authenticate, parse, call the core, serialise.
-// GS_UNARY_AS also hands the core the caller (methods on channels and backends, which belong
-// to identities).
-#define GS_UNARY_CALL(Method, Req, Resp, roles, ...)                                                  \
+// A unary method admitted with `roles`: authenticate, parse, call `target` (the core, or its
+// partition queries), serialise. GS_UNARY_AS also hands the core the caller (methods on
+// channels and backends, which belong to identities).
+#define GS_UNARY_CALL(Method, Req, Resp, roles, target, ...)                                                  \
   grpc::ServerUnaryReactor* GraphStoreService::Method(grpc::CallbackServerContext* ctx,                \
                                                       const grpc::ByteBuffer* request,                 \
                                                       grpc::ByteBuffer* response) {                    \
@@ -105,21 +105,22 @@ absl::Status SerializeResponse(const google::protobuf::Message& resp, grpc::Byte
     const Req* req = &req_message;                                                                    \
     Resp resp_message;                                                                                \
     Resp* resp = &resp_message;                                                                       \
-    absl::Status status = core_->Method(__VA_ARGS__);                                                 \
+    absl::Status status = target->Method(__VA_ARGS__);                                                \
     if (status.ok()) status = SerializeResponse(resp_message, response);                              \
     return Reply(ctx, status, #Method, start);                                                        \
   }
-#define GS_UNARY(Method, Req, Resp, roles) GS_UNARY_CALL(Method, Req, Resp, roles, *req, resp)
-#define GS_UNARY_AS(Method, Req, Resp, roles) GS_UNARY_CALL(Method, Req, Resp, roles, *req, resp, principal->caller)
+#define GS_UNARY(Method, Req, Resp, roles) GS_UNARY_CALL(Method, Req, Resp, roles, core_, *req, resp)
+#define GS_QUERY(Method, Req, Resp, roles) GS_UNARY_CALL(Method, Req, Resp, roles, queries_, *req, resp)
+#define GS_UNARY_AS(Method, Req, Resp, roles) GS_UNARY_CALL(Method, Req, Resp, roles, core_, *req, resp, principal->caller)
 
 GS_UNARY(GetDatasetMeta, v1::GetDatasetMetaRequest, v1::DatasetMeta, kAnyone)
-GS_UNARY(LookupPartitions, v1::LookupPartitionsRequest, v1::LookupPartitionsResponse, kAnyone)
-GS_UNARY(GetNodeIds, v1::GetNodeIdsRequest, v1::GetNodeIdsResponse, kReaders)
-GS_UNARY(GetAblpInput, v1::GetAblpInputRequest, v1::GetAblpInputResponse, kTrainers)
-GS_UNARY(GetNodeFeatures, v1::GetNodeFeaturesRequest, v1::GetNodeFeaturesResponse, kReaders)
-GS_UNARY(GetNodeLabels, v1::GetNodeLabelsRequest, v1::GetNodeLabelsResponse, kReaders)
-GS_UNARY(GetEdgeFeatures, v1::GetEdgeFeaturesRequest, v1::GetEdgeFeaturesResponse, kReaders)
-GS_UNARY(SampleNeighbors, v1::SampleNeighborsRequest, v1::SampleNeighborsResponse, kReaders)
+GS_QUERY(LookupPartitions, v1::LookupPartitionsRequest, v1::LookupPartitionsResponse, kAnyone)
+GS_QUERY(GetNodeIds, v1::GetNodeIdsRequest, v1::GetNodeIdsResponse, kReaders)
+GS_QUERY(GetAblpInput, v1::GetAblpInputRequest, v1::GetAblpInputResponse, kTrainers)
+GS_QUERY(GetNodeFeatures, v1::GetNodeFeaturesRequest, v1::GetNodeFeaturesResponse, kReaders)
+GS_QUERY(GetNodeLabels, v1::GetNodeLabelsRequest, v1::GetNodeLabelsResponse, kReaders)
+GS_QUERY(GetEdgeFeatures, v1::GetEdgeFeaturesRequest, v1::GetEdgeFeaturesResponse, kReaders)
+GS_QUERY(SampleNeighbors, v1::SampleNeighborsRequest, v1::SampleNeighborsResponse, kReaders)
 GS_UNARY_AS(RegisterSamplingInput, v1::RegisterSamplingInputRequest, v1::RegisterSamplingInputResponse, kTrainers)
 GS_UNARY_AS(StartEpoch, v1::StartEpochRequest, v1::StartEpochResponse, kTrainers)
 GS_UNARY_AS(RenewLease, v1::RenewLeaseRequest, v1::RenewLeaseResponse, kTrainers)
@@ -130,6 +131,7 @@ GS_UNARY_AS(DescribeBackend, v1::DescribeBackendRequest, v1::BackendStats, kDesc
 GS_UNARY(GetServerStats, v1::GetServerStatsRequest, v1::ServerStats, kOperators)
 
 #undef GS_UNARY_AS
+#undef GS_QUERY
 #undef GS_UNARY
 #undef GS_UNARY_CALL
 

@@ -54,16 +54,19 @@ using RawGraphStoreService = v1::GraphStore::WithRawCallbackMethod_GetDatasetMet
     v1::GraphStore::WithRawCallbackMethod_StreamSampledMessages<
     v1::GraphStore::CallbackService>>>>>>>>>>>>>>>>>>>;
 
-/// The GraphStore service over a Core. StreamSampledMessages writes the wire encoding of each
-/// batch (server/rpc/sampled_message_stream.h) instead of SampledMessage objects, so that the tensors' bytes
-/// are not copied into a message and serialised again; clients see ordinary SampledMessages.
+/// The GraphStore service over a Core. The partition queries (the lookups, features, labels and
+/// the one-hop draws that peers ask for) go straight to the core's PartitionQueries; the rest to
+/// the core. StreamSampledMessages writes the wire encoding of each batch
+/// (server/rpc/sampled_message_stream.h) instead of SampledMessage objects, so that the
+/// tensors' bytes are not copied into a message and serialised again; clients see ordinary
+/// SampledMessages.
 class GraphStoreService final : public RawGraphStoreService {
  public:
   /// `on_exit` is called (once, from a gRPC thread, after the reply is sent) when a client
   /// calls Exit; the owner shuts the server down. `auth` (required) and `observer` (optional)
   /// outlive the service.
   GraphStoreService(Core* core, const Authenticator* auth, CallObserver* observer, std::function<void()> on_exit)
-      : core_(core), auth_(auth), observer_(observer), on_exit_(std::move(on_exit)) {}
+      : core_(core), queries_(&core->queries()), auth_(auth), observer_(observer), on_exit_(std::move(on_exit)) {}
 
 #define GS_RAW_UNARY(Method)                                                                            \
   grpc::ServerUnaryReactor* Method(grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* request, \
@@ -101,6 +104,7 @@ class GraphStoreService final : public RawGraphStoreService {
   void Observe(const char* method, grpc::StatusCode code, Clock::time_point start);
 
   Core* core_;
+  const PartitionQueries* const queries_;
   const Authenticator* auth_;
   CallObserver* observer_;
   std::function<void()> on_exit_;

@@ -109,28 +109,6 @@ absl::Status Core::GetDatasetMeta(const v1::GetDatasetMetaRequest& req, v1::Data
   return absl::OkStatus();
 }
 
-absl::Status Core::LookupPartitions(const v1::LookupPartitionsRequest& req, v1::LookupPartitionsResponse* resp) const {
-  return queries_.LookupPartitions(req, resp);
-}
-absl::Status Core::GetNodeIds(const v1::GetNodeIdsRequest& req, v1::GetNodeIdsResponse* resp) const {
-  return queries_.GetNodeIds(req, resp);
-}
-absl::Status Core::GetNodeFeatures(const v1::GetNodeFeaturesRequest& req, v1::GetNodeFeaturesResponse* resp) const {
-  return queries_.GetNodeFeatures(req, resp);
-}
-absl::Status Core::GetNodeLabels(const v1::GetNodeLabelsRequest& req, v1::GetNodeLabelsResponse* resp) const {
-  return queries_.GetNodeLabels(req, resp);
-}
-absl::Status Core::GetEdgeFeatures(const v1::GetEdgeFeaturesRequest& req, v1::GetEdgeFeaturesResponse* resp) const {
-  return queries_.GetEdgeFeatures(req, resp);
-}
-absl::Status Core::SampleNeighbors(const v1::SampleNeighborsRequest& req, v1::SampleNeighborsResponse* resp) const {
-  return queries_.SampleNeighbors(req, resp);
-}
-absl::Status Core::GetAblpInput(const v1::GetAblpInputRequest& req, v1::GetAblpInputResponse* resp) const {
-  return queries_.GetAblpInput(req, resp);
-}
-
 // ----- Backends ---------------------------------------------------------------------------
 
 void Core::SetCluster(Cluster* cluster, std::vector<std::string> addresses) {

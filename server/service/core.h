@@ -68,15 +68,11 @@ class Core : public StreamHost {
   /// `cluster` must outlive the core.
   void SetCluster(Cluster* cluster, std::vector<std::string> addresses);
 
-  // Metadata and lookups (PartitionQueries, plus this server's transport and cluster).
+  /// The partition's own queries (lookups, features, labels, ABLP input and the one-hop draws
+  /// peers ask for): stateless, answered without the core's lock.
+  const PartitionQueries& queries() const { return queries_; }
+  /// The partition's DatasetMeta, with this server's transport and cluster.
   absl::Status GetDatasetMeta(const v1::GetDatasetMetaRequest& req, v1::DatasetMeta* resp) const;
-  absl::Status LookupPartitions(const v1::LookupPartitionsRequest& req, v1::LookupPartitionsResponse* resp) const;
-  absl::Status GetNodeIds(const v1::GetNodeIdsRequest& req, v1::GetNodeIdsResponse* resp) const;
-  absl::Status GetNodeFeatures(const v1::GetNodeFeaturesRequest& req, v1::GetNodeFeaturesResponse* resp) const;
-  absl::Status GetNodeLabels(const v1::GetNodeLabelsRequest& req, v1::GetNodeLabelsResponse* resp) const;
-  absl::Status GetEdgeFeatures(const v1::GetEdgeFeaturesRequest& req, v1::GetEdgeFeaturesResponse* resp) const;
-  absl::Status SampleNeighbors(const v1::SampleNeighborsRequest& req, v1::SampleNeighborsResponse* resp) const;
-  absl::Status GetAblpInput(const v1::GetAblpInputRequest& req, v1::GetAblpInputResponse* resp) const;
 
   /// Creates or joins a backend. When another caller is creating the same key, `done` runs
   /// once that creation finishes, with its outcome; otherwise it runs before this returns.

@@ -210,31 +210,31 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       break;
     case 1:
       status = Call<v1::LookupPartitionsRequest, v1::LookupPartitionsResponse>(
-          body, [&](auto& r, auto* out) { return core.LookupPartitions(r, out); });
+          body, [&](auto& r, auto* out) { return core.queries().LookupPartitions(r, out); });
       break;
     case 2:
       status = Call<v1::GetNodeIdsRequest, v1::GetNodeIdsResponse>(
-          body, [&](auto& r, auto* out) { return core.GetNodeIds(r, out); });
+          body, [&](auto& r, auto* out) { return core.queries().GetNodeIds(r, out); });
       break;
     case 3:
       status = Call<v1::GetNodeFeaturesRequest, v1::GetNodeFeaturesResponse>(
-          body, [&](auto& r, auto* out) { return core.GetNodeFeatures(r, out); });
+          body, [&](auto& r, auto* out) { return core.queries().GetNodeFeatures(r, out); });
       break;
     case 4:
       status = Call<v1::GetNodeLabelsRequest, v1::GetNodeLabelsResponse>(
-          body, [&](auto& r, auto* out) { return core.GetNodeLabels(r, out); });
+          body, [&](auto& r, auto* out) { return core.queries().GetNodeLabels(r, out); });
       break;
     case 5:
       status = Call<v1::GetEdgeFeaturesRequest, v1::GetEdgeFeaturesResponse>(
-          body, [&](auto& r, auto* out) { return core.GetEdgeFeatures(r, out); });
+          body, [&](auto& r, auto* out) { return core.queries().GetEdgeFeatures(r, out); });
       break;
     case 6:
       status = Call<v1::SampleNeighborsRequest, v1::SampleNeighborsResponse>(
-          body, [&](auto& r, auto* out) { return core.SampleNeighbors(r, out); });
+          body, [&](auto& r, auto* out) { return core.queries().SampleNeighbors(r, out); });
       break;
     case 7:
       status = Call<v1::GetAblpInputRequest, v1::GetAblpInputResponse>(
-          body, [&](auto& r, auto* out) { return core.GetAblpInput(r, out); });
+          body, [&](auto& r, auto* out) { return core.queries().GetAblpInput(r, out); });
       break;
     case 8:
       status = Call<v1::InitSamplingBackendRequest, v1::InitSamplingBackendResponse>(body, [&](auto& r, auto* out) {
