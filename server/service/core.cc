@@ -68,14 +68,14 @@ Core::Core(std::unique_ptr<Partition> partition, CoreOptions options, std::uniqu
                                                            : HostMemoryBytes() / 4)),
       max_worker_threads_(options_.max_worker_threads > 0 ? options_.max_worker_threads
                                                           : std::max(64, 16 * static_cast<int>(std::thread::hardware_concurrency()))),
-      max_shared_unfreed_(options_.max_unfreed_shared_bytes_total > 0
+      shared_account_(options_.max_unfreed_shared_bytes_total > 0
                               ? options_.max_unfreed_shared_bytes_total
                               : (shared_memory_ != nullptr ? FilesystemBytes(shared_memory_->dir()) / 2 : 0)) {
   Logger("core")->info("budgets: {} MiB of unread sampled batches, {} worker threads", budget_->limit() >> 20,
                        max_worker_threads_);
   if (shared_memory_ != nullptr) {
     Logger("core")->info("shared memory: {} MiB of buffers not freed by clients ({} MiB per channel)",
-                         max_shared_unfreed_ >> 20, options_.max_unfreed_shared_bytes_per_channel >> 20);
+                         shared_account_.limit() >> 20, options_.max_unfreed_shared_bytes_per_channel >> 20);
   }
   watchdog_ = std::thread([this] { WatchdogLoop(); });
 }
@@ -132,7 +132,7 @@ std::shared_ptr<ChannelEntry> Core::NewChannel(const v1::RegisterSamplingInputRe
   const int messages = buf.max_messages() > 0 ? buf.max_messages() : options_.default_buffer_messages;
   auto channel = std::make_shared<ChannelEntry>(
       messages, buf.max_bytes() > 0 ? buf.max_bytes() : options_.default_buffer_bytes,
-      options_.max_unfreed_shared_bytes_per_channel, &shared_unfreed_);
+      options_.max_unfreed_shared_bytes_per_channel, &shared_account_);
   channel->id = registry_.ReserveChannelId();
   channel->backend = std::move(backend);
   channel->worker_key = req.worker_key();
@@ -256,7 +256,7 @@ absl::Status Core::RegisterSamplingInput(const v1::RegisterSamplingInputRequest&
     scheduler::ChannelOptions co = SchedulerOptionsOf(req, *channel, backend->config, std::move(sampling));
     if (auto s = backend->scheduler->AddChannel(channel->id, std::move(co)); !s.ok()) return s;
     registry_.AddChannel(channel);
-    if (channel->pool != nullptr) ++shared_channels_;
+    if (channel->pool != nullptr) shared_account_.AddChannel();
   }
   DescribeRegistration(*channel, req.feature_cache_rows(), resp);
   Logger("core")->info("channel {} registered on backend {} by '{}': {} seeds", channel->id, channel->backend->id,

@@ -197,11 +197,9 @@ class Core : public StreamHost {
   const int max_worker_threads_;
   // Worker threads the backends hold now (those with channels); mu_ held.
   int LiveWorkerThreadsLocked() const;
-  // Shared buffers sent and not yet freed over every channel (kept by the channels' ledgers,
-  // guarded by mu_), their limit, and the channels that have shared memory (the fair share).
-  int64_t shared_unfreed_ = 0;
-  const int64_t max_shared_unfreed_;
-  int shared_channels_ = 0;
+  // Shared buffers sent and not yet freed over every channel (kept by the channels' ledgers),
+  // their limit, and the channels that have shared memory. Guarded by mu_.
+  SharedMemoryAccount shared_account_;
 
   mutable std::mutex mu_;
   std::condition_variable watchdog_cv_;

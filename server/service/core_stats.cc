@@ -116,8 +116,8 @@ absl::Status Core::GetServerStats(const v1::GetServerStatsRequest&, v1::ServerSt
   resp->set_open_streams(open_streams_.load());
   resp->set_leases_expired(leases_expired_);
   resp->set_backend_leases_expired(backend_leases_expired_);
-  resp->set_shared_unfreed_bytes(shared_unfreed_);
-  resp->set_shared_unfreed_limit(max_shared_unfreed_);
+  resp->set_shared_unfreed_bytes(shared_account_.unfreed());
+  resp->set_shared_unfreed_limit(shared_account_.limit());
   if (const Cluster* cluster = cluster_.load(); cluster != nullptr) cluster->FillStats(resp);
   if (remote_cache_ != nullptr) resp->set_peer_cache_bytes(remote_cache_->bytes());
   int64_t index_bytes = 0;

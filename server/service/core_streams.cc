@@ -109,13 +109,13 @@ absl::StatusOr<StreamAttachment> Core::AttachStream(const v1::StreamSampledMessa
                          req.start_batch(), stripe.index, stripe.count);
   }
   if (c.pool != nullptr) {
-    const bool server_was_full = shared_unfreed_ >= max_shared_unfreed_;
+    const bool server_was_full = shared_account_.full();
     lost = c.shared.NewStream(req.reclaim_unreceived());
     if (!lost.empty()) {
       Logger("core")->debug("channel {}: {} shared buffers sent on earlier streams never reached the client; freed",
                             c.id, lost.size());
     }
-    if (server_was_full && shared_unfreed_ < max_shared_unfreed_) {
+    if (server_was_full && !shared_account_.full()) {
       for (const auto& [id, other] : registry_.channels()) {
         if (other->pool != nullptr && other->streaming()) wake.emplace_back(id, other->backend->scheduler);
       }
@@ -198,8 +198,7 @@ absl::StatusOr<bool> Core::SharedHoldBack(uint64_t channel_id) {
   if (!found.ok()) return false;
   ChannelEntry& c = **found;
   if (!c.unfreed_error.ok()) return c.unfreed_error;
-  const int64_t share = max_shared_unfreed_ / std::max(1, shared_channels_);
-  const SharedLedger::Hold hold = c.shared.HoldBack(shared_unfreed_ >= max_shared_unfreed_, share);
+  const SharedLedger::Hold hold = c.shared.HoldBack();
   if (hold != SharedLedger::Hold::kUnfreed) {
     c.unfreed_wait_since.reset();
   } else if (!c.unfreed_wait_since.has_value()) {
@@ -237,7 +236,7 @@ absl::Status Core::ReleaseSharedBuffers(const v1::ReleaseSharedBuffersRequest& r
     std::shared_ptr<ChannelEntry> c = registry_.FindChannelFor(req.channel_id(), caller, false, &found);
     if (found == Registry::Found::kDestroyed) return absl::OkStatus();  // its buffers are gone already
     if (c == nullptr) return Registry::NotLive(req.channel_id(), found);
-    const bool server_was_full = shared_unfreed_ >= max_shared_unfreed_;
+    const bool server_was_full = shared_account_.full();
     release = c->shared.Apply(req.received_ids(), req.freed_ids());
     c->last_activity = Clock::now();
     if (release.freed_bytes > 0) {
@@ -245,7 +244,7 @@ absl::Status Core::ReleaseSharedBuffers(const v1::ReleaseSharedBuffersRequest& r
       c->unfreed_error = absl::OkStatus();  // a later stream of the channel may go on
     }
     if (release.unblocked || release.freed_bytes > 0) wake.emplace_back(c->id, c->backend->scheduler);
-    if (server_was_full && shared_unfreed_ < max_shared_unfreed_) {
+    if (server_was_full && !shared_account_.full()) {
       for (const auto& [id, other] : registry_.channels()) {
         if (other->pool != nullptr && other->streaming() && id != c->id) wake.emplace_back(id, other->backend->scheduler);
       }

@@ -21,7 +21,7 @@ bool Core::DestroyLocked(std::unique_lock<std::mutex>& lock, uint64_t channel_id
     watchdog_cv_.notify_all();
   }
   // Backend calls notify listeners (streams), which may call back into the core.
-  if (c->pool != nullptr) --shared_channels_;
+  if (c->pool != nullptr) shared_account_.RemoveChannel();
   std::vector<std::shared_ptr<SharedUse>> sent = c->shared.TakeAll();
   if (c->pool != nullptr) c->pool->Close();  // a batch in flight must not reuse a file the client maps
   lock.unlock();
@@ -67,7 +67,7 @@ void Core::WatchdogLoop() {
             "channel ", id, " holds ", c->shared.unreleased(), " shared buffers (", c->shared.unfreed_bytes() >> 20,
             " MiB) that its client received and did not free for ", options_.shared_release_timeout_ms,
             " ms; the limit is ", options_.max_unfreed_shared_bytes_per_channel >> 20,
-            " MiB per channel (--max_unfreed_shared_mb_per_channel) and ", max_shared_unfreed_ >> 20,
+            " MiB per channel (--max_unfreed_shared_mb_per_channel) and ", shared_account_.limit() >> 20,
             " MiB for the server (--max_unfreed_shared_mb): free batches with ReleaseSharedBuffers.freed_ids"));
         Logger("core")->warn("{}", std::string(c->unfreed_error.message()));
         overdue.emplace_back(id, c->backend->scheduler);

@@ -71,12 +71,12 @@ struct BackendEntry {
 struct ChannelEntry {
   using Clock = std::chrono::steady_clock;
 
-  /// `server_unfreed`: the server's sum of unfreed shared bytes (see SharedLedger).
+  /// `server`: the server's account of unfreed shared bytes (see SharedLedger).
   ChannelEntry(int buffer_messages, int64_t buffer_bytes, int64_t max_unfreed_shared_bytes,
-               int64_t* server_unfreed = nullptr)
+               SharedMemoryAccount* server = nullptr)
       : buffer_messages(buffer_messages),
         buffer_bytes(buffer_bytes),
-        shared(buffer_messages, buffer_bytes, max_unfreed_shared_bytes, server_unfreed) {}
+        shared(buffer_messages, buffer_bytes, max_unfreed_shared_bytes, server) {}
 
   uint64_t id = 0;
   std::shared_ptr<BackendEntry> backend;

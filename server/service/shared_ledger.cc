@@ -16,11 +16,13 @@ bool SharedLedger::BacklogFull() const {
 
 void SharedLedger::AddUnfreed(int64_t bytes) {
   unfreed_bytes_ += bytes;
-  if (server_unfreed_ != nullptr) *server_unfreed_ += bytes;
+  if (server_ != nullptr) server_->Add(bytes);
 }
 
-SharedLedger::Hold SharedLedger::HoldBack(bool server_full, int64_t share) const {
+SharedLedger::Hold SharedLedger::HoldBack() const {
   if (BacklogFull()) return Hold::kUnreceived;
+  const bool server_full = server_ != nullptr && server_->full();
+  const int64_t share = server_ != nullptr ? server_->share() : max_unfreed_bytes_;
   // One use always goes, however large, so that a trainer holding nothing is never stuck.
   if (unfreed_bytes_ > 0 && (unfreed_bytes_ >= max_unfreed_bytes_ || (server_full && unfreed_bytes_ >= share))) {
     return Hold::kUnfreed;

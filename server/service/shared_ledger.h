@@ -21,18 +21,44 @@
 
 namespace graphstore {
 
+/// The server's side of every ledger: the bytes of shared buffers sent to clients and not yet
+/// freed, over every channel, against the server's limit, and the channels that use shared
+/// memory (at the limit, each may keep its fair share). Not thread-safe: the lock that guards
+/// the ledgers guards it.
+class SharedMemoryAccount {
+ public:
+  /// `limit`: bytes of unfreed buffers the server allows in all.
+  explicit SharedMemoryAccount(int64_t limit) : limit_(limit) {}
+
+  /// Unfreed bytes over every ledger (kept by the ledgers: SharedLedger::Sent, Apply, ...).
+  int64_t unfreed() const { return unfreed_; }
+  int64_t limit() const { return limit_; }
+  /// The unfreed bytes reach the limit.
+  bool full() const { return unfreed_ >= limit_; }
+  /// A channel with shared memory registered or went.
+  void AddChannel() { ++channels_; }
+  void RemoveChannel() { --channels_; }
+  /// What one channel may keep unfreed while the server is full.
+  int64_t share() const { return limit_ / (channels_ > 1 ? channels_ : 1); }
+
+ private:
+  friend class SharedLedger;
+  void Add(int64_t bytes) { unfreed_ += bytes; }
+
+  const int64_t limit_;
+  int64_t unfreed_ = 0;
+  int channels_ = 0;
+};
+
 /// One channel's sent uses. Not thread-safe: the core guards it.
 class SharedLedger {
  public:
   /// Holds back at `max_messages` unreceived uses or `max_bytes` of their files, and at
-  /// `max_unfreed_bytes` of the files of uses not yet freed. `server_unfreed`, when given, is
-  /// the sum of unfreed_bytes() over every ledger of the server, kept by them (guarded by the
-  /// same lock as this ledger).
-  SharedLedger(int max_messages, int64_t max_bytes, int64_t max_unfreed_bytes, int64_t* server_unfreed = nullptr)
-      : max_messages_(max_messages),
-        max_bytes_(max_bytes),
-        max_unfreed_bytes_(max_unfreed_bytes),
-        server_unfreed_(server_unfreed) {}
+  /// `max_unfreed_bytes` of the files of uses not yet freed. `server`, when given, is the
+  /// server's account, to which this ledger adds its unfreed bytes (guarded by the same lock as
+  /// this ledger).
+  SharedLedger(int max_messages, int64_t max_bytes, int64_t max_unfreed_bytes, SharedMemoryAccount* server = nullptr)
+      : max_messages_(max_messages), max_bytes_(max_bytes), max_unfreed_bytes_(max_unfreed_bytes), server_(server) {}
 
   /// Records a use as sent (unreceived).
   void Sent(std::shared_ptr<SharedUse> use);
@@ -41,11 +67,11 @@ class SharedLedger {
     kNone,
     /// The unreceived uses reach the buffer limits: the client is not reading.
     kUnreceived,
-    /// The uses not freed reach `max_unfreed_bytes`, or `share` when the server's shared
-    /// memory is at its limit: the client keeps too much.
+    /// The uses not freed reach `max_unfreed_bytes`, or the server's fair share when its
+    /// shared memory is at its limit: the client keeps too much.
     kUnfreed,
   };
-  Hold HoldBack(bool server_full, int64_t share) const;
+  Hold HoldBack() const;
   /// Whether the unreceived uses reach the buffer limits.
   bool BacklogFull() const;
 
@@ -85,13 +111,13 @@ class SharedLedger {
     bool received = false;
   };
   void Receive(Entry& e);
-  // Adds `bytes` to this ledger's unfreed bytes and the server's sum.
+  // Adds `bytes` to this ledger's unfreed bytes and the server's account.
   void AddUnfreed(int64_t bytes);
 
   const int max_messages_;
   const int64_t max_bytes_;
   const int64_t max_unfreed_bytes_;
-  int64_t* const server_unfreed_;
+  SharedMemoryAccount* const server_;
   std::map<uint64_t, Entry> sent_;
   int unreceived_ = 0;
   int64_t unreceived_bytes_ = 0;

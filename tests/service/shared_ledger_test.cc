@@ -65,8 +65,8 @@ TEST_CASE("a new stream stops counting what earlier streams left unreceived; rec
   Buffers b;
   const bool reclaim = GENERATE(false, true);
   INFO("reclaim: " << reclaim);
-  int64_t server_unfreed = 0;
-  SharedLedger ledger(2, int64_t{1} << 40, int64_t{1} << 40, &server_unfreed);
+  SharedMemoryAccount server(int64_t{1} << 40);
+  SharedLedger ledger(2, int64_t{1} << 40, int64_t{1} << 40, &server);
   auto kept = b.Use(100), lost1 = b.Use(100), lost2 = b.Use(100);
   const uint64_t kept_id = kept->id, lost_id = lost1->id;
   const int64_t size = static_cast<int64_t>(kept->file->size());
@@ -91,7 +91,7 @@ TEST_CASE("a new stream stops counting what earlier streams left unreceived; rec
     CHECK(!ledger.BacklogFull());
     CHECK(ledger.Apply(Of({}), Of({lost_id})).freed.size() == 1);
   }
-  CHECK(server_unfreed == ledger.unfreed_bytes());
+  CHECK(server.unfreed() == ledger.unfreed_bytes());
   CHECK(ledger.Apply(Of({}), Of({kept_id})).freed.size() == 1);
 }
 
@@ -109,33 +109,46 @@ TEST_CASE("uses received and never freed pause the stream at the channel's and t
   Buffers b;
   auto u1 = b.Use(1 << 20);
   const int64_t size = static_cast<int64_t>(u1->file->size());
-  SharedLedger ledger(100, int64_t{1} << 40, 2 * size);
+  // The server allows 2 * size unfreed over its two shared-memory channels: size each when full.
+  SharedMemoryAccount server(2 * size);
+  server.AddChannel();
+  server.AddChannel();
+  SharedLedger ledger(100, int64_t{1} << 40, 2 * size, &server);
+  SharedLedger other(100, int64_t{1} << 40, 2 * size, &server);
   const uint64_t id1 = u1->id;
   ledger.Sent(std::move(u1));
   ledger.Apply(Of({id1}), Of({}));
-  CHECK(ledger.HoldBack(false, 0) == SharedLedger::Hold::kNone);
+  CHECK(ledger.HoldBack() == SharedLedger::Hold::kNone);
   // The server at its limit: past its share the channel waits, under it it goes on.
-  CHECK(ledger.HoldBack(true, size) == SharedLedger::Hold::kUnfreed);
-  CHECK(ledger.HoldBack(true, 2 * size) == SharedLedger::Hold::kNone);
+  other.Sent(b.Use(1 << 20));
+  REQUIRE(server.full());
+  CHECK(server.share() == size);
+  CHECK(ledger.HoldBack() == SharedLedger::Hold::kUnfreed);
+  server.RemoveChannel();
+  CHECK(server.share() == 2 * size);
+  CHECK(ledger.HoldBack() == SharedLedger::Hold::kNone);
   auto u2 = b.Use(1 << 20);
   const uint64_t id2 = u2->id;
   ledger.Sent(std::move(u2));
   ledger.Apply(Of({id2}), Of({}));
   CHECK(ledger.unfreed_bytes() == 2 * size);
+  CHECK(server.unfreed() == 3 * size);
   CHECK(!ledger.BacklogFull());  // everything was received ...
-  CHECK(ledger.HoldBack(false, 0) == SharedLedger::Hold::kUnfreed);  // ... and kept
+  CHECK(ledger.HoldBack() == SharedLedger::Hold::kUnfreed);  // ... and kept
   const SharedLedger::Release f = ledger.Apply(Of({}), Of({id1}));
   CHECK(f.freed_bytes == size);
   CHECK(ledger.unfreed_bytes() == size);
-  CHECK(ledger.HoldBack(false, 0) == SharedLedger::Hold::kNone);
+  CHECK(server.unfreed() == 2 * size);
+  CHECK(ledger.HoldBack() == SharedLedger::Hold::kNone);
 }
 
 TEST_CASE("one use always goes, however large", "[ledger]") {
   Buffers b;
-  SharedLedger ledger(100, int64_t{1} << 40, 1);
-  CHECK(ledger.HoldBack(true, 0) == SharedLedger::Hold::kNone);
+  SharedMemoryAccount server(0);  // a server already at its limit
+  SharedLedger ledger(100, int64_t{1} << 40, 1, &server);
+  CHECK(ledger.HoldBack() == SharedLedger::Hold::kNone);
   ledger.Sent(b.Use(64));
-  CHECK(ledger.HoldBack(false, 0) == SharedLedger::Hold::kUnfreed);
+  CHECK(ledger.HoldBack() == SharedLedger::Hold::kUnfreed);
 }
 
 TEST_CASE("ids the ledger does not hold are ignored, and TakeAll empties it", "[ledger]") {
