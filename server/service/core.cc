@@ -66,13 +66,14 @@ Core::Core(std::unique_ptr<Partition> partition, CoreOptions options, std::uniqu
       budget_(std::make_shared<scheduler::MemoryBudget>(options_.max_buffered_bytes_total > 0
                                                            ? options_.max_buffered_bytes_total
                                                            : HostMemoryBytes() / 4)),
-      max_worker_threads_(options_.max_worker_threads > 0 ? options_.max_worker_threads
-                                                          : std::max(64, 16 * static_cast<int>(std::thread::hardware_concurrency()))),
       shared_account_(options_.max_unfreed_shared_bytes_total > 0
                               ? options_.max_unfreed_shared_bytes_total
-                              : (shared_memory_ != nullptr ? FilesystemBytes(shared_memory_->dir()) / 2 : 0)) {
+                              : (shared_memory_ != nullptr ? FilesystemBytes(shared_memory_->dir()) / 2 : 0)),
+      quotas_(&options_, &registry_,
+              options_.max_worker_threads > 0 ? options_.max_worker_threads
+                                              : std::max(64, 16 * static_cast<int>(std::thread::hardware_concurrency()))) {
   Logger("core")->info("budgets: {} MiB of unread sampled batches, {} worker threads", budget_->limit() >> 20,
-                       max_worker_threads_);
+                       quotas_.max_worker_threads());
   if (shared_memory_ != nullptr) {
     Logger("core")->info("shared memory: {} MiB of buffers not freed by clients ({} MiB per channel)",
                          shared_account_.limit() >> 20, options_.max_unfreed_shared_bytes_per_channel >> 20);
@@ -148,47 +149,6 @@ std::shared_ptr<ChannelEntry> Core::NewChannel(const v1::RegisterSamplingInputRe
   return channel;
 }
 
-absl::Status Core::CheckRoomLocked(const Caller& caller, const v1::RegisterSamplingInputRequest& req,
-                                   const BackendEntry& backend) const {
-  if (static_cast<int>(registry_.channels().size()) >= options_.max_channels) {
-    return absl::ResourceExhaustedError(absl::StrCat("too many live channels (limit ", options_.max_channels, ")"));
-  }
-  const int64_t buffer_bytes = req.buffer().max_bytes() > 0 ? req.buffer().max_bytes() : options_.default_buffer_bytes;
-  if (auto s = CheckChannelQuota(caller, buffer_bytes); !s.ok()) return s;
-  // The first channel starts the backend's workers: they must fit beside the others'.
-  if (backend.scheduler->num_live_workers() == 0) {
-    const int threads = LiveWorkerThreadsLocked();
-    if (threads + backend.worker_threads > max_worker_threads_) {
-      return absl::ResourceExhaustedError(absl::StrCat("backend_id: its ", backend.worker_threads,
-                                 " worker threads would pass the server's limit of ", max_worker_threads_,
-                                 " (--max_worker_threads) beside the ", threads,
-                                 " that backends with channels hold; try again when a channel is destroyed"));
-    }
-  }
-  return absl::OkStatus();
-}
-
-absl::Status Core::CheckChannelQuota(const Caller& caller, int64_t buffer_bytes) const {
-  if (caller.identity.empty()) return absl::OkStatus();
-  const Holdings h = registry_.HoldingsOf(caller.identity);
-  const int channels = options_.max_channels_per_identity;
-  if (channels > 0 && h.channels >= channels) {
-    return absl::ResourceExhaustedError(absl::StrCat("identity '", caller.identity, "' already holds ", h.channels,
-                               " channels (quota max_channels_per_identity=", channels, ")"));
-  }
-  return CheckBufferQuota(caller.identity, buffer_bytes);
-}
-
-absl::Status Core::CheckBufferQuota(const std::string& identity, int64_t more) const {
-  const int64_t quota = options_.max_buffer_bytes_per_identity;
-  if (identity.empty() || quota <= 0) return absl::OkStatus();
-  const int64_t held = registry_.HoldingsOf(identity).buffer_bytes;
-  if (held + more <= quota) return absl::OkStatus();
-  return absl::ResourceExhaustedError(absl::StrCat("identity '", identity, "' holds channels with ", held,
-                                                   " buffer bytes; ", more,
-                                                   " more would pass its quota max_buffer_bytes_per_identity=", quota));
-}
-
 absl::Status Core::RegisterSamplingInput(const v1::RegisterSamplingInputRequest& req,
                                          v1::RegisterSamplingInputResponse* resp, const Caller& caller) {
   if (auto s = CheckRegistration(req, options_, shared_memory_ != nullptr); !s.ok()) return s;
@@ -233,7 +193,7 @@ absl::Status Core::RegisterSamplingInput(const v1::RegisterSamplingInputRequest&
     if (backend == nullptr || backend->state != BackendEntry::State::kReady) {
       return absl::NotFoundError(absl::StrCat("backend_id ", req.backend_id(), " does not exist"));
     }
-    if (auto s = CheckRoomLocked(caller, req, *backend); !s.ok()) return s;
+    if (auto s = quotas_.CheckChannelRoom(caller, req, *backend); !s.ok()) return s;
     backend->last_activity = Clock::now();
     channel = NewChannel(req, backend);
     channel->owner = caller.identity;

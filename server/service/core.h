@@ -5,7 +5,8 @@
 // (server/rpc/grpc_service.h): every method takes a request message and returns a status (TF
 // Serving's *Impl shape). It composes the units of this package: partition queries
 // (queries.h), the one config layer (config.h), what a registration resolves to
-// (registration.h), the registry of backends and channels (registry.h), each backend's workers
+// (registration.h), the registry of backends and channels (registry.h), the limits and quotas
+// (quotas.h), each backend's workers
 // (worker.h) and each shared-memory channel's ledger (shared_ledger.h). Its own code is the
 // sampling lifecycle (core.cc), stream attachment (core_streams.cc), introspection
 // (core_stats.cc), and leases and teardown (core_teardown.cc). No gRPC here.
@@ -44,6 +45,7 @@
 #include "server/service/feature_outputs.h"
 #include "server/service/options.h"
 #include "server/service/queries.h"
+#include "server/service/quotas.h"
 #include "server/service/registry.h"
 #include "server/service/stream_host.h"
 #include "server/shm/shared_buffer.h"
@@ -139,9 +141,6 @@ class Core : public StreamHost {
 
   // UNAVAILABLE while a cluster's peers have not all answered.
   absl::Status SamplingOpen() const;
-  // RESOURCE_EXHAUSTED when a new backend of `num_workers` would pass the server's backend
-  // limit, the caller's quota or the worker-thread limit (mu_ held).
-  absl::Status CheckBackendRoomLocked(const Caller& caller, int num_workers) const;
   // Marks a creation ready (or removes it when `status` failed) and answers its caller and
   // every caller that waited for it.
   void FinishCreation(const std::shared_ptr<BackendEntry>& entry, const absl::Status& status,
@@ -158,16 +157,6 @@ class Core : public StreamHost {
   // What a registration answers about its new channel: ids, counts, lease, feature encoding.
   void DescribeRegistration(const ChannelEntry& channel, int64_t cache_rows,
                             v1::RegisterSamplingInputResponse* resp) const;
-  // RESOURCE_EXHAUSTED when a channel for `req` on `backend` would pass the server's channel
-  // limit, the caller's quotas or the worker-thread limit (mu_ held).
-  absl::Status CheckRoomLocked(const Caller& caller, const v1::RegisterSamplingInputRequest& req,
-                               const BackendEntry& backend) const;
-  // RESOURCE_EXHAUSTED when a registration of `buffer_bytes` would take the caller past a
-  // quota (mu_ held).
-  absl::Status CheckChannelQuota(const Caller& caller, int64_t buffer_bytes) const;
-  // RESOURCE_EXHAUSTED when `more` buffer bytes would take `identity` past its buffer quota
-  // (mu_ held; anonymous callers have none).
-  absl::Status CheckBufferQuota(const std::string& identity, int64_t more) const;
   // Raises channel `c`'s buffer room to `streams` streams (its buffer_bytes per stream), or
   // RESOURCE_EXHAUSTED naming num_stripes when its owner's quota has no room for it. Needs mu_.
   absl::Status GrowStreamRoomLocked(ChannelEntry* c, int streams);
@@ -194,9 +183,6 @@ class Core : public StreamHost {
 
   // Sampled-but-unread bytes of every backend (options_.max_buffered_bytes_total resolved).
   const std::shared_ptr<scheduler::MemoryBudget> budget_;
-  const int max_worker_threads_;
-  // Worker threads the backends hold now (those with channels); mu_ held.
-  int LiveWorkerThreadsLocked() const;
   // Shared buffers sent and not yet freed over every channel (kept by the channels' ledgers),
   // their limit, and the channels that have shared memory. Guarded by mu_.
   SharedMemoryAccount shared_account_;
@@ -205,6 +191,8 @@ class Core : public StreamHost {
   std::condition_variable watchdog_cv_;
   bool shutting_down_ = false;
   Registry registry_;
+  // The limits and quotas, checked against registry_ (mu_ held).
+  const Quotas quotas_;
   // Backends whose last channel is gone, waiting for the watchdog to join their workers.
   std::vector<std::shared_ptr<BackendEntry>> retiring_;
   int64_t leases_expired_ = 0;

@@ -73,34 +73,13 @@ void Core::InitSamplingBackend(const v1::InitSamplingBackendRequest& req, v1::In
       lock.unlock();
       return reply(absl::OkStatus());
     }
-    if (auto s = CheckBackendRoomLocked(caller, backend_options->num_workers); !s.ok()) return done(s);
+    if (auto s = quotas_.CheckBackendRoom(caller, backend_options->num_workers); !s.ok()) return done(s);
     entry = registry_.AddBackend(req.backend_key(), req.config(), caller.identity);
     entry->worker_threads = backend_options->num_workers;
     entry->lease_ms = req.lease_ms() > 0 ? req.lease_ms() : options_.default_backend_lease_ms;
   }
 
   FinishCreation(entry, BuildBackend(entry.get(), *std::move(sampler), *backend_options), resp, std::move(done));
-}
-
-absl::Status Core::CheckBackendRoomLocked(const Caller& caller, int num_workers) const {
-  if (static_cast<int>(registry_.backends().size()) >= options_.max_backends) {
-    return absl::ResourceExhaustedError(absl::StrCat("too many backends (limit ", options_.max_backends, ")"));
-  }
-  const int quota = options_.max_backends_per_identity;
-  if (!caller.identity.empty() && quota > 0 && registry_.HoldingsOf(caller.identity).backends >= quota) {
-    return absl::ResourceExhaustedError(absl::StrCat("identity '", caller.identity, "' already holds ", quota,
-                                                     " backends (quota max_backends_per_identity=", quota, ")"));
-  }
-  // Backends hold their workers only while they have channels (scheduler/backend.h): one that
-  // a client opened and left holds none, and locks nobody out.
-  const int threads = LiveWorkerThreadsLocked();
-  if (threads + num_workers > max_worker_threads_) {
-    return absl::ResourceExhaustedError(absl::StrCat("options.num_workers: the backends hold ", threads,
-                                                     " worker threads; ", num_workers,
-                                                     " more would pass the server's limit of ", max_worker_threads_,
-                                                     " (--max_worker_threads)"));
-  }
-  return absl::OkStatus();
 }
 
 void Core::FinishCreation(const std::shared_ptr<BackendEntry>& entry, const absl::Status& status,
@@ -153,16 +132,6 @@ absl::Status Core::BuildBackend(BackendEntry* entry, std::unique_ptr<Sampler> sa
   entry->workers = std::move(workers);
   entry->scheduler = *std::move(backend);
   return absl::OkStatus();
-}
-
-// ----- Channels ---------------------------------------------------------------------------
-
-int Core::LiveWorkerThreadsLocked() const {
-  int threads = 0;
-  for (const auto& [id, b] : registry_.backends()) {
-    if (b->scheduler != nullptr) threads += b->scheduler->num_live_workers();
-  }
-  return threads;
 }
 
 }  // namespace graphstore

@@ -130,13 +130,7 @@ absl::StatusOr<StreamAttachment> Core::AttachStream(const v1::StreamSampledMessa
 
 absl::Status Core::GrowStreamRoomLocked(ChannelEntry* c, int streams) {
   if (streams <= c->room_streams) return absl::OkStatus();
-  const int64_t more = c->buffer_bytes * (streams - c->room_streams);
-  if (auto s = CheckBufferQuota(c->owner, more); !s.ok()) {
-    return absl::ResourceExhaustedError(absl::StrCat("num_stripes: ", streams, " streams of channel_id ", c->id,
-                                                     " buffer up to ", streams, " x ", c->buffer_bytes, " bytes; ",
-                                                     s.message(),
-                                                     " (read with fewer stripes, or register a smaller buffer.max_bytes)"));
-  }
+  if (auto s = quotas_.CheckStreamRoom(*c, streams); !s.ok()) return s;
   registry_.GrowStreamRoom(c, streams);
   c->backend->scheduler->SetStreamRoom(c->id, streams);
   return absl::OkStatus();
