@@ -21,7 +21,8 @@
 #include <random>
 
 #include "absl/strings/str_cat.h"
-#include "server/graph/dataset_writer.h"
+#include "tools/dataset/transforms.h"
+#include "tools/dataset/writer.h"
 #include "server/graph/partition.h"
 #include "server/sampling/ablp.h"
 #include "server/sampling/neighbor_sampler.h"

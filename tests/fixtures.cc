@@ -6,6 +6,7 @@
 
 #include "tests/test_util.h"
 #include "tools/generator.h"
+#include "tools/dataset/transforms.h"
 
 namespace graphstore::testing {
 

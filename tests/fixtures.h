@@ -5,7 +5,7 @@
 
 #include <string>
 
-#include "server/graph/dataset_writer.h"
+#include "tools/dataset/writer.h"
 #include "tools/graph_input.h"
 
 namespace graphstore::testing {

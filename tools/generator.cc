@@ -6,7 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "graphstore/v1/manifest.pb.h"
-#include "server/graph/dataset_writer.h"
+#include "tools/dataset/writer.h"
 #include "server/graph/manifest.h"
 #include "server/graph/npy.h"
 #include "server/graph/partition.h"

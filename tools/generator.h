@@ -15,7 +15,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "server/graph/dataset_writer.h"
+#include "tools/dataset/writer.h"
 
 namespace graphstore {
 

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "server/graph/dataset_writer.h"
+#include "tools/dataset/writer.h"
 
 namespace graphstore {
 

@@ -9,7 +9,9 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "server/graph/dataset_writer.h"
+#include "tools/dataset/validate.h"
+#include "tools/dataset/transforms.h"
+#include "tools/dataset/writer.h"
 
 namespace graphstore {
 

@@ -9,6 +9,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "tools/dataset/transforms.h"
+#include "tools/dataset/validate.h"
 
 namespace graphstore {
 namespace {

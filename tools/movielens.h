@@ -25,7 +25,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "server/graph/dataset_writer.h"
+#include "tools/dataset/writer.h"
 
 namespace graphstore {
 

@@ -7,7 +7,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
-#include "server/graph/dataset_writer.h"
+#include "tools/dataset/writer.h"
 #include "common/flags.h"
 #include "tools/metis_partition.h"
 #include "tools/movielens.h"

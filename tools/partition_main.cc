@@ -5,7 +5,8 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
-#include "server/graph/dataset_writer.h"
+#include "tools/dataset/transforms.h"
+#include "tools/dataset/writer.h"
 #include "common/flags.h"
 #include "tools/graph_input.h"
 #include "tools/metis_partition.h"

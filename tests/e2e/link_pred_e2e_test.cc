@@ -11,7 +11,8 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "server/graph/dataset_writer.h"
+#include "tools/dataset/transforms.h"
+#include "tools/dataset/writer.h"
 #include "server/server.h"
 #include "tests/test_util.h"
 #include "tools/movielens.h"

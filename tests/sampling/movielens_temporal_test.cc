@@ -13,7 +13,8 @@
 #include <unordered_map>
 #include <vector>
 
-#include "server/graph/dataset_writer.h"
+#include "tools/dataset/transforms.h"
+#include "tools/dataset/writer.h"
 #include "server/graph/partition.h"
 #include "server/sampling/neighbor_sampler.h"
 #include "tests/sampling/sampling_fixtures.h"

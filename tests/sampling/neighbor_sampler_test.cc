@@ -6,7 +6,7 @@
 #include <set>
 #include <vector>
 
-#include "server/graph/dataset_writer.h"
+#include "tools/dataset/writer.h"
 #include "server/graph/partition.h"
 #include "server/sampling/draw.h"
 #include "server/sampling/neighbor_sampler.h"

@@ -1,4 +1,5 @@
 #include "tests/sampling/sampling_fixtures.h"
+#include "tools/dataset/transforms.h"
 
 #include <catch2/catch.hpp>
 

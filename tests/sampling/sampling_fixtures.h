@@ -11,7 +11,7 @@
 #include <utility>
 #include <vector>
 
-#include "server/graph/dataset_writer.h"
+#include "tools/dataset/writer.h"
 #include "server/graph/partition.h"
 #include "server/sampling/ablp.h"
 #include "server/sampling/ppr_sampler.h"

@@ -12,7 +12,7 @@
 #include <set>
 #include <vector>
 
-#include "server/graph/dataset_writer.h"
+#include "tools/dataset/writer.h"
 #include "server/graph/npy.h"
 #include "server/graph/partition.h"
 #include "server/sampling/ablp.h"

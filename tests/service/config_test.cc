@@ -7,7 +7,8 @@
 #include <string>
 #include <thread>
 
-#include "server/graph/dataset_writer.h"
+#include "tools/dataset/transforms.h"
+#include "tools/dataset/writer.h"
 #include "server/graph/partition.h"
 #include "server/sampling/neighbor_sampler.h"
 #include "server/sampling/ppr_sampler.h"

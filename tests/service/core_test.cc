@@ -8,7 +8,8 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
-#include "server/graph/dataset_writer.h"
+#include "tools/dataset/transforms.h"
+#include "tools/dataset/writer.h"
 #include "server/graph/partition.h"
 #include "server/service/core.h"
 #include "tests/fixtures.h"

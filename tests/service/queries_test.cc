@@ -8,7 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "server/graph/dataset_writer.h"
+#include "tools/dataset/transforms.h"
+#include "tools/dataset/writer.h"
 #include "server/graph/partition.h"
 #include "server/sampling/draw.h"
 #include "server/sampling/neighbor_draw.h"

@@ -8,7 +8,8 @@
 #include <vector>
 
 #include "google/protobuf/util/message_differencer.h"
-#include "server/graph/dataset_writer.h"
+#include "tools/dataset/transforms.h"
+#include "tools/dataset/writer.h"
 #include "server/graph/partition.h"
 #include "server/sampling/neighbor_sampler.h"
 #include "server/service/message.h"

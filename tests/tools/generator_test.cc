@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "server/graph/dataset_writer.h"
+#include "tools/dataset/writer.h"
 #include "server/graph/partition.h"
 #include "tests/test_util.h"
 #include "tools/generator.h"

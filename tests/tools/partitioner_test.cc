@@ -8,7 +8,9 @@
 #include <tuple>
 #include <vector>
 
-#include "server/graph/dataset_writer.h"
+#include "tools/dataset/validate.h"
+#include "tools/dataset/transforms.h"
+#include "tools/dataset/writer.h"
 #include "server/graph/npy.h"
 #include "server/graph/partition.h"
 #include "tests/fixtures.h"
