@@ -50,6 +50,21 @@ v1::DType WireDtype(v1::FeatureEncoding encoding, v1::DType stored) {
   }
 }
 
+bool IsCodes(v1::DType wire, bool has_scale) {
+  return PackedBits(wire) > 0 || (wire == v1::DTYPE_UINT8 && has_scale);
+}
+
+v1::DType OutputDtype(v1::DType wire, bool has_scale, bool decode) {
+  if (PackedBits(wire) > 0) return decode ? v1::DTYPE_FLOAT32 : v1::DTYPE_UINT8;
+  if (!decode) return wire;
+  switch (wire) {
+    case v1::DTYPE_FLOAT16:
+    case v1::DTYPE_BFLOAT16: return v1::DTYPE_FLOAT32;
+    case v1::DTYPE_UINT8: return has_scale ? v1::DTYPE_FLOAT32 : v1::DTYPE_UINT8;
+    default: return wire;
+  }
+}
+
 void DecodeFeatureRows(v1::DType wire, const char* src, size_t rows, size_t dim, const float* scale,
                        const float* offset, float* dst) {
   switch (wire) {

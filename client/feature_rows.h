@@ -25,6 +25,14 @@ size_t RowBytes(v1::DType dtype, int64_t dim);
 /// stored).
 v1::DType WireDtype(v1::FeatureEncoding encoding, v1::DType stored);
 
+/// Whether rows in wire dtype `wire` are quantised codes: packed ones, or uint8 sent with each
+/// column's scale and offset (`has_scale`; uint8 without is plain data).
+bool IsCodes(v1::DType wire, bool has_scale);
+/// The dtype rows that arrived in `wire` are handed out in: float32 when `decode` and they are
+/// float16, bfloat16 or codes; packed codes kept encoded as a uint8 byte matrix of their rows;
+/// otherwise as they came.
+v1::DType OutputDtype(v1::DType wire, bool has_scale, bool decode);
+
 /// Writes `rows` rows of `dim` columns that arrived in wire dtype `wire` (RowBytes(wire, dim)
 /// bytes each, back to back) to `dst` as float32: FLOAT32 copied, FLOAT16 and BFLOAT16 widened,
 /// quantised codes (UINT8 and the packed UINT4 / UINT2 / UINT1) dequantised with each column's

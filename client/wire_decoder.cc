@@ -13,8 +13,6 @@ namespace {
 
 using wire::ForEachField;
 using wire::Handled;
-using wire::kFixed32Type;
-using wire::kFixed64Type;
 using wire::kLengthType;
 using wire::kVarintType;
 using wire::LengthDelimited;
@@ -361,20 +359,9 @@ class BatchDecoder::State {
     return DecodeRows(s, n, t.data, t.byte_offset / s->wire_row_bytes, n_bytes / s->wire_row_bytes, what);
   }
 
-  // Quantized codes: one byte each (with a scale, else plain uint8 data) or packed.
-  static bool Codes(const NodeState& s) {
-    return PackedBits(s.wire) > 0 || (s.wire == v1::DTYPE_UINT8 && !s.scale.empty());
-  }
-
+  static bool Codes(const NodeState& s) { return IsCodes(s.wire, !s.scale.empty()); }
   v1::DType OutputType(const NodeState& s) const {
-    if (PackedBits(s.wire) > 0) return options_->decode_features ? v1::DTYPE_FLOAT32 : v1::DTYPE_UINT8;
-    if (!options_->decode_features) return s.wire;
-    switch (s.wire) {
-      case v1::DTYPE_FLOAT16:
-      case v1::DTYPE_BFLOAT16: return v1::DTYPE_FLOAT32;
-      case v1::DTYPE_UINT8: return s.scale.empty() ? v1::DTYPE_UINT8 : v1::DTYPE_FLOAT32;
-      default: return s.wire;
-    }
+    return OutputDtype(s.wire, !s.scale.empty(), options_->decode_features);
   }
 
   // Decodes transmitted rows [first, first + count) into their nodes' rows of the output.

@@ -8,17 +8,6 @@
 
 namespace graphstore::scheduler {
 
-const char* ChannelStateName(ChannelState state) {
-  switch (state) {
-    case ChannelState::kIdle: return "idle";
-    case ChannelState::kRunning: return "running";
-    case ChannelState::kEpochDone: return "epoch_done";
-    case ChannelState::kFailed: return "failed";
-    case ChannelState::kCancelled: return "cancelled";
-  }
-  return "unknown";
-}
-
 absl::Status Backend::Validate(const BackendOptions& o) {
   if (o.num_workers < 1) return absl::InvalidArgumentError("num_workers must be >= 1");
   if (o.max_in_flight_per_channel < 1) {
