@@ -23,6 +23,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "client/loader_core.h"
+#include "proto/ppr_defaults.h"
 #include "python/loader_schema.h"
 
 namespace graphstore::python {
@@ -479,6 +480,10 @@ PYBIND11_MODULE(_graphstore, m) {
       PyErr_SetObject(cls.ptr(), err.ptr());
     }
   });
+  m.def("ppr_defaults", [] {
+    return py::dict(py::arg("alpha") = graphstore::kPprAlpha, py::arg("eps") = graphstore::kPprEps,
+                    py::arg("max_nodes_per_seed") = graphstore::kPprMaxNodesPerSeed);
+  }, "The defaults of PprOptions (proto/ppr_defaults.h).");
   m.def("options", &graphstore::python::OptionTable,
         "(name, default, positional, doc) of every graphstore.Loader option, in signature order.");
   graphstore::python::DefineBatch(m);

@@ -13,6 +13,7 @@
 #include "absl/strings/str_split.h"
 #include "google/protobuf/io/coded_stream.h"
 #include "google/protobuf/io/zero_copy_stream_impl_lite.h"
+#include "proto/ppr_defaults.h"
 
 namespace graphstore::python {
 
@@ -504,9 +505,9 @@ absl::Status FinishSampler(Draft* d) {
   }
   if (d->ppr.has_value() || *kind == v1::SAMPLER_KIND_PPR) {
     v1::PprOptions* ppr = d->config.mutable_ppr();
-    ppr->set_alpha(0.15);
-    ppr->set_eps(1e-4);
-    ppr->set_max_nodes_per_seed(32);
+    ppr->set_alpha(kPprAlpha);
+    ppr->set_eps(kPprEps);
+    ppr->set_max_nodes_per_seed(kPprMaxNodesPerSeed);
     if (d->ppr.has_value()) {
       for (const auto& [key, v] : d->ppr->dict) {
         const double x = v.type == Value::Type::kInt ? static_cast<double>(v.i) : v.f;

@@ -32,6 +32,9 @@ class AblpInput:
     negative_edge_type: Optional[Union[EdgeType, str]] = None
 
 
+_PPR_DEFAULTS = _graphstore.ppr_defaults()
+
+
 @dataclass(frozen=True)
 class PprOptions:
     """Options of the PPR sampler (``sampler="ppr"``).
@@ -42,9 +45,9 @@ class PprOptions:
         max_nodes_per_seed: keep at most this many nodes per seed, highest weight first.
     """
 
-    alpha: float = 0.15
-    eps: float = 1e-4
-    max_nodes_per_seed: int = 32
+    alpha: float = _PPR_DEFAULTS["alpha"]
+    eps: float = _PPR_DEFAULTS["eps"]
+    max_nodes_per_seed: int = _PPR_DEFAULTS["max_nodes_per_seed"]
 
 
 # ----- Conversions: what trainers pass, in the plain values the extension checks ---------------

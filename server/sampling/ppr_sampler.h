@@ -17,6 +17,7 @@
 #include "absl/status/statusor.h"
 #include "server/graph/partition.h"
 #include "server/sampling/peer_sampling.h"
+#include "proto/ppr_defaults.h"
 #include "server/sampling/remote_cache.h"
 #include "server/sampling/sampler.h"
 
@@ -24,11 +25,11 @@ namespace graphstore {
 
 struct PprSamplerOptions {
   /// Restart probability, in (0, 1).
-  double alpha = 0.15;
+  double alpha = kPprAlpha;
   /// Residual threshold per unit of degree, > 0.
-  double eps = 1e-4;
+  double eps = kPprEps;
   /// Nodes kept per seed, >= 1.
-  int max_nodes_per_seed = 32;
+  int max_nodes_per_seed = kPprMaxNodesPerSeed;
   bool with_node_features = false;
   bool with_labels = false;
   /// As NeighborSamplerOptions: the cluster's other servers and their cached node data.
