@@ -147,7 +147,8 @@ void LoaderCore::Register() {
   for (size_t i = 0; i < servers_.size(); ++i) {
     Server& s = *servers_[i];
     v1::InitSamplingBackendRequest& init = s.init;
-    init.set_backend_key(options_.backend_key);
+    init.set_backend_key(!options_.backend_key.empty() ? options_.backend_key
+                                                       : DefaultBackendKey(options_.config, options_.sampler_options));
     *init.mutable_config() = options_.config;
     *init.mutable_options() = options_.sampler_options;
     v1::RegisterSamplingInputRequest& reg = s.registration;

@@ -1,9 +1,12 @@
 #include "client/loader_options.h"
 
+#include <cstdio>
 #include <thread>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "google/protobuf/io/coded_stream.h"
+#include "google/protobuf/io/zero_copy_stream_impl_lite.h"
 
 namespace graphstore::client {
 
@@ -15,6 +18,25 @@ absl::StatusOr<v1::FeatureEncoding> ParseFeatureEncoding(const std::string& name
                                                    "' is not one of float32, float16, bfloat16, int8, int4, int2, int1"));
   }
   return e;
+}
+
+std::string DefaultBackendKey(const v1::SamplingConfig& config, const v1::SamplerOptions& options) {
+  std::string bytes;
+  {
+    google::protobuf::io::StringOutputStream out(&bytes);
+    google::protobuf::io::CodedOutputStream coded(&out);
+    coded.SetSerializationDeterministic(true);
+    config.SerializeToCodedStream(&coded);
+    options.SerializeToCodedStream(&coded);
+  }
+  uint64_t h = 1469598103934665603ull;
+  for (unsigned char c : bytes) {
+    h ^= c;
+    h *= 1099511628211ull;
+  }
+  char hex[17];
+  std::snprintf(hex, sizeof(hex), "%016llx", static_cast<unsigned long long>(h));
+  return absl::StrCat("auto/", hex);
 }
 
 absl::Status ValidateLoaderOptions(const LoaderOptions& o) {

@@ -47,8 +47,10 @@ using HostMemoryHook = std::function<void(void* data, size_t size, bool added)>;
 struct LoaderOptions {
   /// host:port of every server, in partition order.
   std::vector<std::string> servers;
-  /// Backend to create or join on every server.
-  std::string backend_key = "default";
+  /// Backend to create or join on every server; loaders with the same key share its workers and
+  /// must ask for the same batch shape. Empty: DefaultBackendKey of the config and sampler
+  /// options, one backend per batch shape (loaders asking for the same shape share it).
+  std::string backend_key;
   /// Batch shape (batch_size, num_neighbors, shuffle, features, labels, ...).
   v1::SamplingConfig config;
   v1::SamplerOptions sampler_options;
@@ -146,6 +148,10 @@ struct LoaderOptions {
 /// "" or "unspecified": as stored), case-insensitive. InvalidArgument naming the choices
 /// otherwise.
 absl::StatusOr<v1::FeatureEncoding> ParseFeatureEncoding(const std::string& name);
+
+/// A stable name for the backend of a batch shape ("auto/" and 16 hex digits), the same in any
+/// language for the same `config` and `options`: FNV-1a over their deterministic encoding.
+std::string DefaultBackendKey(const v1::SamplingConfig& config, const v1::SamplerOptions& options);
 
 /// The checks of the options that need no server: InvalidArgument naming the field.
 absl::Status ValidateLoaderOptions(const LoaderOptions& options);

@@ -11,9 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
-#include "google/protobuf/io/coded_stream.h"
-#include "google/protobuf/io/zero_copy_stream_impl_lite.h"
-#include "proto/ppr_defaults.h"
+#include "python/loader_draft.h"
 
 namespace graphstore::python {
 
@@ -21,63 +19,10 @@ namespace {
 
 using client::LoaderOptions;
 
-// What the table's apply functions write, and what the checks across options need.
-struct Draft {
-  LoaderOptions options;
-  v1::SamplingConfig& config = options.config;
-  bool has_num_neighbors = false;
-  bool weighted_given = false;  // weighted= other than False
-  std::string weight_attr, time_attr, temporal_strategy = "uniform", sampler = "neighbor";
-  std::optional<std::vector<int64_t>> input_time;
-  bool has_ids = false;
-  std::string negative_sampling = "uniform";
-  std::optional<Value> ppr;
-  bool tls = false;
-  std::string token;
-  bool token_given = false;
-  std::string backend_key;
-};
-
-using Apply = std::function<absl::Status(const std::string&, const Value&, Draft*)>;
-
 struct Entry {
   OptionSpec spec;
   Apply apply;
 };
-
-// Shorthands for the table: a bool, int, str or seconds option written straight into a field.
-Apply BoolInto(std::function<void(Draft*, bool)> set) {
-  return [set](const std::string& n, const Value& v, Draft* d) {
-    auto b = ReadBool(n, v);
-    if (!b.ok()) return b.status();
-    set(d, *b);
-    return absl::OkStatus();
-  };
-}
-Apply IntInto(int64_t minimum, std::function<void(Draft*, int64_t)> set) {
-  return [minimum, set](const std::string& n, const Value& v, Draft* d) {
-    auto i = ReadInt(n, v, minimum);
-    if (!i.ok()) return i.status();
-    set(d, *i);
-    return absl::OkStatus();
-  };
-}
-Apply StrInto(std::function<void(Draft*, std::string)> set, bool optional = false) {
-  return [set, optional](const std::string& n, const Value& v, Draft* d) {
-    auto s = optional ? ReadOptionalStr(n, v) : ReadStr(n, v);
-    if (!s.ok()) return s.status();
-    set(d, *std::move(s));
-    return absl::OkStatus();
-  };
-}
-Apply SecondsInto(double minimum, bool positive, std::function<void(Draft*, std::chrono::milliseconds)> set) {
-  return [minimum, positive, set](const std::string& n, const Value& v, Draft* d) {
-    auto s = ReadSeconds(n, v, minimum, positive);
-    if (!s.ok()) return s.status();
-    set(d, *s);
-    return absl::OkStatus();
-  };
-}
 
 absl::Status ApplyServers(const std::string& n, const Value& v, Draft* d) {
   if (v.type == Value::Type::kInts && v.ints.empty()) return ValueError(absl::StrCat(n, " must name at least one server"));
@@ -471,108 +416,6 @@ const std::vector<Entry>& Table() {
   return table;
 }
 
-// A stable name for the backend of a batch shape, so that loaders asking for the same shape
-// (in any language) share one: FNV-1a over the deterministic encoding of config and options.
-std::string DefaultBackendKey(const v1::SamplingConfig& config, const v1::SamplerOptions& options) {
-  std::string bytes;
-  {
-    google::protobuf::io::StringOutputStream out(&bytes);
-    google::protobuf::io::CodedOutputStream coded(&out);
-    coded.SetSerializationDeterministic(true);
-    config.SerializeToCodedStream(&coded);
-    options.SerializeToCodedStream(&coded);
-  }
-  uint64_t h = 1469598103934665603ull;
-  for (unsigned char c : bytes) {
-    h ^= c;
-    h *= 1099511628211ull;
-  }
-  char hex[17];
-  std::snprintf(hex, sizeof(hex), "%016llx", static_cast<unsigned long long>(h));
-  return absl::StrCat("auto/", hex);
-}
-
-// The checks and settings that span the sampler's options.
-absl::Status FinishSampler(Draft* d) {
-  auto kind = ReadChoice<v1::SamplerKind>("sampler", Value::Str(d->sampler),
-                                          {{"neighbor", v1::SAMPLER_KIND_NEIGHBOR},
-                                           {"ppr", v1::SAMPLER_KIND_PPR},
-                                           {"subgraph", v1::SAMPLER_KIND_SUBGRAPH}});
-  if (!kind.ok()) return kind.status();
-  d->config.set_kind(*kind);
-  if (!d->has_num_neighbors && *kind != v1::SAMPLER_KIND_PPR) {
-    return ValueError("num_neighbors is required for the neighbor and subgraph samplers");
-  }
-  if (d->ppr.has_value() || *kind == v1::SAMPLER_KIND_PPR) {
-    v1::PprOptions* ppr = d->config.mutable_ppr();
-    ppr->set_alpha(kPprAlpha);
-    ppr->set_eps(kPprEps);
-    ppr->set_max_nodes_per_seed(kPprMaxNodesPerSeed);
-    if (d->ppr.has_value()) {
-      for (const auto& [key, v] : d->ppr->dict) {
-        const double x = v.type == Value::Type::kInt ? static_cast<double>(v.i) : v.f;
-        if (v.type != Value::Type::kInt && v.type != Value::Type::kFloat) {
-          return TypeError(absl::StrCat("ppr.", key, " must be a number, not ", v.TypeName()));
-        }
-        if (key == "alpha") ppr->set_alpha(x);
-        if (key == "eps") ppr->set_eps(x);
-        if (key == "max_nodes_per_seed") {
-          auto m = ReadInt("ppr.max_nodes_per_seed", v, 1);
-          if (!m.ok()) return m.status();
-          ppr->set_max_nodes_per_seed(static_cast<int>(std::min<int64_t>(*m, 1 << 30)));
-        }
-      }
-    }
-  }
-  return absl::OkStatus();
-}
-
-// The checks and settings that span the options of weights, times, negatives and seeds.
-absl::Status FinishInputs(Draft* d) {
-  auto negatives = ReadChoice<v1::NegativeSampling>("negative_sampling", Value::Str(d->negative_sampling),
-                                                    {{"none", v1::NEGATIVE_SAMPLING_NONE},
-                                                     {"uniform", v1::NEGATIVE_SAMPLING_UNIFORM},
-                                                     {"degree", v1::NEGATIVE_SAMPLING_DEGREE}});
-  if (!negatives.ok()) return negatives.status();
-  d->config.set_negative_sampling(d->config.num_negatives() > 0 ? *negatives : v1::NEGATIVE_SAMPLING_NONE);
-  if (!d->weight_attr.empty()) {
-    if (d->weight_attr != "edge_weight" && d->weight_attr != "weight") {
-      return ValueError(absl::StrCat("weight_attr must be 'edge_weight' or 'weight' (the weights the dataset stores) "
-                                     "or None, got '", d->weight_attr, "'"));
-    }
-    if (d->weighted_given) return ValueError("give weight_attr or weighted, not both");
-    d->config.add_weighted_edge_types("*");
-  }
-  auto strategy = ReadChoice<v1::TemporalStrategy>("temporal_strategy", Value::Str(d->temporal_strategy),
-                                                   {{"uniform", v1::TEMPORAL_STRATEGY_UNIFORM},
-                                                    {"last", v1::TEMPORAL_STRATEGY_LAST}});
-  if (!strategy.ok()) return strategy.status();
-  if (!d->time_attr.empty()) {
-    if (d->time_attr != "time") {
-      return ValueError(absl::StrCat("time_attr must be 'time' (the times the dataset stores) or None, got '",
-                                     d->time_attr, "'"));
-    }
-    d->config.set_temporal_strategy(*strategy);
-  }
-  if (d->input_time.has_value()) {
-    if (d->time_attr.empty()) return ValueError("input_time needs time_attr='time' (temporal sampling)");
-    if (!d->has_ids) return ValueError("input_time needs the seeds' ids in input_nodes (one time per id)");
-    if (d->input_time->size() != d->options.seeds.size()) {
-      return ValueError(absl::StrCat("input_time has ", d->input_time->size(), " times for ", d->options.seeds.size(),
-                                     " seeds in input_nodes; give one per seed"));
-    }
-    d->options.seed_times = *d->input_time;
-  }
-  if (d->options.ablp.has_value()) {
-    if (d->has_ids) return ValueError("give either ablp or ids in input_nodes, not both");
-    v1::GetAblpInputRequest& a = *d->options.ablp;
-    a.set_node_type(!d->options.node_type.empty()
-                        ? d->options.node_type
-                        : std::string(a.supervision_edge_type().substr(0, a.supervision_edge_type().find("__"))));
-  }
-  return absl::OkStatus();
-}
-
 }  // namespace
 
 const std::vector<OptionSpec>& LoaderOptionSpecs() {
@@ -605,8 +448,7 @@ absl::StatusOr<LoaderOptions> BuildLoaderOptions(const std::map<std::string, Val
     const char* env = std::getenv("GRAPHSTORE_TOKEN");
     return std::string(env != nullptr ? env : "");
   }();
-  d.options.backend_key = !d.backend_key.empty() ? d.backend_key
-                                                 : DefaultBackendKey(d.config, d.options.sampler_options);
+  d.options.backend_key = d.backend_key;  // empty: the client core's default (one backend per shape)
   if (auto s = client::ValidateLoaderOptions(d.options); !s.ok()) return ValueError(std::string(s.message()));
   return std::move(d.options);
 }

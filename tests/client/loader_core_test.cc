@@ -89,6 +89,15 @@ class FakeServer {
     return m;
   }
 
+  void Init(const v1::InitSamplingBackendRequest& req) {
+    std::lock_guard<std::mutex> lock(mu_);
+    backend_key_ = req.backend_key();
+  }
+  std::string backend_key() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return backend_key_;
+  }
+
   absl::StatusOr<v1::RegisterSamplingInputResponse> Register(const v1::RegisterSamplingInputRequest& req) {
     std::lock_guard<std::mutex> lock(mu_);
     ++registrations_;
@@ -208,6 +217,7 @@ class FakeServer {
   std::map<uint64_t, Channel> channels_;
   uint64_t next_channel_ = 100 * static_cast<uint64_t>(partition_ + 1);
   int registrations_ = 0;
+  std::string backend_key_;
   int start_failures_ = 0;
   absl::StatusCode start_failure_code_ = absl::StatusCode::kUnavailable;
   int64_t fail_after_ = -1;
@@ -257,7 +267,8 @@ class FakeClient : public Client {
   }
   absl::StatusOr<v1::GetNodeLabelsResponse> GetNodeLabels(const v1::GetNodeLabelsRequest&) override { return Unused(); }
   absl::StatusOr<v1::GetAblpInputResponse> GetAblpInput(const v1::GetAblpInputRequest&) override { return Unused(); }
-  absl::StatusOr<v1::InitSamplingBackendResponse> InitSamplingBackend(const v1::InitSamplingBackendRequest&) override {
+  absl::StatusOr<v1::InitSamplingBackendResponse> InitSamplingBackend(const v1::InitSamplingBackendRequest& req) override {
+    server_->Init(req);
     v1::InitSamplingBackendResponse r;
     r.set_backend_id(1);
     return r;
@@ -525,6 +536,19 @@ TEST_CASE("a connection the factory cannot open fails construction with its erro
   LoaderOptions o = cluster.Options();
   o.servers[1] = "fake:nowhere";
   ExpectError([&] { LoaderCore loader(o, cluster.Factory()); }, absl::StatusCode::kUnavailable, "fake:nowhere");
+}
+
+TEST_CASE("without a backend key the loader names one backend per batch shape", "[loader_core]") {
+  FakeCluster cluster(2, 4);
+  LoaderOptions o = cluster.Options();
+  {
+    LoaderCore loader(o, cluster.Factory());
+    CHECK(cluster.servers[0]->backend_key() == DefaultBackendKey(o.config, o.sampler_options));
+    CHECK(cluster.servers[1]->backend_key() == cluster.servers[0]->backend_key());
+  }
+  o.backend_key = "mine";
+  LoaderCore loader(o, cluster.Factory());
+  CHECK(cluster.servers[0]->backend_key() == "mine");
 }
 
 TEST_CASE("Close destroys the loader's channel on every server", "[loader_core]") {
