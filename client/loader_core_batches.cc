@@ -79,6 +79,18 @@ absl::StatusOr<HostTensor> ViewWire(const v1::Tensor& t, const std::shared_ptr<c
   return h;
 }
 
+// The name the trainer sees an edge type by: with edge_dir "out" the stored type reversed, so
+// that it names the direction messages flow (sampled neighbour to the node that drew it).
+std::string TrainerEdgeType(const std::string& stored, bool out_edges) {
+  return out_edges ? ReverseEdgeTypeName(stored) : stored;
+}
+
+// Which node and edge type come first (HostBatch::first_node_type, first_edge_type).
+void SetFirstTypes(const std::string& node_type, const std::string* stored_edge_type, bool out_edges, HostBatch* b) {
+  b->first_node_type = node_type;
+  if (stored_edge_type != nullptr) b->first_edge_type = TrainerEdgeType(*stored_edge_type, out_edges);
+}
+
 // int64 [2, m] edge_index from a message's int32 rows and cols, `src` the row 0 (the sampled
 // neighbours: message sources), in pooled memory.
 HostTensor EdgeIndex(const HostTensor& src, const HostTensor& dst, BufferPool* pool) {
@@ -131,7 +143,7 @@ HostBatch LoaderCore::FromDecoded(int server, std::shared_ptr<const DecodedBatch
   }
   const bool out_edges = meta_.edge_dir() != v1::EDGE_DIRECTION_IN;
   for (const DecodedEdges& e : d->edges) {
-    HostEdges& v = b.edges[out_edges ? ReverseEdgeTypeName(e.edge_type) : e.edge_type];
+    HostEdges& v = b.edges[TrainerEdgeType(e.edge_type, out_edges)];
     v.stored_type = e.edge_type;
     v.edge_index = View(e.edge_index);
     v.e_id = View(e.eids);
@@ -142,10 +154,8 @@ HostBatch LoaderCore::FromDecoded(int server, std::shared_ptr<const DecodedBatch
   for (const DecodedPpr& p : d->ppr) {
     b.ppr.push_back(HostPpr{p.seed_type, p.node_type, View(p.seed_index), View(p.node_index), View(p.weight)});
   }
-  if (!d->nodes.empty()) b.first_node_type = d->nodes[0].node_type;
-  if (!d->edges.empty()) {
-    b.first_edge_type = out_edges ? ReverseEdgeTypeName(d->edges[0].edge_type) : d->edges[0].edge_type;
-  }
+  SetFirstTypes(d->nodes.empty() ? std::string() : d->nodes[0].node_type,
+                d->edges.empty() ? nullptr : &d->edges[0].edge_type, out_edges, &b);
   auto add = [&b](const DecodedTensor& t) {
     if (t.buffer != nullptr) b.memory.emplace_back(t.buffer->data(), t.buffer->size());
   };
@@ -214,7 +224,7 @@ absl::StatusOr<HostBatch> LoaderCore::FromMessage(int server, std::shared_ptr<co
   }
   const bool out_edges = meta_.edge_dir() != v1::EDGE_DIRECTION_IN;
   for (const v1::EdgeTensors& e : msg->edges()) {
-    HostEdges& v = b.edges[out_edges ? ReverseEdgeTypeName(e.edge_type()) : e.edge_type()];
+    HostEdges& v = b.edges[TrainerEdgeType(e.edge_type(), out_edges)];
     v.stored_type = e.edge_type();
     const HostTensor rows = view(true, e.rows());
     const HostTensor cols = view(true, e.cols());
@@ -234,10 +244,8 @@ absl::StatusOr<HostBatch> LoaderCore::FromMessage(int server, std::shared_ptr<co
                             view(true, p.weight())});
   }
   if (!failed.ok()) return failed;
-  if (msg->nodes_size() > 0) b.first_node_type = msg->nodes(0).node_type();
-  if (msg->edges_size() > 0) {
-    b.first_edge_type = out_edges ? ReverseEdgeTypeName(msg->edges(0).edge_type()) : msg->edges(0).edge_type();
-  }
+  SetFirstTypes(msg->nodes_size() > 0 ? msg->nodes(0).node_type() : std::string(),
+                msg->edges_size() > 0 ? &msg->edges(0).edge_type() : nullptr, out_edges, &b);
   SetInputId(&b);
   return b;
 }
