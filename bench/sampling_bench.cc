@@ -3,8 +3,9 @@
 // For each graph: independent random 8-byte loads over the graph's CSR index array (same size,
 // same memory), then k-hop neighbour sampling of random 1024-seed batches with fanout
 // [15, 10, 5], on each thread count of --threads (default 1 and 2; e.g. --threads=1,2,4,8,16
-// on a storage node); then the same sampling through the scheduler's Backend with as many
-// workers. Each count prints its scaling against 1 thread.
+// on a storage node), alternated with the loads for --rounds rounds (the median round in the
+// table, the ranges below it); then the same sampling through the scheduler's Backend with as
+// many workers. Each count prints its scaling against 1 thread.
 // Prints sampled edges/s, seeds/s, the baseline loads/s and their ratio. Then weighted draws
 // (by the graph's edge weights) beside uniform ones, without and with replacement, and temporal
 // draws (each seed at its node time, uniform among the allowed and the most recent) beside
@@ -196,6 +197,9 @@ void DefineFlags(Flags* flags) {
   flags->Define("batch_size", "1024", "seeds per batch");
   flags->Define("fanouts", "15,10,5", "fanout per hop");
   flags->Define("threads", "1,2", "section u: thread counts to measure (direct and through the backend)");
+  flags->Define("rounds", "5",
+                "section u: rounds of the random loads and direct sampling, alternated so that both meet the same "
+                "moments of a shared machine; the table shows the median round, a line below it the ranges");
   flags->Define("sections", "uwt",
                "what to run: u (uniform vs random loads), w (weighted), t (temporal), c (random loads by array size), "
                "g (feature gather vs rows copied one by one)");
@@ -209,21 +213,50 @@ struct GraphRun {
   int64_t num_nodes;
   int batch_size;
   double seconds;
+  int rounds;
 };
+
+// The median and the range of a run of figures.
+struct Spread {
+  double median = 0, low = 0, high = 0;
+};
+Spread SpreadOf(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return Spread{v[v.size() / 2], v.front(), v.back()};
+}
 
 // Uniform sampling at each thread count, directly and through the backend, against random loads.
 void UniformSection(const GraphRun& g, const NeighborSampler& sampler, const std::vector<int>& thread_counts) {
   const EdgeTypeStore& e = g.partition->edge_type(0);
   double one_thread_edges = 0;
   for (int threads : thread_counts) {
-    const double loads = RandomLoads(e.indices_data(), e.num_local, threads, g.seconds);
-    const Rate direct = SampleDirect(sampler, g.num_nodes, g.batch_size, threads, g.seconds);
-    if (threads == 1) one_thread_edges = direct.edges_per_s;
+    // The baseline and the sampler in turn, `rounds` times: the ratio of each pair is measured
+    // at one moment of the machine, and the table shows the round of the median ratio.
+    std::vector<double> loads, edges, ratios;
+    std::vector<Rate> rates;
+    for (int r = 0; r < g.rounds; ++r) {
+      loads.push_back(RandomLoads(e.indices_data(), e.num_local, threads, g.seconds));
+      rates.push_back(SampleDirect(sampler, g.num_nodes, g.batch_size, threads, g.seconds));
+      edges.push_back(rates.back().edges_per_s);
+      ratios.push_back(edges.back() / loads.back());
+    }
+    const Spread ratio = SpreadOf(ratios);
+    const size_t median = static_cast<size_t>(std::find(ratios.begin(), ratios.end(), ratio.median) - ratios.begin());
+    const Rate direct = rates[median];
+    if (threads == 1) one_thread_edges = SpreadOf(edges).median;
     std::printf("%-10s %8s %8d %7.1f %14.3g %12.3g %14.3g %7.2f\n", g.label.c_str(), "direct", threads,
-                direct.batches_per_s, direct.edges_per_s, direct.seeds_per_s, loads, direct.edges_per_s / loads);
+                direct.batches_per_s, direct.edges_per_s, direct.seeds_per_s, loads[median], ratio.median);
+    if (g.rounds > 1) {
+      const Spread e_spread = SpreadOf(edges), l_spread = SpreadOf(loads);
+      std::printf("%-10s %d rounds, %d thread(s): edges/s median %.3g (%.3g-%.3g), rand loads/s median %.3g "
+                  "(%.3g-%.3g), ratio median %.2f (%.2f-%.2f)\n",
+                  g.label.c_str(), g.rounds, threads, e_spread.median, e_spread.low, e_spread.high, l_spread.median,
+                  l_spread.low, l_spread.high, ratio.median, ratio.low, ratio.high);
+    }
     const Rate sched = SampleBackend(sampler, g.num_nodes, g.batch_size, threads, g.seconds);
     std::printf("%-10s %8s %8d %7.1f %14.3g %12.3g %14.3g %7.2f\n", g.label.c_str(), "backend", threads,
-                sched.batches_per_s, sched.edges_per_s, sched.seeds_per_s, loads, sched.edges_per_s / loads);
+                sched.batches_per_s, sched.edges_per_s, sched.seeds_per_s, loads[median],
+                sched.edges_per_s / loads[median]);
     if (threads > 1) {
       std::printf("%-10s scaling %d threads / 1 thread: direct %.2fx, backend %.2fx (%u cores)\n", g.label.c_str(),
                   threads, direct.edges_per_s / one_thread_edges, sched.edges_per_s / one_thread_edges,
@@ -385,7 +418,8 @@ int Run(int argc, char** argv) {
     // Warm the page cache so the first measurement does not pay for disk reads.
     RandomLoads(e.indices_data(), e.num_local, 2, 1.0);
     SampleDirect(**sampler, num_nodes, batch_size, 2, 1.0);
-    const GraphRun g{label, p->get(), so, num_nodes, batch_size, seconds};
+    const GraphRun g{label, p->get(), so, num_nodes, batch_size, seconds,
+                     static_cast<int>(std::max<int64_t>(1, *flags.GetInt("rounds")))};
     if (section('u')) UniformSection(g, **sampler, thread_counts);
     if (section('w') && e.weights_data() != nullptr && !WeightedSection(g)) return 1;
     if (section('t') && e.times_data() != nullptr && (*p)->node_type(0).times_data() != nullptr &&
