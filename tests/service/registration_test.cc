@@ -33,6 +33,13 @@ struct Part {
     outputs = std::make_unique<FeatureOutputs>(partition.get());
     queries = std::make_unique<PartitionQueries>(partition.get(), &kOptions, outputs.get());
   }
+  // The seeds `req` resolves to here, with `cluster` (null: none) for the other partitions.
+  absl::StatusOr<std::vector<int64_t>> Resolve(const v1::RegisterSamplingInputRequest& req,
+                                               Cluster* cluster = nullptr) const {
+    int node_type = -1;
+    AblpInput ablp;
+    return ResolveSeeds(SeedSources{partition.get(), queries.get(), cluster}, req, &node_type, &ablp);
+  }
   std::vector<int64_t> Split(const std::string& split) const {
     auto ids = queries->SplitIds("", split, v1::ServerSlice(), "split.");
     REQUIRE(ids.ok());
@@ -92,20 +99,14 @@ TEST_CASE("a split with global batches is gathered from every partition in ascen
 
 TEST_CASE("a split without global batches is this partition's share", "[registration]") {
   const Part here(0);
-  int node_type = -1;
-  AblpInput ablp;
-  auto seeds = ResolveSeeds(SeedSources{here.partition.get(), here.queries.get(), nullptr},
-                            SplitRequest("val", false), &node_type, &ablp);
+  auto seeds = here.Resolve(SplitRequest("val", false));
   REQUIRE(seeds.ok());
   CHECK(*seeds == here.Split("val"));
 }
 
 TEST_CASE("a global split on a partition that knows no peers is refused", "[registration]") {
   const Part here(0);
-  int node_type = -1;
-  AblpInput ablp;
-  auto seeds = ResolveSeeds(SeedSources{here.partition.get(), here.queries.get(), nullptr},
-                            SplitRequest("train", true), &node_type, &ablp);
+  auto seeds = here.Resolve(SplitRequest("train", true));
   CHECK(seeds.status().code() == absl::StatusCode::kFailedPrecondition);
   CHECK_THAT(std::string(seeds.status().message()), Catch::Contains("--cluster"));
 }
