@@ -10,6 +10,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "server/graph/npy.h"
+#include "tools/dataset/graph_data.h"
 #include "server/util/progress.h"
 
 namespace graphstore {
@@ -261,8 +262,7 @@ class GraphBuilder {
   // The edge type a per-edge file (--edge_weights, --edge_times) names.
   absl::StatusOr<EdgeTypeData*> EdgeTypeOf(const TypedFile& f, const std::string& flag) {
     for (auto& t : g_.edge_types) {
-      if (f.type.empty() ? g_.edge_types.size() == 1
-                         : absl::StrCat(t.src_type, "__", t.relation, "__", t.dst_type) == f.type) {
+      if (f.type.empty() ? g_.edge_types.size() == 1 : EdgeName(t) == f.type) {
         return &t;
       }
     }
