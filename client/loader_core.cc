@@ -144,11 +144,13 @@ void LoaderCore::Register() {
   }
   std::vector<v1::RegisterSamplingInputResponse> registered;
   int64_t input_seeds = 0, epoch_batches = 0;
+  const std::string backend_key = !options_.backend_key.empty()
+                                      ? options_.backend_key
+                                      : DefaultBackendKey(options_.config, options_.sampler_options);
   for (size_t i = 0; i < servers_.size(); ++i) {
     Server& s = *servers_[i];
     v1::InitSamplingBackendRequest& init = s.init;
-    init.set_backend_key(!options_.backend_key.empty() ? options_.backend_key
-                                                       : DefaultBackendKey(options_.config, options_.sampler_options));
+    init.set_backend_key(backend_key);
     *init.mutable_config() = options_.config;
     *init.mutable_options() = options_.sampler_options;
     v1::RegisterSamplingInputRequest& reg = s.registration;

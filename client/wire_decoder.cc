@@ -368,23 +368,23 @@ class BatchDecoder::State {
   absl::Status DecodeRows(NodeState* s, DecodedNodes& n, Reader& in, size_t first, size_t count,
                           const std::string& what) {
     std::vector<char> scratch(s->wire_row_bytes);
-    const v1::DType out = OutputType(*s);
     const size_t dim = static_cast<size_t>(s->dim);
+    const bool decode = OutputType(*s) != s->wire && options_->decode_features;
+    const bool quantised = decode && s->wire != v1::DTYPE_FLOAT16 && s->wire != v1::DTYPE_BFLOAT16;
+    if (quantised && count > 0 && (s->scale.size() != dim || s->offset.size() != dim)) {
+      return Malformed(what + ": scale and offset");
+    }
     for (size_t r = 0; r < count; ++r) {
       const char* src = in.Contiguous(s->wire_row_bytes, scratch.data());
       if (src == nullptr) return Malformed(what + ": feature rows");
       const size_t row = first + r;
       const size_t node = s->cached.empty() ? row : static_cast<size_t>(s->sent_rows[row]);
       char* dst = n.features.data + node * s->out_row_bytes;
-      if (out == s->wire || !options_->decode_features) {
+      if (decode) {
+        DecodeFeatureRows(s->wire, src, 1, dim, s->scale.data(), s->offset.data(), reinterpret_cast<float*>(dst));
+      } else {
         std::memcpy(dst, src, s->wire_row_bytes);
-        continue;
       }
-      const bool quantised = s->wire != v1::DTYPE_FLOAT16 && s->wire != v1::DTYPE_BFLOAT16;
-      if (quantised && (s->scale.size() != dim || s->offset.size() != dim)) {
-        return Malformed(what + ": scale and offset");
-      }
-      DecodeFeatureRows(s->wire, src, 1, dim, s->scale.data(), s->offset.data(), reinterpret_cast<float*>(dst));
     }
     return absl::OkStatus();
   }

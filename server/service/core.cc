@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <numeric>
 
-#include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "google/protobuf/util/message_differencer.h"
 #include "server/sampling/draw.h"

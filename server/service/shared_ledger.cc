@@ -21,10 +21,10 @@ void SharedLedger::AddUnfreed(int64_t bytes) {
 
 SharedLedger::Hold SharedLedger::HoldBack() const {
   if (BacklogFull()) return Hold::kUnreceived;
-  const bool server_full = server_ != nullptr && server_->full();
-  const int64_t share = server_ != nullptr ? server_->share() : max_unfreed_bytes_;
+  // At the server's limit a channel keeps no more than its share.
+  const bool past_share = server_ != nullptr && server_->full() && unfreed_bytes_ >= server_->share();
   // One use always goes, however large, so that a trainer holding nothing is never stuck.
-  if (unfreed_bytes_ > 0 && (unfreed_bytes_ >= max_unfreed_bytes_ || (server_full && unfreed_bytes_ >= share))) {
+  if (unfreed_bytes_ > 0 && (unfreed_bytes_ >= max_unfreed_bytes_ || past_share)) {
     return Hold::kUnfreed;
   }
   return Hold::kNone;
