@@ -38,6 +38,9 @@ void DefineFlags(Flags* flags) {
   flags->Define("method", d.method, "assignment of nodes to partitions: \"random\" or \"metis\"");
   flags->Define("name", d.name, "dataset name");
   flags->Define("preset", "", "\"products\": 2.45M nodes, ~124M edges, 100 features, 47 classes");
+  flags->Define("format", "partitions",
+                "partitions (directories graphstored serves) or npy (the files graphstore-partition reads: "
+                "src.npy, dst.npy, features.npy, labels.npy, train/val/test.npy)");
   flags->Define("out", "", "output directory");
 }
 
@@ -108,7 +111,13 @@ int Run(int argc, char** argv) {
   if (!options.ok()) return Fail(options.status());
   const GeneratorOptions& o = *options;
   const auto t0 = std::chrono::steady_clock::now();
-  if (auto s = GenerateDataset(o, flags.Get("out")); !s.ok()) return Fail(s);
+  if (flags.Get("format") == "npy") {
+    if (auto s = WriteInputFiles(o, flags.Get("out")); !s.ok()) return Fail(s);
+  } else if (flags.Get("format") == "partitions") {
+    if (auto s = GenerateDataset(o, flags.Get("out")); !s.ok()) return Fail(s);
+  } else {
+    return Fail(absl::InvalidArgumentError(absl::StrCat("--format=", flags.Get("format"), " is not partitions or npy")));
+  }
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   std::printf("generated %lld nodes into %s in %.1f s\n", static_cast<long long>(o.num_nodes),
               flags.Get("out").c_str(), secs);

@@ -362,6 +362,50 @@ absl::Status WriteMany(const GeneratorOptions& o, const Communities& c, const st
 
 }  // namespace
 
+absl::Status WriteInputFiles(const GeneratorOptions& o, const std::string& dir) {
+  if (auto s = ValidateGeneratorOptions(o); !s.ok()) return s;
+  if (auto s = MakeDirs(dir); !s.ok()) return s;
+  const Communities c = MakeCommunities(o);
+  auto src = NpyWriter::Create(dir + "/src.npy", NpyDtype::kInt64);
+  if (!src.ok()) return src.status();
+  auto dst = NpyWriter::Create(dir + "/dst.npy", NpyDtype::kInt64);
+  if (!dst.ok()) return dst.status();
+  auto features = WriterIf(o.feature_dim > 0, dir + "/features.npy", NpyDtype::kFloat32, {o.feature_dim});
+  if (!features.ok()) return features.status();
+  std::vector<int64_t> row, sources, labels(o.num_nodes);
+  std::vector<float> fbuf;
+  std::vector<int64_t> splits[3];
+  Progress progress("generating edge lists", o.num_nodes, "nodes");
+  constexpr int64_t kChunk = 4096;
+  for (int64_t base = 0; base < o.num_nodes; base += kChunk) {
+    const int64_t end = std::min(o.num_nodes, base + kChunk);
+    fbuf.resize(static_cast<size_t>(end - base) * o.feature_dim);
+    for (int64_t v = base; v < end; ++v) {
+      GenerateRow(o, c, v, &row);
+      sources.assign(row.size(), v);
+      if (auto s = (*src)->Append(sources.data(), static_cast<int64_t>(row.size())); !s.ok()) return s;
+      if (auto s = (*dst)->Append(row.data(), static_cast<int64_t>(row.size())); !s.ok()) return s;
+      if (*features) GenerateFeatures(o, c, v, &fbuf[(v - base) * o.feature_dim]);
+      labels[v] = c.label[v];
+      const int split = SplitOf(o, v);
+      if (split < 3) splits[split].push_back(v);
+    }
+    if (*features) {
+      if (auto s = (*features)->Append(fbuf.data(), end - base); !s.ok()) return s;
+    }
+    progress.Add(end - base);
+  }
+  for (NpyWriter* w : {src->get(), dst->get(), features->get()}) {
+    if (w == nullptr) continue;
+    if (auto s = w->Finish(); !s.ok()) return s;
+  }
+  if (auto s = WriteNpyVector(dir + "/labels.npy", labels); !s.ok()) return s;
+  for (int i = 0; i < 3; ++i) {
+    if (auto s = WriteNpyVector(absl::StrCat(dir, "/", kSplitNames[i], ".npy"), splits[i]); !s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
 absl::Status ValidateGeneratorOptions(const GeneratorOptions& o) {
   auto bad = [](const std::string& m) { return absl::InvalidArgumentError(m); };
   if (o.num_nodes < 2) return bad("--nodes must be >= 2");
@@ -378,7 +422,9 @@ absl::Status ValidateGeneratorOptions(const GeneratorOptions& o) {
   }
   if (o.num_partitions < 1 || o.num_partitions > 4096) return bad("--partitions must be in [1, 4096]");
   if (o.edge_dir != "in" && o.edge_dir != "out") return bad("--edge_dir must be \"in\" or \"out\"");
-  if (o.method != "random" && o.method != "metis") return bad("--method must be \"random\" or \"metis\"");
+  if (o.method != "random" && o.method != "metis" && o.method != "stream") {
+    return bad("--method must be \"random\", \"metis\" or \"stream\"");
+  }
   return absl::OkStatus();
 }
 

@@ -68,6 +68,12 @@ absl::StatusOr<GraphData> GenerateGraph(const GeneratorOptions& options);
 /// else `out_dir`/part-K).
 absl::Status GenerateDataset(const GeneratorOptions& options, const std::string& out_dir);
 
+/// Writes the graph as the files graphstore-partition reads, streaming (memory: the
+/// communities and the labels, about 32 bytes per node): `out_dir`/src.npy and dst.npy (int64,
+/// one entry per edge, by source), features.npy ([N, D] float32, when D > 0), labels.npy, and
+/// train.npy, val.npy, test.npy (ids).
+absl::Status WriteInputFiles(const GeneratorOptions& options, const std::string& out_dir);
+
 /// The weight the generator gives edge (src, dst) under `seed`: 0 for about one edge in ten,
 /// else an integer in [1, 8].
 float EdgeWeight(uint64_t seed, int64_t src, int64_t dst);

@@ -12,6 +12,7 @@
 #include "server/graph/npy.h"
 #include "tools/dataset/graph_data.h"
 #include "server/util/progress.h"
+#include "tools/int_fields.h"
 
 namespace graphstore {
 namespace {
@@ -69,23 +70,14 @@ absl::Status ParseIntColumns(const std::string& path, const std::string& text, i
     const char* p = text.data() + pos;
     const char* e = text.data() + end;
     pos = end + 1;
-    while (p < e && (*p == ' ' || *p == '\t' || *p == '\r')) ++p;
-    if (p == e || *p == '#' || *p == '%') continue;
-    for (int c = 0; c < columns; ++c) {
-      while (p < e && (*p == ' ' || *p == '\t' || *p == ',' || *p == '\r')) ++p;
-      char* stop = nullptr;
-      errno = 0;
-      const long long v = std::strtoll(p, &stop, 10);
-      const bool ends_ok = stop <= e && (stop == e || *stop == ' ' || *stop == '\t' ||
-                                          *stop == ',' || *stop == '\r');
-      if (stop == p || errno != 0 || !ends_ok) {
-        return absl::InvalidArgumentError(
-            absl::StrCat(path, ":", line_no, ": expected ", columns, " integer ids, got '",
-                         std::string(text.data() + (p - text.data()), e - p), "'"));
-      }
-      (*out)[c].push_back(v);
-      p = stop;
+    int64_t values[2];
+    const LineKind kind = ParseIntFields(p, e, columns, values);
+    if (kind == LineKind::kBlank) continue;
+    if (kind == LineKind::kBad) {
+      return absl::InvalidArgumentError(absl::StrCat(path, ":", line_no, ": expected ", columns,
+                                                     " integer ids, got '", std::string(p, e - p), "'"));
     }
+    for (int c = 0; c < columns; ++c) (*out)[c].push_back(values[c]);
   }
   progress.Add(static_cast<int64_t>(text.size() - counted));
   return absl::OkStatus();
@@ -95,8 +87,9 @@ struct TypeIds {
   std::set<int64_t> raw;  // every raw id seen for the type
 };
 
-// Node type and edge type names of an edge spec.
-absl::Status EdgeTypeParts(const std::string& type, std::string* src, std::string* rel, std::string* dst) {
+}  // namespace
+
+absl::Status ParseEdgeType(const std::string& type, std::string* src, std::string* rel, std::string* dst) {
   if (type.empty()) {
     *src = *dst = kDefaultNodeType;
     *rel = kDefaultRelation;
@@ -113,8 +106,6 @@ absl::Status EdgeTypeParts(const std::string& type, std::string* src, std::strin
   *dst = type.substr(b + 2);
   return absl::OkStatus();
 }
-
-}  // namespace
 
 TypedFile ParseTypedFile(const std::string& spec) {
   const size_t eq = spec.find('=');
@@ -218,7 +209,7 @@ class GraphBuilder {
         return absl::InvalidArgumentError("with several --edges files, each needs TYPE= (src__rel__dst)");
       }
       EdgeTypeData e;
-      if (auto s = EdgeTypeParts(ef.type, &e.src_type, &e.relation, &e.dst_type); !s.ok()) return s;
+      if (auto s = ParseEdgeType(ef.type, &e.src_type, &e.relation, &e.dst_type); !s.ok()) return s;
       auto lists = ReadEdgeList(ef.path, spec_.swap_columns);
       if (!lists.ok()) return lists.status();
       e.src = std::move(lists->first);

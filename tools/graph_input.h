@@ -23,6 +23,10 @@ struct TypedFile {
   std::string path;
 };
 
+/// The node types and relation of an --edges type "src__rel__dst"; the empty type is the
+/// homogeneous graph's ("node", "to", "node").
+absl::Status ParseEdgeType(const std::string& type, std::string* src, std::string* rel, std::string* dst);
+
 /// Parses "TYPE=PATH" or "PATH".
 TypedFile ParseTypedFile(const std::string& spec);
 

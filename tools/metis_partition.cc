@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "server/util/progress.h"
+#include "tools/stream_partition.h"
 
 namespace graphstore {
 
@@ -132,7 +133,8 @@ std::string PartitionReport::ToString() const {
 }
 
 absl::StatusOr<Assignment> AssignPartitions(const GraphData& graph, const std::string& method, int num_partitions,
-                                            uint64_t seed) {
+                                            uint64_t seed, bool rows_are_sources, int64_t memory_bytes,
+                                            const std::string& tmp_dir) {
   int64_t nodes = 0;
   for (const auto& t : graph.node_types) nodes += t.num_nodes;
   // METIS gives no progress of its own: its total, at least, when it is done.
@@ -143,7 +145,15 @@ absl::StatusOr<Assignment> AssignPartitions(const GraphData& graph, const std::s
   };
   if (method == "metis") return done(MetisAssignment(graph, num_partitions, seed));
   if (method == "random") return done(RandomAssignment(graph, num_partitions, seed));
-  return absl::InvalidArgumentError(absl::StrCat("method '", method, "' is not a method (random, metis)"));
+  if (method == "stream") {
+    StreamOptions options;
+    options.num_partitions = num_partitions;
+    options.seed = seed;
+    options.memory_bytes = memory_bytes;
+    options.tmp_dir = tmp_dir;
+    return StreamAssignment(graph, rows_are_sources, options);
+  }
+  return absl::InvalidArgumentError(absl::StrCat("method '", method, "' is not a method (random, metis, stream)"));
 }
 
 }  // namespace graphstore

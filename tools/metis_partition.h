@@ -22,10 +22,14 @@ namespace graphstore {
 /// METIS fails.
 absl::StatusOr<Assignment> MetisAssignment(const GraphData& graph, int num_partitions, uint64_t seed);
 
-/// The assignment of `method`: "metis" (MetisAssignment) or "random" (RandomAssignment);
-/// InvalidArgument naming any other method.
+/// The assignment of `method`: "metis" (MetisAssignment), "random" (RandomAssignment) or
+/// "stream" (StreamAssignment: balanced for CSR rows of sources or of destinations, its coarse
+/// graph sized to `memory_bytes`, spilling under `tmp_dir`); InvalidArgument naming any other
+/// method.
 absl::StatusOr<Assignment> AssignPartitions(const GraphData& graph, const std::string& method, int num_partitions,
-                                            uint64_t seed);
+                                            uint64_t seed, bool rows_are_sources = true,
+                                            int64_t memory_bytes = int64_t{1} << 30,
+                                            const std::string& tmp_dir = "/tmp");
 
 /// How an assignment splits the graph.
 struct PartitionReport {

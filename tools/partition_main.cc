@@ -1,13 +1,18 @@
 // graphstore-partition: turns edge lists (+ optional features, labels, splits) into the
 // partition directories graphstored serves.
 
+#include <sys/resource.h>
+#include <unistd.h>
+
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 
 #include "absl/strings/str_cat.h"
 #include "tools/dataset/transforms.h"
 #include "tools/dataset/writer.h"
 #include "common/flags.h"
+#include "tools/bounded_partition.h"
 #include "tools/graph_input.h"
 #include "tools/metis_partition.h"
 
@@ -49,17 +54,25 @@ void DefineFlags(Flags* flags) {
   flags->Define("split_types", "", "comma-separated node types to split (overrides the default)");
   flags->Define("partitions", "1", "number of partitions");
   flags->Define("method", "random",
-                "partitioning method: random (balanced, ignores structure) or metis (keeps neighbourhoods together)");
+                "partitioning method: random (balanced, ignores structure), metis (keeps neighbourhoods together; "
+                "holds the graph in memory) or stream (restreamed Fennel: keeps neighbourhoods together in "
+                "O(nodes) memory)");
   flags->Define("edge_dir", "out", "\"out\" (CSR by source) or \"in\" (CSR by destination)");
   flags->Define("reverse_edges", "false",
                 "also store every edge type's reverse (dst__rev_rel__src), so sampling can follow it both ways");
   flags->Define("seed", "0", "seed of the random assignment and splits");
   flags->Define("name", "graph", "dataset name recorded in the manifest");
+  flags->Define("memory_mb", "0",
+                "memory the tool may use, in MiB (0: a quarter of the host's); inputs larger than it are "
+                "partitioned in passes that spill to --tmp_dir, and METIS is refused when it needs more");
+  flags->Define("bounded", "auto",
+                "partition in passes over the files: auto (when the input does not fit --memory_mb), always, never");
+  flags->Define("tmp_dir", "", "where passes over inputs larger than --memory_mb spill (default: $TMPDIR or /tmp)");
   flags->Define("out", "", "output directory (one partition: DIR itself; N: DIR/part-0..N-1)");
 }
 
-// The input files the flags name, read into a graph (with reverse edge types when asked).
-absl::StatusOr<GraphData> ReadInput(const Flags& flags) {
+// The input files the flags name.
+absl::StatusOr<GraphInputSpec> InputSpec(const Flags& flags) {
   auto swap = flags.GetBool("swap_columns");
   if (!swap.ok()) return swap.status();
   GraphInputSpec spec;
@@ -75,6 +88,11 @@ absl::StatusOr<GraphData> ReadInput(const Flags& flags) {
   for (const char* split : {"train", "val", "test"}) {
     for (const auto& v : flags.GetAll(absl::StrCat(split, "_ids"))) spec.splits[split].push_back(ParseTypedFile(v));
   }
+  return spec;
+}
+
+// The input files read into a graph (with reverse edge types when asked).
+absl::StatusOr<GraphData> ReadInput(const Flags& flags, const GraphInputSpec& spec) {
   auto graph = BuildGraph(spec);
   if (!graph.ok()) return graph.status();
   auto reverse = flags.GetBool("reverse_edges");
@@ -118,6 +136,50 @@ void PrintSummary(const GraphData& graph, const Assignment& assignment, const Wr
   std::printf("wrote %d partition(s) to %s\n", options.num_partitions, out.c_str());
 }
 
+// --memory_mb in bytes: the flag, or a quarter of the host's memory.
+absl::StatusOr<int64_t> MemoryBudget(const Flags& flags) {
+  auto mb = flags.GetInt("memory_mb");
+  if (!mb.ok()) return mb.status();
+  if (*mb < 0) return absl::InvalidArgumentError("--memory_mb must be >= 0");
+  if (*mb > 0) return *mb << 20;
+  const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGESIZE);
+  return pages > 0 && page > 0 ? static_cast<int64_t>(pages) * page / 4 : int64_t{1} << 30;
+}
+
+std::string TmpDir(const Flags& flags) {
+  if (!flags.Get("tmp_dir").empty()) return flags.Get("tmp_dir");
+  const char* env = std::getenv("TMPDIR");
+  return env != nullptr && *env != '\0' ? env : "/tmp";
+}
+
+// Peak resident memory of this process so far, in MiB.
+int64_t PeakRssMb() {
+  struct rusage u;
+  ::getrusage(RUSAGE_SELF, &u);
+  return u.ru_maxrss / 1024;
+}
+
+// Partitions in passes over the files, within `memory` bytes.
+int RunBounded(const Flags& flags, const GraphInputSpec& spec, const WriteOptions& options, int64_t seed,
+               int64_t memory) {
+  BoundedOptions bounded;
+  bounded.write = options;
+  bounded.seed = static_cast<uint64_t>(seed);
+  bounded.memory_bytes = memory;
+  bounded.tmp_dir = TmpDir(flags);
+  auto reverse = flags.GetBool("reverse_edges");
+  if (!reverse.ok()) return Fail(reverse.status());
+  bounded.reverse_edges = *reverse;
+  bounded.prepare = [&](GraphData* g) { return SplitByFractions(flags, seed, g); };
+  auto report = PartitionBounded(spec, bounded, flags.Get("out"));
+  if (!report.ok()) return Fail(report.status());
+  if (options.num_partitions > 1) std::printf("method %s\n%s", options.method.c_str(), report->ToString().c_str());
+  std::printf("wrote %d partition(s) to %s in passes within --memory_mb=%lld (peak RSS %lld MiB)\n",
+              options.num_partitions, flags.Get("out").c_str(), static_cast<long long>(memory >> 20),
+              static_cast<long long>(PeakRssMb()));
+  return 0;
+}
+
 int Run(int argc, char** argv) {
   Flags flags;
   DefineFlags(&flags);
@@ -130,19 +192,53 @@ int Run(int argc, char** argv) {
   if (*parts < 1 || *parts > 4096) return Fail(absl::InvalidArgumentError("--partitions must be in [1, 4096]"));
   auto seed = flags.GetInt("seed");
   if (!seed.ok()) return Fail(seed.status());
-  if (flags.Get("method") != "random" && flags.Get("method") != "metis") {
+  if (flags.Get("method") != "random" && flags.Get("method") != "metis" && flags.Get("method") != "stream") {
     return Fail(absl::InvalidArgumentError(absl::StrCat("--method=", flags.Get("method"),
-                                                        " is not a method (random, metis)")));
+                                                        " is not a method (random, metis, stream)")));
   }
-  auto graph = ReadInput(flags);
-  if (!graph.ok()) return Fail(graph.status());
-  if (auto s = SplitByFractions(flags, *seed, &*graph); !s.ok()) return Fail(s);
-
+  auto budget = MemoryBudget(flags);
+  if (!budget.ok()) return Fail(budget.status());
+  const int64_t memory = *budget;
+  auto spec = InputSpec(flags);
+  if (!spec.ok()) return Fail(spec.status());
   WriteOptions options;
   options.num_partitions = static_cast<int>(*parts);
   options.edge_dir = flags.Get("edge_dir");
   options.method = flags.Get("method");
-  auto assignment = AssignPartitions(*graph, options.method, options.num_partitions, *seed);
+  auto reverse = flags.GetBool("reverse_edges");
+  if (!reverse.ok()) return Fail(reverse.status());
+
+  // What the in-memory path would need, from the files' sizes, before reading any of them.
+  auto input = EstimateInput(*spec);
+  if (!input.ok()) return Fail(input.status());
+  const int64_t need = InMemoryBytes(*input, options.method, *reverse);
+  std::fprintf(stderr, "graphstore-partition: about %lld edges; in memory this needs about %lld MiB (--memory_mb=%lld)\n",
+               static_cast<long long>(input->edges), static_cast<long long>(need >> 20),
+               static_cast<long long>(memory >> 20));
+  const std::string bounded = flags.Get("bounded");
+  if (bounded != "auto" && bounded != "always" && bounded != "never") {
+    return Fail(absl::InvalidArgumentError(absl::StrCat("--bounded=", bounded, " is not auto, always or never")));
+  }
+  if (bounded == "always" || (bounded == "auto" && need > memory)) {
+    if (options.method == "metis") {
+      return Fail(absl::ResourceExhaustedError(absl::StrCat(
+          "--method=metis holds the graph in memory and needs about ", need >> 20, " MiB for about ", input->edges,
+          " edges, more than --memory_mb=", memory >> 20, "; raise --memory_mb, or use --method=stream (METIS over a ",
+          "coarsened graph, in bounded memory)")));
+    }
+    if (auto s = CheckStreamable(*spec); !s.ok()) {
+      if (bounded == "always") return Fail(s);
+      return Fail(absl::InvalidArgumentError(absl::StrCat("the input needs about ", need >> 20,
+                                                          " MiB in memory, more than --memory_mb=", memory >> 20,
+                                                          ", and ", s.message())));
+    }
+    return RunBounded(flags, *spec, options, *seed, memory);
+  }
+  auto graph = ReadInput(flags, *spec);
+  if (!graph.ok()) return Fail(graph.status());
+  if (auto s = SplitByFractions(flags, *seed, &*graph); !s.ok()) return Fail(s);
+  auto assignment = AssignPartitions(*graph, options.method, options.num_partitions, *seed, options.edge_dir != "in",
+                                     memory, TmpDir(flags));
   if (!assignment.ok()) return Fail(assignment.status());
   if (auto s = WritePartitions(*graph, *assignment, options, flags.Get("out")); !s.ok()) return Fail(s);
   PrintSummary(*graph, *assignment, options, flags.Get("out"));

@@ -76,8 +76,47 @@ std::vector<float> FeatureRange(const NodeTypeData& nt) {
   return range;
 }
 
+absl::Status WriteFeatures(const std::vector<int64_t>& ids, const FeatureSource& features, const std::string& ndir,
+                           v1::ManifestNodeType* mt) {
+  const int64_t dim = features.dim;
+  mt->set_feature_dim(dim);
+  mt->set_feature_dtype("float32");
+  mt->set_has_feature_range(true);
+  if (auto s = WriteNpy(ndir + "/feature_range.npy", NpyDtype::kFloat32, {2, dim}, features.range.data()); !s.ok()) {
+    return s;
+  }
+  auto w = NpyWriter::Create(ndir + "/features.npy", NpyDtype::kFloat32, {dim});
+  if (!w.ok()) return w.status();
+  // A bounded piece at a time, so that a streaming writer holds no whole feature matrix.
+  const size_t chunk = static_cast<size_t>(std::max<int64_t>(1, (int64_t{4} << 20) / (dim * 4)));
+  std::vector<float> rows;
+  for (size_t from = 0; from < ids.size(); from += chunk) {
+    const size_t n = std::min(chunk, ids.size() - from);
+    rows.resize(n * dim);
+    if (auto s = features.read(ids.data() + from, n, rows.data()); !s.ok()) return s;
+    if (auto s = (*w)->Append(rows.data(), static_cast<int64_t>(n)); !s.ok()) return s;
+  }
+  return (*w)->Finish();
+}
+
+}  // namespace
+
+FeatureSource InMemoryFeatures(const NodeTypeData& nt) {
+  FeatureSource f;
+  f.dim = nt.feature_dim;
+  if (f.dim == 0) return f;
+  f.range = FeatureRange(nt);
+  f.read = [&nt](const int64_t* ids, size_t n, float* out) {
+    for (size_t i = 0; i < n; ++i) {
+      std::copy_n(nt.features.begin() + ids[i] * nt.feature_dim, nt.feature_dim, out + i * nt.feature_dim);
+    }
+    return absl::OkStatus();
+  };
+  return f;
+}
+
 absl::Status WriteNodeType(const GraphData& g, const Assignment& assignment, const Layout& l, size_t t, int p,
-                           const std::string& dir, v1::PartitionManifest* m) {
+                           const std::string& dir, const FeatureSource& features, v1::PartitionManifest* m) {
   const auto& nt = g.node_types[t];
   const auto& ids = l.owned[t][p];
   const int64_t n = static_cast<int64_t>(ids.size());
@@ -102,22 +141,8 @@ absl::Status WriteNodeType(const GraphData& g, const Assignment& assignment, con
     mt->set_has_raw_ids(true);
     if (auto s = WriteNpyVector(BookFile(dir, nt.name, "raw_ids"), nt.raw_ids); !s.ok()) return s;
   }
-  if (nt.feature_dim > 0) {
-    mt->set_feature_dim(nt.feature_dim);
-    mt->set_feature_dtype("float32");
-    mt->set_has_feature_range(true);
-    if (auto s = WriteNpy(ndir + "/feature_range.npy", NpyDtype::kFloat32, {2, nt.feature_dim},
-                          FeatureRange(nt).data());
-        !s.ok()) {
-      return s;
-    }
-    std::vector<float> f(n * nt.feature_dim);
-    for (int64_t i = 0; i < n; ++i) {
-      std::copy_n(nt.features.begin() + ids[i] * nt.feature_dim, nt.feature_dim, f.begin() + i * nt.feature_dim);
-    }
-    if (auto s = WriteNpy(ndir + "/features.npy", NpyDtype::kFloat32, {n, nt.feature_dim}, f.data()); !s.ok()) {
-      return s;
-    }
+  if (features.dim > 0) {
+    if (auto s = WriteFeatures(ids, features, ndir, mt); !s.ok()) return s;
   }
   if (!nt.labels.empty()) {
     mt->set_has_labels(true);
@@ -137,6 +162,36 @@ absl::Status WriteNodeType(const GraphData& g, const Assignment& assignment, con
   }
   return absl::OkStatus();
 }
+
+v1::ManifestEdgeType* AddEdgeType(const EdgeTypeData& e, int64_t num_edges, int64_t num_local_edges,
+                                  v1::PartitionManifest* m) {
+  auto* me = m->add_edge_types();
+  me->set_src_type(e.src_type);
+  me->set_relation(e.relation);
+  me->set_dst_type(e.dst_type);
+  me->set_num_edges(num_edges);
+  me->set_num_local_edges(num_local_edges);
+  me->set_has_edge_ids(true);
+  return me;
+}
+
+v1::PartitionManifest StartManifest(const std::string& name, int num_partitions, int p, const WriteOptions& options) {
+  v1::PartitionManifest m;
+  m.set_format_version(kFormatVersion);
+  m.set_dataset_name(name);
+  m.set_num_partitions(num_partitions);
+  m.set_partition_id(p);
+  m.set_edge_dir(options.edge_dir);
+  m.set_partition_method(num_partitions == 1 ? "single" : options.method);
+  return m;
+}
+
+absl::Status FinishPartition(const std::string& dir, const v1::PartitionManifest& m) {
+  if (auto s = ValidateManifest(m, dir + "/manifest.json"); !s.ok()) return s;
+  return WriteManifest(dir, m);
+}
+
+namespace {
 
 absl::Status WriteEdgeType(const GraphData& g, const Assignment& assignment, Layout* l, size_t et, int p,
                            const std::string& dir, v1::PartitionManifest* m) {
@@ -171,13 +226,7 @@ absl::Status WriteEdgeType(const GraphData& g, const Assignment& assignment, Lay
     }
     indptr[r + 1] = static_cast<int64_t>(indices.size());
   }
-  auto* me = m->add_edge_types();
-  me->set_src_type(e.src_type);
-  me->set_relation(e.relation);
-  me->set_dst_type(e.dst_type);
-  me->set_num_edges(static_cast<int64_t>(e.src.size()));
-  me->set_num_local_edges(static_cast<int64_t>(indices.size()));
-  me->set_has_edge_ids(true);
+  auto* me = AddEdgeType(e, static_cast<int64_t>(e.src.size()), static_cast<int64_t>(indices.size()), m);
   if (auto s = WriteNpyVector(edir + "/indptr.npy", indptr); !s.ok()) return s;
   if (auto s = WriteNpyVector(edir + "/indices.npy", indices); !s.ok()) return s;
   if (auto s = WriteNpyVector(edir + "/edge_ids.npy", eids); !s.ok()) return s;
@@ -233,28 +282,23 @@ absl::Status WritePartitions(const GraphData& g, const Assignment& assignment, c
   if (!laid.ok()) return laid.status();
   Layout& l = *laid;
 
+  std::vector<FeatureSource> features;
+  for (const auto& nt : g.node_types) features.push_back(InMemoryFeatures(nt));
   int64_t edges = 0;
   for (const auto& e : g.edge_types) edges += static_cast<int64_t>(e.src.size());
   Progress progress(absl::StrCat("writing ", l.num_partitions, " partition(s)"), edges, "edges");
   for (int p = 0; p < l.num_partitions; ++p) {
     const std::string dir = PartitionDir(out_dir, l.num_partitions, p);
     if (auto s = MakeDirs(dir + "/book"); !s.ok()) return s;
-    v1::PartitionManifest m;
-    m.set_format_version(kFormatVersion);
-    m.set_dataset_name(g.name);
-    m.set_num_partitions(l.num_partitions);
-    m.set_partition_id(p);
-    m.set_edge_dir(options.edge_dir);
-    m.set_partition_method(l.num_partitions == 1 ? "single" : options.method);
+    v1::PartitionManifest m = StartManifest(g.name, l.num_partitions, p, options);
     for (size_t t = 0; t < g.node_types.size(); ++t) {
-      if (auto s = WriteNodeType(g, assignment, l, t, p, dir, &m); !s.ok()) return s;
+      if (auto s = WriteNodeType(g, assignment, l, t, p, dir, features[t], &m); !s.ok()) return s;
     }
     for (size_t et = 0; et < g.edge_types.size(); ++et) {
       if (auto s = WriteEdgeType(g, assignment, &l, et, p, dir, &m); !s.ok()) return s;
       progress.Add(m.edge_types(static_cast<int>(et)).num_local_edges());
     }
-    if (auto s = ValidateManifest(m, dir + "/manifest.json"); !s.ok()) return s;
-    if (auto s = WriteManifest(dir, m); !s.ok()) return s;
+    if (auto s = FinishPartition(dir, m); !s.ok()) return s;
   }
   return absl::OkStatus();
 }

@@ -5,10 +5,15 @@
 // (validate.h), laid out (layout.h), then each partition's arrays and manifest. Used by
 // graphstore-partition, graphstore-generate and graphstore-movielens.
 
+#include <cstdint>
+#include <functional>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
+#include "graphstore/v1/manifest.pb.h"
 #include "tools/dataset/graph_data.h"
+#include "tools/dataset/layout.h"
 
 namespace graphstore {
 
@@ -29,6 +34,35 @@ std::string PartitionDir(const std::string& out_dir, int num_partitions, int p);
 /// Writes one directory per partition. Creates directories as needed.
 absl::Status WritePartitions(const GraphData& graph, const Assignment& assignment,
                              const WriteOptions& options, const std::string& out_dir);
+
+// The writer's steps, for a writer that holds the edges and features elsewhere and streams
+// them (tools/bounded_partition.h); WritePartitions is these over a graph in memory.
+
+/// The feature rows of one node type, read by global id: `read(ids, n, out)` fills n rows of
+/// `dim` floats; `range` is each column's minimum over every node, then its maximum.
+struct FeatureSource {
+  int64_t dim = 0;
+  std::vector<float> range;
+  std::function<absl::Status(const int64_t* ids, size_t n, float* out)> read;
+};
+
+/// The features of `nt` as it holds them (which it must outlive).
+FeatureSource InMemoryFeatures(const NodeTypeData& nt);
+
+/// Partition `p`'s manifest before any type is added.
+v1::PartitionManifest StartManifest(const std::string& name, int num_partitions, int p, const WriteOptions& options);
+
+/// Writes node type `t` of partition `p` into `dir` (ids, book files, features, labels,
+/// splits) and adds it to `m`.
+absl::Status WriteNodeType(const GraphData& g, const Assignment& assignment, const Layout& l, size_t t, int p,
+                           const std::string& dir, const FeatureSource& features, v1::PartitionManifest* m);
+
+/// Adds edge type `e` to `m` with its counts; the caller writes its arrays and sets the rest.
+v1::ManifestEdgeType* AddEdgeType(const EdgeTypeData& e, int64_t num_edges, int64_t num_local_edges,
+                                  v1::PartitionManifest* m);
+
+/// Checks `m` and writes it as `dir`/manifest.json.
+absl::Status FinishPartition(const std::string& dir, const v1::PartitionManifest& m);
 
 /// mkdir -p.
 absl::Status MakeDirs(const std::string& path);

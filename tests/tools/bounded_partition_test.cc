@@ -1,0 +1,249 @@
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <regex>
+#include <string>
+#include <vector>
+
+#include "server/graph/npy.h"
+#include "tests/test_util.h"
+#include "tools/dataset/writer.h"
+#include "tools/graph_input.h"
+#include "tools/metis_partition.h"
+#include "tools/stream_partition.h"
+
+namespace graphstore {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::ReadFile;
+using testing::RunCommand;
+using testing::SharedDataPath;
+using testing::TempDir;
+using testing::WriteFile;
+
+const std::string kPartition = "tools/graphstore-partition";
+
+// Every file under `a` has the same bytes under `b`, and `b` holds no other file.
+void RequireSameTree(const std::string& a, const std::string& b) {
+  std::vector<std::string> in_a, in_b;
+  for (const auto& e : fs::recursive_directory_iterator(a)) {
+    if (e.is_regular_file()) in_a.push_back(fs::relative(e.path(), a).string());
+  }
+  for (const auto& e : fs::recursive_directory_iterator(b)) {
+    if (e.is_regular_file()) in_b.push_back(fs::relative(e.path(), b).string());
+  }
+  std::sort(in_a.begin(), in_a.end());
+  std::sort(in_b.begin(), in_b.end());
+  REQUIRE(in_a == in_b);
+  REQUIRE(in_a.size() > 5);
+  for (const auto& f : in_a) {
+    INFO(f);
+    CHECK(ReadFile(a + "/" + f) == ReadFile(b + "/" + f));
+  }
+}
+
+// The chunks the bounded path bucketed into, from its stderr ("bucketing (K chunks)").
+int ChunksOf(const std::string& log) {
+  std::smatch m;
+  REQUIRE(std::regex_search(log, m, std::regex("bucketing \\((\\d+) chunks\\)")));
+  return std::stoi(m[1]);
+}
+
+// A heterogeneous input with sparse raw ids in every form the tool reads: users -> items as
+// int32/int64 npy arrays, items -> items as text with comments and commas, item features as
+// float64 rows in an order --node_ids gives, user labels, and split files.
+std::string WriteHeteroInput(const TempDir& dir) {
+  std::mt19937_64 rng(7);
+  std::vector<int32_t> us;
+  std::vector<int64_t> ui;
+  for (int i = 0; i < 150000; ++i) {
+    us.push_back(1000 + 3 * static_cast<int32_t>(rng() % 4000));
+    ui.push_back(static_cast<int64_t>(rng() % 5000) * 7);
+  }
+  REQUIRE(WriteNpyVector(dir / "us.npy", us).ok());
+  REQUIRE(WriteNpyVector(dir / "ui.npy", ui).ok());
+  std::string text = "# items that go together\n";
+  for (int i = 0; i < 100000; ++i) {
+    text += std::to_string((rng() % 5000) * 7) + (i % 3 == 0 ? "," : "\t") + std::to_string((rng() % 5000) * 7) +
+            (i % 5 == 0 ? " 1.0\n" : "\n");
+  }
+  WriteFile(dir / "ii.txt", text);
+  // Every item 0, 7, ..., 34993 has a feature row, listed in a shuffled order.
+  std::vector<int64_t> item_ids;
+  for (int64_t k = 0; k < 5000; ++k) item_ids.push_back(7 * k);
+  std::shuffle(item_ids.begin(), item_ids.end(), rng);
+  REQUIRE(WriteNpyVector(dir / "item_ids.npy", item_ids).ok());
+  std::vector<double> feats;
+  for (size_t i = 0; i < item_ids.size() * 4; ++i) feats.push_back(static_cast<double>(rng() % 1000) / 7.0 - 50);
+  REQUIRE(WriteNpy(dir / "item_feats.npy", NpyDtype::kFloat64, {5000, 4}, feats.data()).ok());
+  std::string user_ids, train;
+  std::vector<int64_t> labels;
+  for (int k = 0; k < 4000; ++k) {
+    user_ids += std::to_string(1000 + 3 * k) + "\n";
+    labels.push_back(k % 11 == 0 ? -1 : k % 5);
+    if (k % 4 == 0) train += std::to_string(1000 + 3 * k) + "\n";
+  }
+  WriteFile(dir / "user_ids.txt", user_ids);
+  WriteFile(dir / "train.txt", train);
+  REQUIRE(WriteNpyVector(dir / "user_labels.npy", labels).ok());
+  return " --edges=user__buys__item=" + dir / "us.npy," + dir / "ui.npy" + " --edges=item__with__item=" +
+         dir / "ii.txt" + " --node_ids=item=" + dir / "item_ids.npy" + " --features=item=" + dir / "item_feats.npy" +
+         " --node_ids=user=" + dir / "user_ids.txt" + " --labels=user=" + dir / "user_labels.npy" +
+         " --train_ids=user=" + dir / "train.txt" + " --reverse_edges";
+}
+
+TEST_CASE("partitioning in bounded memory writes byte for byte what the in-memory path writes",
+          "[partitioner][bounded]") {
+  TempDir dir;
+  const std::string input = WriteHeteroInput(dir);
+  for (const char* parts : {"1", "4"}) {
+    for (const char* edge_dir : {"out", "in"}) {
+      INFO("partitions " << parts << ", edge_dir " << edge_dir);
+      const std::string common = kPartition + input + " --partitions=" + parts + " --edge_dir=" + edge_dir;
+      const std::string mem = dir / (std::string("mem-") + parts + edge_dir);
+      const std::string bnd = dir / (std::string("bnd-") + parts + edge_dir);
+      REQUIRE(RunCommand(common + " --bounded=never --out=" + mem + " >/dev/null 2>&1") == 0);
+      // 19 MiB leaves room for about 19,000 edges per chunk: several chunks per partition.
+      REQUIRE(RunCommand(common + " --bounded=always --memory_mb=19 --tmp_dir=" + dir.path() + " --out=" + bnd +
+                         " >/dev/null 2>" + dir / "log.txt") == 0);
+      const std::string log = ReadFile(dir / "log.txt");
+      CHECK(ChunksOf(log) > std::stoi(parts));
+      RequireSameTree(mem, bnd);
+    }
+  }
+  // The chunks are gone.
+  for (const auto& e : fs::directory_iterator(dir.path())) {
+    CHECK(e.path().filename().string().find("graphstore-partition-") == std::string::npos);
+  }
+}
+
+TEST_CASE("bounded-memory Cora with split fractions matches the in-memory path", "[partitioner][bounded]") {
+  TempDir dir;
+  const std::string common =
+      kPartition + " --edges=" + SharedDataPath("cora/cora.cites") + " --swap_columns --partitions=3 --seed=5";
+  REQUIRE(RunCommand(common + " --bounded=never --out=" + dir / "mem >/dev/null 2>&1") == 0);
+  REQUIRE(RunCommand(common + " --bounded=always --memory_mb=20 --tmp_dir=" + dir.path() + " --out=" + dir / "bnd" +
+                     " >" + dir / "out.txt 2>&1") == 0);
+  CHECK_THAT(ReadFile(dir / "out.txt"), Catch::Contains("in passes within --memory_mb=20 (peak RSS "));
+  RequireSameTree(dir / "mem", dir / "bnd");
+}
+
+TEST_CASE("METIS beyond --memory_mb is refused before it starts, with its estimate and the way out",
+          "[partitioner][bounded][metis]") {
+  TempDir dir;
+  const std::string err = dir / "err.txt";
+  CHECK(RunCommand(kPartition + " --edges=" + SharedDataPath("cora/cora.cites") +
+                   " --partitions=2 --method=metis --memory_mb=1 --out=" + dir / "out >/dev/null 2>" + err) == 2);
+  const std::string text = ReadFile(err);
+  CHECK_THAT(text, Catch::Contains("--method=metis holds the graph in memory and needs about "));
+  CHECK_THAT(text, Catch::Contains(" MiB for about "));
+  CHECK_THAT(text, Catch::Contains("more than --memory_mb=1"));
+  CHECK_THAT(text, Catch::Contains("--method=stream"));
+  CHECK(!fs::exists(dir / "out"));
+}
+
+TEST_CASE("a truncated npy edge file and a malformed text line are named with their file and position",
+          "[partitioner][bounded]") {
+  TempDir dir;
+  std::vector<int64_t> ids(1000);
+  for (int i = 0; i < 1000; ++i) ids[i] = i;
+  REQUIRE(WriteNpyVector(dir / "src.npy", ids).ok());
+  REQUIRE(WriteNpyVector(dir / "dst.npy", ids).ok());
+  fs::resize_file(dir / "src.npy", fs::file_size(dir / "src.npy") - 4004);  // ends inside id 499
+  for (const char* mode : {"always", "never"}) {
+    INFO(mode);
+    const std::string err = dir / "err.txt";
+    CHECK(RunCommand(kPartition + " --edges=" + dir / "src.npy," + dir / "dst.npy" + " --bounded=" + mode +
+                     " --out=" + dir / "out >/dev/null 2>" + err) == 2);
+    const std::string text = ReadFile(err);
+    CHECK_THAT(text, Catch::Contains(dir / "src.npy"));
+    CHECK_THAT(text, Catch::Contains("truncated"));
+  }
+  CHECK_THAT(ReadFile(dir / "err.txt"), Catch::Contains(dir / "src.npy"));
+  CHECK(RunCommand(kPartition + " --edges=" + dir / "src.npy," + dir / "dst.npy" +
+                   " --bounded=always --out=" + dir / "out 2>&1 | grep -q 'ending inside id 499'") == 0);
+
+  WriteFile(dir / "bad.txt", "1 2\n# fine\n\n3 x\n");
+  const std::string err = dir / "err2.txt";
+  CHECK(RunCommand(kPartition + " --edges=" + dir / "bad.txt --bounded=always --out=" + dir / "out2 >/dev/null 2>" +
+                   err) == 2);
+  CHECK_THAT(ReadFile(err), Catch::Contains(dir / "bad.txt:4: expected 2 integer ids, got '3 x'"));
+}
+
+TEST_CASE("what the bounded path cannot stream is refused naming the flag", "[partitioner][bounded]") {
+  TempDir dir;
+  WriteFile(dir / "e.txt", "0 1\n1 2\n");
+  WriteFile(dir / "w.txt", "1\n2\n");
+  const std::string err = dir / "err.txt";
+  CHECK(RunCommand(kPartition + " --edges=" + dir / "e.txt --edge_weights=" + dir / "w.txt" +
+                   " --bounded=always --out=" + dir / "out >/dev/null 2>" + err) == 2);
+  CHECK_THAT(ReadFile(err), Catch::Contains("--edge_weights is read in memory only"));
+  CHECK(RunCommand(kPartition + " --edges=" + dir / "e.txt --bounded=sometimes --out=" + dir / "out >/dev/null 2>" +
+                   err) == 2);
+  CHECK_THAT(ReadFile(err), Catch::Contains("--bounded=sometimes"));
+}
+
+GraphData Cora() {
+  GraphInputSpec spec;
+  spec.edges.push_back({"", SharedDataPath("cora/cora.cites")});
+  spec.swap_columns = true;
+  auto g = BuildGraph(spec);
+  REQUIRE(g.ok());
+  return *std::move(g);
+}
+
+TEST_CASE("the streaming method cuts Cora within 1.5x of METIS, balanced to 1.05 in nodes and edges",
+          "[partitioner][stream]") {
+  const GraphData g = Cora();
+  for (int parts : {2, 4, 8}) {
+    auto metis = MetisAssignment(g, parts, 0);
+    REQUIRE(metis.ok());
+    const PartitionReport m = EvaluateAssignment(g, *metis, parts, true);
+    // The whole graph as METIS's input, and coarsened to a ninth of it.
+    for (int64_t coarse : {int64_t{0}, int64_t{300}}) {
+      INFO(parts << " parts, coarse nodes " << coarse);
+      StreamOptions o;
+      o.num_partitions = parts;
+      o.coarse_nodes = coarse;
+      auto a = StreamAssignment(g, true, o);
+      REQUIRE(a.ok());
+      const PartitionReport r = EvaluateAssignment(g, *a, parts, true);
+      INFO("stream cut " << r.cut_edges << ", METIS cut " << m.cut_edges);
+      CHECK(r.cut_edges <= 1.5 * m.cut_edges);
+      CHECK(r.node_imbalance() <= 1.05);
+      CHECK(r.edge_imbalance() <= 1.05);
+    }
+  }
+}
+
+TEST_CASE("the streaming method gives the same assignment with its adjacency spilled to disk",
+          "[partitioner][stream]") {
+  TempDir dir;
+  const GraphData g = Cora();
+  StreamOptions o;
+  o.num_partitions = 4;
+  o.coarse_nodes = 500;
+  auto held = StreamAssignment(g, true, o);
+  REQUIRE(held.ok());
+  o.memory_bytes = 1;  // every chunk spills
+  o.tmp_dir = dir.path();
+  auto spilled = StreamAssignment(g, true, o);
+  REQUIRE(spilled.ok());
+  CHECK(*held == *spilled);
+  // A bounded run of the command streams too.
+  REQUIRE(RunCommand(kPartition + " --edges=" + SharedDataPath("cora/cora.cites") +
+                     " --swap_columns --partitions=2 --method=stream --bounded=always --memory_mb=20 --tmp_dir=" +
+                     dir.path() + " --out=" + dir / "out >" + dir / "out.txt 2>&1") == 0);
+  const std::string out = ReadFile(dir / "out.txt");
+  CHECK_THAT(out, Catch::Contains("method stream"));
+  CHECK_THAT(out, Catch::Contains("partitioning (stream): refining, pass 3 of 3"));
+  std::smatch m;
+  REQUIRE(std::regex_search(out, m, std::regex("edge cut: (\\d+) of 5429 edges")));
+  CHECK(std::stoi(m[1]) < 5429 / 8);  // random would cut about half
+}
+
+}  // namespace
+}  // namespace graphstore

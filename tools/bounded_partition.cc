@@ -1,0 +1,733 @@
+#include "tools/bounded_partition.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <map>
+#include <memory>
+
+#include "absl/strings/str_cat.h"
+#include "proto/type_names.h"
+#include "server/graph/manifest.h"
+#include "server/graph/npy.h"
+#include "server/graph/partition.h"
+#include "server/util/progress.h"
+#include "tools/dataset/layout.h"
+#include "tools/dataset/transforms.h"
+#include "tools/edge_stream.h"
+#include "tools/stream_partition.h"
+
+namespace graphstore {
+namespace {
+
+constexpr char kDefaultNodeType[] = "node";
+constexpr size_t kMaxReadChunk = size_t{1} << 20;  // edges per read
+// Bytes per edge of a read: the two ids as read, and as global ids.
+constexpr int64_t kReadBytes = 4 * sizeof(int64_t);
+// Bytes per node of the arrays the passes keep (assignment, row, degrees, the layout's and the
+// random assignment's transients), and of the program itself.
+constexpr int64_t kNodeBytes = 96;
+constexpr int64_t kBaseBytes = int64_t{16} << 20;
+constexpr int kMaxBuckets = 900;
+
+bool EndsWith(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+// The ids of one node type: a bitmap over raw ids, ranked to dense global ids.
+struct IdSet {
+  std::vector<uint64_t> bits;
+  std::vector<int64_t> rank;  // set bits before each word
+  int64_t count = 0;
+
+  void Mark(int64_t raw) {
+    const size_t w = static_cast<size_t>(raw >> 6);
+    if (w >= bits.size()) bits.resize(std::max(w + 1, bits.size() * 2), 0);
+    bits[w] |= uint64_t{1} << (raw & 63);
+  }
+  bool Has(int64_t raw) const {
+    const size_t w = static_cast<size_t>(raw >> 6);
+    return raw >= 0 && w < bits.size() && (bits[w] >> (raw & 63) & 1);
+  }
+  void Rank() {
+    rank.resize(bits.size());
+    count = 0;
+    for (size_t w = 0; w < bits.size(); ++w) {
+      rank[w] = count;
+      count += __builtin_popcountll(bits[w]);
+    }
+  }
+  int64_t Global(int64_t raw) const {
+    const size_t w = static_cast<size_t>(raw >> 6);
+    return rank[w] + __builtin_popcountll(bits[w] & ((uint64_t{1} << (raw & 63)) - 1));
+  }
+  // The raw ids in ascending order; empty when they already are 0 .. count-1.
+  std::vector<int64_t> RawIds() const {
+    std::vector<int64_t> raw;
+    const int64_t words = (count + 63) / 64;
+    bool identity = static_cast<int64_t>(bits.size()) >= words;
+    for (int64_t w = 0; identity && w < words; ++w) {
+      const int64_t left = count - 64 * w;
+      identity = bits[w] == (left >= 64 ? ~uint64_t{0} : (uint64_t{1} << left) - 1);
+    }
+    if (identity) return raw;
+    raw.reserve(count);
+    for (size_t w = 0; w < bits.size(); ++w) {
+      for (uint64_t b = bits[w]; b != 0; b &= b - 1) raw.push_back(static_cast<int64_t>(w * 64 + __builtin_ctzll(b)));
+    }
+    return raw;
+  }
+};
+
+// One edge type to store: an --edges file read as it is or reversed.
+struct EdgeInput {
+  EdgeTypeData meta;  // types and relation; no arrays
+  size_t file = 0;
+  bool reversed = false;
+  int src_t = 0, dst_t = 0;
+};
+
+// A feature file read by row.
+struct FeatureFile {
+  std::string path;
+  int fd = -1;
+  NpyHeader header;
+  int64_t dim = 0;
+  std::vector<int64_t> row_of;  // global id -> row, when --node_ids reorders rows
+  ~FeatureFile() {
+    if (fd >= 0) ::close(fd);
+  }
+};
+
+absl::Status OpenFeatureFile(const std::string& path, FeatureFile* f) {
+  f->path = path;
+  f->fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (f->fd < 0) return absl::NotFoundError(absl::StrCat(path, ": cannot open: ", std::strerror(errno)));
+  char head[4096];
+  const ssize_t got = ::pread(f->fd, head, sizeof(head), 0);
+  if (got < 0) return absl::DataLossError(absl::StrCat(path, ": read failed: ", std::strerror(errno)));
+  auto h = ParseNpyHeader(head, static_cast<size_t>(got), path);
+  if (!h.ok()) return h.status();
+  f->header = *h;
+  if (f->header.shape.empty() || f->header.shape.size() > 2) {
+    return absl::InvalidArgumentError(absl::StrCat(path, ": expected a 1-D or 2-D feature array"));
+  }
+  if (f->header.dtype != NpyDtype::kFloat32 && f->header.dtype != NpyDtype::kFloat64) {
+    return absl::InvalidArgumentError(absl::StrCat(path, ": dtype is ", DtypeName(f->header.dtype),
+                                                   ", expected float32 or float64"));
+  }
+  f->dim = f->header.shape.size() == 2 ? f->header.shape[1] : 1;
+  struct stat st;
+  if (::fstat(f->fd, &st) != 0) return absl::InternalError(absl::StrCat(path, ": ", std::strerror(errno)));
+  const int64_t need = static_cast<int64_t>(f->header.data_offset) +
+                       f->header.num_elements() * static_cast<int64_t>(DtypeSize(f->header.dtype));
+  if (st.st_size < need) {
+    return absl::DataLossError(absl::StrCat(path, ": truncated: its header promises ", need, " bytes, the file has ",
+                                            st.st_size));
+  }
+  return absl::OkStatus();
+}
+
+// An edge record in a bucket: row and column as global ids, and the edge id.
+using Record = std::array<int64_t, 3>;
+
+class BoundedPartitioner {
+ public:
+  BoundedPartitioner(const GraphInputSpec& spec, const BoundedOptions& options)
+      : spec_(spec),
+        o_(options),
+        P_(options.write.num_partitions),
+        rows_are_sources_(options.write.edge_dir != "in"),
+        homogeneous_(spec.edges.size() == 1 && spec.edges[0].type.empty()) {
+    g_.name = spec.name;
+  }
+
+  ~BoundedPartitioner() {
+    for (auto& b : buckets_) CloseBucket(&b);
+  }
+
+  absl::StatusOr<PartitionReport> Run(const std::string& out) {
+    if (auto s = CheckStreamable(spec_); !s.ok()) return s;
+    if (spec_.edges.empty()) return absl::InvalidArgumentError("no edge list given (--edges)");
+    if (auto s = OpenEdges(); !s.ok()) return s;
+    if (auto s = CollectIds(); !s.ok()) return s;
+    if (auto s = BuildNodes(); !s.ok()) return s;
+    if (o_.prepare) {
+      if (auto s = o_.prepare(&g_); !s.ok()) return s;
+    }
+    if (auto s = CheckBudget(); !s.ok()) return s;
+    if (auto s = Assign(); !s.ok()) return s;
+    auto laid = LayOut(g_, assignment_, P_, rows_are_sources_);
+    if (!laid.ok()) return laid.status();
+    layout_ = *std::move(laid);
+    report_.num_partitions = P_;
+    report_.nodes.assign(P_, 0);
+    report_.edges.assign(P_, 0);
+    for (size_t t = 0; t < g_.node_types.size(); ++t) {
+      report_.num_nodes += g_.node_types[t].num_nodes;
+      for (int p = 0; p < P_; ++p) report_.nodes[p] += static_cast<int64_t>(layout_.owned[t][p].size());
+    }
+    local_edges_.assign(P_, std::vector<int64_t>(inputs_.size(), 0));
+    for (size_t et = 0; et < inputs_.size(); ++et) {
+      if (auto s = WriteEdgeType(et, out); !s.ok()) return s;
+    }
+    for (int p = 0; p < P_; ++p) {
+      if (auto s = FinishPartition(p, out); !s.ok()) return s;
+    }
+    return report_;
+  }
+
+ private:
+  std::string NodeTypeOf(const std::string& t) const { return t.empty() && homogeneous_ ? kDefaultNodeType : t; }
+
+  int NoteType(const std::string& name) {
+    int t = FindType(g_, name);
+    if (t >= 0) return t;
+    NodeTypeData nt;
+    nt.name = name;
+    g_.node_types.push_back(std::move(nt));
+    ids_.emplace_back();
+    return static_cast<int>(g_.node_types.size()) - 1;
+  }
+
+  absl::StatusOr<int> KnownType(const std::string& type, const char* flag) const {
+    const int t = FindType(g_, NodeTypeOf(type));
+    if (t < 0) {
+      return absl::InvalidArgumentError(absl::StrCat(flag, " names unknown node type '", NodeTypeOf(type), "'"));
+    }
+    return t;
+  }
+
+  absl::Status OpenEdges() {
+    for (const auto& ef : spec_.edges) {
+      if (ef.type.empty() && spec_.edges.size() > 1) {
+        return absl::InvalidArgumentError("with several --edges files, each needs TYPE= (src__rel__dst)");
+      }
+      EdgeInput in;
+      if (auto s = ParseEdgeType(ef.type, &in.meta.src_type, &in.meta.relation, &in.meta.dst_type); !s.ok()) return s;
+      for (const std::string* name : {&in.meta.src_type, &in.meta.relation, &in.meta.dst_type}) {
+        if (!IsValidTypeName(*name)) {
+          return absl::InvalidArgumentError(absl::StrCat("edge type '", EdgeName(in.meta), "': bad name '", *name, "'"));
+        }
+      }
+      auto stream = EdgeStream::Open(ef.path, spec_.swap_columns);
+      if (!stream.ok()) return stream.status();
+      in.file = streams_.size();
+      streams_.push_back(*std::move(stream));
+      paths_.push_back(ef.path);
+      in.src_t = NoteType(in.meta.src_type);
+      in.dst_t = NoteType(in.meta.dst_type);
+      inputs_.push_back(in);
+    }
+    if (o_.reverse_edges) {
+      const size_t n = inputs_.size();
+      for (size_t i = 0; i < n; ++i) {
+        EdgeInput r = inputs_[i];
+        r.meta.src_type = inputs_[i].meta.dst_type;
+        r.meta.relation = ReverseRelation(inputs_[i].meta.relation);
+        r.meta.dst_type = inputs_[i].meta.src_type;
+        std::swap(r.src_t, r.dst_t);
+        r.reversed = true;
+        bool exists = false;
+        for (const auto& other : inputs_) exists |= EdgeName(other.meta) == EdgeName(r.meta);
+        if (!exists) inputs_.push_back(r);
+      }
+    }
+    for (const auto& in : inputs_) g_.edge_types.push_back(in.meta);
+    return absl::OkStatus();
+  }
+
+  // Calls fn(src, dst, first, n) over input `in`'s edges as raw ids, in the type's direction.
+  template <typename Fn>
+  absl::Status ForEachEdge(const EdgeInput& in, const std::string& what, Fn fn) {
+    EdgeStream* stream = streams_[in.file].get();
+    Progress progress(absl::StrCat(what, " ", paths_[in.file]), stream->size_bytes(), "bytes");
+    int64_t reported = 0;
+    return ForEachChunk(stream, read_chunk_, [&](const int64_t* a, const int64_t* b, int64_t first, size_t n) {
+      progress.Add(stream->bytes_read() - reported);
+      reported = stream->bytes_read();
+      return in.reversed ? fn(b, a, first, n) : fn(a, b, first, n);
+    });
+  }
+
+  absl::Status MarkIds(int t, const int64_t* ids, size_t n, const std::string& path, int64_t first) {
+    IdSet& set = ids_[t];
+    for (size_t i = 0; i < n; ++i) {
+      if (ids[i] < 0) {
+        return absl::InvalidArgumentError(absl::StrCat(path, ": id ", ids[i], " at ", first + static_cast<int64_t>(i),
+                                                       " is negative; with --memory_mb ids must be >= 0"));
+      }
+      if ((ids[i] >> 6) >= id_word_limit_) {
+        return absl::ResourceExhaustedError(absl::StrCat(
+            path, ": id ", ids[i], " needs a bitmap of ", (ids[i] >> 23) + 1, " MiB, more than --memory_mb allows; ",
+            "renumber the ids densely or raise --memory_mb"));
+      }
+      set.Mark(ids[i]);
+    }
+    return absl::OkStatus();
+  }
+
+  // Pass 1: every raw id of every type, from the edges and the per-node files.
+  absl::Status CollectIds() {
+    id_word_limit_ = std::max<int64_t>(1, o_.memory_bytes / 4 / 16);
+    read_chunk_ = static_cast<size_t>(std::clamp<int64_t>(o_.memory_bytes / 16 / kReadBytes, 4096, kMaxReadChunk));
+    for (size_t i = 0; i < spec_.edges.size(); ++i) {
+      const EdgeInput& in = inputs_[i];
+      auto s = ForEachEdge(in, "reading ids of", [&](const int64_t* a, const int64_t* b, int64_t first, size_t n) {
+        if (auto st = MarkIds(in.src_t, a, n, paths_[in.file], first); !st.ok()) return st;
+        return MarkIds(in.dst_t, b, n, paths_[in.file], first);
+      });
+      if (!s.ok()) return s;
+    }
+    for (const auto& nf : spec_.node_ids) {
+      auto t = KnownType(nf.type, "--node_ids");
+      if (!t.ok()) return t.status();
+      auto ids = ReadIdList(nf.path);
+      if (!ids.ok()) return ids.status();
+      if (auto s = MarkIds(*t, ids->data(), ids->size(), nf.path, 0); !s.ok()) return s;
+      row_ids_[*t] = *std::move(ids);
+    }
+    for (const auto& ff : spec_.features) {
+      auto t = KnownType(ff.type, "--features");
+      if (!t.ok()) return t.status();
+      auto f = std::make_unique<FeatureFile>();
+      if (auto s = OpenFeatureFile(ff.path, f.get()); !s.ok()) return s;
+      const int64_t rows = f->header.shape[0];
+      if (auto s = MarkRows(*t, rows, "--features"); !s.ok()) return s;
+      features_[*t] = std::move(f);
+    }
+    for (const auto& lf : spec_.labels) {
+      auto t = KnownType(lf.type, "--labels");
+      if (!t.ok()) return t.status();
+      auto l = ReadIdList(lf.path);
+      if (!l.ok()) return l.status();
+      if (auto s = MarkRows(*t, static_cast<int64_t>(l->size()), "--labels"); !s.ok()) return s;
+      labels_[*t] = *std::move(l);
+    }
+    for (auto& set : ids_) set.Rank();
+    return absl::OkStatus();
+  }
+
+  // The rows of a per-node file are --node_ids' ids, or 0 .. rows-1.
+  absl::Status MarkRows(int t, int64_t rows, const char* flag) {
+    if (row_ids_.count(t)) {
+      if (static_cast<int64_t>(row_ids_[t].size()) != rows) {
+        return absl::InvalidArgumentError(absl::StrCat(flag, " of '", g_.node_types[t].name, "' has ", rows,
+                                                       " rows but --node_ids lists ", row_ids_[t].size(), " ids"));
+      }
+      return absl::OkStatus();
+    }
+    if (rows > 0 && ((rows - 1) >> 6) >= id_word_limit_) {
+      return absl::ResourceExhaustedError(absl::StrCat(flag, " of '", g_.node_types[t].name, "': ", rows,
+                                                       " rows need more id bitmap than --memory_mb allows"));
+    }
+    for (int64_t r = 0; r < rows; ++r) ids_[t].Mark(r);
+    return absl::OkStatus();
+  }
+
+  // The nodes of every type: counts, raw ids, labels, feature rows and splits.
+  absl::Status BuildNodes() {
+    for (size_t t = 0; t < g_.node_types.size(); ++t) {
+      NodeTypeData& nt = g_.node_types[t];
+      const IdSet& set = ids_[t];
+      nt.num_nodes = set.count;
+      nt.raw_ids = set.RawIds();
+      auto raw_of = [&](int64_t gid) { return nt.raw_ids.empty() ? gid : nt.raw_ids[gid]; };
+      if (labels_.count(t)) {
+        const auto& l = labels_[t];
+        nt.labels.assign(nt.num_nodes, -1);
+        for (size_t i = 0; i < l.size(); ++i) {
+          nt.labels[set.Global(row_ids_.count(t) ? row_ids_[t][i] : static_cast<int64_t>(i))] = l[i];
+        }
+      }
+      if (features_.count(t)) {
+        FeatureFile& f = *features_[t];
+        nt.feature_dim = f.dim;
+        if (row_ids_.count(t)) {
+          f.row_of.assign(nt.num_nodes, -1);
+          const auto& rows = row_ids_[t];
+          for (size_t i = 0; i < rows.size(); ++i) f.row_of[set.Global(rows[i])] = static_cast<int64_t>(i);
+        }
+        for (int64_t gid = 0; gid < nt.num_nodes; ++gid) {
+          const bool covered = f.row_of.empty() ? raw_of(gid) < f.header.shape[0] : f.row_of[gid] >= 0;
+          if (!covered) {
+            return absl::InvalidArgumentError(absl::StrCat("the features of node type '", nt.name,
+                                                           "' have no row for raw id ", raw_of(gid)));
+          }
+        }
+      }
+    }
+    row_ids_.clear();
+    labels_.clear();
+    for (const auto& [split, files] : spec_.splits) {
+      for (const auto& sf : files) {
+        const int t = FindType(g_, NodeTypeOf(sf.type));
+        if (t < 0) return absl::InvalidArgumentError(absl::StrCat(sf.path, ": unknown node type '", NodeTypeOf(sf.type), "'"));
+        auto ids = ReadIdList(sf.path);
+        if (!ids.ok()) return ids.status();
+        auto& out = g_.node_types[t].splits[split];
+        for (int64_t raw : *ids) {
+          if (!ids_[t].Has(raw)) {
+            return absl::InvalidArgumentError(
+                absl::StrCat(sf.path, ": id ", raw, " is not a node of type '", g_.node_types[t].name, "'"));
+          }
+          out.push_back(ids_[t].Global(raw));
+        }
+        std::sort(out.begin(), out.end());
+        out.erase(std::unique(out.begin(), out.end()), out.end());
+      }
+    }
+    return absl::OkStatus();
+  }
+
+  // The per-node arrays must leave room for chunks of edges.
+  absl::Status CheckBudget() {
+    int64_t nodes = 0;
+    for (const auto& nt : g_.node_types) nodes += nt.num_nodes;
+    int64_t ids = 0;
+    for (const auto& set : ids_) ids += static_cast<int64_t>(set.bits.size()) * 16;
+    const int64_t fixed = kBaseBytes + nodes * kNodeBytes + ids + static_cast<int64_t>(read_chunk_) * kReadBytes;
+    // A chunk's records, the column copied out of them, and the buckets' write buffers (a quarter
+    // of a chunk over all buckets).
+    chunk_records_ = (o_.memory_bytes - fixed) / (2 * static_cast<int64_t>(sizeof(Record)));
+    if (chunk_records_ < 4096) {
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "--memory_mb=", o_.memory_bytes >> 20, " is too small for ", nodes, " nodes: their arrays and the read buffers take about ",
+          (fixed >> 20) + 1, " MiB; raise --memory_mb"));
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status Assign() {
+    if (o_.write.method == "random") {
+      assignment_ = RandomAssignment(g_, P_, o_.seed);
+      return absl::OkStatus();
+    }
+    if (o_.write.method != "stream") {
+      return absl::InvalidArgumentError(absl::StrCat("--method=", o_.write.method,
+                                                     " holds the graph in memory; with inputs beyond --memory_mb use "
+                                                     "random or stream"));
+    }
+    std::vector<int64_t> sizes;
+    for (const auto& nt : g_.node_types) sizes.push_back(nt.num_nodes);
+    int64_t edges = 0;
+    for (const auto& in : inputs_) edges += streams_[in.file]->position();
+    StreamOptions so;
+    so.num_partitions = P_;
+    so.seed = o_.seed;
+    so.memory_bytes = chunk_records_ * static_cast<int64_t>(sizeof(Record));
+    so.tmp_dir = o_.tmp_dir;
+    StreamPartitioner sp(sizes, edges, so);
+    std::vector<int64_t> rows, cols;
+    for (const auto& in : inputs_) {
+      const int row_t = rows_are_sources_ ? in.src_t : in.dst_t, col_t = rows_are_sources_ ? in.dst_t : in.src_t;
+      auto s = ForEachEdge(in, "streaming", [&](const int64_t* a, const int64_t* b, int64_t, size_t n) {
+        rows.resize(n);
+        cols.resize(n);
+        for (size_t i = 0; i < n; ++i) {
+          rows[i] = ids_[row_t].Global(rows_are_sources_ ? a[i] : b[i]);
+          cols[i] = ids_[col_t].Global(rows_are_sources_ ? b[i] : a[i]);
+        }
+        return sp.AddEdges(row_t, rows.data(), col_t, cols.data(), n);
+      });
+      if (!s.ok()) return s;
+    }
+    auto a = sp.Assign();
+    if (!a.ok()) return a.status();
+    assignment_ = *std::move(a);
+    return absl::OkStatus();
+  }
+
+  struct Bucket {
+    std::string path;
+    std::FILE* file = nullptr;
+    int64_t records = 0;
+  };
+
+  static void CloseBucket(Bucket* b) {
+    if (b->file != nullptr) std::fclose(b->file);
+    b->file = nullptr;
+    if (!b->path.empty()) ::unlink(b->path.c_str());
+    b->path.clear();
+  }
+
+  // Edge type `et`: degrees, then buckets by (partition, row range), then each partition's CSR.
+  absl::Status WriteEdgeType(size_t et, const std::string& out) {
+    const EdgeInput& in = inputs_[et];
+    const int row_t = rows_are_sources_ ? in.src_t : in.dst_t, col_t = rows_are_sources_ ? in.dst_t : in.src_t;
+    const auto& owner = assignment_[row_t];
+    const auto& local = layout_.local[row_t];
+    std::vector<int64_t> row_degree(g_.node_types[row_t].num_nodes, 0);
+    auto s = ForEachEdge(in, "counting degrees of", [&](const int64_t* a, const int64_t* b, int64_t, size_t n) {
+      for (size_t i = 0; i < n; ++i) {
+        const int64_t src = ids_[in.src_t].Global(a[i]), dst = ids_[in.dst_t].Global(b[i]);
+        const int64_t row = rows_are_sources_ ? src : dst, col = rows_are_sources_ ? dst : src;
+        ++row_degree[row];
+        ++layout_.degree[col_t][col];
+        const int32_t ps = assignment_[in.src_t][src], pd = assignment_[in.dst_t][dst];
+        ++report_.num_edges;
+        report_.cut_edges += ps != pd;
+        ++report_.edges[owner[row]];
+      }
+      return absl::OkStatus();
+    });
+    if (!s.ok()) return s;
+    const int64_t num_edges = streams_[in.file]->position();
+    num_edges_.push_back(num_edges);
+
+    // Row ranges of each partition whose edges fit a chunk: chunk_start[p] holds the first local
+    // row of each.
+    std::vector<std::vector<int64_t>> chunk_start(P_);
+    std::vector<int> first_bucket(P_ + 1, 0);
+    for (int p = 0; p < P_; ++p) {
+      int64_t held = 0;
+      const auto& rows = layout_.owned[row_t][p];
+      chunk_start[p].push_back(0);
+      for (size_t r = 0; r < rows.size(); ++r) {
+        if (held > 0 && held + row_degree[rows[r]] > chunk_records_) {
+          chunk_start[p].push_back(static_cast<int64_t>(r));
+          held = 0;
+        }
+        held += row_degree[rows[r]];
+      }
+      first_bucket[p + 1] = first_bucket[p] + static_cast<int>(chunk_start[p].size());
+    }
+    if (first_bucket[P_] > kMaxBuckets) {
+      return absl::ResourceExhaustedError(absl::StrCat("edge type '", EdgeName(in.meta), "' needs ", first_bucket[P_],
+                                                       " chunks of --memory_mb; raise --memory_mb"));
+    }
+    buckets_.assign(first_bucket[P_], Bucket{});
+    const size_t buffer = static_cast<size_t>(
+        std::clamp<int64_t>(chunk_records_ * static_cast<int64_t>(sizeof(Record)) / 4 / first_bucket[P_], 4096,
+                            1 << 20));
+    for (size_t k = 0; k < buckets_.size(); ++k) {
+      Bucket& b = buckets_[k];
+      b.path = absl::StrCat(o_.tmp_dir, "/graphstore-partition-", ::getpid(), "-", et, "-", k, ".bin");
+      b.file = std::fopen(b.path.c_str(), "w+b");
+      if (b.file == nullptr) {
+        return absl::PermissionDeniedError(absl::StrCat(b.path, ": cannot create (--tmp_dir): ", std::strerror(errno)));
+      }
+      std::setvbuf(b.file, nullptr, _IOFBF, buffer);
+    }
+    s = ForEachEdge(in, absl::StrCat("bucketing (", buckets_.size(), " chunks)"), [&](const int64_t* a, const int64_t* b, int64_t first, size_t n) {
+      for (size_t i = 0; i < n; ++i) {
+        const int64_t src = ids_[in.src_t].Global(a[i]), dst = ids_[in.dst_t].Global(b[i]);
+        const Record r{rows_are_sources_ ? src : dst, rows_are_sources_ ? dst : src, first + static_cast<int64_t>(i)};
+        const int p = owner[r[0]];
+        const auto& starts = chunk_start[p];
+        const int k = static_cast<int>(std::upper_bound(starts.begin(), starts.end(), local[r[0]]) - starts.begin()) - 1;
+        Bucket& bk = buckets_[first_bucket[p] + k];
+        if (std::fwrite(r.data(), sizeof(Record), 1, bk.file) != 1) {
+          return absl::ResourceExhaustedError(
+              absl::StrCat(bk.path, ": write failed (--tmp_dir full?): ", std::strerror(errno)));
+        }
+        ++bk.records;
+      }
+      return absl::OkStatus();
+    });
+    if (!s.ok()) return s;
+
+    Progress progress(absl::StrCat("writing ", EdgeName(in.meta)), num_edges, "edges");
+    std::vector<Record> chunk;
+    std::vector<int64_t> column;
+    for (int p = 0; p < P_; ++p) {
+      const std::string edir = EdgeDir(PartitionDir(out, P_, p), EdgeName(in.meta));
+      if (auto st = MakeDirs(edir); !st.ok()) return st;
+      const auto& rows = layout_.owned[row_t][p];
+      std::vector<int64_t> indptr(rows.size() + 1, 0);
+      for (size_t r = 0; r < rows.size(); ++r) indptr[r + 1] = indptr[r] + row_degree[rows[r]];
+      if (auto st = WriteNpyVector(edir + "/indptr.npy", indptr); !st.ok()) return st;
+      local_edges_[p][et] = indptr.back();
+      auto indices = NpyWriter::Create(edir + "/indices.npy", NpyDtype::kInt64);
+      if (!indices.ok()) return indices.status();
+      auto eids = NpyWriter::Create(edir + "/edge_ids.npy", NpyDtype::kInt64);
+      if (!eids.ok()) return eids.status();
+      for (int k = first_bucket[p]; k < first_bucket[p + 1]; ++k) {
+        Bucket& bk = buckets_[k];
+        chunk.resize(bk.records);
+        if (bk.records > 0 && (std::fflush(bk.file) != 0 || std::fseek(bk.file, 0, SEEK_SET) != 0 ||
+                               std::fread(chunk.data(), sizeof(Record), bk.records, bk.file) !=
+                                   static_cast<size_t>(bk.records))) {
+          return absl::DataLossError(absl::StrCat(bk.path, ": cannot read back: ", std::strerror(errno)));
+        }
+        CloseBucket(&bk);
+        // Rows ascend with their local row within a partition; then by column, then edge id.
+        std::sort(chunk.begin(), chunk.end());
+        column.resize(chunk.size());
+        for (size_t i = 0; i < chunk.size(); ++i) column[i] = chunk[i][1];
+        if (auto st = (*indices)->Append(column.data(), static_cast<int64_t>(column.size())); !st.ok()) return st;
+        for (size_t i = 0; i < chunk.size(); ++i) column[i] = chunk[i][2];
+        if (auto st = (*eids)->Append(column.data(), static_cast<int64_t>(column.size())); !st.ok()) return st;
+        progress.Add(static_cast<int64_t>(chunk.size()));
+      }
+      if (auto st = (*indices)->Finish(); !st.ok()) return st;
+      if (auto st = (*eids)->Finish(); !st.ok()) return st;
+    }
+    buckets_.clear();
+    return absl::OkStatus();
+  }
+
+  // The features of type `t` read from their file, with each column's range over every node.
+  absl::StatusOr<FeatureSource> Features(size_t t) {
+    FeatureSource src;
+    if (!features_.count(static_cast<int>(t))) return src;
+    const FeatureFile* f = features_[static_cast<int>(t)].get();
+    const NodeTypeData& nt = g_.node_types[t];
+    src.dim = f->dim;
+    const size_t width = DtypeSize(f->header.dtype);
+    const size_t row_bytes = static_cast<size_t>(f->dim) * width;
+    auto buf = std::make_shared<std::vector<char>>();
+    src.read = [f, &nt, width, row_bytes, buf](const int64_t* ids, size_t n, float* out) -> absl::Status {
+      auto row_of = [&](int64_t gid) {
+        if (!f->row_of.empty()) return f->row_of[gid];
+        return nt.raw_ids.empty() ? gid : nt.raw_ids[gid];
+      };
+      for (size_t i = 0; i < n;) {
+        // A run of consecutive rows is one read.
+        size_t j = i + 1;
+        while (j < n && row_of(ids[j]) == row_of(ids[j - 1]) + 1) ++j;
+        const size_t bytes = (j - i) * row_bytes;
+        buf->resize(bytes);
+        const off_t at = static_cast<off_t>(f->header.data_offset + row_of(ids[i]) * row_bytes);
+        for (size_t done = 0; done < bytes;) {
+          const ssize_t got = ::pread(f->fd, buf->data() + done, bytes - done, at + static_cast<off_t>(done));
+          if (got <= 0) return absl::DataLossError(absl::StrCat(f->path, ": read failed at byte ", at + done));
+          done += static_cast<size_t>(got);
+        }
+        const size_t values = (j - i) * static_cast<size_t>(f->dim);
+        float* dst = out + i * f->dim;
+        if (width == 4) {
+          std::memcpy(dst, buf->data(), bytes);
+        } else {
+          const auto* d = reinterpret_cast<const double*>(buf->data());
+          for (size_t v = 0; v < values; ++v) dst[v] = static_cast<float>(d[v]);
+        }
+        i = j;
+      }
+      return absl::OkStatus();
+    };
+    // Each column's minimum and maximum, a block of nodes at a time.
+    src.range.assign(2 * f->dim, 0.0f);
+    const int64_t block = std::max<int64_t>(1, (int64_t{4} << 20) / (f->dim * 4));
+    std::vector<int64_t> ids;
+    std::vector<float> rows;
+    Progress progress(absl::StrCat("feature ranges of ", nt.name), nt.num_nodes, "nodes");
+    for (int64_t from = 0; from < nt.num_nodes; from += block) {
+      const int64_t n = std::min(block, nt.num_nodes - from);
+      ids.resize(n);
+      for (int64_t i = 0; i < n; ++i) ids[i] = from + i;
+      rows.resize(n * f->dim);
+      if (auto s = src.read(ids.data(), n, rows.data()); !s.ok()) return s;
+      for (int64_t i = 0; i < n; ++i) {
+        for (int64_t c = 0; c < f->dim; ++c) {
+          const float x = rows[i * f->dim + c];
+          if ((from == 0 && i == 0) || x < src.range[c]) src.range[c] = x;
+          if ((from == 0 && i == 0) || x > src.range[f->dim + c]) src.range[f->dim + c] = x;
+        }
+      }
+      progress.Add(n);
+    }
+    return src;
+  }
+
+  absl::Status FinishPartition(int p, const std::string& out) {
+    if (sources_.empty()) {
+      for (size_t t = 0; t < g_.node_types.size(); ++t) {
+        auto f = Features(t);
+        if (!f.ok()) return f.status();
+        sources_.push_back(*std::move(f));
+      }
+    }
+    const std::string dir = PartitionDir(out, P_, p);
+    if (auto s = MakeDirs(dir + "/book"); !s.ok()) return s;
+    v1::PartitionManifest m = StartManifest(g_.name, P_, p, o_.write);
+    for (size_t t = 0; t < g_.node_types.size(); ++t) {
+      if (auto s = WriteNodeType(g_, assignment_, layout_, t, p, dir, sources_[t], &m); !s.ok()) return s;
+    }
+    for (size_t et = 0; et < inputs_.size(); ++et) AddEdgeType(inputs_[et].meta, num_edges_[et], local_edges_[p][et], &m);
+    return graphstore::FinishPartition(dir, m);
+  }
+
+  const GraphInputSpec& spec_;
+  const BoundedOptions& o_;
+  const int P_;
+  const bool rows_are_sources_;
+  const bool homogeneous_;
+  GraphData g_;  // nodes only; edge types without their arrays
+  std::vector<IdSet> ids_;
+  int64_t id_word_limit_ = 0;
+  size_t read_chunk_ = 4096;
+  std::vector<std::unique_ptr<EdgeStream>> streams_;
+  std::vector<std::string> paths_;
+  std::vector<EdgeInput> inputs_;
+  std::map<int, std::vector<int64_t>> row_ids_;
+  std::map<int, std::vector<int64_t>> labels_;
+  std::map<int, std::unique_ptr<FeatureFile>> features_;
+  std::vector<FeatureSource> sources_;
+  int64_t chunk_records_ = 0;
+  Assignment assignment_;
+  Layout layout_;
+  PartitionReport report_;
+  std::vector<int64_t> num_edges_;
+  std::vector<std::vector<int64_t>> local_edges_;  // [partition][edge type]
+  std::vector<Bucket> buckets_;
+};
+
+}  // namespace
+
+absl::Status CheckStreamable(const GraphInputSpec& spec) {
+  const std::pair<const char*, bool> refused[] = {
+      {"--edge_weights", !spec.edge_weights.empty()},
+      {"--edge_times", !spec.edge_times.empty()},
+      {"--node_times", !spec.node_times.empty()},
+  };
+  for (const auto& [flag, given] : refused) {
+    if (given) {
+      return absl::InvalidArgumentError(absl::StrCat(flag, " is read in memory only; partition with a --memory_mb ",
+                                                     "that holds the graph, or without ", flag));
+    }
+  }
+  for (const auto& ff : spec.features) {
+    if (!EndsWith(ff.path, ".npy")) return absl::InvalidArgumentError(absl::StrCat(ff.path, ": features must be .npy"));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<InputEstimate> EstimateInput(const GraphInputSpec& spec) {
+  InputEstimate e;
+  for (const auto& ef : spec.edges) {
+    auto stream = EdgeStream::Open(ef.path, false);
+    if (!stream.ok()) return stream.status();
+    const bool npy = ef.path.find(',') != std::string::npos && EndsWith(ef.path, ".npy");
+    // npy: 8 or 16 bytes per edge; a text line of two ids is rarely under 10 bytes.
+    e.edges += (*stream)->size_bytes() / (npy ? 16 : 10);
+  }
+  for (const auto& ff : spec.features) {
+    FeatureFile f;
+    if (auto s = OpenFeatureFile(ff.path, &f); !s.ok()) return s;
+    e.feature_values += f.header.num_elements();
+  }
+  return e;
+}
+
+int64_t InMemoryBytes(const InputEstimate& input, const std::string& method, bool reverse_edges) {
+  const int64_t edges = input.edges * (reverse_edges ? 2 : 1);
+  // The in-memory path holds each edge's ids, its raw-id set, the layout's order and a
+  // partition's arrays (about 100 bytes per edge); METIS adds its undirected adjacency and its
+  // own work arrays. Features are held once as float32, once more per partition written.
+  const int64_t per_edge = method == "metis" ? 145 : 100;
+  return kBaseBytes + edges * per_edge + input.feature_values * 4 * 2;
+}
+
+absl::StatusOr<PartitionReport> PartitionBounded(const GraphInputSpec& spec, const BoundedOptions& options,
+                                                 const std::string& out_dir) {
+  return BoundedPartitioner(spec, options).Run(out_dir);
+}
+
+}  // namespace graphstore

@@ -1,0 +1,348 @@
+#include "tools/stream_partition.h"
+
+#include <metis.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include "absl/strings/str_cat.h"
+#include "server/util/progress.h"
+
+namespace graphstore {
+namespace {
+
+constexpr int64_t kPairBytes = 2 * sizeof(int64_t);
+constexpr int64_t kMaxChunks = 512;
+
+}  // namespace
+
+StreamPartitioner::StreamPartitioner(std::vector<int64_t> type_sizes, int64_t num_edges, StreamOptions options)
+    : type_sizes_(std::move(type_sizes)), options_(std::move(options)) {
+  for (int64_t n : type_sizes_) {
+    type_offset_.push_back(total_nodes_);
+    total_nodes_ += n;
+  }
+  row_degree_.assign(total_nodes_, 0);
+  // Each edge is held from both ends; a pass holds a chunk's pairs and their sorted copy.
+  const int64_t bytes = 2 * std::max<int64_t>(num_edges, 1) * kPairBytes * 3 / 2;
+  int64_t num_chunks = 1;
+  if (bytes > options_.memory_bytes) {
+    spilling_ = true;
+    num_chunks = std::min(kMaxChunks, 2 * ((bytes + options_.memory_bytes - 1) / options_.memory_bytes));
+  }
+  chunk_nodes_ = std::max<int64_t>(1, (total_nodes_ + num_chunks - 1) / num_chunks);
+  for (int64_t first = 0; first < std::max<int64_t>(total_nodes_, 1); first += chunk_nodes_) {
+    Chunk c;
+    c.first = first;
+    c.end = std::min(total_nodes_, first + chunk_nodes_);
+    chunks_.push_back(std::move(c));
+  }
+}
+
+StreamPartitioner::~StreamPartitioner() {
+  for (auto& c : chunks_) {
+    if (c.spill != nullptr) std::fclose(c.spill);
+    if (!c.path.empty()) ::unlink(c.path.c_str());
+  }
+}
+
+absl::Status StreamPartitioner::Append(int64_t u, int64_t v) {
+  Chunk& c = chunks_[u / chunk_nodes_];
+  if (!spilling_) {
+    c.pairs.push_back(u);
+    c.pairs.push_back(v);
+    return absl::OkStatus();
+  }
+  if (c.spill == nullptr) {
+    c.path = absl::StrCat(options_.tmp_dir, "/graphstore-stream-", ::getpid(), "-", c.first, ".bin");
+    c.spill = std::fopen(c.path.c_str(), "w+b");
+    if (c.spill == nullptr) {
+      return absl::PermissionDeniedError(absl::StrCat(c.path, ": cannot create (--tmp_dir): ", std::strerror(errno)));
+    }
+  }
+  const int64_t pair[2] = {u, v};
+  if (std::fwrite(pair, sizeof(pair), 1, c.spill) != 1) {
+    return absl::ResourceExhaustedError(absl::StrCat(c.path, ": write failed (--tmp_dir full?): ", std::strerror(errno)));
+  }
+  ++c.spilled;
+  return absl::OkStatus();
+}
+
+absl::Status StreamPartitioner::AddEdges(int row_type, const int64_t* rows, int col_type, const int64_t* cols,
+                                         size_t n) {
+  const int64_t ro = type_offset_[row_type], co = type_offset_[col_type];
+  for (size_t i = 0; i < n; ++i) {
+    const int64_t u = ro + rows[i], v = co + cols[i];
+    ++row_degree_[u];
+    ++total_edges_;
+    if (u == v) continue;  // a self-loop says nothing about where a node belongs
+    if (auto s = Append(u, v); !s.ok()) return s;
+    if (auto s = Append(v, u); !s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status StreamPartitioner::Load(Chunk* c, std::vector<int64_t>* pairs) {
+  if (!spilling_) {
+    *pairs = c->pairs;  // kept for the next pass
+    return absl::OkStatus();
+  }
+  pairs->resize(2 * c->spilled);
+  if (c->spilled == 0) return absl::OkStatus();
+  if (std::fflush(c->spill) != 0 || std::fseek(c->spill, 0, SEEK_SET) != 0 ||
+      std::fread(pairs->data(), kPairBytes, c->spilled, c->spill) != static_cast<size_t>(c->spilled)) {
+    return absl::DataLossError(absl::StrCat(c->path, ": cannot read back: ", std::strerror(errno)));
+  }
+  return std::fseek(c->spill, 0, SEEK_END) == 0 ? absl::OkStatus()
+                                                : absl::DataLossError(absl::StrCat(c->path, ": seek failed"));
+}
+
+int StreamPartitioner::TypeOf(int64_t u) const {
+  return static_cast<int>(std::upper_bound(type_offset_.begin(), type_offset_.end(), u) - type_offset_.begin()) - 1;
+}
+
+template <typename Fn>
+absl::Status StreamPartitioner::Scan(const std::string& what, Fn fn) {
+  Progress progress(what, total_nodes_, "nodes");
+  std::vector<int64_t> pairs, neighbours, start, fill;
+  for (auto& c : chunks_) {
+    if (auto s = Load(&c, &pairs); !s.ok()) return s;
+    // Counting sort of the chunk's pairs by node.
+    const int64_t span = c.end - c.first;
+    start.assign(span + 1, 0);
+    for (size_t i = 0; i < pairs.size(); i += 2) ++start[pairs[i] - c.first + 1];
+    for (int64_t k = 0; k < span; ++k) start[k + 1] += start[k];
+    neighbours.resize(pairs.size() / 2);
+    fill.assign(start.begin(), start.end() - 1);
+    for (size_t i = 0; i < pairs.size(); i += 2) neighbours[fill[pairs[i] - c.first]++] = pairs[i + 1];
+    pairs.clear();
+    for (int64_t u = c.first; u < c.end; ++u) {
+      fn(u, neighbours.data() + start[u - c.first], start[u - c.first + 1] - start[u - c.first]);
+    }
+    progress.Add(span);
+  }
+  return absl::OkStatus();
+}
+
+// Size-bounded label propagation: every node starts alone and joins the cluster most of its
+// neighbours are in, while that cluster has room; ties keep the node where it is, then take the
+// smaller cluster id, so the result depends only on the graph.
+absl::Status StreamPartitioner::Cluster(int64_t max_size) {
+  label_.resize(total_nodes_);
+  for (int64_t u = 0; u < total_nodes_; ++u) label_[u] = u;
+  if (max_size <= 1) return absl::OkStatus();
+  std::vector<int32_t> size(total_nodes_, 1);
+  std::vector<int32_t> count(total_nodes_, 0);
+  std::vector<int64_t> touched;
+  for (int pass = 0; pass < options_.cluster_passes; ++pass) {
+    auto s = Scan(absl::StrCat("partitioning (stream): clustering, pass ", pass + 1, " of ", options_.cluster_passes),
+                  [&](int64_t u, const int64_t* nb, int64_t n) {
+                    for (int64_t k = 0; k < n; ++k) {
+                      const int64_t l = label_[nb[k]];
+                      if (count[l]++ == 0) touched.push_back(l);
+                    }
+                    const int64_t own = label_[u];
+                    int64_t best = own;
+                    int32_t best_count = count[own];
+                    for (int64_t l : touched) {
+                      if (l == own || size[l] + 1 > max_size) continue;
+                      if (count[l] > best_count || (count[l] == best_count && best != own && l < best)) {
+                        best = l;
+                        best_count = count[l];
+                      }
+                    }
+                    for (int64_t l : touched) count[l] = 0;
+                    touched.clear();
+                    if (best != own) {
+                      --size[own];
+                      ++size[best];
+                      label_[u] = best;
+                    }
+                  });
+    if (!s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
+// METIS over the graph of clusters: one vertex per cluster weighted by its nodes of each type
+// and its stored edges, one edge per pair of clusters weighted by the edges between them.
+absl::Status StreamPartitioner::PartitionClusters() {
+  const int P = options_.num_partitions;
+  const int T = static_cast<int>(type_sizes_.size());
+  std::vector<int64_t> coarse(total_nodes_, -1);
+  int64_t nc = 0;
+  for (int64_t u = 0; u < total_nodes_; ++u) {
+    if (coarse[label_[u]] < 0) coarse[label_[u]] = nc++;
+  }
+  for (int64_t u = 0; u < total_nodes_; ++u) label_[u] = coarse[label_[u]];
+  std::vector<int64_t>().swap(coarse);
+  const idx_t ncon = T + 1;
+  std::vector<idx_t> vwgt(nc * ncon, 0);
+  for (int64_t u = 0; u < total_nodes_; ++u) {
+    vwgt[label_[u] * ncon + TypeOf(u)] += 1;
+    vwgt[label_[u] * ncon + T] += static_cast<idx_t>(row_degree_[u]);
+  }
+  // Coarse edges (a, b, 1) gathered per chunk, summed, then merged into a CSR.
+  std::vector<std::array<int64_t, 3>> edges;
+  std::vector<std::array<int64_t, 3>> part;
+  auto reduce = [](std::vector<std::array<int64_t, 3>>* v) {
+    std::sort(v->begin(), v->end());
+    size_t w = 0;
+    for (size_t i = 0; i < v->size(); ++i) {
+      if (w > 0 && (*v)[w - 1][0] == (*v)[i][0] && (*v)[w - 1][1] == (*v)[i][1]) {
+        (*v)[w - 1][2] += (*v)[i][2];
+      } else {
+        (*v)[w++] = (*v)[i];
+      }
+    }
+    v->resize(w);
+  };
+  int64_t last_chunk_end = 0;
+  auto s = Scan("partitioning (stream): coarse graph", [&](int64_t u, const int64_t* nb, int64_t n) {
+    for (int64_t k = 0; k < n; ++k) {
+      if (label_[u] != label_[nb[k]]) part.push_back({label_[u], label_[nb[k]], 1});
+    }
+    if (u + 1 == total_nodes_ || u + 1 - last_chunk_end >= chunk_nodes_) {
+      last_chunk_end = u + 1;
+      reduce(&part);
+      edges.insert(edges.end(), part.begin(), part.end());
+      std::vector<std::array<int64_t, 3>>().swap(part);
+      reduce(&edges);
+    }
+  });
+  if (!s.ok()) return s;
+  if (nc > std::numeric_limits<idx_t>::max() ||
+      static_cast<int64_t>(edges.size()) > std::numeric_limits<idx_t>::max()) {
+    return absl::InvalidArgumentError(absl::StrCat("--method=stream: the coarse graph has ", nc, " nodes and ",
+                                                   edges.size(), " adjacency entries; METIS allows 2^31-1"));
+  }
+  std::vector<idx_t> xadj(nc + 1, 0), adj, adjwgt;
+  adj.reserve(edges.size() + 1);
+  adjwgt.reserve(edges.size() + 1);
+  for (const auto& e : edges) {
+    ++xadj[e[0] + 1];
+    adj.push_back(static_cast<idx_t>(e[1]));
+    adjwgt.push_back(static_cast<idx_t>(std::min<int64_t>(e[2], std::numeric_limits<idx_t>::max())));
+  }
+  std::vector<std::array<int64_t, 3>>().swap(edges);
+  for (int64_t c = 0; c < nc; ++c) xadj[c + 1] += xadj[c];
+  if (adj.empty()) {
+    adj.push_back(0);
+    adjwgt.push_back(0);
+  }
+  idx_t nvtxs = static_cast<idx_t>(nc), ncon_arg = ncon, nparts = P, cut = 0;
+  std::vector<real_t> ubvec(ncon, static_cast<real_t>(std::min(options_.node_slack, options_.edge_slack)));
+  idx_t metis_options[METIS_NOPTIONS];
+  METIS_SetDefaultOptions(metis_options);
+  metis_options[METIS_OPTION_SEED] = static_cast<idx_t>(options_.seed & 0x7fffffff);
+  metis_options[METIS_OPTION_NUMBERING] = 0;
+  std::vector<idx_t> where(nc, 0);
+  Progress progress(absl::StrCat("partitioning (stream): METIS over ", nc, " clusters"), nc, "clusters");
+  const int rc = METIS_PartGraphKway(&nvtxs, &ncon_arg, xadj.data(), adj.data(), vwgt.data(), nullptr,
+                                     adjwgt.data(), &nparts, nullptr, ubvec.data(), metis_options, &cut,
+                                     where.data());
+  if (rc != METIS_OK) {
+    return absl::InternalError(absl::StrCat("METIS_PartGraphKway failed with code ", rc,
+                                            rc == METIS_ERROR_MEMORY ? " (out of memory)" : ""));
+  }
+  progress.Add(nc);
+  for (int64_t u = 0; u < total_nodes_; ++u) place_[u] = static_cast<int32_t>(where[label_[u]]);
+  return absl::OkStatus();
+}
+
+// Moves `u` to the partition most of its neighbours are in when that has more of them than its
+// own and the caps allow.
+void StreamPartitioner::Refine(int64_t u, const int64_t* neighbours, int64_t n) {
+  const int P = options_.num_partitions;
+  const int type = TypeOf(u);
+  const int64_t deg = row_degree_[u];
+  std::fill(counts_.begin(), counts_.end(), 0);
+  for (int64_t k = 0; k < n; ++k) ++counts_[place_[neighbours[k]]];
+  const int own = place_[u];
+  int best = own;
+  for (int p = 0; p < P; ++p) {
+    if (p == own || counts_[p] <= counts_[best]) continue;
+    if (type_load_[type][p] + 1 > type_cap_[type] || edge_load_[p] + deg > edge_cap_) continue;
+    best = p;
+  }
+  if (best == own) return;
+  --type_load_[type][own];
+  edge_load_[own] -= deg;
+  ++type_load_[type][best];
+  edge_load_[best] += deg;
+  place_[u] = best;
+}
+
+absl::StatusOr<Assignment> StreamPartitioner::Assign() {
+  const int P = options_.num_partitions;
+  if (P > total_nodes_ && P > 1) {
+    return absl::InvalidArgumentError(absl::StrCat("--partitions=", P, " exceeds the ", total_nodes_, " nodes"));
+  }
+  for (auto& c : chunks_) {
+    if (c.spill != nullptr && std::fflush(c.spill) != 0) {
+      return absl::ResourceExhaustedError(absl::StrCat(c.path, ": write failed (--tmp_dir full?)"));
+    }
+  }
+  place_.assign(total_nodes_, 0);
+  if (P > 1 && total_nodes_ > 0) {
+    // The coarse graph METIS gets: about 200 bytes per vertex and 40 per adjacency entry, in
+    // half the budget.
+    int64_t target = options_.coarse_nodes;
+    if (target <= 0) {
+      const double per_node = 200.0 + 40.0 * 2.0 * total_edges_ / total_nodes_;
+      target = static_cast<int64_t>(static_cast<double>(options_.memory_bytes) / 2 / per_node);
+    }
+    target = std::max<int64_t>(target, 64 * P);
+    const int64_t max_size = std::max<int64_t>(1, (total_nodes_ + target - 1) / target);
+    if (auto s = Cluster(max_size); !s.ok()) return s;
+    if (auto s = PartitionClusters(); !s.ok()) return s;
+    std::vector<int64_t>().swap(label_);
+    counts_.assign(P, 0);
+    type_load_.assign(type_sizes_.size(), std::vector<int64_t>(P, 0));
+    edge_load_.assign(P, 0);
+    for (int64_t u = 0; u < total_nodes_; ++u) {
+      ++type_load_[TypeOf(u)][place_[u]];
+      edge_load_[place_[u]] += row_degree_[u];
+    }
+    // Caps: the slack over the mean, or what METIS already gave when that is more.
+    type_cap_.clear();
+    for (size_t t = 0; t < type_sizes_.size(); ++t) {
+      const auto cap = static_cast<int64_t>(std::ceil(options_.node_slack * type_sizes_[t] / P));
+      type_cap_.push_back(std::max(cap, *std::max_element(type_load_[t].begin(), type_load_[t].end())));
+    }
+    edge_cap_ = std::max(static_cast<int64_t>(std::ceil(options_.edge_slack * total_edges_ / P)),
+                         *std::max_element(edge_load_.begin(), edge_load_.end()));
+    for (int pass = 0; pass < options_.refine_passes; ++pass) {
+      auto s = Scan(absl::StrCat("partitioning (stream): refining, pass ", pass + 1, " of ", options_.refine_passes),
+                    [&](int64_t u, const int64_t* nb, int64_t n) { Refine(u, nb, n); });
+      if (!s.ok()) return s;
+    }
+  }
+  Assignment out;
+  for (size_t t = 0; t < type_sizes_.size(); ++t) {
+    out.emplace_back(place_.begin() + type_offset_[t], place_.begin() + type_offset_[t] + type_sizes_[t]);
+  }
+  return out;
+}
+
+absl::StatusOr<Assignment> StreamAssignment(const GraphData& g, bool rows_are_sources, StreamOptions options) {
+  std::vector<int64_t> sizes;
+  for (const auto& t : g.node_types) sizes.push_back(t.num_nodes);
+  int64_t edges = 0;
+  for (const auto& e : g.edge_types) edges += static_cast<int64_t>(e.src.size());
+  StreamPartitioner sp(sizes, edges, options);
+  for (const auto& e : g.edge_types) {
+    const int s = FindType(g, e.src_type), d = FindType(g, e.dst_type);
+    auto st = rows_are_sources ? sp.AddEdges(s, e.src.data(), d, e.dst.data(), e.src.size())
+                               : sp.AddEdges(d, e.dst.data(), s, e.src.data(), e.src.size());
+    if (!st.ok()) return st;
+  }
+  return sp.Assign();
+}
+
+}  // namespace graphstore
