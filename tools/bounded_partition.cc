@@ -1,6 +1,7 @@
 #include "tools/bounded_partition.h"
 
 #include <fcntl.h>
+#include <malloc.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -30,9 +31,11 @@ constexpr char kDefaultNodeType[] = "node";
 constexpr size_t kMaxReadChunk = size_t{1} << 20;  // edges per read
 // Bytes per edge of a read: the two ids as read, and as global ids.
 constexpr int64_t kReadBytes = 4 * sizeof(int64_t);
-// Bytes per node of the arrays the passes keep (assignment, row, degrees, the layout's and the
-// random assignment's transients), and of the program itself.
-constexpr int64_t kNodeBytes = 96;
+// Bytes per node of the arrays the passes keep (owner, row, owned ids, degree, a type's row
+// degrees, labels, split ids), with some slack; the streaming method's own (cluster, sizes,
+// counts, row degree, place); and the program itself.
+constexpr int64_t kNodeBytes = 64;
+constexpr int64_t kStreamNodeBytes = 40;
 constexpr int64_t kBaseBytes = int64_t{16} << 20;
 constexpr int kMaxBuckets = 900;
 
@@ -163,7 +166,11 @@ class BoundedPartitioner {
     }
     if (auto s = CheckBudget(); !s.ok()) return s;
     if (auto s = Assign(); !s.ok()) return s;
+    // The nodes' places only: the edges are laid out chunk by chunk below.
+    std::vector<EdgeTypeData> edge_types = std::move(g_.edge_types);
+    g_.edge_types.clear();
     auto laid = LayOut(g_, assignment_, P_, rows_are_sources_);
+    g_.edge_types = std::move(edge_types);
     if (!laid.ok()) return laid.status();
     layout_ = *std::move(laid);
     report_.num_partitions = P_;
@@ -392,7 +399,8 @@ class BoundedPartitioner {
     for (const auto& nt : g_.node_types) nodes += nt.num_nodes;
     int64_t ids = 0;
     for (const auto& set : ids_) ids += static_cast<int64_t>(set.bits.size()) * 16;
-    const int64_t fixed = kBaseBytes + nodes * kNodeBytes + ids + static_cast<int64_t>(read_chunk_) * kReadBytes;
+    const int64_t per_node = kNodeBytes + (o_.write.method == "stream" ? kStreamNodeBytes : 0);
+    const int64_t fixed = kBaseBytes + nodes * per_node + ids + static_cast<int64_t>(read_chunk_) * kReadBytes;
     // A chunk's records, the column copied out of them, and the buckets' write buffers (a quarter
     // of a chunk over all buckets).
     chunk_records_ = (o_.memory_bytes - fixed) / (2 * static_cast<int64_t>(sizeof(Record)));
@@ -718,15 +726,21 @@ absl::StatusOr<InputEstimate> EstimateInput(const GraphInputSpec& spec) {
 
 int64_t InMemoryBytes(const InputEstimate& input, const std::string& method, bool reverse_edges) {
   const int64_t edges = input.edges * (reverse_edges ? 2 : 1);
-  // The in-memory path holds each edge's ids, its raw-id set, the layout's order and a
-  // partition's arrays (about 100 bytes per edge); METIS adds its undirected adjacency and its
-  // own work arrays. Features are held once as float32, once more per partition written.
-  const int64_t per_edge = method == "metis" ? 145 : 100;
+  // Peak RSS per edge of the in-memory path, measured on a generated graph of 1M nodes and 19.4M
+  // edges (docs/benchmarks.md): random 37 bytes (each edge's ids, the layout's order, a
+  // partition's arrays), METIS 134 (its undirected adjacency and work arrays on top), stream 192
+  // (its own adjacency and METIS over the whole graph, when that fits the budget). Features are
+  // held once as float32, and once more per partition written.
+  const int64_t per_edge = method == "metis" ? 145 : method == "stream" ? 200 : 40;
   return kBaseBytes + edges * per_edge + input.feature_values * 4 * 2;
 }
 
 absl::StatusOr<PartitionReport> PartitionBounded(const GraphInputSpec& spec, const BoundedOptions& options,
                                                  const std::string& out_dir) {
+  // Large arrays come and go pass by pass: map each on its own so that freeing one returns its
+  // pages, instead of leaving them in a heap that glibc's adaptive threshold would grow.
+  ::mallopt(M_MMAP_THRESHOLD, 1 << 20);
+  ::mallopt(M_TRIM_THRESHOLD, 1 << 20);
   return BoundedPartitioner(spec, options).Run(out_dir);
 }
 

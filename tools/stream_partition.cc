@@ -187,54 +187,78 @@ absl::Status StreamPartitioner::PartitionClusters() {
     vwgt[label_[u] * ncon + TypeOf(u)] += 1;
     vwgt[label_[u] * ncon + T] += static_cast<idx_t>(row_degree_[u]);
   }
-  // Coarse edges (a, b, 1) gathered per chunk, summed, then merged into a CSR.
-  std::vector<std::array<int64_t, 3>> edges;
-  std::vector<std::array<int64_t, 3>> part;
-  auto reduce = [](std::vector<std::array<int64_t, 3>>* v) {
-    std::sort(v->begin(), v->end());
+  // Coarse edges, each pair of clusters once (a < b) with the edges between them, summed a
+  // batch at a time; past `cap` pairs only the heaviest are kept, so that memory stays bounded
+  // whatever the graph (a light pair says little about where a cluster belongs).
+  struct CoarseEdge {
+    int32_t a, b, w;
+  };
+  const size_t cap = static_cast<size_t>(std::max<int64_t>(int64_t{1} << 16, options_.memory_bytes / 128));
+  std::vector<CoarseEdge> edges, batch;
+  auto reduce = [](std::vector<CoarseEdge>* v) {
+    std::sort(v->begin(), v->end(), [](const CoarseEdge& x, const CoarseEdge& y) {
+      return x.a != y.a ? x.a < y.a : x.b < y.b;
+    });
     size_t w = 0;
     for (size_t i = 0; i < v->size(); ++i) {
-      if (w > 0 && (*v)[w - 1][0] == (*v)[i][0] && (*v)[w - 1][1] == (*v)[i][1]) {
-        (*v)[w - 1][2] += (*v)[i][2];
+      if (w > 0 && (*v)[w - 1].a == (*v)[i].a && (*v)[w - 1].b == (*v)[i].b) {
+        (*v)[w - 1].w = static_cast<int32_t>(std::min<int64_t>(int64_t{(*v)[w - 1].w} + (*v)[i].w, INT32_MAX));
       } else {
         (*v)[w++] = (*v)[i];
       }
     }
     v->resize(w);
   };
-  int64_t last_chunk_end = 0;
+  bool truncated = false;
+  auto merge = [&] {
+    reduce(&batch);
+    edges.insert(edges.end(), batch.begin(), batch.end());
+    batch.clear();
+    reduce(&edges);
+    if (edges.size() > cap) {
+      truncated = true;
+      std::nth_element(edges.begin(), edges.begin() + static_cast<std::ptrdiff_t>(cap), edges.end(),
+                       [](const CoarseEdge& x, const CoarseEdge& y) {
+                         return x.w != y.w ? x.w > y.w : (x.a != y.a ? x.a < y.a : x.b < y.b);
+                       });
+      edges.resize(cap);
+      reduce(&edges);
+    }
+  };
+  if (nc > std::numeric_limits<int32_t>::max()) {
+    return absl::InvalidArgumentError(absl::StrCat("--method=stream: ", nc, " clusters; METIS allows 2^31-1"));
+  }
   auto s = Scan("partitioning (stream): coarse graph", [&](int64_t u, const int64_t* nb, int64_t n) {
     for (int64_t k = 0; k < n; ++k) {
-      if (label_[u] != label_[nb[k]]) part.push_back({label_[u], label_[nb[k]], 1});
-    }
-    if (u + 1 == total_nodes_ || u + 1 - last_chunk_end >= chunk_nodes_) {
-      last_chunk_end = u + 1;
-      reduce(&part);
-      edges.insert(edges.end(), part.begin(), part.end());
-      std::vector<std::array<int64_t, 3>>().swap(part);
-      reduce(&edges);
+      // Each edge is held from both ends: count it from the smaller.
+      if (u > nb[k]) continue;
+      const int64_t a = label_[u], b = label_[nb[k]];
+      if (a == b) continue;
+      batch.push_back({static_cast<int32_t>(std::min(a, b)), static_cast<int32_t>(std::max(a, b)), 1});
+      if (batch.size() >= cap) merge();
     }
   });
   if (!s.ok()) return s;
-  if (nc > std::numeric_limits<idx_t>::max() ||
-      static_cast<int64_t>(edges.size()) > std::numeric_limits<idx_t>::max()) {
-    return absl::InvalidArgumentError(absl::StrCat("--method=stream: the coarse graph has ", nc, " nodes and ",
-                                                   edges.size(), " adjacency entries; METIS allows 2^31-1"));
-  }
-  std::vector<idx_t> xadj(nc + 1, 0), adj, adjwgt;
-  adj.reserve(edges.size() + 1);
-  adjwgt.reserve(edges.size() + 1);
+  merge();
+  std::vector<CoarseEdge>().swap(batch);
+  std::vector<idx_t> xadj(nc + 1, 0);
   for (const auto& e : edges) {
-    ++xadj[e[0] + 1];
-    adj.push_back(static_cast<idx_t>(e[1]));
-    adjwgt.push_back(static_cast<idx_t>(std::min<int64_t>(e[2], std::numeric_limits<idx_t>::max())));
+    ++xadj[e.a + 1];
+    ++xadj[e.b + 1];
   }
-  std::vector<std::array<int64_t, 3>>().swap(edges);
   for (int64_t c = 0; c < nc; ++c) xadj[c + 1] += xadj[c];
-  if (adj.empty()) {
-    adj.push_back(0);
-    adjwgt.push_back(0);
+  std::vector<idx_t> adj(std::max<size_t>(1, 2 * edges.size()), 0), adjwgt(adj.size(), 0);
+  {
+    std::vector<idx_t> fill(xadj.begin(), xadj.end() - 1);
+    for (const auto& e : edges) {
+      adj[fill[e.a]] = e.b;
+      adjwgt[fill[e.a]++] = e.w;
+      adj[fill[e.b]] = e.a;
+      adjwgt[fill[e.b]++] = e.w;
+    }
   }
+  const size_t coarse_edges = edges.size();
+  std::vector<CoarseEdge>().swap(edges);
   idx_t nvtxs = static_cast<idx_t>(nc), ncon_arg = ncon, nparts = P, cut = 0;
   std::vector<real_t> ubvec(ncon, static_cast<real_t>(std::min(options_.node_slack, options_.edge_slack)));
   idx_t metis_options[METIS_NOPTIONS];
@@ -242,7 +266,9 @@ absl::Status StreamPartitioner::PartitionClusters() {
   metis_options[METIS_OPTION_SEED] = static_cast<idx_t>(options_.seed & 0x7fffffff);
   metis_options[METIS_OPTION_NUMBERING] = 0;
   std::vector<idx_t> where(nc, 0);
-  Progress progress(absl::StrCat("partitioning (stream): METIS over ", nc, " clusters"), nc, "clusters");
+  Progress progress(absl::StrCat("partitioning (stream): METIS over ", nc, " clusters and ", coarse_edges,
+                                 " pairs of them", truncated ? " (the heaviest)" : ""),
+                    nc, "clusters");
   const int rc = METIS_PartGraphKway(&nvtxs, &ncon_arg, xadj.data(), adj.data(), vwgt.data(), nullptr,
                                      adjwgt.data(), &nparts, nullptr, ubvec.data(), metis_options, &cut,
                                      where.data());
