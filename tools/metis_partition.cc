@@ -132,6 +132,13 @@ std::string PartitionReport::ToString() const {
   return s;
 }
 
+namespace {
+// METIS's own memory and time per adjacency entry (each undirected edge is two), measured on
+// 2 cores of the reference machine.
+constexpr int64_t kMetisBytesPerEntry = 50;
+constexpr double kMetisSecondsPerEntry = 0.6e-6;
+}  // namespace
+
 absl::StatusOr<Assignment> AssignPartitions(const GraphData& graph, const std::string& method, int num_partitions,
                                             uint64_t seed, bool rows_are_sources, int64_t memory_bytes,
                                             const std::string& tmp_dir) {
@@ -143,7 +150,16 @@ absl::StatusOr<Assignment> AssignPartitions(const GraphData& graph, const std::s
     if (a.ok()) progress.Add(nodes);
     return a;
   };
-  if (method == "metis") return done(MetisAssignment(graph, num_partitions, seed));
+  if (method == "metis") {
+    // METIS reports nothing until it ends: what it will take, from the rates measured on the
+    // generated products-like graph (docs/benchmarks.md).
+    int64_t entries = 0;
+    for (const auto& e : graph.edge_types) entries += 2 * static_cast<int64_t>(e.src.size());
+    progress.Note(absl::StrFormat("METIS over %d nodes and up to %d adjacency entries: expect about %d MiB and %.0f s",
+                                  nodes, entries, (entries * kMetisBytesPerEntry) >> 20,
+                                  static_cast<double>(entries) * kMetisSecondsPerEntry));
+    return done(MetisAssignment(graph, num_partitions, seed));
+  }
   if (method == "random") return done(RandomAssignment(graph, num_partitions, seed));
   if (method == "stream") {
     StreamOptions options;

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <utility>
 
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "server/util/log.h"
 
@@ -60,6 +61,11 @@ void Progress::Add(int64_t n) {
   if (finished_ || std::chrono::duration<double>(now - last_report_).count() < options_.interval_s) return;
   last_report_ = now;
   Emit(Line(false, now), false);
+}
+
+void Progress::Note(const std::string& text) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Emit(absl::StrCat(phase_, ": ", text), true);
 }
 
 void Progress::Finish() {

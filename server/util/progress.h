@@ -47,6 +47,9 @@ class Progress {
   void Add(int64_t n);
   /// Reports the total (units, seconds, rate) once. Idempotent.
   void Finish();
+  /// Reports a line of its own under the phase's name ("METIS over ...: expect about 12 s"),
+  /// e.g. an estimate before a step that reports nothing until it ends.
+  void Note(const std::string& text);
 
   int64_t done() const { return done_.load(std::memory_order_relaxed); }
   int64_t total() const { return total_; }

@@ -234,6 +234,8 @@ TEST_CASE("graphstore-partition reports each phase's total on stderr as log line
   // (no carriage returns: those rewrite a terminal's line).
   CHECK_THAT(text, Catch::Contains("reading " + SharedDataPath("cora/cora.cites") + ": "));
   CHECK_THAT(text, Catch::Contains("bytes in "));
+  CHECK_THAT(text, Catch::Contains("partitioning (metis, 2 parts): METIS over 2708 nodes and up to "));
+  CHECK_THAT(text, Catch::Contains(" adjacency entries: expect about "));
   CHECK_THAT(text, Catch::Contains("partitioning (metis, 2 parts): 2708 nodes in "));
   CHECK_THAT(text, Catch::Contains("writing 2 partition(s): "));
   CHECK_THAT(text, Catch::Contains("edges/s"));

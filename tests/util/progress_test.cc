@@ -70,5 +70,19 @@ TEST_CASE("counts read in a few digits", "[progress]") {
   CHECK(ShortCount(3.2e9) == "3.2G");
 }
 
+TEST_CASE("a note is a line of its own under the phase's name, before the total", "[progress]") {
+  Recorder r;
+  {
+    Progress p("partitioning (metis, 2 parts)", 10, "nodes", r.Options());
+    p.Note("METIS over 10 nodes: expect about 0 s");
+    r.Advance(2);
+    p.Add(10);
+  }
+  REQUIRE(r.lines.size() == 2);
+  CHECK(r.lines[0].first == "partitioning (metis, 2 parts): METIS over 10 nodes: expect about 0 s");
+  CHECK(r.lines[0].second);
+  CHECK(r.lines[1].first == "partitioning (metis, 2 parts): 10 nodes in 2.0 s, 5 nodes/s");
+}
+
 }  // namespace
 }  // namespace graphstore
