@@ -3,6 +3,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <regex>
 #include <string>
 #include <utility>
 
@@ -21,6 +22,19 @@ TEST_CASE("graphstore-inspect and graphstored refuse the same corrupt partition 
   REQUIRE(RunCommand("tools/graphstore-generate --nodes=300 --feature_dim=4 --out=" + g + " >/dev/null") == 0);
   CHECK(RunCommand("tools/graphstore-inspect --partition=" + g + " >" + dir / "ok.txt") == 0);
   CHECK_THAT(ReadFile(dir / "ok.txt"), Catch::Contains("300 of 300 nodes"));
+  // What a server maps, by what it grows with: each own edge's index (8 bytes; the generator's
+  // single partition keeps no edge ids; npy headers add a little), each own node's 4 float
+  // features, label and id, each node's book entries.
+  const std::string ok = ReadFile(dir / "ok.txt");
+  CHECK_THAT(ok, Catch::Contains("sizing: a server maps "));
+  std::smatch m;
+  REQUIRE(std::regex_search(ok, m, std::regex("([0-9.]+) bytes per own edge")));
+  CHECK(std::stod(m[1]) >= 8.0);
+  CHECK(std::stod(m[1]) < 10.0);
+  REQUIRE(std::regex_search(ok, m, std::regex("([0-9.]+) bytes per own node")));
+  CHECK(std::stod(m[1]) >= 32.0);
+  REQUIRE(std::regex_search(ok, m, std::regex("([0-9.]+) bytes per node of graph")));
+  CHECK(std::stod(m[1]) >= 12.0);
 
   // Garbage after the header dict of one .npy file.
   const std::string labels = g + "/nodes/node/labels.npy";
