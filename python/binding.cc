@@ -24,6 +24,7 @@
 #include "absl/strings/str_cat.h"
 #include "client/loader_core.h"
 #include "proto/ppr_defaults.h"
+#include "python/dataset_binding.h"
 #include "python/loader_schema.h"
 
 namespace graphstore::python {
@@ -488,4 +489,5 @@ PYBIND11_MODULE(_graphstore, m) {
         "(name, default, positional, doc) of every graphstore.Loader option, in signature order.");
   graphstore::python::DefineBatch(m);
   graphstore::python::DefineLoader(m);
+  graphstore::python::DefineDatasetWriter(m);
 }

@@ -14,11 +14,12 @@ operators' scripts (``GetServerStats``, ``DescribeChannel``, ...).
 
 from graphstore import _graphstore  # noqa: F401  (the client core; links no torch)
 from graphstore.batch import Batch, EdgeStore, NodeStore, PprWeights
+from graphstore.dataset import write_dataset
 from graphstore.errors import GraphstoreError
 from graphstore.features import dequantize
 from graphstore.loader import AblpInput, Loader, PprOptions
 
 __all__ = ["AblpInput", "Batch", "EdgeStore", "GraphstoreError", "Loader", "NodeStore", "PprOptions",
-           "PprWeights", "dequantize"]
+           "PprWeights", "dequantize", "write_dataset"]
 
 __version__ = "0.2.0"

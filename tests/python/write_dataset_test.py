@@ -1,0 +1,187 @@
+"""graphstore.write_dataset against real graphstored processes: a graph written from Python in the
+shapes PyG users hold (Data, HeteroData, dicts of torch or numpy arrays) is served, and the Loader
+gives back the rows, labels and edges that were given; input the format refuses is a ValueError
+that names the type and the field."""
+
+import os
+import shutil
+import tempfile
+import unittest
+
+import gs_testing as gt  # puts the package on sys.path
+
+import numpy as np
+import torch
+
+import graphstore
+
+
+class Storage:
+    """A stand-in of PyG's NodeStorage / EdgeStorage: attributes, absent ones raise."""
+
+    def __init__(self, **attrs):
+        self.__dict__.update(attrs)
+
+
+class Data(Storage):
+    """A stand-in of torch_geometric.data.Data: the same attribute names."""
+
+
+class HeteroData:
+    """A stand-in of torch_geometric.data.HeteroData: node_types, edge_types and data[type]."""
+
+    def __init__(self):
+        self._stores = {}
+
+    def __getitem__(self, key):
+        return self._stores.setdefault(key, Storage())
+
+    @property
+    def node_types(self):
+        return [k for k in self._stores if isinstance(k, str)]
+
+    @property
+    def edge_types(self):
+        return [k for k in self._stores if isinstance(k, tuple)]
+
+
+def random_graph(num_nodes, num_edges, seed):
+    g = torch.Generator().manual_seed(seed)
+    src = torch.randint(0, num_nodes, (num_edges,), generator=g)
+    dst = torch.randint(0, num_nodes, (num_edges,), generator=g)
+    return torch.stack([src, dst])
+
+
+def serve(out, parts):
+    if parts == 1:
+        return [gt.Daemon(out).wait_ready()]
+    return gt.start_cluster(out, parts)
+
+
+class WriteDatasetTest(unittest.TestCase):
+    def setUp(self):
+        self.dir = tempfile.mkdtemp(dir=gt.TMP)
+        self.daemons = []
+
+    def tearDown(self):
+        for d in self.daemons:
+            d.stop()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def check_batches(self, loader, x, y, edges, seeds, node_type=None, edge_type=None):
+        """Every batch's rows and labels are the given ones of its n_id, every edge is a given one
+        (the sampler's row 1 reached row 0 along it), and the seeds are those asked for."""
+        seen = []
+        for batch in loader.epoch(0):
+            store = batch[node_type] if node_type else batch
+            n_id = store.n_id
+            seen += n_id[:store.batch_size].tolist()
+            if x is not None:
+                self.assertTrue(torch.equal(store.x, x[n_id]))
+            if y is not None:
+                self.assertTrue(torch.equal(store.y, y[n_id]))
+            e = batch[edge_type] if edge_type else batch
+            self.assertGreater(e.edge_index.shape[1], 0)
+            for col, row in e.edge_index.t().tolist():
+                self.assertIn((n_id[row].item(), n_id[col].item()), edges)
+        self.assertEqual(sorted(seen), sorted(seeds))
+
+    def test_a_data_round_trips_through_two_servers(self):
+        n = 600
+        data = Data(edge_index=random_graph(n, 4000, 1), x=torch.randn(n, 8), y=torch.randint(0, 5, (n,)),
+                    edge_weight=torch.rand(4000), num_nodes=n)
+        g = torch.Generator().manual_seed(2)
+        order = torch.randperm(n, generator=g)
+        for name, part in (("train", order[:400]), ("val", order[400:500]), ("test", order[500:])):
+            mask = torch.zeros(n, dtype=torch.bool)
+            mask[part] = True
+            setattr(data, f"{name}_mask", mask)
+        out = os.path.join(self.dir, "data")
+        report = graphstore.write_dataset(data, out, num_partitions=2, method="metis", name="from-python")
+        self.assertEqual(report["num_nodes"], n)
+        self.assertEqual(report["num_edges"], 4000)
+        self.assertLess(report["cut_edges"], 4000)
+        self.daemons = serve(out, 2)
+        edges = set(map(tuple, data.edge_index.t().tolist()))
+        with graphstore.Loader([d.address for d in self.daemons], [5, 3], batch_size=64) as loader:
+            self.check_batches(loader, data.x, data.y, edges, order[:400].tolist())
+        with graphstore.Loader([d.address for d in self.daemons], [5], batch_size=64, split="test",
+                               weighted=True) as loader:
+            self.check_batches(loader, data.x, data.y, edges, order[500:].tolist())
+
+    def test_a_hetero_data_round_trips_with_reverse_edges(self):
+        data = HeteroData()
+        data["user"].x = torch.randn(300, 4)
+        data["user"].y = torch.randint(-1, 3, (300,))
+        data["user"].train_mask = torch.arange(300) % 3 == 0
+        data["item"].num_nodes = 200
+        data["item"].x = torch.randn(200, 6)
+        buys = torch.stack([torch.randint(0, 300, (1500,)), torch.randint(0, 200, (1500,))])
+        data["user", "buys", "item"].edge_index = buys
+        data["user", "buys", "item"].edge_attr = torch.rand(1500, 2)
+        out = os.path.join(self.dir, "hetero")
+        graphstore.write_dataset(data, out, reverse_edges=True)
+        self.daemons = serve(out, 1)
+        fan = {("user", "buys", "item"): [4], ("item", "rev_buys", "user"): [4]}
+        with graphstore.Loader([self.daemons[0].address], fan, input_nodes="user", batch_size=25) as loader:
+            seeds = []
+            for batch in loader.epoch(0):
+                u, i = batch["user"], batch["item"]
+                seeds += u.n_id[:u.batch_size].tolist()
+                self.assertTrue(torch.equal(u.x, data["user"].x[u.n_id]))
+                self.assertTrue(torch.equal(u.y, data["user"].y[u.n_id]))
+                self.assertTrue(torch.equal(i.x, data["item"].x[i.n_id]))
+                given = set(map(tuple, buys.t().tolist()))
+                for key in batch.edge_types:
+                    e = batch[key]
+                    src_t, _, dst_t = key
+                    for a, b in e.edge_index.t().tolist():
+                        pair = (batch[src_t].n_id[a].item(), batch[dst_t].n_id[b].item())
+                        # Either relation is a buy: user -> item, or its reverse item -> user.
+                        self.assertIn(pair if src_t == "user" else pair[::-1], given)
+            self.assertEqual(sorted(seeds), list(range(0, 300, 3)))
+
+    def test_dicts_of_numpy_arrays_and_ids(self):
+        n = 200
+        ei = random_graph(n, 900, 3).numpy()
+        x = np.random.default_rng(4).standard_normal((n, 3)).astype(np.float64)
+        graph = {"edge_index": ei, "x": x, "y": np.arange(n) % 4, "train_idx": np.arange(0, n, 2)}
+        out = os.path.join(self.dir, "dict")
+        graphstore.write_dataset(graph, out, num_partitions=2, method="stream", edge_dir="in")
+        self.daemons = serve(out, 2)
+        edges = set(map(tuple, ei.T.tolist()))
+        # CSR rows are destinations: a hop follows an edge from its destination to its source.
+        reverse = {(b, a) for a, b in edges}
+        with graphstore.Loader([d.address for d in self.daemons], [4], batch_size=32) as loader:
+            self.check_batches(loader, torch.from_numpy(x).float(), torch.arange(n) % 4, reverse,
+                               list(range(0, n, 2)))
+
+    def test_input_the_format_refuses_names_the_type_and_field(self):
+        out = os.path.join(self.dir, "bad")
+        ei = torch.tensor([[0, 1], [1, 2]])
+        cases = [
+            ({"edge_index": torch.tensor([[0, 9], [1, 2]]), "num_nodes": 5}, {},
+             "edge type 'node__to__node': edge 1 (9 -> 2) is out of range"),
+            ({"edge_index": ei.float()}, {}, "edge_index: is torch.float32, expected integers"),
+            ({"edge_index": ei, "y": torch.zeros(3, 2, dtype=torch.long)}, {}, "node type 'node': y must be 1-D"),
+            ({"edge_index": ei, "num_nodes": 3, "x": torch.zeros(4, 2)}, {},
+             "x must be [num_nodes, features] = [3, F]"),
+            # Three nodes and three edges: whose times are these?
+            ({"edge_index": torch.tensor([[0, 1, 2], [1, 2, 0]]), "time": torch.tensor([1, 2, 3])}, {},
+             "name it node_time or edge_time"),
+            ({"edge_index": ei, "colour": ei}, {}, "unknown keys ['colour']"),
+            ({"edge_index": ei, "edge_weight": torch.tensor([1.0, -1.0])}, {}, "edge weight 1 is -1"),
+            ({"edges": {("a", "b"): {"edge_index": ei}}}, {}, "is not a (src, relation, dst) tuple"),
+            ({"edge_index": ei}, {"method": "kmeans"}, "method must be"),
+            ({"edge_index": ei}, {"num_partitions": 0}, "num_partitions must be in [1, 4096]"),
+            ([1, 2, 3], {}, "data must be a PyG Data or HeteroData"),
+        ]
+        for data, kwargs, message in cases:
+            with self.subTest(message=message):
+                with self.assertRaises(ValueError) as cm:
+                    graphstore.write_dataset(data, out, **kwargs)
+                self.assertIn(message, str(cm.exception))
+
+
+if __name__ == "__main__":
+    gt.main("write_dataset_test")
