@@ -461,8 +461,6 @@ class BoundedPartitioner {
   static void CloseBucket(Bucket* b) {
     if (b->file != nullptr) std::fclose(b->file);
     b->file = nullptr;
-    if (!b->path.empty()) ::unlink(b->path.c_str());
-    b->path.clear();
   }
 
   // Edge type `et`: degrees, then buckets by (partition, row range), then each partition's CSR.
@@ -521,6 +519,7 @@ class BoundedPartitioner {
       if (b.file == nullptr) {
         return absl::PermissionDeniedError(absl::StrCat(b.path, ": cannot create (--tmp_dir): ", std::strerror(errno)));
       }
+      ::unlink(b.path.c_str());  // nameless from now on: nothing is left behind, however the run ends
       std::setvbuf(b.file, nullptr, _IOFBF, buffer);
     }
     s = ForEachEdge(in, absl::StrCat("bucketing (", buckets_.size(), " chunks)"), [&](const int64_t* a, const int64_t* b, int64_t first, size_t n) {

@@ -47,7 +47,6 @@ StreamPartitioner::StreamPartitioner(std::vector<int64_t> type_sizes, int64_t nu
 StreamPartitioner::~StreamPartitioner() {
   for (auto& c : chunks_) {
     if (c.spill != nullptr) std::fclose(c.spill);
-    if (!c.path.empty()) ::unlink(c.path.c_str());
   }
 }
 
@@ -64,6 +63,7 @@ absl::Status StreamPartitioner::Append(int64_t u, int64_t v) {
     if (c.spill == nullptr) {
       return absl::PermissionDeniedError(absl::StrCat(c.path, ": cannot create (--tmp_dir): ", std::strerror(errno)));
     }
+    ::unlink(c.path.c_str());  // nameless from now on: nothing is left behind, however the run ends
   }
   const int64_t pair[2] = {u, v};
   if (std::fwrite(pair, sizeof(pair), 1, c.spill) != 1) {
@@ -193,7 +193,8 @@ absl::Status StreamPartitioner::PartitionClusters() {
   struct CoarseEdge {
     int32_t a, b, w;
   };
-  const size_t cap = static_cast<size_t>(std::max<int64_t>(int64_t{1} << 16, options_.memory_bytes / 128));
+  // Held at once: up to 2 cap pairs, a batch of cap and their merge, 12 bytes each.
+  const size_t cap = static_cast<size_t>(std::max<int64_t>(int64_t{1} << 16, options_.memory_bytes / 96));
   std::vector<CoarseEdge> edges, batch;
   auto reduce = [](std::vector<CoarseEdge>* v) {
     std::sort(v->begin(), v->end(), [](const CoarseEdge& x, const CoarseEdge& y) {
@@ -210,12 +211,28 @@ absl::Status StreamPartitioner::PartitionClusters() {
     v->resize(w);
   };
   bool truncated = false;
+  std::vector<CoarseEdge> merged;
+  // Adds the sorted, summed batch to the sorted pairs in one linear pass; past twice `cap`,
+  // keeps the heaviest `cap`.
   auto merge = [&] {
     reduce(&batch);
-    edges.insert(edges.end(), batch.begin(), batch.end());
+    merged.clear();
+    merged.reserve(edges.size() + batch.size());
+    size_t i = 0, j = 0;
+    while (i < edges.size() || j < batch.size()) {
+      const bool take_edge =
+          j == batch.size() ||
+          (i < edges.size() && (edges[i].a != batch[j].a ? edges[i].a < batch[j].a : edges[i].b <= batch[j].b));
+      const CoarseEdge next = take_edge ? edges[i++] : batch[j++];
+      if (!merged.empty() && merged.back().a == next.a && merged.back().b == next.b) {
+        merged.back().w = static_cast<int32_t>(std::min<int64_t>(int64_t{merged.back().w} + next.w, INT32_MAX));
+      } else {
+        merged.push_back(next);
+      }
+    }
+    edges.swap(merged);
     batch.clear();
-    reduce(&edges);
-    if (edges.size() > cap) {
+    if (edges.size() > 2 * cap) {
       truncated = true;
       std::nth_element(edges.begin(), edges.begin() + static_cast<std::ptrdiff_t>(cap), edges.end(),
                        [](const CoarseEdge& x, const CoarseEdge& y) {
@@ -241,6 +258,7 @@ absl::Status StreamPartitioner::PartitionClusters() {
   if (!s.ok()) return s;
   merge();
   std::vector<CoarseEdge>().swap(batch);
+  std::vector<CoarseEdge>().swap(merged);
   std::vector<idx_t> xadj(nc + 1, 0);
   for (const auto& e : edges) {
     ++xadj[e.a + 1];

@@ -65,10 +65,13 @@ run_debian12() {
   "$venv/bin/pip" wheel --quiet --no-index --no-deps -w "$WHEELS" ./python
   "$venv/bin/pip" install --quiet --no-index "$WHEELS"/graphstore-*-cp311-*.whl
   local log=$ENVS/debian12.log
-  (cd "$RUNFILES" && GRAPHSTORE_TEST_INSTALLED=1 XML_OUTPUT_FILE=$ENVS/debian12.xml \
-     PYTHONPATH="$RUNFILES/tests/python" "$venv/bin/python" tests/python/python_loader_test.py) >"$log" 2>&1 ||
-    { tail -40 "$log"; echo "debian12: tests failed (log: $log)"; exit 1; }
-  COUNT[debian12]=$(grep -o '<testcase' "$ENVS/debian12.xml" | wc -l)
+  : >"$log"
+  for t in python_loader_test write_dataset_test; do
+    (cd "$RUNFILES" && GRAPHSTORE_TEST_INSTALLED=1 XML_OUTPUT_FILE=$ENVS/debian12-$t.xml \
+       PYTHONPATH="$RUNFILES/tests/python" "$venv/bin/python" tests/python/$t.py) >>"$log" 2>&1 ||
+      { tail -40 "$log"; echo "debian12: tests failed (log: $log)"; exit 1; }
+  done
+  COUNT[debian12]=$(cat "$ENVS"/debian12-*.xml | grep -o '<testcase' | wc -l)
   tail -3 "$log"
   if [ "$BENCH" = 1 ]; then
     bazel build //server:graphstored //tools:graphstore-generate >/dev/null 2>&1
@@ -141,11 +144,14 @@ run_debian13() {
   chroot "$ROOTFS" python3 -m venv --system-site-packages /gs/venv
   chroot "$ROOTFS" /gs/venv/bin/pip install --quiet --no-index "/gs/wheels/$wheel"
   local log=$ENVS/debian13.log
-  chroot "$ROOTFS" /usr/bin/env -i PATH=/usr/bin:/bin HOME=/root GRAPHSTORE_TEST_INSTALLED=1 \
-    GRAPHSTORE_SHARED_DATA=/gs-data XML_OUTPUT_FILE=/gs/debian13.xml PYTHONPATH=/gs/runfiles/tests/python \
-    /bin/sh -c 'cd /gs/runfiles && exec /gs/venv/bin/python tests/python/python_loader_test.py' >"$log" 2>&1 ||
-    { tail -40 "$log"; echo "debian13: tests failed (log: $log)"; exit 1; }
-  COUNT[debian13]=$(grep -o '<testcase' "$ROOTFS/gs/debian13.xml" | wc -l)
+  : >"$log"
+  for t in python_loader_test write_dataset_test; do
+    chroot "$ROOTFS" /usr/bin/env -i PATH=/usr/bin:/bin HOME=/root GRAPHSTORE_TEST_INSTALLED=1 \
+      GRAPHSTORE_SHARED_DATA=/gs-data XML_OUTPUT_FILE=/gs/debian13-$t.xml PYTHONPATH=/gs/runfiles/tests/python \
+      /bin/sh -c "cd /gs/runfiles && exec /gs/venv/bin/python tests/python/$t.py" >>"$log" 2>&1 ||
+      { tail -40 "$log"; echo "debian13: tests failed (log: $log)"; exit 1; }
+  done
+  COUNT[debian13]=$(cat "$ROOTFS"/gs/debian13-*.xml | grep -o '<testcase' | wc -l)
   tail -3 "$log"
   if [ "$BENCH" = 1 ]; then
     mkdir -p /tmp/graphstore-bench && bind /tmp/graphstore-bench "$ROOTFS/gs-bench"
