@@ -10,7 +10,10 @@
 // the ratio to the single server, the edge cut of the assignment, and the calls and bytes
 // that crossed between the servers per batch (from the servers' own counters), with the
 // servers' cache of peers' node data and neighbour lists on (the default), keeping node data
-// only (--no_list_setups) and off (--no_cache_setups). The first epochs are a warm-up and not
+// only (--no_list_setups) and off (--no_cache_setups); also the bytes the trainer received per
+// batch and the peer caches' hit rate. --peer_cache_mb bounds every cache of other partitions'
+// data: the default holds the whole other partition, 4 about a tenth of one partition's node
+// data (the regime of graphs larger than any cache); --four_partitions adds 4-partition setups. The first epochs are a warm-up and not
 // measured (--warmup_epochs): with the cache on, the first is the epoch that fills it, and the
 // ones after it still grow the channels' pools of shared-memory files (a server whose batches
 // wait in the trainer's order window for another's keeps more files in flight once sampling runs
@@ -82,6 +85,10 @@ struct Result {
   double sampled_per_batch = 0;  // batches the servers sampled per batch delivered
   double calls_per_batch = 0;
   double bytes_per_batch = 0;
+  // Bytes the trainer received per batch, and the servers' peer caches' hit rate (of lookups
+  // of other partitions' node data), while measuring.
+  double trainer_bytes_per_batch = 0;
+  double cache_hit_rate = 0;
   // The servers' shared-memory files made while measuring (grown pools), in all.
   int64_t files_made = 0;
   // Seeds/s of epoch 1 alone, the first after the one that fills the peer cache (0: not timed).
@@ -290,6 +297,18 @@ absl::StatusOr<Result> Run(const Setup& setup, const v1::SamplingConfig& config,
       epoch1_seeds_per_s = (warm_up.seeds - seeds) / std::chrono::duration<double>(Clock::now() - start).count();
     }
   }
+  auto cache_lookups = [&] {
+    std::pair<int64_t, int64_t> hm{0, 0};
+    for (const auto& server : *servers) {
+      int64_t h = 0, m = 0;
+      server->core().PeerCacheLookups(&h, &m);
+      hm.first += h;
+      hm.second += m;
+    }
+    return hm;
+  };
+  const auto lookups0 = cache_lookups();
+  const int64_t received0 = loader.bytes_received();
   const auto before = PeerTraffic(addresses);
   const int64_t part_nodes0 = merger.part_nodes();
   const double merge0 = merger.seconds();
@@ -302,6 +321,8 @@ absl::StatusOr<Result> Run(const Setup& setup, const v1::SamplingConfig& config,
   const double cpu = ProcessCpuSeconds() - cpu0;
   const int64_t faults = MinorPageFaults() - faults0;
   const auto after = PeerTraffic(addresses);
+  const auto lookups = cache_lookups();
+  const int64_t received = loader.bytes_received() - received0;
   loader.Close();
   Result r;
   r.seeds_per_s = c.seeds / s;
@@ -311,6 +332,9 @@ absl::StatusOr<Result> Run(const Setup& setup, const v1::SamplingConfig& config,
   r.faults_per_batch = static_cast<double>(faults) / c.batches;
   r.calls_per_batch = static_cast<double>(after.calls - before.calls) / c.batches;
   r.bytes_per_batch = static_cast<double>(after.bytes - before.bytes) / c.batches;
+  r.trainer_bytes_per_batch = static_cast<double>(received) / c.batches;
+  const int64_t hits = lookups.first - lookups0.first, misses = lookups.second - lookups0.second;
+  r.cache_hit_rate = hits + misses > 0 ? static_cast<double>(hits) / (hits + misses) : 0;
   r.sampled_per_batch = static_cast<double>(after.sampled - before.sampled) / c.batches;
   r.files_made = after.files - before.files;
   r.epoch1_seeds_per_s = epoch1_seeds_per_s;
@@ -322,16 +346,16 @@ absl::StatusOr<Result> Run(const Setup& setup, const v1::SamplingConfig& config,
 // Writes each setup's partitions (kept in the cache between runs) and records its cut.
 absl::Status PrepareSetups(const GraphData& graph, uint64_t seed, const std::string& base, std::vector<Setup>* setups) {
   for (auto& s : *setups) {
-    const bool metis = s.dir == base + "/metis2";
+    const bool metis = s.dir.find("/metis") != std::string::npos;
     Assignment a;
     if (s.num_partitions == 1) {
       a = RandomAssignment(graph, 1, seed);
     } else if (metis) {
-      auto m = MetisAssignment(graph, 2, seed);
+      auto m = MetisAssignment(graph, s.num_partitions, seed);
       if (!m.ok()) return m.status();
       a = *std::move(m);
     } else {
-      a = RandomAssignment(graph, 2, seed);
+      a = RandomAssignment(graph, s.num_partitions, seed);
     }
     s.report = EvaluateAssignment(graph, a, s.num_partitions, true);
     const std::string method = s.num_partitions == 1 ? "single" : (metis ? "metis" : "random");
@@ -372,8 +396,10 @@ void PrintResults(const std::vector<Setup>& setups, const std::vector<std::vecto
   for (size_t i = 0; i < setups.size(); ++i) {
     const Setup& s = setups[i];
     if (results[i].empty()) continue;
-    std::vector<double> rate, nodes, calls, bytes, cpu, faults, sampled, files;
+    std::vector<double> rate, nodes, calls, bytes, cpu, faults, sampled, files, trainer, hit;
     for (const Result& r : results[i]) {
+      trainer.push_back(r.trainer_bytes_per_batch);
+      hit.push_back(r.cache_hit_rate);
       files.push_back(static_cast<double>(r.files_made));
       sampled.push_back(r.sampled_per_batch);
       rate.push_back(r.seeds_per_s);
@@ -384,10 +410,11 @@ void PrintResults(const std::vector<Setup>& setups, const std::vector<std::vecto
       bytes.push_back(r.bytes_per_batch);
     }
     const std::string vs = s.compare_with >= 0 ? format(ratios(i, s.compare_with)) : "";
-    std::printf("%-24s %10.0f %7s %14s %11.0f %9.1f %9.0f %9.2f %8.2f%% %12.1f %11.2f MB %10.0f\n", s.name.c_str(),
-                median(rate), i == 0 ? "1.00" : format(ratios(i, 0)).substr(0, 4).c_str(), vs.substr(0, 4).c_str(),
-                median(nodes), median(cpu), median(faults), median(sampled), 100 * s.report.cut_fraction(),
-                median(calls), median(bytes) / 1e6, median(files));
+    std::printf("%-24s %10.0f %7s %14s %11.0f %9.1f %9.0f %9.2f %8.2f%% %12.1f %11.2f MB %10.0f %11.2f MB %8.1f%%\n",
+                s.name.c_str(), median(rate), i == 0 ? "1.00" : format(ratios(i, 0)).substr(0, 4).c_str(),
+                vs.substr(0, 4).c_str(), median(nodes), median(cpu), median(faults), median(sampled),
+                100 * s.report.cut_fraction(), median(calls), median(bytes) / 1e6, median(files),
+                median(trainer) / 1e6, 100 * median(hit));
   }
   for (size_t i = 0; i < setups.size(); ++i) {
     if (!setups[i].owner_parts || results[i].empty()) continue;
@@ -458,6 +485,10 @@ void DefineFlags(Flags* flags) {
   flags->Define("no_list_setups", "false",
                "also run the global setups with the peer cache keeping node data only, the owners drawing every "
                "hop of their nodes (--peer_cache_lists=false)");
+  flags->Define("peer_cache_mb", std::to_string(CoreOptions().peer_cache_bytes >> 20),
+                "every server's cache of other partitions' node data and neighbour lists, MiB (0: off); the "
+                "default holds the whole other partition of the default graph, 4 about a tenth of it");
+  flags->Define("four_partitions", "false", "also the 4-partition METIS and random setups (global batches)");
   flags->Define("no_cache_setups", "false", "also run the 2-partition setups with the peer cache off (owner-only)");
   flags->Define("shared_memory", "true", "the trainer takes batches through shared memory (else the socket)");
   flags->Define("owner_parts", "false",
@@ -473,7 +504,7 @@ void DefineFlags(Flags* flags) {
 
 // The setups the flags ask for, on the datasets under `base`.
 std::vector<Setup> MakeSetups(const Flags& flags, const std::string& base) {
-  const int64_t cache = CoreOptions().peer_cache_bytes;
+  const int64_t cache = flags.GetInt("peer_cache_mb").value_or(CoreOptions().peer_cache_bytes >> 20) << 20;
   std::vector<Setup> setups = {
       {"single server", base + "/single", 1, {}, 0},
       {"METIS, owner-only", base + "/metis2", 2, {}, cache, false},
@@ -492,6 +523,10 @@ std::vector<Setup> MakeSetups(const Flags& flags, const std::string& base) {
   };
   if (flags.Get("owner_parts") == "true") add_global("owner parts", [](Setup* g) { g->owner_parts = true; });
   if (flags.Get("no_list_setups") == "true") add_global("global, no lists", [](Setup* g) { g->lists = false; });
+  if (flags.Get("four_partitions") == "true") {
+    setups.push_back({"METIS 4, global", base + "/metis4", 4, {}, cache, true});
+    setups.push_back({"random 4, global", base + "/random4", 4, {}, cache, true});
+  }
   if (flags.Get("no_cache_setups") == "true") {
     setups.push_back({"METIS, no peer cache", base + "/metis2", 2, {}, 0, false});
     setups.push_back({"random, no peer cache", base + "/random2", 2, {}, 0, false});
@@ -551,9 +586,9 @@ int Main(int argc, char** argv) {
               "each round's figure (ratio: against the single server; vs owner-only: a global setup against the same "
               "partitions with each server batching its own seeds)\n",
               static_cast<long long>(*rounds));
-  std::printf("%-24s %10s %7s %14s %11s %9s %9s %9s %9s %12s %14s %10s\n", "setup", "seeds/s", "ratio",
+  std::printf("%-24s %10s %7s %14s %11s %9s %9s %9s %9s %12s %14s %10s %14s %9s\n", "setup", "seeds/s", "ratio",
               "vs owner-only", "nodes/batch", "CPU ms/b", "faults/b", "sampled/b", "edge cut", "calls/batch",
-              "crossing/batch", "new files");
+              "crossing/batch", "new files", "to trainer/b", "hit rate");
   const std::string only = flags.Get("only");
   std::vector<std::vector<Result>> results(setups.size());
   for (int64_t round = 0; round < *rounds; ++round) {

@@ -5,7 +5,8 @@
 # one).
 #
 #   bash bench/partition_bench.sh                   # the products-like graph (2.45M nodes, 125M edges,
-#                                                   # 100 features): metis, stream, random, and random bounded
+#                                                   # 100 features): metis and random in memory, stream
+#                                                   # within the default budget, random within 4096 MiB
 #   GRAPH=1b bash bench/partition_bench.sh          # 25M nodes, ~1.02B edges, no features: random and
 #                                                   # stream in 2 and 8 within --memory_mb=4096
 #   RUNS="stream:2:4096 random:8:4096" GRAPH=1b bash bench/partition_bench.sh
@@ -20,7 +21,7 @@ graph=${GRAPH:-products}
 dir=${DIR:-/tmp/graphstore-bench/partition}
 case "$graph" in
   products) gen_flags="--preset=products"
-            runs=${RUNS:-"metis:2:22000 stream:2:0 random:2:0 random:2:4096:bounded"} ;;
+            runs=${RUNS:-"metis:2:22000 stream:2:0 random:2:22000 random:2:4096:bounded"} ;;
   1b) gen_flags="--nodes=25000000 --avg_degree=41.5 --feature_dim=0 --classes=1000"
       runs=${RUNS:-"random:2:4096 random:8:4096 stream:8:4096"} ;;
   *) echo "GRAPH must be products or 1b" >&2; exit 2 ;;
