@@ -85,8 +85,8 @@ struct Result {
   double sampled_per_batch = 0;  // batches the servers sampled per batch delivered
   double calls_per_batch = 0;
   double bytes_per_batch = 0;
-  // Bytes the trainer received per batch, and the servers' peer caches' hit rate (of lookups
-  // of other partitions' node data), while measuring.
+  // Bytes of the batches the trainer received (their tensors), per batch, and the servers' peer
+  // caches' hit rate (of lookups of other partitions' node data), while measuring.
   double trainer_bytes_per_batch = 0;
   double cache_hit_rate = 0;
   // The servers' shared-memory files made while measuring (grown pools), in all.
@@ -225,7 +225,16 @@ struct Counts {
   int64_t seeds = 0;
   int64_t batches = 0;
   int64_t nodes = 0;
+  int64_t bytes = 0;  // of the batches' tensors as the trainer holds them, whatever the transport
 };
+
+int64_t BatchBytes(const client::Batch& b) {
+  int64_t n = 0;
+  for (const torch::Tensor* t : {&b.n_id, &b.x, &b.y, &b.edge_index, &b.e_id}) {
+    if (t->defined()) n += static_cast<int64_t>(t->nbytes());
+  }
+  return n;
+}
 
 // Reads one epoch as the trainer sees it: the Loader's batches, or with owner parts batches
 // merged from one of each server (the epoch's last parts merged with what is left).
@@ -246,6 +255,7 @@ void ReadEpoch(const Setup& setup, int64_t epoch, client::Loader* loader, PartMe
     return true;
   };
   while (auto b = loader->Next()) {
+    counts->bytes += BatchBytes(*b);
     if (!setup.owner_parts) {
       counts->seeds += b->batch_size;
       counts->nodes += b->n_id.numel();
@@ -308,7 +318,6 @@ absl::StatusOr<Result> Run(const Setup& setup, const v1::SamplingConfig& config,
     return hm;
   };
   const auto lookups0 = cache_lookups();
-  const int64_t received0 = loader.bytes_received();
   const auto before = PeerTraffic(addresses);
   const int64_t part_nodes0 = merger.part_nodes();
   const double merge0 = merger.seconds();
@@ -322,7 +331,6 @@ absl::StatusOr<Result> Run(const Setup& setup, const v1::SamplingConfig& config,
   const int64_t faults = MinorPageFaults() - faults0;
   const auto after = PeerTraffic(addresses);
   const auto lookups = cache_lookups();
-  const int64_t received = loader.bytes_received() - received0;
   loader.Close();
   Result r;
   r.seeds_per_s = c.seeds / s;
@@ -332,7 +340,7 @@ absl::StatusOr<Result> Run(const Setup& setup, const v1::SamplingConfig& config,
   r.faults_per_batch = static_cast<double>(faults) / c.batches;
   r.calls_per_batch = static_cast<double>(after.calls - before.calls) / c.batches;
   r.bytes_per_batch = static_cast<double>(after.bytes - before.bytes) / c.batches;
-  r.trainer_bytes_per_batch = static_cast<double>(received) / c.batches;
+  r.trainer_bytes_per_batch = static_cast<double>(c.bytes) / c.batches;
   const int64_t hits = lookups.first - lookups0.first, misses = lookups.second - lookups0.second;
   r.cache_hit_rate = hits + misses > 0 ? static_cast<double>(hits) / (hits + misses) : 0;
   r.sampled_per_batch = static_cast<double>(after.sampled - before.sampled) / c.batches;
