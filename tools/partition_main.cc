@@ -55,8 +55,8 @@ void DefineFlags(Flags* flags) {
   flags->Define("partitions", "1", "number of partitions");
   flags->Define("method", "random",
                 "partitioning method: random (balanced, ignores structure), metis (keeps neighbourhoods together; "
-                "holds the graph in memory) or stream (restreamed Fennel: keeps neighbourhoods together in "
-                "O(nodes) memory)");
+                "holds the graph in memory) or stream (clusters by label propagation, METIS over the clusters: "
+                "keeps neighbourhoods together in O(nodes) memory)");
   flags->Define("edge_dir", "out", "\"out\" (CSR by source) or \"in\" (CSR by destination)");
   flags->Define("reverse_edges", "false",
                 "also store every edge type's reverse (dst__rev_rel__src), so sampling can follow it both ways");
