@@ -1,8 +1,6 @@
 #include "tools/bounded_partition.h"
 
-#include <fcntl.h>
 #include <malloc.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -13,6 +11,7 @@
 #include <map>
 #include <memory>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "proto/type_names.h"
 #include "server/graph/manifest.h"
@@ -27,7 +26,6 @@
 namespace graphstore {
 namespace {
 
-constexpr char kDefaultNodeType[] = "node";
 constexpr size_t kMaxReadChunk = size_t{1} << 20;  // edges per read
 // Bytes per edge of a read: the two ids as read, and as global ids.
 constexpr int64_t kReadBytes = 4 * sizeof(int64_t);
@@ -38,10 +36,6 @@ constexpr int64_t kNodeBytes = 64;
 constexpr int64_t kStreamNodeBytes = 40;
 constexpr int64_t kBaseBytes = int64_t{16} << 20;
 constexpr int kMaxBuckets = 900;
-
-bool EndsWith(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
 
 // The ids of one node type: a bitmap over raw ids, ranked to dense global ids.
 struct IdSet {
@@ -98,42 +92,22 @@ struct EdgeInput {
 
 // A feature file read by row.
 struct FeatureFile {
-  std::string path;
-  int fd = -1;
-  NpyHeader header;
+  NpyFile file;
   int64_t dim = 0;
   std::vector<int64_t> row_of;  // global id -> row, when --node_ids reorders rows
-  ~FeatureFile() {
-    if (fd >= 0) ::close(fd);
-  }
 };
 
 absl::Status OpenFeatureFile(const std::string& path, FeatureFile* f) {
-  f->path = path;
-  f->fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (f->fd < 0) return absl::NotFoundError(absl::StrCat(path, ": cannot open: ", std::strerror(errno)));
-  char head[4096];
-  const ssize_t got = ::pread(f->fd, head, sizeof(head), 0);
-  if (got < 0) return absl::DataLossError(absl::StrCat(path, ": read failed: ", std::strerror(errno)));
-  auto h = ParseNpyHeader(head, static_cast<size_t>(got), path);
-  if (!h.ok()) return h.status();
-  f->header = *h;
-  if (f->header.shape.empty() || f->header.shape.size() > 2) {
+  if (auto s = f->file.Open(path, "row"); !s.ok()) return s;
+  const NpyHeader& h = f->file.header();
+  if (h.shape.empty() || h.shape.size() > 2) {
     return absl::InvalidArgumentError(absl::StrCat(path, ": expected a 1-D or 2-D feature array"));
   }
-  if (f->header.dtype != NpyDtype::kFloat32 && f->header.dtype != NpyDtype::kFloat64) {
-    return absl::InvalidArgumentError(absl::StrCat(path, ": dtype is ", DtypeName(f->header.dtype),
-                                                   ", expected float32 or float64"));
+  if (h.dtype != NpyDtype::kFloat32 && h.dtype != NpyDtype::kFloat64) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, ": dtype is ", DtypeName(h.dtype), ", expected float32 or float64"));
   }
-  f->dim = f->header.shape.size() == 2 ? f->header.shape[1] : 1;
-  struct stat st;
-  if (::fstat(f->fd, &st) != 0) return absl::InternalError(absl::StrCat(path, ": ", std::strerror(errno)));
-  const int64_t need = static_cast<int64_t>(f->header.data_offset) +
-                       f->header.num_elements() * static_cast<int64_t>(DtypeSize(f->header.dtype));
-  if (st.st_size < need) {
-    return absl::DataLossError(absl::StrCat(path, ": truncated: its header promises ", need, " bytes, the file has ",
-                                            st.st_size));
-  }
+  f->dim = h.shape.size() == 2 ? h.shape[1] : 1;
   return absl::OkStatus();
 }
 
@@ -191,7 +165,7 @@ class BoundedPartitioner {
   }
 
  private:
-  std::string NodeTypeOf(const std::string& t) const { return t.empty() && homogeneous_ ? kDefaultNodeType : t; }
+  std::string NodeTypeOf(const std::string& t) const { return t.empty() && homogeneous_ ? kHomogeneousNodeType : t; }
 
   int NoteType(const std::string& name) {
     int t = FindType(g_, name);
@@ -305,7 +279,7 @@ class BoundedPartitioner {
       if (!t.ok()) return t.status();
       auto f = std::make_unique<FeatureFile>();
       if (auto s = OpenFeatureFile(ff.path, f.get()); !s.ok()) return s;
-      const int64_t rows = f->header.shape[0];
+      const int64_t rows = f->file.rows();
       if (auto s = MarkRows(*t, rows, "--features"); !s.ok()) return s;
       features_[*t] = std::move(f);
     }
@@ -362,7 +336,7 @@ class BoundedPartitioner {
           for (size_t i = 0; i < rows.size(); ++i) f.row_of[set.Global(rows[i])] = static_cast<int64_t>(i);
         }
         for (int64_t gid = 0; gid < nt.num_nodes; ++gid) {
-          const bool covered = f.row_of.empty() ? raw_of(gid) < f.header.shape[0] : f.row_of[gid] >= 0;
+          const bool covered = f.row_of.empty() ? raw_of(gid) < f.file.rows() : f.row_of[gid] >= 0;
           if (!covered) {
             return absl::InvalidArgumentError(absl::StrCat("the features of node type '", nt.name,
                                                            "' have no row for raw id ", raw_of(gid)));
@@ -587,10 +561,8 @@ class BoundedPartitioner {
     const FeatureFile* f = features_[static_cast<int>(t)].get();
     const NodeTypeData& nt = g_.node_types[t];
     src.dim = f->dim;
-    const size_t width = DtypeSize(f->header.dtype);
-    const size_t row_bytes = static_cast<size_t>(f->dim) * width;
     auto buf = std::make_shared<std::vector<char>>();
-    src.read = [f, &nt, width, row_bytes, buf](const int64_t* ids, size_t n, float* out) -> absl::Status {
+    src.read = [f, &nt, buf](const int64_t* ids, size_t n, float* out) -> absl::Status {
       auto row_of = [&](int64_t gid) {
         if (!f->row_of.empty()) return f->row_of[gid];
         return nt.raw_ids.empty() ? gid : nt.raw_ids[gid];
@@ -599,18 +571,12 @@ class BoundedPartitioner {
         // A run of consecutive rows is one read.
         size_t j = i + 1;
         while (j < n && row_of(ids[j]) == row_of(ids[j - 1]) + 1) ++j;
-        const size_t bytes = (j - i) * row_bytes;
-        buf->resize(bytes);
-        const off_t at = static_cast<off_t>(f->header.data_offset + row_of(ids[i]) * row_bytes);
-        for (size_t done = 0; done < bytes;) {
-          const ssize_t got = ::pread(f->fd, buf->data() + done, bytes - done, at + static_cast<off_t>(done));
-          if (got <= 0) return absl::DataLossError(absl::StrCat(f->path, ": read failed at byte ", at + done));
-          done += static_cast<size_t>(got);
-        }
+        buf->resize((j - i) * f->file.row_bytes());
+        if (auto s = f->file.ReadRows(row_of(ids[i]), static_cast<int64_t>(j - i), buf->data()); !s.ok()) return s;
         const size_t values = (j - i) * static_cast<size_t>(f->dim);
         float* dst = out + i * f->dim;
-        if (width == 4) {
-          std::memcpy(dst, buf->data(), bytes);
+        if (f->file.header().dtype == NpyDtype::kFloat32) {
+          std::memcpy(dst, buf->data(), values * sizeof(float));
         } else {
           const auto* d = reinterpret_cast<const double*>(buf->data());
           for (size_t v = 0; v < values; ++v) dst[v] = static_cast<float>(d[v]);
@@ -631,13 +597,7 @@ class BoundedPartitioner {
       for (int64_t i = 0; i < n; ++i) ids[i] = from + i;
       rows.resize(n * f->dim);
       if (auto s = src.read(ids.data(), n, rows.data()); !s.ok()) return s;
-      for (int64_t i = 0; i < n; ++i) {
-        for (int64_t c = 0; c < f->dim; ++c) {
-          const float x = rows[i * f->dim + c];
-          if ((from == 0 && i == 0) || x < src.range[c]) src.range[c] = x;
-          if ((from == 0 && i == 0) || x > src.range[f->dim + c]) src.range[f->dim + c] = x;
-        }
-      }
+      UpdateFeatureRange(rows.data(), n, f->dim, from == 0, &src.range);
       progress.Add(n);
     }
     return src;
@@ -701,7 +661,7 @@ absl::Status CheckStreamable(const GraphInputSpec& spec) {
     }
   }
   for (const auto& ff : spec.features) {
-    if (!EndsWith(ff.path, ".npy")) return absl::InvalidArgumentError(absl::StrCat(ff.path, ": features must be .npy"));
+    if (!absl::EndsWith(ff.path, ".npy")) return absl::InvalidArgumentError(absl::StrCat(ff.path, ": features must be .npy"));
   }
   return absl::OkStatus();
 }
@@ -711,14 +671,14 @@ absl::StatusOr<InputEstimate> EstimateInput(const GraphInputSpec& spec) {
   for (const auto& ef : spec.edges) {
     auto stream = EdgeStream::Open(ef.path, false);
     if (!stream.ok()) return stream.status();
-    const bool npy = ef.path.find(',') != std::string::npos && EndsWith(ef.path, ".npy");
+    const bool npy = IsNpyPair(ef.path);
     // npy: 8 or 16 bytes per edge; a text line of two ids is rarely under 10 bytes.
     e.edges += (*stream)->size_bytes() / (npy ? 16 : 10);
   }
   for (const auto& ff : spec.features) {
     FeatureFile f;
     if (auto s = OpenFeatureFile(ff.path, &f); !s.ok()) return s;
-    e.feature_values += f.header.num_elements();
+    e.feature_values += f.file.header().num_elements();
   }
   return e;
 }

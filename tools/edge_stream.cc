@@ -8,96 +8,35 @@
 #include <cerrno>
 #include <cstring>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "server/graph/npy.h"
 #include "tools/int_fields.h"
 
 namespace graphstore {
 namespace {
 
-// An open file descriptor, closed on destruction.
-class File {
- public:
-  File() = default;
-  ~File() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  File(const File&) = delete;
-  File& operator=(const File&) = delete;
-
-  absl::Status Open(const std::string& path) {
-    path_ = path;
-    fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd_ < 0) return absl::NotFoundError(absl::StrCat(path, ": cannot open: ", std::strerror(errno)));
-    struct stat st;
-    if (::fstat(fd_, &st) != 0) return absl::InternalError(absl::StrCat(path, ": ", std::strerror(errno)));
-    size_ = st.st_size;
-    return absl::OkStatus();
-  }
-
-  // Reads exactly `n` bytes at `offset`, or fails naming the file.
-  absl::Status ReadAt(int64_t offset, size_t n, void* out) const {
-    char* p = static_cast<char*>(out);
-    while (n > 0) {
-      const ssize_t got = ::pread(fd_, p, n, offset);
-      if (got < 0 && errno == EINTR) continue;
-      if (got < 0) return absl::DataLossError(absl::StrCat(path_, ": read failed: ", std::strerror(errno)));
-      if (got == 0) return absl::DataLossError(absl::StrCat(path_, ": truncated at byte ", offset));
-      p += got;
-      offset += got;
-      n -= static_cast<size_t>(got);
-    }
-    return absl::OkStatus();
-  }
-
-  const std::string& path() const { return path_; }
-  int64_t size() const { return size_; }
-
- private:
-  std::string path_;
-  int fd_ = -1;
-  int64_t size_ = 0;
-};
-
 // One 1-D int64 or int32 id array of an npy pair.
 struct IdColumn {
-  File file;
-  NpyHeader header;
+  NpyFile file;
 
   absl::Status Open(const std::string& path) {
-    if (auto s = file.Open(path); !s.ok()) return s;
-    char head[4096];
-    const size_t n = static_cast<size_t>(std::min<int64_t>(sizeof(head), file.size()));
-    if (auto s = file.ReadAt(0, n, head); !s.ok()) return s;
-    auto h = ParseNpyHeader(head, n, path);
-    if (!h.ok()) return h.status();
-    header = *h;
-    if (header.shape.size() != 1) return absl::InvalidArgumentError(absl::StrCat(path, ": expected a 1-D array of ids"));
-    if (header.dtype != NpyDtype::kInt64 && header.dtype != NpyDtype::kInt32) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(path, ": dtype is ", DtypeName(header.dtype), ", expected int64 or int32"));
-    }
-    const int64_t need = static_cast<int64_t>(header.data_offset) + header.shape[0] * Width();
-    if (file.size() < need) {
-      return absl::DataLossError(absl::StrCat(path, ": truncated: its header promises ", header.shape[0],
-                                              " ids (", need, " bytes) but the file has ", file.size(),
-                                              " bytes, ending inside id ",
-                                              (file.size() - static_cast<int64_t>(header.data_offset)) / Width()));
+    if (auto s = file.Open(path, "id"); !s.ok()) return s;
+    const NpyHeader& h = file.header();
+    if (h.shape.size() != 1) return absl::InvalidArgumentError(absl::StrCat(path, ": expected a 1-D array of ids"));
+    if (h.dtype != NpyDtype::kInt64 && h.dtype != NpyDtype::kInt32) {
+      return absl::InvalidArgumentError(absl::StrCat(path, ": dtype is ", DtypeName(h.dtype), ", expected int64 or int32"));
     }
     return absl::OkStatus();
   }
 
-  int64_t Width() const { return header.dtype == NpyDtype::kInt64 ? 8 : 4; }
+  int64_t Width() const { return file.row_bytes(); }
+  int64_t Count() const { return file.rows(); }
 
   absl::Status Read(int64_t first, size_t n, std::vector<int64_t>* out, std::vector<char>* buf) const {
     out->resize(n);
-    if (header.dtype == NpyDtype::kInt64) {
-      return file.ReadAt(static_cast<int64_t>(header.data_offset) + first * 8, n * 8, out->data());
-    }
+    if (Width() == 8) return file.ReadRows(first, static_cast<int64_t>(n), out->data());
     buf->resize(n * 4);
-    if (auto s = file.ReadAt(static_cast<int64_t>(header.data_offset) + first * 4, n * 4, buf->data()); !s.ok()) {
-      return s;
-    }
+    if (auto s = file.ReadRows(first, static_cast<int64_t>(n), buf->data()); !s.ok()) return s;
     const auto* v = reinterpret_cast<const int32_t*>(buf->data());
     for (size_t i = 0; i < n; ++i) (*out)[i] = v[i];
     return absl::OkStatus();
@@ -109,15 +48,14 @@ class NpyPairStream : public EdgeStream {
   absl::Status Open(const std::string& a, const std::string& b) {
     if (auto s = src_.Open(a); !s.ok()) return s;
     if (auto s = dst_.Open(b); !s.ok()) return s;
-    if (src_.header.shape[0] != dst_.header.shape[0]) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(a, " has ", src_.header.shape[0], " ids but ", b, " has ", dst_.header.shape[0]));
+    if (src_.Count() != dst_.Count()) {
+      return absl::InvalidArgumentError(absl::StrCat(a, " has ", src_.Count(), " ids but ", b, " has ", dst_.Count()));
     }
     return absl::OkStatus();
   }
 
   absl::Status Next(size_t max_edges, std::vector<int64_t>* src, std::vector<int64_t>* dst) override {
-    const size_t n = static_cast<size_t>(std::min<int64_t>(max_edges, src_.header.shape[0] - position_));
+    const size_t n = static_cast<size_t>(std::min<int64_t>(max_edges, src_.Count() - position_));
     if (auto s = src_.Read(position_, n, src, &buf_); !s.ok()) return s;
     if (auto s = dst_.Read(position_, n, dst, &buf_); !s.ok()) return s;
     position_ += static_cast<int64_t>(n);
@@ -128,7 +66,7 @@ class NpyPairStream : public EdgeStream {
     position_ = 0;
     return absl::OkStatus();
   }
-  int64_t size_bytes() const override { return src_.file.size() + dst_.file.size(); }
+  int64_t size_bytes() const override { return src_.file.rows() * src_.Width() + dst_.file.rows() * dst_.Width(); }
   int64_t bytes_read() const override { return position_ * (src_.Width() + dst_.Width()); }
 
  private:
@@ -198,22 +136,76 @@ class TextStream : public EdgeStream {
 
   static constexpr int64_t kBlock = 4 << 20;
   const bool swap_;
-  File file_;
+  ReadOnlyFile file_;
   std::string text_;
   size_t pos_ = 0;
   int64_t offset_ = 0;
   int64_t line_ = 0;
 };
 
-bool EndsWith(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}  // namespace
+
+ReadOnlyFile::~ReadOnlyFile() {
+  if (fd_ >= 0) ::close(fd_);
 }
 
-}  // namespace
+absl::Status ReadOnlyFile::Open(const std::string& path) {
+  path_ = path;
+  fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd_ < 0) return absl::NotFoundError(absl::StrCat(path, ": cannot open: ", std::strerror(errno)));
+  struct stat st;
+  if (::fstat(fd_, &st) != 0) return absl::InternalError(absl::StrCat(path, ": ", std::strerror(errno)));
+  size_ = st.st_size;
+  return absl::OkStatus();
+}
+
+absl::Status ReadOnlyFile::ReadAt(int64_t offset, size_t n, void* out) const {
+  char* p = static_cast<char*>(out);
+  while (n > 0) {
+    const ssize_t got = ::pread(fd_, p, n, offset);
+    if (got < 0 && errno == EINTR) continue;
+    if (got < 0) return absl::DataLossError(absl::StrCat(path_, ": read failed: ", std::strerror(errno)));
+    if (got == 0) return absl::DataLossError(absl::StrCat(path_, ": truncated at byte ", offset));
+    p += got;
+    offset += got;
+    n -= static_cast<size_t>(got);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status NpyFile::Open(const std::string& path, const std::string& what) {
+  if (auto s = file_.Open(path); !s.ok()) return s;
+  char head[4096];
+  const size_t n = static_cast<size_t>(std::min<int64_t>(sizeof(head), file_.size()));
+  if (auto s = file_.ReadAt(0, n, head); !s.ok()) return s;
+  auto h = ParseNpyHeader(head, n, path);
+  if (!h.ok()) return h.status();
+  header_ = *h;
+  int64_t width = 1;
+  for (size_t d = 1; d < header_.shape.size(); ++d) width *= header_.shape[d];
+  row_bytes_ = width * static_cast<int64_t>(DtypeSize(header_.dtype));
+  const int64_t data = static_cast<int64_t>(header_.data_offset);
+  const int64_t need = data + rows() * row_bytes_;
+  if (file_.size() < need) {
+    return absl::DataLossError(absl::StrCat(path, ": truncated: its header promises ", rows(), " ", what, "s (", need,
+                                            " bytes) but the file has ", file_.size(), " bytes, ending inside ", what,
+                                            " ", row_bytes_ > 0 ? (file_.size() - data) / row_bytes_ : 0));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status NpyFile::ReadRows(int64_t first, int64_t n, void* out) const {
+  return file_.ReadAt(static_cast<int64_t>(header_.data_offset) + first * row_bytes_, static_cast<size_t>(n * row_bytes_),
+                      out);
+}
+
+bool IsNpyPair(const std::string& path) {
+  return path.find(',') != std::string::npos && absl::EndsWith(path, ".npy");
+}
 
 absl::StatusOr<std::unique_ptr<EdgeStream>> EdgeStream::Open(const std::string& path, bool swap_columns) {
   const size_t comma = path.find(',');
-  if (comma != std::string::npos && EndsWith(path, ".npy")) {
+  if (IsNpyPair(path)) {
     auto s = std::make_unique<NpyPairStream>();
     if (auto st = s->Open(path.substr(0, comma), path.substr(comma + 1)); !st.ok()) return st;
     return std::unique_ptr<EdgeStream>(std::move(s));

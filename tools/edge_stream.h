@@ -12,8 +12,52 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "server/graph/npy.h"
 
 namespace graphstore {
+
+/// A file read with pread at any offset, so that nothing of it stays resident.
+class ReadOnlyFile {
+ public:
+  ReadOnlyFile() = default;
+  ~ReadOnlyFile();
+  ReadOnlyFile(const ReadOnlyFile&) = delete;
+  ReadOnlyFile& operator=(const ReadOnlyFile&) = delete;
+
+  /// NotFound naming the file when it cannot be opened.
+  absl::Status Open(const std::string& path);
+  /// Reads exactly `n` bytes at `offset`; DataLoss naming the file and the offset otherwise.
+  absl::Status ReadAt(int64_t offset, size_t n, void* out) const;
+  const std::string& path() const { return path_; }
+  int64_t size() const { return size_; }
+
+ private:
+  std::string path_;
+  int fd_ = -1;
+  int64_t size_ = 0;
+};
+
+/// A .npy file read by rows with pread: its header parsed, and its length checked against the
+/// header when opened (DataLoss naming the file and the `what` it ends inside, e.g. "id 499").
+class NpyFile {
+ public:
+  absl::Status Open(const std::string& path, const std::string& what);
+  /// Reads rows [first, first + n) into `out` (n * row_bytes() bytes).
+  absl::Status ReadRows(int64_t first, int64_t n, void* out) const;
+  const NpyHeader& header() const { return header_; }
+  const std::string& path() const { return file_.path(); }
+  /// Rows (shape[0]) and bytes per row.
+  int64_t rows() const { return header_.shape.empty() ? 1 : header_.shape[0]; }
+  int64_t row_bytes() const { return row_bytes_; }
+
+ private:
+  ReadOnlyFile file_;
+  NpyHeader header_;
+  int64_t row_bytes_ = 0;
+};
+
+/// Whether an --edges value names a pair of npy id arrays ("SRC.npy,DST.npy").
+bool IsNpyPair(const std::string& path);
 
 class EdgeStream {
  public:

@@ -118,19 +118,6 @@ int SplitOf(const GeneratorOptions& o, int64_t v) {
 
 constexpr const char* kSplitNames[] = {"train", "val", "test"};
 
-// Widens `range` (min row, then max row, `dim` columns) to cover `rows` rows; `first` starts it.
-void UpdateRange(const float* rows_data, int64_t rows, int64_t dim, bool first, std::vector<float>* range) {
-  for (int64_t r = 0; r < rows; ++r) {
-    for (int64_t c = 0; c < dim; ++c) {
-      const float v = rows_data[r * dim + c];
-      float& lo = (*range)[c];
-      float& hi = (*range)[dim + c];
-      if ((first && r == 0) || v < lo) lo = v;
-      if ((first && r == 0) || v > hi) hi = v;
-    }
-  }
-}
-
 }  // namespace
 
 float EdgeWeight(uint64_t seed, int64_t src, int64_t dst) {
@@ -219,7 +206,7 @@ absl::StatusOr<StreamedRows> WriteRows(const GeneratorOptions& o, const Communit
       if (features) GenerateFeatures(o, c, v, &fbuf[(v - base) * o.feature_dim]);
     }
     if (features) {
-      UpdateRange(fbuf.data(), end - base, o.feature_dim, base == 0, &range);
+      UpdateFeatureRange(fbuf.data(), end - base, o.feature_dim, base == 0, &range);
       if (auto s = features->Append(fbuf.data(), end - base); !s.ok()) return s;
     }
   }

@@ -8,21 +8,18 @@
 #include <set>
 #include <sstream>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "server/graph/npy.h"
 #include "tools/dataset/graph_data.h"
 #include "server/util/progress.h"
+#include "tools/edge_stream.h"
 #include "tools/int_fields.h"
 
 namespace graphstore {
 namespace {
 
-constexpr char kDefaultNodeType[] = "node";
 constexpr char kDefaultRelation[] = "to";
-
-bool EndsWith(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
 
 absl::StatusOr<std::string> ReadText(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -91,7 +88,7 @@ struct TypeIds {
 
 absl::Status ParseEdgeType(const std::string& type, std::string* src, std::string* rel, std::string* dst) {
   if (type.empty()) {
-    *src = *dst = kDefaultNodeType;
+    *src = *dst = kHomogeneousNodeType;
     *rel = kDefaultRelation;
     return absl::OkStatus();
   }
@@ -116,7 +113,7 @@ TypedFile ParseTypedFile(const std::string& spec) {
 absl::StatusOr<std::pair<std::vector<int64_t>, std::vector<int64_t>>> ReadEdgeList(
     const std::string& path, bool swap_columns) {
   const size_t comma = path.find(',');
-  if (comma != std::string::npos && EndsWith(path, ".npy")) {
+  if (IsNpyPair(path)) {
     const std::string a = path.substr(0, comma);
     const std::string b = path.substr(comma + 1);
     auto src = ReadNpyInts(a);
@@ -138,7 +135,7 @@ absl::StatusOr<std::pair<std::vector<int64_t>, std::vector<int64_t>>> ReadEdgeLi
 }
 
 absl::StatusOr<std::vector<int64_t>> ReadIdList(const std::string& path) {
-  if (EndsWith(path, ".npy")) return ReadNpyInts(path);
+  if (absl::EndsWith(path, ".npy")) return ReadNpyInts(path);
   auto text = ReadText(path);
   if (!text.ok()) return text.status();
   std::vector<std::vector<int64_t>> cols;
@@ -188,7 +185,7 @@ class GraphBuilder {
   }
 
  private:
-  std::string NodeTypeOf(const std::string& t) const { return t.empty() && homogeneous_ ? kDefaultNodeType : t; }
+  std::string NodeTypeOf(const std::string& t) const { return t.empty() && homogeneous_ ? kHomogeneousNodeType : t; }
 
   TypeIds* NoteType(const std::string& t) {
     if (!seen_.count(t)) type_order_.push_back(t);

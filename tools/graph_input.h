@@ -17,6 +17,9 @@
 
 namespace graphstore {
 
+/// The node type of a homogeneous graph (an --edges file without a type).
+inline constexpr char kHomogeneousNodeType[] = "node";
+
 /// A file for one node or edge type. An empty type means the graph's only type.
 struct TypedFile {
   std::string type;

@@ -64,15 +64,8 @@ absl::Status WriteLabelSplits(const GraphData& g, const EdgeTypeData& e, const A
 
 // Each feature column's minimum (first row) and maximum (second) over every node of the type.
 std::vector<float> FeatureRange(const NodeTypeData& nt) {
-  const int64_t dim = nt.feature_dim;
-  std::vector<float> range(2 * dim, 0.0f);
-  for (int64_t v = 0; v < nt.num_nodes; ++v) {
-    for (int64_t c = 0; c < dim; ++c) {
-      const float x = nt.features[v * dim + c];
-      if (v == 0 || x < range[c]) range[c] = x;
-      if (v == 0 || x > range[dim + c]) range[dim + c] = x;
-    }
-  }
+  std::vector<float> range(2 * nt.feature_dim, 0.0f);
+  UpdateFeatureRange(nt.features.data(), nt.num_nodes, nt.feature_dim, true, &range);
   return range;
 }
 
@@ -100,6 +93,18 @@ absl::Status WriteFeatures(const std::vector<int64_t>& ids, const FeatureSource&
 }
 
 }  // namespace
+
+void UpdateFeatureRange(const float* data, int64_t rows, int64_t dim, bool first, std::vector<float>* range) {
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t c = 0; c < dim; ++c) {
+      const float v = data[r * dim + c];
+      float& lo = (*range)[c];
+      float& hi = (*range)[dim + c];
+      if ((first && r == 0) || v < lo) lo = v;
+      if ((first && r == 0) || v > hi) hi = v;
+    }
+  }
+}
 
 FeatureSource InMemoryFeatures(const NodeTypeData& nt) {
   FeatureSource f;

@@ -46,6 +46,10 @@ struct FeatureSource {
   std::function<absl::Status(const int64_t* ids, size_t n, float* out)> read;
 };
 
+/// Widens `range` (each column's minimum, then its maximum, `dim` columns) to cover `rows` rows
+/// of `data`; `first` starts it from the first row.
+void UpdateFeatureRange(const float* data, int64_t rows, int64_t dim, bool first, std::vector<float>* range);
+
 /// The features of `nt` as it holds them (which it must outlive).
 FeatureSource InMemoryFeatures(const NodeTypeData& nt);
 
