@@ -1,13 +1,12 @@
 #include "tools/metis_partition.h"
 
-#include <metis.h>
-
 #include <algorithm>
 #include <limits>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "server/util/progress.h"
+#include "tools/metis_kway.h"
 #include "tools/stream_partition.h"
 
 namespace graphstore {
@@ -64,22 +63,13 @@ absl::StatusOr<Assignment> MetisAssignment(const GraphData& g, int num_partition
     xadj[v + 1] = static_cast<idx_t>(w);
   }
   adj.resize(w);
-  if (adj.empty()) adj.push_back(0);  // METIS wants a valid pointer even for an edgeless graph
-
-  idx_t nvtxs = static_cast<idx_t>(n), ncon = 1, nparts = num_partitions, edgecut = 0;
-  idx_t options[METIS_NOPTIONS];
-  METIS_SetDefaultOptions(options);
-  options[METIS_OPTION_SEED] = static_cast<idx_t>(seed & 0x7fffffff);
-  options[METIS_OPTION_NUMBERING] = 0;
-  std::vector<idx_t> part(n, 0);
-  const int rc = METIS_PartGraphKway(&nvtxs, &ncon, xadj.data(), adj.data(), nullptr, nullptr, nullptr, &nparts,
-                                     nullptr, nullptr, options, &edgecut, part.data());
-  if (rc != METIS_OK) {
-    return absl::InternalError(absl::StrCat("METIS_PartGraphKway failed with code ", rc,
-                                            rc == METIS_ERROR_MEMORY ? " (out of memory)" : ""));
-  }
+  KwayGraph kway;
+  kway.xadj = std::move(xadj);
+  kway.adjncy = std::move(adj);
+  auto part = KwayPartition(&kway, num_partitions, seed);
+  if (!part.ok()) return part.status();
   for (size_t t = 0; t < g.node_types.size(); ++t) {
-    for (int64_t i = 0; i < g.node_types[t].num_nodes; ++i) out[t][i] = static_cast<int32_t>(part[offset[t] + i]);
+    for (int64_t i = 0; i < g.node_types[t].num_nodes; ++i) out[t][i] = static_cast<int32_t>((*part)[offset[t] + i]);
   }
   return out;
 }

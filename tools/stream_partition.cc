@@ -1,6 +1,5 @@
 #include "tools/stream_partition.h"
 
-#include <metis.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -12,12 +11,106 @@
 
 #include "absl/strings/str_cat.h"
 #include "server/util/progress.h"
+#include "tools/metis_kway.h"
 
 namespace graphstore {
 namespace {
 
 constexpr int64_t kPairBytes = 2 * sizeof(int64_t);
 constexpr int64_t kMaxChunks = 512;
+
+// Pairs of clusters (a < b) with the edges between them, summed a batch at a time; past `cap`
+// pairs only the heaviest are kept, so that memory stays bounded whatever the graph (a light
+// pair says little about where a cluster belongs).
+class CoarsePairs {
+ public:
+  explicit CoarsePairs(size_t cap) : cap_(cap) {}
+
+  void Add(int64_t a, int64_t b) {
+    if (a == b) return;
+    batch_.push_back({static_cast<int32_t>(std::min(a, b)), static_cast<int32_t>(std::max(a, b)), 1});
+    if (batch_.size() >= cap_) Merge();
+  }
+
+  // The kept pairs as METIS's symmetric CSR over `n` clusters.
+  void ToCsr(int64_t n, std::vector<idx_t>* xadj, std::vector<idx_t>* adj, std::vector<idx_t>* weight) {
+    Merge();
+    std::vector<Pair>().swap(batch_);
+    std::vector<Pair>().swap(merged_);
+    xadj->assign(n + 1, 0);
+    for (const Pair& p : pairs_) {
+      ++(*xadj)[p.a + 1];
+      ++(*xadj)[p.b + 1];
+    }
+    for (int64_t c = 0; c < n; ++c) (*xadj)[c + 1] += (*xadj)[c];
+    adj->assign(2 * pairs_.size(), 0);
+    weight->assign(adj->size(), 0);
+    std::vector<idx_t> fill(xadj->begin(), xadj->end() - 1);
+    for (const Pair& p : pairs_) {
+      (*adj)[fill[p.a]] = p.b;
+      (*weight)[fill[p.a]++] = p.w;
+      (*adj)[fill[p.b]] = p.a;
+      (*weight)[fill[p.b]++] = p.w;
+    }
+    std::vector<Pair>().swap(pairs_);
+  }
+
+  bool truncated() const { return truncated_; }
+
+ private:
+  struct Pair {
+    int32_t a, b, w;
+  };
+  static bool SameKey(const Pair& x, const Pair& y) { return x.a == y.a && x.b == y.b; }
+  static bool KeyLess(const Pair& x, const Pair& y) { return x.a != y.a ? x.a < y.a : x.b < y.b; }
+  static int32_t Sum(int32_t x, int32_t y) { return static_cast<int32_t>(std::min<int64_t>(int64_t{x} + y, INT32_MAX)); }
+  // Appends `p` to sorted `out`, summing into its last pair when the keys match.
+  static void Push(const Pair& p, std::vector<Pair>* out) {
+    if (!out->empty() && SameKey(out->back(), p)) {
+      out->back().w = Sum(out->back().w, p.w);
+    } else {
+      out->push_back(p);
+    }
+  }
+  // Sorts `v` by key and sums the pairs of each key, in place.
+  static void Reduce(std::vector<Pair>* v) {
+    std::sort(v->begin(), v->end(), KeyLess);
+    size_t w = 0;
+    for (size_t i = 0; i < v->size(); ++i) {
+      if (w > 0 && SameKey((*v)[w - 1], (*v)[i])) {
+        (*v)[w - 1].w = Sum((*v)[w - 1].w, (*v)[i].w);
+      } else {
+        (*v)[w++] = (*v)[i];
+      }
+    }
+    v->resize(w);
+  }
+  // Adds the reduced batch to the kept pairs in one linear pass; past twice `cap`, keeps the
+  // heaviest `cap`.
+  void Merge() {
+    Reduce(&batch_);
+    merged_.clear();
+    merged_.reserve(pairs_.size() + batch_.size());
+    size_t i = 0, j = 0;
+    while (i < pairs_.size() || j < batch_.size()) {
+      const bool from_pairs = j == batch_.size() || (i < pairs_.size() && !KeyLess(batch_[j], pairs_[i]));
+      Push(from_pairs ? pairs_[i++] : batch_[j++], &merged_);
+    }
+    pairs_.swap(merged_);
+    batch_.clear();
+    if (pairs_.size() > 2 * cap_) {
+      truncated_ = true;
+      std::nth_element(pairs_.begin(), pairs_.begin() + static_cast<std::ptrdiff_t>(cap_), pairs_.end(),
+                       [](const Pair& x, const Pair& y) { return x.w != y.w ? x.w > y.w : KeyLess(x, y); });
+      pairs_.resize(cap_);
+      Reduce(&pairs_);
+    }
+  }
+
+  const size_t cap_;
+  std::vector<Pair> pairs_, batch_, merged_;
+  bool truncated_ = false;
+};
 
 }  // namespace
 
@@ -169,133 +262,50 @@ absl::Status StreamPartitioner::Cluster(int64_t max_size) {
   return absl::OkStatus();
 }
 
+// Renumbers the clusters 0 .. n-1 in order of their first node; returns n.
+int64_t StreamPartitioner::NumberClusters() {
+  std::vector<int64_t> number(total_nodes_, -1);
+  int64_t n = 0;
+  for (int64_t u = 0; u < total_nodes_; ++u) {
+    if (number[label_[u]] < 0) number[label_[u]] = n++;
+  }
+  for (int64_t u = 0; u < total_nodes_; ++u) label_[u] = number[label_[u]];
+  return n;
+}
+
 // METIS over the graph of clusters: one vertex per cluster weighted by its nodes of each type
 // and its stored edges, one edge per pair of clusters weighted by the edges between them.
 absl::Status StreamPartitioner::PartitionClusters() {
-  const int P = options_.num_partitions;
-  const int T = static_cast<int>(type_sizes_.size());
-  std::vector<int64_t> coarse(total_nodes_, -1);
-  int64_t nc = 0;
-  for (int64_t u = 0; u < total_nodes_; ++u) {
-    if (coarse[label_[u]] < 0) coarse[label_[u]] = nc++;
-  }
-  for (int64_t u = 0; u < total_nodes_; ++u) label_[u] = coarse[label_[u]];
-  std::vector<int64_t>().swap(coarse);
-  const idx_t ncon = T + 1;
-  std::vector<idx_t> vwgt(nc * ncon, 0);
-  for (int64_t u = 0; u < total_nodes_; ++u) {
-    vwgt[label_[u] * ncon + TypeOf(u)] += 1;
-    vwgt[label_[u] * ncon + T] += static_cast<idx_t>(row_degree_[u]);
-  }
-  // Coarse edges, each pair of clusters once (a < b) with the edges between them, summed a
-  // batch at a time; past `cap` pairs only the heaviest are kept, so that memory stays bounded
-  // whatever the graph (a light pair says little about where a cluster belongs).
-  struct CoarseEdge {
-    int32_t a, b, w;
-  };
-  // Held at once: up to 2 cap pairs, a batch of cap and their merge, 12 bytes each.
-  const size_t cap = static_cast<size_t>(std::max<int64_t>(int64_t{1} << 16, options_.memory_bytes / 96));
-  std::vector<CoarseEdge> edges, batch;
-  auto reduce = [](std::vector<CoarseEdge>* v) {
-    std::sort(v->begin(), v->end(), [](const CoarseEdge& x, const CoarseEdge& y) {
-      return x.a != y.a ? x.a < y.a : x.b < y.b;
-    });
-    size_t w = 0;
-    for (size_t i = 0; i < v->size(); ++i) {
-      if (w > 0 && (*v)[w - 1].a == (*v)[i].a && (*v)[w - 1].b == (*v)[i].b) {
-        (*v)[w - 1].w = static_cast<int32_t>(std::min<int64_t>(int64_t{(*v)[w - 1].w} + (*v)[i].w, INT32_MAX));
-      } else {
-        (*v)[w++] = (*v)[i];
-      }
-    }
-    v->resize(w);
-  };
-  bool truncated = false;
-  std::vector<CoarseEdge> merged;
-  // Adds the sorted, summed batch to the sorted pairs in one linear pass; past twice `cap`,
-  // keeps the heaviest `cap`.
-  auto merge = [&] {
-    reduce(&batch);
-    merged.clear();
-    merged.reserve(edges.size() + batch.size());
-    size_t i = 0, j = 0;
-    while (i < edges.size() || j < batch.size()) {
-      const bool take_edge =
-          j == batch.size() ||
-          (i < edges.size() && (edges[i].a != batch[j].a ? edges[i].a < batch[j].a : edges[i].b <= batch[j].b));
-      const CoarseEdge next = take_edge ? edges[i++] : batch[j++];
-      if (!merged.empty() && merged.back().a == next.a && merged.back().b == next.b) {
-        merged.back().w = static_cast<int32_t>(std::min<int64_t>(int64_t{merged.back().w} + next.w, INT32_MAX));
-      } else {
-        merged.push_back(next);
-      }
-    }
-    edges.swap(merged);
-    batch.clear();
-    if (edges.size() > 2 * cap) {
-      truncated = true;
-      std::nth_element(edges.begin(), edges.begin() + static_cast<std::ptrdiff_t>(cap), edges.end(),
-                       [](const CoarseEdge& x, const CoarseEdge& y) {
-                         return x.w != y.w ? x.w > y.w : (x.a != y.a ? x.a < y.a : x.b < y.b);
-                       });
-      edges.resize(cap);
-      reduce(&edges);
-    }
-  };
+  const int64_t nc = NumberClusters();
   if (nc > std::numeric_limits<int32_t>::max()) {
     return absl::InvalidArgumentError(absl::StrCat("--method=stream: ", nc, " clusters; METIS allows 2^31-1"));
   }
+  const int T = static_cast<int>(type_sizes_.size());
+  KwayGraph g;
+  g.ncon = T + 1;
+  g.vwgt.assign(nc * g.ncon, 0);
+  for (int64_t u = 0; u < total_nodes_; ++u) {
+    g.vwgt[label_[u] * g.ncon + TypeOf(u)] += 1;
+    g.vwgt[label_[u] * g.ncon + T] += static_cast<idx_t>(row_degree_[u]);
+  }
+  g.ubvec.assign(g.ncon, static_cast<real_t>(std::min(options_.node_slack, options_.edge_slack)));
+  // Held at once: up to 2 cap pairs, a batch of cap and their merge, 12 bytes each.
+  CoarsePairs pairs(static_cast<size_t>(std::max<int64_t>(int64_t{1} << 16, options_.memory_bytes / 96)));
   auto s = Scan("partitioning (stream): coarse graph", [&](int64_t u, const int64_t* nb, int64_t n) {
     for (int64_t k = 0; k < n; ++k) {
       // Each edge is held from both ends: count it from the smaller.
-      if (u > nb[k]) continue;
-      const int64_t a = label_[u], b = label_[nb[k]];
-      if (a == b) continue;
-      batch.push_back({static_cast<int32_t>(std::min(a, b)), static_cast<int32_t>(std::max(a, b)), 1});
-      if (batch.size() >= cap) merge();
+      if (u < nb[k]) pairs.Add(label_[u], label_[nb[k]]);
     }
   });
   if (!s.ok()) return s;
-  merge();
-  std::vector<CoarseEdge>().swap(batch);
-  std::vector<CoarseEdge>().swap(merged);
-  std::vector<idx_t> xadj(nc + 1, 0);
-  for (const auto& e : edges) {
-    ++xadj[e.a + 1];
-    ++xadj[e.b + 1];
-  }
-  for (int64_t c = 0; c < nc; ++c) xadj[c + 1] += xadj[c];
-  std::vector<idx_t> adj(std::max<size_t>(1, 2 * edges.size()), 0), adjwgt(adj.size(), 0);
-  {
-    std::vector<idx_t> fill(xadj.begin(), xadj.end() - 1);
-    for (const auto& e : edges) {
-      adj[fill[e.a]] = e.b;
-      adjwgt[fill[e.a]++] = e.w;
-      adj[fill[e.b]] = e.a;
-      adjwgt[fill[e.b]++] = e.w;
-    }
-  }
-  const size_t coarse_edges = edges.size();
-  std::vector<CoarseEdge>().swap(edges);
-  idx_t nvtxs = static_cast<idx_t>(nc), ncon_arg = ncon, nparts = P, cut = 0;
-  std::vector<real_t> ubvec(ncon, static_cast<real_t>(std::min(options_.node_slack, options_.edge_slack)));
-  idx_t metis_options[METIS_NOPTIONS];
-  METIS_SetDefaultOptions(metis_options);
-  metis_options[METIS_OPTION_SEED] = static_cast<idx_t>(options_.seed & 0x7fffffff);
-  metis_options[METIS_OPTION_NUMBERING] = 0;
-  std::vector<idx_t> where(nc, 0);
-  Progress progress(absl::StrCat("partitioning (stream): METIS over ", nc, " clusters and ", coarse_edges,
-                                 " pairs of them", truncated ? " (the heaviest)" : ""),
+  pairs.ToCsr(nc, &g.xadj, &g.adjncy, &g.adjwgt);
+  Progress progress(absl::StrCat("partitioning (stream): METIS over ", nc, " clusters and ", g.adjncy.size() / 2,
+                                 " pairs of them", pairs.truncated() ? " (the heaviest)" : ""),
                     nc, "clusters");
-  const int rc = METIS_PartGraphKway(&nvtxs, &ncon_arg, xadj.data(), adj.data(), vwgt.data(), nullptr,
-                                     adjwgt.data(), &nparts, nullptr, ubvec.data(), metis_options, &cut,
-                                     where.data());
-  if (rc != METIS_OK) {
-    return absl::InternalError(absl::StrCat("METIS_PartGraphKway failed with code ", rc,
-                                            rc == METIS_ERROR_MEMORY ? " (out of memory)" : ""));
-  }
+  auto where = KwayPartition(&g, options_.num_partitions, options_.seed);
+  if (!where.ok()) return where.status();
   progress.Add(nc);
-  for (int64_t u = 0; u < total_nodes_; ++u) place_[u] = static_cast<int32_t>(where[label_[u]]);
+  for (int64_t u = 0; u < total_nodes_; ++u) place_[u] = static_cast<int32_t>((*where)[label_[u]]);
   return absl::OkStatus();
 }
 

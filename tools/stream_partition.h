@@ -71,6 +71,7 @@ class StreamPartitioner {
   absl::Status Scan(const std::string& what, Fn fn);
   int TypeOf(int64_t u) const;
   absl::Status Cluster(int64_t max_size);
+  int64_t NumberClusters();
   absl::Status PartitionClusters();
   void Refine(int64_t u, const int64_t* neighbours, int64_t n);
 
