@@ -88,6 +88,7 @@ struct EdgeInput {
   size_t file = 0;
   bool reversed = false;
   int src_t = 0, dst_t = 0;
+  int row_t = 0, col_t = 0;  // the CSR's row and column types
 };
 
 // A feature file read by row.
@@ -123,10 +124,6 @@ class BoundedPartitioner {
         rows_are_sources_(options.write.edge_dir != "in"),
         homogeneous_(spec.edges.size() == 1 && spec.edges[0].type.empty()) {
     g_.name = spec.name;
-  }
-
-  ~BoundedPartitioner() {
-    for (auto& b : buckets_) CloseBucket(&b);
   }
 
   absl::StatusOr<PartitionReport> Run(const std::string& out) {
@@ -220,7 +217,11 @@ class BoundedPartitioner {
         if (!exists) inputs_.push_back(r);
       }
     }
-    for (const auto& in : inputs_) g_.edge_types.push_back(in.meta);
+    for (auto& in : inputs_) {
+      in.row_t = rows_are_sources_ ? in.src_t : in.dst_t;
+      in.col_t = rows_are_sources_ ? in.dst_t : in.src_t;
+      g_.edge_types.push_back(in.meta);
+    }
     return absl::OkStatus();
   }
 
@@ -234,6 +235,24 @@ class BoundedPartitioner {
       progress.Add(stream->bytes_read() - reported);
       reported = stream->bytes_read();
       return in.reversed ? fn(b, a, first, n) : fn(a, b, first, n);
+    });
+  }
+
+  // Calls fn(rows, cols, first, n) over input `in`'s edges as the CSR's global row and column
+  // ids; edge `first + i` is (rows[i], cols[i]).
+  template <typename Fn>
+  absl::Status ForEachGlobalEdge(const EdgeInput& in, const std::string& what, Fn fn) {
+    std::vector<int64_t> rows, cols;
+    return ForEachEdge(in, what, [&](const int64_t* a, const int64_t* b, int64_t first, size_t n) {
+      const int64_t* raw_rows = rows_are_sources_ ? a : b;
+      const int64_t* raw_cols = rows_are_sources_ ? b : a;
+      rows.resize(n);
+      cols.resize(n);
+      for (size_t i = 0; i < n; ++i) {
+        rows[i] = ids_[in.row_t].Global(raw_rows[i]);
+        cols[i] = ids_[in.col_t].Global(raw_cols[i]);
+      }
+      return fn(rows.data(), cols.data(), first, n);
     });
   }
 
@@ -406,17 +425,9 @@ class BoundedPartitioner {
     so.memory_bytes = chunk_records_ * static_cast<int64_t>(sizeof(Record));
     so.tmp_dir = o_.tmp_dir;
     StreamPartitioner sp(sizes, edges, so);
-    std::vector<int64_t> rows, cols;
     for (const auto& in : inputs_) {
-      const int row_t = rows_are_sources_ ? in.src_t : in.dst_t, col_t = rows_are_sources_ ? in.dst_t : in.src_t;
-      auto s = ForEachEdge(in, "streaming", [&](const int64_t* a, const int64_t* b, int64_t, size_t n) {
-        rows.resize(n);
-        cols.resize(n);
-        for (size_t i = 0; i < n; ++i) {
-          rows[i] = ids_[row_t].Global(rows_are_sources_ ? a[i] : b[i]);
-          cols[i] = ids_[col_t].Global(rows_are_sources_ ? b[i] : a[i]);
-        }
-        return sp.AddEdges(row_t, rows.data(), col_t, cols.data(), n);
+      auto s = ForEachGlobalEdge(in, "streaming", [&](const int64_t* rows, const int64_t* cols, int64_t, size_t n) {
+        return sp.AddEdges(in.row_t, rows, in.col_t, cols, n);
       });
       if (!s.ok()) return s;
     }
@@ -426,132 +437,175 @@ class BoundedPartitioner {
     return absl::OkStatus();
   }
 
+  // A nameless scratch file of one chunk's edge records.
   struct Bucket {
-    std::string path;
+    std::string path;  // for messages; unlinked once open
     std::FILE* file = nullptr;
     int64_t records = 0;
+
+    Bucket() = default;
+    Bucket(const Bucket&) = delete;
+    Bucket& operator=(const Bucket&) = delete;
+    ~Bucket() { Close(); }
+    void Close() {
+      if (file != nullptr) std::fclose(file);
+      file = nullptr;
+    }
+    absl::Status Create(const std::string& name, size_t buffer) {
+      path = name;
+      file = std::fopen(path.c_str(), "w+b");
+      if (file == nullptr) {
+        return absl::PermissionDeniedError(absl::StrCat(path, ": cannot create (--tmp_dir): ", std::strerror(errno)));
+      }
+      ::unlink(path.c_str());  // nameless from now on: nothing is left behind, however the run ends
+      std::setvbuf(file, nullptr, _IOFBF, buffer);
+      return absl::OkStatus();
+    }
+    absl::Status Append(const Record& r) {
+      if (std::fwrite(r.data(), sizeof(Record), 1, file) != 1) {
+        return absl::ResourceExhaustedError(absl::StrCat(path, ": write failed (--tmp_dir full?): ", std::strerror(errno)));
+      }
+      ++records;
+      return absl::OkStatus();
+    }
+    // Reads every record back into `out` and closes the file.
+    absl::Status ReadAll(std::vector<Record>* out) {
+      out->resize(records);
+      if (records > 0 && (std::fflush(file) != 0 || std::fseek(file, 0, SEEK_SET) != 0 ||
+                          std::fread(out->data(), sizeof(Record), records, file) != static_cast<size_t>(records))) {
+        return absl::DataLossError(absl::StrCat(path, ": cannot read back: ", std::strerror(errno)));
+      }
+      Close();
+      return absl::OkStatus();
+    }
   };
 
-  static void CloseBucket(Bucket* b) {
-    if (b->file != nullptr) std::fclose(b->file);
-    b->file = nullptr;
-  }
+  // Each partition's rows cut into ranges whose edges fit a chunk; a bucket per range.
+  struct ChunkPlan {
+    std::vector<std::vector<int64_t>> start;  // [partition]: the first local row of each range
+    std::vector<int> first_bucket;            // [partition + 1]
+    int num_buckets() const { return first_bucket.back(); }
+    int BucketOf(int p, int64_t local_row) const {
+      const auto& s = start[p];
+      return first_bucket[p] + static_cast<int>(std::upper_bound(s.begin(), s.end(), local_row) - s.begin()) - 1;
+    }
+  };
 
   // Edge type `et`: degrees, then buckets by (partition, row range), then each partition's CSR.
   absl::Status WriteEdgeType(size_t et, const std::string& out) {
     const EdgeInput& in = inputs_[et];
-    const int row_t = rows_are_sources_ ? in.src_t : in.dst_t, col_t = rows_are_sources_ ? in.dst_t : in.src_t;
-    const auto& owner = assignment_[row_t];
-    const auto& local = layout_.local[row_t];
-    std::vector<int64_t> row_degree(g_.node_types[row_t].num_nodes, 0);
-    auto s = ForEachEdge(in, "counting degrees of", [&](const int64_t* a, const int64_t* b, int64_t, size_t n) {
+    std::vector<int64_t> row_degree(g_.node_types[in.row_t].num_nodes, 0);
+    if (auto s = CountEdges(in, &row_degree); !s.ok()) return s;
+    num_edges_.push_back(streams_[in.file]->position());
+    const ChunkPlan plan = PlanChunks(in.row_t, row_degree);
+    if (plan.num_buckets() > kMaxBuckets) {
+      return absl::ResourceExhaustedError(absl::StrCat("edge type '", EdgeName(in.meta), "' needs ", plan.num_buckets(),
+                                                       " chunks of --memory_mb; raise --memory_mb"));
+    }
+    if (auto s = BucketEdges(et, plan); !s.ok()) return s;
+    Progress progress(absl::StrCat("writing ", EdgeName(in.meta)), num_edges_.back(), "edges");
+    for (int p = 0; p < P_; ++p) {
+      if (auto s = WritePartitionEdges(et, p, plan, row_degree, out, &progress); !s.ok()) return s;
+    }
+    buckets_.clear();
+    return absl::OkStatus();
+  }
+
+  // The pass that counts each row's edges and each column's degree, and the report's figures.
+  absl::Status CountEdges(const EdgeInput& in, std::vector<int64_t>* row_degree) {
+    const auto& row_owner = assignment_[in.row_t];
+    const auto& col_owner = assignment_[in.col_t];
+    auto& col_degree = layout_.degree[in.col_t];
+    return ForEachGlobalEdge(in, "counting degrees of", [&](const int64_t* rows, const int64_t* cols, int64_t, size_t n) {
       for (size_t i = 0; i < n; ++i) {
-        const int64_t src = ids_[in.src_t].Global(a[i]), dst = ids_[in.dst_t].Global(b[i]);
-        const int64_t row = rows_are_sources_ ? src : dst, col = rows_are_sources_ ? dst : src;
-        ++row_degree[row];
-        ++layout_.degree[col_t][col];
-        const int32_t ps = assignment_[in.src_t][src], pd = assignment_[in.dst_t][dst];
+        ++(*row_degree)[rows[i]];
+        ++col_degree[cols[i]];
         ++report_.num_edges;
-        report_.cut_edges += ps != pd;
-        ++report_.edges[owner[row]];
+        report_.cut_edges += row_owner[rows[i]] != col_owner[cols[i]];
+        ++report_.edges[row_owner[rows[i]]];
       }
       return absl::OkStatus();
     });
-    if (!s.ok()) return s;
-    const int64_t num_edges = streams_[in.file]->position();
-    num_edges_.push_back(num_edges);
+  }
 
-    // Row ranges of each partition whose edges fit a chunk: chunk_start[p] holds the first local
-    // row of each.
-    std::vector<std::vector<int64_t>> chunk_start(P_);
-    std::vector<int> first_bucket(P_ + 1, 0);
+  ChunkPlan PlanChunks(int row_t, const std::vector<int64_t>& row_degree) const {
+    ChunkPlan plan;
+    plan.start.resize(P_);
+    plan.first_bucket.assign(P_ + 1, 0);
     for (int p = 0; p < P_; ++p) {
       int64_t held = 0;
       const auto& rows = layout_.owned[row_t][p];
-      chunk_start[p].push_back(0);
+      plan.start[p].push_back(0);
       for (size_t r = 0; r < rows.size(); ++r) {
         if (held > 0 && held + row_degree[rows[r]] > chunk_records_) {
-          chunk_start[p].push_back(static_cast<int64_t>(r));
+          plan.start[p].push_back(static_cast<int64_t>(r));
           held = 0;
         }
         held += row_degree[rows[r]];
       }
-      first_bucket[p + 1] = first_bucket[p] + static_cast<int>(chunk_start[p].size());
+      plan.first_bucket[p + 1] = plan.first_bucket[p] + static_cast<int>(plan.start[p].size());
     }
-    if (first_bucket[P_] > kMaxBuckets) {
-      return absl::ResourceExhaustedError(absl::StrCat("edge type '", EdgeName(in.meta), "' needs ", first_bucket[P_],
-                                                       " chunks of --memory_mb; raise --memory_mb"));
-    }
-    buckets_.assign(first_bucket[P_], Bucket{});
-    const size_t buffer = static_cast<size_t>(
-        std::clamp<int64_t>(chunk_records_ * static_cast<int64_t>(sizeof(Record)) / 4 / first_bucket[P_], 4096,
-                            1 << 20));
-    for (size_t k = 0; k < buckets_.size(); ++k) {
-      Bucket& b = buckets_[k];
-      b.path = absl::StrCat(o_.tmp_dir, "/graphstore-partition-", ::getpid(), "-", et, "-", k, ".bin");
-      b.file = std::fopen(b.path.c_str(), "w+b");
-      if (b.file == nullptr) {
-        return absl::PermissionDeniedError(absl::StrCat(b.path, ": cannot create (--tmp_dir): ", std::strerror(errno)));
-      }
-      ::unlink(b.path.c_str());  // nameless from now on: nothing is left behind, however the run ends
-      std::setvbuf(b.file, nullptr, _IOFBF, buffer);
-    }
-    s = ForEachEdge(in, absl::StrCat("bucketing (", buckets_.size(), " chunks)"), [&](const int64_t* a, const int64_t* b, int64_t first, size_t n) {
-      for (size_t i = 0; i < n; ++i) {
-        const int64_t src = ids_[in.src_t].Global(a[i]), dst = ids_[in.dst_t].Global(b[i]);
-        const Record r{rows_are_sources_ ? src : dst, rows_are_sources_ ? dst : src, first + static_cast<int64_t>(i)};
-        const int p = owner[r[0]];
-        const auto& starts = chunk_start[p];
-        const int k = static_cast<int>(std::upper_bound(starts.begin(), starts.end(), local[r[0]]) - starts.begin()) - 1;
-        Bucket& bk = buckets_[first_bucket[p] + k];
-        if (std::fwrite(r.data(), sizeof(Record), 1, bk.file) != 1) {
-          return absl::ResourceExhaustedError(
-              absl::StrCat(bk.path, ": write failed (--tmp_dir full?): ", std::strerror(errno)));
-        }
-        ++bk.records;
-      }
-      return absl::OkStatus();
-    });
-    if (!s.ok()) return s;
+    return plan;
+  }
 
-    Progress progress(absl::StrCat("writing ", EdgeName(in.meta)), num_edges, "edges");
+  // The pass that writes each edge to the bucket of its partition and row range.
+  absl::Status BucketEdges(size_t et, const ChunkPlan& plan) {
+    const EdgeInput& in = inputs_[et];
+    buckets_ = std::vector<Bucket>(plan.num_buckets());
+    // A quarter of a chunk's bytes for the buckets' write buffers together.
+    const size_t buffer = static_cast<size_t>(std::clamp<int64_t>(
+        chunk_records_ * static_cast<int64_t>(sizeof(Record)) / 4 / plan.num_buckets(), 4096, 1 << 20));
+    for (size_t k = 0; k < buckets_.size(); ++k) {
+      const std::string name = absl::StrCat(o_.tmp_dir, "/graphstore-partition-", ::getpid(), "-", et, "-", k, ".bin");
+      if (auto s = buckets_[k].Create(name, buffer); !s.ok()) return s;
+    }
+    const auto& owner = assignment_[in.row_t];
+    const auto& local = layout_.local[in.row_t];
+    return ForEachGlobalEdge(in, absl::StrCat("bucketing (", buckets_.size(), " chunks)"),
+                             [&](const int64_t* rows, const int64_t* cols, int64_t first, size_t n) {
+                               for (size_t i = 0; i < n; ++i) {
+                                 const Record r{rows[i], cols[i], first + static_cast<int64_t>(i)};
+                                 Bucket& b = buckets_[plan.BucketOf(owner[r[0]], local[r[0]])];
+                                 if (auto s = b.Append(r); !s.ok()) return s;
+                               }
+                               return absl::OkStatus();
+                             });
+  }
+
+  // Partition `p`'s CSR of edge type `et`: indptr from the row degrees, then each of its
+  // buckets sorted into indices and edge ids.
+  absl::Status WritePartitionEdges(size_t et, int p, const ChunkPlan& plan, const std::vector<int64_t>& row_degree,
+                                   const std::string& out, Progress* progress) {
+    const EdgeInput& in = inputs_[et];
+    const std::string edir = EdgeDir(PartitionDir(out, P_, p), EdgeName(in.meta));
+    if (auto s = MakeDirs(edir); !s.ok()) return s;
+    const auto& rows = layout_.owned[in.row_t][p];
+    std::vector<int64_t> indptr(rows.size() + 1, 0);
+    for (size_t r = 0; r < rows.size(); ++r) indptr[r + 1] = indptr[r] + row_degree[rows[r]];
+    if (auto s = WriteNpyVector(edir + "/indptr.npy", indptr); !s.ok()) return s;
+    local_edges_[p][et] = indptr.back();
+    auto indices = NpyWriter::Create(edir + "/indices.npy", NpyDtype::kInt64);
+    if (!indices.ok()) return indices.status();
+    auto eids = NpyWriter::Create(edir + "/edge_ids.npy", NpyDtype::kInt64);
+    if (!eids.ok()) return eids.status();
     std::vector<Record> chunk;
     std::vector<int64_t> column;
-    for (int p = 0; p < P_; ++p) {
-      const std::string edir = EdgeDir(PartitionDir(out, P_, p), EdgeName(in.meta));
-      if (auto st = MakeDirs(edir); !st.ok()) return st;
-      const auto& rows = layout_.owned[row_t][p];
-      std::vector<int64_t> indptr(rows.size() + 1, 0);
-      for (size_t r = 0; r < rows.size(); ++r) indptr[r + 1] = indptr[r] + row_degree[rows[r]];
-      if (auto st = WriteNpyVector(edir + "/indptr.npy", indptr); !st.ok()) return st;
-      local_edges_[p][et] = indptr.back();
-      auto indices = NpyWriter::Create(edir + "/indices.npy", NpyDtype::kInt64);
-      if (!indices.ok()) return indices.status();
-      auto eids = NpyWriter::Create(edir + "/edge_ids.npy", NpyDtype::kInt64);
-      if (!eids.ok()) return eids.status();
-      for (int k = first_bucket[p]; k < first_bucket[p + 1]; ++k) {
-        Bucket& bk = buckets_[k];
-        chunk.resize(bk.records);
-        if (bk.records > 0 && (std::fflush(bk.file) != 0 || std::fseek(bk.file, 0, SEEK_SET) != 0 ||
-                               std::fread(chunk.data(), sizeof(Record), bk.records, bk.file) !=
-                                   static_cast<size_t>(bk.records))) {
-          return absl::DataLossError(absl::StrCat(bk.path, ": cannot read back: ", std::strerror(errno)));
-        }
-        CloseBucket(&bk);
-        // Rows ascend with their local row within a partition; then by column, then edge id.
-        std::sort(chunk.begin(), chunk.end());
-        column.resize(chunk.size());
-        for (size_t i = 0; i < chunk.size(); ++i) column[i] = chunk[i][1];
-        if (auto st = (*indices)->Append(column.data(), static_cast<int64_t>(column.size())); !st.ok()) return st;
-        for (size_t i = 0; i < chunk.size(); ++i) column[i] = chunk[i][2];
-        if (auto st = (*eids)->Append(column.data(), static_cast<int64_t>(column.size())); !st.ok()) return st;
-        progress.Add(static_cast<int64_t>(chunk.size()));
-      }
-      if (auto st = (*indices)->Finish(); !st.ok()) return st;
-      if (auto st = (*eids)->Finish(); !st.ok()) return st;
+    // Appends field `f` of every record of the chunk to `w`.
+    auto append = [&](int f, NpyWriter* w) {
+      column.resize(chunk.size());
+      for (size_t i = 0; i < chunk.size(); ++i) column[i] = chunk[i][f];
+      return w->Append(column.data(), static_cast<int64_t>(column.size()));
+    };
+    for (int k = plan.first_bucket[p]; k < plan.first_bucket[p + 1]; ++k) {
+      if (auto s = buckets_[k].ReadAll(&chunk); !s.ok()) return s;
+      // Rows ascend with their local row within a partition; then by column, then edge id.
+      std::sort(chunk.begin(), chunk.end());
+      if (auto s = append(1, indices->get()); !s.ok()) return s;
+      if (auto s = append(2, eids->get()); !s.ok()) return s;
+      progress->Add(static_cast<int64_t>(chunk.size()));
     }
-    buckets_.clear();
-    return absl::OkStatus();
+    if (auto s = (*indices)->Finish(); !s.ok()) return s;
+    return (*eids)->Finish();
   }
 
   // The features of type `t` read from their file, with each column's range over every node.
