@@ -181,10 +181,6 @@ absl::Status StreamPartitioner::AddEdges(int row_type, const int64_t* rows, int 
 }
 
 absl::Status StreamPartitioner::Load(Chunk* c, std::vector<int64_t>* pairs) {
-  if (!spilling_) {
-    *pairs = c->pairs;  // kept for the next pass
-    return absl::OkStatus();
-  }
   pairs->resize(2 * c->spilled);
   if (c->spilled == 0) return absl::OkStatus();
   if (std::fflush(c->spill) != 0 || std::fseek(c->spill, 0, SEEK_SET) != 0 ||
@@ -195,6 +191,18 @@ absl::Status StreamPartitioner::Load(Chunk* c, std::vector<int64_t>* pairs) {
                                                 : absl::DataLossError(absl::StrCat(c->path, ": seek failed"));
 }
 
+// A chunk's (node, neighbour) pairs as a CSR over its node range, by a counting sort that keeps
+// each node's neighbours in the order they were added.
+void StreamPartitioner::SortByNode(const std::vector<int64_t>& pairs, const Chunk& c, Adjacency* out) {
+  const int64_t span = c.end - c.first;
+  out->start.assign(span + 1, 0);
+  for (size_t i = 0; i < pairs.size(); i += 2) ++out->start[pairs[i] - c.first + 1];
+  for (int64_t k = 0; k < span; ++k) out->start[k + 1] += out->start[k];
+  out->neighbours.resize(pairs.size() / 2);
+  std::vector<int64_t> fill(out->start.begin(), out->start.end() - 1);
+  for (size_t i = 0; i < pairs.size(); i += 2) out->neighbours[fill[pairs[i] - c.first]++] = pairs[i + 1];
+}
+
 int StreamPartitioner::TypeOf(int64_t u) const {
   return static_cast<int>(std::upper_bound(type_offset_.begin(), type_offset_.end(), u) - type_offset_.begin()) - 1;
 }
@@ -202,22 +210,25 @@ int StreamPartitioner::TypeOf(int64_t u) const {
 template <typename Fn>
 absl::Status StreamPartitioner::Scan(const std::string& what, Fn fn) {
   Progress progress(what, total_nodes_, "nodes");
-  std::vector<int64_t> pairs, neighbours, start, fill;
+  std::vector<int64_t> pairs;
+  Adjacency loaded;
   for (auto& c : chunks_) {
-    if (auto s = Load(&c, &pairs); !s.ok()) return s;
-    // Counting sort of the chunk's pairs by node.
-    const int64_t span = c.end - c.first;
-    start.assign(span + 1, 0);
-    for (size_t i = 0; i < pairs.size(); i += 2) ++start[pairs[i] - c.first + 1];
-    for (int64_t k = 0; k < span; ++k) start[k + 1] += start[k];
-    neighbours.resize(pairs.size() / 2);
-    fill.assign(start.begin(), start.end() - 1);
-    for (size_t i = 0; i < pairs.size(); i += 2) neighbours[fill[pairs[i] - c.first]++] = pairs[i + 1];
-    pairs.clear();
-    for (int64_t u = c.first; u < c.end; ++u) {
-      fn(u, neighbours.data() + start[u - c.first], start[u - c.first + 1] - start[u - c.first]);
+    // A chunk held in memory is sorted once and kept sorted; a spilled one is read and sorted
+    // each pass.
+    const Adjacency* adj = &c.held;
+    if (spilling_) {
+      if (auto s = Load(&c, &pairs); !s.ok()) return s;
+      SortByNode(pairs, c, &loaded);
+      adj = &loaded;
+    } else if (c.held.start.empty()) {
+      SortByNode(c.pairs, c, &c.held);
+      std::vector<int64_t>().swap(c.pairs);
     }
-    progress.Add(span);
+    for (int64_t u = c.first; u < c.end; ++u) {
+      const int64_t k = u - c.first;
+      fn(u, adj->neighbours.data() + adj->start[k], adj->start[k + 1] - adj->start[k]);
+    }
+    progress.Add(c.end - c.first);
   }
   return absl::OkStatus();
 }

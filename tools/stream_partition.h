@@ -57,15 +57,21 @@ class StreamPartitioner {
   absl::StatusOr<Assignment> Assign();
 
  private:
+  // A chunk's neighbours as a CSR over its node range.
+  struct Adjacency {
+    std::vector<int64_t> start, neighbours;
+  };
   struct Chunk {
     int64_t first = 0, end = 0;  // node range
-    std::vector<int64_t> pairs;  // (node, neighbour) pairs held in memory
+    std::vector<int64_t> pairs;  // (node, neighbour) pairs held in memory, until sorted into `held`
+    Adjacency held;
     std::FILE* spill = nullptr;  // or spilled
     std::string path;
     int64_t spilled = 0;
   };
   absl::Status Append(int64_t u, int64_t v);
   absl::Status Load(Chunk* c, std::vector<int64_t>* pairs);
+  static void SortByNode(const std::vector<int64_t>& pairs, const Chunk& c, Adjacency* out);
   // Calls fn(u, neighbours, n) for every node in id order, a chunk at a time.
   template <typename Fn>
   absl::Status Scan(const std::string& what, Fn fn);
