@@ -92,12 +92,10 @@ absl::StatusOr<GraphInputSpec> InputSpec(const Flags& flags) {
 }
 
 // The input files read into a graph (with reverse edge types when asked).
-absl::StatusOr<GraphData> ReadInput(const Flags& flags, const GraphInputSpec& spec) {
+absl::StatusOr<GraphData> ReadInput(const GraphInputSpec& spec, bool reverse_edges) {
   auto graph = BuildGraph(spec);
   if (!graph.ok()) return graph.status();
-  auto reverse = flags.GetBool("reverse_edges");
-  if (!reverse.ok()) return reverse.status();
-  if (*reverse) AddReverseEdgeTypes(&*graph);
+  if (reverse_edges) AddReverseEdgeTypes(&*graph);
   return graph;
 }
 
@@ -161,15 +159,13 @@ int64_t PeakRssMb() {
 
 // Partitions in passes over the files, within `memory` bytes.
 int RunBounded(const Flags& flags, const GraphInputSpec& spec, const WriteOptions& options, int64_t seed,
-               int64_t memory) {
+               int64_t memory, bool reverse_edges) {
   BoundedOptions bounded;
   bounded.write = options;
   bounded.seed = static_cast<uint64_t>(seed);
   bounded.memory_bytes = memory;
   bounded.tmp_dir = TmpDir(flags);
-  auto reverse = flags.GetBool("reverse_edges");
-  if (!reverse.ok()) return Fail(reverse.status());
-  bounded.reverse_edges = *reverse;
+  bounded.reverse_edges = reverse_edges;
   bounded.prepare = [&](GraphData* g) { return SplitByFractions(flags, seed, g); };
   auto report = PartitionBounded(spec, bounded, flags.Get("out"));
   if (!report.ok()) return Fail(report.status());
@@ -232,9 +228,9 @@ int Run(int argc, char** argv) {
                                                           " MiB in memory, more than --memory_mb=", memory >> 20,
                                                           ", and ", s.message())));
     }
-    return RunBounded(flags, *spec, options, *seed, memory);
+    return RunBounded(flags, *spec, options, *seed, memory, *reverse);
   }
-  auto graph = ReadInput(flags, *spec);
+  auto graph = ReadInput(*spec, *reverse);
   if (!graph.ok()) return Fail(graph.status());
   if (auto s = SplitByFractions(flags, *seed, &*graph); !s.ok()) return Fail(s);
   auto assignment = AssignPartitions(*graph, options.method, options.num_partitions, *seed, options.edge_dir != "in",
