@@ -122,6 +122,14 @@ def _edge(store, et, time_key):
     }
 
 
+def _own_time(store, name):
+    """The attribute holding a hetero store's times: `name` (node_time, edge_time), else PyG's `time`."""
+    for key in (name, "time"):
+        if _get(store, key) is not None:
+            return key
+    return None
+
+
 def _time_keys(store, num_nodes, num_edges, what):
     """Which of a homogeneous store's attributes are node times and which edge times: node_time and
     edge_time by name; PyG's `time` by its length."""
@@ -165,25 +173,21 @@ def _gather(data) -> Dict[str, Any]:
         for n in (src, dst):
             if n not in names:
                 names.append(n)
-    out_nodes, out_edges = [], []
+    counted = []
     for name in names:
         store = nodes.get(name, {})
         incident = [(_get(s, "edge_index"), [r for r, n in ((0, et[0]), (1, et[2])) if n == name])
                     for et, s in edges.items() if name in (et[0], et[2])]
-        num = _num_nodes(store, name, incident)
-        time_key = "node_time" if _get(store, "node_time") is not None else ("time" if hetero and _get(store, "time") is not None else None)
-        if not hetero:
-            index = _get(data, "edge_index")
-            time_key, _ = _time_keys(data, num, int(torch.as_tensor(index).shape[1]), "data")
-        out_nodes.append(_node(store, name, num, time_key))
-    for et, store in edges.items():
-        if hetero:
-            time_key = "edge_time" if _get(store, "edge_time") is not None else ("time" if _get(store, "time") is not None else None)
-        else:
-            num = out_nodes[0]["num_nodes"]
-            _, time_key = _time_keys(store, num, int(torch.as_tensor(_get(store, "edge_index")).shape[1]), "data")
-        out_edges.append(_edge(store, et, time_key))
-    return {"nodes": out_nodes, "edges": out_edges}
+        counted.append((name, store, _num_nodes(store, name, incident)))
+    if hetero:
+        node_time = {name: _own_time(store, "node_time") for name, store, _ in counted}
+        edge_time = {et: _own_time(store, "edge_time") for et, store in edges.items()}
+    else:
+        num_edges = int(torch.as_tensor(_get(data, "edge_index")).shape[1])
+        keys = _time_keys(data, counted[0][2], num_edges, "data")
+        node_time, edge_time = {HOMOGENEOUS_NODE: keys[0]}, {HOMOGENEOUS_EDGE: keys[1]}
+    return {"nodes": [_node(store, name, num, node_time[name]) for name, store, num in counted],
+            "edges": [_edge(store, et, edge_time[et]) for et, store in edges.items()]}
 
 
 def write_dataset(data, out: str, num_partitions: int = 1, method: str = "random", *, edge_dir: str = "out",
