@@ -1,6 +1,5 @@
 #include "tools/bounded_partition.h"
 
-#include <malloc.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -750,10 +749,6 @@ int64_t InMemoryBytes(const InputEstimate& input, const std::string& method, boo
 
 absl::StatusOr<PartitionReport> PartitionBounded(const GraphInputSpec& spec, const BoundedOptions& options,
                                                  const std::string& out_dir) {
-  // Large arrays come and go pass by pass: map each on its own so that freeing one returns its
-  // pages, instead of leaving them in a heap that glibc's adaptive threshold would grow.
-  ::mallopt(M_MMAP_THRESHOLD, 1 << 20);
-  ::mallopt(M_TRIM_THRESHOLD, 1 << 20);
   return BoundedPartitioner(spec, options).Run(out_dir);
 }
 

@@ -53,7 +53,10 @@ absl::StatusOr<InputEstimate> EstimateInput(const GraphInputSpec& spec);
 /// (docs/operations.md).
 int64_t InMemoryBytes(const InputEstimate& input, const std::string& method, bool reverse_edges);
 
-/// Partitions the graph `spec` names into `out_dir` within about `options.memory_bytes`.
+/// Partitions the graph `spec` names into `out_dir` within about `options.memory_bytes`. Its
+/// arrays come and go pass by pass: a program that must stay within the budget maps large
+/// allocations on their own (mallopt M_MMAP_THRESHOLD), as graphstore-partition does, so that
+/// freeing one returns its pages.
 absl::StatusOr<PartitionReport> PartitionBounded(const GraphInputSpec& spec, const BoundedOptions& options,
                                                  const std::string& out_dir);
 

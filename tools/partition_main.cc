@@ -1,6 +1,7 @@
 // graphstore-partition: turns edge lists (+ optional features, labels, splits) into the
 // partition directories graphstored serves.
 
+#include <malloc.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -167,6 +168,10 @@ int RunBounded(const Flags& flags, const GraphInputSpec& spec, const WriteOption
   bounded.tmp_dir = TmpDir(flags);
   bounded.reverse_edges = reverse_edges;
   bounded.prepare = [&](GraphData* g) { return SplitByFractions(flags, seed, g); };
+  // Large arrays come and go pass by pass: map each on its own so that freeing one returns its
+  // pages, instead of leaving them in a heap that glibc's adaptive threshold would grow.
+  ::mallopt(M_MMAP_THRESHOLD, 1 << 20);
+  ::mallopt(M_TRIM_THRESHOLD, 1 << 20);
   auto report = PartitionBounded(spec, bounded, flags.Get("out"));
   if (!report.ok()) return Fail(report.status());
   if (options.num_partitions > 1) std::printf("method %s\n%s", options.method.c_str(), report->ToString().c_str());
