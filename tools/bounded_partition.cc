@@ -183,11 +183,8 @@ class BoundedPartitioner {
 
   absl::Status OpenEdges() {
     for (const auto& ef : spec_.edges) {
-      if (ef.type.empty() && spec_.edges.size() > 1) {
-        return absl::InvalidArgumentError("with several --edges files, each needs TYPE= (src__rel__dst)");
-      }
       EdgeInput in;
-      if (auto s = ParseEdgeType(ef.type, &in.meta.src_type, &in.meta.relation, &in.meta.dst_type); !s.ok()) return s;
+      if (auto s = EdgeFileType(spec_, ef, &in.meta); !s.ok()) return s;
       for (const std::string* name : {&in.meta.src_type, &in.meta.relation, &in.meta.dst_type}) {
         if (!IsValidTypeName(*name)) {
           return absl::InvalidArgumentError(absl::StrCat("edge type '", EdgeName(in.meta), "': bad name '", *name, "'"));

@@ -86,21 +86,24 @@ struct TypeIds {
 
 }  // namespace
 
-absl::Status ParseEdgeType(const std::string& type, std::string* src, std::string* rel, std::string* dst) {
-  if (type.empty()) {
-    *src = *dst = kHomogeneousNodeType;
-    *rel = kDefaultRelation;
+absl::Status EdgeFileType(const GraphInputSpec& spec, const TypedFile& f, EdgeTypeData* meta) {
+  if (f.type.empty() && spec.edges.size() > 1) {
+    return absl::InvalidArgumentError("with several --edges files, each needs TYPE= (src__rel__dst)");
+  }
+  if (f.type.empty()) {
+    meta->src_type = meta->dst_type = kHomogeneousNodeType;
+    meta->relation = kDefaultRelation;
     return absl::OkStatus();
   }
+  const std::string& type = f.type;
   const size_t a = type.find("__");
   const size_t b = a == std::string::npos ? a : type.find("__", a + 2);
   if (a == std::string::npos || b == std::string::npos || type.find("__", b + 2) != std::string::npos) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("edge type '", type, "' is not of the form src__rel__dst"));
+    return absl::InvalidArgumentError(absl::StrCat("edge type '", type, "' is not of the form src__rel__dst"));
   }
-  *src = type.substr(0, a);
-  *rel = type.substr(a + 2, b - a - 2);
-  *dst = type.substr(b + 2);
+  meta->src_type = type.substr(0, a);
+  meta->relation = type.substr(a + 2, b - a - 2);
+  meta->dst_type = type.substr(b + 2);
   return absl::OkStatus();
 }
 
@@ -202,11 +205,8 @@ class GraphBuilder {
   // Edges, with raw endpoint ids.
   absl::Status ReadEdges() {
     for (const auto& ef : spec_.edges) {
-      if (ef.type.empty() && spec_.edges.size() > 1) {
-        return absl::InvalidArgumentError("with several --edges files, each needs TYPE= (src__rel__dst)");
-      }
       EdgeTypeData e;
-      if (auto s = ParseEdgeType(ef.type, &e.src_type, &e.relation, &e.dst_type); !s.ok()) return s;
+      if (auto s = EdgeFileType(spec_, ef, &e); !s.ok()) return s;
       auto lists = ReadEdgeList(ef.path, spec_.swap_columns);
       if (!lists.ok()) return lists.status();
       e.src = std::move(lists->first);

@@ -26,10 +26,6 @@ struct TypedFile {
   std::string path;
 };
 
-/// The node types and relation of an --edges type "src__rel__dst"; the empty type is the
-/// homogeneous graph's ("node", "to", "node").
-absl::Status ParseEdgeType(const std::string& type, std::string* src, std::string* rel, std::string* dst);
-
 /// Parses "TYPE=PATH" or "PATH".
 TypedFile ParseTypedFile(const std::string& spec);
 
@@ -70,6 +66,11 @@ absl::StatusOr<std::vector<int64_t>> ReadIdList(const std::string& path);
 
 /// Reads a float matrix .npy (float32 or float64; 1-D is one column). Returns data and dim.
 absl::StatusOr<std::pair<std::vector<float>, int64_t>> ReadFloatMatrix(const std::string& path);
+
+/// The node types and relation of --edges file `f` of `spec` ("src__rel__dst"; none: the
+/// homogeneous graph's "node", "to", "node"), into `meta`. InvalidArgument for a malformed type,
+/// or one left out where several files are given.
+absl::Status EdgeFileType(const GraphInputSpec& spec, const TypedFile& f, EdgeTypeData* meta);
 
 /// Reads and remaps everything into a GraphData (splits from files only).
 absl::StatusOr<GraphData> BuildGraph(const GraphInputSpec& spec);
