@@ -11,9 +11,14 @@
 // that crossed between the servers per batch (from the servers' own counters), with the
 // servers' cache of peers' node data and neighbour lists on (the default), keeping node data
 // only (--no_list_setups) and off (--no_cache_setups); also the bytes the trainer received per
-// batch and the peer caches' hit rate. --peer_cache_mb bounds every cache of other partitions'
-// data: the default holds the whole other partition, 4 about a tenth of one partition's node
-// data (the regime of graphs larger than any cache); --four_partitions adds 4-partition setups. The first epochs are a warm-up and not
+// batch, the peer caches' hit rates (rows, lists) and the rows of other partitions' nodes the
+// servers sent the trainer. Global setups take those rows from their owners (the Loader's
+// default, rows_from_owners); --server_rows_setups adds them with every row through the server
+// that assembles the batch. --peer_cache_mb bounds every cache of other partitions' data: the
+// default holds the whole other partition, 4 about a tenth of one partition's node data (the
+// regime of graphs larger than any cache); --four_partitions adds 4-partition setups;
+// --cache_curve runs the global METIS setups again at budgets that are shares of the other
+// partitions' data. The first epochs are a warm-up and not
 // measured (--warmup_epochs): with the cache on, the first is the epoch that fills it, and the
 // ones after it still grow the channels' pools of shared-memory files (a server whose batches
 // wait in the trainer's order window for another's keeps more files in flight once sampling runs
@@ -37,6 +42,7 @@
 #include "client/loader.h"  // LibTorch first (see loader.h)
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_format.h"
 #include "bench/bench_graphs.h"
 #include "bench/process_usage.h"
@@ -74,6 +80,9 @@ struct Setup {
   bool owner_parts = false;
   // Whether the servers' peer cache keeps neighbour lists (CoreOptions::peer_cache_lists).
   bool lists = true;
+  // The Loader's LoaderOptions::rows_from_owners: rows of other partitions' nodes come to the
+  // trainer from their owners (else through the server that assembles the batch).
+  bool rows_from_owners = true;
 };
 
 struct Result {
@@ -89,6 +98,9 @@ struct Result {
   // caches' hit rate (of lookups of other partitions' node data), while measuring.
   double trainer_bytes_per_batch = 0;
   double cache_hit_rate = 0;
+  double list_hit_rate = 0;  // of lookups of other partitions' neighbour lists
+  // Rows and labels of other partitions' nodes the servers sent the trainer, per batch.
+  double other_rows_per_batch = 0;
   // The servers' shared-memory files made while measuring (grown pools), in all.
   int64_t files_made = 0;
   // Seeds/s of epoch 1 alone, the first after the one that fills the peer cache (0: not timed).
@@ -105,12 +117,14 @@ struct Traffic {
   int64_t bytes = 0;
   int64_t sampled = 0;
   int64_t files = 0;
+  int64_t other_rows = 0;  // rows and labels of other partitions' nodes the servers sent trainers
 };
 Traffic PeerTraffic(const std::vector<std::string>& addresses) {
   int64_t calls = 0;
   int64_t bytes = 0;
   int64_t sampled = 0;
   int64_t files = 0;
+  int64_t other_rows = 0;
   for (const auto& a : addresses) {
     client::ClientOptions o;
     o.address = a;
@@ -124,10 +138,13 @@ Traffic PeerTraffic(const std::vector<std::string>& addresses) {
     }
     for (const auto& b : s->backends()) {
       sampled += b.total_batches_sampled();
-      for (const auto& c : b.channels()) files += c.pooled_buffers();
+      for (const auto& c : b.channels()) {
+        files += c.pooled_buffers();
+        other_rows += c.other_partitions_rows_sent();
+      }
     }
   }
-  return {calls, bytes, sampled, files};
+  return {calls, bytes, sampled, files, other_rows};
 }
 
 // The trainer's half of a design not built, to price it: each owner samples its own seeds'
@@ -293,6 +310,7 @@ absl::StatusOr<Result> Run(const Setup& setup, const v1::SamplingConfig& config,
   lo.shared_memory = setup.shared_memory;
   lo.ordered = setup.ordered;
   lo.prefetch = setup.prefetch;
+  lo.rows_from_owners = setup.rows_from_owners;
   if (setup.owner_parts) lo.config.set_batch_size(std::max(1, config.batch_size() / setup.num_partitions));
   client::Loader loader(lo);
   PartMerger merger(setup.owner_parts ? num_nodes : 0);
@@ -308,14 +326,15 @@ absl::StatusOr<Result> Run(const Setup& setup, const v1::SamplingConfig& config,
     }
   }
   auto cache_lookups = [&] {
-    std::pair<int64_t, int64_t> hm{0, 0};
+    Core::PeerCacheLookups all;
     for (const auto& server : *servers) {
-      int64_t h = 0, m = 0;
-      server->core().PeerCacheLookups(&h, &m);
-      hm.first += h;
-      hm.second += m;
+      const Core::PeerCacheLookups l = server->core().peer_cache_lookups();
+      all.hits += l.hits;
+      all.misses += l.misses;
+      all.list_hits += l.list_hits;
+      all.list_misses += l.list_misses;
     }
-    return hm;
+    return all;
   };
   const auto lookups0 = cache_lookups();
   const auto before = PeerTraffic(addresses);
@@ -341,10 +360,14 @@ absl::StatusOr<Result> Run(const Setup& setup, const v1::SamplingConfig& config,
   r.calls_per_batch = static_cast<double>(after.calls - before.calls) / c.batches;
   r.bytes_per_batch = static_cast<double>(after.bytes - before.bytes) / c.batches;
   r.trainer_bytes_per_batch = static_cast<double>(c.bytes) / c.batches;
-  const int64_t hits = lookups.first - lookups0.first, misses = lookups.second - lookups0.second;
-  r.cache_hit_rate = hits + misses > 0 ? static_cast<double>(hits) / (hits + misses) : 0;
+  auto rate = [](int64_t hits, int64_t misses) {
+    return hits + misses > 0 ? static_cast<double>(hits) / static_cast<double>(hits + misses) : 0.0;
+  };
+  r.cache_hit_rate = rate(lookups.hits - lookups0.hits, lookups.misses - lookups0.misses);
+  r.list_hit_rate = rate(lookups.list_hits - lookups0.list_hits, lookups.list_misses - lookups0.list_misses);
   r.sampled_per_batch = static_cast<double>(after.sampled - before.sampled) / c.batches;
   r.files_made = after.files - before.files;
+  r.other_rows_per_batch = static_cast<double>(after.other_rows - before.other_rows) / c.batches;
   r.epoch1_seeds_per_s = epoch1_seeds_per_s;
   r.part_nodes_per_batch = static_cast<double>(merger.part_nodes() - part_nodes0) / c.batches;
   r.merge_ms_per_batch = 1e3 * (merger.seconds() - merge0) / c.batches;
@@ -377,6 +400,47 @@ int Fail(const absl::Status& s) {
   return 1;
 }
 
+double Median(std::vector<double> v) {
+  if (v.empty()) return 0.0;
+  std::sort(v.begin(), v.end());
+  return v.size() % 2 == 1 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
+}
+
+// The global METIS setups again with every peer cache at each of `percents` of the other
+// partitions' data one server could cache (their rows, labels and neighbour lists), one round
+// each: seeds/s against the single server's median, CPU and crossing bytes per batch, and the
+// caches' hit rates.
+absl::Status PrintCacheCurve(const std::vector<Setup>& setups, const std::vector<std::vector<Result>>& results,
+                             const std::vector<double>& percents, const v1::SamplingConfig& config, int workers,
+                             int warmup, int epochs, int64_t num_nodes, int feature_dim) {
+  if (percents.empty() || results[0].empty()) return absl::OkStatus();
+  std::vector<double> single;
+  for (const Result& r : results[0]) single.push_back(r.seeds_per_s);
+  std::printf("\npeer caches against the other partitions' data one server could cache (rows, labels, lists):\n");
+  std::printf("%-32s %8s %9s %10s %7s %9s %14s %9s %10s\n", "setup", "budget", "MiB", "seeds/s", "ratio",
+              "CPU ms/b", "crossing/batch", "rows hit", "lists hit");
+  for (const Setup& base : setups) {
+    if (!base.global_batches || base.num_partitions < 2 || base.name.find("METIS") == std::string::npos ||
+        base.name.find(", global") == std::string::npos || !base.lists) {
+      continue;
+    }
+    const double remote = static_cast<double>(num_nodes) * (base.num_partitions - 1) / base.num_partitions;
+    const double remote_edges = static_cast<double>(base.report.num_edges) * (base.num_partitions - 1) /
+                                base.num_partitions;
+    const double data = remote * (4.0 * feature_dim + 8 + 8) + remote_edges * 8;
+    for (double percent : percents) {
+      Setup s = base;
+      s.cache_bytes = std::max<int64_t>(1, static_cast<int64_t>(data * percent / 100));
+      auto r = Run(s, config, workers, warmup, epochs, num_nodes);
+      if (!r.ok()) return absl::Status(r.status().code(), absl::StrCat(s.name, ": ", r.status().message()));
+      std::printf("%-32s %7.0f%% %9.1f %10.0f %7.2f %9.1f %11.2f MB %8.1f%% %9.1f%%\n", s.name.c_str(), percent,
+                  static_cast<double>(s.cache_bytes) / (1 << 20), r->seeds_per_s, r->seeds_per_s / Median(single),
+                  r->cpu_ms_per_batch, r->bytes_per_batch / 1e6, 100 * r->cache_hit_rate, 100 * r->list_hit_rate);
+    }
+  }
+  return absl::OkStatus();
+}
+
 // Each setup's medians over the rounds, and its ratios round by round to the single server and,
 // for a global setup, to the owner-only batches on the same partitions.
 void PrintResults(const std::vector<Setup>& setups, const std::vector<std::vector<Result>>& results) {
@@ -404,10 +468,12 @@ void PrintResults(const std::vector<Setup>& setups, const std::vector<std::vecto
   for (size_t i = 0; i < setups.size(); ++i) {
     const Setup& s = setups[i];
     if (results[i].empty()) continue;
-    std::vector<double> rate, nodes, calls, bytes, cpu, faults, sampled, files, trainer, hit;
+    std::vector<double> rate, nodes, calls, bytes, cpu, faults, sampled, files, trainer, hit, list_hit, other;
     for (const Result& r : results[i]) {
+      other.push_back(r.other_rows_per_batch);
       trainer.push_back(r.trainer_bytes_per_batch);
       hit.push_back(r.cache_hit_rate);
+      list_hit.push_back(r.list_hit_rate);
       files.push_back(static_cast<double>(r.files_made));
       sampled.push_back(r.sampled_per_batch);
       rate.push_back(r.seeds_per_s);
@@ -418,11 +484,12 @@ void PrintResults(const std::vector<Setup>& setups, const std::vector<std::vecto
       bytes.push_back(r.bytes_per_batch);
     }
     const std::string vs = s.compare_with >= 0 ? format(ratios(i, s.compare_with)) : "";
-    std::printf("%-24s %10.0f %7s %14s %11.0f %9.1f %9.0f %9.2f %8.2f%% %12.1f %11.2f MB %10.0f %11.2f MB %8.1f%%\n",
+    std::printf("%-32s %10.0f %7s %14s %11.0f %9.1f %9.0f %9.2f %8.2f%% %12.1f %11.2f MB %10.0f %11.2f MB %8.1f%% "
+                "%9.1f%% %12.0f\n",
                 s.name.c_str(), median(rate), i == 0 ? "1.00" : format(ratios(i, 0)).substr(0, 4).c_str(),
                 vs.substr(0, 4).c_str(), median(nodes), median(cpu), median(faults), median(sampled),
                 100 * s.report.cut_fraction(), median(calls), median(bytes) / 1e6, median(files),
-                median(trainer) / 1e6, 100 * median(hit));
+                median(trainer) / 1e6, 100 * median(hit), 100 * median(list_hit), median(other));
   }
   for (size_t i = 0; i < setups.size(); ++i) {
     if (!setups[i].owner_parts || results[i].empty()) continue;
@@ -496,6 +563,12 @@ void DefineFlags(Flags* flags) {
   flags->Define("peer_cache_mb", std::to_string(CoreOptions().peer_cache_bytes >> 20),
                 "every server's cache of other partitions' node data and neighbour lists, MiB (0: off); the "
                 "default holds the whole other partition of the default graph, 4 about a tenth of it");
+  flags->Define("cache_curve", "",
+                "percentages of the other partitions' data (rows, labels, lists) one server could cache, e.g. "
+                "5,10,25,100: the global METIS setups run again, one round each, with every peer cache at each");
+  flags->Define("server_rows_setups", "false",
+                "also run the global setups with every row of a batch assembled by its server (rows of other "
+                "partitions' nodes fetched from their owners and sent on: LoaderOptions::rows_from_owners=false)");
   flags->Define("four_partitions", "false", "also the 4-partition METIS and random setups (global batches)");
   flags->Define("no_cache_setups", "false", "also run the 2-partition setups with the peer cache off (owner-only)");
   flags->Define("shared_memory", "true", "the trainer takes batches through shared memory (else the socket)");
@@ -531,6 +604,9 @@ std::vector<Setup> MakeSetups(const Flags& flags, const std::string& base) {
   };
   if (flags.Get("owner_parts") == "true") add_global("owner parts", [](Setup* g) { g->owner_parts = true; });
   if (flags.Get("no_list_setups") == "true") add_global("global, no lists", [](Setup* g) { g->lists = false; });
+  if (flags.Get("server_rows_setups") == "true") {
+    add_global("global, rows via server", [](Setup* g) { g->rows_from_owners = false; });
+  }
   if (flags.Get("four_partitions") == "true") {
     setups.push_back({"METIS 4, global", base + "/metis4", 4, {}, cache, true});
     setups.push_back({"random 4, global", base + "/random4", 4, {}, cache, true});
@@ -594,9 +670,9 @@ int Main(int argc, char** argv) {
               "each round's figure (ratio: against the single server; vs owner-only: a global setup against the same "
               "partitions with each server batching its own seeds)\n",
               static_cast<long long>(*rounds));
-  std::printf("%-24s %10s %7s %14s %11s %9s %9s %9s %9s %12s %14s %10s %14s %9s\n", "setup", "seeds/s", "ratio",
-              "vs owner-only", "nodes/batch", "CPU ms/b", "faults/b", "sampled/b", "edge cut", "calls/batch",
-              "crossing/batch", "new files", "to trainer/b", "hit rate");
+  std::printf("%-32s %10s %7s %14s %11s %9s %9s %9s %9s %12s %14s %10s %14s %9s %10s %12s\n", "setup", "seeds/s",
+              "ratio", "vs owner-only", "nodes/batch", "CPU ms/b", "faults/b", "sampled/b", "edge cut", "calls/batch",
+              "crossing/batch", "new files", "to trainer/b", "rows hit", "lists hit", "other rows/b");
   const std::string only = flags.Get("only");
   std::vector<std::vector<Result>> results(setups.size());
   for (int64_t round = 0; round < *rounds; ++round) {
@@ -610,6 +686,19 @@ int Main(int argc, char** argv) {
   }
   PrintResults(setups, results);
   PrintBestRounds(setups, results);
+  std::vector<double> percents;
+  for (const auto& p : SplitList(flags.Get("cache_curve"), ',')) {
+    double percent = 0;
+    if (!absl::SimpleAtod(p, &percent) || percent <= 0) {
+      return Fail(absl::InvalidArgumentError(absl::StrCat("--cache_curve: '", p, "' is not a positive percentage")));
+    }
+    percents.push_back(percent);
+  }
+  if (auto s = PrintCacheCurve(setups, results, percents, config, static_cast<int>(*workers),
+                               static_cast<int>(*warmup), static_cast<int>(*epochs), *nodes, g.feature_dim);
+      !s.ok()) {
+    return Fail(s);
+  }
   return 0;
 }
 

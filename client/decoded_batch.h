@@ -47,6 +47,9 @@ struct DecodedNodes {
   /// the codes packed as graphstore.v1's DTYPE_UINT4 / UINT2 / UINT1 lay them out).
   DecodedTensor feature_scale, feature_offset;
   int feature_bits = 0;
+  /// With rows_from_owners, int32 [n]: the partition owning each node; the rows and labels of
+  /// nodes another partition owns are filled in from their owners (client/owner_rows.h).
+  DecodedTensor owners;
 };
 
 /// One edge type of a decoded batch (named as stored).
@@ -95,6 +98,12 @@ struct FeatureCache {
     size_t row_bytes = 0;
   };
   std::map<std::string, Type> types;
+
+  /// The cache of `node_type`, or null.
+  const Type* Find(const std::string& node_type) const {
+    auto it = types.find(node_type);
+    return it != types.end() ? &it->second : nullptr;
+  }
 };
 
 }  // namespace graphstore::client

@@ -202,6 +202,7 @@ absl::StatusOr<v1::RegisterSamplingInputResponse> LoaderCore::RegisterOn(Server*
   v1::RegisterSamplingInputRequest reg = s->registration;
   reg.set_backend_id(backend->backend_id());
   reg.set_shared_memory(s->shared_memory);
+  reg.set_rows_from_owners(options_.rows_from_owners && servers_.size() > 1 && !s->shared_memory);
   auto r = s->client->RegisterSamplingInput(reg);
   if (!r.ok()) return r.status();
   if (!again) {
@@ -317,6 +318,12 @@ void LoaderCore::StartEpoch(int64_t epoch) {
   decode_.decode_features = options_.decode_features;
   decode_.cache = options_.feature_cache_rows > 0 ? &cache_ : nullptr;
   decode_.pool = pool_;
+  owner_rows_.owner = [this](int k) {
+    return k >= 0 && k < static_cast<int>(servers_.size()) ? servers_[static_cast<size_t>(k)]->client.get() : nullptr;
+  };
+  owner_rows_.encoding = options_.feature_encoding;
+  owner_rows_.decode_features = options_.decode_features;
+  owner_rows_.cache = decode_.cache;
   for (size_t i = 0; i < servers_.size(); ++i) {
     Server* s = servers_[i].get();
     if (s->num_batches == 0) continue;

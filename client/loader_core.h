@@ -31,6 +31,7 @@
 #include "client/client.h"
 #include "client/host_batch.h"
 #include "client/loader_options.h"
+#include "client/owner_rows.h"
 #include "client/shared_memory.h"
 #include "client/wire_decoder.h"
 #include "graphstore/v1/graphstore.pb.h"
@@ -164,6 +165,7 @@ class LoaderCore {
   bool closed_ = false;
   std::atomic<bool> stopping_{false};  // readers must exit (set under mu_)
   DecodeOptions decode_;               // of the current epoch's socket streams
+  OwnerRowsOptions owner_rows_;        // where their rows left to owners come from
   std::atomic<int64_t> reconnects_{0};
   std::atomic<int64_t> renewals_{0};
   // The lease keeper.

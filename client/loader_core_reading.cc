@@ -69,6 +69,11 @@ std::optional<HostBatch> LoaderCore::ReadOne(Server* s, int index, int k, absl::
     }
     if (*d == nullptr) return std::nullopt;
     s->bytes_received.fetch_add(static_cast<int64_t>((*d)->wire_bytes), std::memory_order_relaxed);
+    // Rows left to their owners (a failure resumes this stream from the batch, as any other).
+    if (absl::Status fetched = FetchOwnerRows(owner_rows_, index, d->get()); !fetched.ok()) {
+      *status = fetched;
+      return std::nullopt;
+    }
     return FromDecoded(index, *std::move(d));
   } catch (const Error& e) {
     *status = absl::Status(e.code(), e.message());

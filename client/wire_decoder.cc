@@ -280,6 +280,7 @@ class BatchDecoder::State {
       case v1::NodeTensors::kTimesFieldNumber: return Plain(&n.times, t, what + " times");
       case v1::NodeTensors::kSampledTimesFieldNumber: return Plain(&n.sampled_times, t, what + " sampled times");
       case v1::NodeTensors::kInputIdsFieldNumber: return Plain(&n.input_ids, t, what + " input ids");
+      case v1::NodeTensors::kOwnersFieldNumber: return Plain(&n.owners, t, what + " owners");
       case v1::NodeTensors::kFeatureScaleFieldNumber:
       case v1::NodeTensors::kFeatureOffsetFieldNumber: {
         std::vector<float>& v = field == v1::NodeTensors::kFeatureScaleFieldNumber ? s.scale : s.offset;
@@ -469,11 +470,7 @@ class BatchDecoder::State {
   }
 
   absl::Status FillCached(const NodeState& s, DecodedNodes& n, const std::string& what) {
-    const FeatureCache::Type* cache = nullptr;
-    if (options_->cache != nullptr) {
-      auto it = options_->cache->types.find(n.node_type);
-      if (it != options_->cache->types.end()) cache = &it->second;
-    }
+    const FeatureCache::Type* cache = options_->cache != nullptr ? options_->cache->Find(n.node_type) : nullptr;
     const int64_t* ids = reinterpret_cast<const int64_t*>(n.ids.data);
     const size_t num_ids = n.ids.bytes / 8;
     for (size_t i = 0; i < s.cached.size(); ++i) {
@@ -482,6 +479,7 @@ class BatchDecoder::State {
       const int32_t slot = cache != nullptr && id >= 0 && id < static_cast<int64_t>(cache->slot_of.size())
                                ? cache->slot_of[id]
                                : -1;
+      if (slot < 0 && n.owners.defined()) continue;  // its owner sends it (owner_rows.h)
       if (slot < 0) {
         return absl::DataLossError(absl::StrCat(what, ": the server left out the row of node ", id,
                                                 " as cached, but this trainer's cache does not hold it"));

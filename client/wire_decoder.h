@@ -12,7 +12,7 @@
 // - feature rows in a compact encoding are decoded to float32 (client/feature_rows.h), or kept
 //   encoded with their per-column scale and offset;
 // - rows the trainer caches (NodeTensors.cached) are filled in from its FeatureCache, so `x`
-//   has every sampled node's row in node order.
+//   has every sampled node's row in node order (rows left to owners: client/owner_rows.h).
 //
 // No LibTorch and no gRPC types: the Loader views the decoded memory as at::Tensors.
 

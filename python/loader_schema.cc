@@ -302,6 +302,11 @@ void DeliveryOptions(const Add& add) {
       "hand ``x`` as float32 (True) or in the wire encoding for decoding on the trainer's device (quantized "
       "codes with ``x_scale``, ``x_offset`` and ``x_bits``; see ``graphstore.dequantize``).",
       BoolInto([](Draft* d, bool v) { d->options.decode_features = v; }));
+  add("rows_from_owners", Value::Bool(true), K,
+      "on a cluster, ask the owner of each node another partition owns for its row and label as a batch "
+      "arrives, so that a row crosses the network once and servers exchange only ids (False: the server that "
+      "assembles a batch fetches and sends them). Servers read through shared memory send whole batches.",
+      BoolInto([](Draft* d, bool v) { d->options.rows_from_owners = v; }));
   add("shared_memory", Value::Bool(true), K, "take batches through shared memory from servers on this host.",
       BoolInto([](Draft* d, bool v) { d->options.shared_memory = v; }));
   add("pin_memory", Value::Bool(false), K,

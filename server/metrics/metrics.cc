@@ -232,13 +232,17 @@ void CollectPeers(const Core& core, const v1::ServerStats& stats, Families* f) {
       f->Histogram("graphstore_peer_call_duration_seconds", "Time from issuing a call to a peer to its answer", h,
                    {{"peer", address}});
     });
-    int64_t hits = 0, misses = 0;
-    core.PeerCacheLookups(&hits, &misses);
+    const Core::PeerCacheLookups lookups = core.peer_cache_lookups();
     f->Gauge("graphstore_peer_cache_bytes", "Bytes of other partitions' node data cached here",
              stats.peer_cache_bytes());
-    f->Counter("graphstore_peer_cache_hits_total", "Other partitions' nodes whose data the cache held", hits);
+    f->Counter("graphstore_peer_cache_hits_total", "Other partitions' nodes whose data the cache held", lookups.hits);
     f->Counter("graphstore_peer_cache_misses_total", "Other partitions' nodes whose data was asked of their owner",
-               misses);
+               lookups.misses);
+    f->Counter("graphstore_peer_cache_list_hits_total",
+               "Other partitions' nodes drawn from here, their neighbour list cached", lookups.list_hits);
+    f->Counter("graphstore_peer_cache_list_misses_total",
+               "Other partitions' nodes whose neighbours were asked of their owner (lists cacheable)",
+               lookups.list_misses);
   }
 }
 

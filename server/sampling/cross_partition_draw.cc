@@ -181,6 +181,7 @@ class ListLookup {
   // Whether node i's list is cached (so it stays here).
   bool Find(size_t i) {
     if (cache_ == nullptr) return false;
+    ++asked_;
     if (i + kPrefetchAhead < n_) cache_->PrefetchList(edge_type_, ids_[i + kPrefetchAhead]);
     bool long_list = false;
     const int64_t* list = cache_->FindList(edge_type_, ids_[i], &long_list);
@@ -193,6 +194,8 @@ class ListLookup {
   // Whether node i's list was found (false for owned nodes).
   bool found(size_t i) const { return found_ > 0 && (*list_)[i] != nullptr; }
   size_t num_found() const { return found_; }
+  // Nodes looked up (owned elsewhere).
+  size_t num_asked() const { return asked_; }
   bool too_long() const { return too_long_; }
 
  private:
@@ -202,6 +205,7 @@ class ListLookup {
   const size_t n_;
   std::vector<const int64_t*>* const list_;
   size_t found_ = 0;
+  size_t asked_ = 0;
   bool too_long_ = false;
 };
 
@@ -252,6 +256,7 @@ absl::StatusOr<const NeighborDraw*> DrawNeighbors(const Partition& partition, Pe
     return st;
   }
   const size_t cached = lookup.num_found();
+  if (lists) cache->CountListLookups(static_cast<int64_t>(cached), static_cast<int64_t>(lookup.num_asked() - cached));
   if (split.calls.empty() && cached > 0) {
     // Every node owned or cached: drawn here in one go.
     DrawHere(partition, edge_type, ids, n, spec, s->list, &s->merged);

@@ -20,10 +20,11 @@ void ResizeWithHeadroom(UninitializedBytes* v, size_t n) {
 }
 
 // Where a gather writes one node type's rows: features in the output encoding (row_bytes each,
-// at out_row[i] for node i, -1 for a row the trainer caches) and labels.
+// at out_row[i] for node i, -1 for a row the trainer caches or, with rows_from_owners, one
+// another partition owns) and labels.
 class GatherTarget {
  public:
-  GatherTarget(const NodeTypeStore& t, int type, bool features, bool labels, const FeatureOutput* output,
+  GatherTarget(const NodeTypeStore& t, int type, int self, bool features, bool labels, const FeatureOutput* output,
                char* feature_dst, SampledNodes* nodes)
       : dim_(static_cast<size_t>(t.feature_dim)), stored_row_bytes_(dim_ * DtypeSize(t.feature_dtype)) {
     const size_t n = nodes->ids.size();
@@ -43,13 +44,18 @@ class GatherTarget {
         nodes->feature_scale = scale_;
         nodes->feature_offset = offset_;
       }
-      // Rows the trainer caches are left out; the others keep node order.
+      // Rows the trainer caches, and with rows_from_owners those of other partitions' nodes,
+      // are left out; the others keep node order.
       out_row_.assign(n, 0);
       int64_t rows = 0;
-      if (output != nullptr && type < static_cast<int>(output->cached.size()) && output->cached[type] != nullptr) {
+      const bool to_owners = output != nullptr && output->rows_from_owners;
+      if (to_owners ||
+          (output != nullptr && type < static_cast<int>(output->cached.size()) && output->cached[type] != nullptr)) {
         nodes->cached.assign(n, 0);
         for (size_t i = 0; i < n; ++i) {
-          if (output->Cached(type, nodes->ids[i])) {
+          const bool cached = output->Cached(type, nodes->ids[i]);
+          if (cached || (to_owners && t.Owner(nodes->ids[i]) != self)) {
+            nodes->rows_left_to_owners += !cached;
             nodes->cached[i] = 1;
             out_row_[i] = -1;
           } else {
@@ -135,9 +141,10 @@ RowSources& EmptySources(size_t n) {
   return sources;
 }
 
-// Notes where the rows of the nodes this partition owns are, and writes their labels.
-void FindOwned(const NodeTypeStore& t, int self, const std::vector<int64_t>& ids, GatherTarget* g,
-               RowSources* rows) {
+// Notes where the rows of the nodes this partition owns are, and writes their labels (and -1
+// for the others' with `others_unknown`, whose labels their owners send).
+void FindOwned(const NodeTypeStore& t, int self, const std::vector<int64_t>& ids, GatherTarget* g, RowSources* rows,
+               bool others_unknown = false) {
   const char* src = g->features() ? static_cast<const char*>(t.features.raw()) : nullptr;
   const int64_t* lab = g->labels() ? t.labels.data<int64_t>() : nullptr;
   const size_t row_bytes = g->stored_row_bytes();
@@ -153,7 +160,10 @@ void FindOwned(const NodeTypeStore& t, int self, const std::vector<int64_t>& ids
       if (local != nullptr) __builtin_prefetch(local + ids[i + 2 * kPrefetchAhead]);
     }
     if (lab != nullptr && i + kPrefetchAhead < n) __builtin_prefetch(lab + t.OwnerRow(ids[i + kPrefetchAhead]));
-    if (t.Owner(ids[i]) != self) continue;
+    if (t.Owner(ids[i]) != self) {
+      if (lab != nullptr && others_unknown) g->PutLabel(i, -1);
+      continue;
+    }
     const int64_t row = t.OwnerRow(ids[i]);
     if (g->WantsRow(i)) (*rows)[i] = src + row * row_bytes;
     if (lab != nullptr) g->PutLabel(i, lab[row]);
@@ -224,13 +234,18 @@ absl::Status GatherNodeData(const Partition& partition, int node_type, bool feat
   features = features && t.feature_dim > 0;
   labels = labels && t.labels.is_open();
   if (!features && !labels) return absl::OkStatus();
-  GatherTarget g(t, node_type, features, labels, output, feature_dst, nodes);
-  const std::vector<int64_t>& ids = nodes->ids;
   const int self = partition.partition_id();
+  GatherTarget g(t, node_type, self, features, labels, output, feature_dst, nodes);
+  const std::vector<int64_t>& ids = nodes->ids;
   RowSources& rows = EmptySources(features ? ids.size() : 0);
-  if (partition.num_partitions() == 1) {
-    FindOwned(t, self, ids, &g, &rows);
+  if (partition.num_partitions() == 1 || (output != nullptr && output->rows_from_owners)) {
+    // Every node owned here, or the others' rows and labels left to their owners.
+    FindOwned(t, self, ids, &g, &rows, /*others_unknown=*/true);
     CopyRows(rows, &g);
+    if (partition.num_partitions() > 1) {
+      nodes->owners.resize(ids.size());
+      for (size_t i = 0; i < ids.size(); ++i) nodes->owners[i] = t.Owner(ids[i]);
+    }
     return absl::OkStatus();
   }
 
@@ -256,6 +271,7 @@ absl::Status GatherNodeData(const Partition& partition, int node_type, bool feat
   int64_t misses = 0;
   auto have = [&](size_t i) {
     if (cache != nullptr && i + kPrefetchAhead < ids.size()) cache->Prefetch(node_type, ids[i + kPrefetchAhead]);
+    nodes->other_partitions_rows += g.WantsRow(i) || labels;
     const bool found = lookup(i);
     ++(found ? hits : misses);
     return found;

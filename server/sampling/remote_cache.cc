@@ -4,6 +4,7 @@
 #include <cstring>
 #include <limits>
 
+#include "server/sampling/hot_set.h"
 #include "server/util/huge_pages.h"
 
 namespace graphstore {
@@ -13,70 +14,146 @@ constexpr int64_t kNoLabel = std::numeric_limits<int64_t>::min();
 constexpr size_t kChunkBytes = HugePageAllocator<char>::kHugePage;
 // A list slot's mark for a node whose list is too long to keep.
 constexpr int32_t kTooLong = -2;
+// Lookups counted per remote node (of every store that counts) before the nodes to keep are
+// chosen: enough for the counts to tell hot nodes from the rest.
+constexpr int64_t kLookupsPerNode = 4;
+// A chosen store's table has two positions per kept node.
+constexpr int64_t kPositionsPerNode = 2;
 }  // namespace
 
-struct RemoteCache::Type {
+// Where each kept node's entry lies: a dense array over the graph's ids when everything is
+// kept, else an open-addressing table over the chosen ids (with their labels). Fixed once
+// published, but for the entries' values.
+struct RemoteCache::Index {
+  int64_t positions = 0;
+  HugePageVector<int64_t> keys;               // table only: the node at each position (-1: none)
+  HugePageVector<std::atomic<int32_t>> slot;  // per position: the entry's slot (-1: absent)
+  HugePageVector<std::atomic<int64_t>> label;  // table of a type with labels only
+
+  static int64_t BytesPerNode(bool labels) {
+    return kPositionsPerNode * static_cast<int64_t>(sizeof(int64_t) + sizeof(int32_t) + (labels ? sizeof(int64_t) : 0));
+  }
+  bool table() const { return !keys.empty(); }
+  int64_t Home(int64_t id) const {
+    const uint64_t h = static_cast<uint64_t>(id) * 0x9E3779B97F4A7C15ULL;
+    return static_cast<int64_t>((static_cast<unsigned __int128>(h) * static_cast<uint64_t>(positions)) >> 64);
+  }
+  // The position of node `id`, or -1 when it is not kept.
+  int64_t Find(int64_t id) const {
+    if (!table()) return id;
+    for (int64_t p = Home(id);; p = p + 1 == positions ? 0 : p + 1) {
+      const int64_t k = keys[p];
+      if (k == id) return p;
+      if (k < 0) return -1;
+    }
+  }
+  void Insert(int64_t id) {
+    int64_t p = Home(id);
+    while (keys[p] >= 0) p = p + 1 == positions ? 0 : p + 1;
+    keys[p] = id;
+  }
+  const void* HomeAddress(int64_t id) const {
+    return table() ? static_cast<const void*>(&keys[Home(id)]) : static_cast<const void*>(&slot[id]);
+  }
+};
+
+// What the rows of a node type and the lists of an edge type share: the index, the lookup
+// counts while choosing, and the writers' lock.
+struct RemoteCache::Store {
   int64_t num_nodes = 0;
+  int64_t remote = 0;  // nodes owned by other partitions
+  std::mutex mu;       // serialises writers
+  std::atomic<Index*> index{nullptr};
+  std::unique_ptr<Index> index_storage;
+  // Lookups of each node while choosing (saturating); empty when everything is kept.
+  mutable HugePageVector<std::atomic<uint8_t>> counts;
+};
+
+struct RemoteCache::Type : Store {
   size_t row_bytes = 0;
-  std::mutex mu;  // serialises writers of this type
-  // Feature rows: slot of each node (-1: absent), rows in chunks that never move. A gather
-  // reads cached rows at random, as it reads the partition's own mapped rows: each chunk is one
-  // 2 MiB huge page (or a whole row where a row is larger), so a row costs a cache miss and not
-  // also a page walk, as the mapped rows do.
-  std::atomic<std::atomic<int32_t>*> slot{nullptr};
-  HugePageVector<std::atomic<int32_t>> slot_storage;
+  bool labels = false;
+  // Feature rows in chunks that never move. When everything is kept, each chunk is one 2 MiB
+  // huge page (or a whole row where a row is larger), so that a row costs a cache miss and not
+  // also a page walk, as the mapped rows do; else one chunk holds the chosen rows.
   std::vector<HugePageVector<char>> chunk_storage;
   std::unique_ptr<std::atomic<char*>[]> chunks;  // max_chunks entries
   int64_t max_chunks = 0;
   int64_t rows_per_chunk = 1;
+  size_t chunk_bytes = 0;
   int32_t next_slot = 0;
-  // Labels: one entry per node (kNoLabel: absent).
+  // Labels when everything is kept: one entry per node (kNoLabel: absent).
   std::atomic<std::atomic<int64_t>*> label{nullptr};
   HugePageVector<std::atomic<int64_t>> label_storage;
-
-  size_t chunk_bytes() const { return std::max(kChunkBytes, static_cast<size_t>(rows_per_chunk) * row_bytes); }
 };
 
-// Neighbour lists of one edge type: per node of its row type the position of its list (-1:
-// absent) in chunks that never move, where a list is its degree followed by its neighbours and
-// never straddles two chunks.
-struct RemoteCache::Lists {
-  static constexpr int64_t kChunkEntries = static_cast<int64_t>(kChunkBytes / sizeof(int64_t));
-  int64_t num_nodes = 0;
-  std::mutex mu;  // serialises writers
-  std::atomic<std::atomic<int32_t>*> slot{nullptr};
-  HugePageVector<std::atomic<int32_t>> slot_storage;
+// Neighbour lists of one edge type: per node of its row type the position of its list in
+// chunks that never move, where a list is its degree followed by its neighbours and never
+// straddles two chunks.
+struct RemoteCache::Lists : Store {
+  int64_t chunk_entries = static_cast<int64_t>(kChunkBytes / sizeof(int64_t));
   std::vector<HugePageVector<int64_t>> chunk_storage;
   std::unique_ptr<std::atomic<int64_t*>[]> chunks;  // max_chunks entries
   int64_t max_chunks = 0;
-  int64_t next = 0;  // the next free entry: chunk * kChunkEntries + offset
+  int64_t next = 0;  // the next free entry: chunk * chunk_entries + offset
+  int64_t mean_entries = 1;  // of the partition's own lists, with their degree
 };
 
 RemoteCache::RemoteCache(const Partition* partition, int64_t capacity_bytes, bool lists)
     : capacity_(capacity_bytes), lists_on_(lists && capacity_bytes > 0) {
+  // What keeping everything takes: dense indexes, every remote row and label, every remote
+  // list at the partition's own mean length, and a chunk's slack per store.
+  int64_t all = 0;
   for (const auto& e : partition->edge_types()) {
-    auto lists = std::make_unique<Lists>();
-    lists->num_nodes = partition->node_type(e.row_type).num_nodes;
+    auto l = std::make_unique<Lists>();
+    const NodeTypeStore& rows = partition->node_type(e.row_type);
+    l->num_nodes = rows.num_nodes;
+    l->remote = rows.num_nodes - rows.num_local;
+    l->mean_entries = 1 + (rows.num_local > 0 ? (e.num_local + rows.num_local - 1) / rows.num_local : 0);
     // Slot values are int32 entry positions.
-    lists->max_chunks = !lists_on_ ? 0
-                                   : std::min<int64_t>(capacity_bytes / static_cast<int64_t>(kChunkBytes),
-                                                       std::numeric_limits<int32_t>::max() / Lists::kChunkEntries);
-    lists->chunks = std::make_unique<std::atomic<int64_t*>[]>(std::max<int64_t>(1, lists->max_chunks));
-    for (int64_t i = 0; i < lists->max_chunks; ++i) lists->chunks[i].store(nullptr);
-    lists_.push_back(std::move(lists));
+    l->max_chunks = !lists_on_ ? 0
+                               : std::min<int64_t>(capacity_bytes / static_cast<int64_t>(kChunkBytes),
+                                                   std::numeric_limits<int32_t>::max() / l->chunk_entries);
+    l->chunks = std::make_unique<std::atomic<int64_t*>[]>(std::max<int64_t>(1, l->max_chunks));
+    for (int64_t i = 0; i < l->max_chunks; ++i) l->chunks[i].store(nullptr);
+    if (lists_on_) all += l->num_nodes * 4 + l->remote * l->mean_entries * 8 + static_cast<int64_t>(kChunkBytes);
+    lists_.push_back(std::move(l));
   }
-  for (const auto& t : partition->node_types()) {
-    auto type = std::make_unique<Type>();
-    type->num_nodes = t.num_nodes;
-    type->row_bytes = static_cast<size_t>(t.feature_dim) * DtypeSize(t.feature_dtype);
-    if (type->row_bytes > 0) {
-      type->rows_per_chunk = std::max<int64_t>(1, static_cast<int64_t>(kChunkBytes / type->row_bytes));
-      const int64_t rows = std::min<int64_t>(t.num_nodes, capacity_bytes / static_cast<int64_t>(type->row_bytes));
-      type->max_chunks = (rows + type->rows_per_chunk - 1) / type->rows_per_chunk;
-      type->chunks = std::make_unique<std::atomic<char*>[]>(type->max_chunks);
-      for (int64_t i = 0; i < type->max_chunks; ++i) type->chunks[i].store(nullptr);
+  for (const auto& n : partition->node_types()) {
+    auto t = std::make_unique<Type>();
+    t->num_nodes = n.num_nodes;
+    t->remote = n.num_nodes - n.num_local;
+    t->labels = n.labels.is_open();
+    t->row_bytes = static_cast<size_t>(n.feature_dim) * DtypeSize(n.feature_dtype);
+    if (t->row_bytes > 0) {
+      t->rows_per_chunk = std::max<int64_t>(1, static_cast<int64_t>(kChunkBytes / t->row_bytes));
+      t->chunk_bytes = std::max(kChunkBytes, static_cast<size_t>(t->rows_per_chunk) * t->row_bytes);
+      const int64_t rows = std::min<int64_t>(n.num_nodes, capacity_bytes / static_cast<int64_t>(t->row_bytes));
+      t->max_chunks = (rows + t->rows_per_chunk - 1) / t->rows_per_chunk;
+      t->chunks = std::make_unique<std::atomic<char*>[]>(t->max_chunks);
+      for (int64_t i = 0; i < t->max_chunks; ++i) t->chunks[i].store(nullptr);
     }
-    types_.push_back(std::move(type));
+    all += t->num_nodes * (4 + (t->labels ? 8 : 0)) + t->remote * static_cast<int64_t>(t->row_bytes + 8) +
+           static_cast<int64_t>(kChunkBytes);
+    types_.push_back(std::move(t));
+  }
+  keep_all_ = capacity_ == 0 || capacity_ >= all;
+  if (keep_all_) {
+    chosen_.store(true);
+    lists_wanted_.store(std::numeric_limits<int64_t>::max());
+    return;
+  }
+  // Too small for everything: count lookups first.
+  auto count = [this](Store* s) {
+    if (!Reserve(s->num_nodes)) return;
+    s->counts = HugePageVector<std::atomic<uint8_t>>(static_cast<size_t>(s->num_nodes));
+    for (auto& c : s->counts) c.store(0, std::memory_order_relaxed);
+    choose_after_ += kLookupsPerNode * s->remote;
+  };
+  for (auto& t : types_) {
+    if (t->row_bytes > 0 || t->labels) count(t.get());
+  }
+  if (lists_on_) {
+    for (auto& l : lists_) count(l.get());
   }
 }
 
@@ -90,21 +167,134 @@ bool RemoteCache::Reserve(int64_t n) {
   return false;
 }
 
-bool RemoteCache::MakeSlots(int64_t num_nodes, HugePageVector<std::atomic<int32_t>>* storage,
-                            std::atomic<std::atomic<int32_t>*>* published) {
-  if (published->load(std::memory_order_relaxed) != nullptr) return true;
-  if (!Reserve(num_nodes * static_cast<int64_t>(sizeof(int32_t)))) return false;
-  *storage = HugePageVector<std::atomic<int32_t>>(static_cast<size_t>(num_nodes));
-  for (auto& s : *storage) s.store(-1, std::memory_order_relaxed);
-  published->store(storage->data(), std::memory_order_release);
-  return true;
+void RemoteCache::Count(const Store& store, int64_t id) const {
+  if (store.counts.empty()) return;
+  std::atomic<uint8_t>& c = store.counts[id];
+  // (Racing writers may lose a count; never more than the saturating bound.)
+  const uint8_t v = c.load(std::memory_order_relaxed);
+  if (v < kMaxHotCount) c.store(static_cast<uint8_t>(v + 1), std::memory_order_relaxed);
+}
+
+void RemoteCache::CountLookups(int64_t hits, int64_t misses) {
+  hits_.fetch_add(hits, std::memory_order_relaxed);
+  misses_.fetch_add(misses, std::memory_order_relaxed);
+  Counted(hits + misses);
+}
+
+void RemoteCache::CountListLookups(int64_t hits, int64_t misses) {
+  list_hits_.fetch_add(hits, std::memory_order_relaxed);
+  list_misses_.fetch_add(misses, std::memory_order_relaxed);
+  Counted(hits + misses);
+}
+
+void RemoteCache::Counted(int64_t lookups) {
+  if (chosen_.load(std::memory_order_relaxed)) return;
+  if (counted_.fetch_add(lookups, std::memory_order_relaxed) + lookups >= choose_after_) Choose();
+}
+
+void RemoteCache::Choose() {
+  std::lock_guard<std::mutex> choosing(choose_mu_);
+  if (chosen_.load(std::memory_order_relaxed)) return;
+  // The stores that counted: node types' rows first, then edge types' lists.
+  std::vector<Type*> types;
+  std::vector<Lists*> lists;
+  std::vector<HotCandidates> candidates;
+  auto add = [&](const Store& s, int64_t cost, int64_t saves) {
+    HotCandidates c;
+    c.cost = cost;
+    c.saves = saves;
+    for (const auto& n : s.counts) ++c.nodes_with_count[n.load(std::memory_order_relaxed)];
+    candidates.push_back(c);
+  };
+  for (auto& t : types_) {
+    if (t->counts.empty()) continue;
+    types.push_back(t.get());
+    // A hit saves the row and the label.
+    add(*t, static_cast<int64_t>(t->row_bytes) + Index::BytesPerNode(t->labels),
+        static_cast<int64_t>(t->row_bytes) + (t->labels ? 8 : 0));
+  }
+  for (auto& l : lists_) {
+    if (l->counts.empty()) continue;
+    lists.push_back(l.get());
+    // A hit saves at most the list (a draw of fewer neighbours saves less).
+    add(*l, l->mean_entries * 8 + Index::BytesPerNode(false), l->mean_entries * 8);
+  }
+  const std::vector<HotQuota> quotas = ChooseHotSets(candidates, capacity_ - bytes());
+  for (size_t i = 0; i < types.size(); ++i) {
+    Type& t = *types[i];
+    const HotQuota& q = quotas[i];
+    std::lock_guard<std::mutex> lock(t.mu);
+    // One chunk holds the chosen rows.
+    t.rows_per_chunk = std::max<int64_t>(1, q.kept);
+    t.chunk_bytes = static_cast<size_t>(t.rows_per_chunk) * t.row_bytes;
+    t.max_chunks = q.kept > 0 && t.row_bytes > 0 ? 1 : 0;
+    t.chunks = std::make_unique<std::atomic<char*>[]>(1);
+    t.chunks[0].store(nullptr);
+    Publish(&t, q, t.labels);
+  }
+  int64_t lists_kept = 0;
+  for (size_t i = 0; i < lists.size(); ++i) {
+    Lists& l = *lists[i];
+    const HotQuota& q = quotas[types.size() + i];
+    std::lock_guard<std::mutex> lock(l.mu);
+    // One chunk holds the chosen lists, at the mean length.
+    l.chunk_entries = std::clamp<int64_t>(q.kept * l.mean_entries, 1, std::numeric_limits<int32_t>::max());
+    l.max_chunks = q.kept > 0 ? 1 : 0;
+    l.chunks = std::make_unique<std::atomic<int64_t*>[]>(1);
+    l.chunks[0].store(nullptr);
+    if (Publish(&l, q, false)) lists_kept += q.kept;
+  }
+  // Whole lists are asked for until nearly every chosen list has come.
+  lists_wanted_.store(lists_kept - lists_kept / 20, std::memory_order_relaxed);
+  chosen_.store(true, std::memory_order_release);
+}
+
+bool RemoteCache::Publish(Store* s, const HotQuota& quota, bool labels) {
+  auto index = std::make_unique<Index>();
+  index->positions = std::max<int64_t>(1, kPositionsPerNode * quota.kept);
+  const bool room = Reserve(index->positions * Index::BytesPerNode(labels) / kPositionsPerNode);
+  if (!room) index->positions = 1;  // (nothing kept; lookups are no longer counted)
+  index->keys.assign(static_cast<size_t>(index->positions), -1);
+  index->slot = HugePageVector<std::atomic<int32_t>>(static_cast<size_t>(index->positions));
+  for (auto& v : index->slot) v.store(-1, std::memory_order_relaxed);
+  if (labels) {
+    index->label = HugePageVector<std::atomic<int64_t>>(static_cast<size_t>(index->positions));
+    for (auto& v : index->label) v.store(kNoLabel, std::memory_order_relaxed);
+  }
+  const bool kept = room && quota.kept > 0;
+  if (kept) {
+    int64_t at_min = quota.at_min;
+    for (int64_t id = 0; id < s->num_nodes; ++id) {
+      if (quota.Keeps(s->counts[id].load(std::memory_order_relaxed), &at_min)) index->Insert(id);
+    }
+  }
+  s->index_storage = std::move(index);
+  s->index.store(s->index_storage.get(), std::memory_order_release);
+  return kept;
+}
+
+RemoteCache::Index* RemoteCache::WritableIndex(Store* store) {
+  if (Index* index = store->index.load(std::memory_order_relaxed)) return index;
+  if (!keep_all_ || !Reserve(store->num_nodes * static_cast<int64_t>(sizeof(int32_t)))) return nullptr;
+  auto index = std::make_unique<Index>();
+  index->positions = store->num_nodes;
+  index->slot = HugePageVector<std::atomic<int32_t>>(static_cast<size_t>(store->num_nodes));
+  for (auto& s : index->slot) s.store(-1, std::memory_order_relaxed);
+  store->index_storage = std::move(index);
+  store->index.store(store->index_storage.get(), std::memory_order_release);
+  return store->index_storage.get();
 }
 
 const char* RemoteCache::FindFeatures(int type, int64_t id) const {
   const Type& t = *types_[type];
-  const std::atomic<int32_t>* slots = t.slot.load(std::memory_order_acquire);
-  if (slots == nullptr) return nullptr;
-  const int32_t s = slots[id].load(std::memory_order_acquire);
+  const Index* index = t.index.load(std::memory_order_acquire);
+  if (index == nullptr) {
+    Count(t, id);
+    return nullptr;
+  }
+  const int64_t p = index->Find(id);
+  if (p < 0) return nullptr;
+  const int32_t s = index->slot[p].load(std::memory_order_acquire);
   if (s < 0) return nullptr;
   const char* chunk = t.chunks[s / t.rows_per_chunk].load(std::memory_order_relaxed);
   return chunk + static_cast<size_t>(s % t.rows_per_chunk) * t.row_bytes;
@@ -112,7 +302,11 @@ const char* RemoteCache::FindFeatures(int type, int64_t id) const {
 
 void RemoteCache::Prefetch(int type, int64_t id) const {
   const Type& t = *types_[type];
-  if (const auto* slots = t.slot.load(std::memory_order_relaxed)) __builtin_prefetch(slots + id);
+  if (const Index* index = t.index.load(std::memory_order_relaxed)) {
+    __builtin_prefetch(index->HomeAddress(id));
+  } else if (!t.counts.empty()) {
+    __builtin_prefetch(&t.counts[id]);
+  }
   if (const auto* labels = t.label.load(std::memory_order_relaxed)) __builtin_prefetch(labels + id);
 }
 
@@ -125,17 +319,19 @@ bool RemoteCache::GetFeatures(int type, int64_t id, char* dst) const {
 
 void RemoteCache::PutFeatures(int type, int64_t id, const char* row) {
   Type& t = *types_[type];
-  if (t.row_bytes == 0 || t.max_chunks == 0) return;
+  if (t.row_bytes == 0 || capacity_ == 0) return;
   std::lock_guard<std::mutex> lock(t.mu);
-  if (!MakeSlots(t.num_nodes, &t.slot_storage, &t.slot)) return;
-  std::atomic<int32_t>& slot = t.slot_storage[id];
+  Index* index = WritableIndex(&t);
+  const int64_t p = index != nullptr ? index->Find(id) : -1;
+  if (p < 0) return;
+  std::atomic<int32_t>& slot = index->slot[p];
   if (slot.load(std::memory_order_relaxed) >= 0) return;
   const int32_t s = t.next_slot;
   const int64_t chunk = s / t.rows_per_chunk;
   if (chunk >= t.max_chunks) return;
   if (s % t.rows_per_chunk == 0) {
-    if (!Reserve(static_cast<int64_t>(t.chunk_bytes()))) return;
-    t.chunk_storage.emplace_back(t.chunk_bytes());
+    if (!Reserve(static_cast<int64_t>(t.chunk_bytes))) return;
+    t.chunk_storage.emplace_back(t.chunk_bytes);
     t.chunks[chunk].store(t.chunk_storage.back().data(), std::memory_order_relaxed);
   }
   char* dst = t.chunks[chunk].load(std::memory_order_relaxed) + static_cast<size_t>(s % t.rows_per_chunk) * t.row_bytes;
@@ -146,11 +342,17 @@ void RemoteCache::PutFeatures(int type, int64_t id, const char* row) {
 
 const int64_t* RemoteCache::FindList(int edge_type, int64_t id, bool* too_long) const {
   const Lists& l = *lists_[edge_type];
-  const std::atomic<int32_t>* slots = l.slot.load(std::memory_order_acquire);
-  const int32_t s = slots != nullptr ? slots[id].load(std::memory_order_acquire) : -1;
+  const Index* index = l.index.load(std::memory_order_acquire);
+  *too_long = false;
+  if (index == nullptr) {
+    Count(l, id);
+    return nullptr;
+  }
+  const int64_t p = index->Find(id);
+  const int32_t s = p >= 0 ? index->slot[p].load(std::memory_order_acquire) : -1;
   *too_long = s == kTooLong;
   if (s < 0) return nullptr;
-  return l.chunks[s / Lists::kChunkEntries].load(std::memory_order_relaxed) + s % Lists::kChunkEntries;
+  return l.chunks[s / l.chunk_entries].load(std::memory_order_relaxed) + s % l.chunk_entries;
 }
 
 const int64_t* RemoteCache::FindNeighbors(int edge_type, int64_t id, int64_t* degree) const {
@@ -165,44 +367,68 @@ const int64_t* RemoteCache::FindNeighbors(int edge_type, int64_t id, int64_t* de
 }
 
 void RemoteCache::PrefetchList(int edge_type, int64_t id) const {
-  if (const auto* slots = lists_[edge_type]->slot.load(std::memory_order_relaxed)) __builtin_prefetch(slots + id);
+  const Lists& l = *lists_[edge_type];
+  if (const Index* index = l.index.load(std::memory_order_relaxed)) {
+    __builtin_prefetch(index->HomeAddress(id));
+  } else if (!l.counts.empty()) {
+    __builtin_prefetch(&l.counts[id]);
+  }
 }
 
 void RemoteCache::PutNeighbors(int edge_type, int64_t id, const int64_t* neighbors, int64_t degree) {
   Lists& l = *lists_[edge_type];
   const int64_t entries = degree + 1;
-  if (l.max_chunks == 0) return;
+  if (!lists_on_) return;
   std::lock_guard<std::mutex> lock(l.mu);
   // Out of budget: no whole list is worth fetching any more (has_room).
   auto refuse = [this] { lists_full_.store(true, std::memory_order_relaxed); };
-  if (!MakeSlots(l.num_nodes, &l.slot_storage, &l.slot)) return refuse();
-  std::atomic<int32_t>& slot = l.slot_storage[id];
-  if (slot.load(std::memory_order_relaxed) != -1) return;
-  if (entries > Lists::kChunkEntries) {
-    slot.store(kTooLong, std::memory_order_release);
+  Index* index = WritableIndex(&l);
+  if (index == nullptr) {
+    if (keep_all_) refuse();
     return;
   }
-  int64_t chunk = l.next / Lists::kChunkEntries;
-  int64_t offset = l.next % Lists::kChunkEntries;
-  if (offset + entries > Lists::kChunkEntries) ++chunk, offset = 0;  // the rest of this chunk stays unused
+  const int64_t p = index->Find(id);
+  if (p < 0) return;
+  std::atomic<int32_t>& slot = index->slot[p];
+  if (slot.load(std::memory_order_relaxed) != -1) return;
+  auto came = [this] {
+    if (!keep_all_) lists_wanted_.fetch_sub(1, std::memory_order_relaxed);
+  };
+  if (entries > l.chunk_entries) {
+    slot.store(kTooLong, std::memory_order_release);
+    return came();
+  }
+  int64_t chunk = l.next / l.chunk_entries;
+  int64_t offset = l.next % l.chunk_entries;
+  if (offset + entries > l.chunk_entries) ++chunk, offset = 0;  // the rest of this chunk stays unused
   if (chunk >= l.max_chunks) return refuse();
   if (l.chunks[chunk].load(std::memory_order_relaxed) == nullptr) {
-    if (!Reserve(static_cast<int64_t>(kChunkBytes))) return refuse();
-    l.chunk_storage.emplace_back(static_cast<size_t>(Lists::kChunkEntries));
+    if (!Reserve(l.chunk_entries * static_cast<int64_t>(sizeof(int64_t)))) return refuse();
+    l.chunk_storage.emplace_back(static_cast<size_t>(l.chunk_entries));
     l.chunks[chunk].store(l.chunk_storage.back().data(), std::memory_order_relaxed);
   }
   int64_t* list = l.chunks[chunk].load(std::memory_order_relaxed) + offset;
   list[0] = degree;
   std::memcpy(list + 1, neighbors, static_cast<size_t>(degree) * sizeof(int64_t));
-  const int64_t position = chunk * Lists::kChunkEntries + offset;
+  const int64_t position = chunk * l.chunk_entries + offset;
   l.next = position + entries;
   slot.store(static_cast<int32_t>(position), std::memory_order_release);  // readers that see the slot see the list
+  came();
 }
 
 bool RemoteCache::GetLabel(int type, int64_t id, int64_t* label) const {
-  const std::atomic<int64_t>* labels = types_[type]->label.load(std::memory_order_acquire);
-  if (labels == nullptr) return false;
-  const int64_t v = labels[id].load(std::memory_order_relaxed);
+  const Type& t = *types_[type];
+  int64_t v = kNoLabel;
+  if (keep_all_) {
+    const std::atomic<int64_t>* labels = t.label.load(std::memory_order_acquire);
+    if (labels == nullptr) return false;
+    v = labels[id].load(std::memory_order_relaxed);
+  } else if (const Index* index = t.index.load(std::memory_order_acquire)) {
+    const int64_t p = index->label.empty() ? -1 : index->Find(id);
+    if (p >= 0) v = index->label[p].load(std::memory_order_relaxed);
+  } else if (t.row_bytes == 0) {
+    Count(t, id);  // (a type with features counts its lookups by row)
+  }
   if (v == kNoLabel) return false;
   *label = v;
   return true;
@@ -210,6 +436,13 @@ bool RemoteCache::GetLabel(int type, int64_t id, int64_t* label) const {
 
 void RemoteCache::PutLabel(int type, int64_t id, int64_t label) {
   Type& t = *types_[type];
+  if (capacity_ == 0) return;
+  if (!keep_all_) {
+    Index* index = t.index.load(std::memory_order_acquire);
+    const int64_t p = index != nullptr && !index->label.empty() ? index->Find(id) : -1;
+    if (p >= 0) index->label[p].store(label, std::memory_order_relaxed);
+    return;
+  }
   if (t.label.load(std::memory_order_acquire) == nullptr) {
     std::lock_guard<std::mutex> lock(t.mu);
     if (t.label.load(std::memory_order_relaxed) == nullptr) {

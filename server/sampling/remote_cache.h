@@ -5,11 +5,20 @@
 // has sent them. Neither ever changes, and in a cluster the same remote nodes come back batch
 // after batch, so a row fetched once serves every later batch without crossing the network
 // again: a cached feature row is copied here, and a cached neighbour list is drawn from here
-// exactly as its owner would draw from it. Rows are kept until the byte budget is spent and
-// never evicted (the rows that come first are the hot ones: high-degree nodes appear in most
-// neighbourhoods).
+// exactly as its owner would draw from it. Nothing is evicted.
 //
-// Reads take no lock: a node's slot is published after its row is written.
+// What is kept depends on whether the budget holds all of other partitions' data:
+// - It does: every row and list is kept as it first comes, indexed by node id.
+// - It does not: the cache first only counts how often each remote node is looked up (one byte
+//   a node, for rows and for each edge type's lists), until it has seen a few lookups per
+//   remote node (about one epoch's worth where a batch reaches a large share of the graph).
+//   Then it chooses the nodes that answer the most lookups per byte (see hot_set.h), indexes
+//   only those (an open-addressing table; a row's label beside it) and keeps their rows and
+//   lists as they next come. First come, first kept would spend a small budget on whichever
+//   nodes the first batches happened to meet.
+//
+// Reads take no lock: a node's slot is published after its row is written, and an index, once
+// published, never changes.
 
 #include <atomic>
 #include <cstdint>
@@ -18,6 +27,7 @@
 #include <vector>
 
 #include "server/graph/partition.h"
+#include "server/sampling/hot_set.h"
 #include "server/util/huge_pages.h"
 
 namespace graphstore {
@@ -31,12 +41,14 @@ class RemoteCache {
   RemoteCache(const RemoteCache&) = delete;
   RemoteCache& operator=(const RemoteCache&) = delete;
 
-  /// The cached feature row of node `id` of type `type`, or null when absent. Rows never move
-  /// (nothing is evicted), so the pointer stays valid for the cache's life.
+  /// The cached feature row of node `id` of type `type`, or null when absent (counted as a
+  /// lookup of the node while the cache chooses what to keep). Rows never move, so the pointer
+  /// stays valid for the cache's life.
   const char* FindFeatures(int type, int64_t id) const;
   /// Copies the cached feature row of node `id` of type `type` to `dst`; false when absent.
   bool GetFeatures(int type, int64_t id, char* dst) const;
-  /// Keeps a feature row (row width of the type's features) while the budget lasts.
+  /// Keeps a feature row (row width of the type's features) if the node is one to keep and the
+  /// budget lasts.
   void PutFeatures(int type, int64_t id, const char* row);
   /// Starts loading where node `id`'s feature slot and label would be, for a lookup a few nodes
   /// later: lookups fall at random in arrays the size of the graph, each a cache miss.
@@ -51,50 +63,79 @@ class RemoteCache {
   const int64_t* FindNeighbors(int edge_type, int64_t id, int64_t* degree) const;
   /// Where node `id`'s cached list along `edge_type` lies, without reading it: its degree, then
   /// its neighbours as FindNeighbors gives them. Null when absent, with *too_long set when the
-  /// list is known to be too long to keep. For a pass that looks many nodes up and reads their
-  /// lists later: one cache miss a node here rather than two.
+  /// list is known to be too long to keep (counted as a lookup while the cache chooses). For a
+  /// pass that looks many nodes up and reads their lists later: one cache miss a node here
+  /// rather than two.
   const int64_t* FindList(int edge_type, int64_t id, bool* too_long) const;
   /// Starts loading where node `id`'s list slot along `edge_type` would be, for a lookup a few
   /// nodes later.
   void PrefetchList(int edge_type, int64_t id) const;
-  /// Keeps node `id`'s whole neighbour list along `edge_type` while the budget lasts. A list
-  /// longer than one chunk of the cache (2 MiB) is not kept, and the node is marked so that
-  /// FindNeighbors says so.
+  /// Keeps node `id`'s whole neighbour list along `edge_type` if the node is one to keep and
+  /// the budget lasts. A list longer than the room lists may ever have (2 MiB when everything
+  /// is kept) is not kept, and the node is marked so that FindNeighbors says so.
   void PutNeighbors(int edge_type, int64_t id, const int64_t* neighbors, int64_t degree);
-  /// Whether lists are kept and none has been refused for want of budget yet: while so,
-  /// fetching whole neighbour lists to keep is worth their bytes.
-  bool has_room() const { return lists_on_ && !lists_full_.load(std::memory_order_relaxed); }
+  /// Whether fetching whole neighbour lists to keep is worth their bytes: lists are kept, some
+  /// chosen ones are still to come (all, when everything is kept), and none has been refused
+  /// for want of budget yet.
+  bool has_room() const {
+    return lists_on_ && !lists_full_.load(std::memory_order_relaxed) &&
+           lists_wanted_.load(std::memory_order_relaxed) > 0;
+  }
   /// Whether neighbour lists are kept at all.
   bool keeps_lists() const { return lists_on_; }
+  /// Whether the budget holds all of other partitions' data (every node kept as it comes).
+  bool keeps_all() const { return keep_all_; }
+  /// Whether the nodes to keep have been chosen (always, when everything is kept).
+  bool chosen() const { return chosen_.load(std::memory_order_acquire); }
 
-  /// Bytes in use (rows and index arrays).
+  /// Bytes in use (rows, lists, indexes and lookup counts).
   int64_t bytes() const { return bytes_.load(std::memory_order_relaxed); }
 
-  /// Counts lookups of other partitions' nodes that the cache answered and that went to a peer
-  /// (added once per gather, not per row).
-  void CountLookups(int64_t hits, int64_t misses) const {
-    hits_.fetch_add(hits, std::memory_order_relaxed);
-    misses_.fetch_add(misses, std::memory_order_relaxed);
-  }
+  /// Counts lookups of other partitions' node data that the cache answered and that went to a
+  /// peer (added once per gather, not per row); once enough lookups are counted, chooses the
+  /// nodes to keep.
+  void CountLookups(int64_t hits, int64_t misses);
+  /// The same for neighbour lists (once per hop).
+  void CountListLookups(int64_t hits, int64_t misses);
   int64_t hits() const { return hits_.load(std::memory_order_relaxed); }
   int64_t misses() const { return misses_.load(std::memory_order_relaxed); }
+  int64_t list_hits() const { return list_hits_.load(std::memory_order_relaxed); }
+  int64_t list_misses() const { return list_misses_.load(std::memory_order_relaxed); }
 
  private:
+  struct Index;
+  struct Store;
   struct Type;
   struct Lists;
   // Reserves `n` bytes of the budget; false when it is spent.
   bool Reserve(int64_t n);
-  // Publishes a slot index of `num_nodes` empty entries in *published (held in *storage) unless
-  // there is one; false when the budget has no room for it. Under the owner's writer lock.
-  bool MakeSlots(int64_t num_nodes, HugePageVector<std::atomic<int32_t>>* storage,
-                 std::atomic<std::atomic<int32_t>*>* published);
+  // The index of `store`, made (dense, one entry per node) when everything is kept and there
+  // is none yet; null when there is none. Under the store's writer lock.
+  Index* WritableIndex(Store* store);
+  // Counts one lookup of node `id` of `store` while choosing.
+  void Count(const Store& store, int64_t id) const;
+  // Adds to the lookups counted while choosing, and chooses once there are enough.
+  void Counted(int64_t lookups);
+  // Chooses the nodes to keep from the counts and publishes their indexes.
+  void Choose();
+  // Publishes the table of the nodes of `store` that `quota` keeps (an empty one where the
+  // budget has no room for it); whether any node is kept.
+  bool Publish(Store* store, const HotQuota& quota, bool labels);
 
   const int64_t capacity_;
   const bool lists_on_;
+  bool keep_all_ = true;
+  std::atomic<bool> chosen_{false};
   std::atomic<bool> lists_full_{false};
+  std::atomic<int64_t> lists_wanted_{0};  // chosen lists still to come (whole lists are fetched while > 0)
   std::atomic<int64_t> bytes_{0};
-  mutable std::atomic<int64_t> hits_{0};
-  mutable std::atomic<int64_t> misses_{0};
+  std::atomic<int64_t> hits_{0};
+  std::atomic<int64_t> misses_{0};
+  std::atomic<int64_t> list_hits_{0};
+  std::atomic<int64_t> list_misses_{0};
+  std::atomic<int64_t> counted_{0};  // lookups counted while choosing
+  int64_t choose_after_ = 0;         // ... and how many make a choice
+  std::mutex choose_mu_;
   std::vector<std::unique_ptr<Type>> types_;
   std::vector<std::unique_ptr<Lists>> lists_;  // per edge type
 };

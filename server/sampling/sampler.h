@@ -55,6 +55,13 @@ struct SampledNodes {
   /// because the trainer holds it; the feature matrix then has one row per 0 entry, in node
   /// order. Empty otherwise.
   std::vector<uint8_t> cached;
+  /// FeatureOutput::rows_from_owners (empty otherwise): the partition owning each node, and how
+  /// many rows were left out of the feature matrix for their owners to send.
+  std::vector<int32_t> owners;
+  int64_t rows_left_to_owners = 0;
+  /// Nodes another partition owns whose feature row or label this server gathered (from a
+  /// peer or its cache) into the batch.
+  int64_t other_partitions_rows = 0;
   /// Quantized rows (FeatureOutput's kInt8 to kInt1): each column's scale and offset,
   /// feature_dim values each, owned by the batch's FeatureOutput.
   const float* feature_scale = nullptr;
@@ -153,6 +160,9 @@ struct FeatureOutput {
   /// Per node type: for every global id, 1 when the trainer caches the node's row (left out of
   /// the batch). Null or missing for a type without a cache.
   std::vector<std::shared_ptr<const std::vector<uint8_t>>> cached;
+  /// RegisterSamplingInputRequest.rows_from_owners: the rows and labels of nodes another
+  /// partition owns are left out (their owners send them to the trainer).
+  bool rows_from_owners = false;
 
   /// The element type rows of a type stored as `stored` are written in (kUint8 for the codes of
   /// every quantized encoding).

@@ -181,7 +181,7 @@ absl::Status Core::RegisterSamplingInput(const v1::RegisterSamplingInputRequest&
     labeler = *std::move(created);
   }
 
-  auto features = feature_outputs_.ForChannel(req.feature_encoding(), req.feature_cache_rows());
+  auto features = feature_outputs_.ForChannel(req.feature_encoding(), req.feature_cache_rows(), req.rows_from_owners());
   if (!features.ok()) return features.status();
 
   std::shared_ptr<ChannelEntry> channel;

@@ -113,8 +113,15 @@ class Core : public StreamHost {
   const ServiceCounters& counters() const { return counters_; }
   /// Live shared-memory pool bytes over every channel.
   int64_t shared_memory_bytes() const;
-  /// Lookups of other partitions' nodes answered by the peer cache and not (0 outside a cluster).
-  void PeerCacheLookups(int64_t* hits, int64_t* misses) const;
+  /// Lookups of other partitions' node data (rows and labels) and of their neighbour lists that
+  /// the peer cache answered and that went to their owner (0 outside a cluster).
+  struct PeerCacheLookups {
+    int64_t hits = 0;
+    int64_t misses = 0;
+    int64_t list_hits = 0;
+    int64_t list_misses = 0;
+  };
+  PeerCacheLookups peer_cache_lookups() const;
   /// The cluster joined, or null.
   const Cluster* cluster() const { return cluster_.load(); }
 

@@ -37,6 +37,8 @@ void Core::FillChannelStats(const ChannelEntry& c, v1::ChannelStats* out) const 
     out->set_feature_rows_sent(sent);
     out->set_feature_rows_cached(cached);
     out->set_feature_cache_hit_rate(sent + cached > 0 ? static_cast<double>(cached) / (sent + cached) : 0.0);
+    out->set_rows_from_owners(c.sampling->features != nullptr && c.sampling->features->rows_from_owners);
+    out->set_other_partitions_rows_sent(c.sampling->other_partitions_rows_sent.load(std::memory_order_relaxed));
   }
   const auto idle = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - c.last_activity).count();
   out->set_lease_remaining_ms(c.streaming() ? c.lease_ms : std::max<int64_t>(0, c.lease_ms - idle));
@@ -135,10 +137,10 @@ int64_t Core::shared_memory_bytes() const {
   return bytes;
 }
 
-void Core::PeerCacheLookups(int64_t* hits, int64_t* misses) const {
+Core::PeerCacheLookups Core::peer_cache_lookups() const {
   std::lock_guard<std::mutex> lock(mu_);
-  *hits = remote_cache_ != nullptr ? remote_cache_->hits() : 0;
-  *misses = remote_cache_ != nullptr ? remote_cache_->misses() : 0;
+  if (remote_cache_ == nullptr) return {};
+  return {remote_cache_->hits(), remote_cache_->misses(), remote_cache_->list_hits(), remote_cache_->list_misses()};
 }
 
 int Core::num_channels() const {

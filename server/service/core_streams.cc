@@ -178,6 +178,7 @@ void Core::Sent(const StreamAttachment& a, int64_t bytes, const BatchCounts* bat
   if (sampling == nullptr) return;
   sampling->feature_rows_sent.fetch_add(batch_done->feature_rows, std::memory_order_relaxed);
   sampling->feature_rows_cached.fetch_add(batch_done->cached_feature_rows, std::memory_order_relaxed);
+  sampling->other_partitions_rows_sent.fetch_add(batch_done->other_partitions_rows, std::memory_order_relaxed);
 }
 
 void Core::Touch(uint64_t channel_id) {

@@ -92,19 +92,24 @@ absl::StatusOr<std::shared_ptr<const FeatureOutputs::Hot>> FeatureOutputs::HotNo
 }
 
 absl::StatusOr<std::shared_ptr<const FeatureOutput>> FeatureOutputs::ForChannel(v1::FeatureEncoding encoding,
-                                                                                int64_t cache_rows) {
+                                                                                int64_t cache_rows,
+                                                                                bool rows_from_owners) {
   if (!v1::FeatureEncoding_IsValid(encoding)) {
     return absl::InvalidArgumentError(absl::StrCat("feature_encoding ", encoding, " is unknown"));
   }
   if (cache_rows < 0) return absl::InvalidArgumentError("feature_cache_rows must be >= 0 (0: no cache)");
-  if (encoding == v1::FEATURE_ENCODING_UNSPECIFIED && cache_rows == 0) return nullptr;
+  // (On one partition every node is owned here: nothing to leave to owners.)
+  rows_from_owners = rows_from_owners && partition_->num_partitions() > 1;
+  if (encoding == v1::FEATURE_ENCODING_UNSPECIFIED && cache_rows == 0 && !rows_from_owners) return nullptr;
+  const std::tuple<int, int64_t, bool> key{encoding, cache_rows, rows_from_owners};
   {
     std::lock_guard<std::mutex> lock(mu_);
-    auto it = outputs_.find({encoding, cache_rows});
+    auto it = outputs_.find(key);
     if (it != outputs_.end()) return it->second;
   }
   auto out = std::make_shared<FeatureOutput>();
   out->encoding = ToEncoding(encoding);
+  out->rows_from_owners = rows_from_owners;
   const int num_types = static_cast<int>(partition_->node_types().size());
   out->scale.resize(num_types);
   out->offset.resize(num_types);
@@ -129,7 +134,7 @@ absl::StatusOr<std::shared_ptr<const FeatureOutput>> FeatureOutputs::ForChannel(
     }
   }
   std::lock_guard<std::mutex> lock(mu_);
-  return outputs_.emplace(std::make_pair(static_cast<int>(encoding), cache_rows), std::move(out)).first->second;
+  return outputs_.emplace(key, std::move(out)).first->second;
 }
 
 void FeatureOutputs::Describe(const FeatureOutput& output, int64_t cache_rows,

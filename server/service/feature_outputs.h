@@ -15,6 +15,7 @@
 
 #include <cstdint>
 #include <map>
+#include <tuple>
 #include <memory>
 #include <mutex>
 #include <utility>
@@ -34,12 +35,13 @@ class FeatureOutputs {
  public:
   explicit FeatureOutputs(const Partition* partition) : partition_(partition) {}
 
-  /// The output of a channel registering with `encoding` and `cache_rows`; null for the
-  /// default (as stored, nothing cached). InvalidArgument naming the request field for a bad
+  /// The output of a channel registering with `encoding`, `cache_rows` and `rows_from_owners`;
+  /// null for the default (as stored, nothing cached, every row gathered). InvalidArgument naming the request field for a bad
   /// encoding or a negative count; FailedPrecondition when the data does not allow it
   /// (encoding features that are not float32, a cache without degree files, a quantized
   /// encoding in a cluster without range files).
-  absl::StatusOr<std::shared_ptr<const FeatureOutput>> ForChannel(v1::FeatureEncoding encoding, int64_t cache_rows);
+  absl::StatusOr<std::shared_ptr<const FeatureOutput>> ForChannel(v1::FeatureEncoding encoding, int64_t cache_rows,
+                                                                  bool rows_from_owners = false);
 
   /// What a registration answers about `output` (made by ForChannel with `cache_rows`): this
   /// server's share of each cached type and the quantization parameters.
@@ -64,7 +66,7 @@ class FeatureOutputs {
   std::mutex mu_;
   std::map<int, std::pair<std::vector<float>, std::vector<float>>> ranges_;
   std::map<std::pair<int, int64_t>, std::shared_ptr<const Hot>> hot_;
-  std::map<std::pair<int, int64_t>, std::shared_ptr<const FeatureOutput>> outputs_;
+  std::map<std::tuple<int, int64_t, bool>, std::shared_ptr<const FeatureOutput>> outputs_;
 };
 
 /// The sampling side's name of a wire encoding.

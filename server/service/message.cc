@@ -141,6 +141,10 @@ void NodeEntry(const Partition& partition, const SampledSubgraph& g, size_t t, M
     AddTensor(e, v1::NodeTensors::kCachedFieldNumber, v1::DTYPE_BOOL, {static_cast<int64_t>(n.cached.size())},
            n.cached.data(), n.cached.size());
   }
+  if (!n.owners.empty()) {
+    AddTensor(e, v1::NodeTensors::kOwnersFieldNumber, v1::DTYPE_INT32, {static_cast<int64_t>(n.owners.size())},
+              n.owners.data(), 4 * n.owners.size());
+  }
   if (n.feature_scale != nullptr) {
     AddTensor(e, v1::NodeTensors::kFeatureScaleFieldNumber, v1::DTYPE_FLOAT32, {n.feature_dim}, n.feature_scale,
            4 * n.feature_dim, /*whole=*/true);

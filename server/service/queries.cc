@@ -184,7 +184,15 @@ absl::Status PartitionQueries::GetNodeFeatures(const v1::GetNodeFeaturesRequest&
   std::string* data = resp->mutable_features()->mutable_data();
   data->resize(row * req.ids_size());
   const char* src = static_cast<const char*>(n.features.raw());
-  for (int i = 0; i < req.ids_size(); ++i) std::memcpy(&(*data)[i * row], src + n.OwnerRow(req.ids(i)) * row, row);
+  // Rows lie at random: each is asked for some rows ahead, so that several load at once.
+  constexpr int kAhead = 8;
+  for (int i = 0; i < req.ids_size(); ++i) {
+    if (i + kAhead < req.ids_size()) {
+      const char* next = src + n.OwnerRow(req.ids(i + kAhead)) * row;
+      for (size_t b = 0; b < row; b += 64) __builtin_prefetch(next + b);
+    }
+    std::memcpy(&(*data)[i * row], src + n.OwnerRow(req.ids(i)) * row, row);
+  }
   resp->mutable_features()->set_dtype(ToProtoDtype(n.feature_dtype));
   resp->mutable_features()->add_shape(req.ids_size());
   resp->mutable_features()->add_shape(n.feature_dim);

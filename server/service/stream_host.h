@@ -22,6 +22,8 @@ struct BatchCounts {
   /// Feature rows in the message, and rows left out because the trainer caches them.
   int64_t feature_rows = 0;
   int64_t cached_feature_rows = 0;
+  /// Feature rows and labels of nodes another partition owns in the message.
+  int64_t other_partitions_rows = 0;
 };
 
 /// What one open stream has sent (ChannelStats.streams): written by its writer, read by

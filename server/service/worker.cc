@@ -46,10 +46,11 @@ namespace {
 BatchCounts CountFeatureRows(const SampledSubgraph& g) {
   BatchCounts c;
   for (const SampledNodes& n : g.nodes) {
+    c.other_partitions_rows += n.other_partitions_rows;
     if (n.feature_dim == 0) continue;
     const int64_t rows = n.num_feature_rows();
     c.feature_rows += rows;
-    c.cached_feature_rows += static_cast<int64_t>(n.ids.size()) - rows;
+    c.cached_feature_rows += static_cast<int64_t>(n.ids.size()) - rows - n.rows_left_to_owners;
   }
   return c;
 }

@@ -42,6 +42,8 @@ struct ChannelSampling : scheduler::ChannelAttachment {
   /// trainer caches them (counted as each batch's last part is written, not when it is sampled).
   mutable std::atomic<int64_t> feature_rows_sent{0};
   mutable std::atomic<int64_t> feature_rows_cached{0};
+  /// Feature rows and labels of nodes other partitions own in the messages sent (counted so too).
+  mutable std::atomic<int64_t> other_partitions_rows_sent{0};
 };
 
 /// The ChannelSampling of the channel a task belongs to: every channel the service adds to a

@@ -13,10 +13,12 @@
 
 #include <algorithm>
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <set>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -49,12 +51,14 @@ struct LocalCluster {
   std::vector<std::unique_ptr<GraphStoreServer>> servers;
   std::vector<std::string> addresses;
 
-  explicit LocalCluster(int n) {
+  // Every server's peer cache holds `peer_cache_bytes` (-1: the default).
+  explicit LocalCluster(int n, int64_t peer_cache_bytes = -1) {
     std::vector<ServerOptions> options(n);
     for (int k = 0; k < n; ++k) {
       options[k].partition_dir = PartDir(n, k);
       options[k].shared_memory_dir = "";
       options[k].core.state_log_interval_s = 0;
+      if (peer_cache_bytes >= 0) options[k].core.peer_cache_bytes = peer_cache_bytes;
     }
     auto started = StartLocalCluster(options);
     REQUIRE(started.ok());
@@ -316,8 +320,12 @@ struct GlobalBatch {
   int64_t index = 0;
   at::Tensor seeds, n_id, edge_index, e_id, x, y, input_id;
 };
+// With `edit` applied to the options; `stats`, when given, gets every server's stats after the
+// epoch, while the loader's channels are open.
 std::vector<GlobalBatch> LoaderEpoch(const std::vector<std::string>& servers, int64_t epoch, int rank = 0,
-                                     int world_size = 1, bool drop_last = false, int64_t* num_batches = nullptr) {
+                                     int world_size = 1, bool drop_last = false, int64_t* num_batches = nullptr,
+                                     const std::function<void(client::LoaderOptions*)>& edit = nullptr,
+                                     std::vector<v1::ServerStats>* stats = nullptr) {
   client::LoaderOptions o;
   o.servers = servers;
   o.backend_key = "global";
@@ -328,6 +336,7 @@ std::vector<GlobalBatch> LoaderEpoch(const std::vector<std::string>& servers, in
   o.rank = rank;
   o.world_size = world_size;
   o.shared_memory = false;
+  if (edit) edit(&o);
   client::Loader loader(o);
   if (num_batches != nullptr) *num_batches = loader.num_batches();
   loader.StartEpoch(epoch);
@@ -336,7 +345,44 @@ std::vector<GlobalBatch> LoaderEpoch(const std::vector<std::string>& servers, in
     out.push_back({b->batch_index, b->seeds.clone(), b->n_id.clone(), b->edge_index.clone(), b->e_id.clone(),
                    b->x.clone(), b->y.clone(), b->input_id.clone()});
   }
+  for (size_t k = 0; stats != nullptr && k < servers.size(); ++k) {
+    auto s = Connect(servers[k])->GetServerStats();
+    REQUIRE(s.ok());
+    stats->push_back(*s);
+  }
   return out;
+}
+
+// What the servers' channels sent of other partitions' rows, and the bytes between servers.
+struct Crossing {
+  int64_t other_rows = 0;
+  int64_t peer_bytes = 0;
+  int channels_from_owners = 0;
+};
+Crossing CrossingOf(const std::vector<v1::ServerStats>& stats) {
+  Crossing c;
+  for (const v1::ServerStats& s : stats) {
+    for (const auto& p : s.peers()) c.peer_bytes += p.bytes_sent() + p.bytes_received();
+    for (const auto& b : s.backends()) {
+      for (const auto& ch : b.channels()) {
+        c.other_rows += ch.other_partitions_rows_sent();
+        c.channels_from_owners += ch.rows_from_owners();
+      }
+    }
+  }
+  return c;
+}
+
+void CheckSameBatches(const std::vector<GlobalBatch>& got, const std::vector<GlobalBatch>& want) {
+  REQUIRE(got.size() == want.size());
+  for (size_t b = 0; b < got.size(); ++b) {
+    INFO("batch " << b);
+    REQUIRE(got[b].index == want[b].index);
+    CHECK(torch::equal(got[b].n_id, want[b].n_id));
+    CHECK(torch::equal(got[b].edge_index, want[b].edge_index));
+    CHECK(torch::equal(got[b].x, want[b].x));
+    CHECK(torch::equal(got[b].y, want[b].y));
+  }
 }
 
 std::set<int64_t> AllTrainIds(const std::vector<std::string>& servers) {
@@ -395,6 +441,53 @@ TEST_CASE("global batches are the same batches on 1, 2 and 4 partitions, in batc
     CHECK(seen == train);
     CHECK(mixed > static_cast<int>(got.size()) / 2);
   }
+}
+
+TEST_CASE("a row crosses once: servers leave other partitions' rows to their owners, batches unchanged",
+          "[cluster][global]") {
+  // 4 partitions, every peer cache far smaller than the other partitions' data (tiny caches
+  // count lookups before keeping anything, and keep little): with rows_from_owners (the
+  // Loader's default) no server sends a trainer a row or label another partition owns, and
+  // fewer bytes cross between servers; the batches are those of one server to the last bit, in
+  // every encoding and with the trainer's feature cache.
+  LocalCluster single(1);
+  LocalCluster cluster(4, /*peer_cache_bytes=*/64 << 10);
+  for (const auto& [name, encoding, cache_rows] :
+       {std::tuple<std::string, v1::FeatureEncoding, int64_t>{"as stored", v1::FEATURE_ENCODING_UNSPECIFIED, 0},
+        {"int4", v1::FEATURE_ENCODING_INT4, 0},
+        {"with a feature cache", v1::FEATURE_ENCODING_UNSPECIFIED, 500}}) {
+    INFO(name);
+    auto edit = [&, encoding = encoding, cache_rows = cache_rows](bool from_owners) {
+      return [=](client::LoaderOptions* o) {
+        o->feature_encoding = encoding;
+        o->feature_cache_rows = cache_rows;
+        o->rows_from_owners = from_owners;
+      };
+    };
+    const auto want = LoaderEpoch(single.addresses, 1, 0, 1, false, nullptr, edit(true));
+    std::vector<v1::ServerStats> once, twice;
+    const auto from_owners = LoaderEpoch(cluster.addresses, 1, 0, 1, false, nullptr, edit(true), &once);
+    const auto through = LoaderEpoch(cluster.addresses, 1, 0, 1, false, nullptr, edit(false), &twice);
+    CheckSameBatches(from_owners, want);
+    CheckSameBatches(through, want);
+    const Crossing a = CrossingOf(once), b = CrossingOf(twice);
+    CHECK(a.channels_from_owners == 4);
+    CHECK(a.other_rows == 0);
+    CHECK(b.channels_from_owners == 0);
+    CHECK(b.other_rows > 0);
+    CHECK(a.peer_bytes > 0);  // (ids still cross: hops of other partitions' nodes)
+  }
+  // Bytes between servers: counted over each loader's life (the stats are cumulative, so the
+  // second loader's figure includes the first's): ids alone add far less than rows.
+  std::vector<v1::ServerStats> before, after_once, after_twice;
+  for (const auto& a : cluster.addresses) before.push_back(*Connect(a)->GetServerStats());
+  (void)LoaderEpoch(cluster.addresses, 2, 0, 1, false, nullptr,
+                    [](client::LoaderOptions* o) { o->rows_from_owners = true; }, &after_once);
+  (void)LoaderEpoch(cluster.addresses, 2, 0, 1, false, nullptr,
+                    [](client::LoaderOptions* o) { o->rows_from_owners = false; }, &after_twice);
+  const int64_t ids_only = CrossingOf(after_once).peer_bytes - CrossingOf(before).peer_bytes;
+  const int64_t with_rows = CrossingOf(after_twice).peer_bytes - CrossingOf(after_once).peer_bytes;
+  CHECK(ids_only < with_rows);
 }
 
 TEST_CASE("ranks share the global batches: every seed once per epoch, as PyG counts them", "[cluster][global]") {

@@ -1,6 +1,7 @@
 // Trainers ride out failures: a Loader whose server is killed with SIGKILL mid-epoch and
-// restarted (alone, or as one of a 2-server cluster) delivers every batch of the epoch once,
-// byte-identical to an uninterrupted epoch; past its deadline it fails with the server's last
+// restarted (alone, or as one of a 2-server cluster, where it is also the owner the trainer
+// asks for the rows the other server's batches leave to it) delivers every batch of the epoch
+// once, byte-identical to an uninterrupted epoch; past its deadline it fails with the server's last
 // error; its background lease renewal keeps a busy trainer's channels alive.
 
 #include "client/loader.h"  // LibTorch first (see loader.h)
@@ -211,7 +212,8 @@ TEST_CASE("a 2-server cluster: a trainer rides out one server's SIGKILL and rest
   std::vector<int64_t> order;
   Read(loader, &got, 6, &order);
   REQUIRE(got.size() == 6);
-  // Server 1 goes: its own stream breaks, and server 0's batches that reach partition 1 fail.
+  // Server 1 goes: its own stream breaks, server 0's batches that reach partition 1 fail, and
+  // so do the trainer's calls for the rows server 0's batches leave to partition 1.
   CHECK(d1->Stop(SIGKILL) == -1);
   d1 = std::make_unique<Daemon>(dir + "/part-1", flags, ports[1]);
   Read(loader, &got, SIZE_MAX, &order);
@@ -219,6 +221,19 @@ TEST_CASE("a 2-server cluster: a trainer rides out one server's SIGKILL and rest
   CHECK(loader.num_reconnects() >= 1);
   // Global batches, in order across the restart: 0, 1, 2, ... each once.
   for (size_t i = 0; i < order.size(); ++i) REQUIRE(order[i] == static_cast<int64_t>(i));
+  // Rows came from their owners: server 0 sent the trainer none of partition 1's.
+  auto c0 = client::Client::Connect({addresses[0]});
+  REQUIRE(c0.ok());
+  auto stats = (*c0)->GetServerStats();
+  REQUIRE(stats.ok());
+  int from_owners = 0;
+  for (const auto& b : stats->backends()) {
+    for (const auto& c : b.channels()) {
+      from_owners += c.rows_from_owners();
+      CHECK(c.other_partitions_rows_sent() == 0);
+    }
+  }
+  CHECK(from_owners >= 1);
   loader.Close();
   CHECK(d0->Stop(SIGTERM) == 0);
   CHECK(d1->Stop(SIGTERM) == 0);

@@ -1,5 +1,6 @@
 // The cache of other partitions' rows: rows and neighbour lists read back as written across
-// its 2 MiB chunks, absent nodes stay absent, and the byte budget bounds what it keeps.
+// its 2 MiB chunks, absent nodes stay absent; a budget too small for everything keeps, once
+// lookups are counted, the most looked-up nodes, and no more than the budget.
 
 #include <catch2/catch.hpp>
 
@@ -31,6 +32,18 @@ std::vector<char> RowOf(int64_t id, size_t bytes) {
   return row;
 }
 
+// Every node of `ids` has its row (RowOf) and label (id % 7) in the cache.
+void CheckKept(const RemoteCache& cache, const std::vector<int64_t>& ids, size_t row_bytes) {
+  for (int64_t id : ids) {
+    const char* row = cache.FindFeatures(0, id);
+    REQUIRE(row != nullptr);
+    CHECK(std::memcmp(row, RowOf(id, row_bytes).data(), row_bytes) == 0);
+    int64_t label = -1;
+    REQUIRE(cache.GetLabel(0, id, &label));
+    CHECK(label == id % 7);
+  }
+}
+
 std::vector<int64_t> ForeignIds(const Partition& p) {
   std::vector<int64_t> ids;
   const NodeTypeStore& t = p.node_type(0);
@@ -52,14 +65,7 @@ TEST_CASE("cached rows read back as written, across chunks, in any order of arri
     cache.PutFeatures(0, id, RowOf(id, row_bytes).data());
     cache.PutLabel(0, id, id % 7);
   }
-  for (int64_t id : kept) {
-    const char* row = cache.FindFeatures(0, id);
-    REQUIRE(row != nullptr);
-    CHECK(std::memcmp(row, RowOf(id, row_bytes).data(), row_bytes) == 0);
-    int64_t label = -1;
-    REQUIRE(cache.GetLabel(0, id, &label));
-    CHECK(label == id % 7);
-  }
+  CheckKept(cache, kept, row_bytes);
   for (size_t i = kept.size(); i < ids.size(); ++i) {
     CHECK(cache.FindFeatures(0, ids[i]) == nullptr);
     int64_t label = 0;
@@ -70,15 +76,39 @@ TEST_CASE("cached rows read back as written, across chunks, in any order of arri
   CHECK(std::memcmp(cache.FindFeatures(0, kept[0]), RowOf(kept[0], row_bytes).data(), row_bytes) == 0);
 }
 
-TEST_CASE("the byte budget bounds the cached rows") {
+TEST_CASE("a budget too small for everything keeps the most looked-up rows, chosen once counted") {
   const Partition& p = PartZero();
   const size_t row_bytes = static_cast<size_t>(p.node_type(0).feature_dim) * 4;
-  const int64_t slots = p.node_type(0).num_nodes * 4;
-  const int64_t chunk = int64_t{2} << 20;
-  RemoteCache cache(&p, slots + chunk);  // the slot index and one chunk
+  const int64_t budget = int64_t{1} << 20;  // about a third of the other partition's rows
+  RemoteCache cache(&p, budget);
+  CHECK_FALSE(cache.keeps_all());
+  CHECK_FALSE(cache.chosen());
+  CHECK_FALSE(cache.has_room());  // no whole lists while nothing is chosen
   const std::vector<int64_t> ids = ForeignIds(p);
-  for (int64_t id : ids) cache.PutFeatures(0, id, RowOf(id, row_bytes).data());
-  CHECK(cache.bytes() <= slots + chunk);
+  const std::vector<int64_t> hot(ids.begin(), ids.begin() + 200);
+  // Nothing is kept while counting.
+  cache.PutFeatures(0, hot[0], RowOf(hot[0], row_bytes).data());
+  CHECK(cache.FindFeatures(0, hot[0]) == nullptr);
+  // The hot nodes looked up 60 times each, the others once (in the order of their ids): enough
+  // lookups (4 per remote node of both stores) to choose.
+  int64_t lookups = 1;
+  for (int round = 0; round < 60; ++round) {
+    for (int64_t id : hot) lookups += cache.FindFeatures(0, id) == nullptr;
+  }
+  for (size_t i = hot.size(); i < ids.size(); ++i) lookups += cache.FindFeatures(0, ids[i]) == nullptr;
+  cache.CountLookups(0, lookups / 2);
+  CHECK_FALSE(cache.chosen());
+  cache.CountLookups(0, lookups - lookups / 2);
+  REQUIRE(cache.chosen());
+  CHECK(cache.misses() == lookups);
+
+  for (int64_t id : ids) {
+    cache.PutFeatures(0, id, RowOf(id, row_bytes).data());
+    cache.PutLabel(0, id, id % 7);
+  }
+  CHECK(cache.bytes() <= budget);
+  CheckKept(cache, hot, row_bytes);
+  // The rest of the budget went to nodes looked up once, no more than it holds.
   int64_t found = 0;
   for (int64_t id : ids) {
     if (const char* row = cache.FindFeatures(0, id); row != nullptr) {
@@ -86,9 +116,15 @@ TEST_CASE("the byte budget bounds the cached rows") {
       CHECK(std::memcmp(row, RowOf(id, row_bytes).data(), row_bytes) == 0);
     }
   }
-  CHECK(found == chunk / static_cast<int64_t>(row_bytes));  // the first chunk's rows, no more
+  CHECK(found > static_cast<int64_t>(hot.size()));
+  CHECK(found <= budget / static_cast<int64_t>(row_bytes));
+  // Own nodes, never looked up, are not kept.
+  const int64_t own = p.node_type(0).global_ids()[0];
+  cache.PutFeatures(0, own, RowOf(own, row_bytes).data());
+  CHECK(cache.FindFeatures(0, own) == nullptr);
 
   RemoteCache off(&p, 0);
+  CHECK(off.keeps_all());
   off.PutFeatures(0, ids[0], RowOf(ids[0], row_bytes).data());
   CHECK(off.FindFeatures(0, ids[0]) == nullptr);
   CHECK(off.bytes() == 0);
@@ -101,7 +137,7 @@ std::vector<int64_t> ListOf(int64_t id, int64_t degree) {
   return list;
 }
 
-TEST_CASE("cached neighbour lists read back as written; too long a list, or past the budget, is not kept",
+TEST_CASE("cached neighbour lists read back as written; too long a list is not kept",
           "[lists]") {
   const Partition& p = PartZero();
   const int64_t entries = (int64_t{2} << 20) / 8;  // int64 entries in a chunk
@@ -111,7 +147,6 @@ TEST_CASE("cached neighbour lists read back as written; too long a list, or past
   auto degree_of = [&](size_t i) -> int64_t {
     return i == 0 ? 0 : i == 1 ? entries : static_cast<int64_t>(i * 4099 % 70001);
   };
-  const int64_t slots = p.node_type(p.edge_type(0).row_type).num_nodes * 4;
   RemoteCache cache(&p, int64_t{256} << 20);
   CHECK(cache.has_room());
   const size_t n = 200;
@@ -135,22 +170,47 @@ TEST_CASE("cached neighbour lists read back as written; too long a list, or past
   const int64_t* list = cache.FindNeighbors(0, ids[2], &degree);
   CHECK(std::vector<int64_t>(list, list + degree) == ListOf(ids[2], degree_of(2)));
 
-  // The slot index and one chunk: lists are kept until the chunk is full, and then no more.
-  RemoteCache small(&p, slots + (int64_t{2} << 20));
-  int64_t used = 0, kept = 0;
-  for (int64_t id : ids) {
-    small.PutNeighbors(0, id, ListOf(id, 1000).data(), 1000);
-    if (used + 1001 <= entries) used += 1001, ++kept;
-  }
-  CHECK(small.bytes() == slots + (int64_t{2} << 20));
-  CHECK_FALSE(small.has_room());  // no more whole lists asked for
   RemoteCache no_lists(&p, int64_t{256} << 20, /*lists=*/false);
   CHECK_FALSE(no_lists.has_room());
   no_lists.PutNeighbors(0, ids[0], ListOf(ids[0], 3).data(), 3);
   CHECK(no_lists.FindNeighbors(0, ids[0], &degree) == nullptr);
+}
+
+TEST_CASE("a budget too small for everything keeps the most looked-up lists, fetched whole until they came",
+          "[lists]") {
+  const Partition& p = PartZero();
+  const std::vector<int64_t> ids = ForeignIds(p);
+  const std::vector<int64_t> hot(ids.begin(), ids.begin() + 100);
+  RemoteCache cache(&p, int64_t{512} << 10);  // rows cost more than lists save here: lists only
+  REQUIRE_FALSE(cache.keeps_all());
+  CHECK_FALSE(cache.has_room());
+  bool too_long = false;
+  int64_t lookups = 0;
+  for (int round = 0; round < 200; ++round) {
+    for (int64_t id : hot) lookups += cache.FindList(0, id, &too_long) == nullptr;
+  }
+  cache.CountListLookups(0, lookups);
+  REQUIRE(cache.chosen());
+  CHECK(cache.list_misses() == lookups);
+  CHECK(cache.has_room());  // the chosen lists are still to come
+  // A node not chosen keeps nothing; the chosen ones keep their lists, until nearly all came.
+  cache.PutNeighbors(0, ids[100], ListOf(ids[100], 5).data(), 5);
+  int64_t degree = 0;
+  CHECK(cache.FindNeighbors(0, ids[100], &degree) == nullptr);
+  for (size_t i = 0; i < hot.size(); ++i) {
+    const int64_t d = 1 + static_cast<int64_t>(i % 9);
+    CHECK(cache.has_room() == (i < 95));
+    cache.PutNeighbors(0, hot[i], ListOf(hot[i], d).data(), d);
+  }
   int64_t found = 0;
-  for (int64_t id : ids) found += small.FindNeighbors(0, id, &degree) != nullptr;
-  CHECK(found == kept);
+  for (size_t i = 0; i < hot.size(); ++i) {
+    const int64_t* list = cache.FindNeighbors(0, hot[i], &degree);
+    if (list == nullptr) continue;
+    ++found;
+    CHECK(std::vector<int64_t>(list, list + degree) == ListOf(hot[i], degree));
+  }
+  CHECK(found == static_cast<int64_t>(hot.size()));
+  CHECK(cache.bytes() <= (int64_t{512} << 10));
 }
 
 }  // namespace
