@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 #include <map>
+#include <thread>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -134,8 +135,21 @@ absl::Status FetchOwnerRows(const OwnerRowsOptions& options, int sender, Decoded
         asks[owners[i]].labels.push_back(i);
       }
     }
-    for (const auto& [partition, a] : asks) {
-      if (auto s = AskOwner(options, partition, a, &n); !s.ok()) return s;
+    // The owners answer at once, each writing its own nodes' rows; the first error is kept.
+    std::vector<absl::Status> status(asks.size());
+    std::vector<std::thread> others;
+    size_t k = 0;
+    for (auto it = asks.begin(); it != asks.end(); ++it, ++k) {
+      auto ask = [&options, &n, &status, it, k] { status[k] = AskOwner(options, it->first, it->second, &n); };
+      if (k + 1 < asks.size()) {
+        others.emplace_back(ask);
+      } else {
+        ask();
+      }
+    }
+    for (std::thread& t : others) t.join();
+    for (const absl::Status& s : status) {
+      if (!s.ok()) return s;
     }
   }
   return absl::OkStatus();

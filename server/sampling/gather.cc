@@ -24,8 +24,8 @@ void ResizeWithHeadroom(UninitializedBytes* v, size_t n) {
 // another partition owns) and labels.
 class GatherTarget {
  public:
-  GatherTarget(const NodeTypeStore& t, int type, int self, bool features, bool labels, const FeatureOutput* output,
-               char* feature_dst, SampledNodes* nodes)
+  GatherTarget(const NodeTypeStore& t, int type, int self, bool to_owners, bool features, bool labels,
+               const FeatureOutput* output, char* feature_dst, SampledNodes* nodes)
       : dim_(static_cast<size_t>(t.feature_dim)), stored_row_bytes_(dim_ * DtypeSize(t.feature_dtype)) {
     const size_t n = nodes->ids.size();
     if (features) {
@@ -48,7 +48,6 @@ class GatherTarget {
       // are left out; the others keep node order.
       out_row_.assign(n, 0);
       int64_t rows = 0;
-      const bool to_owners = output != nullptr && output->rows_from_owners;
       if (to_owners ||
           (output != nullptr && type < static_cast<int>(output->cached.size()) && output->cached[type] != nullptr)) {
         nodes->cached.assign(n, 0);
@@ -235,10 +234,14 @@ absl::Status GatherNodeData(const Partition& partition, int node_type, bool feat
   labels = labels && t.labels.is_open();
   if (!features && !labels) return absl::OkStatus();
   const int self = partition.partition_id();
-  GatherTarget g(t, node_type, self, features, labels, output, feature_dst, nodes);
+  // Rows left to their owners, unless this server's cache keeps all of the other partitions'
+  // data: then, once warm, it sends them with nothing crossing between servers, in one stream.
+  const bool to_owners = partition.num_partitions() > 1 && output != nullptr && output->rows_from_owners &&
+                         (cache == nullptr || !cache->keeps_all());
+  GatherTarget g(t, node_type, self, to_owners, features, labels, output, feature_dst, nodes);
   const std::vector<int64_t>& ids = nodes->ids;
   RowSources& rows = EmptySources(features ? ids.size() : 0);
-  if (partition.num_partitions() == 1 || (output != nullptr && output->rows_from_owners)) {
+  if (partition.num_partitions() == 1 || to_owners) {
     // Every node owned here, or the others' rows and labels left to their owners.
     FindOwned(t, self, ids, &g, &rows, /*others_unknown=*/true);
     CopyRows(rows, &g);

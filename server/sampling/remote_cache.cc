@@ -14,16 +14,14 @@ constexpr int64_t kNoLabel = std::numeric_limits<int64_t>::min();
 constexpr size_t kChunkBytes = HugePageAllocator<char>::kHugePage;
 // A list slot's mark for a node whose list is too long to keep.
 constexpr int32_t kTooLong = -2;
-// Lookups counted per remote node (of every store that counts) before the nodes to keep are
-// chosen: enough for the counts to tell hot nodes from the rest.
+// Lookups counted per remote node (of every counting store) before the nodes to keep are chosen.
 constexpr int64_t kLookupsPerNode = 4;
 // A chosen store's table has two positions per kept node.
 constexpr int64_t kPositionsPerNode = 2;
 }  // namespace
 
 // Where each kept node's entry lies: a dense array over the graph's ids when everything is
-// kept, else an open-addressing table over the chosen ids (with their labels). Fixed once
-// published, but for the entries' values.
+// kept, else an open-addressing table of the chosen ids (with their labels). Fixed once published.
 struct RemoteCache::Index {
   int64_t positions = 0;
   HugePageVector<int64_t> keys;               // table only: the node at each position (-1: none)
@@ -86,9 +84,8 @@ struct RemoteCache::Type : Store {
   HugePageVector<std::atomic<int64_t>> label_storage;
 };
 
-// Neighbour lists of one edge type: per node of its row type the position of its list in
-// chunks that never move, where a list is its degree followed by its neighbours and never
-// straddles two chunks.
+// Neighbour lists of one edge type in chunks that never move: each list is its degree followed
+// by its neighbours, and never straddles two chunks.
 struct RemoteCache::Lists : Store {
   int64_t chunk_entries = static_cast<int64_t>(kChunkBytes / sizeof(int64_t));
   std::vector<HugePageVector<int64_t>> chunk_storage;
@@ -168,7 +165,7 @@ bool RemoteCache::Reserve(int64_t n) {
 }
 
 void RemoteCache::Count(const Store& store, int64_t id) const {
-  if (store.counts.empty()) return;
+  if (store.counts.empty() || choosing_.load(std::memory_order_relaxed)) return;
   std::atomic<uint8_t>& c = store.counts[id];
   // (Racing writers may lose a count; never more than the saturating bound.)
   const uint8_t v = c.load(std::memory_order_relaxed);
@@ -195,6 +192,7 @@ void RemoteCache::Counted(int64_t lookups) {
 void RemoteCache::Choose() {
   std::lock_guard<std::mutex> choosing(choose_mu_);
   if (chosen_.load(std::memory_order_relaxed)) return;
+  choosing_.store(true, std::memory_order_relaxed);  // the counts stand still while they are read
   // The stores that counted: node types' rows first, then edge types' lists.
   std::vector<Type*> types;
   std::vector<Lists*> lists;
@@ -219,7 +217,9 @@ void RemoteCache::Choose() {
     // A hit saves at most the list (a draw of fewer neighbours saves less).
     add(*l, l->mean_entries * 8 + Index::BytesPerNode(false), l->mean_entries * 8);
   }
-  const std::vector<HotQuota> quotas = ChooseHotSets(candidates, capacity_ - bytes());
+  // (Less the tables of stores that keep nothing: a position each.)
+  const int64_t empty_tables = static_cast<int64_t>(candidates.size()) * Index::BytesPerNode(true);
+  const std::vector<HotQuota> quotas = ChooseHotSets(candidates, capacity_ - bytes() - empty_tables);
   for (size_t i = 0; i < types.size(); ++i) {
     Type& t = *types[i];
     const HotQuota& q = quotas[i];
@@ -263,9 +263,15 @@ bool RemoteCache::Publish(Store* s, const HotQuota& quota, bool labels) {
   }
   const bool kept = room && quota.kept > 0;
   if (kept) {
+    // Lookups that were under way as counting stopped may have raised a count since the quota
+    // was computed: no more than the quota's nodes go in (the table has room for twice that).
     int64_t at_min = quota.at_min;
-    for (int64_t id = 0; id < s->num_nodes; ++id) {
-      if (quota.Keeps(s->counts[id].load(std::memory_order_relaxed), &at_min)) index->Insert(id);
+    int64_t inserted = 0;
+    for (int64_t id = 0; id < s->num_nodes && inserted < quota.kept; ++id) {
+      if (quota.Keeps(s->counts[id].load(std::memory_order_relaxed), &at_min)) {
+        index->Insert(id);
+        ++inserted;
+      }
     }
   }
   s->index_storage = std::move(index);

@@ -7,15 +7,12 @@
 // again: a cached feature row is copied here, and a cached neighbour list is drawn from here
 // exactly as its owner would draw from it. Nothing is evicted.
 //
-// What is kept depends on whether the budget holds all of other partitions' data:
-// - It does: every row and list is kept as it first comes, indexed by node id.
-// - It does not: the cache first only counts how often each remote node is looked up (one byte
-//   a node, for rows and for each edge type's lists), until it has seen a few lookups per
-//   remote node (about one epoch's worth where a batch reaches a large share of the graph).
-//   Then it chooses the nodes that answer the most lookups per byte (see hot_set.h), indexes
-//   only those (an open-addressing table; a row's label beside it) and keeps their rows and
-//   lists as they next come. First come, first kept would spend a small budget on whichever
-//   nodes the first batches happened to meet.
+// A budget that holds all of other partitions' data keeps every row and list as it first
+// comes, indexed by node id. A smaller one first only counts each remote node's lookups (a byte
+// a node, for rows and for each edge type's lists) until it has seen a few per remote node,
+// then keeps the nodes that save the most bytes per byte kept (hot_set.h), indexed by an
+// open-addressing table of just those (a row's label beside it), as they next come. First
+// come, first kept spent a small budget on whichever nodes the first batches met.
 //
 // Reads take no lock: a node's slot is published after its row is written, and an index, once
 // published, never changes.
@@ -42,16 +39,14 @@ class RemoteCache {
   RemoteCache& operator=(const RemoteCache&) = delete;
 
   /// The cached feature row of node `id` of type `type`, or null when absent (counted as a
-  /// lookup of the node while the cache chooses what to keep). Rows never move, so the pointer
-  /// stays valid for the cache's life.
+  /// lookup while the cache chooses). Rows never move: the pointer lives as long as the cache.
   const char* FindFeatures(int type, int64_t id) const;
   /// Copies the cached feature row of node `id` of type `type` to `dst`; false when absent.
   bool GetFeatures(int type, int64_t id, char* dst) const;
   /// Keeps a feature row (row width of the type's features) if the node is one to keep and the
   /// budget lasts.
   void PutFeatures(int type, int64_t id, const char* row);
-  /// Starts loading where node `id`'s feature slot and label would be, for a lookup a few nodes
-  /// later: lookups fall at random in arrays the size of the graph, each a cache miss.
+  /// Starts loading where node `id`'s entry would be, for a lookup a few nodes later.
   void Prefetch(int type, int64_t id) const;
   /// The cached label of node `id`; false when absent.
   bool GetLabel(int type, int64_t id, int64_t* label) const;
@@ -62,21 +57,17 @@ class RemoteCache {
   /// when the list is known to be too long to keep (ask the owner to draw). They never move.
   const int64_t* FindNeighbors(int edge_type, int64_t id, int64_t* degree) const;
   /// Where node `id`'s cached list along `edge_type` lies, without reading it: its degree, then
-  /// its neighbours as FindNeighbors gives them. Null when absent, with *too_long set when the
-  /// list is known to be too long to keep (counted as a lookup while the cache chooses). For a
-  /// pass that looks many nodes up and reads their lists later: one cache miss a node here
-  /// rather than two.
+  /// its neighbours. Null when absent, with *too_long set when the list is known to be too long
+  /// to keep (counted as a lookup while the cache chooses): one cache miss a node, not two.
   const int64_t* FindList(int edge_type, int64_t id, bool* too_long) const;
-  /// Starts loading where node `id`'s list slot along `edge_type` would be, for a lookup a few
-  /// nodes later.
+  /// Starts loading where node `id`'s list entry along `edge_type` would be.
   void PrefetchList(int edge_type, int64_t id) const;
   /// Keeps node `id`'s whole neighbour list along `edge_type` if the node is one to keep and
-  /// the budget lasts. A list longer than the room lists may ever have (2 MiB when everything
-  /// is kept) is not kept, and the node is marked so that FindNeighbors says so.
+  /// the budget lasts; a list longer than lists' room (a 2 MiB chunk when everything is kept)
+  /// is marked too long instead.
   void PutNeighbors(int edge_type, int64_t id, const int64_t* neighbors, int64_t degree);
-  /// Whether fetching whole neighbour lists to keep is worth their bytes: lists are kept, some
-  /// chosen ones are still to come (all, when everything is kept), and none has been refused
-  /// for want of budget yet.
+  /// Whether whole neighbour lists are worth fetching: lists are kept, chosen ones are still to
+  /// come (all, when everything is kept), and none was refused for want of budget.
   bool has_room() const {
     return lists_on_ && !lists_full_.load(std::memory_order_relaxed) &&
            lists_wanted_.load(std::memory_order_relaxed) > 0;
@@ -91,9 +82,8 @@ class RemoteCache {
   /// Bytes in use (rows, lists, indexes and lookup counts).
   int64_t bytes() const { return bytes_.load(std::memory_order_relaxed); }
 
-  /// Counts lookups of other partitions' node data that the cache answered and that went to a
-  /// peer (added once per gather, not per row); once enough lookups are counted, chooses the
-  /// nodes to keep.
+  /// Counts lookups of other partitions' node data answered here and asked of a peer (once per
+  /// gather); once enough are counted, chooses the nodes to keep.
   void CountLookups(int64_t hits, int64_t misses);
   /// The same for neighbour lists (once per hop).
   void CountListLookups(int64_t hits, int64_t misses);
@@ -126,6 +116,7 @@ class RemoteCache {
   const bool lists_on_;
   bool keep_all_ = true;
   std::atomic<bool> chosen_{false};
+  std::atomic<bool> choosing_{false};  // counting has stopped
   std::atomic<bool> lists_full_{false};
   std::atomic<int64_t> lists_wanted_{0};  // chosen lists still to come (whole lists are fetched while > 0)
   std::atomic<int64_t> bytes_{0};

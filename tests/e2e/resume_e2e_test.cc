@@ -189,8 +189,9 @@ TEST_CASE("a 2-server cluster: a trainer rides out one server's SIGKILL and rest
   const std::string dir = Dataset(2);
   const std::vector<int> ports = testing::FreeLoopbackPorts(2);
   const std::vector<std::string> addresses = {Address(ports[0]), Address(ports[1])};
+  // Peer caches far smaller than the other partition's rows: the trainer asks the owners.
   const std::vector<std::string> flags = {"--cluster=" + addresses[0] + "," + addresses[1], "--peer_timeout_ms=2000",
-                                          "--shared_memory_dir=", "--state_log_interval_s=0"};
+                                          "--shared_memory_dir=", "--state_log_interval_s=0", "--peer_cache_mb=1"};
   auto d0 = std::make_unique<Daemon>(dir + "/part-0", flags, ports[0], /*wait=*/false);
   auto d1 = std::make_unique<Daemon>(dir + "/part-1", flags, ports[1], /*wait=*/false);
   d0->WaitReady();

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstring>
 #include <random>
+#include <thread>
 #include <vector>
 
 #include "server/graph/partition.h"
@@ -211,6 +212,66 @@ TEST_CASE("a budget too small for everything keeps the most looked-up lists, fet
   }
   CHECK(found == static_cast<int64_t>(hot.size()));
   CHECK(cache.bytes() <= (int64_t{512} << 10));
+}
+
+TEST_CASE("lookups counted on several threads while the cache chooses: it chooses once, within budget") {
+  // Threads look nodes up and count them as sampling workers do; the one whose count crosses
+  // the threshold chooses while the others go on looking up. Every choice stays within its
+  // quota, however counts move meanwhile.
+  const Partition& p = PartZero();
+  const size_t row_bytes = static_cast<size_t>(p.node_type(0).feature_dim) * 4;
+  const std::vector<int64_t> ids = ForeignIds(p);
+  for (int trial = 0; trial < 20; ++trial) {
+    RemoteCache cache(&p, int64_t{1} << 20);
+    std::vector<std::thread> threads;
+    for (int t = 0; t < 4; ++t) {
+      threads.emplace_back([&, t] {
+        std::mt19937_64 rng(static_cast<uint64_t>(trial * 4 + t));
+        while (!cache.chosen()) {
+          int64_t misses = 0;
+          for (int k = 0; k < 200; ++k) {
+            // Skewed: the first tenth of the ids half of the time.
+            const size_t i = rng() % 2 == 0 ? rng() % (ids.size() / 10) : rng() % ids.size();
+            misses += cache.FindFeatures(0, ids[i]) == nullptr;
+          }
+          cache.CountLookups(0, misses);
+        }
+      });
+    }
+    for (std::thread& t : threads) t.join();
+    for (int64_t id : ids) cache.PutFeatures(0, id, RowOf(id, row_bytes).data());
+    CHECK(cache.bytes() <= (int64_t{1} << 20));
+    int64_t found = 0;
+    for (int64_t id : ids) found += cache.FindFeatures(0, id) != nullptr;
+    CHECK(found > 0);
+    CHECK(found <= (int64_t{1} << 20) / static_cast<int64_t>(row_bytes));
+  }
+}
+
+TEST_CASE("a budget the chosen lists fill to the byte still keeps them", "[lists]") {
+  // Every remote node looked up alike and more lists wanted than the budget holds: the quota
+  // takes the budget to within a list's cost, and the tables of the stores that keep nothing
+  // (rows, never looked up here) must not take what the chosen lists' chunk needs.
+  const Partition& p = PartZero();
+  const std::vector<int64_t> ids = ForeignIds(p);
+  for (int64_t extra = 0; extra < 160; extra += 8) {
+    INFO("budget 64 KiB + " << extra);
+    const int64_t budget = (int64_t{64} << 10) + extra;
+    RemoteCache cache(&p, budget);
+    bool too_long = false;
+    int64_t lookups = 0;
+    for (int round = 0; round < 8; ++round) {
+      for (int64_t id : ids) lookups += cache.FindList(0, id, &too_long) == nullptr;
+    }
+    cache.CountListLookups(0, lookups);
+    REQUIRE(cache.chosen());
+    REQUIRE(cache.has_room());
+    int64_t found = 0, degree = 0;
+    for (int64_t id : ids) cache.PutNeighbors(0, id, ListOf(id, 3).data(), 3);
+    for (int64_t id : ids) found += cache.FindNeighbors(0, id, &degree) != nullptr;
+    CHECK(found > 0);
+    CHECK(cache.bytes() <= budget);
+  }
 }
 
 }  // namespace
