@@ -69,8 +69,18 @@ std::optional<HostBatch> LoaderCore::ReadOne(Server* s, int index, int k, absl::
     }
     if (*d == nullptr) return std::nullopt;
     s->bytes_received.fetch_add(static_cast<int64_t>((*d)->wire_bytes), std::memory_order_relaxed);
-    // Rows left to their owners (a failure resumes this stream from the batch, as any other).
-    if (absl::Status fetched = FetchOwnerRows(owner_rows_, index, d->get()); !fetched.ok()) {
+    // Rows left to their owners. An owner that fails is asked again with growing waits, up to
+    // the reconnect deadline, while this stream waits: the batch is not delivered before it is
+    // whole, and the assembling server is not disturbed.
+    absl::Status fetched = FetchOwnerRows(owner_rows_, index, d->get());
+    if (!fetched.ok() && Retryable(fetched) && options_.reconnect_deadline.count() > 0) {
+      LoaderLog()->warn("{}: batch {}: {}; asking again for up to {} ms", s->client->address(), (*d)->batch_index,
+                        fetched.ToString(), options_.reconnect_deadline.count());
+      auto backoff = kFirstBackoff;
+      fetched = Retry(s, fetched, SteadyClock::now() + options_.reconnect_deadline, &backoff,
+                      [&] { return FetchOwnerRows(owner_rows_, index, d->get()); });
+    }
+    if (!fetched.ok()) {
       *status = fetched;
       return std::nullopt;
     }

@@ -28,8 +28,8 @@ struct OwnerRowsOptions {
 };
 
 /// Fills in the rows and labels of `batch`'s nodes that partitions other than `sender` own.
-/// A failed call's status names the owner (UNAVAILABLE while it is down: the caller resumes);
-/// DataLoss for an answer or a batch that does not fit.
+/// A failed call's status names the owner (UNAVAILABLE while it is down: the caller asks again;
+/// rows already written are written again); DataLoss for an answer or a batch that does not fit.
 absl::Status FetchOwnerRows(const OwnerRowsOptions& options, int sender, DecodedBatch* batch);
 
 }  // namespace graphstore::client
