@@ -420,8 +420,8 @@ absl::Status PrintCacheCurve(const std::vector<Setup>& setups, const std::vector
   std::printf("%-32s %8s %9s %10s %7s %9s %14s %9s %10s\n", "setup", "budget", "MiB", "seeds/s", "ratio",
               "CPU ms/b", "crossing/batch", "rows hit", "lists hit");
   for (const Setup& base : setups) {
-    if (!base.global_batches || base.num_partitions < 2 || base.name.find("METIS") == std::string::npos ||
-        base.name.find(", global") == std::string::npos || !base.lists) {
+    // The global setups on METIS partitions, lists kept.
+    if (!base.global_batches || base.owner_parts || !base.lists || base.dir.find("/metis") == std::string::npos) {
       continue;
     }
     const double remote = static_cast<double>(num_nodes) * (base.num_partitions - 1) / base.num_partitions;
@@ -444,11 +444,6 @@ absl::Status PrintCacheCurve(const std::vector<Setup>& setups, const std::vector
 // Each setup's medians over the rounds, and its ratios round by round to the single server and,
 // for a global setup, to the owner-only batches on the same partitions.
 void PrintResults(const std::vector<Setup>& setups, const std::vector<std::vector<Result>>& results) {
-  auto median = [](std::vector<double> v) {
-    if (v.empty()) return 0.0;
-    std::sort(v.begin(), v.end());
-    return v.size() % 2 == 1 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
-  };
   // Ratios of one setup's rate to another's, round by round (of epoch 1 alone, or measured).
   auto ratios = [&](size_t i, size_t j, bool epoch1 = false) {
     std::vector<double> out;
@@ -462,7 +457,7 @@ void PrintResults(const std::vector<Setup>& setups, const std::vector<std::vecto
   };
   auto format = [&](const std::vector<double>& v) {
     if (v.empty()) return std::string();
-    return absl::StrFormat("%.2f (%.2f-%.2f)", median(v), *std::min_element(v.begin(), v.end()),
+    return absl::StrFormat("%.2f (%.2f-%.2f)", Median(v), *std::min_element(v.begin(), v.end()),
                            *std::max_element(v.begin(), v.end()));
   };
   for (size_t i = 0; i < setups.size(); ++i) {
@@ -486,10 +481,10 @@ void PrintResults(const std::vector<Setup>& setups, const std::vector<std::vecto
     const std::string vs = s.compare_with >= 0 ? format(ratios(i, s.compare_with)) : "";
     std::printf("%-32s %10.0f %7s %14s %11.0f %9.1f %9.0f %9.2f %8.2f%% %12.1f %11.2f MB %10.0f %11.2f MB %8.1f%% "
                 "%9.1f%% %12.0f\n",
-                s.name.c_str(), median(rate), i == 0 ? "1.00" : format(ratios(i, 0)).substr(0, 4).c_str(),
-                vs.substr(0, 4).c_str(), median(nodes), median(cpu), median(faults), median(sampled),
-                100 * s.report.cut_fraction(), median(calls), median(bytes) / 1e6, median(files),
-                median(trainer) / 1e6, 100 * median(hit), 100 * median(list_hit), median(other));
+                s.name.c_str(), Median(rate), i == 0 ? "1.00" : format(ratios(i, 0)).substr(0, 4).c_str(),
+                vs.substr(0, 4).c_str(), Median(nodes), Median(cpu), Median(faults), Median(sampled),
+                100 * s.report.cut_fraction(), Median(calls), Median(bytes) / 1e6, Median(files),
+                Median(trainer) / 1e6, 100 * Median(hit), 100 * Median(list_hit), Median(other));
   }
   for (size_t i = 0; i < setups.size(); ++i) {
     if (!setups[i].owner_parts || results[i].empty()) continue;
@@ -499,7 +494,7 @@ void PrintResults(const std::vector<Setup>& setups, const std::vector<std::vecto
       merge_ms.push_back(r.merge_ms_per_batch);
     }
     std::printf("%-24s parts: %.0f nodes a batch before merging; merge %.1f ms a batch\n", setups[i].name.c_str(),
-                median(part_nodes), median(merge_ms));
+                Median(part_nodes), Median(merge_ms));
   }
   auto print_ratios = [&](const char* title, bool epoch1) {
     std::printf("\n%s (against the single server | global against owner-only):\n", title);

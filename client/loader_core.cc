@@ -85,6 +85,12 @@ LoaderCore::LoaderCore(LoaderOptions options, ClientFactory connect)
   ordered_ = options_.ordered && global_;
   world_size_ = std::max(1, options_.world_size);
   seed_type_ = options_.ablp.has_value() ? std::string() : options_.node_type;
+  owner_rows_.owner = [this](int k) {
+    return k >= 0 && k < static_cast<int>(servers_.size()) ? servers_[static_cast<size_t>(k)]->client.get() : nullptr;
+  };
+  owner_rows_.encoding = options_.feature_encoding;
+  owner_rows_.decode_features = options_.decode_features;
+  owner_rows_.cache = options_.feature_cache_rows > 0 ? &cache_ : nullptr;
   try {
     Register();
   } catch (...) {
@@ -318,12 +324,6 @@ void LoaderCore::StartEpoch(int64_t epoch) {
   decode_.decode_features = options_.decode_features;
   decode_.cache = options_.feature_cache_rows > 0 ? &cache_ : nullptr;
   decode_.pool = pool_;
-  owner_rows_.owner = [this](int k) {
-    return k >= 0 && k < static_cast<int>(servers_.size()) ? servers_[static_cast<size_t>(k)]->client.get() : nullptr;
-  };
-  owner_rows_.encoding = options_.feature_encoding;
-  owner_rows_.decode_features = options_.decode_features;
-  owner_rows_.cache = decode_.cache;
   for (size_t i = 0; i < servers_.size(); ++i) {
     Server* s = servers_[i].get();
     if (s->num_batches == 0) continue;

@@ -39,7 +39,7 @@ absl::Status PlaceRows(const v1::GetNodeFeaturesResponse& r, const std::vector<s
   const char* src = f.data().data();
   // Rows that come as codes, float16 or bfloat16 and are handed out as float32 are decoded;
   // the others are copied as they came.
-  const bool widen = decode && n->features.dtype == v1::DTYPE_FLOAT32 && f.dtype() != v1::DTYPE_FLOAT32;
+  const bool widen = decode && f.dtype() != n->features.dtype;
   if (!widen && in_row != out_row) {
     return absl::DataLossError(absl::StrCat("an owner answered rows of ", in_row, " bytes for '", n->node_type,
                                             "', whose batch rows have ", out_row));

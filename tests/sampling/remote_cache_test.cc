@@ -131,6 +131,18 @@ TEST_CASE("a budget too small for everything keeps the most looked-up rows, chos
   CHECK(off.bytes() == 0);
 }
 
+// Looks up the lists of `ids` `rounds` times and counts the lookups (all misses while the cache
+// chooses); returns their number.
+int64_t LookUpLists(RemoteCache* cache, const std::vector<int64_t>& ids, int rounds) {
+  bool too_long = false;
+  int64_t lookups = 0;
+  for (int round = 0; round < rounds; ++round) {
+    for (int64_t id : ids) lookups += cache->FindList(0, id, &too_long) == nullptr;
+  }
+  cache->CountListLookups(0, lookups);
+  return lookups;
+}
+
 // A neighbour list of `degree` ids derived from the node's id.
 std::vector<int64_t> ListOf(int64_t id, int64_t degree) {
   std::vector<int64_t> list(static_cast<size_t>(degree));
@@ -185,12 +197,7 @@ TEST_CASE("a budget too small for everything keeps the most looked-up lists, fet
   RemoteCache cache(&p, int64_t{512} << 10);  // rows cost more than lists save here: lists only
   REQUIRE_FALSE(cache.keeps_all());
   CHECK_FALSE(cache.has_room());
-  bool too_long = false;
-  int64_t lookups = 0;
-  for (int round = 0; round < 200; ++round) {
-    for (int64_t id : hot) lookups += cache.FindList(0, id, &too_long) == nullptr;
-  }
-  cache.CountListLookups(0, lookups);
+  const int64_t lookups = LookUpLists(&cache, hot, 200);
   REQUIRE(cache.chosen());
   CHECK(cache.list_misses() == lookups);
   CHECK(cache.has_room());  // the chosen lists are still to come
@@ -258,12 +265,7 @@ TEST_CASE("a budget the chosen lists fill to the byte still keeps them", "[lists
     INFO("budget 64 KiB + " << extra);
     const int64_t budget = (int64_t{64} << 10) + extra;
     RemoteCache cache(&p, budget);
-    bool too_long = false;
-    int64_t lookups = 0;
-    for (int round = 0; round < 8; ++round) {
-      for (int64_t id : ids) lookups += cache.FindList(0, id, &too_long) == nullptr;
-    }
-    cache.CountListLookups(0, lookups);
+    LookUpLists(&cache, ids, 8);
     REQUIRE(cache.chosen());
     REQUIRE(cache.has_room());
     int64_t found = 0, degree = 0;
