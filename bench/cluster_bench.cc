@@ -42,7 +42,10 @@
 #include "client/loader.h"  // LibTorch first (see loader.h)
 
 #include "absl/strings/str_cat.h"
+#include "absl/algorithm/container.h"
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
+#include "absl/strings/str_split.h"
 #include "absl/strings/str_format.h"
 #include "bench/bench_graphs.h"
 #include "bench/process_usage.h"
@@ -574,7 +577,8 @@ void DefineFlags(Flags* flags) {
   flags->Define("prefetch", std::to_string(client::LoaderOptions().prefetch),
                "batches the trainer reads ahead per server (LoaderOptions::prefetch); with ordered global batches "
                "also how far one server may run ahead of the others");
-  flags->Define("only", "", "run only the setups whose name contains this (e.g. under a profiler); ratios need the "
+  flags->Define("only", "", "run only the setups whose name contains one of these, split by '|' (e.g. under a "
+               "profiler, or 'single|METIS, global'); ratios need the "
                "single server and, for a global setup, its owner-only twin");
 }
 
@@ -673,7 +677,11 @@ int Main(int argc, char** argv) {
   for (int64_t round = 0; round < *rounds; ++round) {
     for (size_t i = 0; i < setups.size(); ++i) {
       const Setup& s = setups[i];
-      if (!only.empty() && s.name.find(only) == std::string::npos) continue;
+      if (!only.empty() && !absl::c_any_of(absl::StrSplit(only, '|'), [&](absl::string_view part) {
+            return absl::StrContains(s.name, part);
+          })) {
+        continue;
+      }
       auto r = Run(s, config, static_cast<int>(*workers), static_cast<int>(*warmup), static_cast<int>(*epochs), *nodes);
       if (!r.ok()) return Fail(absl::Status(r.status().code(), absl::StrCat(s.name, ": ", r.status().message())));
       results[i].push_back(*r);

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include <grpcpp/grpcpp.h>
+#include <grpcpp/impl/client_unary_call.h>
 
 #include <condition_variable>
 #include <deque>
@@ -199,6 +200,29 @@ class GrpcClient : public Client {
   absl::StatusOr<v1::GetNodeFeaturesResponse> GetNodeFeatures(const v1::GetNodeFeaturesRequest& r) override {
     return Call<v1::GetNodeFeaturesRequest, v1::GetNodeFeaturesResponse>(&v1::GraphStore::Stub::GetNodeFeatures, r);
   }
+  absl::Status ReadNodeFeatures(const v1::GetNodeFeaturesRequest& r,
+                                const std::function<absl::Status(const std::vector<Span>&)>& read) override {
+    static const std::string kMethod = "/graphstore.v1.GraphStore/GetNodeFeatures";
+    const grpc::internal::RpcMethod method(kMethod.c_str(), grpc::internal::RpcMethod::NORMAL_RPC);
+    grpc::ByteBuffer request, answer;
+    bool own_buffer = false;
+    if (const grpc::Status s = grpc::GenericSerialize<grpc::ProtoBufferWriter, v1::GetNodeFeaturesRequest>(
+            r, &request, &own_buffer);
+        !s.ok()) {
+      return absl::InternalError(absl::StrCat("serialising GetNodeFeaturesRequest failed: ", s.error_message()));
+    }
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + options_.deadline);
+    const grpc::Status s = grpc::internal::BlockingUnaryCall<grpc::ByteBuffer, grpc::ByteBuffer>(
+        channel_.get(), method, &ctx, request, &answer);
+    if (!s.ok()) return absl::Status(FromGrpc(s).code(), absl::StrCat(options_.address, ": ", s.error_message()));
+    std::vector<grpc::Slice> slices;
+    if (!answer.Dump(&slices).ok()) return absl::DataLossError(absl::StrCat(options_.address, ": unreadable answer"));
+    std::vector<Span> spans;
+    spans.reserve(slices.size());
+    for (const grpc::Slice& slice : slices) spans.push_back({reinterpret_cast<const char*>(slice.begin()), slice.size()});
+    return read(spans);
+  }
   absl::StatusOr<v1::GetAblpInputResponse> GetAblpInput(const v1::GetAblpInputRequest& r) override {
     return Call<v1::GetAblpInputRequest, v1::GetAblpInputResponse>(&v1::GraphStore::Stub::GetAblpInput, r);
   }
@@ -259,6 +283,14 @@ class GrpcClient : public Client {
 };
 
 }  // namespace
+
+absl::Status Client::ReadNodeFeatures(const v1::GetNodeFeaturesRequest& req,
+                                      const std::function<absl::Status(const std::vector<Span>&)>& read) {
+  auto answer = GetNodeFeatures(req);
+  if (!answer.ok()) return answer.status();
+  const std::string bytes = answer->SerializeAsString();
+  return read({Span{bytes.data(), bytes.size()}});
+}
 
 absl::StatusOr<std::unique_ptr<Client>> Client::Connect(const ClientOptions& options) {
   if (options.address.empty()) return absl::InvalidArgumentError("address is empty");

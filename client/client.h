@@ -10,6 +10,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -94,6 +95,11 @@ class Client {
   virtual absl::StatusOr<v1::LookupPartitionsResponse> LookupPartitions(const v1::LookupPartitionsRequest& req) = 0;
   virtual absl::StatusOr<v1::GetNodeIdsResponse> GetNodeIds(const v1::GetNodeIdsRequest& req) = 0;
   virtual absl::StatusOr<v1::GetNodeFeaturesResponse> GetNodeFeatures(const v1::GetNodeFeaturesRequest& req) = 0;
+  /// GetNodeFeatures with the answer handed to `read` as received: GetNodeFeaturesResponse in
+  /// protobuf's wire format, in pieces valid while `read` runs, so that the rows are written
+  /// where they belong straight from the bytes that arrived. Returns the call's or `read`'s error.
+  virtual absl::Status ReadNodeFeatures(const v1::GetNodeFeaturesRequest& req,
+                                        const std::function<absl::Status(const std::vector<Span>&)>& read);
   virtual absl::StatusOr<v1::GetNodeLabelsResponse> GetNodeLabels(const v1::GetNodeLabelsRequest& req) = 0;
   virtual absl::StatusOr<v1::GetAblpInputResponse> GetAblpInput(const v1::GetAblpInputRequest& req) = 0;
   virtual absl::StatusOr<v1::InitSamplingBackendResponse> InitSamplingBackend(

@@ -83,6 +83,9 @@ struct DecodedBatch {
   std::vector<DecodedPpr> ppr;
   /// Bytes received for the batch.
   size_t wire_bytes = 0;
+  /// Feature bytes that waited for the batch's last part before they could be placed (rows
+  /// that arrived before the cached mask or the scales that place or decode them): copied twice.
+  size_t staged_bytes = 0;
 };
 
 /// The feature rows a trainer keeps (RegisterSamplingInputRequest.feature_cache_rows), per node

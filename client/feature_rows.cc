@@ -1,5 +1,9 @@
 #include "client/feature_rows.h"
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 #include <cstring>
 
 #include "proto/feature_codec.h"
@@ -74,6 +78,37 @@ void DecodeFeatureRows(v1::DType wire, const char* src, size_t rows, size_t dim,
     default:
       codec::DequantizeRows(reinterpret_cast<const uint8_t*>(src), rows, dim, CodeBits(wire), scale, offset, dst);
   }
+}
+
+void CopyRowUncached(char* dst, const char* src, size_t bytes) {
+#if defined(__SSE2__)
+  if ((reinterpret_cast<uintptr_t>(dst) & 15) == 0) {
+    size_t i = 0;
+    for (; i + 64 <= bytes; i += 64) {
+      const __m128i a = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i));
+      const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i + 16));
+      const __m128i c = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i + 32));
+      const __m128i d = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i + 48));
+      _mm_stream_si128(reinterpret_cast<__m128i*>(dst + i), a);
+      _mm_stream_si128(reinterpret_cast<__m128i*>(dst + i + 16), b);
+      _mm_stream_si128(reinterpret_cast<__m128i*>(dst + i + 32), c);
+      _mm_stream_si128(reinterpret_cast<__m128i*>(dst + i + 48), d);
+    }
+    for (; i + 16 <= bytes; i += 16) {
+      _mm_stream_si128(reinterpret_cast<__m128i*>(dst + i),
+                       _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i)));
+    }
+    if (i < bytes) std::memcpy(dst + i, src + i, bytes - i);
+    return;
+  }
+#endif
+  std::memcpy(dst, src, bytes);
+}
+
+void FinishRowCopies() {
+#if defined(__SSE2__)
+  _mm_sfence();
+#endif
 }
 
 }  // namespace graphstore::client

@@ -40,6 +40,14 @@ v1::DType OutputDtype(v1::DType wire, bool has_scale, bool decode);
 void DecodeFeatureRows(v1::DType wire, const char* src, size_t rows, size_t dim, const float* scale,
                        const float* offset, float* dst);
 
+/// Copies one row of `bytes` into a batch that is larger than the caches, bypassing them where
+/// `dst` is 16-byte aligned (streaming stores: the destination's lines are not first read in).
+/// Rows scattered one by one would otherwise read each line before writing it. Call
+/// FinishRowCopies before the rows are read by another thread.
+void CopyRowUncached(char* dst, const char* src, size_t bytes);
+/// Orders the streaming stores of CopyRowUncached before later stores.
+void FinishRowCopies();
+
 }  // namespace graphstore::client
 
 #endif  // GRAPHSTORE_CLIENT_FEATURE_ROWS_H_

@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "client/feature_rows.h"
+#include "client/wire_reader.h"
 
 namespace graphstore::client {
 
@@ -24,53 +25,104 @@ absl::Status Annotated(const absl::Status& s, int partition, const std::string& 
                                              " owns: ", s.message()));
 }
 
-// Writes the answer's rows and labels at nodes `at` of `n`.
-absl::Status PlaceRows(const v1::GetNodeFeaturesResponse& r, const std::vector<size_t>& at, bool decode,
-                       DecodedNodes* n) {
-  const v1::Tensor& f = r.features();
+// A GetNodeFeaturesResponse as received: each tensor where its bytes lie. A message field that
+// occurs more than once is merged, as protobuf does (the server sends the rows' bytes in a
+// second occurrence of `features`).
+struct WireAnswer {
+  wire::WireTensor features, labels, scale, offset;
+};
+
+bool ParseAnswer(const std::vector<Span>& spans, WireAnswer* a) {
+  return wire::ForEachField(wire::Reader(&spans), [a](int number, uint32_t type, wire::Reader& in) {
+    wire::WireTensor* t = number == v1::GetNodeFeaturesResponse::kFeaturesFieldNumber      ? &a->features
+                          : number == v1::GetNodeFeaturesResponse::kLabelsFieldNumber      ? &a->labels
+                          : number == v1::GetNodeFeaturesResponse::kFeatureScaleFieldNumber ? &a->scale
+                          : number == v1::GetNodeFeaturesResponse::kFeatureOffsetFieldNumber ? &a->offset
+                                                                                              : nullptr;
+    if (t == nullptr) return wire::Handled::kSkip;
+    wire::Reader sub{nullptr};
+    return wire::LengthDelimited(type, in, &sub) && wire::ParseTensor(sub, t) ? wire::Handled::kDone
+                                                                               : wire::Handled::kError;
+  });
+}
+
+// A quantised encoding's per-column floats, `dim` of them (empty when the answer has none).
+absl::Status ColumnFloats(wire::WireTensor t, size_t dim, const std::string& type, std::vector<float>* out) {
+  if (!t.has_data) return absl::OkStatus();
+  if (t.length() != dim * 4) {
+    return absl::DataLossError(absl::StrCat("an owner answered ", t.length() / 4, " column scales for '", type,
+                                            "', whose rows have ", dim, " columns"));
+  }
+  out->resize(dim);
+  t.data.Copy(reinterpret_cast<char*>(out->data()), dim * 4);
+  return absl::OkStatus();
+}
+
+// Writes the answer's rows at nodes `at` of `n`, read where they arrived.
+absl::Status PlaceRows(const WireAnswer& a, const std::vector<size_t>& at, bool decode, DecodedNodes* n) {
+  wire::WireTensor f = a.features;
   const size_t k = at.size();
   const size_t nodes = n->ids.bytes / 8;
   const size_t out_row = nodes > 0 ? n->features.bytes / nodes : 0;
-  if (f.shape_size() != 2 || static_cast<size_t>(f.shape(0)) != k || f.data().size() % std::max<size_t>(1, k) != 0) {
-    return absl::DataLossError(absl::StrCat("an owner answered ", f.shape_size() > 0 ? f.shape(0) : 0, " rows of '",
+  if (f.shape.size() != 2 || static_cast<size_t>(f.shape[0]) != k || f.length() % std::max<size_t>(1, k) != 0) {
+    return absl::DataLossError(absl::StrCat("an owner answered ", f.shape.empty() ? 0 : f.shape[0], " rows of '",
                                             n->node_type, "' for ", k, " nodes"));
   }
-  const size_t in_row = k > 0 ? f.data().size() / k : 0;
-  const char* src = f.data().data();
+  const size_t in_row = k > 0 ? f.length() / k : 0;
   // Rows that come as codes, float16 or bfloat16 and are handed out as float32 are decoded;
   // the others are copied as they came.
-  const bool widen = decode && f.dtype() != n->features.dtype;
+  const bool widen = decode && f.dtype != n->features.dtype;
   if (!widen && in_row != out_row) {
     return absl::DataLossError(absl::StrCat("an owner answered rows of ", in_row, " bytes for '", n->node_type,
                                             "', whose batch rows have ", out_row));
   }
-  const size_t dim = static_cast<size_t>(f.shape(1));
+  const size_t dim = static_cast<size_t>(f.shape[1]);
   if (widen && dim * 4 != out_row) {
     return absl::DataLossError(absl::StrCat("an owner answered rows of ", dim, " columns for '", n->node_type, "'"));
   }
-  const auto* scale = reinterpret_cast<const float*>(r.feature_scale().data().data());
-  const auto* offset = reinterpret_cast<const float*>(r.feature_offset().data().data());
-  for (size_t j = 0; j < k; ++j) {
-    char* dst = n->features.data + at[j] * out_row;
-    if (widen) {
-      DecodeFeatureRows(f.dtype(), src + j * in_row, 1, dim, scale, offset, reinterpret_cast<float*>(dst));
-    } else {
-      std::memcpy(dst, src + j * in_row, out_row);
+  std::vector<float> scale, offset;
+  if (widen) {
+    for (auto [t, out] : {std::pair{&a.scale, &scale}, {&a.offset, &offset}}) {
+      if (auto s = ColumnFloats(*t, dim, n->node_type, out); !s.ok()) return s;
     }
   }
+  if (widen && CodeBits(f.dtype) > 0 && (scale.empty() || offset.empty())) {
+    return absl::DataLossError(absl::StrCat("an owner answered codes for '", n->node_type, "' without their scales"));
+  }
+  std::vector<char> scratch(in_row);
+  for (size_t j = 0; j < k; ++j) {
+    char* dst = n->features.data + at[j] * out_row;
+    const char* row = f.data.Contiguous(in_row, scratch.data());
+    if (widen) {
+      DecodeFeatureRows(f.dtype, row, 1, dim, scale.data(), offset.data(), reinterpret_cast<float*>(dst));
+    } else {
+      CopyRowUncached(dst, row, out_row);
+    }
+  }
+  FinishRowCopies();
   return absl::OkStatus();
 }
 
 // Writes `labels` (int64, one per node of `at`) into `n`.
-absl::Status PlaceLabels(const v1::Tensor& labels, const std::vector<size_t>& at, DecodedNodes* n) {
-  if (labels.data().size() != at.size() * 8) {
-    return absl::DataLossError(absl::StrCat("an owner answered ", labels.data().size() / 8, " labels of '",
+absl::Status PlaceLabels(wire::WireTensor labels, const std::vector<size_t>& at, DecodedNodes* n) {
+  if (labels.length() != at.size() * 8) {
+    return absl::DataLossError(absl::StrCat("an owner answered ", labels.length() / 8, " labels of '",
                                             n->node_type, "' for ", at.size(), " nodes"));
   }
+  std::vector<int64_t> in(at.size());
+  labels.data.Copy(reinterpret_cast<char*>(in.data()), in.size() * 8);
   auto* out = reinterpret_cast<int64_t*>(n->labels.data);
-  const char* src = labels.data().data();
-  for (size_t j = 0; j < at.size(); ++j) std::memcpy(out + at[j], src + j * 8, 8);
+  for (size_t j = 0; j < at.size(); ++j) out[at[j]] = in[j];
   return absl::OkStatus();
+}
+
+// The labels GetNodeLabels answered, as a tensor to place.
+wire::WireTensor LabelsOf(const v1::GetNodeLabelsResponse& r, std::vector<Span>* spans) {
+  *spans = {Span{r.labels().data().data(), r.labels().data().size()}};
+  wire::WireTensor t;
+  t.has_data = true;
+  t.data = wire::Reader(spans);
+  return t;
 }
 
 // Ids per call: a call's answer stays well within a message's limit.
@@ -90,13 +142,20 @@ absl::Status AskOwner(const OwnerRowsOptions& options, int partition, const Asks
     req.set_node_type(n->node_type);
     req.set_encoding(options.encoding);
     req.set_with_labels(n->labels.defined());
-    for (size_t i : at) req.add_ids(ids[i]);
-    auto r = owner->GetNodeFeatures(req);
-    if (!r.ok()) return Annotated(r.status(), partition, n->node_type);
-    if (auto s = PlaceRows(*r, at, options.decode_features, n); !s.ok()) return s;
-    if (n->labels.defined()) {
-      if (auto s = PlaceLabels(r->labels(), at, n); !s.ok()) return s;
-    }
+    req.mutable_ids()->Reserve(static_cast<int>(at.size()));
+    for (size_t i : at) req.mutable_ids()->AddAlreadyReserved(ids[i]);
+    absl::Status placed;
+    absl::Status s = owner->ReadNodeFeatures(req, [&](const std::vector<Span>& answer) {
+      WireAnswer a;
+      if (!ParseAnswer(answer, &a)) {
+        placed = absl::DataLossError(absl::StrCat("an owner's answer for '", n->node_type, "' is malformed"));
+      } else if (placed = PlaceRows(a, at, options.decode_features, n); placed.ok() && n->labels.defined()) {
+        placed = PlaceLabels(a.labels, at, n);
+      }
+      return placed;
+    });
+    if (!placed.ok()) return placed;
+    if (!s.ok()) return Annotated(s, partition, n->node_type);
   }
   for (size_t begin = 0; begin < asks.labels.size(); begin += kIdsPerCall) {
     at.assign(asks.labels.begin() + begin, asks.labels.begin() + std::min(asks.labels.size(), begin + kIdsPerCall));
@@ -105,7 +164,8 @@ absl::Status AskOwner(const OwnerRowsOptions& options, int partition, const Asks
     for (size_t i : at) req.add_ids(ids[i]);
     auto r = owner->GetNodeLabels(req);
     if (!r.ok()) return Annotated(r.status(), partition, n->node_type);
-    if (auto s = PlaceLabels(r->labels(), at, n); !s.ok()) return s;
+    std::vector<Span> spans;
+    if (auto s = PlaceLabels(LabelsOf(*r, &spans), at, n); !s.ok()) return s;
   }
   return absl::OkStatus();
 }
@@ -124,16 +184,25 @@ absl::Status FetchOwnerRows(const OwnerRowsOptions& options, int sender, Decoded
     const FeatureCache::Type* cached = options.cache != nullptr ? options.cache->Find(n.node_type) : nullptr;
     const auto* ids = reinterpret_cast<const int64_t*>(n.ids.data);
     const auto* owners = reinterpret_cast<const int32_t*>(n.owners.data);
-    std::map<int, Asks> asks;
+    // Per owner (partitions are few and numbered from 0).
+    std::vector<Asks> by_owner;
     for (size_t i = 0; i < nodes; ++i) {
       if (owners[i] == sender) continue;
+      if (owners[i] < 0 || owners[i] > (1 << 16)) {
+        return absl::DataLossError(absl::StrCat("node type '", n.node_type, "': node ", ids[i], " has owner ", owners[i]));
+      }
+      if (static_cast<size_t>(owners[i]) >= by_owner.size()) by_owner.resize(owners[i] + 1);
       const bool in_cache = cached != nullptr && ids[i] >= 0 &&
                             ids[i] < static_cast<int64_t>(cached->slot_of.size()) && cached->slot_of[ids[i]] >= 0;
       if (rows && !in_cache) {
-        asks[owners[i]].rows.push_back(i);
+        by_owner[owners[i]].rows.push_back(i);
       } else if (n.labels.defined()) {
-        asks[owners[i]].labels.push_back(i);
+        by_owner[owners[i]].labels.push_back(i);
       }
+    }
+    std::map<int, Asks> asks;
+    for (size_t k = 0; k < by_owner.size(); ++k) {
+      if (!by_owner[k].rows.empty() || !by_owner[k].labels.empty()) asks.emplace(static_cast<int>(k), std::move(by_owner[k]));
     }
     // The owners answer at once, each writing its own nodes' rows; the first error is kept.
     std::vector<absl::Status> status(asks.size());

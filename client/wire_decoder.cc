@@ -34,8 +34,8 @@ class BatchDecoder::State {
 
   // Decodes one message of the batch.
   absl::Status Add(const std::vector<Span>& message, bool* complete) {
-    Header h;
-    if (!ReadHeader(message, &h)) return Malformed("unreadable header fields");
+    wire::Header h;
+    if (!wire::ReadHeader(message, &h)) return Malformed("unreadable header fields");
     const uint32_t parts = std::max<uint32_t>(h.num_parts, 1);
     if (batch_ == nullptr) {
       if (h.part != 0) return Malformed(absl::StrCat("batch ", h.batch_index, " starts with part ", h.part));
@@ -75,13 +75,6 @@ class BatchDecoder::State {
   }
 
  private:
-  struct Header {
-    uint64_t channel_id = 0;
-    int64_t epoch = 0, batch_index = 0, num_batches = 0;
-    uint32_t part = 0, num_parts = 0;
-    bool shared = false;
-  };
-
   // Per node type: what decoding its features needs across parts.
   // Outputs live here (stable addresses) until the batch is whole, then move into it in order
   // of first appearance.
@@ -94,9 +87,10 @@ class BatchDecoder::State {
     std::vector<float> scale, offset;
     v1::DType wire = v1::DTYPE_UNSPECIFIED;
     int64_t rows = 0, dim = 0;
+    size_t nodes = 0;  // rows of the output feature matrix, once allocated
     size_t wire_row_bytes = 0, out_row_bytes = 0;
     std::vector<char> staged;  // rows that arrived before their mapping could be known
-    bool has_staged = false;
+    std::vector<std::pair<size_t, size_t>> staged_rows;  // (first row, rows) of each staged piece
   };
   struct EdgeState {
     size_t order = 0;
@@ -107,30 +101,6 @@ class BatchDecoder::State {
     std::vector<int64_t> sent_rows;
     std::vector<char> staged;
   };
-
-  bool ReadHeader(const std::vector<Span>& message, Header* h) {
-    return ForEachField(Reader(&message), [h](int number, uint32_t type, Reader& in) {
-      uint64_t v;
-      switch (number) {
-        case v1::SampledMessage::kChannelIdFieldNumber:
-        case v1::SampledMessage::kEpochFieldNumber:
-        case v1::SampledMessage::kBatchIndexFieldNumber:
-        case v1::SampledMessage::kNumBatchesFieldNumber:
-        case v1::SampledMessage::kPartFieldNumber:
-        case v1::SampledMessage::kNumPartsFieldNumber:
-          if (type != kVarintType || !in.Varint(&v)) return Handled::kError;
-          if (number == v1::SampledMessage::kChannelIdFieldNumber) h->channel_id = v;
-          if (number == v1::SampledMessage::kEpochFieldNumber) h->epoch = static_cast<int64_t>(v);
-          if (number == v1::SampledMessage::kBatchIndexFieldNumber) h->batch_index = static_cast<int64_t>(v);
-          if (number == v1::SampledMessage::kNumBatchesFieldNumber) h->num_batches = static_cast<int64_t>(v);
-          if (number == v1::SampledMessage::kPartFieldNumber) h->part = static_cast<uint32_t>(v);
-          if (number == v1::SampledMessage::kNumPartsFieldNumber) h->num_parts = static_cast<uint32_t>(v);
-          return Handled::kDone;
-        default:
-          return Handled::kSkip;
-      }
-    });
-  }
 
   absl::Status ReadEntries(const std::vector<Span>& message) {
     absl::Status status;
@@ -298,11 +268,16 @@ class BatchDecoder::State {
         return absl::OkStatus();
       }
       case v1::NodeTensors::kCachedFieldNumber: {
-        if (t.dtype != v1::DTYPE_BOOL || t.shape.size() != 1) return Malformed(what + ": cached mask");
-        s.cached.resize(t.shape[0]);
-        if (t.byte_offset + t.length() > s.cached.size()) return Malformed(what + ": cached mask");
-        t.data.Copy(reinterpret_cast<char*>(s.cached.data()) + t.byte_offset, t.length());
-        s.cached_received += t.length();
+        if (t.dtype != v1::DTYPE_BOOL || t.shape.size() != 1 || t.shape[0] < 0) return Malformed(what + ": cached mask");
+        const size_t nodes = static_cast<size_t>(t.shape[0]);
+        if ((s.cached_received > 0 && s.cached.size() != nodes) || (s.wire != v1::DTYPE_UNSPECIFIED && s.nodes != nodes)) {
+          return Malformed(what + ": the cached mask disagrees with the batch's nodes");
+        }
+        s.cached.resize(nodes);
+        const size_t length = t.length();  // before the copy moves the reader past the bytes
+        if (t.byte_offset + length > s.cached.size()) return Malformed(what + ": cached mask");
+        t.data.Copy(reinterpret_cast<char*>(s.cached.data()) + t.byte_offset, length);
+        s.cached_received += length;
         if (s.cached_received == s.cached.size()) Map(&s);
         return absl::OkStatus();
       }
@@ -335,6 +310,7 @@ class BatchDecoder::State {
                                   ? static_cast<int64_t>(s->wire_row_bytes)
                                   : s->dim;
       if (auto st = Allocate(&n.features, out, {nodes, columns}, what + " features"); !st.ok()) return st;
+      s->nodes = static_cast<size_t>(nodes);
       s->out_row_bytes = static_cast<size_t>(columns) * DtypeSize(out);
       if (!options_->decode_features && Codes(*s)) n.feature_bits = CodeBits(s->wire);
     } else if (t.dtype != s->wire || t.shape[0] != s->rows || t.shape[1] != s->dim) {
@@ -353,8 +329,10 @@ class BatchDecoder::State {
     const bool codes_first = (s->wire == v1::DTYPE_UINT8 || PackedBits(s->wire) > 0) && s->scale.empty();
     if (!mapped || (options_->decode_features && codes_first)) {
       // Rows whose place (or scale) is not known yet wait until the batch is whole.
-      if (!s->has_staged) s->staged.resize(static_cast<size_t>(s->rows) * s->wire_row_bytes);
-      s->has_staged = true;
+      if (n_bytes == 0) return absl::OkStatus();
+      if (s->staged_rows.empty()) s->staged.resize(static_cast<size_t>(s->rows) * s->wire_row_bytes);
+      s->staged_rows.emplace_back(t.byte_offset / s->wire_row_bytes, n_bytes / s->wire_row_bytes);
+      batch_->staged_bytes += n_bytes;
       return t.data.Copy(s->staged.data() + t.byte_offset, n_bytes) ? absl::OkStatus() : Malformed(what);
     }
     return DecodeRows(s, n, t.data, t.byte_offset / s->wire_row_bytes, n_bytes / s->wire_row_bytes, what);
@@ -379,14 +357,19 @@ class BatchDecoder::State {
       const char* src = in.Contiguous(s->wire_row_bytes, scratch.data());
       if (src == nullptr) return Malformed(what + ": feature rows");
       const size_t row = first + r;
+      if (!s->cached.empty() && row >= s->sent_rows.size()) {
+        return Malformed(what + ": more feature rows than the cached mask leaves out");
+      }
       const size_t node = s->cached.empty() ? row : static_cast<size_t>(s->sent_rows[row]);
+      if (node >= s->nodes) return Malformed(what + ": feature rows beyond the batch's nodes");
       char* dst = n.features.data + node * s->out_row_bytes;
       if (decode) {
         DecodeFeatureRows(s->wire, src, 1, dim, s->scale.data(), s->offset.data(), reinterpret_cast<float*>(dst));
       } else {
-        std::memcpy(dst, src, s->wire_row_bytes);
+        CopyRowUncached(dst, src, s->wire_row_bytes);
       }
     }
+    FinishRowCopies();
     return absl::OkStatus();
   }
 
@@ -448,11 +431,11 @@ class BatchDecoder::State {
     for (auto& [type, s] : nodes_) {
       DecodedNodes& n = s.out;
       const std::string what = absl::StrCat("node type '", type, "'");
-      if (s.has_staged) {
-        if (!s.cached.empty()) Map(&s);
-        std::vector<Span> staged = {{s.staged.data(), s.staged.size()}};
+      if (!s.staged_rows.empty() && !s.cached.empty()) Map(&s);
+      for (const auto& [first, rows] : s.staged_rows) {
+        std::vector<Span> staged = {{s.staged.data() + first * s.wire_row_bytes, rows * s.wire_row_bytes}};
         Reader in(&staged);
-        if (auto st = DecodeRows(&s, n, in, 0, static_cast<size_t>(s.rows), what); !st.ok()) return st;
+        if (auto st = DecodeRows(&s, n, in, first, rows, what); !st.ok()) return st;
       }
       if (!s.cached.empty() && n.features.defined()) {
         if (auto st = FillCached(s, n, what); !st.ok()) return st;
@@ -473,6 +456,11 @@ class BatchDecoder::State {
     const FeatureCache::Type* cache = options_->cache != nullptr ? options_->cache->Find(n.node_type) : nullptr;
     const int64_t* ids = reinterpret_cast<const int64_t*>(n.ids.data);
     const size_t num_ids = n.ids.bytes / 8;
+    if (s.cached.size() != s.nodes) return Malformed(what + ": the cached mask disagrees with the feature matrix");
+    const size_t left_out = static_cast<size_t>(std::count(s.cached.begin(), s.cached.end(), 1));
+    received_[&n.features] += left_out * s.out_row_bytes;
+    // Without a trainer's cache every left-out row is its owner's to send (owner_rows.h).
+    if (cache == nullptr && n.owners.defined()) return absl::OkStatus();
     for (size_t i = 0; i < s.cached.size(); ++i) {
       if (!s.cached[i]) continue;
       const int64_t id = i < num_ids ? ids[i] : -1;
@@ -490,7 +478,6 @@ class BatchDecoder::State {
       std::memcpy(n.features.data + i * s.out_row_bytes, cache->rows.data() + slot * cache->row_bytes,
                   s.out_row_bytes);
     }
-    received_[&n.features] += std::count(s.cached.begin(), s.cached.end(), 1) * s.out_row_bytes;
     return absl::OkStatus();
   }
 

@@ -210,6 +210,37 @@ inline bool ParseTensor(Reader r, WireTensor* t) {
   });
 }
 
+// A SampledMessage's coordinates, read before its entries.
+struct Header {
+  uint64_t channel_id = 0;
+  int64_t epoch = 0, batch_index = 0, num_batches = 0;
+  uint32_t part = 0, num_parts = 0;
+};
+
+inline bool ReadHeader(const std::vector<Span>& message, Header* h) {
+  return ForEachField(Reader(&message), [h](int number, uint32_t type, Reader& in) {
+    uint64_t v;
+    switch (number) {
+      case v1::SampledMessage::kChannelIdFieldNumber:
+      case v1::SampledMessage::kEpochFieldNumber:
+      case v1::SampledMessage::kBatchIndexFieldNumber:
+      case v1::SampledMessage::kNumBatchesFieldNumber:
+      case v1::SampledMessage::kPartFieldNumber:
+      case v1::SampledMessage::kNumPartsFieldNumber:
+        if (type != kVarintType || !in.Varint(&v)) return Handled::kError;
+        if (number == v1::SampledMessage::kChannelIdFieldNumber) h->channel_id = v;
+        if (number == v1::SampledMessage::kEpochFieldNumber) h->epoch = static_cast<int64_t>(v);
+        if (number == v1::SampledMessage::kBatchIndexFieldNumber) h->batch_index = static_cast<int64_t>(v);
+        if (number == v1::SampledMessage::kNumBatchesFieldNumber) h->num_batches = static_cast<int64_t>(v);
+        if (number == v1::SampledMessage::kPartFieldNumber) h->part = static_cast<uint32_t>(v);
+        if (number == v1::SampledMessage::kNumPartsFieldNumber) h->num_parts = static_cast<uint32_t>(v);
+        return Handled::kDone;
+      default:
+        return Handled::kSkip;
+    }
+  });
+}
+
 }  // namespace graphstore::client::wire
 
 #endif  // GRAPHSTORE_CLIENT_WIRE_READER_H_

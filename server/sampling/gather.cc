@@ -51,9 +51,16 @@ class GatherTarget {
       if (to_owners ||
           (output != nullptr && type < static_cast<int>(output->cached.size()) && output->cached[type] != nullptr)) {
         nodes->cached.assign(n, 0);
+        // With rows_from_owners every node's owner goes into the batch: looked up once, ahead.
+        if (to_owners) nodes->owners.resize(n);
+        const int32_t* book = t.book.data<int32_t>();
         for (size_t i = 0; i < n; ++i) {
           const bool cached = output->Cached(type, nodes->ids[i]);
-          if (cached || (to_owners && t.Owner(nodes->ids[i]) != self)) {
+          if (to_owners) {
+            if (i + kPrefetchAhead < n) __builtin_prefetch(book + nodes->ids[i + kPrefetchAhead]);
+            nodes->owners[i] = book[nodes->ids[i]];
+          }
+          if (cached || (to_owners && nodes->owners[i] != self)) {
             nodes->rows_left_to_owners += !cached;
             nodes->cached[i] = 1;
             out_row_[i] = -1;
@@ -245,7 +252,8 @@ absl::Status GatherNodeData(const Partition& partition, int node_type, bool feat
     // Every node owned here, or the others' rows and labels left to their owners.
     FindOwned(t, self, ids, &g, &rows, /*others_unknown=*/true);
     CopyRows(rows, &g);
-    if (partition.num_partitions() > 1) {
+    if (partition.num_partitions() > 1 && !g.features()) {
+      // Labels alone: the owners were not looked up with the rows.
       nodes->owners.resize(ids.size());
       for (size_t i = 0; i < ids.size(); ++i) nodes->owners[i] = t.Owner(ids[i]);
     }

@@ -182,7 +182,7 @@ absl::Status PartitionQueries::GetNodeFeatures(const v1::GetNodeFeaturesRequest&
   if (req.encoding() != v1::FEATURE_ENCODING_UNSPECIFIED) return EncodedFeatures(*t, req, resp);
   const size_t row = static_cast<size_t>(n.feature_dim) * DtypeSize(n.feature_dtype);
   std::string* data = resp->mutable_features()->mutable_data();
-  data->resize(row * req.ids_size());
+  data->reserve(row * req.ids_size());  // appended to, not written over zeros
   const char* src = static_cast<const char*>(n.features.raw());
   // Rows lie at random: each is asked for some rows ahead, so that several load at once.
   constexpr int kAhead = 8;
@@ -191,7 +191,7 @@ absl::Status PartitionQueries::GetNodeFeatures(const v1::GetNodeFeaturesRequest&
       const char* next = src + n.OwnerRow(req.ids(i + kAhead)) * row;
       for (size_t b = 0; b < row; b += 64) __builtin_prefetch(next + b);
     }
-    std::memcpy(&(*data)[i * row], src + n.OwnerRow(req.ids(i)) * row, row);
+    data->append(src + n.OwnerRow(req.ids(i)) * row, row);
   }
   resp->mutable_features()->set_dtype(ToProtoDtype(n.feature_dtype));
   resp->mutable_features()->add_shape(req.ids_size());
