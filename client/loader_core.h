@@ -118,6 +118,9 @@ class LoaderCore {
   // Opens the stream of stripe `k` of the current epoch from batch `from` (CANCELLED once
   // readers stop).
   absl::Status OpenStream(Server* s, int64_t from, int k);
+  // Fills in the rows of `batch` (from server `index`) left to their owners: those asked while
+  // it arrived are waited for, the rest asked now.
+  absl::Status OwnerRowsOf(int index, std::vector<std::unique_ptr<OwnerRowsInFlight>> in_flight, DecodedBatch* batch);
   // After a failure: registers again if the server lost the channel, starts `epoch` from
   // `from` where needed and, given a stripe to `open`, opens its stream from `from`.
   absl::Status Resync(Server* s, int64_t epoch, int64_t from, std::optional<int> open);

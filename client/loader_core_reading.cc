@@ -34,7 +34,17 @@ absl::Status LoaderCore::OpenStream(Server* s, int64_t from, int k) {
     stripe.stream = s->client->Stream(req);
   } else {
     stripe.stream.reset();
-    stripe.batches = s->StripeClient(k)->StreamBatches(req, decode_);
+    DecodeOptions decode = decode_;
+    if (servers_.size() > 1) {
+      // Rows left to their owners are asked for as soon as the batch names its nodes.
+      const int index = static_cast<int>(
+          std::find_if(servers_.begin(), servers_.end(), [s](const auto& p) { return p.get() == s; }) - servers_.begin());
+      decode.owners_known = [this, s, k, index](const DecodedNodes& nodes) {
+        s->stripes[static_cast<size_t>(k)].owner_rows.push_back(
+            std::make_unique<OwnerRowsInFlight>(owner_rows_, index, nodes));
+      };
+    }
+    stripe.batches = s->StripeClient(k)->StreamBatches(req, std::move(decode));
   }
   return absl::OkStatus();
 }
@@ -63,6 +73,9 @@ std::optional<HostBatch> LoaderCore::ReadOne(Server* s, int index, int k, absl::
       return *std::move(batch);
     }
     auto d = stripe.batches->Next();
+    // What was asked of the owners while the batch arrived (waited for when they go).
+    std::vector<std::unique_ptr<OwnerRowsInFlight>> in_flight = std::move(stripe.owner_rows);
+    stripe.owner_rows.clear();
     if (!d.ok()) {
       *status = d.status();
       return std::nullopt;
@@ -72,7 +85,7 @@ std::optional<HostBatch> LoaderCore::ReadOne(Server* s, int index, int k, absl::
     // Rows left to their owners. An owner that fails is asked again with growing waits, up to
     // the reconnect deadline, while this stream waits: the batch is not delivered before it is
     // whole, and the assembling server is not disturbed.
-    absl::Status fetched = FetchOwnerRows(owner_rows_, index, d->get());
+    absl::Status fetched = OwnerRowsOf(index, std::move(in_flight), d->get());
     if (!fetched.ok() && Retryable(fetched) && options_.reconnect_deadline.count() > 0) {
       LoaderLog()->warn("{}: batch {}: {}; asking again for up to {} ms", s->client->address(), (*d)->batch_index,
                         fetched.ToString(), options_.reconnect_deadline.count());
@@ -89,6 +102,19 @@ std::optional<HostBatch> LoaderCore::ReadOne(Server* s, int index, int k, absl::
     *status = absl::Status(e.code(), e.message());
     return std::nullopt;
   }
+}
+
+absl::Status LoaderCore::OwnerRowsOf(int index, std::vector<std::unique_ptr<OwnerRowsInFlight>> in_flight,
+                                      DecodedBatch* batch) {
+  for (DecodedNodes& n : batch->nodes) {
+    auto asked = std::find_if(in_flight.begin(), in_flight.end(),
+                              [&n](const auto& f) { return f != nullptr && f->node_type() == n.node_type; });
+    // Asked while the batch arrived and answered; else (a failure, or a batch whose tensors were
+    // not all named first) asked now.
+    if (asked != in_flight.end() && (*asked)->Finish(index, &n).ok()) continue;
+    if (auto s = FetchOwnerRows(owner_rows_, index, &n); !s.ok()) return s;
+  }
+  return absl::OkStatus();
 }
 
 void LoaderCore::ReadStream(Server* s, int index, int k) {

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "client/loader_core.h"
+#include "client/owner_rows.h"
 #include "spdlog/sinks/stdout_color_sinks.h"
 #include "spdlog/spdlog.h"
 
@@ -87,6 +88,8 @@ struct LoaderCore::Server {
     std::unique_ptr<MessageStream> stream;  // shared-memory channels
     std::unique_ptr<BatchStream> batches;   // the others
     std::thread reader;
+    // Rows of the batch being read asked of their owners as it arrives (its reader's only).
+    std::vector<std::unique_ptr<OwnerRowsInFlight>> owner_rows;
   };
   std::mutex stream_mu;
   std::vector<Stripe> stripes;

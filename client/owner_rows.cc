@@ -172,53 +172,93 @@ absl::Status AskOwner(const OwnerRowsOptions& options, int partition, const Asks
 
 }  // namespace
 
+absl::Status FetchOwnerRows(const OwnerRowsOptions& options, int sender, DecodedNodes* nodes) {
+  DecodedNodes& n = *nodes;
+  if (!n.owners.defined()) return absl::OkStatus();
+  const size_t count = n.ids.bytes / 8;
+  if (n.owners.dtype != v1::DTYPE_INT32 || n.owners.bytes != count * 4) {
+    return absl::DataLossError(absl::StrCat("node type '", n.node_type, "': owners do not match ids"));
+  }
+  const bool rows = n.features.defined();
+  if (!rows && !n.labels.defined()) return absl::OkStatus();
+  const FeatureCache::Type* cached = options.cache != nullptr ? options.cache->Find(n.node_type) : nullptr;
+  const auto* ids = reinterpret_cast<const int64_t*>(n.ids.data);
+  const auto* owners = reinterpret_cast<const int32_t*>(n.owners.data);
+  // Per owner (partitions are few and numbered from 0).
+  std::vector<Asks> by_owner;
+  for (size_t i = 0; i < count; ++i) {
+    if (owners[i] == sender) continue;
+    if (owners[i] < 0 || owners[i] > (1 << 16)) {
+      return absl::DataLossError(absl::StrCat("node type '", n.node_type, "': node ", ids[i], " has owner ", owners[i]));
+    }
+    if (static_cast<size_t>(owners[i]) >= by_owner.size()) by_owner.resize(owners[i] + 1);
+    const bool in_cache = cached != nullptr && ids[i] >= 0 && ids[i] < static_cast<int64_t>(cached->slot_of.size()) &&
+                          cached->slot_of[ids[i]] >= 0;
+    if (rows && !in_cache) {
+      by_owner[owners[i]].rows.push_back(i);
+    } else if (n.labels.defined()) {
+      by_owner[owners[i]].labels.push_back(i);
+    }
+  }
+  std::map<int, Asks> asks;
+  for (size_t k = 0; k < by_owner.size(); ++k) {
+    if (!by_owner[k].rows.empty() || !by_owner[k].labels.empty()) asks.emplace(static_cast<int>(k), std::move(by_owner[k]));
+  }
+  // The owners answer at once, each writing its own nodes' rows; the first error is kept.
+  std::vector<absl::Status> status(asks.size());
+  std::vector<std::thread> others;
+  size_t k = 0;
+  for (auto it = asks.begin(); it != asks.end(); ++it, ++k) {
+    auto ask = [&options, &n, &status, it, k] { status[k] = AskOwner(options, it->first, it->second, &n); };
+    if (k + 1 < asks.size()) {
+      others.emplace_back(ask);
+    } else {
+      ask();
+    }
+  }
+  for (std::thread& t : others) t.join();
+  for (const absl::Status& st : status) {
+    if (!st.ok()) return st;
+  }
+  return absl::OkStatus();
+}
+
 absl::Status FetchOwnerRows(const OwnerRowsOptions& options, int sender, DecodedBatch* batch) {
   for (DecodedNodes& n : batch->nodes) {
-    if (!n.owners.defined()) continue;
-    const size_t nodes = n.ids.bytes / 8;
-    if (n.owners.dtype != v1::DTYPE_INT32 || n.owners.bytes != nodes * 4) {
-      return absl::DataLossError(absl::StrCat("node type '", n.node_type, "': owners do not match ids"));
-    }
-    const bool rows = n.features.defined();
-    if (!rows && !n.labels.defined()) continue;
-    const FeatureCache::Type* cached = options.cache != nullptr ? options.cache->Find(n.node_type) : nullptr;
-    const auto* ids = reinterpret_cast<const int64_t*>(n.ids.data);
+    if (auto s = FetchOwnerRows(options, sender, &n); !s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
+OwnerRowsInFlight::OwnerRowsInFlight(const OwnerRowsOptions& options, int sender, const DecodedNodes& nodes)
+    : nodes_(nodes) {
+  // The labels go aside: the batch's own labels tensor may still be on its way, and would be
+  // written over them.
+  if (nodes_.labels.defined()) {
+    labels_.resize(nodes_.labels.bytes / 8);
+    nodes_.labels.buffer.reset();
+    nodes_.labels.data = reinterpret_cast<char*>(labels_.data());
+  }
+  thread_ = std::thread([this, options, sender] { status_ = FetchOwnerRows(options, sender, &nodes_); });
+}
+
+OwnerRowsInFlight::~OwnerRowsInFlight() {
+  if (thread_.joinable()) thread_.join();
+}
+
+absl::Status OwnerRowsInFlight::Finish(int sender, DecodedNodes* batch_nodes) {
+  if (thread_.joinable()) thread_.join();
+  if (!status_.ok()) return status_;
+  const DecodedNodes& n = *batch_nodes;
+  if (n.node_type != nodes_.node_type || n.features.data != nodes_.features.data ||
+      n.labels.defined() != nodes_.labels.defined() || n.owners.data != nodes_.owners.data) {
+    return absl::FailedPreconditionError(absl::StrCat("node type '", n.node_type, "' changed while its rows were asked"));
+  }
+  if (n.labels.defined()) {
     const auto* owners = reinterpret_cast<const int32_t*>(n.owners.data);
-    // Per owner (partitions are few and numbered from 0).
-    std::vector<Asks> by_owner;
-    for (size_t i = 0; i < nodes; ++i) {
-      if (owners[i] == sender) continue;
-      if (owners[i] < 0 || owners[i] > (1 << 16)) {
-        return absl::DataLossError(absl::StrCat("node type '", n.node_type, "': node ", ids[i], " has owner ", owners[i]));
-      }
-      if (static_cast<size_t>(owners[i]) >= by_owner.size()) by_owner.resize(owners[i] + 1);
-      const bool in_cache = cached != nullptr && ids[i] >= 0 &&
-                            ids[i] < static_cast<int64_t>(cached->slot_of.size()) && cached->slot_of[ids[i]] >= 0;
-      if (rows && !in_cache) {
-        by_owner[owners[i]].rows.push_back(i);
-      } else if (n.labels.defined()) {
-        by_owner[owners[i]].labels.push_back(i);
-      }
-    }
-    std::map<int, Asks> asks;
-    for (size_t k = 0; k < by_owner.size(); ++k) {
-      if (!by_owner[k].rows.empty() || !by_owner[k].labels.empty()) asks.emplace(static_cast<int>(k), std::move(by_owner[k]));
-    }
-    // The owners answer at once, each writing its own nodes' rows; the first error is kept.
-    std::vector<absl::Status> status(asks.size());
-    std::vector<std::thread> others;
-    size_t k = 0;
-    for (auto it = asks.begin(); it != asks.end(); ++it, ++k) {
-      auto ask = [&options, &n, &status, it, k] { status[k] = AskOwner(options, it->first, it->second, &n); };
-      if (k + 1 < asks.size()) {
-        others.emplace_back(ask);
-      } else {
-        ask();
-      }
-    }
-    for (std::thread& t : others) t.join();
-    for (const absl::Status& s : status) {
-      if (!s.ok()) return s;
+    auto* out = reinterpret_cast<int64_t*>(n.labels.data);
+    for (size_t i = 0; i < labels_.size(); ++i) {
+      if (owners[i] != sender) out[i] = labels_[i];
     }
   }
   return absl::OkStatus();

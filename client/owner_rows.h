@@ -9,6 +9,9 @@
 // assembling server would have written them. A row so crosses the network once, from its owner.
 
 #include <functional>
+#include <string>
+#include <thread>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "client/client.h"
@@ -31,6 +34,33 @@ struct OwnerRowsOptions {
 /// A failed call's status names the owner (UNAVAILABLE while it is down: the caller asks again;
 /// rows already written are written again); DataLoss for an answer or a batch that does not fit.
 absl::Status FetchOwnerRows(const OwnerRowsOptions& options, int sender, DecodedBatch* batch);
+/// The same for one node type's nodes.
+absl::Status FetchOwnerRows(const OwnerRowsOptions& options, int sender, DecodedNodes* nodes);
+
+/// One node type's rows asked of their owners on a thread of its own while the rest of its
+/// batch is still arriving (DecodeOptions::owners_known): the owners' answers are written into
+/// the batch's feature rows as they come (rows the stream does not carry), their labels aside.
+class OwnerRowsInFlight {
+ public:
+  /// Starts asking; `nodes` (ids and owners whole, features and labels allocated) shares its
+  /// buffers with the batch, and `options` must outlive this.
+  OwnerRowsInFlight(const OwnerRowsOptions& options, int sender, const DecodedNodes& nodes);
+  /// Waits for the answers.
+  ~OwnerRowsInFlight();
+  OwnerRowsInFlight(const OwnerRowsInFlight&) = delete;
+  OwnerRowsInFlight& operator=(const OwnerRowsInFlight&) = delete;
+
+  const std::string& node_type() const { return nodes_.node_type; }
+  /// Waits for the answers and writes their labels into the whole batch's `nodes`. An error is
+  /// FetchOwnerRows'; FailedPrecondition when `nodes` is not the node type that was asked about.
+  absl::Status Finish(int sender, DecodedNodes* nodes);
+
+ private:
+  DecodedNodes nodes_;
+  std::vector<int64_t> labels_;
+  absl::Status status_;
+  std::thread thread_;
+};
 
 }  // namespace graphstore::client
 

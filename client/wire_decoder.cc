@@ -55,6 +55,7 @@ class BatchDecoder::State {
     ++next_part_;
     for (const Span& s : message) batch_->wire_bytes += s.size;
     if (auto st = ReadEntries(message); !st.ok()) return st;
+    if (options_->owners_known) AnnounceOwners();
     *complete = next_part_ == num_parts_;
     return *complete ? Finish() : absl::OkStatus();
   }
@@ -91,6 +92,7 @@ class BatchDecoder::State {
     size_t wire_row_bytes = 0, out_row_bytes = 0;
     std::vector<char> staged;  // rows that arrived before their mapping could be known
     std::vector<std::pair<size_t, size_t>> staged_rows;  // (first row, rows) of each staged piece
+    bool owners_announced = false;
   };
   struct EdgeState {
     size_t order = 0;
@@ -286,6 +288,16 @@ class BatchDecoder::State {
     }
   }
 
+  // Node types whose ids and owners just became whole (every tensor was named in part 0).
+  void AnnounceOwners() {
+    auto whole = [this](const DecodedTensor& t) { return t.defined() && received_.count(&t) && received_[&t] == t.bytes; };
+    for (auto& [type, s] : nodes_) {
+      if (s.owners_announced || !whole(s.out.ids) || !whole(s.out.owners)) continue;
+      s.owners_announced = true;
+      options_->owners_known(s.out);
+    }
+  }
+
   // The node of each transmitted row, once the cached mask is whole.
   void Map(NodeState* s) {
     s->sent_rows.clear();
@@ -357,9 +369,7 @@ class BatchDecoder::State {
       const char* src = in.Contiguous(s->wire_row_bytes, scratch.data());
       if (src == nullptr) return Malformed(what + ": feature rows");
       const size_t row = first + r;
-      if (!s->cached.empty() && row >= s->sent_rows.size()) {
-        return Malformed(what + ": more feature rows than the cached mask leaves out");
-      }
+      if (!s->cached.empty() && row >= s->sent_rows.size()) return Malformed(what + ": rows beyond the cached mask");
       const size_t node = s->cached.empty() ? row : static_cast<size_t>(s->sent_rows[row]);
       if (node >= s->nodes) return Malformed(what + ": feature rows beyond the batch's nodes");
       char* dst = n.features.data + node * s->out_row_bytes;
@@ -457,8 +467,7 @@ class BatchDecoder::State {
     const int64_t* ids = reinterpret_cast<const int64_t*>(n.ids.data);
     const size_t num_ids = n.ids.bytes / 8;
     if (s.cached.size() != s.nodes) return Malformed(what + ": the cached mask disagrees with the feature matrix");
-    const size_t left_out = static_cast<size_t>(std::count(s.cached.begin(), s.cached.end(), 1));
-    received_[&n.features] += left_out * s.out_row_bytes;
+    received_[&n.features] += static_cast<size_t>(std::count(s.cached.begin(), s.cached.end(), 1)) * s.out_row_bytes;
     // Without a trainer's cache every left-out row is its owner's to send (owner_rows.h).
     if (cache == nullptr && n.owners.defined()) return absl::OkStatus();
     for (size_t i = 0; i < s.cached.size(); ++i) {

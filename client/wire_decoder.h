@@ -18,6 +18,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -46,6 +47,11 @@ struct DecodeOptions {
   const FeatureCache* cache = nullptr;
   /// Where decoded tensors live.
   std::shared_ptr<BufferPool> pool;
+  /// Called on the decoding thread once a node type's ids and owners (rows_from_owners) are
+  /// whole, its other tensors allocated, while the rest of the batch may still be on its way:
+  /// the owners can be asked for their rows meanwhile (client/owner_rows.h). The nodes share
+  /// their buffers with the batch.
+  std::function<void(const DecodedNodes&)> owners_known;
 };
 
 /// Assembles and decodes the batches of one stream, part by part. Not thread-safe.

@@ -219,10 +219,21 @@ TEST_CASE("rows after their cached mask are placed as they arrive; a mask after 
                               : std::vector<TensorField>{id_field, owner, x, mask};
     auto encoded = EncodeParts(WireHeader(), {nodes}, 512, 64, nullptr);
     REQUIRE(encoded->parts.size() > 5);
-    BatchDecoder decoder(Options());
+    // The nodes are announced once, as soon as their ids and owners are whole.
+    DecodeOptions options = Options();
+    std::vector<size_t> announced;
+    size_t part = 0;
+    options.owners_known = [&](const DecodedNodes& n) {
+      announced.push_back(part);
+      CHECK(n.node_type == "n");
+      CHECK(Values<int64_t>(n.ids) == ids);
+      CHECK(Values<int32_t>(n.owners) == owners);
+    };
+    BatchDecoder decoder(options);
     std::shared_ptr<DecodedBatch> batch;
     absl::Status status;
     for (size_t p = 0; p < encoded->parts.size() && status.ok(); ++p) {
+      part = p;
       std::vector<Span> spans;
       for (const auto& piece : encoded->parts[p]) spans.push_back({piece.data, piece.size});
       auto b = decoder.Add(spans);
@@ -236,6 +247,9 @@ TEST_CASE("rows after their cached mask are placed as they arrive; a mask after 
     }
     REQUIRE(status.ok());
     REQUIRE(batch != nullptr);
+    // Ids (2400 bytes) and owners (1200) in parts of 512: whole in part 8 of 12 or so.
+    REQUIRE(announced.size() == 1);
+    CHECK(announced[0] + 2 < encoded->parts.size());
     const auto out = Values<float>(batch->nodes[0].features);
     REQUIRE(out.size() == 300 * 8);
     size_t k = 0;
