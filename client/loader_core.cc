@@ -208,7 +208,10 @@ absl::StatusOr<v1::RegisterSamplingInputResponse> LoaderCore::RegisterOn(Server*
   v1::RegisterSamplingInputRequest reg = s->registration;
   reg.set_backend_id(backend->backend_id());
   reg.set_shared_memory(s->shared_memory);
-  reg.set_rows_from_owners(options_.rows_from_owners && servers_.size() > 1 && !s->shared_memory);
+  // Through shared memory the owners' rows go into places the server keeps for them, which a
+  // trainer's cache (rows left out of the matrix) does not combine with.
+  reg.set_rows_from_owners(options_.rows_from_owners && servers_.size() > 1 &&
+                           (!s->shared_memory || options_.feature_cache_rows == 0));
   auto r = s->client->RegisterSamplingInput(reg);
   if (!r.ok()) return r.status();
   if (!again) {

@@ -118,6 +118,13 @@ class LoaderCore {
   // Opens the stream of stripe `k` of the current epoch from batch `from` (CANCELLED once
   // readers stop).
   absl::Status OpenStream(Server* s, int64_t from, int k);
+  // Calls `first` to fill in a batch's rows left to their owners, then `again` while a failure
+  // is worth retrying, up to the reconnect deadline.
+  absl::Status AskOwners(Server* s, int64_t batch_index, const std::function<absl::Status()>& first,
+                         const std::function<absl::Status()>& again);
+  // The same for a shared-memory batch `b` of `msg`: the owners' rows go into their places.
+  absl::Status SharedOwnerRows(int index, const v1::SampledMessage& msg, const MappedBuffer* shared,
+                               const HostBatch& b);
   // Fills in the rows of `batch` (from server `index`) left to their owners: those asked while
   // it arrived are waited for, the rest asked now.
   absl::Status OwnerRowsOf(int index, std::vector<std::unique_ptr<OwnerRowsInFlight>> in_flight, DecodedBatch* batch);

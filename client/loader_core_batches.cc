@@ -250,6 +250,34 @@ absl::StatusOr<HostBatch> LoaderCore::FromMessage(int server, std::shared_ptr<co
   return b;
 }
 
+absl::Status LoaderCore::SharedOwnerRows(int index, const v1::SampledMessage& msg, const MappedBuffer* shared,
+                                         const HostBatch& b) {
+  // The batch's memory is this loader's mapping of the buffer, written where the server left
+  // other partitions' rows (and labels) for their owners to fill.
+  auto writable = [](const HostTensor& t, size_t bytes) {
+    DecodedTensor d;
+    d.dtype = t.dtype;
+    d.shape = t.shape;
+    d.data = const_cast<char*>(t.data);
+    d.bytes = bytes;
+    return d;
+  };
+  for (const v1::NodeTensors& n : msg.nodes()) {
+    if (!n.has_owners()) continue;
+    auto owners = ViewWire(n.owners(), nullptr, shared);
+    if (!owners.ok()) return owners.status();
+    const HostNodes& h = b.nodes.at(n.node_type());
+    DecodedNodes d;
+    d.node_type = n.node_type();
+    d.ids = writable(h.n_id, h.n_id.bytes);
+    d.owners = writable(*owners, owners->bytes);
+    d.features = writable(h.x, n.features().shared().length());  // packed rows too
+    d.labels = writable(h.y, h.y.bytes);
+    if (auto s = FetchOwnerRows(owner_rows_, index, &d); !s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
 void LoaderCore::SetInputId(HostBatch* b) const {
   const Server& s = *servers_[static_cast<size_t>(b->server)];
   // Positions in the server's input: with global batches, or for split seeds per server,

@@ -65,7 +65,14 @@ std::optional<HostBatch> LoaderCore::ReadOne(Server* s, int index, int k, absl::
         *status = mapped.status();
         return std::nullopt;
       }
-      auto batch = FromMessage(index, *std::move(m), *std::move(mapped));
+      std::shared_ptr<const v1::SampledMessage> msg = *std::move(m);
+      std::shared_ptr<const MappedBuffer> buffer = *std::move(mapped);
+      auto batch = FromMessage(index, msg, buffer);
+      if (batch.ok() && buffer != nullptr) {
+        // Rows left to their owners are written into the places the server kept for them.
+        auto ask = [&] { return SharedOwnerRows(index, *msg, buffer.get(), *batch); };
+        if (absl::Status fetched = AskOwners(s, batch->batch_index, ask, ask); !fetched.ok()) batch = fetched;
+      }
       if (!batch.ok()) {
         *status = batch.status();
         return std::nullopt;
@@ -82,17 +89,9 @@ std::optional<HostBatch> LoaderCore::ReadOne(Server* s, int index, int k, absl::
     }
     if (*d == nullptr) return std::nullopt;
     s->bytes_received.fetch_add(static_cast<int64_t>((*d)->wire_bytes), std::memory_order_relaxed);
-    // Rows left to their owners. An owner that fails is asked again with growing waits, up to
-    // the reconnect deadline, while this stream waits: the batch is not delivered before it is
-    // whole, and the assembling server is not disturbed.
-    absl::Status fetched = OwnerRowsOf(index, std::move(in_flight), d->get());
-    if (!fetched.ok() && Retryable(fetched) && options_.reconnect_deadline.count() > 0) {
-      LoaderLog()->warn("{}: batch {}: {}; asking again for up to {} ms", s->client->address(), (*d)->batch_index,
-                        fetched.ToString(), options_.reconnect_deadline.count());
-      auto backoff = kFirstBackoff;
-      fetched = Retry(s, fetched, SteadyClock::now() + options_.reconnect_deadline, &backoff,
-                      [&] { return FetchOwnerRows(owner_rows_, index, d->get()); });
-    }
+    absl::Status fetched =
+        AskOwners(s, (*d)->batch_index, [&] { return OwnerRowsOf(index, std::move(in_flight), d->get()); },
+                  [&] { return FetchOwnerRows(owner_rows_, index, d->get()); });
     if (!fetched.ok()) {
       *status = fetched;
       return std::nullopt;
@@ -102,6 +101,21 @@ std::optional<HostBatch> LoaderCore::ReadOne(Server* s, int index, int k, absl::
     *status = absl::Status(e.code(), e.message());
     return std::nullopt;
   }
+}
+
+absl::Status LoaderCore::AskOwners(Server* s, int64_t batch_index, const std::function<absl::Status()>& first,
+                                    const std::function<absl::Status()>& again) {
+  // An owner that fails is asked again with growing waits, up to the reconnect deadline, while
+  // this stream waits: the batch is not delivered before it is whole, and the assembling server
+  // is not disturbed.
+  absl::Status fetched = first();
+  if (!fetched.ok() && Retryable(fetched) && options_.reconnect_deadline.count() > 0) {
+    LoaderLog()->warn("{}: batch {}: {}; asking again for up to {} ms", s->client->address(), batch_index,
+                      fetched.ToString(), options_.reconnect_deadline.count());
+    auto backoff = kFirstBackoff;
+    fetched = Retry(s, fetched, SteadyClock::now() + options_.reconnect_deadline, &backoff, again);
+  }
+  return fetched;
 }
 
 absl::Status LoaderCore::OwnerRowsOf(int index, std::vector<std::unique_ptr<OwnerRowsInFlight>> in_flight,

@@ -124,8 +124,10 @@ struct LoaderOptions {
   /// On a cluster, each server's batches leave out the rows and labels of nodes other
   /// partitions own, and this loader asks their owners for them as each batch arrives
   /// (RegisterSamplingInputRequest.rows_from_owners): a row crosses the network once, from
-  /// its owner, instead of twice, and servers exchange only ids. Servers read through shared
-  /// memory assemble whole batches as before. false: every server assembles whole batches.
+  /// its owner, instead of twice, and servers exchange only ids. Through shared memory the
+  /// owners' rows are written into the places the server kept for them in the buffer (with a
+  /// feature cache such servers assemble whole batches). false: every server assembles whole
+  /// batches.
   bool rows_from_owners = true;
   /// Hand `x` as float32 (the default), or in the wire encoding (float16, bfloat16, or uint8
   /// with x_scale / x_offset) for the trainer to decode on its device.

@@ -86,7 +86,8 @@ absl::Status PlaceRows(const WireAnswer& a, const std::vector<size_t>& at, bool 
       if (auto s = ColumnFloats(*t, dim, n->node_type, out); !s.ok()) return s;
     }
   }
-  if (widen && CodeBits(f.dtype) > 0 && (scale.empty() || offset.empty())) {
+  const bool codes = PackedBits(f.dtype) > 0 || f.dtype == v1::DTYPE_UINT8;
+  if (widen && codes && (scale.empty() || offset.empty())) {
     return absl::DataLossError(absl::StrCat("an owner answered codes for '", n->node_type, "' without their scales"));
   }
   std::vector<char> scratch(in_row);

@@ -305,7 +305,8 @@ void DeliveryOptions(const Add& add) {
   add("rows_from_owners", Value::Bool(true), K,
       "on a cluster, ask the owner of each node another partition owns for its row and label as a batch "
       "arrives, so that a row crosses the network once and servers exchange only ids (False: the server that "
-      "assembles a batch fetches and sends them). Servers read through shared memory send whole batches.",
+      "assembles a batch fetches and sends them). Through shared memory their rows are written into the "
+      "places the server kept for them.",
       BoolInto([](Draft* d, bool v) { d->options.rows_from_owners = v; }));
   add("shared_memory", Value::Bool(true), K, "take batches through shared memory from servers on this host.",
       BoolInto([](Draft* d, bool v) { d->options.shared_memory = v; }));

@@ -45,11 +45,24 @@ class GatherTarget {
         nodes->feature_offset = offset_;
       }
       // Rows the trainer caches, and with rows_from_owners those of other partitions' nodes,
-      // are left out; the others keep node order.
+      // are left out; the others keep node order. Into shared memory (`feature_dst`), whose
+      // client writes the owners' rows in place, every node keeps its row's place instead.
       out_row_.assign(n, 0);
       int64_t rows = 0;
-      if (to_owners ||
-          (output != nullptr && type < static_cast<int>(output->cached.size()) && output->cached[type] != nullptr)) {
+      const bool slots = to_owners && feature_dst != nullptr;
+      if (slots) {
+        nodes->owners.resize(n);
+        const int32_t* book = t.book.data<int32_t>();
+        for (size_t i = 0; i < n; ++i) {
+          if (i + kPrefetchAhead < n) __builtin_prefetch(book + nodes->ids[i + kPrefetchAhead]);
+          nodes->owners[i] = book[nodes->ids[i]];
+          const bool other = nodes->owners[i] != self;
+          nodes->rows_left_to_owners += other;
+          out_row_[i] = other ? -1 : static_cast<int64_t>(i);
+        }
+        rows = static_cast<int64_t>(n);
+      } else if (to_owners ||
+                 (output != nullptr && type < static_cast<int>(output->cached.size()) && output->cached[type] != nullptr)) {
         nodes->cached.assign(n, 0);
         // With rows_from_owners every node's owner goes into the batch: looked up once, ahead.
         if (to_owners) nodes->owners.resize(n);
@@ -243,8 +256,11 @@ absl::Status GatherNodeData(const Partition& partition, int node_type, bool feat
   const int self = partition.partition_id();
   // Rows left to their owners, unless this server's cache keeps all of the other partitions'
   // data: then, once warm, it sends them with nothing crossing between servers, in one stream.
+  // (Shared memory carries no mask of rows left out: there only without a trainer's cache.)
+  const bool trainer_cache = output != nullptr && node_type < static_cast<int>(output->cached.size()) &&
+                             output->cached[node_type] != nullptr;
   const bool to_owners = partition.num_partitions() > 1 && output != nullptr && output->rows_from_owners &&
-                         (cache == nullptr || !cache->keeps_all());
+                         (cache == nullptr || !cache->keeps_all()) && !(feature_dst != nullptr && trainer_cache);
   GatherTarget g(t, node_type, self, to_owners, features, labels, output, feature_dst, nodes);
   const std::vector<int64_t>& ids = nodes->ids;
   RowSources& rows = EmptySources(features ? ids.size() : 0);

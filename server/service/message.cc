@@ -243,7 +243,8 @@ void GatherIntoSharedBuffer(SharedBufferPool* pool, SampledSubgraph* subgraph, S
     const size_t used = size;
     for (const SampledNodes& n : g.nodes) {
       size += AlignShared(n.ids.size() * 8) * 2 + AlignShared(n.num_sampled_nodes.size() * 8) +
-              2 * AlignShared(n.batch.size() * 8) + AlignShared(n.ids.size()) + 2 * AlignShared(4 * n.feature_dim) +
+              2 * AlignShared(n.batch.size() * 8) + AlignShared(n.ids.size()) + AlignShared(4 * n.ids.size()) +
+              2 * AlignShared(4 * n.feature_dim) +
               AlignShared(n.seed_times.size() * 8) + AlignShared(n.times.size() * 8) +
               AlignShared(n.sampled_times.size() * 8);
     }

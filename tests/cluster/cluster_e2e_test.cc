@@ -51,12 +51,13 @@ struct LocalCluster {
   std::vector<std::unique_ptr<GraphStoreServer>> servers;
   std::vector<std::string> addresses;
 
-  // Every server's peer cache holds `peer_cache_bytes` (-1: the default).
-  explicit LocalCluster(int n, int64_t peer_cache_bytes = -1) {
+  // Every server's peer cache holds `peer_cache_bytes` (-1: the default); `shared_memory`:
+  // the servers offer it (in /dev/shm).
+  explicit LocalCluster(int n, int64_t peer_cache_bytes = -1, bool shared_memory = false) {
     std::vector<ServerOptions> options(n);
     for (int k = 0; k < n; ++k) {
       options[k].partition_dir = PartDir(n, k);
-      options[k].shared_memory_dir = "";
+      if (!shared_memory) options[k].shared_memory_dir = "";
       options[k].core.state_log_interval_s = 0;
       if (peer_cache_bytes >= 0) options[k].core.peer_cache_bytes = peer_cache_bytes;
     }
@@ -455,6 +456,7 @@ TEST_CASE("a row crosses once: servers leave other partitions' rows to their own
   for (const auto& [name, encoding, cache_rows] :
        {std::tuple<std::string, v1::FeatureEncoding, int64_t>{"as stored", v1::FEATURE_ENCODING_UNSPECIFIED, 0},
         {"int4", v1::FEATURE_ENCODING_INT4, 0},
+        {"float16", v1::FEATURE_ENCODING_FLOAT16, 0},
         {"with a feature cache", v1::FEATURE_ENCODING_UNSPECIFIED, 500}}) {
     INFO(name);
     auto edit = [&, encoding = encoding, cache_rows = cache_rows](bool from_owners) {
@@ -476,6 +478,27 @@ TEST_CASE("a row crosses once: servers leave other partitions' rows to their own
     CHECK(b.channels_from_owners == 0);
     CHECK(b.other_rows > 0);
     CHECK(a.peer_bytes > 0);  // (ids still cross: hops of other partitions' nodes)
+  }
+  // A trainer on the servers' host reads them through shared memory: each server keeps the
+  // places of other partitions' rows in the buffer, and the trainer writes their owners' rows
+  // there.
+  {
+    LocalCluster shared(2, /*peer_cache_bytes=*/64 << 10, /*shared_memory=*/true);
+    const auto want = LoaderEpoch(single.addresses, 1);
+    std::vector<v1::ServerStats> stats;
+    const auto got = LoaderEpoch(shared.addresses, 1, 0, 1, false, nullptr,
+                                 [](client::LoaderOptions* o) { o->shared_memory = true; }, &stats);
+    CheckSameBatches(got, want);
+    int shm_channels = 0;
+    for (const v1::ServerStats& st : stats) {
+      for (const auto& b : st.backends()) {
+        for (const auto& ch : b.channels()) shm_channels += ch.shared_memory();
+      }
+    }
+    CHECK(shm_channels == 2);
+    const Crossing c = CrossingOf(stats);
+    CHECK(c.channels_from_owners == 2);
+    CHECK(c.other_rows == 0);
   }
   // Bytes between servers: counted over each loader's life (the stats are cumulative, so the
   // second loader's figure includes the first's): ids alone add far less than rows.
