@@ -456,12 +456,16 @@ TEST_CASE("a cluster over mutual TLS: peers call each other with their certifica
   flags.push_back("--tls_client_ca=" + Cert("ca.pem"));
   flags.push_back("--auth_tokens=" + tokens);
   flags.push_back("--cluster=" + a0 + "," + a1);
+  // No peer cache: every batch's rows of the other partition are asked of their owner by the
+  // trainer, over its own TLS connection with its certificate.
+  flags.push_back("--peer_cache_mb=0");
   Daemon d0(TwoPartitions() + "/part-0", flags, ports[0], /*wait=*/false);
   Daemon d1(TwoPartitions() + "/part-1", flags, ports[1], /*wait=*/false);
   d0.WaitReady();
   d1.WaitReady();
 
-  // The whole train split, sampled across both partitions (the peers' calls succeed).
+  // The whole train split, sampled across both partitions (the peers' calls and the trainer's
+  // calls to the owners succeed).
   auto c = MustDial(a0, MutualTls("trainer-a"));
   v1::GetNodeIdsRequest ids0;
   ids0.set_split("train");
