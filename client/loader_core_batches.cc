@@ -264,6 +264,10 @@ absl::Status LoaderCore::SharedOwnerRows(int index, const v1::SampledMessage& ms
   };
   for (const v1::NodeTensors& n : msg.nodes()) {
     if (!n.has_owners()) continue;
+    if (shared == nullptr || n.has_cached()) {
+      return absl::DataLossError(absl::StrCat("node type '", n.node_type(), "': rows left to their owners in a message "
+                                              "without places for them in a shared buffer"));
+    }
     auto owners = ViewWire(n.owners(), nullptr, shared);
     if (!owners.ok()) return owners.status();
     const HostNodes& h = b.nodes.at(n.node_type());

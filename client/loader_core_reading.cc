@@ -68,7 +68,7 @@ std::optional<HostBatch> LoaderCore::ReadOne(Server* s, int index, int k, absl::
       std::shared_ptr<const v1::SampledMessage> msg = *std::move(m);
       std::shared_ptr<const MappedBuffer> buffer = *std::move(mapped);
       auto batch = FromMessage(index, msg, buffer);
-      if (batch.ok() && buffer != nullptr) {
+      if (batch.ok()) {
         // Rows left to their owners are written into the places the server kept for them.
         auto ask = [&] { return SharedOwnerRows(index, *msg, buffer.get(), *batch); };
         if (absl::Status fetched = AskOwners(s, batch->batch_index, ask, ask); !fetched.ok()) batch = fetched;
