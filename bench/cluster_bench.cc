@@ -289,6 +289,35 @@ void ReadEpoch(const Setup& setup, int64_t epoch, client::Loader* loader, PartMe
   }
 }
 
+// The trainer's options for `setup` on the servers at `addresses`.
+client::LoaderOptions LoaderOptionsFor(const Setup& setup, const v1::SamplingConfig& config,
+                                       const std::vector<std::string>& addresses) {
+  client::LoaderOptions lo;
+  lo.servers = addresses;
+  lo.config = config;
+  lo.backend_key = "bench";
+  lo.global_batches = setup.global_batches && !setup.owner_parts;
+  lo.shared_memory = setup.shared_memory;
+  lo.ordered = setup.ordered;
+  lo.prefetch = setup.prefetch;
+  lo.rows_from_owners = setup.rows_from_owners;
+  if (setup.owner_parts) lo.config.set_batch_size(std::max(1, config.batch_size() / setup.num_partitions));
+  return lo;
+}
+
+// The servers' peer-cache lookups so far, summed.
+Core::PeerCacheLookups PeerCacheLookupsOf(const std::vector<std::unique_ptr<GraphStoreServer>>& servers) {
+  Core::PeerCacheLookups all;
+  for (const auto& server : servers) {
+    const Core::PeerCacheLookups l = server->core().peer_cache_lookups();
+    all.hits += l.hits;
+    all.misses += l.misses;
+    all.list_hits += l.list_hits;
+    all.list_misses += l.list_misses;
+  }
+  return all;
+}
+
 absl::StatusOr<Result> Run(const Setup& setup, const v1::SamplingConfig& config, int total_workers, int warmup,
                            int epochs, int64_t num_nodes) {
   std::vector<ServerOptions> options(setup.num_partitions);
@@ -305,17 +334,7 @@ absl::StatusOr<Result> Run(const Setup& setup, const v1::SamplingConfig& config,
   std::vector<std::string> addresses;
   for (const auto& s : *servers) addresses.push_back(s->address());
 
-  client::LoaderOptions lo;
-  lo.servers = addresses;
-  lo.config = config;
-  lo.backend_key = "bench";
-  lo.global_batches = setup.global_batches && !setup.owner_parts;
-  lo.shared_memory = setup.shared_memory;
-  lo.ordered = setup.ordered;
-  lo.prefetch = setup.prefetch;
-  lo.rows_from_owners = setup.rows_from_owners;
-  if (setup.owner_parts) lo.config.set_batch_size(std::max(1, config.batch_size() / setup.num_partitions));
-  client::Loader loader(lo);
+  client::Loader loader(LoaderOptionsFor(setup, config, addresses));
   PartMerger merger(setup.owner_parts ? num_nodes : 0);
   // Page cache, connections, the peer cache, first allocations; epoch 1 timed on its own.
   Counts warm_up;
@@ -328,17 +347,7 @@ absl::StatusOr<Result> Run(const Setup& setup, const v1::SamplingConfig& config,
       epoch1_seeds_per_s = (warm_up.seeds - seeds) / std::chrono::duration<double>(Clock::now() - start).count();
     }
   }
-  auto cache_lookups = [&] {
-    Core::PeerCacheLookups all;
-    for (const auto& server : *servers) {
-      const Core::PeerCacheLookups l = server->core().peer_cache_lookups();
-      all.hits += l.hits;
-      all.misses += l.misses;
-      all.list_hits += l.list_hits;
-      all.list_misses += l.list_misses;
-    }
-    return all;
-  };
+  auto cache_lookups = [&] { return PeerCacheLookupsOf(*servers); };
   const auto lookups0 = cache_lookups();
   const auto before = PeerTraffic(addresses);
   const int64_t part_nodes0 = merger.part_nodes();
@@ -622,6 +631,25 @@ std::vector<Setup> MakeSetups(const Flags& flags, const std::string& base) {
   return setups;
 }
 
+// --cache_curve's percentages.
+absl::StatusOr<std::vector<double>> CurvePercents(const std::string& list) {
+  std::vector<double> percents;
+  for (const auto& p : SplitList(list, ',')) {
+    double percent = 0;
+    if (!absl::SimpleAtod(p, &percent) || percent <= 0) {
+      return absl::InvalidArgumentError(absl::StrCat("--cache_curve: '", p, "' is not a positive percentage"));
+    }
+    percents.push_back(percent);
+  }
+  return percents;
+}
+
+// Whether --only (alternatives split by '|', empty: all) selects setup `name`.
+bool Selected(const std::string& only, const std::string& name) {
+  return only.empty() ||
+         absl::c_any_of(absl::StrSplit(only, '|'), [&](absl::string_view part) { return absl::StrContains(name, part); });
+}
+
 int Main(int argc, char** argv) {
   Flags flags;
   DefineFlags(&flags);
@@ -677,11 +705,7 @@ int Main(int argc, char** argv) {
   for (int64_t round = 0; round < *rounds; ++round) {
     for (size_t i = 0; i < setups.size(); ++i) {
       const Setup& s = setups[i];
-      if (!only.empty() && !absl::c_any_of(absl::StrSplit(only, '|'), [&](absl::string_view part) {
-            return absl::StrContains(s.name, part);
-          })) {
-        continue;
-      }
+      if (!Selected(only, s.name)) continue;
       auto r = Run(s, config, static_cast<int>(*workers), static_cast<int>(*warmup), static_cast<int>(*epochs), *nodes);
       if (!r.ok()) return Fail(absl::Status(r.status().code(), absl::StrCat(s.name, ": ", r.status().message())));
       results[i].push_back(*r);
@@ -689,15 +713,9 @@ int Main(int argc, char** argv) {
   }
   PrintResults(setups, results);
   PrintBestRounds(setups, results);
-  std::vector<double> percents;
-  for (const auto& p : SplitList(flags.Get("cache_curve"), ',')) {
-    double percent = 0;
-    if (!absl::SimpleAtod(p, &percent) || percent <= 0) {
-      return Fail(absl::InvalidArgumentError(absl::StrCat("--cache_curve: '", p, "' is not a positive percentage")));
-    }
-    percents.push_back(percent);
-  }
-  if (auto s = PrintCacheCurve(setups, results, percents, config, static_cast<int>(*workers),
+  auto percents = CurvePercents(flags.Get("cache_curve"));
+  if (!percents.ok()) return Fail(percents.status());
+  if (auto s = PrintCacheCurve(setups, results, *percents, config, static_cast<int>(*workers),
                                static_cast<int>(*warmup), static_cast<int>(*epochs), *nodes, g.feature_dim);
       !s.ok()) {
     return Fail(s);

@@ -23,6 +23,15 @@ absl::Status FromGrpc(const grpc::Status& s) {
   return absl::Status(static_cast<absl::StatusCode>(static_cast<int>(s.error_code())), s.error_message());
 }
 
+// A received message's bytes as spans of its slices (which `slices` keeps); false if unreadable.
+bool SpansOf(grpc::ByteBuffer* buffer, std::vector<grpc::Slice>* slices, std::vector<Span>* spans) {
+  if (!buffer->Dump(slices).ok()) return false;
+  spans->clear();
+  spans->reserve(slices->size());
+  for (const grpc::Slice& slice : *slices) spans->push_back({reinterpret_cast<const char*>(slice.begin()), slice.size()});
+  return true;
+}
+
 class GrpcStream : public MessageStream {
  public:
   GrpcStream(v1::GraphStore::Stub* stub, const v1::StreamSampledMessagesRequest& req) {
@@ -98,12 +107,8 @@ class GrpcBatchStream : public BatchStream {
       }
       cv_.notify_all();
       std::vector<grpc::Slice> slices;
-      if (!buffer.Dump(&slices).ok()) return Fail(absl::DataLossError("unreadable message"));
       std::vector<Span> spans;
-      spans.reserve(slices.size());
-      for (const grpc::Slice& slice : slices) {
-        spans.push_back({reinterpret_cast<const char*>(slice.begin()), slice.size()});
-      }
+      if (!SpansOf(&buffer, &slices, &spans)) return Fail(absl::DataLossError("unreadable message"));
       auto batch = decoder_.Add(spans);
       if (!batch.ok()) return Fail(batch.status());
       if (*batch != nullptr) return batch;
@@ -217,10 +222,8 @@ class GrpcClient : public Client {
         channel_.get(), method, &ctx, request, &answer);
     if (!s.ok()) return absl::Status(FromGrpc(s).code(), absl::StrCat(options_.address, ": ", s.error_message()));
     std::vector<grpc::Slice> slices;
-    if (!answer.Dump(&slices).ok()) return absl::DataLossError(absl::StrCat(options_.address, ": unreadable answer"));
     std::vector<Span> spans;
-    spans.reserve(slices.size());
-    for (const grpc::Slice& slice : slices) spans.push_back({reinterpret_cast<const char*>(slice.begin()), slice.size()});
+    if (!SpansOf(&answer, &slices, &spans)) return absl::DataLossError(absl::StrCat(options_.address, ": unreadable answer"));
     return read(spans);
   }
   absl::StatusOr<v1::GetAblpInputResponse> GetAblpInput(const v1::GetAblpInputRequest& r) override {

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cstring>
-#include <map>
 #include <thread>
 #include <vector>
 
@@ -201,17 +200,18 @@ absl::Status FetchOwnerRows(const OwnerRowsOptions& options, int sender, Decoded
       by_owner[owners[i]].labels.push_back(i);
     }
   }
-  std::map<int, Asks> asks;
+  std::vector<int> asked;
   for (size_t k = 0; k < by_owner.size(); ++k) {
-    if (!by_owner[k].rows.empty() || !by_owner[k].labels.empty()) asks.emplace(static_cast<int>(k), std::move(by_owner[k]));
+    if (!by_owner[k].rows.empty() || !by_owner[k].labels.empty()) asked.push_back(static_cast<int>(k));
   }
-  // The owners answer at once, each writing its own nodes' rows; the first error is kept.
-  std::vector<absl::Status> status(asks.size());
+  // The owners answer at once (the last on this thread), each writing its own nodes' rows; the
+  // first error is kept.
+  std::vector<absl::Status> status(by_owner.size());
   std::vector<std::thread> others;
-  size_t k = 0;
-  for (auto it = asks.begin(); it != asks.end(); ++it, ++k) {
-    auto ask = [&options, &n, &status, it, k] { status[k] = AskOwner(options, it->first, it->second, &n); };
-    if (k + 1 < asks.size()) {
+  for (size_t j = 0; j < asked.size(); ++j) {
+    const int k = asked[j];
+    auto ask = [&options, &n, &status, &by_owner, k] { status[k] = AskOwner(options, k, by_owner[k], &n); };
+    if (j + 1 < asked.size()) {
       others.emplace_back(ask);
     } else {
       ask();

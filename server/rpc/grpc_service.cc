@@ -4,12 +4,14 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "server/rpc/sampled_message_stream.h"
 #include "server/rpc/status.h"
+#include "server/service/wire_encoder.h"
 #include "server/util/log.h"
 
 namespace graphstore {
@@ -91,50 +93,27 @@ absl::Status SerializeResponse(const google::protobuf::Message& resp, grpc::Byte
   return absl::OkStatus();
 }
 
-// GetNodeFeatures' answer is mostly its rows: their bytes go out as slices of the string the
-// query filled instead of being copied once more into a serialised message. The answer is the
-// message without them, followed by `features` (and `labels`) once more holding only `data`;
-// protobuf merges a message field that occurs twice, so every parser reads the same message.
+// GetNodeFeatures' answer is mostly its rows: their bytes go out as slices of the strings the
+// query filled instead of being copied once more into a serialised message
+// (EncodeWithTensorData: the message without them, then `features` and `labels` once more).
 absl::Status SerializeResponse(v1::GetNodeFeaturesResponse& resp, grpc::ByteBuffer* out) {
   constexpr size_t kReferenceFrom = 64 << 10;
-  std::vector<std::pair<int, std::string*>> moved;
+  auto kept = std::make_shared<std::vector<std::pair<int, std::string>>>();
   for (auto [field, tensor] : {std::pair{v1::GetNodeFeaturesResponse::kFeaturesFieldNumber, resp.mutable_features()},
                                {v1::GetNodeFeaturesResponse::kLabelsFieldNumber, resp.mutable_labels()}}) {
     if (tensor->data().size() < kReferenceFrom) continue;
-    moved.emplace_back(field, new std::string(std::move(*tensor->mutable_data())));
+    kept->emplace_back(field, std::move(*tensor->mutable_data()));
     tensor->clear_data();
   }
-  if (moved.empty()) return SerializeResponse(static_cast<const google::protobuf::Message&>(resp), out);
-  std::string head = resp.SerializeAsString();
-  size_t total = head.size();
-  auto varint = [](std::string* s, uint64_t v) {
-    for (; v >= 0x80; v >>= 7) s->push_back(static_cast<char>((v & 0x7f) | 0x80));
-    s->push_back(static_cast<char>(v));
-  };
-  std::vector<std::string> headers;
-  for (const auto& [field, data] : moved) {
-    std::string data_header;
-    data_header.push_back(static_cast<char>(v1::Tensor::kDataFieldNumber << 3 | 2));
-    varint(&data_header, data->size());
-    std::string& h = headers.emplace_back();
-    h.push_back(static_cast<char>(field << 3 | 2));
-    varint(&h, data_header.size() + data->size());
-    h += data_header;
-    total += h.size() + data->size();
-  }
-  if (total > static_cast<size_t>(std::numeric_limits<int32_t>::max())) {
-    for (auto& m : moved) delete m.second;
-    return absl::ResourceExhaustedError(absl::StrCat("the response would be ", total >> 20,
+  if (kept->empty()) return SerializeResponse(static_cast<const google::protobuf::Message&>(resp), out);
+  std::vector<std::pair<int, std::string_view>> data;
+  for (const auto& [field, bytes] : *kept) data.emplace_back(field, bytes);
+  std::shared_ptr<const EncodedMessage> encoded = EncodeWithTensorData(resp.SerializeAsString(), data, 1024, kept);
+  if (encoded->bytes > static_cast<size_t>(std::numeric_limits<int32_t>::max())) {
+    return absl::ResourceExhaustedError(absl::StrCat("the response would be ", encoded->bytes >> 20,
                                                      " MiB, above protobuf's 2 GiB message limit"));
   }
-  std::vector<grpc::Slice> slices;
-  slices.emplace_back(head.data(), head.size());
-  for (size_t i = 0; i < moved.size(); ++i) {
-    slices.emplace_back(headers[i].data(), headers[i].size());
-    std::string* data = moved[i].second;
-    slices.emplace_back(data->data(), data->size(), [](void* p) { delete static_cast<std::string*>(p); }, data);
-  }
-  *out = grpc::ByteBuffer(slices.data(), slices.size());
+  *out = PartBuffer(encoded, 0);
   return absl::OkStatus();
 }
 

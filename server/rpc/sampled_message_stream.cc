@@ -7,21 +7,30 @@
 
 namespace graphstore {
 
-grpc::ByteBuffer PartBuffer(const std::shared_ptr<const WireMessage>& message, size_t part) {
+grpc::ByteBuffer PartBuffer(const std::shared_ptr<const EncodedMessage>& message, size_t part) {
   // Small segments (field headers) are copied into their slice; large ones are referenced.
   constexpr size_t kCopyBelow = 1024;
   std::vector<grpc::Slice> slices;
-  for (const EncodedMessage::Segment& s : message->encoded->parts[part]) {
+  for (const EncodedMessage::Segment& s : message->parts[part]) {
     if (s.size < kCopyBelow) {
       slices.emplace_back(s.data, s.size);
       continue;
     }
-    auto* ref = new std::shared_ptr<const WireMessage>(message);
+    auto* ref = new std::shared_ptr<const EncodedMessage>(message);
     slices.emplace_back(const_cast<char*>(s.data), s.size,
-                        [](void* p) { delete static_cast<std::shared_ptr<const WireMessage>*>(p); }, ref);
+                        [](void* p) { delete static_cast<std::shared_ptr<const EncodedMessage>*>(p); }, ref);
   }
   return grpc::ByteBuffer(slices.data(), slices.size());
 }
+
+namespace {
+
+// The batch's encoding, keeping the batch (and its shared buffer) alive.
+std::shared_ptr<const EncodedMessage> Encoded(const std::shared_ptr<const WireMessage>& m) {
+  return std::shared_ptr<const EncodedMessage>(m, m->encoded.get());
+}
+
+}  // namespace
 
 void SampledMessageStream::Begin() {
   auto token = a_.backend->SetListener(a_.channel_id, [this] { MaybeWrite(); });
@@ -85,7 +94,7 @@ void SampledMessageStream::MaybeWrite() {
     if (writing_ || finished_) return;
     if (current_ != nullptr && next_part_ < current_->encoded->parts.size()) {
       // The rest of the batch being sent.
-      buffer_ = PartBuffer(current_, next_part_++);
+      buffer_ = PartBuffer(Encoded(current_), next_part_++);
       writing_ = write = true;
     } else {
       current_.reset();
@@ -105,7 +114,7 @@ void SampledMessageStream::MaybeWrite() {
           current_ = std::static_pointer_cast<const WireMessage>(d.batch.payload);
           // Recorded before the client can know the id, so its release always finds it.
           if (current_->shared) host_->HandOff(a_.channel_id, current_->shared);
-          buffer_ = PartBuffer(current_, 0);
+          buffer_ = PartBuffer(Encoded(current_), 0);
           next_part_ = 1;
           writing_ = write = true;
           break;

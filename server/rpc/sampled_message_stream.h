@@ -62,9 +62,9 @@ class SampledMessageStream : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
   grpc::ByteBuffer buffer_;
 };
 
-/// The slices of part `part` of an encoded batch, pointing at its memory; each holds a
-/// reference to `message` until gRPC is done with it.
-grpc::ByteBuffer PartBuffer(const std::shared_ptr<const WireMessage>& message, size_t part);
+/// The slices of part `part` of an encoded message, pointing at its memory; each holds a
+/// reference to `message` (and what it shares ownership with) until gRPC is done with it.
+grpc::ByteBuffer PartBuffer(const std::shared_ptr<const EncodedMessage>& message, size_t part);
 
 }  // namespace graphstore
 

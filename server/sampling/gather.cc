@@ -44,45 +44,28 @@ class GatherTarget {
         nodes->feature_scale = scale_;
         nodes->feature_offset = offset_;
       }
-      // Rows the trainer caches, and with rows_from_owners those of other partitions' nodes,
-      // are left out; the others keep node order. Into shared memory (`feature_dst`), whose
-      // client writes the owners' rows in place, every node keeps its row's place instead.
+      // Rows the trainer caches, and with rows_from_owners those of other partitions' nodes
+      // (`nodes->owners`, looked up by the caller), are left out and `cached` marks them; the
+      // others keep node order. Into shared memory (`feature_dst`), whose client writes the
+      // owners' rows in place, every node keeps its row's place instead, with no mask.
+      const bool slots = to_owners && feature_dst != nullptr;
+      const bool mask = !slots && (to_owners || (output != nullptr && output->Caches(type)));
+      if (mask) nodes->cached.assign(n, 0);
       out_row_.assign(n, 0);
       int64_t rows = 0;
-      const bool slots = to_owners && feature_dst != nullptr;
-      if (slots) {
-        nodes->owners.resize(n);
-        const int32_t* book = t.book.data<int32_t>();
-        for (size_t i = 0; i < n; ++i) {
-          if (i + kPrefetchAhead < n) __builtin_prefetch(book + nodes->ids[i + kPrefetchAhead]);
-          nodes->owners[i] = book[nodes->ids[i]];
-          const bool other = nodes->owners[i] != self;
-          nodes->rows_left_to_owners += other;
-          out_row_[i] = other ? -1 : static_cast<int64_t>(i);
+      for (size_t i = 0; i < n; ++i) {
+        const bool other = to_owners && nodes->owners[i] != self;
+        const bool cached = mask && output->Cached(type, nodes->ids[i]);
+        nodes->rows_left_to_owners += other && !cached;
+        if (slots) {
+          out_row_[i] = other ? -1 : rows;
+          ++rows;
+        } else if (cached || other) {
+          nodes->cached[i] = 1;
+          out_row_[i] = -1;
+        } else {
+          out_row_[i] = rows++;
         }
-        rows = static_cast<int64_t>(n);
-      } else if (to_owners ||
-                 (output != nullptr && type < static_cast<int>(output->cached.size()) && output->cached[type] != nullptr)) {
-        nodes->cached.assign(n, 0);
-        // With rows_from_owners every node's owner goes into the batch: looked up once, ahead.
-        if (to_owners) nodes->owners.resize(n);
-        const int32_t* book = t.book.data<int32_t>();
-        for (size_t i = 0; i < n; ++i) {
-          const bool cached = output->Cached(type, nodes->ids[i]);
-          if (to_owners) {
-            if (i + kPrefetchAhead < n) __builtin_prefetch(book + nodes->ids[i + kPrefetchAhead]);
-            nodes->owners[i] = book[nodes->ids[i]];
-          }
-          if (cached || (to_owners && nodes->owners[i] != self)) {
-            nodes->rows_left_to_owners += !cached;
-            nodes->cached[i] = 1;
-            out_row_[i] = -1;
-          } else {
-            out_row_[i] = rows++;
-          }
-        }
-      } else {
-        for (size_t i = 0; i < n; ++i) out_row_[i] = rows++;
       }
       nodes->feature_dim = t.feature_dim;
       nodes->feature_dtype = row_type;
@@ -246,59 +229,46 @@ absl::Status CheckGatherable(const Partition& partition, bool node_features, boo
   return absl::OkStatus();
 }
 
-absl::Status GatherNodeData(const Partition& partition, int node_type, bool features, bool labels,
-                            const FeatureOutput* output, char* feature_dst, SampledNodes* nodes, PeerSampling* peers,
-                            RemoteCache* cache) {
-  const NodeTypeStore& t = partition.node_type(node_type);
-  features = features && t.feature_dim > 0;
-  labels = labels && t.labels.is_open();
-  if (!features && !labels) return absl::OkStatus();
-  const int self = partition.partition_id();
-  // Rows left to their owners, unless this server's cache keeps all of the other partitions'
-  // data: then, once warm, it sends them with nothing crossing between servers, in one stream.
-  // (Shared memory carries no mask of rows left out: there only without a trainer's cache.)
-  const bool trainer_cache = output != nullptr && node_type < static_cast<int>(output->cached.size()) &&
-                             output->cached[node_type] != nullptr;
-  const bool to_owners = partition.num_partitions() > 1 && output != nullptr && output->rows_from_owners &&
-                         (cache == nullptr || !cache->keeps_all()) && !(feature_dst != nullptr && trainer_cache);
-  GatherTarget g(t, node_type, self, to_owners, features, labels, output, feature_dst, nodes);
+namespace {
+
+// Each node's partition: lookups at random in an array the size of the graph, asked for ahead.
+void LookUpOwners(const NodeTypeStore& t, const std::vector<int64_t>& ids, std::vector<int32_t>* owners) {
+  const int32_t* book = t.book.data<int32_t>();
+  owners->resize(ids.size());
+  for (size_t i = 0; i < ids.size(); ++i) {
+    if (i + kPrefetchAhead < ids.size()) __builtin_prefetch(book + ids[i + kPrefetchAhead]);
+    (*owners)[i] = book[ids[i]];
+  }
+}
+
+// The data of nodes owned elsewhere that is needed and not in the cache of peers' rows: one call
+// per owner, answered while the local rows are copied. A node whose row the trainer caches is
+// fetched only for its label.
+absl::Status GatherFromPeers(const NodeTypeStore& t, int node_type, int self, const Partition& partition, bool features,
+                             bool labels, SampledNodes* nodes, PeerSampling* peers, RemoteCache* cache,
+                             GatherTarget* g) {
   const std::vector<int64_t>& ids = nodes->ids;
   RowSources& rows = EmptySources(features ? ids.size() : 0);
-  if (partition.num_partitions() == 1 || to_owners) {
-    // Every node owned here, or the others' rows and labels left to their owners.
-    FindOwned(t, self, ids, &g, &rows, /*others_unknown=*/true);
-    CopyRows(rows, &g);
-    if (partition.num_partitions() > 1 && !g.features()) {
-      // Labels alone: the owners were not looked up with the rows.
-      nodes->owners.resize(ids.size());
-      for (size_t i = 0; i < ids.size(); ++i) nodes->owners[i] = t.Owner(ids[i]);
-    }
-    return absl::OkStatus();
-  }
-
-  // Nodes owned elsewhere whose data is needed and not in the cache of peers' rows: one call per
-  // owner, answered while the local rows are copied. A node whose row the trainer caches is
-  // fetched only for its label.
-  const size_t row_bytes = g.stored_row_bytes();
+  const size_t row_bytes = g->stored_row_bytes();
   OwnerSplit<PeerSampling::NodeDataCall> split;
   // Rows found in the cache are copied with the owned rows, while the owners answer for the
   // others.
   auto lookup = [&](size_t i) {
-    if (cache == nullptr) return !g.WantsRow(i) && !labels;
+    if (cache == nullptr) return !g->WantsRow(i) && !labels;
     const char* row = nullptr;
-    if (g.WantsRow(i) && (row = cache->FindFeatures(node_type, ids[i])) == nullptr) return false;
+    if (g->WantsRow(i) && (row = cache->FindFeatures(node_type, ids[i])) == nullptr) return false;
     int64_t label = 0;
     if (labels && !cache->GetLabel(node_type, ids[i], &label)) return false;
     // Both found: the split does not ask the owner.
     if (row != nullptr) rows[i] = row;
-    if (labels) g.PutLabel(i, label);
+    if (labels) g->PutLabel(i, label);
     return true;
   };
   int64_t hits = 0;
   int64_t misses = 0;
   auto have = [&](size_t i) {
     if (cache != nullptr && i + kPrefetchAhead < ids.size()) cache->Prefetch(node_type, ids[i + kPrefetchAhead]);
-    nodes->other_partitions_rows += g.WantsRow(i) || labels;
+    nodes->other_partitions_rows += g->WantsRow(i) || labels;
     const bool found = lookup(i);
     ++(found ? hits : misses);
     return found;
@@ -311,8 +281,8 @@ absl::Status GatherNodeData(const Partition& partition, int node_type, bool feat
     return peers->FetchNodeData(t.name, features, labels, calls);
   };
   auto local = [&] {
-    FindOwned(t, self, ids, &g, &rows);
-    CopyRows(rows, &g);
+    FindOwned(t, self, ids, g, &rows);
+    CopyRows(rows, g);
     return absl::OkStatus();
   };
   auto check = [&](const PeerSampling::NodeDataCall& c) {
@@ -323,8 +293,34 @@ absl::Status GatherNodeData(const Partition& partition, int node_type, bool feat
     return absl::OkStatus();
   };
   if (auto st = split.Run(issue, local, check); !st.ok()) return st;
+  PlacePeerRows(split, ids, node_type, features, labels, cache, g);
+  return absl::OkStatus();
+}
 
-  PlacePeerRows(split, ids, node_type, features, labels, cache, &g);
+}  // namespace
+
+absl::Status GatherNodeData(const Partition& partition, int node_type, bool features, bool labels,
+                            const FeatureOutput* output, char* feature_dst, SampledNodes* nodes, PeerSampling* peers,
+                            RemoteCache* cache) {
+  const NodeTypeStore& t = partition.node_type(node_type);
+  features = features && t.feature_dim > 0;
+  labels = labels && t.labels.is_open();
+  if (!features && !labels) return absl::OkStatus();
+  const int self = partition.partition_id();
+  // Rows left to their owners, unless this server's cache keeps all of the other partitions'
+  // data: then, once warm, it sends them with nothing crossing between servers, in one stream.
+  // (Shared memory carries no mask of rows left out: there only without a trainer's cache.)
+  const bool to_owners = partition.num_partitions() > 1 && output != nullptr && output->rows_from_owners &&
+                         (cache == nullptr || !cache->keeps_all()) && !(feature_dst != nullptr && output->Caches(node_type));
+  if (to_owners) LookUpOwners(t, nodes->ids, &nodes->owners);
+  GatherTarget g(t, node_type, self, to_owners, features, labels, output, feature_dst, nodes);
+  if (partition.num_partitions() > 1 && !to_owners) {
+    return GatherFromPeers(t, node_type, self, partition, features, labels, nodes, peers, cache, &g);
+  }
+  // Every node owned here, or the others' rows and labels left to their owners.
+  RowSources& rows = EmptySources(features ? nodes->ids.size() : 0);
+  FindOwned(t, self, nodes->ids, &g, &rows, /*others_unknown=*/true);
+  CopyRows(rows, &g);
   return absl::OkStatus();
 }
 

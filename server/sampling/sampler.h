@@ -172,10 +172,10 @@ struct FeatureOutput {
   /// Bytes of one row of `dim` values stored as `stored`, as written (codes of fewer than 8
   /// bits are packed, see proto/feature_codec.h).
   size_t RowBytes(NpyDtype stored, int64_t dim) const;
+  /// The trainer caches rows of `type`.
+  bool Caches(int type) const { return type < static_cast<int>(cached.size()) && cached[type] != nullptr; }
   /// The trainer caches node `id` of `type`.
-  bool Cached(int type, int64_t id) const {
-    return type < static_cast<int>(cached.size()) && cached[type] != nullptr && (*cached[type])[id] != 0;
-  }
+  bool Cached(int type, int64_t id) const { return Caches(type) && (*cached[type])[id] != 0; }
 };
 
 /// The seeds of one batch and the coordinates its randomness derives from.

@@ -80,6 +80,14 @@ class Writer {
     Tag(field, kVarintType);
     Varint(v);
   }
+  // Bytes written as they are, copied.
+  void Raw(const std::string& s) { Arena(s.data(), s.size()); }
+  // A length-delimited field whose bytes are referenced (or copied below copy_below).
+  void BytesField(int field, const char* data, size_t n) {
+    Tag(field, kLengthType);
+    Varint(n);
+    Bytes(data, n);
+  }
   void StringField(int field, const std::string& s) {
     if (s.empty()) return;
     Tag(field, kLengthType);
@@ -219,6 +227,23 @@ std::unique_ptr<EncodedMessage> EncodeParts(const WireHeader& header, const std:
     w.StartPart();
     WriteHeader(w, header, static_cast<uint32_t>(k + 1), num_parts);
     for (const EntrySlice* e : later[k]) w.Entry(*e);
+  }
+  w.Finish();
+  return out;
+}
+
+std::unique_ptr<EncodedMessage> EncodeWithTensorData(const std::string& head,
+                                                     const std::vector<std::pair<int, std::string_view>>& tensor_data,
+                                                     size_t copy_below, std::shared_ptr<const void> owner) {
+  auto out = std::make_unique<EncodedMessage>();
+  out->owner = std::move(owner);
+  Writer w(out.get(), copy_below);
+  w.StartPart();
+  w.Raw(head);
+  for (const auto& [field, data] : tensor_data) {
+    w.Tag(field, kLengthType);
+    w.Varint(LengthFieldSize(data.size()));
+    w.BytesField(v1::Tensor::kDataFieldNumber, data.data(), data.size());
   }
   w.Finish();
   return out;

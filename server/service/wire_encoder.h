@@ -19,6 +19,8 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include "graphstore/v1/graphstore.pb.h"
@@ -57,6 +59,15 @@ struct WireHeader {
 /// the arena, larger ones referenced.
 std::unique_ptr<EncodedMessage> EncodeParts(const WireHeader& header, const std::vector<MessageEntry>& entries,
                                             size_t part_bytes, size_t copy_below, std::shared_ptr<const void> owner);
+
+/// One part: `head` (a serialised message, copied) followed, for each (field, bytes) of
+/// `tensor_data`, by that Tensor field once more holding only its `data`, referenced where it
+/// lies (copied below `copy_below`; `owner` keeps it alive). Protobuf merges a message field
+/// that occurs twice, so any parser reads one message whose tensors carry those bytes: a reply
+/// mostly made of rows goes out without copying them into a serialised message.
+std::unique_ptr<EncodedMessage> EncodeWithTensorData(const std::string& head,
+                                                     const std::vector<std::pair<int, std::string_view>>& tensor_data,
+                                                     size_t copy_below, std::shared_ptr<const void> owner);
 
 /// A whole protobuf message as one part (copied into the arena): shared-memory messages, whose
 /// tensors are byte ranges in a file and small.
