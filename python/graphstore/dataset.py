@@ -190,7 +190,7 @@ def _gather(data) -> Dict[str, Any]:
             "edges": [_edge(store, et, edge_time[et]) for et, store in edges.items()]}
 
 
-def write_dataset(data, out: str, num_partitions: int = 1, method: str = "random", *, edge_dir: str = "out",
+def write_dataset(data, out: str, num_partitions: int = 1, method: str = "random", *, edge_dir: str = "in",
                   seed: int = 0, name: str = "graph", split: Optional[Tuple[float, float, float]] = None,
                   reverse_edges: bool = False) -> Dict[str, Any]:
     """Writes `data` as graphstore partition directories under `out` (one partition: `out`
@@ -202,7 +202,14 @@ def write_dataset(data, out: str, num_partitions: int = 1, method: str = "random
     ``{"edge_index": ..., "x": ...}`` for one node type, ``{"nodes": {type: {...}}, "edges":
     {(src, rel, dst): {...}}}`` for several. `method` is "random", "metis" or "stream";
     `split`, fractions (train, val, test) for graphs without masks; `reverse_edges` also stores
-    each edge type's reverse. Returns the report: edge cut, balance, nodes and edges per
+    each edge type's reverse.
+
+    `edge_dir` says which neighbours a hop draws. "in" (the default, PyG's): a node draws its
+    in-neighbours, the sources of the edges that end at it, and every batch's ``edge_index``
+    holds the given edges as given (``edge_index[0]`` the source), so the batches are PyG's
+    graph. "out": a node draws the destinations of its out-edges, and batches carry each
+    edge type reversed, under its reverse name (``(dst, "rev_" + rel, src)``), as GLT's
+    ``edge_dir="out"`` does: messages flow along the reversed edges. Returns the report: edge cut, balance, nodes and edges per
     partition. Raises ValueError naming the type and field for input the format refuses.
     """
     if not isinstance(num_partitions, int) or isinstance(num_partitions, bool):

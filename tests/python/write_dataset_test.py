@@ -69,8 +69,8 @@ class WriteDatasetTest(unittest.TestCase):
         shutil.rmtree(self.dir, ignore_errors=True)
 
     def check_batches(self, loader, x, y, edges, seeds, node_type=None, edge_type=None):
-        """Every batch's rows and labels are the given ones of its n_id, every edge is a given one
-        (the sampler's row 1 reached row 0 along it), and the seeds are those asked for."""
+        """Every batch's rows and labels are the given ones of its n_id, every edge_index column
+        (source, target) is a given edge (source, target), and the seeds are those asked for."""
         seen = []
         for batch in loader.epoch(0):
             store = batch[node_type] if node_type else batch
@@ -82,8 +82,9 @@ class WriteDatasetTest(unittest.TestCase):
                 self.assertTrue(torch.equal(store.y, y[n_id]))
             e = batch[edge_type] if edge_type else batch
             self.assertGreater(e.edge_index.shape[1], 0)
-            for col, row in e.edge_index.t().tolist():
-                self.assertIn((n_id[row].item(), n_id[col].item()), edges)
+            for src, dst in e.edge_index.t().tolist():
+                pair = (n_id[src].item(), n_id[dst].item())
+                self.assertTrue(pair in edges, f"{pair} is not a given edge")
         self.assertEqual(sorted(seen), sorted(seeds))
 
     def test_a_data_round_trips_through_two_servers(self):
@@ -147,14 +148,93 @@ class WriteDatasetTest(unittest.TestCase):
         x = np.random.default_rng(4).standard_normal((n, 3)).astype(np.float64)
         graph = {"edge_index": ei, "x": x, "y": np.arange(n) % 4, "train_idx": np.arange(0, n, 2)}
         out = os.path.join(self.dir, "dict")
-        graphstore.write_dataset(graph, out, num_partitions=2, method="stream", edge_dir="in")
+        graphstore.write_dataset(graph, out, num_partitions=2, method="stream", edge_dir="out")
         self.daemons = serve(out, 2)
         edges = set(map(tuple, ei.T.tolist()))
-        # CSR rows are destinations: a hop follows an edge from its destination to its source.
+        # edge_dir "out": a hop follows an edge from its source to its destination, and the batch
+        # carries it reversed (messages flow from the destination drawn to the source that drew it).
         reverse = {(b, a) for a, b in edges}
         with graphstore.Loader([d.address for d in self.daemons], [4], batch_size=32) as loader:
             self.check_batches(loader, torch.from_numpy(x).float(), torch.arange(n) % 4, reverse,
                                list(range(0, n, 2)))
+
+    def test_a_directed_data_comes_back_as_pygs_graph(self):
+        """A directed graph written with the defaults: every batch edge is a given edge in PyG's
+        direction (edge_index[0] -> edge_index[1]), and with fanout -1 each seed draws exactly its
+        in-edges, as PyG's NeighborLoader does, on one server and on 2-partition clusters."""
+        n, m = 1500, 5000
+        ei = random_graph(n, m, 11)
+        in_degree = torch.bincount(ei[1], minlength=n)
+        out_degree = torch.bincount(ei[0], minlength=n)
+        self.assertGreater(int((in_degree != out_degree).sum()), n // 2)  # directed: the two differ
+        edges = set(map(tuple, ei.t().tolist()))
+        data = Data(edge_index=ei, x=torch.randn(n, 4), y=torch.arange(n) % 3, num_nodes=n,
+                    train_idx=torch.arange(0, n, 3))
+        for parts, method in ((1, "random"), (2, "random"), (2, "metis"), (2, "stream")):
+            with self.subTest(parts=parts, method=method):
+                out = os.path.join(self.dir, f"directed-{parts}-{method}")
+                graphstore.write_dataset(data, out, num_partitions=parts, method=method)
+                self.daemons = serve(out, parts)
+                seen = []
+                with graphstore.Loader([d.address for d in self.daemons], [-1, 3], batch_size=100) as loader:
+                    for batch in loader.epoch(0):
+                        n_id, k = batch.n_id, batch.batch_size
+                        seen += n_id[:k].tolist()
+                        src, dst = batch.edge_index
+                        for pair in zip(n_id[src].tolist(), n_id[dst].tolist()):
+                            self.assertTrue(pair in edges, f"{pair} is not a given edge")
+                        # The first hop's edges end at the seeds: each seed's count is its in-degree.
+                        hop = int(batch.num_sampled_edges[0])
+                        drawn = torch.bincount(dst[:hop], minlength=k)[:k]
+                        self.assertTrue(torch.equal(drawn, in_degree[n_id[:k]]))
+                        self.assertTrue(torch.equal(batch.x, data.x[n_id]))
+                self.assertEqual(sorted(seen), list(range(0, n, 3)))
+                for d in self.daemons:
+                    d.stop()
+                self.daemons = []
+
+    def test_a_directed_hetero_data_comes_back_as_pygs_graph(self):
+        """A HeteroData without reverse edges: item seeds draw the users that bought them along
+        (user, buys, item), in PyG's direction; user seeds draw nothing. With edge_dir="out" the
+        same hop goes from users to items and the batch names it (item, rev_buys, user)."""
+        data = HeteroData()
+        data["user"].x = torch.randn(300, 4)
+        data["user"].y = torch.arange(300) % 2
+        data["user"].train_mask = torch.ones(300, dtype=torch.bool)
+        data["item"].x = torch.randn(200, 6)
+        data["item"].y = torch.arange(200) % 3
+        data["item"].train_mask = torch.ones(200, dtype=torch.bool)
+        buys = torch.stack([torch.randint(0, 300, (1200,)), torch.randint(0, 200, (1200,))])
+        data["user", "buys", "item"].edge_index = buys
+        given = set(map(tuple, buys.t().tolist()))
+        for edge_dir, seeds, key, degree in (
+                ("in", "item", ("user", "buys", "item"), torch.bincount(buys[1], minlength=200)),
+                ("out", "user", ("item", "rev_buys", "user"), torch.bincount(buys[0], minlength=300))):
+            with self.subTest(edge_dir=edge_dir):
+                out = os.path.join(self.dir, f"hetero-{edge_dir}")
+                graphstore.write_dataset(data, out, num_partitions=2, method="random",
+                                         **({} if edge_dir == "in" else {"edge_dir": "out"}))
+                self.daemons = serve(out, 2)
+                fan = {("user", "buys", "item"): [-1]}
+                with graphstore.Loader([d.address for d in self.daemons], fan, input_nodes=seeds,
+                                       batch_size=40) as loader:
+                    batches = 0
+                    for batch in loader.epoch(0):
+                        batches += 1
+                        self.assertEqual(list(batch.edge_types), [key])
+                        s = batch[seeds]
+                        src_t, _, dst_t = key
+                        src, dst = batch[key].edge_index
+                        a, b = batch[src_t].n_id[src], batch[dst_t].n_id[dst]
+                        pairs = zip(a.tolist(), b.tolist()) if src_t == "user" else zip(b.tolist(), a.tolist())
+                        for pair in pairs:
+                            self.assertTrue(pair in given, f"{pair} is not a given buy")
+                        drawn = torch.bincount(dst, minlength=s.batch_size)[:s.batch_size]
+                        self.assertTrue(torch.equal(drawn, degree[s.n_id[:s.batch_size]]))
+                    self.assertGreater(batches, 0)
+                for d in self.daemons:
+                    d.stop()
+                self.daemons = []
 
     def test_input_the_format_refuses_names_the_type_and_field(self):
         out = os.path.join(self.dir, "bad")
