@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include <grpcpp/grpcpp.h>
+#include <grpcpp/generic/generic_stub.h>
 #include <grpcpp/impl/client_unary_call.h>
 
 #include <condition_variable>
@@ -181,6 +182,19 @@ class GrpcClient : public Client {
 
   const std::string& address() const override { return options_.address; }
 
+  // A call's status as the client reports it: the canonical code, the server named.
+  absl::Status Answered(const grpc::Status& s) const {
+    if (s.ok()) return absl::OkStatus();
+    return absl::Status(FromGrpc(s).code(), absl::StrCat(options_.address, ": ", s.error_message()));
+  }
+  // Hands GetNodeFeatures' answer to `read` where its bytes lie.
+  absl::Status ReadAnswer(grpc::ByteBuffer* answer, const std::function<absl::Status(const std::vector<Span>&)>& read) const {
+    std::vector<grpc::Slice> slices;
+    std::vector<Span> spans;
+    if (!SpansOf(answer, &slices, &spans)) return absl::DataLossError(absl::StrCat(options_.address, ": unreadable answer"));
+    return read(spans);
+  }
+
   template <typename Req, typename Resp, typename Method>
   absl::StatusOr<Resp> Call(Method method, const Req& req) {
     grpc::ClientContext ctx;
@@ -207,8 +221,7 @@ class GrpcClient : public Client {
   }
   absl::Status ReadNodeFeatures(const v1::GetNodeFeaturesRequest& r,
                                 const std::function<absl::Status(const std::vector<Span>&)>& read) override {
-    static const std::string kMethod = "/graphstore.v1.GraphStore/GetNodeFeatures";
-    const grpc::internal::RpcMethod method(kMethod.c_str(), grpc::internal::RpcMethod::NORMAL_RPC);
+    const grpc::internal::RpcMethod method(kGetNodeFeatures.c_str(), grpc::internal::RpcMethod::NORMAL_RPC);
     grpc::ByteBuffer request, answer;
     bool own_buffer = false;
     if (const grpc::Status s = grpc::GenericSerialize<grpc::ProtoBufferWriter, v1::GetNodeFeaturesRequest>(
@@ -220,11 +233,60 @@ class GrpcClient : public Client {
     ctx.set_deadline(std::chrono::system_clock::now() + options_.deadline);
     const grpc::Status s = grpc::internal::BlockingUnaryCall<grpc::ByteBuffer, grpc::ByteBuffer>(
         channel_.get(), method, &ctx, request, &answer);
-    if (!s.ok()) return absl::Status(FromGrpc(s).code(), absl::StrCat(options_.address, ": ", s.error_message()));
-    std::vector<grpc::Slice> slices;
-    std::vector<Span> spans;
-    if (!SpansOf(&answer, &slices, &spans)) return absl::DataLossError(absl::StrCat(options_.address, ": unreadable answer"));
-    return read(spans);
+    if (absl::Status st = Answered(s); !st.ok()) return st;
+    return ReadAnswer(&answer, read);
+  }
+  void ReadNodeFeaturesAsync(const v1::GetNodeFeaturesRequest& r,
+                             std::function<absl::Status(const std::vector<Span>&)> read,
+                             std::function<void(absl::Status)> done) override {
+    // The call's state lives until its completion, which runs on one of gRPC's threads.
+    struct Call {
+      grpc::ClientContext ctx;
+      grpc::ByteBuffer request, answer;
+      std::function<absl::Status(const std::vector<Span>&)> read;
+      std::function<void(absl::Status)> done;
+    };
+    auto call = std::make_unique<Call>();
+    bool own_buffer = false;
+    if (const grpc::Status s = grpc::GenericSerialize<grpc::ProtoBufferWriter, v1::GetNodeFeaturesRequest>(
+            r, &call->request, &own_buffer);
+        !s.ok()) {
+      done(absl::InternalError(absl::StrCat("serialising GetNodeFeaturesRequest failed: ", s.error_message())));
+      return;
+    }
+    call->ctx.set_deadline(std::chrono::system_clock::now() + options_.deadline);
+    call->read = std::move(read);
+    call->done = std::move(done);
+    Call* c = call.release();
+    generic_.UnaryCall(&c->ctx, kGetNodeFeatures, grpc::StubOptions(), &c->request, &c->answer,
+                       [this, c](grpc::Status s) {
+                         std::unique_ptr<Call> owned(c);
+                         absl::Status status = Answered(s);
+                         if (status.ok()) status = ReadAnswer(&owned->answer, owned->read);
+                         owned->done(std::move(status));
+                       });
+  }
+  void GetNodeLabelsAsync(const v1::GetNodeLabelsRequest& r,
+                          std::function<void(absl::StatusOr<v1::GetNodeLabelsResponse>)> done) override {
+    struct Call {
+      grpc::ClientContext ctx;
+      v1::GetNodeLabelsRequest request;
+      v1::GetNodeLabelsResponse answer;
+      std::function<void(absl::StatusOr<v1::GetNodeLabelsResponse>)> done;
+    };
+    auto* c = new Call;
+    c->ctx.set_deadline(std::chrono::system_clock::now() + options_.deadline);
+    c->request = r;
+    c->done = std::move(done);
+    stub_->async()->GetNodeLabels(&c->ctx, &c->request, &c->answer, [this, c](grpc::Status s) {
+      std::unique_ptr<Call> owned(c);
+      absl::Status status = Answered(s);
+      if (!status.ok()) {
+        owned->done(std::move(status));
+      } else {
+        owned->done(std::move(owned->answer));
+      }
+    });
   }
   absl::StatusOr<v1::GetAblpInputResponse> GetAblpInput(const v1::GetAblpInputRequest& r) override {
     return Call<v1::GetAblpInputRequest, v1::GetAblpInputResponse>(&v1::GraphStore::Stub::GetAblpInput, r);
@@ -280,12 +342,25 @@ class GrpcClient : public Client {
   }
 
  private:
+  static inline const std::string kGetNodeFeatures = "/graphstore.v1.GraphStore/GetNodeFeatures";
   ClientOptions options_;
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<v1::GraphStore::Stub> stub_;
+  grpc::GenericStub generic_{channel_};
 };
 
 }  // namespace
+
+void Client::ReadNodeFeaturesAsync(const v1::GetNodeFeaturesRequest& req,
+                                   std::function<absl::Status(const std::vector<Span>&)> read,
+                                   std::function<void(absl::Status)> done) {
+  done(ReadNodeFeatures(req, read));
+}
+
+void Client::GetNodeLabelsAsync(const v1::GetNodeLabelsRequest& req,
+                                std::function<void(absl::StatusOr<v1::GetNodeLabelsResponse>)> done) {
+  done(GetNodeLabels(req));
+}
 
 absl::Status Client::ReadNodeFeatures(const v1::GetNodeFeaturesRequest& req,
                                       const std::function<absl::Status(const std::vector<Span>&)>& read) {

@@ -77,7 +77,7 @@ class BatchStream {
   virtual void Cancel() = 0;
 };
 
-/// A connection to one server. Thread-safe.
+/// A connection to one server. Thread-safe; it outlives the asynchronous calls made on it.
 class Client {
  public:
   /// Connects and waits until the server accepts (UNAVAILABLE after connect_timeout). The
@@ -100,7 +100,16 @@ class Client {
   /// where they belong straight from the bytes that arrived. Returns the call's or `read`'s error.
   virtual absl::Status ReadNodeFeatures(const v1::GetNodeFeaturesRequest& req,
                                         const std::function<absl::Status(const std::vector<Span>&)>& read);
+  /// ReadNodeFeatures without waiting for the answer: `read` is handed it as received, then
+  /// `done` the call's (or `read`'s) status; each is called once at most and `done` always, on a
+  /// thread of the connection's (this default: on the caller's, before it returns).
+  virtual void ReadNodeFeaturesAsync(const v1::GetNodeFeaturesRequest& req,
+                                     std::function<absl::Status(const std::vector<Span>&)> read,
+                                     std::function<void(absl::Status)> done);
   virtual absl::StatusOr<v1::GetNodeLabelsResponse> GetNodeLabels(const v1::GetNodeLabelsRequest& req) = 0;
+  /// GetNodeLabels without waiting: `done` is called once with the answer, as above.
+  virtual void GetNodeLabelsAsync(const v1::GetNodeLabelsRequest& req,
+                                  std::function<void(absl::StatusOr<v1::GetNodeLabelsResponse>)> done);
   virtual absl::StatusOr<v1::GetAblpInputResponse> GetAblpInput(const v1::GetAblpInputRequest& req) = 0;
   virtual absl::StatusOr<v1::InitSamplingBackendResponse> InitSamplingBackend(
       const v1::InitSamplingBackendRequest& req) = 0;

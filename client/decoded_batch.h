@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "client/batch_tensors.h"
 #include "client/buffer_pool.h"
 #include "graphstore/v1/graphstore.pb.h"
 
@@ -28,37 +29,26 @@ struct DecodedTensor {
   bool defined() const { return dtype != v1::DTYPE_UNSPECIFIED; }
 };
 
-/// One node type of a decoded batch.
-struct DecodedNodes {
+/// One node type of a decoded batch: its tensors (client/batch_tensors.h) with `x` holding every
+/// sampled node's row in node order (cached rows filled in): float32, or the wire encoding when
+/// DecodeOptions::decode_features is false.
+struct DecodedNodes : NodeTensorsOf<DecodedTensor> {
   std::string node_type;
-  /// int64 [n] global ids (seeds first), int64 [hops + 1], int64 [b] seeds as registered,
-  /// int64 [n] labels.
-  DecodedTensor ids, num_sampled_nodes, batch, labels;
-  /// Temporal batches: int64 [b] each seed's time, int64 [n] the time each node was sampled
-  /// at; with_node_times: int64 [n] each node's stored time (types that store node times).
-  DecodedTensor seed_times, times, sampled_times;
-  /// The seed type's int64 [b]: each seed's position in the channel's input (PyG's input_id).
-  DecodedTensor input_ids;
-  /// [n, dim]: every node's feature row in node order (cached rows filled in): float32, or the
-  /// wire encoding when DecodeOptions::decode_features is false.
-  DecodedTensor features;
-  /// Quantized rows left encoded only: float32 [dim] each column's scale and offset, and the
-  /// bits of each code (8: features is uint8 [n, dim]; 4, 2, 1: uint8 [n, ceil(dim * bits / 8)],
-  /// the codes packed as graphstore.v1's DTYPE_UINT4 / UINT2 / UINT1 lay them out).
-  DecodedTensor feature_scale, feature_offset;
+  /// int64 [hops + 1]: nodes added at each hop.
+  DecodedTensor num_sampled_nodes;
+  /// Quantized rows left encoded: the bits of each code (8: x is uint8 [n, dim]; 4, 2, 1:
+  /// uint8 [n, ceil(dim * bits / 8)], the codes packed as graphstore.v1's DTYPE_UINT4 / UINT2 /
+  /// UINT1 lay them out); 0 otherwise.
   int feature_bits = 0;
   /// With rows_from_owners, int32 [n]: the partition owning each node; the rows and labels of
   /// nodes another partition owns are filled in from their owners (client/owner_rows.h).
   DecodedTensor owners;
 };
 
-/// One edge type of a decoded batch (named as stored).
-struct DecodedEdges {
+/// One edge type of a decoded batch (named as stored), edge_index in message-passing direction.
+struct DecodedEdges : EdgeTensorsOf<DecodedTensor> {
   std::string edge_type;
-  /// int64 [2, m]: row 0 the sampled neighbours (messages' sources), row 1 the nodes that
-  /// sampled them, as local indices.
-  DecodedTensor edge_index;
-  DecodedTensor eids, num_sampled_edges, features;
+  DecodedTensor num_sampled_edges;
 };
 
 struct DecodedAblp {

@@ -16,6 +16,7 @@
 #include <utility>
 #include <vector>
 
+#include "client/batch_tensors.h"
 #include "graphstore/v1/types.pb.h"
 
 namespace graphstore::client {
@@ -34,21 +35,18 @@ struct HostTensor {
   int64_t numel() const;
 };
 
-/// The tensors of one node type in a batch (see client::NodeView for what each holds).
-struct HostNodes {
-  HostTensor n_id, x, y, x_scale, x_offset, seeds, seed_time, time, sampled_time;
-  /// The seed type only: int64 [batch_size], each seed's position in the loader's input (PyG's
-  /// input_id); undefined for other types.
-  HostTensor input_id;
+/// The tensors of one node type in a batch (client/batch_tensors.h says what each holds;
+/// input_id is defined for the seed type only).
+struct HostNodes : NodeTensorsOf<HostTensor> {
+  /// Quantized codes kept as they travelled: the bits of each code (see NodeView); else 0.
   int x_bits = 0;
   int64_t batch_size = 0;
   std::vector<int64_t> num_sampled_nodes;
 };
 
 /// The edges of one edge type in a batch, in message-passing direction (see client::EdgeView).
-struct HostEdges {
+struct HostEdges : EdgeTensorsOf<HostTensor> {
   std::string stored_type;
-  HostTensor edge_index, e_id, edge_attr;
   std::vector<int64_t> num_sampled_edges;
 };
 

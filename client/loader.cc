@@ -26,28 +26,17 @@ c10::ScalarType TorchType(v1::DType d) {
 
 NodeView ToNodeView(const HostNodes& n) {
   NodeView v;
-  v.n_id = ToTensor(n.n_id);
-  v.x = ToTensor(n.x);
-  v.y = ToTensor(n.y);
-  v.x_scale = ToTensor(n.x_scale);
-  v.x_offset = ToTensor(n.x_offset);
+  ZipNodeTensors(n, v, [](const auto&, const HostTensor& from, at::Tensor& to) { to = ToTensor(from); });
   v.x_bits = n.x_bits;
-  v.seeds = ToTensor(n.seeds);
   v.batch_size = n.batch_size;
   v.num_sampled_nodes = n.num_sampled_nodes;
-  v.seed_time = ToTensor(n.seed_time);
-  v.sampled_time = ToTensor(n.sampled_time);
-  v.time = ToTensor(n.time);
-  v.input_id = ToTensor(n.input_id);
   return v;
 }
 
 EdgeView ToEdgeView(const HostEdges& e) {
   EdgeView v;
+  ZipEdgeTensors(e, v, [](const auto&, const HostTensor& from, at::Tensor& to) { to = ToTensor(from); });
   v.stored_type = e.stored_type;
-  v.edge_index = ToTensor(e.edge_index);
-  v.e_id = ToTensor(e.e_id);
-  v.edge_attr = ToTensor(e.edge_attr);
   v.num_sampled_edges = e.num_sampled_edges;
   return v;
 }
@@ -80,29 +69,18 @@ Batch Loader::ToBatch(const HostBatch& h) {
     b.ppr.push_back(PprView{p.seed_type, p.node_type, ToTensor(p.seed_index), ToTensor(p.node_index),
                             ToTensor(p.weight)});
   }
-  b.input_id = ToTensor(h.input_id);
-  b.input_type = h.input_type;
   auto n = b.nodes.find(h.first_node_type);
   if (n != b.nodes.end()) {
-    const NodeView& v = n->second;
-    b.n_id = v.n_id;
-    b.x = v.x;
-    b.y = v.y;
-    b.x_scale = v.x_scale;
-    b.x_offset = v.x_offset;
-    b.x_bits = v.x_bits;
-    b.seeds = v.seeds;
-    b.seed_time = v.seed_time;
-    b.time = v.time;
-    b.sampled_time = v.sampled_time;
-    b.batch_size = v.batch_size;
-    b.num_sampled_nodes = v.num_sampled_nodes;
+    static_cast<NodeTensorsOf<at::Tensor>&>(b) = n->second;
+    b.x_bits = n->second.x_bits;
+    b.batch_size = n->second.batch_size;
+    b.num_sampled_nodes = n->second.num_sampled_nodes;
   }
+  b.input_id = ToTensor(h.input_id);
+  b.input_type = h.input_type;
   auto e = b.edges.find(h.first_edge_type);
   if (e != b.edges.end()) {
-    b.edge_index = e->second.edge_index;
-    b.e_id = e->second.e_id;
-    b.edge_attr = e->second.edge_attr;
+    static_cast<EdgeTensorsOf<at::Tensor>&>(b) = e->second;
     b.num_sampled_edges = e->second.num_sampled_edges;
   }
   return b;

@@ -30,55 +30,44 @@ namespace graphstore::client {
 /// an undefined one as an undefined at::Tensor.
 at::Tensor ToTensor(const HostTensor& tensor);
 
-/// The tensors of one node type in a batch.
-struct NodeView {
-  /// int64 [n]: global ids of the sampled nodes of this type; the batch's seeds of the type
-  /// first (for a link-prediction batch, the anchors, then their label nodes).
-  at::Tensor n_id;
-  /// [n, dim] features (float32 unless the loader keeps the wire encoding) and int64 [n]
-  /// labels, when asked for.
-  at::Tensor x;
-  at::Tensor y;
-  /// With a quantized encoding kept (LoaderOptions::decode_features false): float32 [dim] each,
-  /// x ~= x_offset + x_scale * q for the codes q of x, and the bits of each code: 8 (x is uint8
-  /// [n, dim]), or 4, 2, 1 (x is uint8 [n, ceil(dim * x_bits / 8)], the codes packed as
-  /// proto/feature_codec.h lays them out). 0 otherwise.
-  at::Tensor x_scale;
-  at::Tensor x_offset;
+/// The tensors of one node type in a batch (client/batch_tensors.h lists them):
+///  - n_id: int64 [n], global ids of the sampled nodes of this type; the batch's seeds of the
+///    type first (for a link-prediction batch, the anchors, then their label nodes);
+///  - x, y: [n, dim] features (float32 unless the loader keeps the wire encoding) and int64 [n]
+///    labels, when asked for;
+///  - x_scale, x_offset: with a quantized encoding kept (LoaderOptions::decode_features false),
+///    float32 [dim] each: x ~= x_offset + x_scale * q for the codes q of x (see x_bits);
+///  - seeds: int64 [batch_size], the batch's seeds of this type, as registered;
+///  - seed_time, sampled_time: temporal backends only (undefined otherwise), int64 [batch_size]
+///    the time of each seed (its explicit time, else its node time: PyG's seed_time), and [n]
+///    the time each node was sampled at, which no edge drawn from it is newer than (a seed's
+///    time; a label node's anchor's; else the earliest time of the nodes that reached it in the
+///    hop that added it);
+///  - time: with config.with_node_times, for types that store node times: int64 [n], each
+///    node's stored time (PyG's time);
+///  - input_id: the seed type only (undefined for others), int64 [batch_size], each seed's
+///    position in the loader's input -- LoaderOptions::seeds, or the split's nodes in ascending
+///    id order (PyG's input_id).
+struct NodeView : NodeTensorsOf<at::Tensor> {
+  /// The bits of each code of a quantized x kept encoded: 8 (x is uint8 [n, dim]), or 4, 2, 1
+  /// (x is uint8 [n, ceil(dim * x_bits / 8)], the codes packed as proto/feature_codec.h lays
+  /// them out). 0 otherwise.
   int x_bits = 0;
-  /// int64 [batch_size]: the batch's seeds of this type, as registered.
-  at::Tensor seeds;
   /// The batch's seeds of this type: the first batch_size rows of n_id, x and y.
   int64_t batch_size = 0;
   /// Nodes added at each hop; entry 0 counts the seeds (and a link-prediction batch's label
   /// nodes).
   std::vector<int64_t> num_sampled_nodes;
-  /// Temporal backends only (undefined otherwise), int64: [batch_size] the time of each seed
-  /// (its explicit time, else its node time: PyG's seed_time), and [n] the time each node was
-  /// sampled at, which no edge drawn from it is newer than (a seed's time; a label node's
-  /// anchor's; else the earliest time of the nodes that reached it in the hop that added it).
-  at::Tensor seed_time;
-  at::Tensor sampled_time;
-  /// With config.with_node_times, for types that store node times (undefined otherwise): int64
-  /// [n], each node's stored time (PyG's time).
-  at::Tensor time;
-  /// The seed type only (undefined for others): int64 [batch_size], each seed's position in the
-  /// loader's input — LoaderOptions::seeds, or the split's nodes in ascending id order (PyG's
-  /// input_id).
-  at::Tensor input_id;
 };
 
 /// The edges of one edge type in a batch, in message-passing direction: every edge points from
 /// a sampled neighbour to the node that sampled it, as PyG's MessagePassing consumes them.
-struct EdgeView {
+///  - edge_index: int64 [2, m], local indices (row 0 into the source type of the view's key,
+///    row 1 into its destination type);
+///  - e_id, edge_attr: int64 [m] global edge ids and [m, d] edge features, when asked for.
+struct EdgeView : EdgeTensorsOf<at::Tensor> {
   /// The type as stored; with edge_dir "out" the view's key is its reverse.
   std::string stored_type;
-  /// int64 [2, m]: local indices (row 0 into the source type of the view's key, row 1 into its
-  /// destination type).
-  at::Tensor edge_index;
-  /// int64 [m] global edge ids and [m, d] edge features, when asked for.
-  at::Tensor e_id;
-  at::Tensor edge_attr;
   /// Edges added at each hop.
   std::vector<int64_t> num_sampled_edges;
 };
@@ -107,21 +96,19 @@ using graphstore::ReverseEdgeTypeName;
 
 /// One sampled subgraph. The fields at the top view a homogeneous graph (the first node and
 /// edge type of a heterogeneous one); `nodes` and `edges` view every type.
-struct Batch {
+/// The node and edge tensors at the top are NodeView's and EdgeView's of the first node and
+/// edge type, except input_id: the seed type's (see NodeView), whichever type that is;
+/// undefined for a link-prediction batch, or split seeds batched per server.
+struct Batch : NodeTensorsOf<at::Tensor>, EdgeTensorsOf<at::Tensor> {
   int64_t epoch = 0;
   int64_t batch_index = 0;
   /// Which server (index into LoaderOptions::servers) produced it.
   int server = 0;
-  /// As NodeView / EdgeView of the first node and edge type.
-  at::Tensor n_id, x, y, x_scale, x_offset, seeds, seed_time, time, sampled_time;
-  at::Tensor edge_index, e_id, edge_attr;
   int x_bits = 0;
   int64_t batch_size = 0;
   std::vector<int64_t> num_sampled_nodes;
   std::vector<int64_t> num_sampled_edges;
-  /// The seed type's input_id (see NodeView), and that type's name; undefined and empty for a
-  /// link-prediction batch, or split seeds batched per server.
-  at::Tensor input_id;
+  /// The seed type's name (input_id's); empty when input_id is undefined.
   std::string input_type;
   /// Every node type by name, and every edge type by its message-passing name (the stored name
   /// with edge_dir "in", the reverse name with "out"; see EdgeView).

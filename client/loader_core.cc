@@ -1,14 +1,12 @@
 #include "client/loader_core.h"
 
 #include <algorithm>
-#include <cstring>
-#include <map>
 #include <unordered_map>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "client/loader_server.h"
-#include "client/feature_rows.h"
+#include "client/feature_cache_fill.h"
+#include "client/loader_log.h"
 
 namespace graphstore::client {
 
@@ -20,18 +18,59 @@ T Check(absl::StatusOr<T> v) {
   return *std::move(v);
 }
 
-std::string CacheListing(const v1::RegisterSamplingInputResponse& r) {
-  std::string out;
-  for (const v1::FeatureCache& c : r.feature_cache()) out += c.SerializeAsString();
-  return out;
+void Check(const absl::Status& s) {
+  if (!s.ok()) throw Error(s);
+}
+
+// A seed given twice would be two seeds and one node: refused before any server is asked.
+void CheckDistinctSeeds(const std::vector<int64_t>& seeds) {
+  std::unordered_map<int64_t, size_t> first;
+  first.reserve(seeds.size());
+  for (size_t i = 0; i < seeds.size(); ++i) {
+    const auto [it, inserted] = first.emplace(seeds[i], i);
+    if (!inserted) {
+      throw Error(absl::InvalidArgumentError(absl::StrCat("LoaderOptions.seeds[", i, "]=", seeds[i], " repeats seeds[",
+                                                          it->second, "]; each seed may appear once")));
+    }
+  }
 }
 
 }  // namespace
 
+LoaderCore::Plan LoaderCore::Resolve(const LoaderOptions& o) {
+  Plan p;
+  p.connections = o.connections_per_server > 0 ? o.connections_per_server : DefaultConnectionsPerServer();
+  // Shared memory carries features as stored, and keeps whole batches (a trainer's cache
+  // leaves rows out of them).
+  p.shared_memory = o.shared_memory && o.feature_encoding == v1::FEATURE_ENCODING_UNSPECIFIED &&
+                    o.feature_cache_rows == 0;
+  p.global = o.global_batches && !o.ablp.has_value();
+  // Across servers there is an order only among global batches; each server's own stream is
+  // ordered by the server either way.
+  p.ordered = o.ordered && p.global;
+  p.world_size = std::max(1, o.world_size);
+  // Through shared memory the owners' rows go into places the server keeps for them, which a
+  // trainer's cache does not combine with: shared memory is off with a cache (above).
+  p.rows_from_owners = o.rows_from_owners && o.servers.size() > 1;
+  return p;
+}
+
 LoaderCore::LoaderCore(LoaderOptions options, ClientFactory connect)
-    : options_(std::move(options)), pool_(BufferPool::Create(size_t{2} << 30, options_.host_memory_hook)) {
-  if (auto s = ValidateLoaderOptions(options_); !s.ok()) throw Error(s);
-  connections_ = options_.connections_per_server > 0 ? options_.connections_per_server : DefaultConnectionsPerServer();
+    : options_((Check(ValidateLoaderOptions(options)), std::move(options))),
+      plan_(Resolve(options_)),
+      pool_(BufferPool::Create(size_t{2} << 30, options_.host_memory_hook)) {
+  DeliveryOptions delivery;
+  delivery.ordered = plan_.ordered;
+  delivery.prefetch = options_.prefetch;
+  delivery.global = plan_.global;
+  delivery.rank = options_.rank;
+  delivery.world_size = plan_.world_size;
+  delivery_ = std::make_unique<Delivery>(delivery);
+  RecoveryOptions recovery;
+  recovery.reconnect_deadline = options_.reconnect_deadline;
+  recovery.backoff_max = options_.reconnect_backoff_max;
+  recovery.rows_from_owners = plan_.rows_from_owners;
+  recovery_ = std::make_unique<Recovery>(recovery, delivery_.get());
   for (const auto& address : options_.servers) {
     ClientOptions co;
     co.address = address;
@@ -42,49 +81,33 @@ LoaderCore::LoaderCore(LoaderOptions options, ClientFactory connect)
     co.reconnect_backoff_max = options_.reconnect_backoff_max;
     co.keepalive_time = options_.keepalive_time;
     co.keepalive_timeout = options_.keepalive_timeout;
-    auto s = std::make_unique<Server>();
+    auto s = std::make_unique<ServerLink>();
     s->client = Check(connect(co));
-    for (int k = 1; k < connections_; ++k) {
+    for (int k = 1; k < plan_.connections; ++k) {
       co.connection = k;
       s->extra_clients.push_back(Check(connect(co)));
     }
+    s->host_memory_hook = options_.host_memory_hook;
     servers_.push_back(std::move(s));
+    progress_.push_back(std::make_unique<ChannelProgress>());
   }
   meta_ = Check(servers_[0]->client->GetDatasetMeta());
-  // Shared memory carries features as stored.
-  const bool shm = options_.shared_memory && options_.feature_encoding == v1::FEATURE_ENCODING_UNSPECIFIED &&
-                   options_.feature_cache_rows == 0;
-  for (size_t i = 0; i < servers_.size() && shm; ++i) {
-    servers_[i]->shared_memory_allowed = true;
-    const v1::DatasetMeta meta = i == 0 ? meta_ : Check(servers_[i]->client->GetDatasetMeta());
-    servers_[i]->shared_memory = SharesHostWith(meta);
-    if (servers_[i]->shared_memory) {
-      servers_[i]->mappings = std::make_unique<SharedMappings>(meta.shared_memory().dir(), 64, options_.host_memory_hook);
-    }
+  for (size_t i = 0; i < servers_.size() && plan_.shared_memory; ++i) {
+    ServerLink& s = *servers_[i];
+    s.shared_memory_allowed = true;
+    const v1::DatasetMeta meta = i == 0 ? meta_ : Check(s.client->GetDatasetMeta());
+    s.shared_memory = SharesHostWith(meta);
+    if (s.shared_memory) s.mappings = std::make_unique<SharedMappings>(meta.shared_memory().dir(), 64, options_.host_memory_hook);
   }
   if (meta_.num_partitions() != static_cast<int>(servers_.size())) {
     throw Error(absl::InvalidArgumentError(absl::StrCat("the dataset has ", meta_.num_partitions(),
                                                         " partitions but ", servers_.size(), " servers were given")));
   }
-  {
-    // A seed given twice would be two seeds and one node: refused before any server is asked.
-    std::unordered_map<int64_t, size_t> first;
-    first.reserve(options_.seeds.size());
-    for (size_t i = 0; i < options_.seeds.size(); ++i) {
-      const auto [it, inserted] = first.emplace(options_.seeds[i], i);
-      if (!inserted) {
-        throw Error(absl::InvalidArgumentError(absl::StrCat("LoaderOptions.seeds[", i, "]=", options_.seeds[i],
-                                                            " repeats seeds[", it->second,
-                                                            "]; each seed may appear once")));
-      }
-    }
-  }
-  global_ = options_.global_batches && !options_.ablp.has_value();
-  // Across servers there is an order only among global batches; each server's own stream is
-  // ordered by the server either way.
-  ordered_ = options_.ordered && global_;
-  world_size_ = std::max(1, options_.world_size);
-  seed_type_ = options_.ablp.has_value() ? std::string() : options_.node_type;
+  CheckDistinctSeeds(options_.seeds);
+  decode_.rows_are_sources = meta_.edge_dir() != v1::EDGE_DIRECTION_IN;
+  decode_.decode_features = options_.decode_features;
+  decode_.cache = options_.feature_cache_rows > 0 ? &cache_ : nullptr;
+  decode_.pool = pool_;
   owner_rows_.owner = [this](int k) {
     return k >= 0 && k < static_cast<int>(servers_.size()) ? servers_[static_cast<size_t>(k)]->client.get() : nullptr;
   };
@@ -97,10 +120,16 @@ LoaderCore::LoaderCore(LoaderOptions options, ClientFactory connect)
     Close();
     throw;
   }
-  if (options_.renew_leases) keeper_ = std::thread([this] { KeepLeases(); });
+  if (options_.renew_leases) keeper_ = std::make_unique<LeaseKeeper>(Links());
 }
 
-void LoaderCore::SetInput(Server* s, size_t index, const std::vector<int64_t>& seeds,
+std::vector<ServerLink*> LoaderCore::Links() const {
+  std::vector<ServerLink*> links;
+  for (const auto& s : servers_) links.push_back(s.get());
+  return links;
+}
+
+void LoaderCore::SetInput(ServerLink* s, size_t index, const std::vector<int64_t>& seeds,
                           const std::vector<int64_t>& times) {
   v1::RegisterSamplingInputRequest& reg = s->registration;
   if (options_.ablp.has_value()) {
@@ -117,16 +146,16 @@ void LoaderCore::SetInput(Server* s, size_t index, const std::vector<int64_t>& s
   } else {
     reg.mutable_split()->set_node_type(options_.node_type);
     reg.mutable_split()->set_split(options_.split);
-    if (!global_) {
+    if (!plan_.global) {
       reg.mutable_split()->mutable_slice()->set_rank(options_.rank);
       reg.mutable_split()->mutable_slice()->set_world_size(options_.world_size);
     }
   }
-  if (global_) {
+  if (plan_.global) {
     // Rank r's batches are r, r + W, r + 2W, ...; its i-th goes to server i mod N.
     const int64_t n = static_cast<int64_t>(servers_.size());
-    s->stride = world_size_ * n;
-    s->offset = options_.rank + world_size_ * static_cast<int64_t>(index);
+    s->stride = plan_.world_size * n;
+    s->offset = options_.rank + plan_.world_size * static_cast<int64_t>(index);
     reg.mutable_global_batches()->set_stride(s->stride);
     reg.mutable_global_batches()->set_offset(s->offset);
   }
@@ -136,7 +165,7 @@ void LoaderCore::Register() {
   // Explicit seeds: with global batches every server gets all of them, in order; otherwise the
   // server that owns each of them.
   std::vector<std::vector<int64_t>> seeds_of(servers_.size()), times_of(servers_.size());
-  if (!options_.seeds.empty() && !global_) {
+  if (!options_.seeds.empty() && !plan_.global) {
     v1::LookupPartitionsRequest lp;
     lp.set_node_type(options_.node_type);
     for (int64_t id : options_.seeds) lp.add_ids(id);
@@ -154,14 +183,13 @@ void LoaderCore::Register() {
                                       ? options_.backend_key
                                       : DefaultBackendKey(options_.config, options_.sampler_options);
   for (size_t i = 0; i < servers_.size(); ++i) {
-    Server& s = *servers_[i];
-    v1::InitSamplingBackendRequest& init = s.init;
-    init.set_backend_key(backend_key);
-    *init.mutable_config() = options_.config;
-    *init.mutable_options() = options_.sampler_options;
+    ServerLink& s = *servers_[i];
+    s.init.set_backend_key(backend_key);
+    *s.init.mutable_config() = options_.config;
+    *s.init.mutable_options() = options_.sampler_options;
     v1::RegisterSamplingInputRequest& reg = s.registration;
     reg.set_worker_key(options_.worker_key);
-    SetInput(&s, i, global_ ? options_.seeds : seeds_of[i], global_ ? options_.seed_times : times_of[i]);
+    SetInput(&s, i, plan_.global ? options_.seeds : seeds_of[i], plan_.global ? options_.seed_times : times_of[i]);
     reg.set_seed(options_.seed);
     reg.set_ordered(options_.ordered);
     reg.mutable_buffer()->set_max_messages(options_.buffer_messages);
@@ -169,65 +197,24 @@ void LoaderCore::Register() {
     reg.set_lease_ms(options_.lease_ms);
     reg.set_feature_encoding(options_.feature_encoding);
     reg.set_feature_cache_rows(options_.feature_cache_rows);
-    auto r = Check(RegisterOn(&s, /*again=*/false));
+    auto r = Check(s.Register(plan_.rows_from_owners, /*again=*/false));
     num_seeds_ += r.num_seeds();
     num_batches_ += r.num_batches_per_epoch();
     input_seeds = r.num_seeds();
     epoch_batches = r.num_epoch_batches();
     registered.push_back(std::move(r));
   }
-  if (global_) {
+  if (plan_.global) {
     // Every server holds the whole input: this trainer's seeds are those of its batches.
     const int64_t bs = std::max<int64_t>(1, options_.config.batch_size());
     num_seeds_ = 0;
-    for (int64_t b = options_.rank; b < epoch_batches; b += world_size_) {
+    for (int64_t b = options_.rank; b < epoch_batches; b += plan_.world_size) {
       num_seeds_ += std::min(bs, input_seeds - b * bs);
     }
   }
-  if (options_.feature_cache_rows > 0) FillFeatureCache(registered);
-}
-
-int64_t LoaderCore::Position(int64_t batch_index) const {
-  return global_ ? (batch_index - options_.rank) / world_size_ : batch_index;
-}
-
-absl::StatusOr<v1::RegisterSamplingInputResponse> LoaderCore::RegisterOn(Server* s, bool again) {
-  if (again && s->shared_memory_allowed && s->stripes.size() <= 1) {
-    // A restarted server may offer shared memory elsewhere, or not at all (an epoch read over
-    // several connections goes on over them).
-    auto meta = s->client->GetDatasetMeta();
-    if (!meta.ok()) return meta.status();
-    s->shared_memory = SharesHostWith(*meta);
-    s->mappings = s->shared_memory
-                      ? std::make_unique<SharedMappings>(meta->shared_memory().dir(), 64, options_.host_memory_hook)
-                      : nullptr;
-    s->freed = std::make_shared<FreedUses>();  // uses of the lost channel mean nothing here
+  if (options_.feature_cache_rows > 0) {
+    Check(FillFeatureCache(meta_, Links(), registered, options_.feature_encoding, options_.decode_features, &cache_));
   }
-  auto backend = s->client->InitSamplingBackend(s->init);
-  if (!backend.ok()) return backend.status();
-  v1::RegisterSamplingInputRequest reg = s->registration;
-  reg.set_backend_id(backend->backend_id());
-  reg.set_shared_memory(s->shared_memory);
-  // Through shared memory the owners' rows go into places the server keeps for them, which a
-  // trainer's cache (rows left out of the matrix) does not combine with.
-  reg.set_rows_from_owners(options_.rows_from_owners && servers_.size() > 1 &&
-                           (!s->shared_memory || options_.feature_cache_rows == 0));
-  auto r = s->client->RegisterSamplingInput(reg);
-  if (!r.ok()) return r.status();
-  if (!again) {
-    s->num_batches = r->num_batches_per_epoch();
-    s->cache_listing = CacheListing(*r);
-  } else if (r->num_batches_per_epoch() != s->num_batches || CacheListing(*r) != s->cache_listing) {
-    v1::DestroySamplingInputRequest destroy;
-    destroy.set_channel_id(r->channel_id());
-    (void)s->client->DestroySamplingInput(destroy);
-    return absl::FailedPreconditionError(absl::StrCat(
-        s->client->address(), " came back serving different data (", r->num_batches_per_epoch(),
-        " batches per epoch, was ", s->num_batches, "; or another feature cache): the epoch cannot resume"));
-  }
-  s->channel = r->channel_id();
-  s->lease_ms = r->lease_ms();
-  return r;
 }
 
 LoaderCore::~LoaderCore() { Close(); }
@@ -255,46 +242,23 @@ int64_t LoaderCore::bytes_received() const {
 }
 
 void LoaderCore::StopReaders() {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    stopping_ = true;
-  }
-  for (auto& s : servers_) {
-    std::lock_guard<std::mutex> lock(s->stream_mu);
-    for (auto& stripe : s->stripes) {
-      if (stripe.stream) stripe.stream->Cancel();
-      if (stripe.batches) stripe.batches->Cancel();
-    }
-  }
-  cv_.notify_all();
-  for (auto& s : servers_) {
-    for (auto& stripe : s->stripes) {
-      if (stripe.reader.joinable()) stripe.reader.join();
-    }
-    std::lock_guard<std::mutex> lock(s->stream_mu);
-    s->stripes.clear();
-  }
-  std::lock_guard<std::mutex> lock(mu_);
-  queue_.clear();
-  reorder_.clear();
-  for (auto& s : servers_) s->in_queue = 0;
-  open_streams_ = 0;
-  stopping_ = false;
+  // Told to stop before their streams are cancelled: a stream a reader opens after that is
+  // refused, so none is left open.
+  delivery_->Stop();
+  for (auto& r : readers_) r->Cancel();
+  for (auto& r : readers_) r->Join();
+  readers_.clear();
+  delivery_->Clear();
 }
 
-absl::Status LoaderCore::StartOn(Server* s, int64_t epoch, int64_t from, bool retry) {
-  v1::StartEpochRequest req;
-  req.set_channel_id(s->channel);
-  req.set_epoch(epoch);
-  req.set_start_batch(from);
-  auto r = s->client->StartEpoch(req);
-  if (!r.ok()) return r.status();
-  if (r->outcome() == v1::StartEpochResponse::STARTED) return absl::OkStatus();
-  // A retried call whose first attempt reached the server.
-  if (retry && r->outcome() == v1::StartEpochResponse::ALREADY_STARTED) return absl::OkStatus();
-  return absl::FailedPreconditionError(absl::StrCat("epoch ", epoch, " was not started (",
-                                                    v1::StartEpochResponse::Outcome_Name(r->outcome()),
-                                                    "); epochs must increase"));
+void LoaderCore::StartOn(ServerLink* s, int64_t epoch) {
+  absl::Status st = s->Start(epoch, 0, /*retry=*/false);
+  if (!st.ok() && Retryable(st) && options_.reconnect_deadline.count() > 0) {
+    LoaderLog()->warn("{}: starting epoch {} failed ({}); reconnecting for up to {} ms", s->client->address(), epoch,
+                      st.ToString(), options_.reconnect_deadline.count());
+    st = recovery_->RetryFor(st, [&] { return recovery_->Resync(s, epoch, 0, /*reading=*/false); });
+  }
+  if (!st.ok()) throw Error(absl::Status(st.code(), absl::StrCat(s->client->address(), ": ", st.message())));
 }
 
 void LoaderCore::StartEpoch(int64_t epoch) {
@@ -308,57 +272,77 @@ void LoaderCore::StartEpoch(int64_t epoch) {
   // A server without seeds for this trainer has no batches: it counts as finished at once
   // (GiGL's active mask) and is not asked for an epoch.
   for (auto& s : servers_) {
-    if (s->num_batches == 0) continue;
-    absl::Status st = StartOn(s.get(), epoch, 0, /*retry=*/false);
-    if (!st.ok() && Retryable(st) && options_.reconnect_deadline.count() > 0) {
-      LoaderLog()->warn("{}: starting epoch {} failed ({}); reconnecting for up to {} ms", s->client->address(), epoch,
-                        st.ToString(), options_.reconnect_deadline.count());
-      auto backoff = kFirstBackoff;
-      st = Retry(s.get(), st, SteadyClock::now() + options_.reconnect_deadline, &backoff,
-                 [&] { return Resync(s.get(), epoch, 0, /*open=*/std::nullopt); });
-    }
-    if (!st.ok()) throw Error(absl::Status(st.code(), absl::StrCat(s->client->address(), ": ", st.message())));
+    if (s->num_batches > 0) StartOn(s.get(), epoch);
   }
   epoch_ = epoch;
-  open_streams_ = 0;
-  next_position_ = 0;
-  decode_ = DecodeOptions();
-  decode_.rows_are_sources = meta_.edge_dir() != v1::EDGE_DIRECTION_IN;
-  decode_.decode_features = options_.decode_features;
-  decode_.cache = options_.feature_cache_rows > 0 ? &cache_ : nullptr;
-  decode_.pool = pool_;
-  for (size_t i = 0; i < servers_.size(); ++i) {
-    Server* s = servers_[i].get();
-    if (s->num_batches == 0) continue;
-    s->delivered.assign(static_cast<size_t>(s->num_batches), 0);
-    s->first_missing = 0;
+  int streams = 0;
+  for (auto& s : servers_) {
     // A stream per connection, each a stripe of the channel's batches; shared memory has one.
-    const int n = s->shared_memory ? 1 : static_cast<int>(std::min<int64_t>(connections_, s->num_batches));
-    {
-      std::lock_guard<std::mutex> lock(s->stream_mu);
-      s->stripes = std::vector<Server::Stripe>(static_cast<size_t>(n));
-    }
-    for (int k = 0; k < n; ++k) {
-      ++open_streams_;
-      (void)OpenStream(s, 0, k);  // stopping_ is false here: it opens
+    s->streams = s->num_batches == 0 ? 0
+                 : s->shared_memory  ? 1
+                                     : static_cast<int>(std::min<int64_t>(plan_.connections, s->num_batches));
+    streams += s->streams;
+  }
+  delivery_->Begin(static_cast<int>(servers_.size()), streams);
+  for (size_t i = 0; i < servers_.size(); ++i) {
+    ServerLink* s = servers_[i].get();
+    if (s->streams == 0) continue;
+    progress_[i]->Begin(s->num_batches, s->streams);
+    for (int k = 0; k < s->streams; ++k) {
+      StripeContext c;
+      c.link = s;
+      c.server = static_cast<int>(i);
+      c.stripe = k;
+      c.epoch = epoch;
+      c.decode = decode_;
+      c.owner_rows = &owner_rows_;
+      c.assembly.server = static_cast<int>(i);
+      c.assembly.out_edges = decode_.rows_are_sources;
+      c.assembly.pool = pool_.get();
+      c.assembly.input_ids_are_positions = plan_.global || !s->input_index.empty();
+      c.assembly.input_index = &s->input_index;
+      c.progress = progress_[i].get();
+      c.delivery = delivery_.get();
+      c.recovery = recovery_.get();
+      c.deadline = options_.deadline;
       // Its reader keeps up to `prefetch` batches of the server ahead of the trainer.
-      s->stripes[static_cast<size_t>(k)].reader = std::thread([this, s, i, k] { ReadStream(s, static_cast<int>(i), k); });
+      readers_.push_back(std::make_unique<StripeReader>(std::move(c)));
+      readers_.back()->Start(0);
     }
   }
 }
 
+std::optional<HostBatch> LoaderCore::Next() {
+  std::optional<HostBatch> b;
+  while (!NextFor(std::chrono::hours(1), &b)) {
+  }
+  return b;
+}
+
+bool LoaderCore::NextFor(std::chrono::milliseconds timeout, std::optional<HostBatch>* out) {
+  if (epoch_ < 0) throw Error(absl::FailedPreconditionError("call StartEpoch before Next"));
+  std::optional<Delivered> d = delivery_->Take(timeout);
+  if (!d.has_value()) return false;
+  if (d->batch.has_value()) {
+    *out = std::move(d->batch);
+    return true;
+  }
+  if (d->status.ok()) {
+    out->reset();
+    return true;
+  }
+  const absl::Status s = d->server < 0 ? d->status
+                                       : absl::Status(d->status.code(),
+                                                      absl::StrCat(servers_[d->server]->client->address(), ": ",
+                                                                   d->status.message()));
+  StopReaders();
+  throw Error(s);
+}
+
 void LoaderCore::Close() {
   if (closed_) return;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    closed_ = true;
-  }
-  {
-    std::lock_guard<std::mutex> lock(keeper_mu_);
-    keeper_stop_ = true;
-  }
-  keeper_cv_.notify_all();
-  if (keeper_.joinable()) keeper_.join();
+  closed_ = true;
+  keeper_.reset();
   StopReaders();
   for (auto& s : servers_) {
     if (s->channel.load() == 0) continue;

@@ -2,7 +2,8 @@
 
 #include <algorithm>
 #include <cstring>
-#include <thread>
+#include <memory>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -61,8 +62,8 @@ absl::Status ColumnFloats(wire::WireTensor t, size_t dim, const std::string& typ
 absl::Status PlaceRows(const WireAnswer& a, const std::vector<size_t>& at, bool decode, DecodedNodes* n) {
   wire::WireTensor f = a.features;
   const size_t k = at.size();
-  const size_t nodes = n->ids.bytes / 8;
-  const size_t out_row = nodes > 0 ? n->features.bytes / nodes : 0;
+  const size_t nodes = n->n_id.bytes / 8;
+  const size_t out_row = nodes > 0 ? n->x.bytes / nodes : 0;
   if (f.shape.size() != 2 || static_cast<size_t>(f.shape[0]) != k || f.length() % std::max<size_t>(1, k) != 0) {
     return absl::DataLossError(absl::StrCat("an owner answered ", f.shape.empty() ? 0 : f.shape[0], " rows of '",
                                             n->node_type, "' for ", k, " nodes"));
@@ -70,7 +71,7 @@ absl::Status PlaceRows(const WireAnswer& a, const std::vector<size_t>& at, bool 
   const size_t in_row = k > 0 ? f.length() / k : 0;
   // Rows that come as codes, float16 or bfloat16 and are handed out as float32 are decoded;
   // the others are copied as they came.
-  const bool widen = decode && f.dtype != n->features.dtype;
+  const bool widen = decode && f.dtype != n->x.dtype;
   if (!widen && in_row != out_row) {
     return absl::DataLossError(absl::StrCat("an owner answered rows of ", in_row, " bytes for '", n->node_type,
                                             "', whose batch rows have ", out_row));
@@ -91,7 +92,7 @@ absl::Status PlaceRows(const WireAnswer& a, const std::vector<size_t>& at, bool 
   }
   std::vector<char> scratch(in_row);
   for (size_t j = 0; j < k; ++j) {
-    char* dst = n->features.data + at[j] * out_row;
+    char* dst = n->x.data + at[j] * out_row;
     const char* row = f.data.Contiguous(in_row, scratch.data());
     if (widen) {
       DecodeFeatureRows(f.dtype, row, 1, dim, scale.data(), offset.data(), reinterpret_cast<float*>(dst));
@@ -111,7 +112,7 @@ absl::Status PlaceLabels(wire::WireTensor labels, const std::vector<size_t>& at,
   }
   std::vector<int64_t> in(at.size());
   labels.data.Copy(reinterpret_cast<char*>(in.data()), in.size() * 8);
-  auto* out = reinterpret_cast<int64_t*>(n->labels.data);
+  auto* out = reinterpret_cast<int64_t*>(n->y.data);
   for (size_t j = 0; j < at.size(); ++j) out[at[j]] = in[j];
   return absl::OkStatus();
 }
@@ -128,138 +129,169 @@ wire::WireTensor LabelsOf(const v1::GetNodeLabelsResponse& r, std::vector<Span>*
 // Ids per call: a call's answer stays well within a message's limit.
 constexpr size_t kIdsPerCall = 1 << 16;
 
-absl::Status AskOwner(const OwnerRowsOptions& options, int partition, const Asks& asks, DecodedNodes* n) {
-  Client* owner = options.owner(partition);
-  if (owner == nullptr) {
-    return absl::FailedPreconditionError(absl::StrCat("the batch has nodes of '", n->node_type, "' that partition ",
-                                                      partition, " owns, and this loader has no server for it"));
+// Splits `all` into the calls that ask for them.
+std::vector<std::shared_ptr<const std::vector<size_t>>> Chunks(const std::vector<size_t>& all) {
+  std::vector<std::shared_ptr<const std::vector<size_t>>> out;
+  for (size_t begin = 0; begin < all.size(); begin += kIdsPerCall) {
+    out.push_back(std::make_shared<const std::vector<size_t>>(
+        all.begin() + begin, all.begin() + std::min(all.size(), begin + kIdsPerCall)));
   }
-  const auto* ids = reinterpret_cast<const int64_t*>(n->ids.data);
-  std::vector<size_t> at;
-  for (size_t begin = 0; begin < asks.rows.size(); begin += kIdsPerCall) {
-    at.assign(asks.rows.begin() + begin, asks.rows.begin() + std::min(asks.rows.size(), begin + kIdsPerCall));
-    v1::GetNodeFeaturesRequest req;
-    req.set_node_type(n->node_type);
-    req.set_encoding(options.encoding);
-    req.set_with_labels(n->labels.defined());
-    req.mutable_ids()->Reserve(static_cast<int>(at.size()));
-    for (size_t i : at) req.mutable_ids()->AddAlreadyReserved(ids[i]);
-    absl::Status placed;
-    absl::Status s = owner->ReadNodeFeatures(req, [&](const std::vector<Span>& answer) {
-      WireAnswer a;
-      if (!ParseAnswer(answer, &a)) {
-        placed = absl::DataLossError(absl::StrCat("an owner's answer for '", n->node_type, "' is malformed"));
-      } else if (placed = PlaceRows(a, at, options.decode_features, n); placed.ok() && n->labels.defined()) {
-        placed = PlaceLabels(a.labels, at, n);
-      }
-      return placed;
-    });
-    if (!placed.ok()) return placed;
-    if (!s.ok()) return Annotated(s, partition, n->node_type);
-  }
-  for (size_t begin = 0; begin < asks.labels.size(); begin += kIdsPerCall) {
-    at.assign(asks.labels.begin() + begin, asks.labels.begin() + std::min(asks.labels.size(), begin + kIdsPerCall));
-    v1::GetNodeLabelsRequest req;
-    req.set_node_type(n->node_type);
-    for (size_t i : at) req.add_ids(ids[i]);
-    auto r = owner->GetNodeLabels(req);
-    if (!r.ok()) return Annotated(r.status(), partition, n->node_type);
-    std::vector<Span> spans;
-    if (auto s = PlaceLabels(LabelsOf(*r, &spans), at, n); !s.ok()) return s;
-  }
-  return absl::OkStatus();
+  return out;
 }
 
 }  // namespace
 
-absl::Status FetchOwnerRows(const OwnerRowsOptions& options, int sender, DecodedNodes* nodes) {
-  DecodedNodes& n = *nodes;
-  if (!n.owners.defined()) return absl::OkStatus();
-  const size_t count = n.ids.bytes / 8;
+OwnerRows::OwnerRows(const OwnerRowsOptions& options, int sender) : options_(options), sender_(sender) {}
+
+OwnerRows::~OwnerRows() {
+  absl::MutexLock lock(&mu_);
+  while (pending_ > 0) idle_.Wait(&mu_);
+}
+
+int64_t OwnerRows::rows_asked() const {
+  absl::MutexLock lock(&mu_);
+  return rows_asked_;
+}
+
+int64_t OwnerRows::calls() const {
+  absl::MutexLock lock(&mu_);
+  return calls_;
+}
+
+void OwnerRows::Begin() {
+  absl::MutexLock lock(&mu_);
+  ++pending_;
+  ++calls_;
+}
+
+void OwnerRows::Done(const absl::Status& status) {
+  absl::MutexLock lock(&mu_);
+  if (!status.ok() && status_.ok()) status_ = status;
+  if (--pending_ == 0) idle_.SignalAll();
+}
+
+void OwnerRows::Start(const DecodedNodes& nodes) {
+  started_.push_back(Started{nodes, {}});
+  Ask(&started_.back());
+}
+
+void OwnerRows::Ask(Started* type) {
+  DecodedNodes& n = type->nodes;
+  if (!n.owners.defined()) return;
+  const size_t count = n.n_id.bytes / 8;
   if (n.owners.dtype != v1::DTYPE_INT32 || n.owners.bytes != count * 4) {
-    return absl::DataLossError(absl::StrCat("node type '", n.node_type, "': owners do not match ids"));
+    Begin();
+    return Done(absl::DataLossError(absl::StrCat("node type '", n.node_type, "': owners do not match ids")));
   }
-  const bool rows = n.features.defined();
-  if (!rows && !n.labels.defined()) return absl::OkStatus();
-  const FeatureCache::Type* cached = options.cache != nullptr ? options.cache->Find(n.node_type) : nullptr;
-  const auto* ids = reinterpret_cast<const int64_t*>(n.ids.data);
+  const bool rows = n.x.defined();
+  if (!rows && !n.y.defined()) return;
+  if (n.y.defined()) {
+    // The owners' labels go aside, to be written into the batch's own once it is whole.
+    type->labels.resize(n.y.bytes / 8);
+    n.y.buffer.reset();
+    n.y.data = reinterpret_cast<char*>(type->labels.data());
+  }
+  const FeatureCache::Type* cached = options_.cache != nullptr ? options_.cache->Find(n.node_type) : nullptr;
+  const auto* ids = reinterpret_cast<const int64_t*>(n.n_id.data);
   const auto* owners = reinterpret_cast<const int32_t*>(n.owners.data);
   // Per owner (partitions are few and numbered from 0).
   std::vector<Asks> by_owner;
   for (size_t i = 0; i < count; ++i) {
-    if (owners[i] == sender) continue;
+    if (owners[i] == sender_) continue;
     if (owners[i] < 0 || owners[i] > (1 << 16)) {
-      return absl::DataLossError(absl::StrCat("node type '", n.node_type, "': node ", ids[i], " has owner ", owners[i]));
+      Begin();
+      return Done(absl::DataLossError(
+          absl::StrCat("node type '", n.node_type, "': node ", ids[i], " has owner ", owners[i])));
     }
     if (static_cast<size_t>(owners[i]) >= by_owner.size()) by_owner.resize(owners[i] + 1);
     const bool in_cache = cached != nullptr && ids[i] >= 0 && ids[i] < static_cast<int64_t>(cached->slot_of.size()) &&
                           cached->slot_of[ids[i]] >= 0;
     if (rows && !in_cache) {
       by_owner[owners[i]].rows.push_back(i);
-    } else if (n.labels.defined()) {
+    } else if (n.y.defined()) {
       by_owner[owners[i]].labels.push_back(i);
     }
   }
-  std::vector<int> asked;
+  const bool decode = options_.decode_features;
   for (size_t k = 0; k < by_owner.size(); ++k) {
-    if (!by_owner[k].rows.empty() || !by_owner[k].labels.empty()) asked.push_back(static_cast<int>(k));
-  }
-  // The owners answer at once (the last on this thread), each writing its own nodes' rows; the
-  // first error is kept.
-  std::vector<absl::Status> status(by_owner.size());
-  std::vector<std::thread> others;
-  for (size_t j = 0; j < asked.size(); ++j) {
-    const int k = asked[j];
-    auto ask = [&options, &n, &status, &by_owner, k] { status[k] = AskOwner(options, k, by_owner[k], &n); };
-    if (j + 1 < asked.size()) {
-      others.emplace_back(ask);
-    } else {
-      ask();
+    const Asks& asks = by_owner[k];
+    if (asks.rows.empty() && asks.labels.empty()) continue;
+    const int partition = static_cast<int>(k);
+    {
+      absl::MutexLock lock(&mu_);
+      rows_asked_ += static_cast<int64_t>(asks.rows.size() + asks.labels.size());
+    }
+    Client* owner = options_.owner(partition);
+    if (owner == nullptr) {
+      Begin();
+      Done(absl::FailedPreconditionError(absl::StrCat("the batch has nodes of '", n.node_type, "' that partition ",
+                                                      partition, " owns, and this loader has no server for it")));
+      continue;
+    }
+    for (std::shared_ptr<const std::vector<size_t>> at : Chunks(asks.rows)) {
+      v1::GetNodeFeaturesRequest req;
+      req.set_node_type(n.node_type);
+      req.set_encoding(options_.encoding);
+      req.set_with_labels(n.y.defined());
+      req.mutable_ids()->Reserve(static_cast<int>(at->size()));
+      for (size_t i : *at) req.mutable_ids()->AddAlreadyReserved(ids[i]);
+      // An answer that does not fit is reported as it is; a failed call names its owner.
+      auto misfit = std::make_shared<bool>(false);
+      Begin();
+      owner->ReadNodeFeaturesAsync(
+          req,
+          [&n, at, decode, misfit](const std::vector<Span>& answer) {
+            WireAnswer a;
+            absl::Status placed =
+                ParseAnswer(answer, &a)
+                    ? PlaceRows(a, *at, decode, &n)
+                    : absl::DataLossError(absl::StrCat("an owner's answer for '", n.node_type, "' is malformed"));
+            if (placed.ok() && n.y.defined()) placed = PlaceLabels(a.labels, *at, &n);
+            *misfit = !placed.ok();
+            return placed;
+          },
+          [this, misfit, partition, &n](absl::Status s) {
+            Done(s.ok() || *misfit ? s : Annotated(s, partition, n.node_type));
+          });
+    }
+    for (std::shared_ptr<const std::vector<size_t>> at : Chunks(asks.labels)) {
+      v1::GetNodeLabelsRequest req;
+      req.set_node_type(n.node_type);
+      for (size_t i : *at) req.add_ids(ids[i]);
+      Begin();
+      owner->GetNodeLabelsAsync(req, [this, at, partition, &n](absl::StatusOr<v1::GetNodeLabelsResponse> r) {
+        if (!r.ok()) return Done(Annotated(r.status(), partition, n.node_type));
+        std::vector<Span> spans;
+        Done(PlaceLabels(LabelsOf(*r, &spans), *at, &n));
+      });
     }
   }
-  for (std::thread& t : others) t.join();
-  for (const absl::Status& st : status) {
-    if (!st.ok()) return st;
-  }
-  return absl::OkStatus();
 }
 
-absl::Status FetchOwnerRows(const OwnerRowsOptions& options, int sender, DecodedBatch* batch) {
+absl::Status OwnerRows::Finish(DecodedBatch* batch) {
   for (DecodedNodes& n : batch->nodes) {
-    if (auto s = FetchOwnerRows(options, sender, &n); !s.ok()) return s;
+    const bool asked = std::any_of(started_.begin(), started_.end(),
+                                   [&n](const Started& s) { return s.nodes.node_type == n.node_type; });
+    if (!asked && n.owners.defined()) Start(n);
   }
-  return absl::OkStatus();
-}
-
-OwnerRowsInFlight::OwnerRowsInFlight(const OwnerRowsOptions& options, int sender, const DecodedNodes& nodes)
-    : nodes_(nodes) {
-  // The labels go aside: the batch's own labels tensor may still be on its way, and would be
-  // written over them.
-  if (nodes_.labels.defined()) {
-    labels_.resize(nodes_.labels.bytes / 8);
-    nodes_.labels.buffer.reset();
-    nodes_.labels.data = reinterpret_cast<char*>(labels_.data());
+  {
+    absl::MutexLock lock(&mu_);
+    while (pending_ > 0) idle_.Wait(&mu_);
+    if (!status_.ok()) return status_;
   }
-  thread_ = std::thread([this, options, sender] { status_ = FetchOwnerRows(options, sender, &nodes_); });
-}
-
-OwnerRowsInFlight::~OwnerRowsInFlight() {
-  if (thread_.joinable()) thread_.join();
-}
-
-absl::Status OwnerRowsInFlight::Finish(int sender, DecodedNodes* batch_nodes) {
-  if (thread_.joinable()) thread_.join();
-  if (!status_.ok()) return status_;
-  const DecodedNodes& n = *batch_nodes;
-  if (n.node_type != nodes_.node_type || n.features.data != nodes_.features.data ||
-      n.labels.defined() != nodes_.labels.defined() || n.owners.data != nodes_.owners.data) {
-    return absl::FailedPreconditionError(absl::StrCat("node type '", n.node_type, "' changed while its rows were asked"));
-  }
-  if (n.labels.defined()) {
-    const auto* owners = reinterpret_cast<const int32_t*>(n.owners.data);
-    auto* out = reinterpret_cast<int64_t*>(n.labels.data);
-    for (size_t i = 0; i < labels_.size(); ++i) {
-      if (owners[i] != sender) out[i] = labels_[i];
+  for (const Started& s : started_) {
+    auto it = std::find_if(batch->nodes.begin(), batch->nodes.end(),
+                           [&s](const DecodedNodes& n) { return n.node_type == s.nodes.node_type; });
+    if (it == batch->nodes.end() || it->x.data != s.nodes.x.data || it->y.defined() != s.nodes.y.defined() ||
+        it->owners.data != s.nodes.owners.data) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("node type '", s.nodes.node_type, "' changed while its rows were asked"));
+    }
+    if (s.labels.empty()) continue;
+    const auto* owners = reinterpret_cast<const int32_t*>(it->owners.data);
+    auto* out = reinterpret_cast<int64_t*>(it->y.data);
+    for (size_t i = 0; i < s.labels.size(); ++i) {
+      if (owners[i] != sender_) out[i] = s.labels[i];
     }
   }
   return absl::OkStatus();

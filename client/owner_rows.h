@@ -1,19 +1,30 @@
 #ifndef GRAPHSTORE_CLIENT_OWNER_ROWS_H_
 #define GRAPHSTORE_CLIENT_OWNER_ROWS_H_
 
-// The rows a batch's assembling server left to their owners (RegisterSamplingInputRequest.
-// rows_from_owners): per node type, the nodes NodeTensors.owners gives to another partition
-// are asked of that partition's server -- their feature rows in the channel's encoding with
-// their labels (GetNodeFeatures), or their labels alone where the trainer's feature cache holds
-// the row (GetNodeLabels) -- and written into the decoded batch in node order, as the
-// assembling server would have written them. A row so crosses the network once, from its owner.
+// The trainer's third stage, rows from their owners. With rows_from_owners
+// (RegisterSamplingInputRequest), the server that assembles a batch sends only its own
+// partition's rows and labels, and NodeTensors.owners says whose each node is; the others are
+// asked of their owners here -- their feature rows in the channel's encoding with their labels
+// (GetNodeFeatures), or their labels alone where the trainer's feature cache holds the row
+// (GetNodeLabels) -- and written into the batch in node order, as the assembling server would
+// have written them. A row so crosses the network once, from its owner.
+//
+// One OwnerRows serves one batch of one stream, over either transport: Start(nodes) as soon as
+// a node type's ids and owners are known (the socket decoder announces them while the rest of
+// the batch arrives; a shared-memory batch has them at once), Finish(batch) once the batch is
+// whole. Every owner is asked at once, on asynchronous calls (Client::ReadNodeFeaturesAsync):
+// no thread is started, and each answer's rows are written where they belong on the thread the
+// answer arrives on.
 
+#include <cstdint>
+#include <deque>
 #include <functional>
 #include <string>
-#include <thread>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
+#include "absl/synchronization/mutex.h"
 #include "client/client.h"
 #include "client/decoded_batch.h"
 
@@ -30,36 +41,54 @@ struct OwnerRowsOptions {
   const FeatureCache* cache = nullptr;
 };
 
-/// Fills in the rows and labels of `batch`'s nodes that partitions other than `sender` own.
-/// A failed call's status names the owner (UNAVAILABLE while it is down: the caller asks again;
-/// rows already written are written again); DataLoss for an answer or a batch that does not fit.
-absl::Status FetchOwnerRows(const OwnerRowsOptions& options, int sender, DecodedBatch* batch);
-/// The same for one node type's nodes.
-absl::Status FetchOwnerRows(const OwnerRowsOptions& options, int sender, DecodedNodes* nodes);
-
-/// One node type's rows asked of their owners on a thread of its own while the rest of its
-/// batch is still arriving (DecodeOptions::owners_known): the owners' answers are written into
-/// the batch's feature rows as they come (rows the stream does not carry), their labels aside.
-class OwnerRowsInFlight {
+/// The rows and labels one batch left to their owners, asked of them. Thread-compatible: one
+/// stream's reader calls it; the answers arrive on the connections' threads.
+class OwnerRows {
  public:
-  /// Starts asking; `nodes` (ids and owners whole, features and labels allocated) shares its
-  /// buffers with the batch, and `options` must outlive this.
-  OwnerRowsInFlight(const OwnerRowsOptions& options, int sender, const DecodedNodes& nodes);
-  /// Waits for the answers.
-  ~OwnerRowsInFlight();
-  OwnerRowsInFlight(const OwnerRowsInFlight&) = delete;
-  OwnerRowsInFlight& operator=(const OwnerRowsInFlight&) = delete;
+  /// `sender` is the partition of the server that sent the batch; `options` outlives this.
+  OwnerRows(const OwnerRowsOptions& options, int sender);
+  /// Waits for the calls still in flight.
+  ~OwnerRows();
+  OwnerRows(const OwnerRows&) = delete;
+  OwnerRows& operator=(const OwnerRows&) = delete;
 
-  const std::string& node_type() const { return nodes_.node_type; }
-  /// Waits for the answers and writes their labels into the whole batch's `nodes`. An error is
-  /// FetchOwnerRows'; FailedPrecondition when `nodes` is not the node type that was asked about.
-  absl::Status Finish(int sender, DecodedNodes* nodes);
+  /// Asks the owners for the rows (and labels) of `nodes` that partitions other than the
+  /// sender own. `nodes` has its ids and owners whole and its features and labels allocated;
+  /// it shares their buffers with the batch, whose rows the answers are written into as they
+  /// come (rows the stream does not carry). Labels wait aside until Finish: the batch's own
+  /// label tensor may still be on its way. Errors are Finish's to report.
+  void Start(const DecodedNodes& nodes);
+  /// Asks for the node types of `batch` not started yet, waits for every answer and writes the
+  /// owners' labels into the batch. The first error: a failed call names the owner's partition
+  /// (UNAVAILABLE while it is down: asking again with a new OwnerRows mends it); DataLoss for an
+  /// answer or a batch that does not fit; FailedPrecondition for a partition this loader has no
+  /// server for, and for a node type whose tensors changed since Start.
+  absl::Status Finish(DecodedBatch* batch);
+
+  /// Node rows asked for (by features or labels alone) and calls made so far.
+  int64_t rows_asked() const;
+  int64_t calls() const;
 
  private:
-  DecodedNodes nodes_;
-  std::vector<int64_t> labels_;
-  absl::Status status_;
-  std::thread thread_;
+  // One node type: the batch's views, and the labels its owners answered.
+  struct Started {
+    DecodedNodes nodes;
+    std::vector<int64_t> labels;
+  };
+  void Ask(Started* type);
+  // One call's start and end: its completion's status is kept when it is the first error.
+  void Begin();
+  void Done(const absl::Status& status);
+
+  const OwnerRowsOptions& options_;
+  const int sender_;
+  std::deque<Started> started_;  // stable addresses: the calls write into them
+  mutable absl::Mutex mu_;
+  absl::CondVar idle_;
+  int pending_ ABSL_GUARDED_BY(mu_) = 0;
+  absl::Status status_ ABSL_GUARDED_BY(mu_);
+  int64_t rows_asked_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t calls_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace graphstore::client

@@ -244,14 +244,7 @@ class BatchDecoder::State {
     DecodedNodes& n = s.out;
     const std::string what = absl::StrCat("node type '", type, "'");
     switch (field) {
-      case v1::NodeTensors::kIdsFieldNumber: return Plain(&n.ids, t, what + " ids");
       case v1::NodeTensors::kNumSampledNodesFieldNumber: return Plain(&n.num_sampled_nodes, t, what);
-      case v1::NodeTensors::kBatchFieldNumber: return Plain(&n.batch, t, what + " batch");
-      case v1::NodeTensors::kLabelsFieldNumber: return Plain(&n.labels, t, what + " labels");
-      case v1::NodeTensors::kSeedTimesFieldNumber: return Plain(&n.seed_times, t, what + " seed times");
-      case v1::NodeTensors::kTimesFieldNumber: return Plain(&n.times, t, what + " times");
-      case v1::NodeTensors::kSampledTimesFieldNumber: return Plain(&n.sampled_times, t, what + " sampled times");
-      case v1::NodeTensors::kInputIdsFieldNumber: return Plain(&n.input_ids, t, what + " input ids");
       case v1::NodeTensors::kOwnersFieldNumber: return Plain(&n.owners, t, what + " owners");
       case v1::NodeTensors::kFeatureScaleFieldNumber:
       case v1::NodeTensors::kFeatureOffsetFieldNumber: {
@@ -262,7 +255,7 @@ class BatchDecoder::State {
         v.resize(t.shape[0]);
         t.data.Copy(reinterpret_cast<char*>(v.data()), t.length());
         if (!options_->decode_features) {
-          DecodedTensor* out = field == v1::NodeTensors::kFeatureScaleFieldNumber ? &n.feature_scale : &n.feature_offset;
+          DecodedTensor* out = field == v1::NodeTensors::kFeatureScaleFieldNumber ? &n.x_scale : &n.x_offset;
           if (auto st = Allocate(out, t.dtype, t.shape, what); !st.ok()) return st;
           std::memcpy(out->data, v.data(), out->bytes);
           received_[out] = out->bytes;
@@ -284,15 +277,21 @@ class BatchDecoder::State {
         return absl::OkStatus();
       }
       case v1::NodeTensors::kFeaturesFieldNumber: return Features(&s, n, t, what);
-      default: return absl::OkStatus();
+      default: break;
     }
+    // The tensors that travel as they are (batch_tensors.h); fields this client does not know
+    // are skipped.
+    for (const auto& f : kNodeFields<DecodedTensor>) {
+      if (f.wire == field && f.form == WireForm::kPlain) return Plain(&(n.*f.member), t, absl::StrCat(what, " ", f.name));
+    }
+    return absl::OkStatus();
   }
 
   // Node types whose ids and owners just became whole (every tensor was named in part 0).
   void AnnounceOwners() {
     auto whole = [this](const DecodedTensor& t) { return t.defined() && received_.count(&t) && received_[&t] == t.bytes; };
     for (auto& [type, s] : nodes_) {
-      if (s.owners_announced || !whole(s.out.ids) || !whole(s.out.owners)) continue;
+      if (s.owners_announced || !whole(s.out.n_id) || !whole(s.out.owners)) continue;
       s.owners_announced = true;
       options_->owners_known(s.out);
     }
@@ -321,7 +320,7 @@ class BatchDecoder::State {
       const int64_t columns = PackedBits(s->wire) > 0 && out == v1::DTYPE_UINT8
                                   ? static_cast<int64_t>(s->wire_row_bytes)
                                   : s->dim;
-      if (auto st = Allocate(&n.features, out, {nodes, columns}, what + " features"); !st.ok()) return st;
+      if (auto st = Allocate(&n.x, out, {nodes, columns}, what + " features"); !st.ok()) return st;
       s->nodes = static_cast<size_t>(nodes);
       s->out_row_bytes = static_cast<size_t>(columns) * DtypeSize(out);
       if (!options_->decode_features && Codes(*s)) n.feature_bits = CodeBits(s->wire);
@@ -333,11 +332,11 @@ class BatchDecoder::State {
         t.byte_offset + n_bytes > static_cast<size_t>(s->rows) * s->wire_row_bytes) {
       return Malformed(what + ": feature bytes are not whole rows of the matrix");
     }
-    received_[&n.features] += n_bytes / s->wire_row_bytes * s->out_row_bytes;
+    received_[&n.x] += n_bytes / s->wire_row_bytes * s->out_row_bytes;
     const bool cache = !s->cached.empty();
     const bool mapped = !cache || s->cached_received == s->cached.size();
     const bool transform = OutputType(*s) != s->wire || Codes(*s);
-    if (!cache && !transform) return t.data.Copy(n.features.data + t.byte_offset, n_bytes) ? absl::OkStatus() : Malformed(what);
+    if (!cache && !transform) return t.data.Copy(n.x.data + t.byte_offset, n_bytes) ? absl::OkStatus() : Malformed(what);
     const bool codes_first = (s->wire == v1::DTYPE_UINT8 || PackedBits(s->wire) > 0) && s->scale.empty();
     if (!mapped || (options_->decode_features && codes_first)) {
       // Rows whose place (or scale) is not known yet wait until the batch is whole.
@@ -372,7 +371,7 @@ class BatchDecoder::State {
       if (!s->cached.empty() && row >= s->sent_rows.size()) return Malformed(what + ": rows beyond the cached mask");
       const size_t node = s->cached.empty() ? row : static_cast<size_t>(s->sent_rows[row]);
       if (node >= s->nodes) return Malformed(what + ": feature rows beyond the batch's nodes");
-      char* dst = n.features.data + node * s->out_row_bytes;
+      char* dst = n.x.data + node * s->out_row_bytes;
       if (decode) {
         DecodeFeatureRows(s->wire, src, 1, dim, s->scale.data(), s->offset.data(), reinterpret_cast<float*>(dst));
       } else {
@@ -400,11 +399,13 @@ class BatchDecoder::State {
         const int line = rows == options_->rows_are_sources ? 1 : 0;
         return Widen(&e.edge_index, line, t, what + (rows ? " rows" : " cols"));
       }
-      case v1::EdgeTensors::kEidsFieldNumber: return Plain(&e.eids, t, what + " eids");
       case v1::EdgeTensors::kNumSampledEdgesFieldNumber: return Plain(&e.num_sampled_edges, t, what);
-      case v1::EdgeTensors::kFeaturesFieldNumber: return Plain(&e.features, t, what + " features");
-      default: return absl::OkStatus();
+      default: break;
     }
+    for (const auto& f : kEdgeFields<DecodedTensor>) {
+      if (f.wire == field && f.form == WireForm::kPlain) return Plain(&(e.*f.member), t, absl::StrCat(what, " ", f.name));
+    }
+    return absl::OkStatus();
   }
 
   // Local indices (int32, or int64 from older servers) into line `line` of int64 [2, m].
@@ -447,7 +448,7 @@ class BatchDecoder::State {
         Reader in(&staged);
         if (auto st = DecodeRows(&s, n, in, first, rows, what); !st.ok()) return st;
       }
-      if (!s.cached.empty() && n.features.defined()) {
+      if (!s.cached.empty() && n.x.defined()) {
         if (auto st = FillCached(s, n, what); !st.ok()) return st;
       }
     }
@@ -464,10 +465,10 @@ class BatchDecoder::State {
 
   absl::Status FillCached(const NodeState& s, DecodedNodes& n, const std::string& what) {
     const FeatureCache::Type* cache = options_->cache != nullptr ? options_->cache->Find(n.node_type) : nullptr;
-    const int64_t* ids = reinterpret_cast<const int64_t*>(n.ids.data);
-    const size_t num_ids = n.ids.bytes / 8;
+    const int64_t* ids = reinterpret_cast<const int64_t*>(n.n_id.data);
+    const size_t num_ids = n.n_id.bytes / 8;
     if (s.cached.size() != s.nodes) return Malformed(what + ": the cached mask disagrees with the feature matrix");
-    received_[&n.features] += static_cast<size_t>(std::count(s.cached.begin(), s.cached.end(), 1)) * s.out_row_bytes;
+    received_[&n.x] += static_cast<size_t>(std::count(s.cached.begin(), s.cached.end(), 1)) * s.out_row_bytes;
     // Without a trainer's cache every left-out row is its owner's to send (owner_rows.h).
     if (cache == nullptr && n.owners.defined()) return absl::OkStatus();
     for (size_t i = 0; i < s.cached.size(); ++i) {
@@ -481,10 +482,10 @@ class BatchDecoder::State {
         return absl::DataLossError(absl::StrCat(what, ": the server left out the row of node ", id,
                                                 " as cached, but this trainer's cache does not hold it"));
       }
-      if (cache->row_bytes != s.out_row_bytes || cache->dtype != n.features.dtype) {
+      if (cache->row_bytes != s.out_row_bytes || cache->dtype != n.x.dtype) {
         return absl::DataLossError(absl::StrCat(what, ": the trainer's cache holds rows of another width"));
       }
-      std::memcpy(n.features.data + i * s.out_row_bytes, cache->rows.data() + slot * cache->row_bytes,
+      std::memcpy(n.x.data + i * s.out_row_bytes, cache->rows.data() + slot * cache->row_bytes,
                   s.out_row_bytes);
     }
     return absl::OkStatus();

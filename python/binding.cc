@@ -119,30 +119,20 @@ py::list Ints(const std::vector<int64_t>& v) {
 
 // ----- Batches ------------------------------------------------------------------------------
 
+// A node or edge type's tensors by the names client/batch_tensors.h gives them.
 py::dict NodeDict(const client::HostNodes& n) {
   py::dict d;
-  d["n_id"] = Export(n.n_id);
-  d["x"] = Export(n.x);
-  d["y"] = Export(n.y);
-  d["x_scale"] = Export(n.x_scale);
-  d["x_offset"] = Export(n.x_offset);
+  for (const auto& f : client::kNodeFields<client::HostTensor>) d[f.name] = Export(n.*f.member);
   d["x_bits"] = n.x_bits;
-  d["seeds"] = Export(n.seeds);
   d["batch_size"] = n.batch_size;
   d["num_sampled_nodes"] = Ints(n.num_sampled_nodes);
-  d["seed_time"] = Export(n.seed_time);
-  d["time"] = Export(n.time);
-  d["sampled_time"] = Export(n.sampled_time);
-  d["input_id"] = Export(n.input_id);
   return d;
 }
 
 py::dict EdgeDict(const client::HostEdges& e) {
   py::dict d;
+  for (const auto& f : client::kEdgeFields<client::HostTensor>) d[f.name] = Export(e.*f.member);
   d["stored_type"] = e.stored_type;
-  d["edge_index"] = Export(e.edge_index);
-  d["e_id"] = Export(e.e_id);
-  d["edge_attr"] = Export(e.edge_attr);
   d["num_sampled_edges"] = Ints(e.num_sampled_edges);
   return d;
 }

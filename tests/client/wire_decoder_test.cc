@@ -114,10 +114,10 @@ TEST_CASE("pieces of any size decode like one piece; indices widen to edge_index
       CHECK(d.num_batches == 9);
       REQUIRE(d.nodes.size() == 1);
       CHECK(d.nodes[0].node_type == "paper");
-      CHECK(Values<int64_t>(d.nodes[0].ids)[39] == 1000 + 7 * 39);
-      CHECK(Values<int64_t>(d.nodes[0].labels)[5] == 1);
-      CHECK(d.nodes[0].features.shape == std::vector<int64_t>{40, 3});
-      CHECK(Values<float>(d.nodes[0].features)[119] == 0.25f * 119);
+      CHECK(Values<int64_t>(d.nodes[0].n_id)[39] == 1000 + 7 * 39);
+      CHECK(Values<int64_t>(d.nodes[0].y)[5] == 1);
+      CHECK(d.nodes[0].x.shape == std::vector<int64_t>{40, 3});
+      CHECK(Values<float>(d.nodes[0].x)[119] == 0.25f * 119);
       REQUIRE(d.edges.size() == 1);
       const DecodedTensor& ei = d.edges[0].edge_index;
       REQUIRE(ei.dtype == v1::DTYPE_INT64);
@@ -178,8 +178,8 @@ TEST_CASE("a batch the server's encoder splits into parts reassembles exactly", 
     if (*b != nullptr) batch = *b;
   }
   REQUIRE(batch != nullptr);
-  CHECK(Values<int64_t>(batch->nodes[0].ids) == ids);
-  CHECK(Values<float>(batch->nodes[0].features) == x);
+  CHECK(Values<int64_t>(batch->nodes[0].n_id) == ids);
+  CHECK(Values<float>(batch->nodes[0].x) == x);
   const auto ei = Values<int64_t>(batch->edges[0].edge_index);
   CHECK(std::vector<int64_t>(ei.begin(), ei.begin() + 900) == std::vector<int64_t>(cols.begin(), cols.end()));
   CHECK(std::vector<int64_t>(ei.begin() + 900, ei.end()) == std::vector<int64_t>(rows.begin(), rows.end()));
@@ -226,7 +226,7 @@ TEST_CASE("rows after their cached mask are placed as they arrive; a mask after 
     options.owners_known = [&](const DecodedNodes& n) {
       announced.push_back(part);
       CHECK(n.node_type == "n");
-      CHECK(Values<int64_t>(n.ids) == ids);
+      CHECK(Values<int64_t>(n.n_id) == ids);
       CHECK(Values<int32_t>(n.owners) == owners);
     };
     BatchDecoder decoder(options);
@@ -250,7 +250,7 @@ TEST_CASE("rows after their cached mask are placed as they arrive; a mask after 
     // Ids (2400 bytes) and owners (1200) in parts of 512: whole in part 8 of 12 or so.
     REQUIRE(announced.size() == 1);
     CHECK(announced[0] + 2 < encoded->parts.size());
-    const auto out = Values<float>(batch->nodes[0].features);
+    const auto out = Values<float>(batch->nodes[0].x);
     REQUIRE(out.size() == 300 * 8);
     size_t k = 0;
     for (size_t i = 0; i < 300; ++i) {
@@ -291,18 +291,18 @@ TEST_CASE("packed codes decode to float32, or stay as their rows' bytes with the
     REQUIRE(*b != nullptr);
     const DecodedNodes& got = (*b)->nodes[0];
     if (decode) {
-      CHECK(got.features.dtype == v1::DTYPE_FLOAT32);
-      CHECK(got.features.shape == std::vector<int64_t>{5, 3});
+      CHECK(got.x.dtype == v1::DTYPE_FLOAT32);
+      CHECK(got.x.shape == std::vector<int64_t>{5, 3});
       CHECK(got.feature_bits == 0);
       std::vector<float> want;
       for (size_t i = 0; i < codes.size(); ++i) want.push_back(offset[i % 3] + scale[i % 3] * codes[i]);
-      CHECK(Values<float>(got.features) == want);
+      CHECK(Values<float>(got.x) == want);
     } else {
-      CHECK(got.features.dtype == v1::DTYPE_UINT8);
-      CHECK(got.features.shape == std::vector<int64_t>{5, 2});
+      CHECK(got.x.dtype == v1::DTYPE_UINT8);
+      CHECK(got.x.shape == std::vector<int64_t>{5, 2});
       CHECK(got.feature_bits == 4);
-      CHECK(Values<uint8_t>(got.features) == packed);
-      CHECK(Values<float>(got.feature_scale) == scale);
+      CHECK(Values<uint8_t>(got.x) == packed);
+      CHECK(Values<float>(got.x_scale) == scale);
     }
   }
   // Rows that are not whole rows of the packed width, or a type the decoder does not know.
