@@ -41,7 +41,7 @@ void Backend::StartWorkersLocked() {
 }
 
 void Backend::Kick() {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   for (const auto& [id, c] : channels_) MaybeQueue(c);
 }
 
@@ -63,7 +63,7 @@ absl::Status Backend::AddChannel(uint64_t id, ChannelOptions options) {
   c->max_bytes = options.max_buffered_bytes > 0 ? options.max_buffered_bytes : options_.max_buffered_bytes;
   c->budget = options_.budget.get();
   c->opts = std::move(options);
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   if (stopping_) return absl::FailedPreconditionError("the backend is stopped");
   auto [it, inserted] = channels_.emplace(id, std::move(c));
   if (!inserted) return absl::AlreadyExistsError(absl::StrCat("channel ", id, " already exists"));
@@ -77,7 +77,7 @@ bool Backend::RemoveChannel(uint64_t id) {
   ChannelPtr c;
   Freed freed;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     auto it = channels_.find(id);
     if (it == channels_.end()) return false;
     c = std::move(it->second);
@@ -93,9 +93,9 @@ bool Backend::RemoveChannel(uint64_t id) {
     c->queued = false;
     c->queued_ahead = false;
   }
-  ready_cv_.notify_all();
-  work_cv_.notify_all();  // with the last channel gone, idle workers exit
-  Notify(c);
+  ready_cv_.SignalAll();
+  work_cv_.SignalAll();  // with the last channel gone, idle workers exit
+  c->Notify();
   return true;
 }
 
@@ -105,7 +105,7 @@ absl::StatusOr<StartOutcome> Backend::StartEpoch(uint64_t id, int64_t epoch, int
   ChannelPtr c;
   Freed freed;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     auto it = channels_.find(id);
     if (it == channels_.end()) return absl::NotFoundError(absl::StrCat("channel ", id, " does not exist"));
     c = it->second;
@@ -125,8 +125,8 @@ absl::StatusOr<StartOutcome> Backend::StartEpoch(uint64_t id, int64_t epoch, int
     c->DropAhead(&freed);
     MaybeQueue(c);
   }
-  ready_cv_.notify_all();
-  Notify(c);
+  ready_cv_.SignalAll();
+  c->Notify();
   return StartOutcome::kStarted;
 }
 
@@ -134,7 +134,7 @@ absl::Status Backend::ResumeEpoch(uint64_t id, int64_t epoch, int64_t start_batc
   ChannelPtr c;
   Freed freed;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     auto it = channels_.find(id);
     if (it == channels_.end()) return absl::NotFoundError(absl::StrCat("channel ", id, " does not exist"));
     c = it->second;
@@ -158,8 +158,8 @@ absl::Status Backend::ResumeEpoch(uint64_t id, int64_t epoch, int64_t start_batc
     c->ResetProgress(start_batch);
     MaybeQueue(c);
   }
-  ready_cv_.notify_all();
-  Notify(c);
+  ready_cv_.SignalAll();
+  c->Notify();
   return absl::OkStatus();
 }
 
@@ -167,7 +167,7 @@ bool Backend::CancelEpoch(uint64_t id, std::optional<int64_t> epoch) {
   ChannelPtr c;
   Freed freed;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     auto it = channels_.find(id);
     if (it == channels_.end()) return false;
     c = it->second;
@@ -178,13 +178,13 @@ bool Backend::CancelEpoch(uint64_t id, std::optional<int64_t> epoch) {
     c->cur.TakeBuffer(&freed);
     c->DropAhead(&freed);
   }
-  ready_cv_.notify_all();
-  Notify(c);
+  ready_cv_.SignalAll();
+  c->Notify();
   return true;
 }
 
 absl::StatusOr<int64_t> Backend::NumBatches(uint64_t id) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   auto it = channels_.find(id);
   if (it == channels_.end()) return absl::NotFoundError(absl::StrCat("channel ", id, " does not exist"));
   const Channel& c = *it->second;
@@ -220,27 +220,24 @@ void Backend::MaybeQueue(const ChannelPtr& c) {
   if (Runnable(*c)) {
     c->queued = true;
     runnable_.push_back(c);
-    work_cv_.notify_one();
+    work_cv_.Signal();
   } else if (!c->queued_ahead && SpeculationRunnable(*c)) {
     c->queued_ahead = true;
     speculative_.push_back(c);
-    work_cv_.notify_one();
+    work_cv_.Signal();
   }
 }
 
 void Backend::WorkerLoop(int worker) {
   if (options_.on_worker_start) options_.on_worker_start(worker);
-  std::unique_lock<std::mutex> lock(mu_);
+  mu_.Lock();
   while (true) {
-    work_cv_.wait(lock,
-                  [&] { return stopping_ || !runnable_.empty() || !speculative_.empty() || channels_.empty(); });
-    if (stopping_) {
+    while (!(stopping_ || !runnable_.empty() || !speculative_.empty() || channels_.empty())) work_cv_.Wait(&mu_);
+    if (stopping_ || (channels_.empty() && runnable_.empty() && speculative_.empty())) {
+      // Stopping, or no channel left: the thread goes; the next AddChannel starts the workers
+      // again.
       --live_workers_;
-      return;
-    }
-    if (channels_.empty() && runnable_.empty() && speculative_.empty()) {
-      // No channel left: the thread goes; the next AddChannel starts the workers again.
-      --live_workers_;
+      mu_.Unlock();
       return;
     }
     // Real work first; sampling ahead only when no channel's current epoch needs a worker.
@@ -260,7 +257,7 @@ void Backend::WorkerLoop(int worker) {
     ++c->in_flight;
     const BatchTask task = TaskFor(*c, run, b, *order, worker);
     MaybeQueue(c);
-    lock.unlock();
+    mu_.Unlock();
 
     absl::StatusOr<Batch> result = absl::InternalError("sampler threw an exception");
     try {
@@ -270,15 +267,15 @@ void Backend::WorkerLoop(int worker) {
     } catch (...) {
     }
 
-    lock.lock();
+    mu_.Lock();
     --c->in_flight;
     KeepLocked(c.get(), generation, task, &result);
     MaybeQueue(c);
-    lock.unlock();
-    ready_cv_.notify_all();
-    Notify(c);
+    mu_.Unlock();
+    ready_cv_.SignalAll();
+    c->Notify();
     result = absl::CancelledError();  // drop a discarded payload outside the lock
-    lock.lock();
+    mu_.Lock();
   }
 }
 
@@ -328,15 +325,10 @@ void Backend::KeepLocked(Channel* c, uint64_t generation, const BatchTask& task,
 }
 
 void Backend::Stop() {
-  std::lock_guard<std::mutex> stop_lock(stop_mu_);
-  if (budget_token_ != 0) {
-    options_.budget->Unsubscribe(budget_token_);
-    budget_token_ = 0;
-  }
   std::vector<ChannelPtr> removed;
   Freed freed;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     stopping_ = true;
     for (auto& [id, c] : channels_) {
       removed_[id] = c;
@@ -350,13 +342,135 @@ void Backend::Stop() {
     runnable_.clear();
     speculative_.clear();
   }
-  work_cv_.notify_all();
-  ready_cv_.notify_all();
-  for (const auto& c : removed) Notify(c);
+  work_cv_.SignalAll();
+  ready_cv_.SignalAll();
+  // The listeners call back into the backend's owner: they hear of the stop with no lock of the
+  // backend held.
+  for (const auto& c : removed) c->Notify();
+  absl::MutexLock stop_lock(&stop_mu_);
+  if (budget_token_ != 0) {
+    options_.budget->Unsubscribe(budget_token_);
+    budget_token_ = 0;
+  }
   for (auto& w : workers_) {
     if (w.joinable()) w.join();
   }
   workers_.clear();
+}
+
+Backend::ChannelPtr Backend::FindLocked(uint64_t id) const {
+  auto it = channels_.find(id);
+  return it == channels_.end() ? nullptr : it->second;
+}
+
+Delivery Backend::MissingLocked(uint64_t id) const {
+  Delivery d;
+  d.kind = Delivery::Kind::kClosed;
+  d.status = removed_.count(id) ? absl::CancelledError(absl::StrCat("channel ", id, " was destroyed"))
+                                : absl::NotFoundError(absl::StrCat("channel ", id, " does not exist"));
+  return d;
+}
+
+Delivery Backend::PopLocked(const ChannelPtr& c, int64_t epoch, Stripe stripe) {
+  Delivery d = c->Pop(epoch, stripe, stopping_);
+  if (d.kind == Delivery::Kind::kMessage) MaybeQueue(c);
+  return d;
+}
+
+Delivery Backend::TryPop(uint64_t id, int64_t epoch, Stripe stripe) {
+  absl::MutexLock lock(&mu_);
+  ChannelPtr c = FindLocked(id);
+  return c == nullptr ? MissingLocked(id) : PopLocked(c, epoch, stripe);
+}
+
+Delivery Backend::Pop(uint64_t id, int64_t epoch, std::chrono::milliseconds timeout, Stripe stripe) {
+  const absl::Time deadline = absl::Now() + absl::FromChrono(timeout);
+  absl::MutexLock lock(&mu_);
+  while (true) {
+    ChannelPtr c = FindLocked(id);
+    if (c == nullptr) return MissingLocked(id);
+    Delivery d = PopLocked(c, epoch, stripe);
+    if (d.kind != Delivery::Kind::kPending) return d;
+    if (ready_cv_.WaitWithDeadline(&mu_, deadline)) return PopLocked(c, epoch, stripe);
+  }
+}
+
+absl::StatusOr<uint64_t> Backend::SetListener(uint64_t id, std::function<void()> listener) {
+  ChannelPtr c;
+  uint64_t token;
+  {
+    absl::MutexLock lock(&mu_);
+    c = FindLocked(id);
+    if (c == nullptr) return absl::NotFoundError(absl::StrCat("channel ", id, " does not exist"));
+    token = next_listener_token_++;
+  }
+  c->AddListener(token, std::move(listener));
+  return token;
+}
+
+void Backend::ClearListener(uint64_t id, uint64_t token) {
+  ChannelPtr c;
+  {
+    absl::MutexLock lock(&mu_);
+    c = FindLocked(id);
+    if (c == nullptr) {
+      auto gone = removed_.find(id);
+      if (gone != removed_.end()) c = gone->second.lock();
+    }
+    if (c == nullptr) return;  // nothing can call the listener any more
+  }
+  c->RemoveListener(token);
+}
+
+void Backend::Wake(uint64_t id) {
+  ChannelPtr c;
+  {
+    absl::MutexLock lock(&mu_);
+    c = FindLocked(id);
+    if (c == nullptr) return;
+  }
+  c->Notify();
+}
+
+void Backend::SetStreamRoom(uint64_t id, int streams) {
+  absl::MutexLock lock(&mu_);
+  ChannelPtr c = FindLocked(id);
+  if (c == nullptr || streams <= c->room_streams) return;
+  c->room_streams = streams;
+  MaybeQueue(c);
+}
+
+absl::StatusOr<ChannelStats> Backend::Describe(uint64_t id) const {
+  absl::MutexLock lock(&mu_);
+  ChannelPtr c = FindLocked(id);
+  if (c == nullptr) return absl::NotFoundError(absl::StrCat("channel ", id, " does not exist"));
+  return c->Describe(Runnable(*c));
+}
+
+BackendStats Backend::Stats() const {
+  absl::MutexLock lock(&mu_);
+  BackendStats s;
+  s.num_workers = live_workers_;
+  s.num_channels = static_cast<int>(channels_.size());
+  s.total_batches_sampled = total_batches_sampled_;
+  for (const auto& [id, c] : channels_) {
+    ChannelStats cs = c->Describe(Runnable(*c));
+    s.num_active_channels += cs.state == ChannelState::kRunning;
+    s.num_runnable_channels += cs.runnable;
+    s.buffered_bytes += cs.buffered_bytes;
+    s.channels.push_back(std::move(cs));
+  }
+  return s;
+}
+
+int Backend::num_live_workers() const {
+  absl::MutexLock lock(&mu_);
+  return live_workers_;
+}
+
+int Backend::num_channels() const {
+  absl::MutexLock lock(&mu_);
+  return static_cast<int>(channels_.size());
 }
 
 }  // namespace graphstore::scheduler

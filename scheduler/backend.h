@@ -14,20 +14,20 @@
 //
 // Plain C++ and abseil: no gRPC. The gRPC layer attaches a stream to a channel's listener.
 
-#include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 #include "scheduler/stats.h"
 #include "scheduler/work.h"
 
@@ -150,50 +150,53 @@ class Backend {
   void Stop();
 
  private:
-  struct Channel;
+  struct Channel;  // backend_channel.h: one channel's state, read and written under mu_
   using ChannelPtr = std::shared_ptr<Channel>;
 
-  void WorkerLoop(int worker);
-  // The task of batch `b` of `run` on channel `c` (mu_ held); its seeds point into `order`.
-  BatchTask TaskFor(const Channel& c, const Run& run, int64_t b, const std::vector<int64_t>& order, int worker) const;
+  void WorkerLoop(int worker) ABSL_LOCKS_EXCLUDED(mu_);
+  // The task of batch `b` of `run` on channel `c`; its seeds point into `order`.
+  BatchTask TaskFor(const Channel& c, const Run& run, int64_t b, const std::vector<int64_t>& order, int worker) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Keeps a worker's result for `task` in the run of `generation`, or records its error; a result
-  // for a run that has gone is left in *result, to be dropped outside the lock (mu_ held).
-  void KeepLocked(Channel* c, uint64_t generation, const BatchTask& task, absl::StatusOr<Batch>* result);
-  // Starts the workers unless they run (mu_ held).
-  void StartWorkersLocked();
+  // for a run that has gone is left in *result, to be dropped outside the lock.
+  void KeepLocked(Channel* c, uint64_t generation, const BatchTask& task, absl::StatusOr<Batch>* result)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Starts the workers unless they run.
+  void StartWorkersLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Looks at every channel again (the memory budget has room).
-  void Kick();
-  // The following run with mu_ held.
-  bool Runnable(const Channel& c) const;
-  bool SpeculationRunnable(const Channel& c) const;
-  void MaybeQueue(const ChannelPtr& c);
-  Delivery TryPopLocked(Channel& c, int64_t epoch, Stripe stripe);
+  void Kick() ABSL_LOCKS_EXCLUDED(mu_);
+  bool Runnable(const Channel& c) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  bool SpeculationRunnable(const Channel& c) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void MaybeQueue(const ChannelPtr& c) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // TryPop of a live channel, queueing it again when a batch left its buffer.
+  Delivery PopLocked(const ChannelPtr& c, int64_t epoch, Stripe stripe) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // kClosed for a channel that is not registered: destroyed, or never was.
-  Delivery MissingLocked(uint64_t id) const;
-  ChannelStats DescribeLocked(const Channel& c) const;
-  // Calls the channel's listener; must run without mu_ held.
-  static void Notify(const ChannelPtr& c);
+  Delivery MissingLocked(uint64_t id) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The live channel `id`, or null.
+  ChannelPtr FindLocked(uint64_t id) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const BackendOptions options_;
   const SampleFn sample_;
-  mutable std::mutex mu_;
-  std::condition_variable work_cv_;
-  std::condition_variable ready_cv_;
-  std::map<uint64_t, ChannelPtr> channels_;
+  mutable absl::Mutex mu_;
+  absl::CondVar work_cv_;   // work to take, or a reason to exit
+  absl::CondVar ready_cv_;  // something to pop
+  std::map<uint64_t, ChannelPtr> channels_ ABSL_GUARDED_BY(mu_);
   // Removed channels: their ids answer kClosed ("destroyed"), and ClearListener still reaches
   // a channel that an in-flight task keeps alive.
-  std::map<uint64_t, std::weak_ptr<Channel>> removed_;
-  std::deque<ChannelPtr> runnable_;
+  std::map<uint64_t, std::weak_ptr<Channel>> removed_ ABSL_GUARDED_BY(mu_);
+  std::deque<ChannelPtr> runnable_ ABSL_GUARDED_BY(mu_);
   // Channels that may sample ahead into their next epoch; served only when runnable_ is empty.
-  std::deque<ChannelPtr> speculative_;
-  bool stopping_ = false;
+  std::deque<ChannelPtr> speculative_ ABSL_GUARDED_BY(mu_);
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  int64_t total_batches_sampled_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t next_listener_token_ ABSL_GUARDED_BY(mu_) = 1;
+  int live_workers_ ABSL_GUARDED_BY(mu_) = 0;  // workers that have not decided to exit
   // Serialises Stop() so that workers are joined once.
-  std::mutex stop_mu_;
-  int64_t total_batches_sampled_ = 0;
-  uint64_t next_listener_token_ = 1;
-  uint64_t budget_token_ = 0;
-  std::vector<std::thread> workers_;  // of the current spell (and exited ones of the last)
-  int live_workers_ = 0;              // workers that have not decided to exit (guarded by mu_)
+  absl::Mutex stop_mu_;
+  uint64_t budget_token_ ABSL_GUARDED_BY(stop_mu_) = 0;
+  // The threads of the current spell (and exited ones of the last): started under mu_ by
+  // AddChannel, joined by Stop once stopping_ keeps AddChannel from starting more.
+  std::vector<std::thread> workers_;
 };
 
 }  // namespace graphstore::scheduler

@@ -1,15 +1,20 @@
 #ifndef GRAPHSTORE_SCHEDULER_BACKEND_CHANNEL_H_
 #define GRAPHSTORE_SCHEDULER_BACKEND_CHANNEL_H_
 
-// The state of one channel of a Backend: private to the backend's sources
-// (backend.cc schedules, backend_delivery.cc delivers). Guarded by Backend::mu_ unless noted.
+// The state of one channel of a Backend, private to the backend (backend.cc), and what a
+// channel does on its own (backend_channel.cc): hand its consumer the next batch of a stripe,
+// describe itself, call its listeners. Every field but the listeners is read and written with
+// the backend's lock held: Backend's functions that take a Channel are annotated as needing
+// it (the analysis cannot name another object's lock on these fields).
 
+#include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <utility>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 #include "scheduler/backend.h"
 #include "scheduler/memory_budget.h"
 
@@ -93,9 +98,19 @@ struct Backend::Channel {
   Run ahead;
   bool ahead_failed = false;  // a batch failed; the real epoch samples it again and reports it
 
-  // Serialises listener calls with ClearListener.
-  std::mutex listener_mu;
-  std::map<uint64_t, std::function<void()>> listeners;  // by token (guarded by listener_mu)
+  // Serialises listener calls with their removal.
+  absl::Mutex listener_mu;
+  std::map<uint64_t, std::function<void()>> listeners ABSL_GUARDED_BY(listener_mu);  // by token
+
+  // What the consumer of `stripe` gets from `epoch` now (backend_channel.cc); `stopping`: the
+  // backend is stopping.
+  Delivery Pop(int64_t epoch, Stripe stripe, bool stopping);
+  // The channel's stats; `runnable` as the backend sees it.
+  ChannelStats Describe(bool runnable) const;
+  void AddListener(uint64_t token, std::function<void()> listener) ABSL_LOCKS_EXCLUDED(listener_mu);
+  void RemoveListener(uint64_t token) ABSL_LOCKS_EXCLUDED(listener_mu);
+  // Calls every listener; never with the backend's lock held (a listener may call back).
+  void Notify() ABSL_LOCKS_EXCLUDED(listener_mu);
 
   StripeProgress& ProgressOf(Stripe s) {
     auto [it, added] = stripes.try_emplace({s.index, s.count});

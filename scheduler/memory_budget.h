@@ -9,12 +9,13 @@
 // bytes are freed and some backend held work back, a thread of the budget (never a backend
 // lock holder) tells every backend to look at its channels again.
 
-#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <map>
-#include <mutex>
 #include <thread>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 
 namespace graphstore::scheduler {
 
@@ -55,17 +56,17 @@ class MemoryBudget {
   void Loop();
 
   const int64_t limit_;
-  mutable std::mutex mu_;
-  std::condition_variable cv_;
-  std::condition_variable idle_cv_;
-  int64_t used_ = 0;
-  int64_t channels_ = 0;
-  bool held_back_ = false;  // some AllowsX answered false since the last kick
-  bool kick_pending_ = false;
-  bool stopping_ = false;
-  bool kicking_ = false;
-  uint64_t next_token_ = 1;
-  std::map<uint64_t, std::function<void()>> subscribers_;
+  mutable absl::Mutex mu_;
+  absl::CondVar cv_;
+  absl::CondVar idle_cv_;
+  int64_t used_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t channels_ ABSL_GUARDED_BY(mu_) = 0;
+  bool held_back_ ABSL_GUARDED_BY(mu_) = false;  // some AllowsX answered false since the last kick
+  bool kick_pending_ ABSL_GUARDED_BY(mu_) = false;
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  bool kicking_ ABSL_GUARDED_BY(mu_) = false;
+  uint64_t next_token_ ABSL_GUARDED_BY(mu_) = 1;
+  std::map<uint64_t, std::function<void()>> subscribers_ ABSL_GUARDED_BY(mu_);
   std::thread thread_;
 };
 

@@ -5,6 +5,7 @@
 // Stops on SIGTERM, SIGINT or the Exit RPC: live channels are destroyed, streams end, workers
 // join, and the process exits 0.
 
+#include <cstdlib>
 #include <signal.h>
 
 #include <cstdio>
@@ -12,6 +13,7 @@
 #include <limits>
 #include <thread>
 
+#include "absl/synchronization/mutex.h"
 #include "absl/strings/str_cat.h"
 #include "server/metrics/metrics.h"
 #include "server/server.h"
@@ -263,7 +265,17 @@ absl::Status WritePortFile(const std::string& path, int port) {
   return absl::OkStatus();
 }
 
+// abseil's mutexes (the core's, the scheduler's, gRPC's) check the order locks are taken in:
+// a cycle is a lock order that can deadlock. The tests abort on one (GRAPHSTORE_LOCK_CYCLES=abort,
+// .bazelrc); a serving daemon reports it in its log and goes on serving.
+void SetLockCycleMode() {
+  const char* mode = std::getenv("GRAPHSTORE_LOCK_CYCLES");
+  absl::SetMutexDeadlockDetectionMode(mode != nullptr && std::string(mode) == "abort" ? absl::OnDeadlockCycle::kAbort
+                                                                                     : absl::OnDeadlockCycle::kReport);
+}
+
 int Run(int argc, char** argv) {
+  SetLockCycleMode();
   Flags flags;
   DefineFlags(&flags);
   if (auto exit = flags.ParseCommandLine(argc, argv, "graphstored", "Serves one graph partition and a sampling backend.")) {

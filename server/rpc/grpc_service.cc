@@ -96,7 +96,7 @@ absl::Status SerializeResponse(const google::protobuf::Message& resp, grpc::Byte
 // GetNodeFeatures' answer is mostly its rows: their bytes go out as slices of the strings the
 // query filled instead of being copied once more into a serialised message
 // (EncodeWithTensorData: the message without them, then `features` and `labels` once more).
-absl::Status SerializeResponse(v1::GetNodeFeaturesResponse& resp, grpc::ByteBuffer* out) {
+absl::Status SerializeSlicedFeatures(v1::GetNodeFeaturesResponse& resp, grpc::ByteBuffer* out) {
   constexpr size_t kReferenceFrom = 64 << 10;
   auto kept = std::make_shared<std::vector<std::pair<int, std::string>>>();
   for (auto [field, tensor] : {std::pair{v1::GetNodeFeaturesResponse::kFeaturesFieldNumber, resp.mutable_features()},
@@ -119,50 +119,159 @@ absl::Status SerializeResponse(v1::GetNodeFeaturesResponse& resp, grpc::ByteBuff
 
 }  // namespace
 
-// A unary method admitted with `roles`: authenticate, parse, call `target` (the core, or its
-// partition queries), serialise. GS_UNARY_AS also hands the core the caller (methods on
-// channels and backends, which belong to identities).
-#define GS_UNARY_CALL(Method, Req, Resp, roles, target, ...)                                                  \
-  grpc::ServerUnaryReactor* GraphStoreService::Method(grpc::CallbackServerContext* ctx,                \
-                                                      const grpc::ByteBuffer* request,                 \
-                                                      grpc::ByteBuffer* response) {                    \
-    const auto start = Clock::now();                                                                  \
-    auto principal = Admit(ctx, roles, #Method);                                                      \
-    if (!principal.ok()) return Reply(ctx, principal.status(), #Method, start);                       \
-    Req req_message;                                                                                  \
-    if (auto s = ParseRequest(request, &req_message); !s.ok()) return Reply(ctx, s, #Method, start);  \
-    const Req* req = &req_message;                                                                    \
-    Resp resp_message;                                                                                \
-    Resp* resp = &resp_message;                                                                       \
-    absl::Status status = target->Method(__VA_ARGS__);                                                \
-    if (status.ok()) status = SerializeResponse(resp_message, response);                              \
-    return Reply(ctx, status, #Method, start);                                                        \
-  }
-#define GS_UNARY(Method, Req, Resp, roles) GS_UNARY_CALL(Method, Req, Resp, roles, core_, *req, resp)
-#define GS_QUERY(Method, Req, Resp, roles) GS_UNARY_CALL(Method, Req, Resp, roles, queries_, *req, resp)
-#define GS_UNARY_AS(Method, Req, Resp, roles) GS_UNARY_CALL(Method, Req, Resp, roles, core_, *req, resp, principal->caller)
+template <typename Req, typename Resp, typename Call, typename Serialise>
+grpc::ServerUnaryReactor* GraphStoreService::Unary(grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* request,
+                                                   grpc::ByteBuffer* response, const char* method, uint32_t roles,
+                                                   Call call, Serialise serialise) {
+  const auto start = Clock::now();
+  auto principal = Admit(ctx, roles, method);
+  if (!principal.ok()) return Reply(ctx, principal.status(), method, start);
+  Req req;
+  if (auto s = ParseRequest(request, &req); !s.ok()) return Reply(ctx, s, method, start);
+  Resp resp;
+  absl::Status status = call(req, &resp, *principal);
+  if (status.ok()) status = serialise(resp, response);
+  return Reply(ctx, status, method, start);
+}
 
-GS_UNARY(GetDatasetMeta, v1::GetDatasetMetaRequest, v1::DatasetMeta, kAnyone)
-GS_QUERY(LookupPartitions, v1::LookupPartitionsRequest, v1::LookupPartitionsResponse, kAnyone)
-GS_QUERY(GetNodeIds, v1::GetNodeIdsRequest, v1::GetNodeIdsResponse, kReaders)
-GS_QUERY(GetAblpInput, v1::GetAblpInputRequest, v1::GetAblpInputResponse, kTrainers)
-GS_QUERY(GetNodeFeatures, v1::GetNodeFeaturesRequest, v1::GetNodeFeaturesResponse, kReaders)
-GS_QUERY(GetNodeLabels, v1::GetNodeLabelsRequest, v1::GetNodeLabelsResponse, kReaders)
-GS_QUERY(GetEdgeFeatures, v1::GetEdgeFeaturesRequest, v1::GetEdgeFeaturesResponse, kReaders)
-GS_QUERY(SampleNeighbors, v1::SampleNeighborsRequest, v1::SampleNeighborsResponse, kReaders)
-GS_UNARY_AS(RegisterSamplingInput, v1::RegisterSamplingInputRequest, v1::RegisterSamplingInputResponse, kTrainers)
-GS_UNARY_AS(StartEpoch, v1::StartEpochRequest, v1::StartEpochResponse, kTrainers)
-GS_UNARY_AS(RenewLease, v1::RenewLeaseRequest, v1::RenewLeaseResponse, kTrainers)
-GS_UNARY_AS(DestroySamplingInput, v1::DestroySamplingInputRequest, v1::DestroySamplingInputResponse, kTrainers)
-GS_UNARY_AS(ReleaseSharedBuffers, v1::ReleaseSharedBuffersRequest, v1::ReleaseSharedBuffersResponse, kTrainers)
-GS_UNARY_AS(DescribeChannel, v1::DescribeChannelRequest, v1::ChannelStats, kDescribers)
-GS_UNARY_AS(DescribeBackend, v1::DescribeBackendRequest, v1::BackendStats, kDescribers)
-GS_UNARY(GetServerStats, v1::GetServerStatsRequest, v1::ServerStats, kOperators)
+template <typename Req, typename Resp, typename Call>
+grpc::ServerUnaryReactor* GraphStoreService::Unary(grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* request,
+                                                   grpc::ByteBuffer* response, const char* method, uint32_t roles,
+                                                   Call call) {
+  return Unary<Req, Resp>(ctx, request, response, method, roles, std::move(call),
+                          [](const Resp& resp, grpc::ByteBuffer* out) { return SerializeResponse(resp, out); });
+}
 
-#undef GS_UNARY_AS
-#undef GS_QUERY
-#undef GS_UNARY
-#undef GS_UNARY_CALL
+// ----- Metadata and the partition's queries (answered without the core's lock) -------------
+
+grpc::ServerUnaryReactor* GraphStoreService::GetDatasetMeta(grpc::CallbackServerContext* ctx,
+                                                            const grpc::ByteBuffer* request, grpc::ByteBuffer* response) {
+  return Unary<v1::GetDatasetMetaRequest, v1::DatasetMeta>(
+      ctx, request, response, "GetDatasetMeta", kAnyone,
+      [this](const auto& req, auto* resp, const Principal&) { return core_->GetDatasetMeta(req, resp); });
+}
+
+grpc::ServerUnaryReactor* GraphStoreService::LookupPartitions(grpc::CallbackServerContext* ctx,
+                                                              const grpc::ByteBuffer* request,
+                                                              grpc::ByteBuffer* response) {
+  return Unary<v1::LookupPartitionsRequest, v1::LookupPartitionsResponse>(
+      ctx, request, response, "LookupPartitions", kAnyone,
+      [this](const auto& req, auto* resp, const Principal&) { return queries_->LookupPartitions(req, resp); });
+}
+
+grpc::ServerUnaryReactor* GraphStoreService::GetNodeIds(grpc::CallbackServerContext* ctx,
+                                                        const grpc::ByteBuffer* request, grpc::ByteBuffer* response) {
+  return Unary<v1::GetNodeIdsRequest, v1::GetNodeIdsResponse>(
+      ctx, request, response, "GetNodeIds", kReaders,
+      [this](const auto& req, auto* resp, const Principal&) { return queries_->GetNodeIds(req, resp); });
+}
+
+grpc::ServerUnaryReactor* GraphStoreService::GetAblpInput(grpc::CallbackServerContext* ctx,
+                                                          const grpc::ByteBuffer* request, grpc::ByteBuffer* response) {
+  return Unary<v1::GetAblpInputRequest, v1::GetAblpInputResponse>(
+      ctx, request, response, "GetAblpInput", kTrainers,
+      [this](const auto& req, auto* resp, const Principal&) { return queries_->GetAblpInput(req, resp); });
+}
+
+grpc::ServerUnaryReactor* GraphStoreService::GetNodeFeatures(grpc::CallbackServerContext* ctx,
+                                                             const grpc::ByteBuffer* request,
+                                                             grpc::ByteBuffer* response) {
+  // The rows go out as slices of what the query wrote (SerializeSlicedFeatures).
+  return Unary<v1::GetNodeFeaturesRequest, v1::GetNodeFeaturesResponse>(
+      ctx, request, response, "GetNodeFeatures", kReaders,
+      [this](const auto& req, auto* resp, const Principal&) { return queries_->GetNodeFeatures(req, resp); },
+      SerializeSlicedFeatures);
+}
+
+grpc::ServerUnaryReactor* GraphStoreService::GetNodeLabels(grpc::CallbackServerContext* ctx,
+                                                           const grpc::ByteBuffer* request, grpc::ByteBuffer* response) {
+  return Unary<v1::GetNodeLabelsRequest, v1::GetNodeLabelsResponse>(
+      ctx, request, response, "GetNodeLabels", kReaders,
+      [this](const auto& req, auto* resp, const Principal&) { return queries_->GetNodeLabels(req, resp); });
+}
+
+grpc::ServerUnaryReactor* GraphStoreService::GetEdgeFeatures(grpc::CallbackServerContext* ctx,
+                                                             const grpc::ByteBuffer* request,
+                                                             grpc::ByteBuffer* response) {
+  return Unary<v1::GetEdgeFeaturesRequest, v1::GetEdgeFeaturesResponse>(
+      ctx, request, response, "GetEdgeFeatures", kReaders,
+      [this](const auto& req, auto* resp, const Principal&) { return queries_->GetEdgeFeatures(req, resp); });
+}
+
+grpc::ServerUnaryReactor* GraphStoreService::SampleNeighbors(grpc::CallbackServerContext* ctx,
+                                                             const grpc::ByteBuffer* request,
+                                                             grpc::ByteBuffer* response) {
+  return Unary<v1::SampleNeighborsRequest, v1::SampleNeighborsResponse>(
+      ctx, request, response, "SampleNeighbors", kReaders,
+      [this](const auto& req, auto* resp, const Principal&) { return queries_->SampleNeighbors(req, resp); });
+}
+
+// ----- Channels (they belong to the identity that registered them) --------------------------
+
+grpc::ServerUnaryReactor* GraphStoreService::RegisterSamplingInput(grpc::CallbackServerContext* ctx,
+                                                                   const grpc::ByteBuffer* request,
+                                                                   grpc::ByteBuffer* response) {
+  return Unary<v1::RegisterSamplingInputRequest, v1::RegisterSamplingInputResponse>(
+      ctx, request, response, "RegisterSamplingInput", kTrainers,
+      [this](const auto& req, auto* resp, const Principal& p) { return core_->RegisterSamplingInput(req, resp, p.caller); });
+}
+
+grpc::ServerUnaryReactor* GraphStoreService::StartEpoch(grpc::CallbackServerContext* ctx,
+                                                        const grpc::ByteBuffer* request, grpc::ByteBuffer* response) {
+  return Unary<v1::StartEpochRequest, v1::StartEpochResponse>(
+      ctx, request, response, "StartEpoch", kTrainers,
+      [this](const auto& req, auto* resp, const Principal& p) { return core_->StartEpoch(req, resp, p.caller); });
+}
+
+grpc::ServerUnaryReactor* GraphStoreService::RenewLease(grpc::CallbackServerContext* ctx,
+                                                        const grpc::ByteBuffer* request, grpc::ByteBuffer* response) {
+  return Unary<v1::RenewLeaseRequest, v1::RenewLeaseResponse>(
+      ctx, request, response, "RenewLease", kTrainers,
+      [this](const auto& req, auto* resp, const Principal& p) { return core_->RenewLease(req, resp, p.caller); });
+}
+
+grpc::ServerUnaryReactor* GraphStoreService::DestroySamplingInput(grpc::CallbackServerContext* ctx,
+                                                                  const grpc::ByteBuffer* request,
+                                                                  grpc::ByteBuffer* response) {
+  return Unary<v1::DestroySamplingInputRequest, v1::DestroySamplingInputResponse>(
+      ctx, request, response, "DestroySamplingInput", kTrainers,
+      [this](const auto& req, auto* resp, const Principal& p) { return core_->DestroySamplingInput(req, resp, p.caller); });
+}
+
+grpc::ServerUnaryReactor* GraphStoreService::ReleaseSharedBuffers(grpc::CallbackServerContext* ctx,
+                                                                  const grpc::ByteBuffer* request,
+                                                                  grpc::ByteBuffer* response) {
+  return Unary<v1::ReleaseSharedBuffersRequest, v1::ReleaseSharedBuffersResponse>(
+      ctx, request, response, "ReleaseSharedBuffers", kTrainers,
+      [this](const auto& req, auto* resp, const Principal& p) { return core_->ReleaseSharedBuffers(req, resp, p.caller); });
+}
+
+// ----- Introspection --------------------------------------------------------------------------
+
+grpc::ServerUnaryReactor* GraphStoreService::DescribeChannel(grpc::CallbackServerContext* ctx,
+                                                             const grpc::ByteBuffer* request,
+                                                             grpc::ByteBuffer* response) {
+  return Unary<v1::DescribeChannelRequest, v1::ChannelStats>(
+      ctx, request, response, "DescribeChannel", kDescribers,
+      [this](const auto& req, auto* resp, const Principal& p) { return core_->DescribeChannel(req, resp, p.caller); });
+}
+
+grpc::ServerUnaryReactor* GraphStoreService::DescribeBackend(grpc::CallbackServerContext* ctx,
+                                                             const grpc::ByteBuffer* request,
+                                                             grpc::ByteBuffer* response) {
+  return Unary<v1::DescribeBackendRequest, v1::BackendStats>(
+      ctx, request, response, "DescribeBackend", kDescribers,
+      [this](const auto& req, auto* resp, const Principal& p) { return core_->DescribeBackend(req, resp, p.caller); });
+}
+
+grpc::ServerUnaryReactor* GraphStoreService::GetServerStats(grpc::CallbackServerContext* ctx,
+                                                            const grpc::ByteBuffer* request, grpc::ByteBuffer* response) {
+  return Unary<v1::GetServerStatsRequest, v1::ServerStats>(
+      ctx, request, response, "GetServerStats", kOperators,
+      [this](const auto& req, auto* resp, const Principal&) { return core_->GetServerStats(req, resp); });
+}
+
+// ----- Backends, streams and the daemon's end -------------------------------------------------
 
 grpc::ServerUnaryReactor* GraphStoreService::InitSamplingBackend(grpc::CallbackServerContext* ctx,
                                                                  const grpc::ByteBuffer* request,

@@ -68,28 +68,43 @@ class GraphStoreService final : public RawGraphStoreService {
   GraphStoreService(Core* core, const Authenticator* auth, CallObserver* observer, std::function<void()> on_exit)
       : core_(core), queries_(&core->queries()), auth_(auth), observer_(observer), on_exit_(std::move(on_exit)) {}
 
-#define GS_RAW_UNARY(Method)                                                                            \
-  grpc::ServerUnaryReactor* Method(grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* request, \
-                                   grpc::ByteBuffer* response) override;
-  GS_RAW_UNARY(GetDatasetMeta)
-  GS_RAW_UNARY(LookupPartitions)
-  GS_RAW_UNARY(GetNodeIds)
-  GS_RAW_UNARY(GetAblpInput)
-  GS_RAW_UNARY(GetNodeFeatures)
-  GS_RAW_UNARY(GetNodeLabels)
-  GS_RAW_UNARY(GetEdgeFeatures)
-  GS_RAW_UNARY(SampleNeighbors)
-  GS_RAW_UNARY(InitSamplingBackend)
-  GS_RAW_UNARY(RegisterSamplingInput)
-  GS_RAW_UNARY(StartEpoch)
-  GS_RAW_UNARY(RenewLease)
-  GS_RAW_UNARY(DestroySamplingInput)
-  GS_RAW_UNARY(ReleaseSharedBuffers)
-  GS_RAW_UNARY(DescribeChannel)
-  GS_RAW_UNARY(DescribeBackend)
-  GS_RAW_UNARY(GetServerStats)
-  GS_RAW_UNARY(Exit)
-#undef GS_RAW_UNARY
+  // One handler per method (grpc_service.cc), each written out.
+  grpc::ServerUnaryReactor* GetDatasetMeta(grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* request,
+                                 grpc::ByteBuffer* response) override;
+  grpc::ServerUnaryReactor* LookupPartitions(grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* request,
+                                 grpc::ByteBuffer* response) override;
+  grpc::ServerUnaryReactor* GetNodeIds(grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* request,
+                                 grpc::ByteBuffer* response) override;
+  grpc::ServerUnaryReactor* GetAblpInput(grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* request,
+                                 grpc::ByteBuffer* response) override;
+  grpc::ServerUnaryReactor* GetNodeFeatures(grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* request,
+                                 grpc::ByteBuffer* response) override;
+  grpc::ServerUnaryReactor* GetNodeLabels(grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* request,
+                                 grpc::ByteBuffer* response) override;
+  grpc::ServerUnaryReactor* GetEdgeFeatures(grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* request,
+                                 grpc::ByteBuffer* response) override;
+  grpc::ServerUnaryReactor* SampleNeighbors(grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* request,
+                                 grpc::ByteBuffer* response) override;
+  grpc::ServerUnaryReactor* InitSamplingBackend(grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* request,
+                                 grpc::ByteBuffer* response) override;
+  grpc::ServerUnaryReactor* RegisterSamplingInput(grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* request,
+                                 grpc::ByteBuffer* response) override;
+  grpc::ServerUnaryReactor* StartEpoch(grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* request,
+                                 grpc::ByteBuffer* response) override;
+  grpc::ServerUnaryReactor* RenewLease(grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* request,
+                                 grpc::ByteBuffer* response) override;
+  grpc::ServerUnaryReactor* DestroySamplingInput(grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* request,
+                                 grpc::ByteBuffer* response) override;
+  grpc::ServerUnaryReactor* ReleaseSharedBuffers(grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* request,
+                                 grpc::ByteBuffer* response) override;
+  grpc::ServerUnaryReactor* DescribeChannel(grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* request,
+                                 grpc::ByteBuffer* response) override;
+  grpc::ServerUnaryReactor* DescribeBackend(grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* request,
+                                 grpc::ByteBuffer* response) override;
+  grpc::ServerUnaryReactor* GetServerStats(grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* request,
+                                 grpc::ByteBuffer* response) override;
+  grpc::ServerUnaryReactor* Exit(grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* request,
+                                 grpc::ByteBuffer* response) override;
   grpc::ServerWriteReactor<grpc::ByteBuffer>* StreamSampledMessages(grpc::CallbackServerContext* ctx,
                                                                     const grpc::ByteBuffer* request) override;
 
@@ -98,6 +113,15 @@ class GraphStoreService final : public RawGraphStoreService {
 
   // The caller of a call that may use `roles`, or why it may not.
   absl::StatusOr<Principal> Admit(grpc::CallbackServerContext* ctx, uint32_t roles, const char* method) const;
+  // A unary call: admits the caller with `roles`, parses a `Req`, runs `call(req, &resp,
+  // principal)` and writes the answer with `serialise`; every failure ends through Reply.
+  template <typename Req, typename Resp, typename Call, typename Serialise>
+  grpc::ServerUnaryReactor* Unary(grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* request,
+                                  grpc::ByteBuffer* response, const char* method, uint32_t roles, Call call,
+                                  Serialise serialise);
+  template <typename Req, typename Resp, typename Call>
+  grpc::ServerUnaryReactor* Unary(grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* request,
+                                  grpc::ByteBuffer* response, const char* method, uint32_t roles, Call call);
   // Finishes a unary call with `status` and reports it.
   grpc::ServerUnaryReactor* Reply(grpc::CallbackServerContext* ctx, const absl::Status& status, const char* method,
                                   Clock::time_point start);

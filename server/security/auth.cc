@@ -117,7 +117,7 @@ absl::Status Authenticator::Reload() {
   auto table = TokenTable::Load(options_.tokens_file);
   if (!table.ok()) return table.status();
   auto shared = std::make_shared<const TokenTable>(*std::move(table));
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   table_ = std::move(shared);
   return absl::OkStatus();
 }
@@ -126,7 +126,7 @@ absl::StatusOr<Principal> Authenticator::Authenticate(const Presented& presented
   if (!enabled()) return Principal();
   std::shared_ptr<const TokenTable> table;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     table = table_;
   }
   if (presented.authorization.has_value()) {

@@ -20,10 +20,11 @@
 #include <cstdint>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "server/service/caller.h"
@@ -106,8 +107,8 @@ class Authenticator {
   explicit Authenticator(Options options) : options_(std::move(options)) {}
 
   const Options options_;
-  mutable std::mutex mu_;
-  std::shared_ptr<const TokenTable> table_;  // guarded by mu_; null without a token file
+  mutable absl::Mutex mu_;
+  std::shared_ptr<const TokenTable> table_ ABSL_GUARDED_BY(mu_);  // null without a token file
 };
 
 }  // namespace graphstore

@@ -3,13 +3,18 @@
 
 // The graphstore service logic for one partition, behind the gRPC adapter
 // (server/rpc/grpc_service.h): every method takes a request message and returns a status (TF
-// Serving's *Impl shape). It composes the units of this package: partition queries
-// (queries.h), the one config layer (config.h), what a registration resolves to
-// (registration.h), the registry of backends and channels (registry.h), the limits and quotas
-// (quotas.h), each backend's workers
-// (worker.h) and each shared-memory channel's ledger (shared_ledger.h). Its own code is the
-// sampling lifecycle (core.cc), stream attachment (core_streams.cc), introspection
-// (core_stats.cc), and leases and teardown (core_teardown.cc). No gRPC here.
+// Serving's *Impl shape). Core composes the units of this package, each with a header of its
+// own, over the state they share (service_state.h: the partition, the options, the budgets and,
+// under one lock, the registry of backends and channels):
+//
+//   backends.h       creating and joining sampling backends
+//   channels.h       registering channels, their epochs and leases, destroying them
+//   streams.h        attaching and detaching streams, and shared-memory bookkeeping
+//   introspection.h  DescribeChannel, DescribeBackend, GetServerStats, the state line
+//   teardown.h       the lease watchdog and shutdown
+//
+// and the stateless partition queries (queries.h), answered without the lock. Its own code is
+// only the dataset's metadata and joining a cluster. No gRPC here.
 //
 // A channel id that is not live is answered the same way by every RPC (see Registry::NotLive):
 // NOT_FOUND when it was never given out; when it was destroyed, calls that only end or inspect
@@ -21,33 +26,26 @@
 // given out (NOT_FOUND), except to callers that see everything when they only describe it.
 // Without authentication every caller is Caller::Anonymous() and owns everything.
 
-#include <atomic>
-#include <chrono>
-#include <condition_variable>
-#include <functional>
 #include <memory>
-#include <mutex>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "graphstore/v1/graphstore.pb.h"
-#include "scheduler/backend.h"
-#include "scheduler/memory_budget.h"
 #include "server/cluster/cluster.h"
 #include "server/graph/partition.h"
-#include "server/sampling/ablp.h"
-#include "server/sampling/remote_cache.h"
+#include "server/service/backends.h"
 #include "server/service/caller.h"
+#include "server/service/channels.h"
 #include "server/service/counters.h"
-#include "server/service/feature_outputs.h"
+#include "server/service/introspection.h"
 #include "server/service/options.h"
 #include "server/service/queries.h"
-#include "server/service/quotas.h"
-#include "server/service/registry.h"
+#include "server/service/service_state.h"
 #include "server/service/stream_host.h"
+#include "server/service/streams.h"
+#include "server/service/teardown.h"
 #include "server/shm/shared_buffer.h"
 
 namespace graphstore {
@@ -62,8 +60,8 @@ class Core : public StreamHost {
   Core(const Core&) = delete;
   Core& operator=(const Core&) = delete;
 
-  const Partition& partition() const { return *partition_; }
-  const CoreOptions& options() const { return options_; }
+  const Partition& partition() const { return *state_.partition; }
+  const CoreOptions& options() const { return state_.options; }
   /// Joins a cluster whose servers are at `addresses` (partition order; DatasetMeta reports
   /// them): frontier nodes and node data of other partitions are sampled through `cluster`, and
   /// sampling is refused until cluster->Ready(). Call before the first backend is created;
@@ -72,143 +70,88 @@ class Core : public StreamHost {
 
   /// The partition's own queries (lookups, features, labels, ABLP input and the one-hop draws
   /// peers ask for): stateless, answered without the core's lock.
-  const PartitionQueries& queries() const { return queries_; }
+  const PartitionQueries& queries() const { return state_.queries; }
   /// The partition's DatasetMeta, with this server's transport and cluster.
   absl::Status GetDatasetMeta(const v1::GetDatasetMetaRequest& req, v1::DatasetMeta* resp) const;
 
-  /// Creates or joins a backend. When another caller is creating the same key, `done` runs
-  /// once that creation finishes, with its outcome; otherwise it runs before this returns.
-  /// The backend is charged to the caller that creates it.
+  /// backends.h.
   void InitSamplingBackend(const v1::InitSamplingBackendRequest& req, v1::InitSamplingBackendResponse* resp,
-                           std::function<void(absl::Status)> done, const Caller& caller = Caller::Anonymous());
-  /// The channel belongs to the caller; RESOURCE_EXHAUSTED past the caller's quotas.
+                           std::function<void(absl::Status)> done, const Caller& caller = Caller::Anonymous()) {
+    backends_.InitSamplingBackend(req, resp, std::move(done), caller);
+  }
+  /// channels.h.
   absl::Status RegisterSamplingInput(const v1::RegisterSamplingInputRequest& req,
                                      v1::RegisterSamplingInputResponse* resp,
-                                     const Caller& caller = Caller::Anonymous());
+                                     const Caller& caller = Caller::Anonymous()) {
+    return channels_.RegisterSamplingInput(req, resp, caller);
+  }
   absl::Status StartEpoch(const v1::StartEpochRequest& req, v1::StartEpochResponse* resp,
-                          const Caller& caller = Caller::Anonymous());
+                          const Caller& caller = Caller::Anonymous()) {
+    return channels_.StartEpoch(req, resp, caller);
+  }
   absl::Status RenewLease(const v1::RenewLeaseRequest& req, v1::RenewLeaseResponse* resp,
-                          const Caller& caller = Caller::Anonymous());
+                          const Caller& caller = Caller::Anonymous()) {
+    return channels_.RenewLease(req, resp, caller);
+  }
   absl::Status DestroySamplingInput(const v1::DestroySamplingInputRequest& req,
                                     v1::DestroySamplingInputResponse* resp,
-                                    const Caller& caller = Caller::Anonymous());
+                                    const Caller& caller = Caller::Anonymous()) {
+    return channels_.DestroySamplingInput(req, resp, caller);
+  }
+  /// streams.h.
   absl::Status ReleaseSharedBuffers(const v1::ReleaseSharedBuffersRequest& req,
                                     v1::ReleaseSharedBuffersResponse* resp,
-                                    const Caller& caller = Caller::Anonymous());
-
-  /// Validates a stream request and attaches it to the channel: one stream per stripe of the
-  /// channel's batches (up to 64 with striped connections), one in all for shared memory.
+                                    const Caller& caller = Caller::Anonymous()) {
+    return streams_.ReleaseSharedBuffers(req, resp, caller);
+  }
   absl::StatusOr<StreamAttachment> AttachStream(const v1::StreamSampledMessagesRequest& req,
-                                                const Caller& caller = Caller::Anonymous());
-  // StreamHost: the calls of a stream attached to a channel.
-  void DetachStream(const StreamAttachment& attachment, bool cancelled) override;
-  void Touch(uint64_t channel_id) override;
-  /// SharedLedger::HoldBack of the channel against the server-wide limit; the error of a
-  /// client that freed nothing for shared_release_timeout_ms while its stream waited.
-  absl::StatusOr<bool> SharedHoldBack(uint64_t channel_id) override;
-  void HandOff(uint64_t channel_id, std::shared_ptr<SharedUse> use) override;
-  void Sent(const StreamAttachment& a, int64_t bytes, const BatchCounts* batch_done) override;
+                                                const Caller& caller = Caller::Anonymous()) {
+    return streams_.AttachStream(req, caller);
+  }
+  void DetachStream(const StreamAttachment& attachment, bool cancelled) override {
+    streams_.DetachStream(attachment, cancelled);
+  }
+  void Touch(uint64_t channel_id) override { streams_.Touch(channel_id); }
+  absl::StatusOr<bool> SharedHoldBack(uint64_t channel_id) override { return streams_.SharedHoldBack(channel_id); }
+  void HandOff(uint64_t channel_id, std::shared_ptr<SharedUse> use) override {
+    streams_.HandOff(channel_id, std::move(use));
+  }
+  void Sent(const StreamAttachment& a, int64_t bytes, const BatchCounts* batch_done) override {
+    streams_.Sent(a, bytes, batch_done);
+  }
 
-  /// What was sampled, sent and dropped since start (metrics).
-  const ServiceCounters& counters() const { return counters_; }
-  /// Live shared-memory pool bytes over every channel.
-  int64_t shared_memory_bytes() const;
-  /// Lookups of other partitions' node data (rows and labels) and of their neighbour lists that
-  /// the peer cache answered and that went to their owner (0 outside a cluster).
-  struct PeerCacheLookups {
-    int64_t hits = 0;
-    int64_t misses = 0;
-    int64_t list_hits = 0;
-    int64_t list_misses = 0;
-  };
-  PeerCacheLookups peer_cache_lookups() const;
-  /// The cluster joined, or null.
-  const Cluster* cluster() const { return cluster_.load(); }
-
+  /// introspection.h.
   absl::Status DescribeChannel(const v1::DescribeChannelRequest& req, v1::ChannelStats* resp,
-                               const Caller& caller = Caller::Anonymous()) const;
-  /// A caller that does not see everything sees a backend it created or has a channel on, and
-  /// only its own channels in it; other backends are NOT_FOUND.
+                               const Caller& caller = Caller::Anonymous()) const {
+    return introspection_.DescribeChannel(req, resp, caller);
+  }
   absl::Status DescribeBackend(const v1::DescribeBackendRequest& req, v1::BackendStats* resp,
-                               const Caller& caller = Caller::Anonymous()) const;
-  absl::Status GetServerStats(const v1::GetServerStatsRequest& req, v1::ServerStats* resp) const;
+                               const Caller& caller = Caller::Anonymous()) const {
+    return introspection_.DescribeBackend(req, resp, caller);
+  }
+  absl::Status GetServerStats(const v1::GetServerStatsRequest& req, v1::ServerStats* resp) const {
+    return introspection_.GetServerStats(req, resp);
+  }
+  std::string StateSummary() const { return introspection_.StateSummary(); }
+  int num_channels() const { return introspection_.num_channels(); }
+  int64_t shared_memory_bytes() const { return introspection_.shared_memory_bytes(); }
+  using PeerCacheLookups = graphstore::PeerCacheLookups;
+  PeerCacheLookups peer_cache_lookups() const { return introspection_.peer_cache_lookups(); }
+  /// What was sampled, sent and dropped since start (metrics).
+  const ServiceCounters& counters() const { return state_.counters; }
+  /// The cluster joined, or null.
+  const Cluster* cluster() const { return state_.cluster.load(); }
 
-  /// Destroys every live channel and stops every backend; streams end. Returns the number of
-  /// channels destroyed. Idempotent; later sampling calls fail with UNAVAILABLE.
-  int Shutdown();
-
-  /// Channels registered and not destroyed.
-  int num_channels() const;
-
-  /// One line summarising backends and channels (the periodic state log).
-  std::string StateSummary() const;
+  /// teardown.h.
+  int Shutdown() { return teardown_.Shutdown(); }
 
  private:
-  using Clock = std::chrono::steady_clock;
-
-  // UNAVAILABLE while a cluster's peers have not all answered.
-  absl::Status SamplingOpen() const;
-  // Marks a creation ready (or removes it when `status` failed) and answers its caller and
-  // every caller that waited for it.
-  void FinishCreation(const std::shared_ptr<BackendEntry>& entry, const absl::Status& status,
-                      v1::InitSamplingBackendResponse* resp, std::function<void(absl::Status)> done);
-  // Builds a new backend's workers and scheduler outside the lock; callers of the same key
-  // wait in its waiters.
-  absl::Status BuildBackend(BackendEntry* entry, std::unique_ptr<Sampler> sampler,
-                            const scheduler::BackendOptions& options);
-  // A new channel entry for `req` on `backend` (mu_ held).
-  std::shared_ptr<ChannelEntry> NewChannel(const v1::RegisterSamplingInputRequest& req,
-                                           std::shared_ptr<BackendEntry> backend);
-  // The live channel `id` with mu_ held, or the status for an id that is not.
-  absl::StatusOr<std::shared_ptr<ChannelEntry>> LiveChannel(uint64_t id) const;
-  // What a registration answers about its new channel: ids, counts, lease, feature encoding.
-  void DescribeRegistration(const ChannelEntry& channel, int64_t cache_rows,
-                            v1::RegisterSamplingInputResponse* resp) const;
-  // Raises channel `c`'s buffer room to `streams` streams (its buffer_bytes per stream), or
-  // RESOURCE_EXHAUSTED naming num_stripes when its owner's quota has no room for it. Needs mu_.
-  absl::Status GrowStreamRoomLocked(ChannelEntry* c, int streams);
-  // Removes a channel (mu_ held by the caller is released around backend calls); returns
-  // whether its backend was stopped because it was the last channel.
-  bool DestroyLocked(std::unique_lock<std::mutex>& lock, uint64_t channel_id);
-  void FillChannelStats(const ChannelEntry& c, v1::ChannelStats* out) const;
-  // The backend's stats with the channels `caller` may see.
-  void FillBackendStats(const BackendEntry& b, v1::BackendStats* out, const Caller& caller) const;
-  void WatchdogLoop();
-  // Stops the backends in retiring_ (mu_ held on entry and exit; released while stopping).
-  void StopRetired(std::unique_lock<std::mutex>& lock);
-
-  std::unique_ptr<Partition> partition_;
-  const CoreOptions options_;
-  mutable FeatureOutputs feature_outputs_;  // computes ranges and hot sets once, on demand
-  const PartitionQueries queries_;
-  std::atomic<Cluster*> cluster_{nullptr};
-  std::unique_ptr<RemoteCache> remote_cache_;   // set with the cluster
-  std::vector<std::string> cluster_addresses_;  // guarded by mu_
-  // Declared before the backends so that it outlives every buffer they hold.
-  const std::unique_ptr<SharedMemoryArea> shared_memory_;
-  const Clock::time_point started_ = Clock::now();
-
-  // Sampled-but-unread bytes of every backend (options_.max_buffered_bytes_total resolved).
-  const std::shared_ptr<scheduler::MemoryBudget> budget_;
-  // Shared buffers sent and not yet freed over every channel (kept by the channels' ledgers),
-  // their limit, and the channels that have shared memory. Guarded by mu_.
-  SharedMemoryAccount shared_account_;
-
-  mutable std::mutex mu_;
-  std::condition_variable watchdog_cv_;
-  bool shutting_down_ = false;
-  Registry registry_;
-  // The limits and quotas, checked against registry_ (mu_ held).
-  const Quotas quotas_;
-  // Backends whose last channel is gone, waiting for the watchdog to join their workers.
-  std::vector<std::shared_ptr<BackendEntry>> retiring_;
-  int64_t leases_expired_ = 0;
-  int64_t backend_leases_expired_ = 0;
-  mutable ServiceCounters counters_;
-  std::atomic<int> open_streams_{0};
-  // Serialises Shutdown() so the watchdog is joined once.
-  std::mutex shutdown_mu_;
-  std::thread watchdog_;
+  ServiceState state_;
+  Backends backends_{&state_};
+  Channels channels_{&state_};
+  Streams streams_{&state_};
+  Introspection introspection_{&state_};
+  Teardown teardown_{&state_, &introspection_};  // last: its watchdog uses the others
 };
 
 }  // namespace graphstore

@@ -57,19 +57,19 @@ void Progress::Add(int64_t n) {
   const int64_t done = done_.fetch_add(n, std::memory_order_relaxed) + n;
   if (total_ > 0 && done >= total_) return;  // the total follows
   const Clock::time_point now = options_.now ? options_.now() : Clock::now();
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   if (finished_ || std::chrono::duration<double>(now - last_report_).count() < options_.interval_s) return;
   last_report_ = now;
   Emit(Line(false, now), false);
 }
 
 void Progress::Note(const std::string& text) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   Emit(absl::StrCat(phase_, ": ", text), true);
 }
 
 void Progress::Finish() {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   if (finished_) return;
   finished_ = true;
   Emit(Line(true, options_.now ? options_.now() : Clock::now()), true);

@@ -11,8 +11,10 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
-#include <mutex>
 #include <string>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 
 namespace graphstore {
 
@@ -64,9 +66,9 @@ class Progress {
   Options options_;
   const Clock::time_point start_;
   std::atomic<int64_t> done_{0};
-  std::mutex mu_;
-  Clock::time_point last_report_;  // guarded by mu_
-  bool finished_ = false;          // guarded by mu_
+  absl::Mutex mu_;
+  Clock::time_point last_report_ ABSL_GUARDED_BY(mu_);
+  bool finished_ ABSL_GUARDED_BY(mu_) = false;
 };
 
 /// "27.1M", "3.2k", "812": a count in a few digits.

@@ -1,12 +1,12 @@
-// What operators see of the core: DescribeChannel, DescribeBackend, GetServerStats and the
-// periodic state line.
+#include "server/service/introspection.h"
+
+#include <algorithm>
 
 #include "absl/strings/str_cat.h"
-#include "server/service/core.h"
 
 namespace graphstore {
 
-void Core::FillChannelStats(const ChannelEntry& c, v1::ChannelStats* out) const {
+void Introspection::FillChannelStats(const ChannelEntry& c, v1::ChannelStats* out) const {
   out->set_channel_id(c.id);
   out->set_backend_id(c.backend->id);
   out->set_worker_key(c.worker_key);
@@ -40,7 +40,7 @@ void Core::FillChannelStats(const ChannelEntry& c, v1::ChannelStats* out) const 
     out->set_rows_from_owners(c.sampling->features != nullptr && c.sampling->features->rows_from_owners);
     out->set_other_partitions_rows_sent(c.sampling->other_partitions_rows_sent.load(std::memory_order_relaxed));
   }
-  const auto idle = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - c.last_activity).count();
+  const auto idle = std::chrono::duration_cast<std::chrono::milliseconds>(ServiceState::Clock::now() - c.last_activity).count();
   out->set_lease_remaining_ms(c.streaming() ? c.lease_ms : std::max<int64_t>(0, c.lease_ms - idle));
   auto s = c.backend->scheduler->Describe(c.id);
   if (!s.ok()) return;
@@ -57,7 +57,7 @@ void Core::FillChannelStats(const ChannelEntry& c, v1::ChannelStats* out) const 
   out->set_error(s->error);
 }
 
-void Core::FillBackendStats(const BackendEntry& b, v1::BackendStats* out, const Caller& caller) const {
+void Introspection::FillBackendStats(const BackendEntry& b, v1::BackendStats* out, const Caller& caller) const {
   out->set_backend_id(b.id);
   out->set_backend_key(b.key);
   *out->mutable_config() = b.config;
@@ -68,19 +68,19 @@ void Core::FillBackendStats(const BackendEntry& b, v1::BackendStats* out, const 
   out->set_num_active_channels(s.num_active_channels);
   out->set_num_runnable_channels(s.num_runnable_channels);
   out->set_total_batches_sampled(s.total_batches_sampled);
-  for (const auto& [id, c] : registry_.channels()) {
+  for (const auto& [id, c] : state_.registry.channels()) {
     if (c->backend->id == b.id && (caller.sees_everything || c->owner == caller.identity)) {
       FillChannelStats(*c, out->add_channels());
     }
   }
 }
 
-absl::Status Core::DescribeChannel(const v1::DescribeChannelRequest& req, v1::ChannelStats* resp,
+absl::Status Introspection::DescribeChannel(const v1::DescribeChannelRequest& req, v1::ChannelStats* resp,
                                    const Caller& caller) const {
   if (req.channel_id() == 0) return absl::InvalidArgumentError("channel_id is required");
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&state_.mu);
   Registry::Found found;
-  std::shared_ptr<ChannelEntry> c = registry_.FindChannelFor(req.channel_id(), caller, true, &found);
+  std::shared_ptr<ChannelEntry> c = state_.registry.FindChannelFor(req.channel_id(), caller, true, &found);
   if (found == Registry::Found::kDestroyed) {
     resp->set_channel_id(req.channel_id());
     resp->set_state("destroyed");
@@ -91,13 +91,13 @@ absl::Status Core::DescribeChannel(const v1::DescribeChannelRequest& req, v1::Ch
   return absl::OkStatus();
 }
 
-absl::Status Core::DescribeBackend(const v1::DescribeBackendRequest& req, v1::BackendStats* resp,
+absl::Status Introspection::DescribeBackend(const v1::DescribeBackendRequest& req, v1::BackendStats* resp,
                                    const Caller& caller) const {
   if (req.backend_id() == 0) return absl::InvalidArgumentError("backend_id is required");
-  std::lock_guard<std::mutex> lock(mu_);
-  std::shared_ptr<BackendEntry> b = registry_.FindBackend(req.backend_id());
+  absl::MutexLock lock(&state_.mu);
+  std::shared_ptr<BackendEntry> b = state_.registry.FindBackend(req.backend_id());
   bool visible = b != nullptr && (caller.sees_everything || b->creator == caller.identity);
-  for (auto it = registry_.channels().begin(); b != nullptr && !visible && it != registry_.channels().end(); ++it) {
+  for (auto it = state_.registry.channels().begin(); b != nullptr && !visible && it != state_.registry.channels().end(); ++it) {
     visible = it->second->backend == b && it->second->owner == caller.identity;
   }
   if (!visible) return absl::NotFoundError(absl::StrCat("backend_id ", req.backend_id(), " does not exist"));
@@ -105,54 +105,54 @@ absl::Status Core::DescribeBackend(const v1::DescribeBackendRequest& req, v1::Ba
   return absl::OkStatus();
 }
 
-absl::Status Core::GetServerStats(const v1::GetServerStatsRequest&, v1::ServerStats* resp) const {
-  std::lock_guard<std::mutex> lock(mu_);
-  resp->set_uptime_seconds(std::chrono::duration<double>(Clock::now() - started_).count());
+absl::Status Introspection::GetServerStats(const v1::GetServerStatsRequest&, v1::ServerStats* resp) const {
+  absl::MutexLock lock(&state_.mu);
+  resp->set_uptime_seconds(std::chrono::duration<double>(ServiceState::Clock::now() - state_.started).count());
   int64_t bytes = 0;
-  for (const auto& [id, b] : registry_.backends()) {
+  for (const auto& [id, b] : state_.registry.backends()) {
     auto* out = resp->add_backends();
     FillBackendStats(*b, out, Caller::Anonymous());
     for (const auto& c : out->channels()) bytes += c.buffered_bytes();
   }
   resp->set_buffered_bytes(bytes);
-  resp->set_open_streams(open_streams_.load());
-  resp->set_leases_expired(leases_expired_);
-  resp->set_backend_leases_expired(backend_leases_expired_);
-  resp->set_shared_unfreed_bytes(shared_account_.unfreed());
-  resp->set_shared_unfreed_limit(shared_account_.limit());
-  if (const Cluster* cluster = cluster_.load(); cluster != nullptr) cluster->FillStats(resp);
-  if (remote_cache_ != nullptr) resp->set_peer_cache_bytes(remote_cache_->bytes());
+  resp->set_open_streams(state_.open_streams.load());
+  resp->set_leases_expired(state_.leases_expired);
+  resp->set_backend_leases_expired(state_.backend_leases_expired);
+  resp->set_shared_unfreed_bytes(state_.shared_account.unfreed());
+  resp->set_shared_unfreed_limit(state_.shared_account.limit());
+  if (const Cluster* cluster = state_.cluster.load(); cluster != nullptr) cluster->FillStats(resp);
+  if (state_.remote_cache != nullptr) resp->set_peer_cache_bytes(state_.remote_cache->bytes());
   int64_t index_bytes = 0;
-  for (const EdgeTypeStore& e : partition_->edge_types()) index_bytes += e.weight_index->bytes() + e.time_rows->bytes();
+  for (const EdgeTypeStore& e : state_.partition->edge_types()) index_bytes += e.weight_index->bytes() + e.time_rows->bytes();
   resp->set_sampling_index_bytes(index_bytes);
   return absl::OkStatus();
 }
 
-int64_t Core::shared_memory_bytes() const {
-  std::lock_guard<std::mutex> lock(mu_);
+int64_t Introspection::shared_memory_bytes() const {
+  absl::MutexLock lock(&state_.mu);
   int64_t bytes = 0;
-  for (const auto& [id, c] : registry_.channels()) {
+  for (const auto& [id, c] : state_.registry.channels()) {
     if (c->pool != nullptr) bytes += c->pool->bytes();
   }
   return bytes;
 }
 
-Core::PeerCacheLookups Core::peer_cache_lookups() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  if (remote_cache_ == nullptr) return {};
-  return {remote_cache_->hits(), remote_cache_->misses(), remote_cache_->list_hits(), remote_cache_->list_misses()};
+PeerCacheLookups Introspection::peer_cache_lookups() const {
+  absl::MutexLock lock(&state_.mu);
+  if (state_.remote_cache == nullptr) return {};
+  return {state_.remote_cache->hits(), state_.remote_cache->misses(), state_.remote_cache->list_hits(), state_.remote_cache->list_misses()};
 }
 
-int Core::num_channels() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return static_cast<int>(registry_.channels().size());
+int Introspection::num_channels() const {
+  absl::MutexLock lock(&state_.mu);
+  return static_cast<int>(state_.registry.channels().size());
 }
 
-std::string Core::StateSummary() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  std::string out = absl::StrCat(registry_.backends().size(), " backends, ", registry_.channels().size(),
-                                 " channels, ", open_streams_.load(), " streams");
-  for (const auto& [id, b] : registry_.backends()) {
+std::string Introspection::StateSummary() const {
+  absl::MutexLock lock(&state_.mu);
+  std::string out = absl::StrCat(state_.registry.backends().size(), " backends, ", state_.registry.channels().size(),
+                                 " channels, ", state_.open_streams.load(), " streams");
+  for (const auto& [id, b] : state_.registry.backends()) {
     if (!b->scheduler) continue;
     const scheduler::BackendStats s = b->scheduler->Stats();
     absl::StrAppend(&out, "; backend ", id, " '", b->key, "': registered ", s.num_channels, ", active ",

@@ -1,13 +1,11 @@
-// The core's sampling backends: creating or joining one (InitSamplingBackend; one creation per
-// key at a time, later callers wait for its answer), building its sampler and worker pool, and
-// the worker threads the backends hold against --max_worker_threads.
+#include "server/service/backends.h"
 
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
 #include "google/protobuf/util/message_differencer.h"
 #include "server/service/config.h"
-#include "server/service/core.h"
+#include "server/service/worker.h"
 #include "server/util/log.h"
 
 namespace graphstore {
@@ -28,36 +26,37 @@ absl::Status CheckBackendRequest(const v1::InitSamplingBackendRequest& req, cons
 
 }  // namespace
 
-void Core::InitSamplingBackend(const v1::InitSamplingBackendRequest& req, v1::InitSamplingBackendResponse* resp,
+void Backends::InitSamplingBackend(const v1::InitSamplingBackendRequest& req, v1::InitSamplingBackendResponse* resp,
                                std::function<void(absl::Status)> done, const Caller& caller) {
-  if (auto s = CheckBackendRequest(req, options_); !s.ok()) return done(s);
+  if (auto s = CheckBackendRequest(req, state_.options); !s.ok()) return done(s);
   SamplerEnvironment env;
-  env.partition = partition_.get();
-  env.peers = cluster_.load();
+  env.partition = state_.partition.get();
+  env.peers = state_.cluster.load();
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&state_.mu);
     // Refused before the sampler is built: a new one may build indexes for seconds.
-    if (shutting_down_) return done(absl::UnavailableError("the server is shutting down"));
-    env.remote_cache = remote_cache_.get();
+    if (state_.shutting_down) return done(absl::UnavailableError("the server is shutting down"));
+    env.remote_cache = state_.remote_cache.get();
   }
-  auto sampler = BuildSampler(req.config(), options_, env);
+  auto sampler = BuildSampler(req.config(), state_.options, env);
   if (!sampler.ok()) return done(sampler.status());
-  auto backend_options = BuildBackendOptions(req.options(), options_, req.backend_key());
+  auto backend_options = BuildBackendOptions(req.options(), state_.options, req.backend_key());
   if (!backend_options.ok()) return done(backend_options.status());
-  backend_options->budget = budget_;
-  if (auto s = SamplingOpen(); !s.ok()) return done(s);
+  backend_options->budget = state_.budget;
+  if (auto s = state_.SamplingOpen(); !s.ok()) return done(s);
 
   std::shared_ptr<BackendEntry> entry;
+  std::function<void(absl::Status)> joined;  // answered once the lock is released
   {
-    std::unique_lock<std::mutex> lock(mu_);
-    if (shutting_down_) return done(absl::UnavailableError("the server is shutting down"));
-    if (std::shared_ptr<BackendEntry> e = registry_.FindBackendByKey(req.backend_key())) {
+    absl::MutexLock lock(&state_.mu);
+    if (state_.shutting_down) return done(absl::UnavailableError("the server is shutting down"));
+    if (std::shared_ptr<BackendEntry> e = state_.registry.FindBackendByKey(req.backend_key())) {
       if (!google::protobuf::util::MessageDifferencer::Equals(e->config, req.config())) {
         return done(absl::FailedPreconditionError(absl::StrCat(
             "backend_key '", req.backend_key(), "' already names backend ", e->id, " with a different config")));
       }
       // Joining renews the lease of a backend that has no channel yet.
-      e->last_activity = Clock::now();
+      e->last_activity = ServiceState::Clock::now();
       auto reply = [resp, done, id = e->id, lease = e->lease_ms](absl::Status s) {
         if (s.ok()) {
           resp->set_backend_id(id);
@@ -70,29 +69,30 @@ void Core::InitSamplingBackend(const v1::InitSamplingBackendRequest& req, v1::In
         e->waiters.push_back(std::move(reply));
         return;
       }
-      lock.unlock();
-      return reply(absl::OkStatus());
+      joined = std::move(reply);
+    } else {
+      if (auto s = state_.quotas.CheckBackendRoom(caller, backend_options->num_workers); !s.ok()) return done(s);
+      entry = state_.registry.AddBackend(req.backend_key(), req.config(), caller.identity);
+      entry->worker_threads = backend_options->num_workers;
+      entry->lease_ms = req.lease_ms() > 0 ? req.lease_ms() : state_.options.default_backend_lease_ms;
     }
-    if (auto s = quotas_.CheckBackendRoom(caller, backend_options->num_workers); !s.ok()) return done(s);
-    entry = registry_.AddBackend(req.backend_key(), req.config(), caller.identity);
-    entry->worker_threads = backend_options->num_workers;
-    entry->lease_ms = req.lease_ms() > 0 ? req.lease_ms() : options_.default_backend_lease_ms;
   }
+  if (joined) return joined(absl::OkStatus());
 
   FinishCreation(entry, BuildBackend(entry.get(), *std::move(sampler), *backend_options), resp, std::move(done));
 }
 
-void Core::FinishCreation(const std::shared_ptr<BackendEntry>& entry, const absl::Status& status,
+void Backends::FinishCreation(const std::shared_ptr<BackendEntry>& entry, const absl::Status& status,
                           v1::InitSamplingBackendResponse* resp, std::function<void(absl::Status)> done) {
   std::vector<std::function<void(absl::Status)>> waiters;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&state_.mu);
     waiters.swap(entry->waiters);
     if (status.ok()) {
       entry->state = BackendEntry::State::kReady;
     } else {
       // A failed creation leaves nothing behind; a later call may try again.
-      registry_.RemoveBackend(entry->id);
+      state_.registry.RemoveBackend(entry->id);
     }
   }
   if (status.ok()) {
@@ -108,19 +108,19 @@ void Core::FinishCreation(const std::shared_ptr<BackendEntry>& entry, const absl
   for (auto& w : waiters) w(status);
 }
 
-absl::Status Core::BuildBackend(BackendEntry* entry, std::unique_ptr<Sampler> sampler,
+absl::Status Backends::BuildBackend(BackendEntry* entry, std::unique_ptr<Sampler> sampler,
                                 const scheduler::BackendOptions& options) {
-  auto workers = std::make_shared<SamplingWorkers>(partition_.get(), std::move(sampler), options.num_workers,
-                                                   options_.stream_part_bytes, options_.stream_split_bytes);
+  auto workers = std::make_shared<SamplingWorkers>(state_.partition.get(), std::move(sampler), options.num_workers,
+                                                   state_.options.stream_part_bytes, state_.options.stream_split_bytes);
   // Runs on the backend's worker threads.
   SamplerKind kind = SamplerKind::kNeighbor;
   if (entry->config.kind() == v1::SAMPLER_KIND_PPR) kind = SamplerKind::kPpr;
   if (entry->config.kind() == v1::SAMPLER_KIND_SUBGRAPH) kind = SamplerKind::kSubgraph;
-  ServiceCounters* counters = &counters_;
+  ServiceCounters* counters = &state_.counters;
   auto backend = scheduler::Backend::Create(options, [workers, counters, kind](const scheduler::BatchTask& t) {
-    const auto start = Clock::now();
+    const auto start = ServiceState::Clock::now();
     auto batch = workers->SampleAndEncode(t);
-    const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - start).count();
+    const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(ServiceState::Clock::now() - start).count();
     const auto* channel = SamplingOf(t);
     const SamplerKind k = channel != nullptr && channel->ablp != nullptr ? SamplerKind::kAblp : kind;
     counters->sampling_seconds[static_cast<int>(k)].Observe(static_cast<double>(ns) / 1e9);

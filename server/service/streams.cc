@@ -1,10 +1,8 @@
-// The core's side of a stream: attaching it to a channel's epoch (resuming where asked),
-// detaching it, and the shared-memory bookkeeping of what it sent.
+#include "server/service/streams.h"
 
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
-#include "server/service/core.h"
 #include "server/util/log.h"
 
 namespace graphstore {
@@ -53,7 +51,7 @@ absl::Status CanOpen(const ChannelEntry& c, scheduler::Stripe stripe) {
 
 }  // namespace
 
-absl::StatusOr<StreamAttachment> Core::AttachStream(const v1::StreamSampledMessagesRequest& req,
+absl::StatusOr<StreamAttachment> Streams::AttachStream(const v1::StreamSampledMessagesRequest& req,
                                                     const Caller& caller) {
   if (req.channel_id() == 0) return absl::InvalidArgumentError("channel_id is required");
   if (req.epoch() < 0) return absl::InvalidArgumentError(absl::StrCat("epoch must be >= 0, got ", req.epoch()));
@@ -73,80 +71,92 @@ absl::StatusOr<StreamAttachment> Core::AttachStream(const v1::StreamSampledMessa
       for (const auto& [id, backend] : streams) backend->Wake(id);
     }
   } after_unlock{lost, wake};
-  std::lock_guard<std::mutex> lock(mu_);
-  if (shutting_down_) return absl::UnavailableError("the server is shutting down");
-  Registry::Found found;
-  std::shared_ptr<ChannelEntry> live = registry_.FindChannelFor(req.channel_id(), caller, false, &found);
-  if (live == nullptr) return Registry::NotLive(req.channel_id(), found);
-  ChannelEntry& c = *live;
-  if (auto s = CanOpen(c, stripe); !s.ok()) return s;
-  if (auto s = GrowStreamRoomLocked(&c, stripe.count); !s.ok()) return s;
   StreamAttachment a;
-  a.backend = c.backend->scheduler;
-  a.channel_id = c.id;
-  a.epoch = req.epoch();
-  a.shared_memory = c.pool != nullptr;
-  a.stripe = stripe;
-  auto stats = a.backend->Describe(c.id);
-  if (!stats.ok()) return stats.status();
-  if (stats->epoch != req.epoch()) {
-    return absl::FailedPreconditionError(
-        stats->epoch < 0 ? absl::StrCat("epoch ", req.epoch(), " has not been started; call StartEpoch first")
-                         : absl::StrCat("epoch ", req.epoch(), " is not the channel's current epoch ", stats->epoch));
-  }
-  // A reconnecting reader resumes: from start_batch, or from the start of an epoch whose
-  // earlier stream was cancelled or failed (a peer that was down may be back). Sampling is
-  // deterministic, so it gets exactly those batches.
-  const int64_t from = c.ChannelBatch(req.start_batch());
-  if (from > 0 || stats->state == scheduler::ChannelState::kCancelled ||
-      stats->state == scheduler::ChannelState::kFailed) {
-    if (from > stats->num_batches) {
+  bool resume = false;
+  int64_t from = 0;
+  {
+    absl::MutexLock lock(&state_.mu);
+    if (state_.shutting_down) return absl::UnavailableError("the server is shutting down");
+    Registry::Found found;
+    std::shared_ptr<ChannelEntry> live = state_.registry.FindChannelFor(req.channel_id(), caller, false, &found);
+    if (live == nullptr) return Registry::NotLive(req.channel_id(), found);
+    ChannelEntry& c = *live;
+    if (auto s = CanOpen(c, stripe); !s.ok()) return s;
+    if (auto s = GrowStreamRoomLocked(&c, stripe.count); !s.ok()) return s;
+    a.backend = c.backend->scheduler;
+    a.channel_id = c.id;
+    a.epoch = req.epoch();
+    a.shared_memory = c.pool != nullptr;
+    a.stripe = stripe;
+    auto stats = a.backend->Describe(c.id);
+    if (!stats.ok()) return stats.status();
+    if (stats->epoch != req.epoch()) {
+      return absl::FailedPreconditionError(
+          stats->epoch < 0 ? absl::StrCat("epoch ", req.epoch(), " has not been started; call StartEpoch first")
+                           : absl::StrCat("epoch ", req.epoch(), " is not the channel's current epoch ", stats->epoch));
+    }
+    // A reconnecting reader resumes: from start_batch, or from the start of an epoch whose
+    // earlier stream was cancelled or failed (a peer that was down may be back). Sampling is
+    // deterministic, so it gets exactly those batches.
+    from = c.ChannelBatch(req.start_batch());
+    resume = from > 0 || stats->state == scheduler::ChannelState::kCancelled ||
+             stats->state == scheduler::ChannelState::kFailed;
+    if (resume && from > stats->num_batches) {
       return absl::InvalidArgumentError(absl::StrCat("start_batch ", req.start_batch(), " is past the channel's ",
                                                      stats->num_batches, " batches of the epoch"));
     }
-    if (auto s = a.backend->ResumeEpoch(c.id, req.epoch(), from, stripe); !s.ok()) return s;
-    Logger("core")->info("channel {}: epoch {} resumed from batch {} (stripe {} of {})", c.id, req.epoch(),
-                         req.start_batch(), stripe.index, stripe.count);
-  }
-  if (c.pool != nullptr) {
-    const bool server_was_full = shared_account_.full();
-    lost = c.shared.NewStream(req.reclaim_unreceived());
-    if (!lost.empty()) {
-      Logger("core")->debug("channel {}: {} shared buffers sent on earlier streams never reached the client; freed",
-                            c.id, lost.size());
-    }
-    if (server_was_full && !shared_account_.full()) {
-      for (const auto& [id, other] : registry_.channels()) {
-        if (other->pool != nullptr && other->streaming()) wake.emplace_back(id, other->backend->scheduler);
+    if (c.pool != nullptr) {
+      const bool server_was_full = state_.shared_account.full();
+      lost = c.shared.NewStream(req.reclaim_unreceived());
+      if (!lost.empty()) {
+        Logger("core")->debug("channel {}: {} shared buffers sent on earlier streams never reached the client; freed",
+                              c.id, lost.size());
+      }
+      if (server_was_full && !state_.shared_account.full()) {
+        for (const auto& [id, other] : state_.registry.channels()) {
+          if (other->pool != nullptr && other->streaming()) wake.emplace_back(id, other->backend->scheduler);
+        }
       }
     }
+    // The stripe is the stream's from here: a second stream of it is refused while this one
+    // resumes its epoch below.
+    a.counters = std::make_shared<StreamCounters>();
+    c.open_stripes.emplace(std::make_pair(stripe.index, stripe.count), a.counters);
+    c.last_activity = ServiceState::Clock::now();
+    ++state_.open_streams;
   }
-  a.counters = std::make_shared<StreamCounters>();
-  c.open_stripes.emplace(std::make_pair(stripe.index, stripe.count), a.counters);
-  c.last_activity = Clock::now();
-  ++open_streams_;
+  if (!resume) return a;
+  // Resuming calls the channel's listeners, which call back into the core: never under its lock.
+  if (absl::Status s = a.backend->ResumeEpoch(a.channel_id, req.epoch(), from, stripe); !s.ok()) {
+    absl::MutexLock lock(&state_.mu);
+    --state_.open_streams;
+    if (auto c = state_.LiveChannel(a.channel_id); c.ok()) (*c)->open_stripes.erase({stripe.index, stripe.count});
+    return s;
+  }
+  Logger("core")->info("channel {}: epoch {} resumed from batch {} (stripe {} of {})", a.channel_id, req.epoch(),
+                       req.start_batch(), stripe.index, stripe.count);
   return a;
 }
 
-absl::Status Core::GrowStreamRoomLocked(ChannelEntry* c, int streams) {
+absl::Status Streams::GrowStreamRoomLocked(ChannelEntry* c, int streams) {
   if (streams <= c->room_streams) return absl::OkStatus();
-  if (auto s = quotas_.CheckStreamRoom(*c, streams); !s.ok()) return s;
-  registry_.GrowStreamRoom(c, streams);
+  if (auto s = state_.quotas.CheckStreamRoom(*c, streams); !s.ok()) return s;
+  state_.registry.GrowStreamRoom(c, streams);
   c->backend->scheduler->SetStreamRoom(c->id, streams);
   return absl::OkStatus();
 }
 
-void Core::DetachStream(const StreamAttachment& a, bool cancelled) {
+void Streams::DetachStream(const StreamAttachment& a, bool cancelled) {
   const uint64_t channel_id = a.channel_id;
   const int64_t epoch = a.epoch;
   std::shared_ptr<scheduler::Backend> backend;
   {
-    std::lock_guard<std::mutex> lock(mu_);
-    --open_streams_;
-    auto c = LiveChannel(channel_id);
+    absl::MutexLock lock(&state_.mu);
+    --state_.open_streams;
+    auto c = state_.LiveChannel(channel_id);
     if (!c.ok()) return;
     (*c)->open_stripes.erase({a.stripe.index, a.stripe.count});
-    (*c)->last_activity = Clock::now();
+    (*c)->last_activity = ServiceState::Clock::now();
     if (cancelled) backend = (*c)->backend->scheduler;
   }
   if (backend) {
@@ -154,25 +164,25 @@ void Core::DetachStream(const StreamAttachment& a, bool cancelled) {
     // is left alone.
     const auto s = backend->Describe(channel_id);
     if (backend->CancelEpoch(channel_id, epoch)) {
-      if (s.ok() && s->epoch == epoch) counters_.batches_dropped += s->buffered_messages;
+      if (s.ok() && s->epoch == epoch) state_.counters.batches_dropped += s->buffered_messages;
       Logger("core")->info("channel {}: epoch {} stream cancelled by the client; its remaining work is dropped",
                            channel_id, epoch);
     }
   }
 }
 
-void Core::Sent(const StreamAttachment& a, int64_t bytes, const BatchCounts* batch_done) {
+void Streams::Sent(const StreamAttachment& a, int64_t bytes, const BatchCounts* batch_done) {
   const uint64_t channel_id = a.channel_id;
   const int transport = a.shared_memory ? 1 : 0;
-  counters_.bytes_sent[transport].fetch_add(bytes, std::memory_order_relaxed);
+  state_.counters.bytes_sent[transport].fetch_add(bytes, std::memory_order_relaxed);
   if (a.counters != nullptr) a.counters->bytes_sent.fetch_add(bytes, std::memory_order_relaxed);
   if (batch_done == nullptr) return;
-  counters_.batches_sent[transport].fetch_add(1, std::memory_order_relaxed);
+  state_.counters.batches_sent[transport].fetch_add(1, std::memory_order_relaxed);
   if (a.counters != nullptr) a.counters->batches_sent.fetch_add(1, std::memory_order_relaxed);
   std::shared_ptr<const ChannelSampling> sampling;
   {
-    std::lock_guard<std::mutex> lock(mu_);
-    auto c = LiveChannel(channel_id);
+    absl::MutexLock lock(&state_.mu);
+    auto c = state_.LiveChannel(channel_id);
     if (c.ok()) sampling = (*c)->sampling;
   }
   if (sampling == nullptr) return;
@@ -181,15 +191,15 @@ void Core::Sent(const StreamAttachment& a, int64_t bytes, const BatchCounts* bat
   sampling->other_partitions_rows_sent.fetch_add(batch_done->other_partitions_rows, std::memory_order_relaxed);
 }
 
-void Core::Touch(uint64_t channel_id) {
-  std::lock_guard<std::mutex> lock(mu_);
-  auto c = LiveChannel(channel_id);
-  if (c.ok()) (*c)->last_activity = Clock::now();
+void Streams::Touch(uint64_t channel_id) {
+  absl::MutexLock lock(&state_.mu);
+  auto c = state_.LiveChannel(channel_id);
+  if (c.ok()) (*c)->last_activity = ServiceState::Clock::now();
 }
 
-absl::StatusOr<bool> Core::SharedHoldBack(uint64_t channel_id) {
-  std::lock_guard<std::mutex> lock(mu_);
-  auto found = LiveChannel(channel_id);
+absl::StatusOr<bool> Streams::SharedHoldBack(uint64_t channel_id) {
+  absl::MutexLock lock(&state_.mu);
+  auto found = state_.LiveChannel(channel_id);
   if (!found.ok()) return false;
   ChannelEntry& c = **found;
   if (!c.unfreed_error.ok()) return c.unfreed_error;
@@ -197,28 +207,28 @@ absl::StatusOr<bool> Core::SharedHoldBack(uint64_t channel_id) {
   if (hold != SharedLedger::Hold::kUnfreed) {
     c.unfreed_wait_since.reset();
   } else if (!c.unfreed_wait_since.has_value()) {
-    c.unfreed_wait_since = Clock::now();
+    c.unfreed_wait_since = ServiceState::Clock::now();
     Logger("core")->info("channel {}: stream paused, its client holds {} MiB of shared buffers it has not freed",
                          channel_id, c.shared.unfreed_bytes() >> 20);
   }
   return hold != SharedLedger::Hold::kNone;
 }
 
-void Core::HandOff(uint64_t channel_id, std::shared_ptr<SharedUse> use) {
-  std::lock_guard<std::mutex> lock(mu_);
-  auto c = LiveChannel(channel_id);
+void Streams::HandOff(uint64_t channel_id, std::shared_ptr<SharedUse> use) {
+  absl::MutexLock lock(&state_.mu);
+  auto c = state_.LiveChannel(channel_id);
   if (!c.ok()) return;  // destroyed: the file goes with the last reference
   (*c)->shared.Sent(std::move(use));
 }
 
-absl::Status Core::ReleaseSharedBuffers(const v1::ReleaseSharedBuffersRequest& req,
+absl::Status Streams::ReleaseSharedBuffers(const v1::ReleaseSharedBuffersRequest& req,
                                         v1::ReleaseSharedBuffersResponse* resp, const Caller& caller) {
   if (req.channel_id() == 0) return absl::InvalidArgumentError("channel_id is required");
   for (const auto* ids : {&req.received_ids(), &req.freed_ids()}) {
-    if (ids->size() > options_.max_ids_per_request) {
+    if (ids->size() > state_.options.max_ids_per_request) {
       return absl::ResourceExhaustedError(absl::StrCat(ids == &req.freed_ids() ? "freed_ids" : "received_ids",
                                                        " has ", ids->size(), " ids; the limit is ",
-                                                       options_.max_ids_per_request));
+                                                       state_.options.max_ids_per_request));
     }
   }
   SharedLedger::Release release;
@@ -226,21 +236,21 @@ absl::Status Core::ReleaseSharedBuffers(const v1::ReleaseSharedBuffersRequest& r
   // limit, every shared-memory channel's.
   std::vector<std::pair<uint64_t, std::shared_ptr<scheduler::Backend>>> wake;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&state_.mu);
     Registry::Found found;
-    std::shared_ptr<ChannelEntry> c = registry_.FindChannelFor(req.channel_id(), caller, false, &found);
+    std::shared_ptr<ChannelEntry> c = state_.registry.FindChannelFor(req.channel_id(), caller, false, &found);
     if (found == Registry::Found::kDestroyed) return absl::OkStatus();  // its buffers are gone already
     if (c == nullptr) return Registry::NotLive(req.channel_id(), found);
-    const bool server_was_full = shared_account_.full();
+    const bool server_was_full = state_.shared_account.full();
     release = c->shared.Apply(req.received_ids(), req.freed_ids());
-    c->last_activity = Clock::now();
+    c->last_activity = ServiceState::Clock::now();
     if (release.freed_bytes > 0) {
       c->unfreed_wait_since.reset();
       c->unfreed_error = absl::OkStatus();  // a later stream of the channel may go on
     }
     if (release.unblocked || release.freed_bytes > 0) wake.emplace_back(c->id, c->backend->scheduler);
-    if (server_was_full && !shared_account_.full()) {
-      for (const auto& [id, other] : registry_.channels()) {
+    if (server_was_full && !state_.shared_account.full()) {
+      for (const auto& [id, other] : state_.registry.channels()) {
         if (other->pool != nullptr && other->streaming() && id != c->id) wake.emplace_back(id, other->backend->scheduler);
       }
     }

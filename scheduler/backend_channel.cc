@@ -1,0 +1,112 @@
+// What a channel of a Backend does on its own: hand its consumer the next batch of a stripe,
+// describe itself, call its listeners (backend_channel.h).
+
+#include "scheduler/backend_channel.h"
+
+#include "absl/strings/str_cat.h"
+
+namespace graphstore::scheduler {
+
+Delivery Backend::Channel::Pop(int64_t epoch, Stripe stripe, bool stopping) {
+  Delivery d;
+  if (removed || stopping) {
+    d.kind = Delivery::Kind::kClosed;
+    d.status = absl::CancelledError(absl::StrCat("channel ", id, " was destroyed"));
+    return d;
+  }
+  if (epoch == cur.epoch && cancelled) {
+    d.kind = Delivery::Kind::kClosed;
+    d.status = absl::CancelledError(absl::StrCat("epoch ", epoch, " was cancelled"));
+    return d;
+  }
+  if (epoch != cur.epoch) {
+    d.kind = Delivery::Kind::kClosed;
+    d.status = epoch < cur.epoch
+                   ? absl::AbortedError(absl::StrCat("epoch ", epoch, " was superseded by epoch ", cur.epoch))
+                   : absl::FailedPreconditionError(absl::StrCat("epoch ", epoch, " has not been started"));
+    return d;
+  }
+  StripeProgress& progress = ProgressOf(stripe);
+  // The stripe's deliverable batch: in order, its next; otherwise its first buffered.
+  auto it = cur.buffer.end();
+  if (opts.ordered) {
+    it = cur.buffer.find(progress.next);
+  } else {
+    for (it = cur.buffer.begin(); it != cur.buffer.end() && !stripe.Holds(it->first); ++it) {
+    }
+  }
+  if (it != cur.buffer.end()) {
+    d.kind = Delivery::Kind::kMessage;
+    d.batch_index = it->first;
+    d.batch = cur.Take(it);
+    ++delivered;
+    ++progress.delivered;
+    if (opts.ordered) progress.next += stripe.count;
+    return d;
+  }
+  if (!error.ok()) {
+    // Report the failure only once every batch of the stripe that can still be delivered has
+    // been: in order, those before the failed one; otherwise, everything already in flight.
+    bool report = opts.ordered ? progress.next >= failed_batch : in_flight == 0;
+    for (auto b = cur.buffer.begin(); report && !opts.ordered && b != cur.buffer.end(); ++b) {
+      report = !stripe.Holds(b->first);
+    }
+    d.kind = report ? Delivery::Kind::kFailed : Delivery::Kind::kPending;
+    d.status = report ? error : absl::OkStatus();
+    return d;
+  }
+  if (progress.delivered == stripe.Count(start_batch, cur.num_batches)) {
+    d.kind = Delivery::Kind::kEndOfEpoch;
+    return d;
+  }
+  d.kind = Delivery::Kind::kPending;
+  return d;
+}
+
+ChannelStats Backend::Channel::Describe(bool runnable) const {
+  ChannelStats s;
+  s.channel_id = id;
+  s.worker_key = opts.worker_key;
+  s.epoch = cur.epoch;
+  s.num_seeds = static_cast<int64_t>(opts.seeds.size());
+  s.num_batches = cur.epoch >= 0 ? cur.num_batches : BatchesFor(s.num_seeds);
+  s.batches_sampled = sampled;
+  s.batches_delivered = delivered;
+  s.in_flight = in_flight;
+  s.buffered_messages = static_cast<int>(cur.buffer.size() + ahead.buffer.size());
+  s.buffered_bytes = cur.bytes + ahead.bytes;
+  s.speculative_buffered = static_cast<int>(ahead.buffer.size());
+  s.speculative_epoch = ahead.epoch;
+  s.total_batches_sampled = total_sampled;
+  s.runnable = runnable;
+  if (cancelled) {
+    s.state = ChannelState::kCancelled;
+  } else if (!error.ok()) {
+    s.state = ChannelState::kFailed;
+    s.error = std::string(error.message());
+  } else if (cur.epoch < 0) {
+    s.state = ChannelState::kIdle;
+  } else if (delivered == cur.num_batches - start_batch) {
+    s.state = ChannelState::kEpochDone;
+  } else {
+    s.state = ChannelState::kRunning;
+  }
+  return s;
+}
+
+void Backend::Channel::AddListener(uint64_t token, std::function<void()> listener) {
+  absl::MutexLock guard(&listener_mu);
+  listeners.emplace(token, std::move(listener));
+}
+
+void Backend::Channel::RemoveListener(uint64_t token) {
+  absl::MutexLock guard(&listener_mu);
+  listeners.erase(token);
+}
+
+void Backend::Channel::Notify() {
+  absl::MutexLock guard(&listener_mu);
+  for (const auto& [token, listener] : listeners) listener();
+}
+
+}  // namespace graphstore::scheduler
