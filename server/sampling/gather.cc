@@ -7,6 +7,7 @@
 #include "proto/feature_codec.h"
 #include "server/sampling/draw.h"
 #include "server/sampling/owner_split.h"
+#include "server/sampling/row_copy.h"
 
 namespace graphstore {
 namespace {
@@ -172,20 +173,10 @@ void FindOwned(const NodeTypeStore& t, int self, const std::vector<int64_t>& ids
   }
 }
 
-// Copies the rows found, in node order. They lie at random in memory, so one row's copy waits
-// on memory and the next one's loads would start only as it ends: asking for the row some
-// nodes ahead keeps several in flight (1.4x the rate without, `sampling_bench --sections=g`).
-// The peer cache's lookups load their entries as far ahead.
-constexpr size_t kRowsAhead = 8;
-
+// Copies the rows found, in node order (row_copy.h). The peer cache's lookups load their
+// entries as far ahead (kRowsAhead).
 void CopyRows(const RowSources& rows, GatherTarget* g) {
-  const size_t row_bytes = g->stored_row_bytes();
-  for (size_t i = 0; i < rows.size(); ++i) {
-    if (const size_t ahead = i + kRowsAhead; ahead < rows.size() && rows[ahead] != nullptr) {
-      for (size_t b = 0; b < row_bytes; b += 64) __builtin_prefetch(rows[ahead] + b);
-    }
-    if (rows[i] != nullptr) g->PutRow(i, rows[i]);
-  }
+  CopyRowsAhead(rows.data(), rows.size(), g->stored_row_bytes(), [g](size_t i, const char* row) { g->PutRow(i, row); });
 }
 
 // Places each peer call's rows, in list order, at their nodes (and keeps them in the cache).
@@ -307,11 +298,9 @@ absl::Status GatherNodeData(const Partition& partition, int node_type, bool feat
   labels = labels && t.labels.is_open();
   if (!features && !labels) return absl::OkStatus();
   const int self = partition.partition_id();
-  // Rows left to their owners, unless this server's cache keeps all of the other partitions'
-  // data: then, once warm, it sends them with nothing crossing between servers, in one stream.
-  // (Shared memory carries no mask of rows left out: there only without a trainer's cache.)
-  const bool to_owners = partition.num_partitions() > 1 && output != nullptr && output->rows_from_owners &&
-                         (cache == nullptr || !cache->keeps_all()) && !(feature_dst != nullptr && output->Caches(node_type));
+  // Rows left to their owners, as the channel's output decided at registration
+  // (FeatureOutputs::ForChannel).
+  const bool to_owners = output != nullptr && output->rows_from_owners;
   if (to_owners) LookUpOwners(t, nodes->ids, &nodes->owners);
   GatherTarget g(t, node_type, self, to_owners, features, labels, output, feature_dst, nodes);
   if (partition.num_partitions() > 1 && !to_owners) {

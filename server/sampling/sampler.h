@@ -160,8 +160,9 @@ struct FeatureOutput {
   /// Per node type: for every global id, 1 when the trainer caches the node's row (left out of
   /// the batch). Null or missing for a type without a cache.
   std::vector<std::shared_ptr<const std::vector<uint8_t>>> cached;
-  /// RegisterSamplingInputRequest.rows_from_owners: the rows and labels of nodes another
-  /// partition owns are left out (their owners send them to the trainer).
+  /// The rows and labels of nodes another partition owns are left out (their owners send them
+  /// to the trainer): RegisterSamplingInputRequest.rows_from_owners, as the server resolved it
+  /// (service/feature_outputs.h); the gather only reads it.
   bool rows_from_owners = false;
 
   /// The element type rows of a type stored as `stored` are written in (kUint8 for the codes of

@@ -96,7 +96,14 @@ absl::Status Channels::RegisterSamplingInput(const v1::RegisterSamplingInputRequ
     labeler = *std::move(created);
   }
 
-  auto features = state_.feature_outputs.ForChannel(req.feature_encoding(), req.feature_cache_rows(), req.rows_from_owners());
+  OwnerRowsRule owner_rows;
+  owner_rows.asked = req.rows_from_owners();
+  owner_rows.shared_memory = req.shared_memory();
+  {
+    absl::MutexLock lock(&state_.mu);
+    owner_rows.peer_cache_keeps_all = state_.remote_cache != nullptr && state_.remote_cache->keeps_all();
+  }
+  auto features = state_.feature_outputs.ForChannel(req.feature_encoding(), req.feature_cache_rows(), owner_rows);
   if (!features.ok()) return features.status();
 
   std::shared_ptr<ChannelEntry> channel;

@@ -29,6 +29,9 @@ struct ServiceCounters {
   /// shared-memory message carries byte ranges, its tensors travel in the shared buffer).
   std::array<std::atomic<int64_t>, 2> batches_sent{};
   std::array<std::atomic<int64_t>, 2> bytes_sent{};
+  /// Node rows answered by GetNodeFeatures and labels by GetNodeLabels (to trainers and peers).
+  std::atomic<int64_t> node_rows_answered{0};
+  std::atomic<int64_t> node_labels_answered{0};
   /// Time to sample and encode one batch, per SamplerKind.
   std::array<LatencyHistogram, 4> sampling_seconds;
 };

@@ -93,13 +93,15 @@ absl::StatusOr<std::shared_ptr<const FeatureOutputs::Hot>> FeatureOutputs::HotNo
 
 absl::StatusOr<std::shared_ptr<const FeatureOutput>> FeatureOutputs::ForChannel(v1::FeatureEncoding encoding,
                                                                                 int64_t cache_rows,
-                                                                                bool rows_from_owners) {
+                                                                                OwnerRowsRule owner_rows) {
   if (!v1::FeatureEncoding_IsValid(encoding)) {
     return absl::InvalidArgumentError(absl::StrCat("feature_encoding ", encoding, " is unknown"));
   }
   if (cache_rows < 0) return absl::InvalidArgumentError("feature_cache_rows must be >= 0 (0: no cache)");
-  // (On one partition every node is owned here: nothing to leave to owners.)
-  rows_from_owners = rows_from_owners && partition_->num_partitions() > 1;
+  // On one partition every node is owned here; a peer cache that holds everything sends the
+  // rows itself; a trainer's cache through shared memory keeps whole batches.
+  const bool rows_from_owners = owner_rows.asked && partition_->num_partitions() > 1 &&
+                                !owner_rows.peer_cache_keeps_all && !(owner_rows.shared_memory && cache_rows > 0);
   if (encoding == v1::FEATURE_ENCODING_UNSPECIFIED && cache_rows == 0 && !rows_from_owners) return nullptr;
   const std::tuple<int, int64_t, bool> key{encoding, cache_rows, rows_from_owners};
   {

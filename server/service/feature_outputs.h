@@ -29,19 +29,33 @@
 
 namespace graphstore {
 
+/// What decides where a channel that asks for rows_from_owners gets other partitions' rows:
+/// FeatureOutputs::ForChannel decides once, and the gather only reads the result
+/// (FeatureOutput::rows_from_owners, what ChannelStats reports the server does).
+struct OwnerRowsRule {
+  /// RegisterSamplingInputRequest.rows_from_owners.
+  bool asked = false;
+  /// This server's peer cache holds all of the other partitions' data: it sends those rows
+  /// itself, and nothing crosses between servers once it is warm.
+  bool peer_cache_keeps_all = false;
+  /// The channel's batches go through shared memory, whose kept places for the owners' rows
+  /// do not combine with a trainer's cache (rows left out of the matrix).
+  bool shared_memory = false;
+};
+
 /// The feature outputs of one partition's channels. Thread-safe; results are computed once and
 /// shared.
 class FeatureOutputs {
  public:
   explicit FeatureOutputs(const Partition* partition) : partition_(partition) {}
 
-  /// The output of a channel registering with `encoding`, `cache_rows` and `rows_from_owners`;
-  /// null for the default (as stored, nothing cached, every row gathered). InvalidArgument naming the request field for a bad
-  /// encoding or a negative count; FailedPrecondition when the data does not allow it
-  /// (encoding features that are not float32, a cache without degree files, a quantized
-  /// encoding in a cluster without range files).
+  /// The output of a channel registering with `encoding`, `cache_rows` and `owner_rows`; null
+  /// for the default (as stored, nothing cached, every row gathered). InvalidArgument naming
+  /// the request field for a bad encoding or a negative count; FailedPrecondition when the data
+  /// does not allow it (encoding features that are not float32, a cache without degree files, a
+  /// quantized encoding in a cluster without range files).
   absl::StatusOr<std::shared_ptr<const FeatureOutput>> ForChannel(v1::FeatureEncoding encoding, int64_t cache_rows,
-                                                                  bool rows_from_owners = false);
+                                                                  OwnerRowsRule owner_rows = {});
 
   /// What a registration answers about `output` (made by ForChannel with `cache_rows`): this
   /// server's share of each cached type and the quantization parameters.

@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "server/sampling/draw.h"
 #include "server/sampling/gather.h"
+#include "server/sampling/row_copy.h"
 #include "server/sampling/hop_codec.h"
 #include "server/sampling/neighbor_draw.h"
 #include "server/service/config.h"
@@ -199,20 +200,16 @@ absl::Status PartitionQueries::GetNodeFeatures(const v1::GetNodeFeaturesRequest&
     }
     SetInt64Tensor(labels, resp->mutable_labels());
   }
+  if (counters_ != nullptr) counters_->node_rows_answered.fetch_add(ids, std::memory_order_relaxed);
   if (req.encoding() != v1::FEATURE_ENCODING_UNSPECIFIED) return EncodedFeatures(*t, req, resp);
   const size_t row = static_cast<size_t>(n.feature_dim) * DtypeSize(n.feature_dtype);
   std::string* data = resp->mutable_features()->mutable_data();
   data->reserve(row * at.size());  // appended to, not written over zeros
   const char* src = static_cast<const char*>(n.features.raw());
-  // Rows lie at random too: each is asked for some rows ahead.
-  constexpr size_t kAhead = 8;
-  for (size_t i = 0; i < at.size(); ++i) {
-    if (i + kAhead < at.size()) {
-      const char* next = src + at[i + kAhead] * row;
-      for (size_t b = 0; b < row; b += 64) __builtin_prefetch(next + b);
-    }
-    data->append(src + at[i] * row, row);
-  }
+  std::vector<const char*> rows(at.size());
+  for (size_t i = 0; i < at.size(); ++i) rows[i] = src + at[i] * row;
+  // Rows lie at random too, as a batch's do (server/sampling/row_copy.h).
+  CopyRowsAhead(rows.data(), rows.size(), row, [data, row](size_t, const char* r) { data->append(r, row); });
   resp->mutable_features()->set_dtype(ToProtoDtype(n.feature_dtype));
   resp->mutable_features()->add_shape(req.ids_size());
   resp->mutable_features()->add_shape(n.feature_dim);
@@ -252,6 +249,7 @@ absl::Status PartitionQueries::GetNodeLabels(const v1::GetNodeLabelsRequest& req
   std::vector<int64_t> out(req.ids_size());
   for (int i = 0; i < req.ids_size(); ++i) out[i] = n.labels.data<int64_t>()[n.OwnerRow(req.ids(i))];
   SetInt64Tensor(out, resp->mutable_labels());
+  if (counters_ != nullptr) counters_->node_labels_answered.fetch_add(req.ids_size(), std::memory_order_relaxed);
   return absl::OkStatus();
 }
 

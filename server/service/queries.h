@@ -16,6 +16,7 @@
 #include "absl/status/statusor.h"
 #include "graphstore/v1/graphstore.pb.h"
 #include "server/graph/partition.h"
+#include "server/service/counters.h"
 #include "server/service/feature_outputs.h"
 #include "server/service/options.h"
 
@@ -24,9 +25,11 @@ namespace graphstore {
 /// Queries over one partition. Thread-safe.
 class PartitionQueries {
  public:
-  /// All must outlive the queries; `outputs` encodes GetNodeFeatures' rows when asked to.
-  PartitionQueries(const Partition* partition, const CoreOptions* options, FeatureOutputs* outputs)
-      : partition_(partition), options_(options), outputs_(outputs) {}
+  /// All must outlive the queries; `outputs` encodes GetNodeFeatures' rows when asked to;
+  /// `counters`, when given, counts the rows and labels answered.
+  PartitionQueries(const Partition* partition, const CoreOptions* options, FeatureOutputs* outputs,
+                   ServiceCounters* counters = nullptr)
+      : partition_(partition), options_(options), outputs_(outputs), counters_(counters) {}
 
   /// The partition's part of DatasetMeta: name, partitions, direction, node and edge types.
   void FillDatasetMeta(v1::DatasetMeta* resp) const;
@@ -62,6 +65,7 @@ class PartitionQueries {
   const Partition* const partition_;
   const CoreOptions* const options_;
   FeatureOutputs* const outputs_;
+  ServiceCounters* const counters_;
   mutable std::mutex edge_index_mu_;
   mutable std::map<int, std::vector<int64_t>> edge_index_;
 };

@@ -29,7 +29,7 @@ ServiceState::ServiceState(std::unique_ptr<Partition> p, CoreOptions o, std::uni
     : partition(std::move(p)),
       options(std::move(o)),
       feature_outputs(partition.get()),
-      queries(partition.get(), &options, &feature_outputs),
+      queries(partition.get(), &options, &feature_outputs, &counters),
       shared_memory(std::move(shm)),
       budget(std::make_shared<scheduler::MemoryBudget>(
           options.max_buffered_bytes_total > 0 ? options.max_buffered_bytes_total : HostMemoryBytes() / 4)),

@@ -43,6 +43,8 @@ struct ServiceState {
 
   const std::unique_ptr<Partition> partition;
   const CoreOptions options;
+  /// Added to without the lock.
+  mutable ServiceCounters counters;
   /// Computes ranges and hot sets once, on demand. Thread-safe.
   mutable FeatureOutputs feature_outputs;
   /// The partition's own queries: stateless, answered without the lock.
@@ -54,8 +56,6 @@ struct ServiceState {
   const Clock::time_point started = Clock::now();
   /// Sampled-but-unread bytes of every backend (options.max_buffered_bytes_total resolved).
   const std::shared_ptr<scheduler::MemoryBudget> budget;
-  /// Added to without the lock.
-  mutable ServiceCounters counters;
   std::atomic<int> open_streams{0};
 
   mutable absl::Mutex mu;

@@ -467,11 +467,31 @@ TEST_CASE("a row crosses once: servers leave other partitions' rows to their own
       };
     };
     const auto want = LoaderEpoch(single.addresses, 1, 0, 1, false, nullptr, edit(true));
-    std::vector<v1::ServerStats> once, twice;
+    std::vector<v1::ServerStats> before, once, twice;
+    for (const auto& a : cluster.addresses) before.push_back(*Connect(a)->GetServerStats());
     const auto from_owners = LoaderEpoch(cluster.addresses, 1, 0, 1, false, nullptr, edit(true), &once);
     const auto through = LoaderEpoch(cluster.addresses, 1, 0, 1, false, nullptr, edit(false), &twice);
     CheckSameBatches(from_owners, want);
     CheckSameBatches(through, want);
+    // The trainer called the owners, and each foreign row of each batch was answered once:
+    // batch b comes from server b mod 4, and its nodes other partitions own are the rows their
+    // owners answered (labels alone for rows the trainer's cache holds), besides the rows the
+    // cache is filled with when the Loader starts, each read once from its owner.
+    int64_t foreign = 0, answered = 0;
+    for (const GlobalBatch& g : from_owners) {
+      v1::LookupPartitionsRequest lp;
+      for (int64_t i = 0; i < g.n_id.numel(); ++i) lp.add_ids(g.n_id[i].item<int64_t>());
+      auto where = Connect(cluster.addresses[0])->LookupPartitions(lp);
+      REQUIRE(where.ok());
+      const auto* p = reinterpret_cast<const int32_t*>(where->partitions().data().data());
+      for (int i = 0; i < lp.ids_size(); ++i) foreign += p[i] != g.index % 4;
+    }
+    for (size_t k = 0; k < once.size(); ++k) {
+      answered += once[k].node_rows_answered() - before[k].node_rows_answered();
+      answered += once[k].node_labels_answered() - before[k].node_labels_answered();
+    }
+    CHECK(foreign > 0);
+    CHECK(answered == foreign + cache_rows);
     const Crossing a = CrossingOf(once), b = CrossingOf(twice);
     CHECK(a.channels_from_owners == 4);
     CHECK(a.other_rows == 0);
@@ -499,6 +519,19 @@ TEST_CASE("a row crosses once: servers leave other partitions' rows to their own
     const Crossing c = CrossingOf(stats);
     CHECK(c.channels_from_owners == 2);
     CHECK(c.other_rows == 0);
+  }
+  // A server whose peer cache holds all of the other partitions' data sends their rows itself,
+  // and says so: the channel does not leave rows to owners, whatever the trainer asked.
+  {
+    LocalCluster roomy(2, /*peer_cache_bytes=*/int64_t{256} << 20);
+    const auto want = LoaderEpoch(single.addresses, 1);
+    std::vector<v1::ServerStats> stats;
+    const auto got = LoaderEpoch(roomy.addresses, 1, 0, 1, false, nullptr,
+                                 [](client::LoaderOptions* o) { o->rows_from_owners = true; }, &stats);
+    CheckSameBatches(got, want);
+    const Crossing c = CrossingOf(stats);
+    CHECK(c.channels_from_owners == 0);
+    CHECK(c.other_rows > 0);
   }
   // Bytes between servers: counted over each loader's life (the stats are cumulative, so the
   // second loader's figure includes the first's): ids alone add far less than rows.
