@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "proto/type_names.h"
 #include "server/sampling/draw.h"
+#include "server/util/field.h"
 
 namespace graphstore {
 namespace {
@@ -54,55 +55,43 @@ int ReverseEdgeType(const Partition& partition, int edge_type) {
 absl::StatusOr<AblpInput> LoadAblpInput(const Partition& partition, const AblpRequest& req) {
   AblpInput in;
   auto anchor_type = partition.FindNodeType(req.node_type);
-  if (!anchor_type.ok()) {
-    return absl::Status(anchor_type.status().code(), absl::StrCat("node_type: ", anchor_type.status().message()));
-  }
+  if (!anchor_type.ok()) return InField(anchor_type.status(), "node_type");
   in.anchor_type = *anchor_type;
   auto sup = partition.FindEdgeType(req.supervision_edge_type);
-  if (!sup.ok()) {
-    return absl::Status(sup.status().code(), absl::StrCat("supervision_edge_type: ", sup.status().message()));
-  }
+  if (!sup.ok()) return InField(sup.status(), "supervision_edge_type");
   in.supervision_edge_type = *sup;
   const EdgeTypeStore& s = partition.edge_type(*sup);
   const NodeTypeStore& anchors = partition.node_type(in.anchor_type);
   if (s.src_type != in.anchor_type) {
-    return absl::InvalidArgumentError(absl::StrCat("supervision_edge_type '", s.name, "' starts at '",
+    return InvalidField("supervision_edge_type", absl::StrCat(" '", s.name, "' starts at '",
                                 partition.node_type(s.src_type).name, "', not at the anchor type '", anchors.name,
                                 "'"));
   }
   in.label_type = s.dst_type;
-  if (req.split.empty()) return absl::InvalidArgumentError("split is required (a label split of the supervision edge type)");
+  if (req.split.empty()) return InvalidField("split", " is required (a label split of the supervision edge type)");
   auto labels = s.label_splits.find(req.split);
   if (labels == s.label_splits.end()) {
-    return absl::InvalidArgumentError(absl::StrCat("split '", req.split, "' has no label edges in supervision_edge_type '", s.name,
+    return InvalidField("split", absl::StrCat(" '", req.split, "' has no label edges in supervision_edge_type '", s.name,
                                 "' (label splits: ", Splits(s), ")"));
   }
   const MappedNpy* negatives = nullptr;
   if (!req.negative_edge_type.empty()) {
     auto neg = partition.FindEdgeType(req.negative_edge_type);
-    if (!neg.ok()) {
-      return absl::Status(neg.status().code(), absl::StrCat("negative_edge_type: ", neg.status().message()));
-    }
+    if (!neg.ok()) return InField(neg.status(), "negative_edge_type");
     const EdgeTypeStore& n = partition.edge_type(*neg);
     if (n.src_type != s.src_type || n.dst_type != s.dst_type) {
-      return absl::InvalidArgumentError(absl::StrCat("negative_edge_type '", n.name, "' does not join the same node types as '",
+      return InvalidField("negative_edge_type", absl::StrCat(" '", n.name, "' does not join the same node types as '",
                                   s.name, "'"));
     }
     auto it = n.label_splits.find(req.split);
     if (it == n.label_splits.end()) {
-      return absl::InvalidArgumentError(absl::StrCat("split '", req.split, "' has no label edges in negative_edge_type '", n.name,
+      return InvalidField("split", absl::StrCat(" '", req.split, "' has no label edges in negative_edge_type '", n.name,
                                   "' (label splits: ", Splits(n), ")"));
     }
     in.negative_edge_type = *neg;
     negatives = &it->second;
   }
-  if (req.world_size < 0) return absl::InvalidArgumentError("slice.world_size must be >= 0");
-  if (req.world_size > 1 && (req.rank < 0 || req.rank >= req.world_size)) {
-    return absl::InvalidArgumentError(absl::StrCat("slice.rank ", req.rank, " is outside [0, ", req.world_size, ")"));
-  }
-  if (req.world_size <= 1 && req.rank != 0) {
-    return absl::InvalidArgumentError(absl::StrCat("slice.rank ", req.rank, " needs slice.world_size > 1"));
-  }
+  if (auto bad = CheckSlice(req.rank, req.world_size); !bad.ok()) return bad;
 
   // Anchors: the distinct sources of the split's label edges (the file is sorted).
   const MappedNpy& f = labels->second;

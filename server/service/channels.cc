@@ -71,66 +71,46 @@ absl::Status Channels::RegisterSamplingInput(const v1::RegisterSamplingInputRequ
                                "read yet (limit ", state_.budget->limit() >> 20,
                                " MiB, --max_buffered_mb); register again once trainers have caught up"));
   }
-  int node_type = 0;
-  AblpInput ablp;
-  auto seeds = ResolveSeeds(SeedSources{state_.partition.get(), &state_.queries, state_.cluster.load()}, req, &node_type, &ablp);
-  if (!seeds.ok()) return seeds.status();
-
-  // The backend's config decides what the input needs (negatives, times); an unknown backend is
-  // refused below.
+  // The backend is looked up once; its config decides what the input needs (negatives, times).
+  RegistrationContext context{{state_.partition.get(), &state_.queries, state_.cluster.load()},
+                              &state_.options,
+                              state_.shared_memory != nullptr,
+                              &state_.feature_outputs};
+  auto not_found = [&] { return absl::NotFoundError(absl::StrCat("backend_id ", req.backend_id(), " does not exist")); };
+  std::shared_ptr<BackendEntry> backend;
   v1::SamplingConfig config;
   {
     absl::MutexLock lock(&state_.mu);
-    auto b = state_.registry.FindBackend(req.backend_id());
-    if (b != nullptr && b->state == BackendEntry::State::kReady) config = b->config;
+    backend = state_.registry.FindBackend(req.backend_id());
+    if (backend == nullptr || backend->state != BackendEntry::State::kReady) return not_found();
+    config = backend->config;
+    context.peer_cache_keeps_all = state_.remote_cache != nullptr && state_.remote_cache->keeps_all();
   }
-  auto seed_times = ResolveSeedTimes(*state_.partition, req, config, node_type);
-  if (!seed_times.ok()) return seed_times.status();
-
-  // A link-prediction channel's labeler follows its backend's negative sampling; it is built
-  // outside the lock (degree negatives sum a degree array).
-  std::shared_ptr<const AblpLabeler> labeler;
-  if (req.has_ablp()) {
-    auto created = AblpLabeler::Create(state_.partition.get(), std::move(ablp), NegativesOf(config));
-    if (!created.ok()) return InField(created.status(), "ablp");
-    labeler = *std::move(created);
-  }
-
-  OwnerRowsRule owner_rows;
-  owner_rows.asked = req.rows_from_owners();
-  owner_rows.shared_memory = req.shared_memory();
-  {
-    absl::MutexLock lock(&state_.mu);
-    owner_rows.peer_cache_keeps_all = state_.remote_cache != nullptr && state_.remote_cache->keeps_all();
-  }
-  auto features = state_.feature_outputs.ForChannel(req.feature_encoding(), req.feature_cache_rows(), owner_rows);
-  if (!features.ok()) return features.status();
+  auto plan = PlanRegistration(context, req, config);
+  if (!plan.ok()) return plan.status();
 
   std::shared_ptr<ChannelEntry> channel;
   {
     absl::MutexLock lock(&state_.mu);
     if (state_.shutting_down) return absl::UnavailableError("the server is shutting down");
-    std::shared_ptr<BackendEntry> backend = state_.registry.FindBackend(req.backend_id());
-    if (backend == nullptr || backend->state != BackendEntry::State::kReady) {
-      return absl::NotFoundError(absl::StrCat("backend_id ", req.backend_id(), " does not exist"));
-    }
+    if (backend->state != BackendEntry::State::kReady) return not_found();  // (removed meanwhile)
     if (auto s = state_.quotas.CheckChannelRoom(caller, req, *backend); !s.ok()) return s;
     backend->last_activity = Clock::now();
     channel = NewChannel(req, backend);
     channel->owner = caller.identity;
-    channel->node_type = node_type;
-    channel->num_seeds = static_cast<int64_t>(seeds->size());
+    channel->node_type = plan->node_type;
+    channel->num_seeds = static_cast<int64_t>(plan->seeds.size());
     if (req.has_global_batches()) {
       channel->batch_stride = req.global_batches().stride();
       channel->batch_offset = req.global_batches().offset();
     }
     auto sampling = std::make_shared<ChannelSampling>();
-    sampling->input = *std::move(seeds);
-    sampling->input_times = *std::move(seed_times);
+    sampling->input = std::move(plan->seeds);
+    sampling->input_times = std::move(plan->seed_times);
     sampling->send_input_ids = !req.has_ablp();
     sampling->pool = channel->pool;
-    sampling->ablp = std::move(labeler);
-    sampling->features = *features;
+    sampling->ablp = std::move(plan->labeler);
+    sampling->features = std::move(plan->features);
     channel->sampling = sampling;
     channel->feature_encoding = req.feature_encoding();
     channel->feature_cache_rows = req.feature_cache_rows();

@@ -154,11 +154,6 @@ PprSamplerOptions PprOptionsOf(const v1::SamplingConfig& c, const CoreOptions& l
 
 }  // namespace
 
-absl::Status InField(const absl::Status& s, const std::string& field) {
-  if (s.ok()) return s;
-  return absl::Status(s.code(), absl::StrCat(field, ": ", s.message()));
-}
-
 absl::StatusOr<std::unique_ptr<Sampler>> BuildSampler(const v1::SamplingConfig& c, const CoreOptions& limits,
                                                       const SamplerEnvironment& env) {
   if (auto s = CheckCommon(c, limits); !s.ok()) return s;

@@ -44,9 +44,6 @@ NegativeOptions NegativesOf(const v1::SamplingConfig& config);
 /// A GetAblpInput request in the partition's terms.
 AblpRequest ToAblpRequest(const v1::GetAblpInputRequest& req);
 
-/// Prefixes a status message with the request field it concerns ("field: message").
-absl::Status InField(const absl::Status& status, const std::string& field);
-
 }  // namespace graphstore
 
 #endif  // GRAPHSTORE_SERVER_SERVICE_CONFIG_H_

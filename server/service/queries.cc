@@ -11,6 +11,7 @@
 #include "server/sampling/neighbor_draw.h"
 #include "server/service/config.h"
 #include "server/service/message.h"
+#include "server/util/field.h"
 
 namespace graphstore {
 namespace {
@@ -91,16 +92,10 @@ absl::Status PartitionQueries::LookupPartitions(const v1::LookupPartitionsReques
 }
 
 absl::StatusOr<std::vector<int64_t>> PartitionQueries::SplitIds(const std::string& node_type, const std::string& split,
-                                                    const v1::ServerSlice& slice, const std::string& field) const {
+                                                                const v1::ServerSlice& slice) const {
   auto t = partition_->FindNodeType(node_type);
-  if (!t.ok()) return InField(t.status(), field + "node_type");
-  if (slice.world_size() < 0) return absl::InvalidArgumentError(absl::StrCat(field, "slice.world_size must be >= 0"));
-  if (slice.world_size() > 1 && (slice.rank() < 0 || slice.rank() >= slice.world_size())) {
-    return absl::InvalidArgumentError(absl::StrCat(field, "slice.rank ", slice.rank(), " is outside [0, ", slice.world_size(), ")"));
-  }
-  if (slice.world_size() <= 1 && slice.rank() != 0) {
-    return absl::InvalidArgumentError(absl::StrCat(field, "slice.rank ", slice.rank(), " needs slice.world_size > 1"));
-  }
+  if (!t.ok()) return InField(t.status(), "node_type");
+  if (auto bad = CheckSlice(slice.rank(), slice.world_size()); !bad.ok()) return bad;
   const NodeTypeStore& n = partition_->node_type(*t);
   const int64_t* ids = n.global_ids();
   int64_t count = n.num_local;
@@ -109,7 +104,7 @@ absl::StatusOr<std::vector<int64_t>> PartitionQueries::SplitIds(const std::strin
     if (it == n.splits.end()) {
       std::string known;
       for (const auto& [name, f] : n.splits) absl::StrAppend(&known, known.empty() ? "" : ", ", name);
-      return absl::InvalidArgumentError(absl::StrCat(field, "split '", split, "' does not exist for node type '", n.name,
+      return InvalidField("split", absl::StrCat(" '", split, "' does not exist for node type '", n.name,
                                   "' (splits: ", known.empty() ? "none" : known, ")"));
     }
     ids = it->second.data<int64_t>();
@@ -120,7 +115,7 @@ absl::StatusOr<std::vector<int64_t>> PartitionQueries::SplitIds(const std::strin
 }
 
 absl::Status PartitionQueries::GetNodeIds(const v1::GetNodeIdsRequest& req, v1::GetNodeIdsResponse* resp) const {
-  auto ids = SplitIds(req.node_type(), req.split(), req.slice(), "");
+  auto ids = SplitIds(req.node_type(), req.split(), req.slice());
   if (!ids.ok()) return ids.status();
   if (auto s = CheckResponseBytes(8.0 * ids->size(), options_->max_response_bytes,
                                   absl::StrCat(ids->size(), " ids x 8 bytes; split the read with slice"));
@@ -139,7 +134,8 @@ absl::Status PartitionQueries::CheckOwnedIds(int node_type, const google::protob
 absl::Status PartitionQueries::CheckIds(int node_type, const google::protobuf::RepeatedField<int64_t>& ids,
                                         const std::string& field, bool owned) const {
   if (ids.size() > options_->max_ids_per_request) {
-    return absl::ResourceExhaustedError(absl::StrCat(field, " has ", ids.size(), " entries; the limit is ", options_->max_ids_per_request));
+    return FieldError(absl::StatusCode::kResourceExhausted, field,
+                      absl::StrCat(" has ", ids.size(), " entries; the limit is ", options_->max_ids_per_request));
   }
   const NodeTypeStore& n = partition_->node_type(node_type);
   const int32_t* book = owned ? n.book.data<int32_t>() : nullptr;
@@ -150,12 +146,13 @@ absl::Status PartitionQueries::CheckIds(int node_type, const google::protobuf::R
     }
     const int64_t id = ids[i];
     if (id < 0 || id >= n.num_nodes) {
-      return absl::InvalidArgumentError(absl::StrCat(field, "[", i, "]=", id, " is not a '", n.name, "' node id (0 <= id < ",
-                                  n.num_nodes, ")"));
+      return InvalidField(absl::StrCat(field, "[", i, "]"),
+                          absl::StrCat("=", id, " is not a '", n.name, "' node id (0 <= id < ", n.num_nodes, ")"));
     }
     if (owned && n.Owner(id) != partition_->partition_id()) {
-      return absl::InvalidArgumentError(absl::StrCat(field, "[", i, "]=", id, " is owned by partition ", n.Owner(id),
-                                  ", not by this server's partition ", partition_->partition_id()));
+      return InvalidField(absl::StrCat(field, "[", i, "]"), absl::StrCat("=", id, " is owned by partition ", n.Owner(id),
+                                                                         ", not by this server's partition ",
+                                                                         partition_->partition_id()));
     }
   }
   return absl::OkStatus();

@@ -43,10 +43,10 @@ class PartitionQueries {
   /// sampler would (DrawOwnedNeighbors with the request's draw context).
   absl::Status SampleNeighbors(const v1::SampleNeighborsRequest& req, v1::SampleNeighborsResponse* resp) const;
 
-  /// The owned ids of `split` of `node_type` ("" for every owned node), sliced; `field`
-  /// prefixes the request fields in errors ("split.").
+  /// The owned ids of `split` of `node_type` ("" for every owned node), sliced; errors name
+  /// node_type, split and slice (server/util/field.h; a caller nests them with InField).
   absl::StatusOr<std::vector<int64_t>> SplitIds(const std::string& node_type, const std::string& split,
-                                                const v1::ServerSlice& slice, const std::string& field) const;
+                                                const v1::ServerSlice& slice) const;
   /// OK when every id is a node of `node_type` owned by this partition and there are not too
   /// many; `field` names the ids in errors.
   absl::Status CheckOwnedIds(int node_type, const google::protobuf::RepeatedField<int64_t>& ids,

@@ -8,40 +8,42 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "server/service/config.h"
+#include "server/util/field.h"
 
 namespace graphstore {
 
 absl::Status CheckRegistration(const v1::RegisterSamplingInputRequest& req, const CoreOptions& o,
                                bool offers_shared_memory) {
-  if (req.backend_id() == 0) return absl::InvalidArgumentError("backend_id is required");
+  constexpr auto kExhausted = absl::StatusCode::kResourceExhausted;
+  if (req.backend_id() == 0) return InvalidField("backend_id", " is required");
   if (req.worker_key().size() > o.max_key_length) {
-    return absl::ResourceExhaustedError(absl::StrCat("worker_key is longer than ", o.max_key_length, " bytes"));
+    return FieldError(kExhausted, "worker_key", absl::StrCat(" is longer than ", o.max_key_length, " bytes"));
   }
   const auto& buf = req.buffer();
-  if (buf.max_messages() < 0 || buf.max_bytes() < 0) {
-    return absl::InvalidArgumentError("buffer.max_messages and buffer.max_bytes must be >= 0 (0 = server default)");
-  }
+  if (buf.max_messages() < 0) return InvalidField("buffer.max_messages", " must be >= 0 (0 = server default)");
+  if (buf.max_bytes() < 0) return InvalidField("buffer.max_bytes", " must be >= 0 (0 = server default)");
   if (buf.max_messages() > o.max_buffer_messages) {
-    return absl::ResourceExhaustedError(absl::StrCat("buffer.max_messages ", buf.max_messages(), " exceeds the limit ", o.max_buffer_messages));
+    return FieldError(kExhausted, "buffer.max_messages",
+                      absl::StrCat(" ", buf.max_messages(), " exceeds the limit ", o.max_buffer_messages));
   }
   if (buf.max_bytes() > o.max_buffer_bytes) {
-    return absl::ResourceExhaustedError(absl::StrCat("buffer.max_bytes ", buf.max_bytes(), " exceeds the limit ", o.max_buffer_bytes));
+    return FieldError(kExhausted, "buffer.max_bytes", absl::StrCat(" ", buf.max_bytes(), " exceeds the limit ", o.max_buffer_bytes));
   }
-  if (req.lease_ms() < 0) return absl::InvalidArgumentError("lease_ms must be >= 0 (0 = server default)");
+  if (req.lease_ms() < 0) return InvalidField("lease_ms", " must be >= 0 (0 = server default)");
   if (req.lease_ms() > o.max_lease_ms) {
-    return absl::ResourceExhaustedError(absl::StrCat("lease_ms ", req.lease_ms(), " exceeds the limit ", o.max_lease_ms));
+    return FieldError(kExhausted, "lease_ms", absl::StrCat(" ", req.lease_ms(), " exceeds the limit ", o.max_lease_ms));
   }
   if (req.has_global_batches()) {
     const v1::BatchSelection& g = req.global_batches();
-    if (g.stride() < 1) return absl::InvalidArgumentError(absl::StrCat("global_batches.stride must be >= 1, got ", g.stride()));
+    if (g.stride() < 1) return InvalidField("global_batches.stride", absl::StrCat(" must be >= 1, got ", g.stride()));
     if (g.offset() < 0 || g.offset() >= g.stride()) {
-      return absl::InvalidArgumentError(absl::StrCat("global_batches.offset ", g.offset(), " is outside [0, global_batches.stride ",
-                                  g.stride(), ")"));
+      return InvalidField("global_batches.offset",
+                          absl::StrCat(" ", g.offset(), " is outside [0, global_batches.stride ", g.stride(), ")"));
     }
   }
   if (req.shared_memory() && !offers_shared_memory) {
-    return absl::FailedPreconditionError(
-        "shared_memory: this server does not offer shared memory (it runs with an empty --shared_memory_dir)");
+    return FieldError(absl::StatusCode::kFailedPrecondition, "shared_memory",
+                      ": this server does not offer shared memory (it runs with an empty --shared_memory_dir)");
   }
   return absl::OkStatus();
 }
@@ -53,20 +55,24 @@ int64_t EpochBatches(int64_t seeds, const v1::SamplingConfig& config) {
 
 absl::StatusOr<std::vector<int64_t>> ClusterSplitIds(const SeedSources& from, const std::string& node_type,
                                                      const std::string& split) {
-  auto ids = from.queries->SplitIds(node_type, split, v1::ServerSlice(), "split.");
-  if (!ids.ok()) return ids.status();
+  auto ids = from.queries->SplitIds(node_type, split, v1::ServerSlice());
+  if (!ids.ok()) return InField(ids.status(), "split");
   Cluster* cluster = from.cluster;
   if (cluster != nullptr) {
     for (int p = 0; p < from.partition->num_partitions(); ++p) {
       if (p == from.partition->partition_id()) continue;
       auto theirs = cluster->SplitIds(p, node_type, split);
-      if (!theirs.ok()) return InField(theirs.status(), "global_batches: the split on another partition");
+      if (!theirs.ok()) {
+        return InField(absl::Status(theirs.status().code(),
+                                    absl::StrCat("the split on partition ", p, ": ", theirs.status().message())),
+                       "global_batches");
+      }
       ids->insert(ids->end(), theirs->begin(), theirs->end());
     }
   } else if (from.partition->num_partitions() > 1) {
-    return absl::FailedPreconditionError(
-        "global_batches: this server holds one partition of several and knows no peers to gather the split from "
-        "(start graphstored with --cluster)");
+    return FieldError(absl::StatusCode::kFailedPrecondition, "global_batches",
+                      ": this server holds one partition of several and knows no peers to gather the split from "
+                      "(start graphstored with --cluster)");
   }
   // The cluster's order: ascending global id, whichever partition holds each node.
   std::sort(ids->begin(), ids->end());
@@ -89,8 +95,8 @@ absl::StatusOr<std::vector<int64_t>> ResolveSeeds(const SeedSources& from, const
       for (int i = 0; i < req.nodes().ids_size(); ++i) {
         const auto [it, inserted] = first.emplace(req.nodes().ids(i), i);
         if (!inserted) {
-          return absl::InvalidArgumentError(absl::StrCat("nodes.ids[", i, "]=", req.nodes().ids(i), " repeats nodes.ids[", it->second,
-                                      "]; each seed may appear once"));
+          return InvalidField(absl::StrCat("nodes.ids[", i, "]"), absl::StrCat("=", req.nodes().ids(i), " repeats nodes.ids[",
+                                                                               it->second, "]; each seed may appear once"));
         }
       }
       return std::vector<int64_t>(req.nodes().ids().begin(), req.nodes().ids().end());
@@ -99,17 +105,21 @@ absl::StatusOr<std::vector<int64_t>> ResolveSeeds(const SeedSources& from, const
       auto t = from.partition->FindNodeType(req.split().node_type());
       if (!t.ok()) return InField(t.status(), "split.node_type");
       *node_type = *t;
-      if (!global) return from.queries->SplitIds(req.split().node_type(), req.split().split(), req.split().slice(), "split.");
+      if (!global) {
+        auto ids = from.queries->SplitIds(req.split().node_type(), req.split().split(), req.split().slice());
+        if (!ids.ok()) return InField(ids.status(), "split");
+        return ids;
+      }
       if (req.split().slice().world_size() > 1 || req.split().slice().rank() != 0) {
-        return absl::InvalidArgumentError("split.slice: with global_batches, global_batches.stride and offset share the batches out; "
-                       "leave slice unset");
+        return InvalidField("split.slice", ": with global_batches, global_batches.stride and offset share the batches out; "
+                                           "leave slice unset");
       }
       return ClusterSplitIds(from, req.split().node_type(), req.split().split());
     }
     case v1::RegisterSamplingInputRequest::kAblp: {
       if (global) {
-        return absl::InvalidArgumentError("global_batches: link-prediction inputs are batched by the server that owns each anchor "
-                       "(their labels live there); leave global_batches unset");
+        return InvalidField("global_batches", ": link-prediction inputs are batched by the server that owns each anchor "
+                                              "(their labels live there); leave global_batches unset");
       }
       auto in = LoadAblpInput(*from.partition, ToAblpRequest(req.ablp().input()));
       if (!in.ok()) return InField(in.status(), "ablp.input");
@@ -120,7 +130,7 @@ absl::StatusOr<std::vector<int64_t>> ResolveSeeds(const SeedSources& from, const
     case v1::RegisterSamplingInputRequest::INPUT_NOT_SET:
       break;
   }
-  return absl::InvalidArgumentError("input: set one of nodes, split or ablp");
+  return InvalidField("input", ": set one of nodes, split or ablp");
 }
 
 absl::StatusOr<std::vector<int64_t>> ResolveSeedTimes(const Partition& partition, const v1::RegisterSamplingInputRequest& req,
@@ -129,11 +139,11 @@ absl::StatusOr<std::vector<int64_t>> ResolveSeedTimes(const Partition& partition
   const int given = req.has_nodes() ? req.nodes().times_size() : 0;
   if (given > 0) {
     if (!temporal) {
-      return absl::InvalidArgumentError("nodes.times: the backend does not sample temporally (config.temporal_strategy is NONE)");
+      return InvalidField("nodes.times", ": the backend does not sample temporally (config.temporal_strategy is NONE)");
     }
     if (given != req.nodes().ids_size()) {
-      return absl::InvalidArgumentError(absl::StrCat("nodes.times has ", given, " entries for ", req.nodes().ids_size(),
-                                  " ids; give one time per seed"));
+      return InvalidField("nodes.times",
+                          absl::StrCat(" has ", given, " entries for ", req.nodes().ids_size(), " ids; give one time per seed"));
     }
     return std::vector<int64_t>(req.nodes().times().begin(), req.nodes().times().end());
   }
@@ -141,9 +151,37 @@ absl::StatusOr<std::vector<int64_t>> ResolveSeedTimes(const Partition& partition
   const NodeTypeStore& t = partition.node_type(node_type);
   if (!temporal || t.times_data() != nullptr) return std::vector<int64_t>();
   const char* field = req.has_nodes() ? "nodes.times" : req.has_split() ? "split" : "ablp";
-  return absl::InvalidArgumentError(absl::StrCat(field, ": the backend samples temporally and node type '", t.name,
-                              "' stores no node times (book/", t.name, ".time.npy), so each seed needs its time",
-                              req.has_nodes() ? "" : "; register the seeds as nodes with nodes.times"));
+  return InvalidField(field, absl::StrCat(": the backend samples temporally and node type '", t.name,
+                                          "' stores no node times (book/", t.name, ".time.npy), so each seed needs its time",
+                                          req.has_nodes() ? "" : "; register the seeds as nodes with nodes.times"));
+}
+
+absl::StatusOr<RegistrationPlan> PlanRegistration(const RegistrationContext& context,
+                                                  const v1::RegisterSamplingInputRequest& req,
+                                                  const v1::SamplingConfig& config) {
+  RegistrationPlan plan;
+  AblpInput ablp;
+  auto seeds = ResolveSeeds(context.sources, req, &plan.node_type, &ablp);
+  if (!seeds.ok()) return seeds.status();
+  plan.seeds = *std::move(seeds);
+  auto seed_times = ResolveSeedTimes(*context.sources.partition, req, config, plan.node_type);
+  if (!seed_times.ok()) return seed_times.status();
+  plan.seed_times = *std::move(seed_times);
+  // A link-prediction channel's labeler follows its backend's negative sampling (degree
+  // negatives sum a degree array).
+  if (req.has_ablp()) {
+    auto labeler = AblpLabeler::Create(context.sources.partition, std::move(ablp), NegativesOf(config));
+    if (!labeler.ok()) return InField(labeler.status(), "ablp");
+    plan.labeler = *std::move(labeler);
+  }
+  OwnerRowsRule owner_rows;
+  owner_rows.asked = req.rows_from_owners();
+  owner_rows.shared_memory = req.shared_memory();
+  owner_rows.peer_cache_keeps_all = context.peer_cache_keeps_all;
+  auto features = context.feature_outputs->ForChannel(req.feature_encoding(), req.feature_cache_rows(), owner_rows);
+  if (!features.ok()) return features.status();
+  plan.features = *std::move(features);
+  return plan;
 }
 
 }  // namespace graphstore

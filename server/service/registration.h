@@ -1,11 +1,14 @@
 #ifndef GRAPHSTORE_SERVER_SERVICE_REGISTRATION_H_
 #define GRAPHSTORE_SERVER_SERVICE_REGISTRATION_H_
 
-// What a RegisterSamplingInput request asks for, worked out before any state changes: the checks
-// of its own fields, its seeds (explicit ids, a split of this partition or of the whole cluster,
-// or link-prediction anchors) with their node type and times, and the batches an epoch over them
-// holds. Plain functions of the request, the partition and the cluster: Core calls them outside
-// its lock, and the tests call them with no server. Errors name the request field.
+// What a RegisterSamplingInput request asks for, worked out before any state changes: every
+// check of the request, in one place -- its own fields, its seeds (explicit ids, a split of this
+// partition or of the whole cluster, or link-prediction anchors) with their node type and times,
+// the link-prediction labeler and the feature output -- and the batches an epoch over them
+// holds. Plain functions of the request, the partition, the cluster and the backend's config:
+// Channels calls them outside the service lock, and the tests call them with no server. Errors
+// name the request field in one way (server/util/field.h): the checks of nested inputs (ablp.h,
+// PartitionQueries::SplitIds / CheckIds) name their fields, and these functions nest them.
 
 #include <cstdint>
 #include <string>
@@ -17,6 +20,7 @@
 #include "server/cluster/cluster.h"
 #include "server/graph/partition.h"
 #include "server/sampling/ablp.h"
+#include "server/service/feature_outputs.h"
 #include "server/service/options.h"
 #include "server/service/queries.h"
 
@@ -51,6 +55,36 @@ absl::StatusOr<std::vector<int64_t>> ClusterSplitIds(const SeedSources& from, co
 /// are given to a backend that is not temporal, miscounted, or needed and missing.
 absl::StatusOr<std::vector<int64_t>> ResolveSeedTimes(const Partition& partition, const v1::RegisterSamplingInputRequest& req,
                                                       const v1::SamplingConfig& config, int node_type);
+
+/// What a registration resolves to besides the request: where its seeds come from, this
+/// server's limits and offers, and the feature outputs of its partition.
+struct RegistrationContext {
+  SeedSources sources;
+  const CoreOptions* options = nullptr;
+  bool offers_shared_memory = false;
+  FeatureOutputs* feature_outputs = nullptr;
+  /// This server's peer cache holds all of the other partitions' data (OwnerRowsRule).
+  bool peer_cache_keeps_all = false;
+};
+
+/// A registration, checked and resolved: what its channel is made of.
+struct RegistrationPlan {
+  int node_type = 0;
+  std::vector<int64_t> seeds;
+  /// One per seed, or empty (ResolveSeedTimes).
+  std::vector<int64_t> seed_times;
+  /// Link-prediction inputs only.
+  std::shared_ptr<const AblpLabeler> labeler;
+  /// Null for the default output (FeatureOutputs::ForChannel).
+  std::shared_ptr<const FeatureOutput> features;
+};
+
+/// The checks and resolution of `req` past CheckRegistration, against the `config` of the
+/// backend it names: seeds, seed times, the labeler (negatives follow the backend) and the
+/// feature output.
+absl::StatusOr<RegistrationPlan> PlanRegistration(const RegistrationContext& context,
+                                                  const v1::RegisterSamplingInputRequest& req,
+                                                  const v1::SamplingConfig& config);
 
 /// Batches of an epoch over `seeds` seeds with `config`'s batch size and drop_last.
 int64_t EpochBatches(int64_t seeds, const v1::SamplingConfig& config);

@@ -114,6 +114,7 @@ void Registry::RemoveBackend(uint64_t id) {
   auto it = backends_.find(id);
   if (it == backends_.end()) return;
   const std::string creator = it->second->creator;
+  it->second->state = BackendEntry::State::kRemoved;
   backends_.erase(it);
   Holdings& h = holdings_[creator];
   --h.backends;

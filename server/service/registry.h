@@ -43,6 +43,9 @@ struct BackendEntry {
     kCreating,
     /// Channels may register.
     kReady,
+    /// Taken out of the registry (destroyed, idle too long, failed to build): whoever still
+    /// holds it registers nothing on it.
+    kRemoved,
   };
   using Clock = std::chrono::steady_clock;
 
@@ -184,7 +187,7 @@ class Registry {
   /// Adds a new backend (state kCreating) under a fresh id, charged to `creator`.
   std::shared_ptr<BackendEntry> AddBackend(const std::string& key, const v1::SamplingConfig& config,
                                            const std::string& creator = "");
-  /// Removes a backend; its key may name a new one.
+  /// Removes a backend (its state becomes kRemoved); its key may name a new one.
   void RemoveBackend(uint64_t id);
   const std::map<uint64_t, std::shared_ptr<BackendEntry>>& backends() const { return backends_; }
 

@@ -98,7 +98,7 @@ TEST_CASE("the core validates sampler kinds and link-prediction options, naming 
   in->set_supervision_edge_type("user__likes__item");
   const absl::Status st = core.RegisterSamplingInput(reg, &resp);
   CHECK(st.code() == absl::StatusCode::kInvalidArgument);
-  CHECK(st.message().find("ablp.input: supervision_edge_type") != std::string::npos);
+  CHECK(st.message().find("ablp.input.supervision_edge_type: ") != std::string::npos);
 }
 TEST_CASE("a destroyed channel is answered one way by every RPC, an unknown one NOT_FOUND", "[core]") {
   TempDir dir;

@@ -41,7 +41,7 @@ struct Part {
     return ResolveSeeds(SeedSources{partition.get(), queries.get(), cluster}, req, &node_type, &ablp);
   }
   std::vector<int64_t> Split(const std::string& split) const {
-    auto ids = queries->SplitIds("", split, v1::ServerSlice(), "split.");
+    auto ids = queries->SplitIds("", split, v1::ServerSlice());
     REQUIRE(ids.ok());
     return *ids;
   }
@@ -54,7 +54,7 @@ class OtherPartition : public Cluster {
   absl::StatusOr<std::vector<int64_t>> SplitIds(int partition, const std::string& node_type,
                                                 const std::string& split) override {
     asked.push_back(partition);
-    return other_->queries->SplitIds(node_type, split, v1::ServerSlice(), "split.");
+    return other_->queries->SplitIds(node_type, split, v1::ServerSlice());
   }
   void FillStats(v1::ServerStats*) const override {}
   void VisitLatency(const std::function<void(int, const std::string&, const LatencyHistogram&)>&) const override {}
