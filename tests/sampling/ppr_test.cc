@@ -25,20 +25,9 @@ using testing::Shop;
 using testing::TempDir;
 using testing::TrainInput;
 using testing::TypeIndex;
+using testing::Run;
+using testing::Write;
 using V = std::vector<int64_t>;
-
-std::unique_ptr<Partition> Write(const GraphData& g, const std::string& dir, const std::string& edge_dir = "out") {
-  return testing::WritePartition(g, dir, edge_dir);
-}
-
-SampledSubgraph Run(const Sampler& s, int node_type, V seeds, const AblpBatch* ablp = nullptr, int64_t batch = 0) {
-  testing::SampleAt at;
-  at.node_type = node_type;
-  at.seed = 7;
-  at.batch = batch;
-  at.ablp = ablp;
-  return testing::RunSampler(s, std::move(seeds), at);
-}
 
 // Personalized PageRank by power iteration over the out-edges of the tiny graph.
 std::vector<double> ReferencePpr(const GraphData& g, int64_t seed, double alpha) {

@@ -44,6 +44,22 @@ struct SampleAt {
 /// Samples `seeds` with fresh scratch; the sample must succeed.
 SampledSubgraph RunSampler(const Sampler& s, std::vector<int64_t> seeds, const SampleAt& at = {});
 
+/// The sampling tests' common case: one partition written with `edge_dir`, loaded.
+inline std::unique_ptr<Partition> Write(const GraphData& g, const std::string& dir, const std::string& edge_dir = "out") {
+  return WritePartition(g, dir, edge_dir);
+}
+
+/// RunSampler with seed 7 for batch `batch` of seeds of `node_type`.
+inline SampledSubgraph Run(const Sampler& s, int node_type, std::vector<int64_t> seeds, const AblpBatch* ablp = nullptr,
+                           int64_t batch = 0) {
+  SampleAt at;
+  at.node_type = node_type;
+  at.seed = 7;
+  at.batch = batch;
+  at.ablp = ablp;
+  return RunSampler(s, std::move(seeds), at);
+}
+
 /// Index of a node type / edge type by name; it must exist.
 inline int TypeIndex(const Partition& p, const std::string& name) { return *p.FindNodeType(name); }
 inline int EdgeTypeIndex(const Partition& p, const std::string& name) { return *p.FindEdgeType(name); }

@@ -24,21 +24,10 @@ using testing::Shop;
 using testing::TempDir;
 using testing::TrainInput;
 using testing::TypeIndex;
+using testing::Run;
+using testing::Write;
 using V = std::vector<int64_t>;
 using Local = std::vector<int32_t>;
-
-std::unique_ptr<Partition> Write(const GraphData& g, const std::string& dir, const std::string& edge_dir = "out") {
-  return testing::WritePartition(g, dir, edge_dir);
-}
-
-SampledSubgraph Run(const Sampler& s, int node_type, V seeds, const AblpBatch* ablp = nullptr, int64_t batch = 0) {
-  testing::SampleAt at;
-  at.node_type = node_type;
-  at.seed = 7;
-  at.batch = batch;
-  at.ablp = ablp;
-  return testing::RunSampler(s, std::move(seeds), at);
-}
 
 TEST_CASE("SUBGRAPH sampling returns every edge among the sampled nodes", "[subgraph]") {
   TempDir dir;
