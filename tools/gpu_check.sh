@@ -3,7 +3,7 @@
 # there (no network, no apt), starts a graphstored on a generated 1M-node graph, and prints
 # GraphSAGE trained one epoch on the GPU from to_pyg(), batches/s with device="cuda" against
 # the trainer's own .to("cuda") and against host batches, and the loader's host-to-device GB/s
-# against torch's pinned copy (tools/gpu_check.py).
+# against torch's pinned copy (bench/gpu_check.py).
 #
 # Needs: python3 with torch (CUDA) and torch_geometric, a CUDA device, and .gpu-bundle/ from
 # tools/gpu_bundle.sh (the device tool carries it: carry=[".gpu-bundle"]). Without one of them
@@ -55,7 +55,7 @@ for _ in $(seq 600); do
   sleep 0.1
 done
 [ -s "$WORK/port" ] || refuse "graphstored did not serve within 60 s"
-PYTHONPATH="$WORK/site${PYTHONPATH:+:$PYTHONPATH}" timeout 240 "$PY" tools/gpu_check.py \
+PYTHONPATH="$WORK/site${PYTHONPATH:+:$PYTHONPATH}" timeout 240 "$PY" bench/gpu_check.py \
   --server="127.0.0.1:$(cat "$WORK/port")" --seconds=10
 status=$?
 echo "gpu_check: done in $(( $(date +%s) - start )) s (exit $status)"

@@ -7,7 +7,7 @@
 3. the loader's host-to-device copies in GB/s (page-locked receive buffers, side stream) against
    torch's copy of the same bytes from memory torch pinned itself (target: ratio >= 0.8).
 
-    python3 tools/gpu_check.py --server=127.0.0.1:PORT [--seconds=20]
+    python3 bench/gpu_check.py --server=127.0.0.1:PORT [--seconds=20]
 """
 
 import argparse
