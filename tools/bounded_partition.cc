@@ -735,11 +735,12 @@ absl::StatusOr<InputEstimate> EstimateInput(const GraphInputSpec& spec) {
 
 int64_t InMemoryBytes(const InputEstimate& input, const std::string& method, bool reverse_edges) {
   const int64_t edges = input.edges * (reverse_edges ? 2 : 1);
-  // Peak RSS per edge of the in-memory path, measured on a generated graph of 1M nodes and 19.4M
-  // edges (docs/benchmarks.md): random 37 bytes (each edge's ids, the layout's order, a
-  // partition's arrays), METIS 134 (its undirected adjacency and work arrays on top), stream 192
-  // (its own adjacency and METIS over the whole graph, when that fits the budget). Features are
-  // held once as float32, and once more per partition written.
+  // Peak RSS per edge of the in-memory path, from docs/benchmarks.md's partitioning table (the
+  // products-like graph: 125M edges, `bench/partition_bench.sh`): random 5.0 GB, about 40 bytes
+  // (each edge's ids, the layout's order, a partition's arrays); METIS 17.7 GB, about 142 (its
+  // undirected adjacency and work arrays on top). Stream holds its own adjacency besides METIS
+  // over the whole graph when that fits the budget: 200. Features are held once as float32, and
+  // once more per partition written.
   const int64_t per_edge = method == "metis" ? 145 : method == "stream" ? 200 : 40;
   return kBaseBytes + edges * per_edge + input.feature_values * 4 * 2;
 }

@@ -88,20 +88,33 @@ class WriteDatasetTest(unittest.TestCase):
         self.assertEqual(sorted(seen), sorted(seeds))
 
     def test_a_data_round_trips_through_two_servers(self):
-        n = 600
-        data = Data(edge_index=random_graph(n, 4000, 1), x=torch.randn(n, 8), y=torch.randint(0, 5, (n,)),
-                    edge_weight=torch.rand(4000), num_nodes=n)
-        g = torch.Generator().manual_seed(2)
+        # Two communities of 300 nodes, one edge in twenty between them: METIS finds them, a
+        # random assignment cuts about half of the edges.
+        n, m = 600, 4000
+        g = torch.Generator().manual_seed(1)
+        side = torch.randint(0, 2, (m,), generator=g)
+        src = torch.randint(0, 300, (m,), generator=g) + 300 * side
+        across = torch.rand(m, generator=g) < 0.05
+        dst = torch.randint(0, 300, (m,), generator=g) + 300 * torch.where(across, 1 - side, side)
+        # Every fourth edge weighs nothing: a weighted draw never takes it.
+        weight = torch.rand(m, generator=g) + 0.5
+        weight[::4] = 0.0
+        data = Data(edge_index=torch.stack([src, dst]), x=torch.randn(n, 8), y=torch.randint(0, 5, (n,)),
+                    edge_weight=weight, num_nodes=n)
         order = torch.randperm(n, generator=g)
         for name, part in (("train", order[:400]), ("val", order[400:500]), ("test", order[500:])):
             mask = torch.zeros(n, dtype=torch.bool)
             mask[part] = True
             setattr(data, f"{name}_mask", mask)
+        crossing = int(across.sum())
+        random_cut = graphstore.write_dataset(data, os.path.join(self.dir, "random"), num_partitions=2,
+                                              method="random")["cut_edges"]
         out = os.path.join(self.dir, "data")
         report = graphstore.write_dataset(data, out, num_partitions=2, method="metis", name="from-python")
         self.assertEqual(report["num_nodes"], n)
-        self.assertEqual(report["num_edges"], 4000)
-        self.assertLess(report["cut_edges"], 4000)
+        self.assertEqual(report["num_edges"], m)
+        self.assertLessEqual(report["cut_edges"], 2 * crossing, f"METIS cut {report['cut_edges']}")
+        self.assertGreater(random_cut, 0.35 * m, f"random cut {random_cut}")
         self.daemons = serve(out, 2)
         edges = set(map(tuple, data.edge_index.t().tolist()))
         with graphstore.Loader([d.address for d in self.daemons], [5, 3], batch_size=64) as loader:
@@ -109,6 +122,20 @@ class WriteDatasetTest(unittest.TestCase):
         with graphstore.Loader([d.address for d in self.daemons], [5], batch_size=64, split="test",
                                weighted=True) as loader:
             self.check_batches(loader, data.x, data.y, edges, order[500:].tolist())
+        # Each edge keeps its id (its column in edge_index) and its weight: the ids name the
+        # very edges drawn, and no weightless edge is among them though they are a quarter.
+        drawn = []
+        with graphstore.Loader([d.address for d in self.daemons], [-1], batch_size=64, edge_ids=True) as loader:
+            for batch in loader.epoch(0):
+                self.assertTrue(torch.equal(data.edge_index[:, batch.e_id], batch.n_id[batch.edge_index]))
+        with graphstore.Loader([d.address for d in self.daemons], [5], batch_size=64, edge_ids=True,
+                               weighted=True) as loader:
+            for batch in loader.epoch(0):
+                self.assertTrue(torch.equal(data.edge_index[:, batch.e_id], batch.n_id[batch.edge_index]))
+                drawn.append(batch.e_id)
+        drawn = torch.cat(drawn)
+        self.assertGreater(drawn.numel(), 1000)
+        self.assertTrue(bool((weight[drawn] > 0).all()), "a weightless edge was drawn")
 
     def test_a_hetero_data_round_trips_with_reverse_edges(self):
         data = HeteroData()
@@ -123,8 +150,11 @@ class WriteDatasetTest(unittest.TestCase):
         out = os.path.join(self.dir, "hetero")
         graphstore.write_dataset(data, out, reverse_edges=True)
         self.daemons = serve(out, 1)
-        fan = {("user", "buys", "item"): [4], ("item", "rev_buys", "user"): [4]}
-        with graphstore.Loader([self.daemons[0].address], fan, input_nodes="user", batch_size=25) as loader:
+        fan = {("user", "buys", "item"): [4, 4], ("item", "rev_buys", "user"): [4, 4]}
+        attr = data["user", "buys", "item"].edge_attr
+        buys_seen = 0
+        with graphstore.Loader([self.daemons[0].address], fan, input_nodes="user", batch_size=25, edge_ids=True,
+                               edge_features=True) as loader:
             seeds = []
             for batch in loader.epoch(0):
                 u, i = batch["user"], batch["item"]
@@ -133,6 +163,13 @@ class WriteDatasetTest(unittest.TestCase):
                 self.assertTrue(torch.equal(u.y, data["user"].y[u.n_id]))
                 self.assertTrue(torch.equal(i.x, data["item"].x[i.n_id]))
                 given = set(map(tuple, buys.t().tolist()))
+                e = batch["user", "buys", "item"]
+                # Each drawn buy carries its own id and attributes as written.
+                buys_seen += e.e_id.numel()
+                if e.e_id.numel() > 0:
+                    self.assertTrue(torch.equal(buys[:, e.e_id], torch.stack([u.n_id[e.edge_index[0]],
+                                                                            i.n_id[e.edge_index[1]]])))
+                    self.assertTrue(torch.equal(e.edge_attr, attr[e.e_id]))
                 for key in batch.edge_types:
                     e = batch[key]
                     src_t, _, dst_t = key
@@ -141,6 +178,7 @@ class WriteDatasetTest(unittest.TestCase):
                         # Either relation is a buy: user -> item, or its reverse item -> user.
                         self.assertIn(pair if src_t == "user" else pair[::-1], given)
             self.assertEqual(sorted(seeds), list(range(0, 300, 3)))
+            self.assertGreater(buys_seen, 100)
 
     def test_dicts_of_numpy_arrays_and_ids(self):
         n = 200

@@ -1,3 +1,7 @@
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <catch2/catch.hpp>
 
 #include <filesystem>
@@ -117,6 +121,68 @@ TEST_CASE("partitioning in bounded memory writes byte for byte what the in-memor
   // The chunks are gone.
   for (const auto& e : fs::directory_iterator(dir.path())) {
     CHECK(e.path().filename().string().find("graphstore-partition-") == std::string::npos);
+  }
+}
+
+// Runs `command` as a child (through /bin/sh, which execs it) and returns its exit status and
+// its peak resident memory in bytes: the child's getrusage maximum, as wait4 reports it. The
+// maximum counts the test's own pages the child had between fork and exec, so it can only
+// overstate the command's: keep the test process small before calling.
+struct Measured {
+  int status = -1;
+  int64_t peak_rss = 0;
+};
+Measured RunMeasured(const std::string& command) {
+  const pid_t pid = fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    execl("/bin/sh", "sh", "-c", ("exec " + command).c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  int status = 0;
+  rusage usage{};
+  REQUIRE(wait4(pid, &status, 0, &usage) == pid);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, static_cast<int64_t>(usage.ru_maxrss) * 1024};
+}
+
+TEST_CASE("the bounded path's peak memory stays within --memory_mb where the in-memory path's does not",
+          "[partitioner][bounded]") {
+  // 300,000 nodes and 3M edges (46 MB of npy): the in-memory path peaks near 3x the budget
+  // (random) and 7x (stream); the bounded path must stay under it, as the child's own maximum
+  // resident set says.
+  TempDir dir;
+  {
+    // Written in slices, so that the test itself stays far below the budgets.
+    std::mt19937_64 rng(11);
+    auto src = NpyWriter::Create(dir / "src.npy", NpyDtype::kInt64);
+    auto dst = NpyWriter::Create(dir / "dst.npy", NpyDtype::kInt64);
+    REQUIRE(src.ok());
+    REQUIRE(dst.ok());
+    std::vector<int64_t> a(100000), b(a.size());
+    for (int slice = 0; slice < 30; ++slice) {
+      for (size_t i = 0; i < a.size(); ++i) {
+        a[i] = static_cast<int64_t>(rng() % 300000);
+        b[i] = static_cast<int64_t>(rng() % 300000);
+      }
+      REQUIRE((*src)->Append(a.data(), static_cast<int64_t>(a.size())).ok());
+      REQUIRE((*dst)->Append(b.data(), static_cast<int64_t>(b.size())).ok());
+    }
+    REQUIRE((*src)->Finish().ok());
+    REQUIRE((*dst)->Finish().ok());
+  }
+  for (const auto& [method, budget_mb] : {std::pair<std::string, int64_t>{"random", 48}, {"stream", 64}}) {
+    INFO("method " << method << ", --memory_mb=" << budget_mb);
+    const std::string common = kPartition + " --edges=" + dir / "src.npy," + dir / "dst.npy" +
+                               " --partitions=2 --method=" + method + " --tmp_dir=" + dir.path();
+    const Measured bounded = RunMeasured(common + " --bounded=always --memory_mb=" + std::to_string(budget_mb) +
+                                         " --out=" + dir / ("bnd-" + method) + " >/dev/null 2>&1");
+    REQUIRE(bounded.status == 0);
+    const Measured in_memory =
+        RunMeasured(common + " --bounded=never --out=" + dir / ("mem-" + method) + " >/dev/null 2>&1");
+    REQUIRE(in_memory.status == 0);
+    INFO("peak RSS bounded " << (bounded.peak_rss >> 20) << " MiB, in memory " << (in_memory.peak_rss >> 20) << " MiB");
+    CHECK(bounded.peak_rss <= budget_mb << 20);
+    CHECK(in_memory.peak_rss > 2 * (budget_mb << 20));
   }
 }
 
