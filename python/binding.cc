@@ -26,6 +26,8 @@
 #include "proto/ppr_defaults.h"
 #include "python/dataset_binding.h"
 #include "python/loader_schema.h"
+#include "python/option_values.h"
+#include "python/store_binding.h"
 
 namespace graphstore::python {
 namespace {
@@ -172,54 +174,6 @@ py::dict BatchInfo(const HostBatch& b) {
 }
 
 // ----- Options ------------------------------------------------------------------------------
-
-// A Python value as the schema reads it (the package has converted tensors and tuples).
-Value ToValue(const py::handle& o) {
-  if (o.is_none()) return Value::None();
-  if (py::isinstance<py::bool_>(o)) return Value::Bool(o.cast<bool>());
-  if (py::isinstance<py::int_>(o)) {
-    try {
-      return Value::Int(o.cast<int64_t>());
-    } catch (const py::cast_error&) {
-      throw py::value_error("an int option is out of the range of a 64-bit integer");
-    }
-  }
-  if (py::isinstance<py::float_>(o)) return Value::Float(o.cast<double>());
-  if (py::isinstance<py::str>(o)) return Value::Str(o.cast<std::string>());
-  if (py::isinstance<py::dict>(o)) {
-    Value v;
-    v.type = Value::Type::kDict;
-    for (const auto& [k, item] : o.cast<py::dict>()) {
-      if (!py::isinstance<py::str>(k)) throw py::type_error("option dicts are keyed by str");
-      v.dict.emplace_back(k.cast<std::string>(), ToValue(item));
-    }
-    return v;
-  }
-  if (py::isinstance<py::list>(o) || py::isinstance<py::tuple>(o)) {
-    const py::sequence seq = o.cast<py::sequence>();
-    // A list of ints only (ids, times, fanouts) stays flat.
-    bool ints = true;
-    for (const auto& item : seq) {
-      if (!py::isinstance<py::int_>(item) || py::isinstance<py::bool_>(item)) {
-        ints = false;
-        break;
-      }
-    }
-    if (ints) {
-      try {
-        return Value::Ints(seq.cast<std::vector<int64_t>>());
-      } catch (const py::cast_error&) {
-        throw py::value_error("an int in a list option is out of the range of a 64-bit integer");
-      }
-    }
-    Value v;
-    v.type = Value::Type::kList;
-    for (const auto& item : seq) v.list.push_back(ToValue(item));
-    return v;
-  }
-  const std::string type = py::str(py::type::of(o).attr("__name__")).cast<std::string>();
-  throw py::type_error("an option is of type " + type + ", which the loader does not take");
-}
 
 py::object FromValue(const Value& v) {
   switch (v.type) {
@@ -455,6 +409,55 @@ void DefineLoader(py::module_& m) {
 }
 
 }  // namespace
+
+// A Python value as the schema reads it (the package has converted tensors and tuples).
+Value ToValue(const py::handle& o) {
+  if (o.is_none()) return Value::None();
+  if (py::isinstance<py::bool_>(o)) return Value::Bool(o.cast<bool>());
+  if (py::isinstance<py::int_>(o)) {
+    try {
+      return Value::Int(o.cast<int64_t>());
+    } catch (const py::cast_error&) {
+      throw py::value_error("an int option is out of the range of a 64-bit integer");
+    }
+  }
+  if (py::isinstance<py::float_>(o)) return Value::Float(o.cast<double>());
+  if (py::isinstance<py::str>(o)) return Value::Str(o.cast<std::string>());
+  if (py::isinstance<py::dict>(o)) {
+    Value v;
+    v.type = Value::Type::kDict;
+    for (const auto& [k, item] : o.cast<py::dict>()) {
+      if (!py::isinstance<py::str>(k)) throw py::type_error("option dicts are keyed by str");
+      v.dict.emplace_back(k.cast<std::string>(), ToValue(item));
+    }
+    return v;
+  }
+  if (py::isinstance<py::list>(o) || py::isinstance<py::tuple>(o)) {
+    const py::sequence seq = o.cast<py::sequence>();
+    // A list of ints only (ids, times, fanouts) stays flat.
+    bool ints = true;
+    for (const auto& item : seq) {
+      if (!py::isinstance<py::int_>(item) || py::isinstance<py::bool_>(item)) {
+        ints = false;
+        break;
+      }
+    }
+    if (ints) {
+      try {
+        return Value::Ints(seq.cast<std::vector<int64_t>>());
+      } catch (const py::cast_error&) {
+        throw py::value_error("an int in a list option is out of the range of a 64-bit integer");
+      }
+    }
+    Value v;
+    v.type = Value::Type::kList;
+    for (const auto& item : seq) v.list.push_back(ToValue(item));
+    return v;
+  }
+  const std::string type = py::str(py::type::of(o).attr("__name__")).cast<std::string>();
+  throw py::type_error("an option is of type " + type + ", which the loader does not take");
+}
+
 }  // namespace graphstore::python
 
 PYBIND11_MODULE(_graphstore, m) {
@@ -480,4 +483,5 @@ PYBIND11_MODULE(_graphstore, m) {
   graphstore::python::DefineBatch(m);
   graphstore::python::DefineLoader(m);
   graphstore::python::DefineDatasetWriter(m);
+  graphstore::python::DefineStore(m);
 }

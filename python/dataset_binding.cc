@@ -192,4 +192,8 @@ void DefineDatasetWriter(py::module_& m) {
         "with DLPack tensors); returns the partition report.");
 }
 
+std::vector<int64_t> TakeInt64s(const py::handle& capsule, const std::string& what) {
+  return Take<int64_t>(capsule, what).first;
+}
+
 }  // namespace graphstore::python

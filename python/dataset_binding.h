@@ -7,10 +7,18 @@
 
 #include <pybind11/pybind11.h>
 
+#include <cstdint>
+#include <string>
+#include <vector>
+
 namespace graphstore::python {
 
 /// Adds `_graphstore.write_dataset` to `m`.
 void DefineDatasetWriter(pybind11::module_& m);
+
+/// The values of a DLPack capsule of a contiguous CPU int64 tensor, consuming the capsule;
+/// ValueError naming `what` for anything else.
+std::vector<int64_t> TakeInt64s(const pybind11::handle& capsule, const std::string& what);
 
 }  // namespace graphstore::python
 

@@ -181,6 +181,16 @@ def _doc_of_options() -> str:
 _SIGNATURE = _signature()
 
 
+def _bound_options(*args, **kwargs):
+    """(the options dict the extension takes, the bound arguments) of a Loader's arguments."""
+    bound = _SIGNATURE.bind(None, *args, **kwargs)
+    options = {}
+    for name, value in list(bound.arguments.items())[1:]:
+        convert = _CONVERT.get(name)
+        options[name] = convert(value) if convert is not None else _plain(value)
+    return options, bound
+
+
 class Loader:
     """Samples subgraphs for a trainer from graphstore servers, as PyG's ``NeighborLoader``
     does from a graph in memory::
@@ -207,11 +217,7 @@ class Loader:
 
     def __init__(self, *args, **kwargs):
         self._impl = None
-        bound = _SIGNATURE.bind(self, *args, **kwargs)
-        options = {}
-        for name, value in list(bound.arguments.items())[1:]:
-            convert = _CONVERT.get(name)
-            options[name] = convert(value) if convert is not None else _plain(value)
+        options, bound = _bound_options(*args, **kwargs)
         device = _device_name(bound.arguments.get("device"))
         pin = bound.arguments.get("pin_memory", False)
         hook = None
