@@ -93,7 +93,7 @@ class PygBackendTest(unittest.TestCase):
             fs[None, "edge_attr", torch.tensor([1])]
         with self.assertRaisesRegex(KeyError, "group_name 'paper' is not a node type"):
             fs["paper", "x", torch.tensor([1])]
-        with self.assertRaisesRegex(NotImplementedError, "read-only"):
+        with self.assertRaisesRegex(TypeError, "read-only"):
             fs.put_tensor(torch.zeros(1, 12), None, "x", torch.tensor([0]))
         with self.assertRaisesRegex(TypeError, "num_neighbors: not a connection option"):
             graphstore.pyg.FeatureStore(self.servers, num_neighbors=[1])
@@ -109,6 +109,9 @@ class PygBackendTest(unittest.TestCase):
         self.assertEqual(attr.layout, "coo")
         with self.assertRaisesRegex(ValueError, "beyond max_edges=1000: sample it with graphstore.pyg.NeighborSampler"):
             gs.get_edge_index(attr)
+        # Below the limit, the whole type comes back as written: the user's columns, in order.
+        whole = graphstore.pyg.GraphStore(self.servers).get_edge_index(attr)
+        self.assertTrue(torch.equal(whole, self.data.edge_index))
 
     def test_pygs_node_loader_over_the_stores_gives_the_users_graph(self):
         from torch_geometric.loader import NodeLoader
@@ -146,6 +149,30 @@ class PygBackendTest(unittest.TestCase):
         again = graphstore.pyg.NeighborSampler(self.servers, num_neighbors=[4, 2]).sample_from_nodes(
             NodeSamplerInput(torch.arange(4), seeds))
         self.assertTrue(torch.equal(out.node, again.node) and torch.equal(out.row, again.row))
+
+    def test_link_batches_carry_pygs_labels_for_binary_and_triplet_negatives(self):
+        from torch_geometric.sampler import EdgeSamplerInput, NegativeSampling
+        pos = self.data.edge_index[:, :50]
+        inputs = EdgeSamplerInput(torch.arange(50), pos[0], pos[1])
+        sampler = graphstore.pyg.NeighborSampler(self.servers, num_neighbors=[3], seed=4)
+        plain = sampler.sample_from_edges(inputs)
+        self.assertTrue(torch.equal(plain.node[plain.metadata[1]], pos))
+        binary = sampler.sample_from_edges(inputs, NegativeSampling("binary", 2))
+        input_id, label_index, label, _ = binary.metadata
+        self.assertTrue(torch.equal(input_id, torch.arange(50)))
+        self.assertEqual(label_index.shape, (2, 150))
+        self.assertTrue(torch.equal(binary.node[label_index[:, :50]], pos))
+        self.assertTrue(torch.equal(label, torch.cat([torch.ones(50), torch.zeros(100)])))
+        triplet = sampler.sample_from_edges(inputs, NegativeSampling("triplet", 1))
+        _, src_index, dst_pos, dst_neg, _ = triplet.metadata
+        self.assertTrue(torch.equal(triplet.node[src_index], pos[0]))
+        self.assertTrue(torch.equal(triplet.node[dst_pos], pos[1]))
+        self.assertEqual(dst_neg.shape, (50,))
+        # Every endpoint is a seed: the first nodes of the batch, each once.
+        seeds = torch.cat([src_index, dst_pos, dst_neg]).unique()
+        self.assertEqual(int(seeds.max()) + 1, seeds.numel())
+        with self.assertRaisesRegex(ValueError, "src_weight"):
+            sampler.sample_from_edges(inputs, NegativeSampling("binary", 1, src_weight=torch.ones(3000)))
 
 
 if __name__ == "__main__":

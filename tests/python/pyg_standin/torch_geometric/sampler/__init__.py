@@ -57,3 +57,29 @@ class BaseSampler:
     @property
     def edge_permutation(self):
         return None
+
+
+@dataclass
+class EdgeSamplerInput:
+    input_id: Optional[torch.Tensor]
+    row: torch.Tensor
+    col: torch.Tensor
+    label: Optional[torch.Tensor] = None
+    time: Optional[torch.Tensor] = None
+    input_type: Optional[tuple] = None
+
+
+class NegativeSamplingMode:
+    def __init__(self, value):
+        self.value = value
+
+
+@dataclass
+class NegativeSampling:
+    mode: Any
+    amount: float = 1
+    src_weight: Optional[torch.Tensor] = None
+    dst_weight: Optional[torch.Tensor] = None
+
+    def __post_init__(self):
+        self.mode = NegativeSamplingMode(self.mode) if isinstance(self.mode, str) else self.mode
