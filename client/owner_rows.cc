@@ -14,12 +14,6 @@ namespace graphstore::client {
 
 namespace {
 
-// The nodes of one type to ask one owner about: rows (with labels, when the batch has them)
-// and labels alone.
-struct Asks {
-  std::vector<size_t> rows, labels;
-};
-
 absl::Status Annotated(const absl::Status& s, int partition, const std::string& type) {
   return absl::Status(s.code(), absl::StrCat("the rows of '", type, "' nodes that partition ", partition,
                                              " owns: ", s.message()));
@@ -183,36 +177,18 @@ void OwnerRows::Ask(Started* type) {
     Begin();
     return Done(absl::DataLossError(absl::StrCat("node type '", n.node_type, "': owners do not match ids")));
   }
-  const bool rows = n.x.defined();
-  if (!rows && !n.y.defined()) return;
+  if (!n.x.defined() && !n.y.defined()) return;
   if (n.y.defined()) {
     // The owners' labels go aside, to be written into the batch's own once it is whole.
     type->labels.resize(n.y.bytes / 8);
     n.y.buffer.reset();
     n.y.data = reinterpret_cast<char*>(type->labels.data());
   }
-  const FeatureCache::Type* cached = options_.cache != nullptr ? options_.cache->Find(n.node_type) : nullptr;
-  const auto* ids = reinterpret_cast<const int64_t*>(n.n_id.data);
-  const auto* owners = reinterpret_cast<const int32_t*>(n.owners.data);
-  // Per owner (partitions are few and numbered from 0).
   std::vector<Asks> by_owner;
-  for (size_t i = 0; i < count; ++i) {
-    if (owners[i] == sender_) continue;
-    if (owners[i] < 0 || owners[i] > (1 << 16)) {
-      Begin();
-      return Done(absl::DataLossError(
-          absl::StrCat("node type '", n.node_type, "': node ", ids[i], " has owner ", owners[i])));
-    }
-    if (static_cast<size_t>(owners[i]) >= by_owner.size()) by_owner.resize(owners[i] + 1);
-    const bool in_cache = cached != nullptr && ids[i] >= 0 && ids[i] < static_cast<int64_t>(cached->slot_of.size()) &&
-                          cached->slot_of[ids[i]] >= 0;
-    if (rows && !in_cache) {
-      by_owner[owners[i]].rows.push_back(i);
-    } else if (n.y.defined()) {
-      by_owner[owners[i]].labels.push_back(i);
-    }
+  if (auto s = ByOwner(n, &by_owner); !s.ok()) {
+    Begin();
+    return Done(s);
   }
-  const bool decode = options_.decode_features;
   for (size_t k = 0; k < by_owner.size(); ++k) {
     const Asks& asks = by_owner[k];
     if (asks.rows.empty() && asks.labels.empty()) continue;
@@ -228,43 +204,74 @@ void OwnerRows::Ask(Started* type) {
                                                       partition, " owns, and this loader has no server for it")));
       continue;
     }
-    for (std::shared_ptr<const std::vector<size_t>> at : Chunks(asks.rows)) {
-      v1::GetNodeFeaturesRequest req;
-      req.set_node_type(n.node_type);
-      req.set_encoding(options_.encoding);
-      req.set_with_labels(n.y.defined());
-      req.mutable_ids()->Reserve(static_cast<int>(at->size()));
-      for (size_t i : *at) req.mutable_ids()->AddAlreadyReserved(ids[i]);
-      // An answer that does not fit is reported as it is; a failed call names its owner.
-      auto misfit = std::make_shared<bool>(false);
-      Begin();
-      owner->ReadNodeFeaturesAsync(
-          req,
-          [&n, at, decode, misfit](const std::vector<Span>& answer) {
-            WireAnswer a;
-            absl::Status placed =
-                ParseAnswer(answer, &a)
-                    ? PlaceRows(a, *at, decode, &n)
-                    : absl::DataLossError(absl::StrCat("an owner's answer for '", n.node_type, "' is malformed"));
-            if (placed.ok() && n.y.defined()) placed = PlaceLabels(a.labels, *at, &n);
-            *misfit = !placed.ok();
-            return placed;
-          },
-          [this, misfit, partition, &n](absl::Status s) {
-            Done(s.ok() || *misfit ? s : Annotated(s, partition, n.node_type));
-          });
+    AskOwner(owner, partition, asks, &n);
+  }
+}
+
+absl::Status OwnerRows::ByOwner(const DecodedNodes& n, std::vector<Asks>* by_owner) const {
+  const FeatureCache::Type* cached = options_.cache != nullptr ? options_.cache->Find(n.node_type) : nullptr;
+  const auto* ids = reinterpret_cast<const int64_t*>(n.n_id.data);
+  const auto* owners = reinterpret_cast<const int32_t*>(n.owners.data);
+  const bool rows = n.x.defined();
+  const size_t count = n.n_id.bytes / 8;
+  // Per owner (partitions are few and numbered from 0).
+  for (size_t i = 0; i < count; ++i) {
+    if (owners[i] == sender_) continue;
+    if (owners[i] < 0 || owners[i] > (1 << 16)) {
+      return absl::DataLossError(absl::StrCat("node type '", n.node_type, "': node ", ids[i], " has owner ", owners[i]));
     }
-    for (std::shared_ptr<const std::vector<size_t>> at : Chunks(asks.labels)) {
-      v1::GetNodeLabelsRequest req;
-      req.set_node_type(n.node_type);
-      for (size_t i : *at) req.add_ids(ids[i]);
-      Begin();
-      owner->GetNodeLabelsAsync(req, [this, at, partition, &n](absl::StatusOr<v1::GetNodeLabelsResponse> r) {
-        if (!r.ok()) return Done(Annotated(r.status(), partition, n.node_type));
-        std::vector<Span> spans;
-        Done(PlaceLabels(LabelsOf(*r, &spans), *at, &n));
-      });
+    if (static_cast<size_t>(owners[i]) >= by_owner->size()) by_owner->resize(owners[i] + 1);
+    const bool in_cache = cached != nullptr && ids[i] >= 0 && ids[i] < static_cast<int64_t>(cached->slot_of.size()) &&
+                          cached->slot_of[ids[i]] >= 0;
+    if (rows && !in_cache) {
+      (*by_owner)[owners[i]].rows.push_back(i);
+    } else if (n.y.defined()) {
+      (*by_owner)[owners[i]].labels.push_back(i);
     }
+  }
+  return absl::OkStatus();
+}
+
+void OwnerRows::AskOwner(Client* owner, int partition, const Asks& asks, DecodedNodes* nodes) {
+  DecodedNodes& n = *nodes;
+  const auto* ids = reinterpret_cast<const int64_t*>(n.n_id.data);
+  const bool decode = options_.decode_features;
+  for (std::shared_ptr<const std::vector<size_t>> at : Chunks(asks.rows)) {
+    v1::GetNodeFeaturesRequest req;
+    req.set_node_type(n.node_type);
+    req.set_encoding(options_.encoding);
+    req.set_with_labels(n.y.defined());
+    req.mutable_ids()->Reserve(static_cast<int>(at->size()));
+    for (size_t i : *at) req.mutable_ids()->AddAlreadyReserved(ids[i]);
+    // An answer that does not fit is reported as it is; a failed call names its owner.
+    auto misfit = std::make_shared<bool>(false);
+    Begin();
+    owner->ReadNodeFeaturesAsync(
+        req,
+        [&n, at, decode, misfit](const std::vector<Span>& answer) {
+          WireAnswer a;
+          absl::Status placed =
+              ParseAnswer(answer, &a)
+                  ? PlaceRows(a, *at, decode, &n)
+                  : absl::DataLossError(absl::StrCat("an owner's answer for '", n.node_type, "' is malformed"));
+          if (placed.ok() && n.y.defined()) placed = PlaceLabels(a.labels, *at, &n);
+          *misfit = !placed.ok();
+          return placed;
+        },
+        [this, misfit, partition, &n](absl::Status s) {
+          Done(s.ok() || *misfit ? s : Annotated(s, partition, n.node_type));
+        });
+  }
+  for (std::shared_ptr<const std::vector<size_t>> at : Chunks(asks.labels)) {
+    v1::GetNodeLabelsRequest req;
+    req.set_node_type(n.node_type);
+    for (size_t i : *at) req.add_ids(ids[i]);
+    Begin();
+    owner->GetNodeLabelsAsync(req, [this, at, partition, &n](absl::StatusOr<v1::GetNodeLabelsResponse> r) {
+      if (!r.ok()) return Done(Annotated(r.status(), partition, n.node_type));
+      std::vector<Span> spans;
+      Done(PlaceLabels(LabelsOf(*r, &spans), *at, &n));
+    });
   }
 }
 

@@ -75,7 +75,16 @@ class OwnerRows {
     DecodedNodes nodes;
     std::vector<int64_t> labels;
   };
+  // The nodes of one type to ask one owner about: rows (with labels, when the batch has them)
+  // and labels alone.
+  struct Asks {
+    std::vector<size_t> rows, labels;
+  };
   void Ask(Started* type);
+  // The nodes other partitions own, by owner: DataLoss for an owner that cannot be one.
+  absl::Status ByOwner(const DecodedNodes& nodes, std::vector<Asks>* by_owner) const;
+  // The calls to `owner` (partition `partition`) for `asks`, answers written into `nodes`.
+  void AskOwner(Client* owner, int partition, const Asks& asks, DecodedNodes* nodes);
   // One call's start and end: its completion's status is kept when it is the first error.
   void Begin();
   void Done(const absl::Status& status);

@@ -5,6 +5,7 @@
 #include <deque>
 
 #include "absl/strings/str_cat.h"
+#include "client/cached_rows.h"
 #include "client/wire_reader.h"
 
 namespace graphstore::client {
@@ -464,31 +465,10 @@ class BatchDecoder::State {
   }
 
   absl::Status FillCached(const NodeState& s, DecodedNodes& n, const std::string& what) {
-    const FeatureCache::Type* cache = options_->cache != nullptr ? options_->cache->Find(n.node_type) : nullptr;
-    const int64_t* ids = reinterpret_cast<const int64_t*>(n.n_id.data);
-    const size_t num_ids = n.n_id.bytes / 8;
     if (s.cached.size() != s.nodes) return Malformed(what + ": the cached mask disagrees with the feature matrix");
     received_[&n.x] += static_cast<size_t>(std::count(s.cached.begin(), s.cached.end(), 1)) * s.out_row_bytes;
-    // Without a trainer's cache every left-out row is its owner's to send (owner_rows.h).
-    if (cache == nullptr && n.owners.defined()) return absl::OkStatus();
-    for (size_t i = 0; i < s.cached.size(); ++i) {
-      if (!s.cached[i]) continue;
-      const int64_t id = i < num_ids ? ids[i] : -1;
-      const int32_t slot = cache != nullptr && id >= 0 && id < static_cast<int64_t>(cache->slot_of.size())
-                               ? cache->slot_of[id]
-                               : -1;
-      if (slot < 0 && n.owners.defined()) continue;  // its owner sends it (owner_rows.h)
-      if (slot < 0) {
-        return absl::DataLossError(absl::StrCat(what, ": the server left out the row of node ", id,
-                                                " as cached, but this trainer's cache does not hold it"));
-      }
-      if (cache->row_bytes != s.out_row_bytes || cache->dtype != n.x.dtype) {
-        return absl::DataLossError(absl::StrCat(what, ": the trainer's cache holds rows of another width"));
-      }
-      std::memcpy(n.x.data + i * s.out_row_bytes, cache->rows.data() + slot * cache->row_bytes,
-                  s.out_row_bytes);
-    }
-    return absl::OkStatus();
+    const FeatureCache::Type* cache = options_->cache != nullptr ? options_->cache->Find(n.node_type) : nullptr;
+    return FillCachedRows(cache, s.cached, s.out_row_bytes, &n, what);
   }
 
   const DecodeOptions* options_;

@@ -191,37 +191,13 @@ absl::StatusOr<int64_t> Backend::NumBatches(uint64_t id) const {
   return c.cur.epoch >= 0 ? c.cur.num_batches : c.BatchesFor(static_cast<int64_t>(c.opts.seeds.size()));
 }
 
-bool Backend::Runnable(const Channel& c) const {
-  return !c.removed && !stopping_ && c.cur.epoch >= 0 && c.error.ok() && c.cur.next < c.cur.num_batches &&
-         c.in_flight < c.max_in_flight &&
-         c.in_flight + static_cast<int>(c.cur.buffer.size() + c.ahead.buffer.size()) < c.max_messages &&
-         c.cur.bytes + c.ahead.bytes < c.ByteLimit() &&
-         (options_.budget == nullptr || options_.budget->AllowsBatch(c.cur.bytes + c.ahead.bytes, c.in_flight));
-}
-
-bool Backend::SpeculationRunnable(const Channel& c) const {
-  if (options_.speculative_batches <= 0 || c.removed || stopping_ || !c.error.ok() || c.cancelled ||
-      c.ahead_failed) {
-    return false;
-  }
-  // Only once the current epoch has nothing left to schedule (or before the first epoch).
-  if (c.cur.epoch >= 0 && c.cur.next < c.cur.num_batches) return false;
-  const int64_t limit = std::min<int64_t>(options_.speculative_batches,
-                                          c.BatchesFor(static_cast<int64_t>(c.opts.seeds.size())));
-  // Its own budget, the size of the buffer's, so that it overlaps the tail of the epoch whose
-  // last batches still fill the buffer.
-  return c.ahead.next < limit && c.in_flight < c.max_in_flight &&
-         static_cast<int>(c.ahead.buffer.size()) < c.max_messages && c.ahead.bytes < c.ByteLimit() &&
-         (options_.budget == nullptr || options_.budget->AllowsSpeculation());
-}
-
 void Backend::MaybeQueue(const ChannelPtr& c) {
   if (c->queued) return;
-  if (Runnable(*c)) {
+  if (c->Runnable(stopping_)) {
     c->queued = true;
     runnable_.push_back(c);
     work_cv_.Signal();
-  } else if (!c->queued_ahead && SpeculationRunnable(*c)) {
+  } else if (!c->queued_ahead && c->SpeculationRunnable(stopping_, options_.speculative_batches)) {
     c->queued_ahead = true;
     speculative_.push_back(c);
     work_cv_.Signal();
@@ -246,7 +222,9 @@ void Backend::WorkerLoop(int worker) {
     ChannelPtr c = std::move(queue.front());
     queue.pop_front();
     (speculative ? c->queued_ahead : c->queued) = false;
-    if (speculative ? !SpeculationRunnable(*c) : !Runnable(*c)) continue;
+    if (speculative ? !c->SpeculationRunnable(stopping_, options_.speculative_batches) : !c->Runnable(stopping_)) {
+      continue;
+    }
 
     // One batch, then back to the tail of the queue: one batch per channel per round.
     if (speculative && c->ahead.epoch < 0) c->ahead = c->NewRun(c->cur.epoch + 1);
@@ -255,7 +233,7 @@ void Backend::WorkerLoop(int worker) {
     const uint64_t generation = run.generation;
     const std::shared_ptr<const std::vector<int64_t>> order = run.order;
     ++c->in_flight;
-    const BatchTask task = TaskFor(*c, run, b, *order, worker);
+    const BatchTask task = c->TaskFor(run, b, *order, worker);
     MaybeQueue(c);
     mu_.Unlock();
 
@@ -269,58 +247,13 @@ void Backend::WorkerLoop(int worker) {
 
     mu_.Lock();
     --c->in_flight;
-    KeepLocked(c.get(), generation, task, &result);
+    if (c->Keep(generation, task, &result)) ++total_batches_sampled_;
     MaybeQueue(c);
     mu_.Unlock();
     ready_cv_.SignalAll();
     c->Notify();
     result = absl::CancelledError();  // drop a discarded payload outside the lock
     mu_.Lock();
-  }
-}
-
-BatchTask Backend::TaskFor(const Channel& c, const Run& run, int64_t b, const std::vector<int64_t>& order,
-                           int worker) const {
-  const int64_t bs = c.opts.batch_size;
-  BatchTask task;
-  task.channel_id = c.id;
-  task.context = c.opts.context;
-  task.attachment = c.opts.attachment.get();
-  task.seed = c.opts.seed;
-  task.epoch = run.epoch;
-  task.batch_index = b;
-  task.num_batches = run.num_batches;
-  task.epoch_batch = c.EpochBatch(b);
-  task.num_epoch_batches = c.EpochBatchesFor(static_cast<int64_t>(order.size()));
-  const int64_t first = task.epoch_batch * bs;
-  task.seeds = order.data() + first;
-  task.num_seeds = static_cast<size_t>(std::min<int64_t>(bs, static_cast<int64_t>(order.size()) - first));
-  task.worker = worker;
-  return task;
-}
-
-void Backend::KeepLocked(Channel* c, uint64_t generation, const BatchTask& task, absl::StatusOr<Batch>* result) {
-  const int64_t b = task.batch_index;
-  // Generations are never 0 and never reused, so they alone say which run a result is for.
-  if (!c->removed && generation == c->ahead.generation) {
-    if (result->ok()) {
-      c->ahead.Keep(b, *std::move(*result));
-      ++c->total_sampled;
-      ++total_batches_sampled_;
-    } else {
-      c->ahead_failed = true;  // sampled again if the epoch starts, which reports the error
-    }
-  } else if (!c->removed && generation == c->cur.generation && !c->cancelled) {
-    if (result->ok()) {
-      c->cur.Keep(b, *std::move(*result));
-      ++c->sampled;
-      ++c->total_sampled;
-      ++total_batches_sampled_;
-    } else if (c->error.ok() || b < c->failed_batch) {
-      c->failed_batch = b;
-      c->error = absl::Status(result->status().code(), absl::StrCat("sampling batch ", b, " of epoch ", task.epoch,
-                                                                    " failed: ", result->status().message()));
-    }
   }
 }
 
@@ -444,7 +377,7 @@ absl::StatusOr<ChannelStats> Backend::Describe(uint64_t id) const {
   absl::MutexLock lock(&mu_);
   ChannelPtr c = FindLocked(id);
   if (c == nullptr) return absl::NotFoundError(absl::StrCat("channel ", id, " does not exist"));
-  return c->Describe(Runnable(*c));
+  return c->Describe(c->Runnable(stopping_));
 }
 
 BackendStats Backend::Stats() const {
@@ -454,7 +387,7 @@ BackendStats Backend::Stats() const {
   s.num_channels = static_cast<int>(channels_.size());
   s.total_batches_sampled = total_batches_sampled_;
   for (const auto& [id, c] : channels_) {
-    ChannelStats cs = c->Describe(Runnable(*c));
+    ChannelStats cs = c->Describe(c->Runnable(stopping_));
     s.num_active_channels += cs.state == ChannelState::kRunning;
     s.num_runnable_channels += cs.runnable;
     s.buffered_bytes += cs.buffered_bytes;

@@ -36,27 +36,6 @@ namespace graphstore::scheduler {
 /// What StartEpoch did.
 enum class StartOutcome { kStarted, kAlreadyStarted, kStale };
 
-/// The result of popping from a channel.
-struct Delivery {
-  enum class Kind {
-    /// `batch` holds batch `batch_index` of the epoch.
-    kMessage,
-    /// Nothing ready yet; the listener fires when something is.
-    kPending,
-    /// Every batch of the epoch has been delivered.
-    kEndOfEpoch,
-    /// Sampling failed; `status` says why. Reported after every batch before the failed one
-    /// (ordered delivery) or every batch already sampled (otherwise) has been delivered.
-    kFailed,
-    /// The channel is gone or the epoch was superseded; `status` says which.
-    kClosed,
-  };
-  Kind kind = Kind::kPending;
-  Batch batch;
-  int64_t batch_index = -1;
-  absl::Status status;
-};
-
 /// The worker pool and its channels. Thread-safe.
 // One epoch's sampling of a channel (backend_channel.h).
 struct Run;
@@ -154,19 +133,10 @@ class Backend {
   using ChannelPtr = std::shared_ptr<Channel>;
 
   void WorkerLoop(int worker) ABSL_LOCKS_EXCLUDED(mu_);
-  // The task of batch `b` of `run` on channel `c`; its seeds point into `order`.
-  BatchTask TaskFor(const Channel& c, const Run& run, int64_t b, const std::vector<int64_t>& order, int worker) const
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Keeps a worker's result for `task` in the run of `generation`, or records its error; a result
-  // for a run that has gone is left in *result, to be dropped outside the lock.
-  void KeepLocked(Channel* c, uint64_t generation, const BatchTask& task, absl::StatusOr<Batch>* result)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Starts the workers unless they run.
   void StartWorkersLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Looks at every channel again (the memory budget has room).
   void Kick() ABSL_LOCKS_EXCLUDED(mu_);
-  bool Runnable(const Channel& c) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  bool SpeculationRunnable(const Channel& c) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void MaybeQueue(const ChannelPtr& c) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // TryPop of a live channel, queueing it again when a batch left its buffer.
   Delivery PopLocked(const ChannelPtr& c, int64_t epoch, Stripe stripe) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

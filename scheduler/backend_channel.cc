@@ -109,4 +109,69 @@ void Backend::Channel::Notify() {
   for (const auto& [token, listener] : listeners) listener();
 }
 
+bool Backend::Channel::Runnable(bool stopping) const {
+  return !removed && !stopping && cur.epoch >= 0 && error.ok() && cur.next < cur.num_batches &&
+         in_flight < max_in_flight && in_flight + static_cast<int>(cur.buffer.size() + ahead.buffer.size()) < max_messages &&
+         cur.bytes + ahead.bytes < ByteLimit() &&
+         (budget == nullptr || budget->AllowsBatch(cur.bytes + ahead.bytes, in_flight));
+}
+
+bool Backend::Channel::SpeculationRunnable(bool stopping, int speculative_batches) const {
+  if (speculative_batches <= 0 || removed || stopping || !error.ok() || cancelled || ahead_failed) return false;
+  // Only once the current epoch has nothing left to schedule (or before the first epoch).
+  if (cur.epoch >= 0 && cur.next < cur.num_batches) return false;
+  const int64_t limit = std::min<int64_t>(speculative_batches, BatchesFor(static_cast<int64_t>(opts.seeds.size())));
+  // Its own budget, the size of the buffer's, so that it overlaps the tail of the epoch whose
+  // last batches still fill the buffer.
+  return ahead.next < limit && in_flight < max_in_flight &&
+         static_cast<int>(ahead.buffer.size()) < max_messages && ahead.bytes < ByteLimit() &&
+         (budget == nullptr || budget->AllowsSpeculation());
+}
+
+BatchTask Backend::Channel::TaskFor(const Run& run, int64_t b, const std::vector<int64_t>& order, int worker) const {
+  const int64_t bs = opts.batch_size;
+  BatchTask task;
+  task.channel_id = id;
+  task.context = opts.context;
+  task.attachment = opts.attachment.get();
+  task.seed = opts.seed;
+  task.epoch = run.epoch;
+  task.batch_index = b;
+  task.num_batches = run.num_batches;
+  task.epoch_batch = EpochBatch(b);
+  task.num_epoch_batches = EpochBatchesFor(static_cast<int64_t>(order.size()));
+  const int64_t first = task.epoch_batch * bs;
+  task.seeds = order.data() + first;
+  task.num_seeds = static_cast<size_t>(std::min<int64_t>(bs, static_cast<int64_t>(order.size()) - first));
+  task.worker = worker;
+  return task;
+}
+
+bool Backend::Channel::Keep(uint64_t generation, const BatchTask& task, absl::StatusOr<Batch>* result) {
+  const int64_t b = task.batch_index;
+  // Generations are never 0 and never reused, so they alone say which run a result is for.
+  if (!removed && generation == ahead.generation) {
+    if (!result->ok()) {
+      ahead_failed = true;  // sampled again if the epoch starts, which reports the error
+      return false;
+    }
+    ahead.Keep(b, *std::move(*result));
+    ++total_sampled;
+    return true;
+  }
+  if (removed || generation != cur.generation || cancelled) return false;
+  if (!result->ok()) {
+    if (error.ok() || b < failed_batch) {
+      failed_batch = b;
+      error = absl::Status(result->status().code(), absl::StrCat("sampling batch ", b, " of epoch ", task.epoch,
+                                                                 " failed: ", result->status().message()));
+    }
+    return false;
+  }
+  cur.Keep(b, *std::move(*result));
+  ++sampled;
+  ++total_sampled;
+  return true;
+}
+
 }  // namespace graphstore::scheduler

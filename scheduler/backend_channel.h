@@ -105,6 +105,18 @@ struct Backend::Channel {
   // What the consumer of `stripe` gets from `epoch` now (backend_channel.cc); `stopping`: the
   // backend is stopping.
   Delivery Pop(int64_t epoch, Stripe stripe, bool stopping);
+  // Whether a worker may sample the current epoch's next batch now (`stopping`: the backend
+  // is stopping): room in flight, in the buffer and in the memory budget.
+  bool Runnable(bool stopping) const;
+  // Whether a worker may sample the next epoch ahead, up to `speculative_batches` of it: only
+  // once the current epoch has nothing left to schedule, within a buffer of its own.
+  bool SpeculationRunnable(bool stopping, int speculative_batches) const;
+  // The task of batch `b` of `run`; its seeds point into `order`.
+  BatchTask TaskFor(const Run& run, int64_t b, const std::vector<int64_t>& order, int worker) const;
+  // Keeps a worker's result for `task` in the run of `generation`, or records its error; true
+  // when a batch was kept. A result for a run that has gone is left in *result, to be dropped
+  // outside the lock.
+  bool Keep(uint64_t generation, const BatchTask& task, absl::StatusOr<Batch>* result);
   // The channel's stats; `runnable` as the backend sees it.
   ChannelStats Describe(bool runnable) const;
   void AddListener(uint64_t token, std::function<void()> listener) ABSL_LOCKS_EXCLUDED(listener_mu);

@@ -3,7 +3,8 @@
 
 // What a caller of the scheduler gives it (scheduler/backend.h): the backend's options and its
 // sample function, each channel's options and attachment, and the task and batch the sample
-// function takes and returns. Plain C++ and abseil: nothing of graphs.
+// function takes and returns; and what a consumer popping a channel gets back. Plain C++ and
+// abseil: nothing of graphs.
 
 #include <cstddef>
 #include <cstdint>
@@ -12,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
 
 namespace graphstore::scheduler {
@@ -133,6 +135,27 @@ struct Stripe {
     const int64_t first = First(from);
     return first < end ? (end - first - 1) / count + 1 : 0;
   }
+};
+
+/// The result of popping from a channel.
+struct Delivery {
+  enum class Kind {
+    /// `batch` holds batch `batch_index` of the epoch.
+    kMessage,
+    /// Nothing ready yet; the listener fires when something is.
+    kPending,
+    /// Every batch of the epoch has been delivered.
+    kEndOfEpoch,
+    /// Sampling failed; `status` says why. Reported after every batch before the failed one
+    /// (ordered delivery) or every batch already sampled (otherwise) has been delivered.
+    kFailed,
+    /// The channel is gone or the epoch was superseded; `status` says which.
+    kClosed,
+  };
+  Kind kind = Kind::kPending;
+  Batch batch;
+  int64_t batch_index = -1;
+  absl::Status status;
 };
 
 }  // namespace graphstore::scheduler

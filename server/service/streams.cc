@@ -51,6 +51,44 @@ absl::Status CanOpen(const ChannelEntry& c, scheduler::Stripe stripe) {
 
 }  // namespace
 
+absl::StatusOr<int64_t> Streams::StartOf(const ChannelEntry& c, const v1::StreamSampledMessagesRequest& req) {
+  auto stats = c.backend->scheduler->Describe(c.id);
+  if (!stats.ok()) return stats.status();
+  if (stats->epoch != req.epoch()) {
+    return absl::FailedPreconditionError(
+        stats->epoch < 0 ? absl::StrCat("epoch ", req.epoch(), " has not been started; call StartEpoch first")
+                         : absl::StrCat("epoch ", req.epoch(), " is not the channel's current epoch ", stats->epoch));
+  }
+  // A reconnecting reader resumes: from start_batch, or from the start of an epoch whose
+  // earlier stream was cancelled or failed (a peer that was down may be back). Sampling is
+  // deterministic, so it gets exactly those batches.
+  const int64_t from = c.ChannelBatch(req.start_batch());
+  const bool resume = from > 0 || stats->state == scheduler::ChannelState::kCancelled ||
+                      stats->state == scheduler::ChannelState::kFailed;
+  if (!resume) return -1;
+  if (from > stats->num_batches) {
+    return absl::InvalidArgumentError(absl::StrCat("start_batch ", req.start_batch(), " is past the channel's ",
+                                                   stats->num_batches, " batches of the epoch"));
+  }
+  return from;
+}
+
+void Streams::NewSharedStreamLocked(ChannelEntry* c, bool reclaim_unreceived,
+                                    std::vector<std::shared_ptr<SharedUse>>* lost,
+                                    std::vector<std::pair<uint64_t, std::shared_ptr<scheduler::Backend>>>* wake) {
+  const bool server_was_full = state_.shared_account.full();
+  *lost = c->shared.NewStream(reclaim_unreceived);
+  if (!lost->empty()) {
+    Logger("core")->debug("channel {}: {} shared buffers sent on earlier streams never reached the client; freed",
+                          c->id, lost->size());
+  }
+  if (server_was_full && !state_.shared_account.full()) {
+    for (const auto& [id, other] : state_.registry.channels()) {
+      if (other->pool != nullptr && other->streaming()) wake->emplace_back(id, other->backend->scheduler);
+    }
+  }
+}
+
 absl::StatusOr<StreamAttachment> Streams::AttachStream(const v1::StreamSampledMessagesRequest& req,
                                                     const Caller& caller) {
   if (req.channel_id() == 0) return absl::InvalidArgumentError("channel_id is required");
@@ -73,7 +111,7 @@ absl::StatusOr<StreamAttachment> Streams::AttachStream(const v1::StreamSampledMe
   } after_unlock{lost, wake};
   StreamAttachment a;
   bool resume = false;
-  int64_t from = 0;
+  int64_t from = -1;
   {
     absl::MutexLock lock(&state_.mu);
     if (state_.shutting_down) return absl::UnavailableError("the server is shutting down");
@@ -88,36 +126,11 @@ absl::StatusOr<StreamAttachment> Streams::AttachStream(const v1::StreamSampledMe
     a.epoch = req.epoch();
     a.shared_memory = c.pool != nullptr;
     a.stripe = stripe;
-    auto stats = a.backend->Describe(c.id);
-    if (!stats.ok()) return stats.status();
-    if (stats->epoch != req.epoch()) {
-      return absl::FailedPreconditionError(
-          stats->epoch < 0 ? absl::StrCat("epoch ", req.epoch(), " has not been started; call StartEpoch first")
-                           : absl::StrCat("epoch ", req.epoch(), " is not the channel's current epoch ", stats->epoch));
-    }
-    // A reconnecting reader resumes: from start_batch, or from the start of an epoch whose
-    // earlier stream was cancelled or failed (a peer that was down may be back). Sampling is
-    // deterministic, so it gets exactly those batches.
-    from = c.ChannelBatch(req.start_batch());
-    resume = from > 0 || stats->state == scheduler::ChannelState::kCancelled ||
-             stats->state == scheduler::ChannelState::kFailed;
-    if (resume && from > stats->num_batches) {
-      return absl::InvalidArgumentError(absl::StrCat("start_batch ", req.start_batch(), " is past the channel's ",
-                                                     stats->num_batches, " batches of the epoch"));
-    }
-    if (c.pool != nullptr) {
-      const bool server_was_full = state_.shared_account.full();
-      lost = c.shared.NewStream(req.reclaim_unreceived());
-      if (!lost.empty()) {
-        Logger("core")->debug("channel {}: {} shared buffers sent on earlier streams never reached the client; freed",
-                              c.id, lost.size());
-      }
-      if (server_was_full && !state_.shared_account.full()) {
-        for (const auto& [id, other] : state_.registry.channels()) {
-          if (other->pool != nullptr && other->streaming()) wake.emplace_back(id, other->backend->scheduler);
-        }
-      }
-    }
+    auto start = StartOf(c, req);
+    if (!start.ok()) return start.status();
+    from = *start;
+    resume = from >= 0;
+    if (c.pool != nullptr) NewSharedStreamLocked(&c, req.reclaim_unreceived(), &lost, &wake);
     // The stripe is the stream's from here: a second stream of it is refused while this one
     // resumes its epoch below.
     a.counters = std::make_shared<StreamCounters>();

@@ -8,6 +8,8 @@
 
 #include <cstdint>
 #include <memory>
+#include <utility>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -42,6 +44,17 @@ class Streams : public StreamHost {
   // Raises channel `c`'s buffer room to `streams` streams (its buffer_bytes per stream), or
   // RESOURCE_EXHAUSTED naming num_stripes when its owner's quota has no room for it.
   absl::Status GrowStreamRoomLocked(ChannelEntry* c, int streams) ABSL_EXCLUSIVE_LOCKS_REQUIRED(state_.mu);
+
+  // Where a stream of channel `c` starts: the channel batch it resumes from, or -1 for a fresh
+  // epoch; FAILED_PRECONDITION for an epoch that is not the channel's current one.
+  absl::StatusOr<int64_t> StartOf(const ChannelEntry& c, const v1::StreamSampledMessagesRequest& req)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(state_.mu);
+  // A shared-memory channel's new stream: the buffers its earlier streams lost (`lost`, freed
+  // by the caller after the lock) and, when that made room on a full server, the streams to
+  // wake (`wake`).
+  void NewSharedStreamLocked(ChannelEntry* c, bool reclaim_unreceived, std::vector<std::shared_ptr<SharedUse>>* lost,
+                             std::vector<std::pair<uint64_t, std::shared_ptr<scheduler::Backend>>>* wake)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(state_.mu);
 
   ServiceState& state_;
 };

@@ -16,6 +16,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "client/loader_core.h"
+#include "tests/client/unused_client.h"
 
 namespace graphstore::client {
 namespace {
@@ -252,21 +253,11 @@ class FakeStream : public BatchStream {
   FakeServer::Cursor cursor_;
 };
 
-class FakeClient : public Client {
+class FakeClient : public testing::UnusedClient {
  public:
-  explicit FakeClient(FakeServer* server) : server_(server), address_(server->address()) {}
-  const std::string& address() const override { return address_; }
+  explicit FakeClient(FakeServer* server) : UnusedClient(server->address()), server_(server) {}
 
   absl::StatusOr<v1::DatasetMeta> GetDatasetMeta(const v1::GetDatasetMetaRequest&) override { return server_->Meta(); }
-  absl::StatusOr<v1::LookupPartitionsResponse> LookupPartitions(const v1::LookupPartitionsRequest&) override {
-    return Unused();
-  }
-  absl::StatusOr<v1::GetNodeIdsResponse> GetNodeIds(const v1::GetNodeIdsRequest&) override { return Unused(); }
-  absl::StatusOr<v1::GetNodeFeaturesResponse> GetNodeFeatures(const v1::GetNodeFeaturesRequest&) override {
-    return Unused();
-  }
-  absl::StatusOr<v1::GetNodeLabelsResponse> GetNodeLabels(const v1::GetNodeLabelsRequest&) override { return Unused(); }
-  absl::StatusOr<v1::GetAblpInputResponse> GetAblpInput(const v1::GetAblpInputRequest&) override { return Unused(); }
   absl::StatusOr<v1::InitSamplingBackendResponse> InitSamplingBackend(const v1::InitSamplingBackendRequest& req) override {
     server_->Init(req);
     v1::InitSamplingBackendResponse r;
@@ -295,18 +286,13 @@ class FakeClient : public Client {
     if (auto s = server_->Describe(req.channel_id()); !s.ok()) return s;
     return v1::ChannelStats();
   }
-  absl::StatusOr<v1::BackendStats> DescribeBackend(const v1::DescribeBackendRequest&) override { return Unused(); }
-  absl::StatusOr<v1::ServerStats> GetServerStats() override { return Unused(); }
   absl::StatusOr<v1::ExitResponse> Exit() override { return v1::ExitResponse(); }
-  std::unique_ptr<MessageStream> Stream(const v1::StreamSampledMessagesRequest&) override { return nullptr; }
   std::unique_ptr<BatchStream> StreamBatches(const v1::StreamSampledMessagesRequest& req, DecodeOptions) override {
     return std::make_unique<FakeStream>(server_, req);
   }
 
  private:
-  static absl::Status Unused() { return absl::UnimplementedError("not used by these tests"); }
   FakeServer* server_;
-  std::string address_;
 };
 
 // A cluster of fake servers and the factory that connects a loader to them.

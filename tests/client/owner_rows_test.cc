@@ -16,6 +16,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "client/owner_rows.h"
+#include "tests/client/unused_client.h"
 
 namespace graphstore::client {
 namespace {
@@ -34,9 +35,9 @@ int64_t Label(int64_t id) { return 1000 + id; }
 
 // An owner whose answers a test can shape. Calls are answered on a thread of their own, as
 // gRPC's would be.
-class FakeOwner : public Client {
+class FakeOwner : public testing::UnusedClient {
  public:
-  explicit FakeOwner(int partition) : address_(absl::StrCat("owner:", partition)) {}
+  explicit FakeOwner(int partition) : UnusedClient(absl::StrCat("owner:", partition)) {}
   ~FakeOwner() override {
     for (std::thread& t : threads_) t.join();
   }
@@ -112,45 +113,6 @@ class FakeOwner : public Client {
     threads_.emplace_back([this, req, done = std::move(done)] { done(labels(req)); });
   }
 
-  const std::string& address() const override { return address_; }
-  absl::StatusOr<v1::DatasetMeta> GetDatasetMeta(const v1::GetDatasetMetaRequest&) override { return Unused(); }
-  absl::StatusOr<v1::LookupPartitionsResponse> LookupPartitions(const v1::LookupPartitionsRequest&) override {
-    return Unused();
-  }
-  absl::StatusOr<v1::GetNodeIdsResponse> GetNodeIds(const v1::GetNodeIdsRequest&) override { return Unused(); }
-  absl::StatusOr<v1::GetNodeFeaturesResponse> GetNodeFeatures(const v1::GetNodeFeaturesRequest&) override {
-    return Unused();
-  }
-  absl::StatusOr<v1::GetNodeLabelsResponse> GetNodeLabels(const v1::GetNodeLabelsRequest&) override { return Unused(); }
-  absl::StatusOr<v1::GetAblpInputResponse> GetAblpInput(const v1::GetAblpInputRequest&) override { return Unused(); }
-  absl::StatusOr<v1::InitSamplingBackendResponse> InitSamplingBackend(const v1::InitSamplingBackendRequest&) override {
-    return Unused();
-  }
-  absl::StatusOr<v1::RegisterSamplingInputResponse> RegisterSamplingInput(
-      const v1::RegisterSamplingInputRequest&) override {
-    return Unused();
-  }
-  absl::StatusOr<v1::StartEpochResponse> StartEpoch(const v1::StartEpochRequest&) override { return Unused(); }
-  absl::StatusOr<v1::RenewLeaseResponse> RenewLease(const v1::RenewLeaseRequest&) override { return Unused(); }
-  absl::StatusOr<v1::DestroySamplingInputResponse> DestroySamplingInput(
-      const v1::DestroySamplingInputRequest&) override {
-    return Unused();
-  }
-  absl::StatusOr<v1::ReleaseSharedBuffersResponse> ReleaseSharedBuffers(const v1::ReleaseSharedBuffersRequest&) override {
-    return Unused();
-  }
-  absl::StatusOr<v1::ChannelStats> DescribeChannel(const v1::DescribeChannelRequest&) override { return Unused(); }
-  absl::StatusOr<v1::BackendStats> DescribeBackend(const v1::DescribeBackendRequest&) override { return Unused(); }
-  absl::StatusOr<v1::ServerStats> GetServerStats() override { return Unused(); }
-  absl::StatusOr<v1::ExitResponse> Exit() override { return Unused(); }
-  std::unique_ptr<MessageStream> Stream(const v1::StreamSampledMessagesRequest&) override { return nullptr; }
-  std::unique_ptr<BatchStream> StreamBatches(const v1::StreamSampledMessagesRequest&, DecodeOptions) override {
-    return nullptr;
-  }
-
- private:
-  static absl::Status Unused() { return absl::UnimplementedError("not used by these tests"); }
-  const std::string address_;
   mutable std::mutex mu_;
   int feature_calls_ = 0, label_calls_ = 0;
   std::vector<int64_t> asked_;
