@@ -1,5 +1,6 @@
 #include "client/stripe_reader.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -141,7 +142,14 @@ std::optional<HostBatch> StripeReader::ReadDecoded(BatchStream* stream, absl::St
 }
 
 absl::Status StripeReader::RowsFromOwners(std::unique_ptr<OwnerRows> started, DecodedBatch* batch) {
-  if (started == nullptr) started = std::make_unique<OwnerRows>(*c_.owner_rows, c_.server);
+  if (started == nullptr) {
+    // A batch that names no owners (one server, or a server assembling whole batches) has
+    // nothing to ask: no OwnerRows for it.
+    const bool owners = std::any_of(batch->nodes.begin(), batch->nodes.end(),
+                                    [](const DecodedNodes& n) { return n.owners.defined(); });
+    if (!owners) return absl::OkStatus();
+    started = std::make_unique<OwnerRows>(*c_.owner_rows, c_.server);
+  }
   absl::Status fetched = started->Finish(batch);
   started.reset();
   if (fetched.ok()) return fetched;
