@@ -11,6 +11,10 @@ of train ratings, ties by lower item id.
 
     PYTHONPATH=bazel-bin/python/site /usr/bin/python3 python/examples/train_link_pred.py \
         --servers=127.0.0.1:PORT[,127.0.0.1:PORT2] --epochs=25
+
+Under `torchrun --nproc_per_node=K` (or `--nnodes`) each rank trains on its share of the global
+batches in DistributedDataParallel, every rank the same number of steps, and embeds its share
+of the users and items; the embeddings are summed over the ranks before the evaluation.
 """
 
 import argparse
@@ -22,6 +26,7 @@ import torch
 import torch.nn.functional as F
 
 import graphstore
+import graphstore.distributed
 from graphstore.v1 import graphstore_pb2 as pb
 from graphstore.v1 import graphstore_pb2_grpc as pb_grpc
 
@@ -143,8 +148,9 @@ def seen_and_popularity(servers, task, num_users, num_items):
     return seen, (popularity - torch.arange(num_items, dtype=torch.float64) / (num_items + 1)).float()
 
 
-def embed_all(model, embed, task, epoch, sizes, hidden):
-    """Every user's and item's embedding, from one epoch of the embedding loaders."""
+def embed_all(ddp, model, embed, task, epoch, sizes, hidden):
+    """Every user's and item's embedding, from one epoch of the embedding loaders (each rank
+    embeds its share; the sum over the ranks holds every row once)."""
     model.eval()
     h = {t: torch.zeros(n, hidden) for t, n in sizes.items()}
     with torch.no_grad():
@@ -153,41 +159,50 @@ def embed_all(model, embed, task, epoch, sizes, hidden):
                 hu, hi = model(batch, task)
                 s = batch[t].batch_size
                 h[t].index_copy_(0, batch[t].n_id[:s], (hu if t == task.user_type else hi)[:s])
+    for t in h:
+        ddp.all_sum_(h[t])
     return h
 
 
-def train_epoch(model, opt, train, task, epoch):
-    """One epoch of BPR over the train anchors: mean loss, batches, seconds."""
+def train_epoch(ddp, model, opt, train, task, epoch):
+    """One epoch of BPR over the train anchors: mean loss, batches and anchors (over all ranks),
+    seconds. Every rank takes the same number of steps (weight 0: a repeat where a rank's share
+    ran out)."""
     model.train()
-    start, loss_sum, batches = time.monotonic(), 0.0, 0
-    for batch in train.epoch(epoch):
+    start, loss_sum, batches, anchors = time.monotonic(), 0.0, 0, 0
+    for batch, weight in ddp.even_steps(train, epoch):
         hu, hi = model(batch, task)
         loss = bpr_loss(hu, hi, batch)
         opt.zero_grad()
-        loss.backward()
+        (loss * weight).backward()
         opt.step()
-        loss_sum += loss.item()
-        batches += 1
-    return loss_sum / max(batches, 1), batches, time.monotonic() - start
+        if weight:
+            loss_sum += loss.item()
+            batches += 1
+            anchors += batch.anchors.numel()
+    loss_sum, batches, anchors = ddp.all_sum([loss_sum, batches, anchors])
+    return loss_sum / max(batches, 1), int(batches), int(anchors), time.monotonic() - start
 
 
 def main(argv=None):
     args = parse_args(argv)
+    ddp = graphstore.distributed.Process.from_environment()
+    say = print if ddp.leader else (lambda *a, **k: None)
     torch.manual_seed(args.seed)
     torch.set_num_threads(1)
     task = Task(args)
     servers = args.servers.split(",")
     fanouts = [int(f) for f in args.fanouts.split(",")]
     common = dict(num_neighbors={task.supervision: fanouts, task.reverse: fanouts}, seed=args.seed,
-                  labels=False, feature_encoding=args.feature_encoding)
+                  labels=False, feature_encoding=args.feature_encoding, rank=ddp.rank, world_size=ddp.world_size)
     try:
         train = graphstore.Loader(servers, batch_size=args.batch_size, shuffle=True,
                                   ablp=graphstore.AblpInput(task.supervision, split="train"),
                                   num_negatives=args.negatives, backend_key="train_link_pred.py/train",
-                                  worker_key="train_link_pred.py:train", **common)
+                                  worker_key=f"train_link_pred.py:train:{ddp.rank}", **common)
         embed = {t: graphstore.Loader(servers, input_nodes=t, batch_size=256, split="",
                                       backend_key="train_link_pred.py/embed",
-                                      worker_key=f"train_link_pred.py:{t}", **common)
+                                      worker_key=f"train_link_pred.py:{t}:{ddp.rank}", **common)
                  for t in (task.user_type, task.item_type)}
         types = {t.name: t for t in train.meta.node_types}
         num_users, num_items = types[task.user_type].num_nodes, types[task.item_type].num_nodes
@@ -195,36 +210,39 @@ def main(argv=None):
         seen, popularity = seen_and_popularity(servers, task, num_users, num_items)
         masked = lambda s: s.masked_fill(seen, -1e9)  # noqa: E731
         pop_recall, pop_mrr = recall_mrr(masked(popularity.expand(num_users, -1).clone()), val)
-        print(f"dataset '{train.meta.dataset_name}': {num_users} {task.user_type}, {num_items} {task.item_type}; "
+        say(f"dataset '{train.meta.dataset_name}': {num_users} {task.user_type}, {num_items} {task.item_type}; "
               f"{train.num_seeds} train anchors, {len(val)} val users, {len(servers)} server(s)")
-        print(f"popularity baseline: val recall@20 {pop_recall:.4f}  MRR {pop_mrr:.4f}", flush=True)
+        say(f"popularity baseline: val recall@20 {pop_recall:.4f}  MRR {pop_mrr:.4f}", flush=True)
 
-        model = BipartiteSage(types[task.user_type].features.dim, types[task.item_type].features.dim,
-                              num_users, num_items, args.hidden)
+        model = ddp.wrap(BipartiteSage(types[task.user_type].features.dim, types[task.item_type].features.dim,
+                                       num_users, num_items, args.hidden))
         opt = torch.optim.Adam(model.parameters(), lr=args.lr)
         sizes = {task.user_type: num_users, task.item_type: num_items}
 
         def evaluate(epoch):
-            h = embed_all(model, embed, task, epoch, sizes, args.hidden)
+            h = embed_all(ddp, getattr(model, "module", model), embed, task, epoch, sizes, args.hidden)
             return recall_mrr(masked(h[task.user_type] @ h[task.item_type].t()), val)
 
         r0, m0 = evaluate(0)
-        print(f"before training: val recall@20 {r0:.4f}  MRR {m0:.4f}", flush=True)
+        say(f"before training: val recall@20 {r0:.4f}  MRR {m0:.4f}", flush=True)
         for epoch in range(args.epochs):
-            loss, batches, secs = train_epoch(model, opt, train, task, epoch)
+            loss, batches, anchors, secs = train_epoch(ddp, model, opt, train, task, epoch)
             recall, mrr = evaluate(epoch + 1)
-            print(f"epoch {epoch}: loss {loss:.4f}  val recall@20 {recall:.4f}  MRR {mrr:.4f}  "
-                  f"(popularity {pop_recall:.4f})  {batches} batches, {batches / secs:.1f} batches/s", flush=True)
+            say(f"epoch {epoch}: loss {loss:.4f}  val recall@20 {recall:.4f}  MRR {mrr:.4f}  "
+                  f"(popularity {pop_recall:.4f})  {anchors} anchors in {batches} batches, {batches / secs:.1f} batches/s", flush=True)
         for loader in embed.values():
             loader.close()
-        if args.shutdown_servers:
+        ddp.barrier()  # every rank done before the servers go
+        if args.shutdown_servers and ddp.leader:
             train.shutdown_servers()
-            print("asked the servers to shut down")
+            say("asked the servers to shut down")
         else:
             train.close()
     except graphstore.GraphstoreError as e:
-        print(f"train_link_pred.py: {e}", file=sys.stderr)
+        print(f"train_link_pred.py (rank {ddp.rank}): {e}", file=sys.stderr)
         return 1
+    finally:
+        ddp.close()
     return 0
 
 
