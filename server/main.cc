@@ -83,6 +83,10 @@ void DefineFlags(Flags* flags) {
                 "a sampled batch larger than this, MiB, is streamed in parts of --stream_part_mb (0: one part)");
   flags->Define("stream_part_mb", absl::StrCat(d.core.stream_part_bytes >> 20),
                 "size of the parts of a split batch, MiB (0: one part)");
+  flags->Define("fair_send", d.fair_send ? "true" : "false",
+                "share the sending between streams by bytes (false: leave a shared link's split to TCP)");
+  flags->Define("send_quantum_kb", absl::StrCat(d.send_quantum_bytes >> 10),
+                "how far (KiB) one stream's sending may run ahead of the least-served one's");
   flags->Define("sampling_nice", absl::StrCat(d.core.sampling_nice),
                 "added to the sampling workers' nice value (0..19), so that sending sampled batches and "
                 "answering RPCs go first when cores are short");
@@ -199,8 +203,10 @@ absl::Status ParseStreaming(const Flags& flags, ServerOptions* o) {
   auto part_mb = flags.GetInt("stream_part_mb");
   auto split_mb = IntIn(flags, "stream_split_mb", 0);
   auto sampling_nice = IntIn(flags, "sampling_nice", 0, 19);
+  auto fair_send = flags.GetBool("fair_send");
+  auto quantum_kb = IntIn(flags, "send_quantum_kb", 1, 1 << 20);
   for (const absl::Status& s : {max_mb.status(), ahead.status(), part_mb.status(), split_mb.status(),
-                                sampling_nice.status()}) {
+                                sampling_nice.status(), fair_send.status(), quantum_kb.status()}) {
     if (!s.ok()) return s;
   }
   if (*part_mb < 0 || *part_mb >= *max_mb) {
@@ -211,6 +217,8 @@ absl::Status ParseStreaming(const Flags& flags, ServerOptions* o) {
   o->core.stream_part_bytes = static_cast<size_t>(*part_mb) << 20;
   o->core.stream_split_bytes = static_cast<size_t>(*split_mb) << 20;
   o->core.sampling_nice = static_cast<int>(*sampling_nice);
+  o->fair_send = *fair_send;
+  o->send_quantum_bytes = *quantum_kb << 10;
   return absl::OkStatus();
 }
 

@@ -124,8 +124,13 @@ absl::StatusOr<std::unique_ptr<GraphStoreServer>> GraphStoreServer::BuildAndStar
   s->core_ = std::make_unique<Core>(*std::move(partition), core_options, std::move(shared));
   GraphStoreServer* self = s.get();
   s->auth_ = *std::move(auth);
+  if (options.fair_send) {
+    SendShare::Options share;
+    share.quantum_bytes = options.send_quantum_bytes;
+    s->send_share_ = std::make_unique<SendShare>(share);
+  }
   s->service_ = std::make_unique<GraphStoreService>(s->core_.get(), s->auth_.get(), options.call_observer,
-                                                    [self] { self->RequestShutdown(); });
+                                                    [self] { self->RequestShutdown(); }, s->send_share_.get());
 
   if (auto st = s->Listen(*credentials); !st.ok()) return st;
   // "" says the server is up (what peers wait for); the service says it samples.

@@ -17,6 +17,7 @@
 #include "common/security.h"
 #include "grpc_health/v1/health.grpc.pb.h"
 #include "server/rpc/grpc_service.h"
+#include "server/rpc/send_share.h"
 #include "server/security/auth.h"
 #include "server/security/tls.h"
 #include "server/service/core.h"
@@ -40,6 +41,10 @@ struct ServerOptions {
   int max_message_bytes = 512 << 20;
   /// Seconds that in-flight calls get to finish at shutdown.
   int shutdown_grace_s = 5;
+  /// Share the sending between streams by bytes (server/rpc/send_share.h) instead of leaving
+  /// the split of a shared link to TCP; `send_quantum_bytes` is how far one may run ahead.
+  bool fair_send = true;
+  int64_t send_quantum_bytes = 1 << 20;
   /// tmpfs directory for the shared-memory transport offered to clients on this host; empty
   /// turns the offer off.
   std::string shared_memory_dir = "/dev/shm";
@@ -117,6 +122,7 @@ class GraphStoreServer {
   std::unique_ptr<Peers> peers_;
   std::unique_ptr<Core> core_;
   std::unique_ptr<Authenticator> auth_;
+  std::unique_ptr<SendShare> send_share_;  // outlives the service's streams
   std::unique_ptr<GraphStoreService> service_;
   std::unique_ptr<grpc::Server> server_;
   int port_ = 0;

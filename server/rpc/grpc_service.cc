@@ -320,7 +320,9 @@ grpc::ServerWriteReactor<grpc::ByteBuffer>* GraphStoreService::StreamSampledMess
     return fail(ToGrpcStatus(attachment.status()));
   }
   Observe(method, grpc::StatusCode::OK, start);
-  auto* stream = new SampledMessageStream(core_, *std::move(attachment));
+  // Shared-memory streams send descriptors, not the batches' bytes: nothing to share.
+  SendShare* share = attachment->shared_memory ? nullptr : send_share_;
+  auto* stream = new SampledMessageStream(core_, *std::move(attachment), share);
   stream->Begin();
   return stream;
 }

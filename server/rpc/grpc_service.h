@@ -17,6 +17,7 @@
 
 #include "absl/status/status.h"
 #include "graphstore/v1/graphstore.grpc.pb.h"
+#include "server/rpc/send_share.h"
 #include "server/security/auth.h"
 #include "server/service/core.h"
 #include "server/util/job_queue.h"
@@ -65,8 +66,16 @@ class GraphStoreService final : public RawGraphStoreService {
   /// `on_exit` is called (once, from a gRPC thread, after the reply is sent) when a client
   /// calls Exit; the owner shuts the server down. `auth` (required) and `observer` (optional)
   /// outlive the service.
-  GraphStoreService(Core* core, const Authenticator* auth, CallObserver* observer, std::function<void()> on_exit)
-      : core_(core), queries_(&core->queries()), auth_(auth), observer_(observer), on_exit_(std::move(on_exit)) {}
+  /// `send_share` (optional, outlives the service's streams) shares the sending of streams
+  /// over the network between them by bytes.
+  GraphStoreService(Core* core, const Authenticator* auth, CallObserver* observer, std::function<void()> on_exit,
+                    SendShare* send_share = nullptr)
+      : core_(core),
+        queries_(&core->queries()),
+        auth_(auth),
+        observer_(observer),
+        on_exit_(std::move(on_exit)),
+        send_share_(send_share) {}
 
   // One handler per method (grpc_service.cc), each written out.
   grpc::ServerUnaryReactor* GetDatasetMeta(grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* request,
@@ -132,6 +141,7 @@ class GraphStoreService final : public RawGraphStoreService {
   const Authenticator* auth_;
   CallObserver* observer_;
   std::function<void()> on_exit_;
+  SendShare* const send_share_;
   // Backend creations: kCreators at a time, up to kMaxWaitingCreations more waiting.
   static constexpr int kCreators = 4;
   static constexpr size_t kMaxWaitingCreations = 256;

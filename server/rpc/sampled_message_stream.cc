@@ -33,6 +33,7 @@ std::shared_ptr<const EncodedMessage> Encoded(const std::shared_ptr<const WireMe
 }  // namespace
 
 void SampledMessageStream::Begin() {
+  if (share_ != nullptr) share_id_ = share_->Join([this] { MaybeWrite(); });
   auto token = a_.backend->SetListener(a_.channel_id, [this] { MaybeWrite(); });
   if (!token.ok()) {
     FinishOnce(ToGrpcStatus(token.status()), /*cancelled=*/false);
@@ -59,6 +60,7 @@ void SampledMessageStream::OnWriteDone(bool ok) {
     buffer_.Clear();
     deferred.swap(deferred_finish_);
   }
+  if (share_ != nullptr) share_->WriteDone(share_id_);
   if (ok) host_->Sent(a_, static_cast<int64_t>(written), batch_done ? &counts : nullptr);
   if (deferred.has_value()) {
     // The stream ended while this write was on its way: its status goes out now.
@@ -83,20 +85,23 @@ void SampledMessageStream::OnDone() {
   }
   // No call of this stream's listener runs after ClearListener returns, so `this` can go.
   if (token != 0) a_.backend->ClearListener(a_.channel_id, token);
+  // Nor of its wake by the share after Leave.
+  if (share_ != nullptr) share_->Leave(share_id_);
   delete this;
 }
 
 void SampledMessageStream::MaybeWrite() {
   grpc::Status end;
   bool write = false;
+  bool idle = false;
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (writing_ || finished_) return;
-    if (current_ != nullptr && next_part_ < current_->encoded->parts.size()) {
+    if (!ready_ && current_ != nullptr && next_part_ < current_->encoded->parts.size()) {
       // The rest of the batch being sent.
       buffer_ = PartBuffer(Encoded(current_), next_part_++);
-      writing_ = write = true;
-    } else {
+      ready_ = true;
+    } else if (!ready_) {
       current_.reset();
       // A shared-memory reader that has not handed back enough buffers waits; its release
       // wakes the stream through the listener.
@@ -116,10 +121,11 @@ void SampledMessageStream::MaybeWrite() {
           if (current_->shared) host_->HandOff(a_.channel_id, current_->shared);
           buffer_ = PartBuffer(Encoded(current_), 0);
           next_part_ = 1;
-          writing_ = write = true;
+          ready_ = true;
           break;
         case scheduler::Delivery::Kind::kPending:
-          return;
+          idle = true;
+          break;
         case scheduler::Delivery::Kind::kEndOfEpoch:
           end = grpc::Status::OK;
           break;
@@ -131,11 +137,21 @@ void SampledMessageStream::MaybeWrite() {
           break;
       }
     }
+    if (ready_) {
+      // Held: the share wakes this stream once the others have caught up.
+      if (share_ != nullptr && !share_->MayWrite(share_id_, static_cast<int64_t>(buffer_.Length()))) return;
+      ready_ = false;
+      writing_ = write = true;
+    }
   }
   // The write starts outside the lock because gRPC may run reactions inline; buffer_ stays
   // untouched until OnWriteDone.
   if (write) {
     StartWrite(&buffer_);
+    return;
+  }
+  if (idle) {
+    if (share_ != nullptr) share_->Idle(share_id_);
     return;
   }
   FinishOnce(end, /*cancelled=*/false);
@@ -153,6 +169,7 @@ void SampledMessageStream::FinishOnce(const grpc::Status& status, bool cancelled
     if (!now) deferred_finish_ = status;
   }
   host_->DetachStream(a_, cancelled);
+  if (share_ != nullptr) share_->Idle(share_id_);  // an ended stream holds no one back
   if (now) Finish(status);
 }
 

@@ -7,7 +7,9 @@
 //
 // Writes are driven by the channel's listener (a batch is ready, the epoch ended, the channel
 // closed) and by OnWriteDone; a reaction never blocks: with nothing ready the stream goes idle
-// until the listener calls MaybeWrite again. One write is in flight at a time, and the final
+// until the listener calls MaybeWrite again. With a send share, a part ready to go may be held
+// until the server's other streams catch up (the share wakes the stream). One write is in
+// flight at a time, and the final
 // status never overtakes it: a stream that ends (a cancel, a closed channel) while a write is
 // decided or on its way sends its status from that write's OnWriteDone. The stream
 // detaches from its channel before its final status is sent, so a client that starts the next
@@ -21,6 +23,7 @@
 #include <mutex>
 #include <optional>
 
+#include "server/rpc/send_share.h"
 #include "server/service/stream_host.h"
 #include "server/service/wire_message.h"
 
@@ -28,7 +31,9 @@ namespace graphstore {
 
 class SampledMessageStream : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
  public:
-  SampledMessageStream(StreamHost* host, StreamAttachment attachment) : host_(host), a_(std::move(attachment)) {}
+  /// `share` (optional) paces this stream's writes against the server's other streams.
+  SampledMessageStream(StreamHost* host, StreamAttachment attachment, SendShare* share = nullptr)
+      : host_(host), a_(std::move(attachment)), share_(share) {}
 
   /// Called once after construction, from the method handler.
   void Begin();
@@ -49,8 +54,12 @@ class SampledMessageStream : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
 
   StreamHost* const host_;
   const StreamAttachment a_;
+  SendShare* const share_;
+  uint64_t share_id_ = 0;  // set in Begin, before any write
   std::mutex mu_;
   bool writing_ = false;
+  // buffer_ holds the next part, not yet written: the send share held it back.
+  bool ready_ = false;
   bool finished_ = false;
   uint64_t listener_token_ = 0;  // 0 until the listener is set
   // The final status, when the stream ended with a write in flight (sent from its OnWriteDone).

@@ -1,0 +1,321 @@
+"""A fleet on one machine: N storage hosts and W trainer hosts, each in a network namespace of its
+own on a bridge, each host's link shaped both ways, real graphstored processes and real Python
+Loaders. Needs root (network namespaces, tc); without it, says so and exits 0.
+
+    bazel build -c opt //server:graphstored //tools:graphstore-generate //python:graphstore
+    sudo /usr/bin/python3 bench/fleet_bench.py                       # the standard cases
+    sudo /usr/bin/python3 bench/fleet_bench.py --cases=1x4,4x4 --rate_mbit=200 --seconds=26
+
+Layout: a switch namespace holds a bridge; host k is namespace gsf-k with one veth to it
+(address 10.97.0.(k+1)/24 inside the namespaces only). Each link is a token bucket (`tbf`) of
+--rate_mbit on both ends, so a host's traffic each way is one FIFO queue (this kernel has no
+fair-queueing qdisc and no netem). --cpu_percent puts each host's processes in a cgroup v1 cpu
+group with that quota. Everything made is removed at the end, also after an error.
+
+A case "NxW" runs N servers (partition k on host k, --cluster of all) and W trainers (one
+Loader each, rank r of world_size W, global batches, shared memory off) for --warmup seconds,
+then measures --seconds. Each line prints the aggregate seeds/s, its ratio to N = 1 with the
+same W in the same run, the trainers' min/max share, the bytes each way on every link (the
+kernel's counters of the switch side), the servers' bytes beyond the batches' own by kind, and
+CPU per batch of the servers and the trainers.
+"""
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BIN = os.path.join(ROOT, "bazel-bin")
+SWITCH = "gsf-sw"
+PREFIX = "10.97.0."
+PORT = 7400
+
+
+def sh(*args, check=True, ns=None):
+    cmd = [str(a) for a in args]
+    if ns is not None:
+        cmd = ["ip", "netns", "exec", ns] + cmd
+    r = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    if check and r.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd)} failed ({r.returncode}): {r.stderr.strip()}")
+    return r.stdout
+
+
+class Network:
+    """The namespaces, the bridge, the veths and their shaping; `close` removes all of it."""
+
+    def __init__(self, hosts, rate_mbit, cpu_percent):
+        self.hosts, self.rate, self.cpu = hosts, rate_mbit, cpu_percent
+        self.made_ns, self.groups = [], []
+
+    def ns(self, k):
+        return f"gsf-{k}"
+
+    def address(self, k):
+        return f"{PREFIX}{k + 1}"
+
+    def open(self):
+        self.close()  # leftovers of an interrupted run
+        sh("ip", "netns", "add", SWITCH)
+        self.made_ns.append(SWITCH)
+        sh("ip", "-n", SWITCH, "link", "add", "br0", "type", "bridge")
+        sh("ip", "-n", SWITCH, "link", "set", "br0", "up")
+        for k in range(self.hosts):
+            ns = self.ns(k)
+            sh("ip", "netns", "add", ns)
+            self.made_ns.append(ns)
+            sh("ip", "link", "add", f"gsf{k}h", "netns", ns, "type", "veth", "peer", "name", f"gsf{k}s",
+               "netns", SWITCH)
+            sh("ip", "-n", ns, "link", "set", "lo", "up")
+            sh("ip", "-n", ns, "link", "set", f"gsf{k}h", "name", "eth0")
+            sh("ip", "-n", ns, "addr", "add", f"{self.address(k)}/24", "dev", "eth0")
+            sh("ip", "-n", ns, "link", "set", "eth0", "up")
+            sh("ip", "-n", SWITCH, "link", "set", f"gsf{k}s", "master", "br0")
+            sh("ip", "-n", SWITCH, "link", "set", f"gsf{k}s", "up")
+            # The link's rate both ways: host -> switch on eth0, switch -> host on gsfKs.
+            for where, dev in ((ns, "eth0"), (SWITCH, f"gsf{k}s")):
+                sh("tc", "-n", where, "qdisc", "add", "dev", dev, "root", "tbf", "rate", f"{self.rate}mbit",
+                   "burst", "64kb", "latency", "50ms")
+            if self.cpu:
+                group = f"/sys/fs/cgroup/cpu/gsf-{k}"
+                os.makedirs(group, exist_ok=True)
+                with open(os.path.join(group, "cpu.cfs_period_us"), "w") as f:
+                    f.write("100000")
+                with open(os.path.join(group, "cpu.cfs_quota_us"), "w") as f:
+                    f.write(str(int(self.cpu * 1000)))
+                self.groups.append(group)
+
+    def run(self, k, args, log):
+        """A process on host k (in its namespace and, with a CPU share, its cgroup)."""
+        prefix = ["ip", "netns", "exec", self.ns(k)]
+        if self.cpu:
+            prefix = ["cgexec", "-g", f"cpu:gsf-{k}"] + prefix if shutil.which("cgexec") else prefix
+        p = subprocess.Popen(prefix + [str(a) for a in args], stdout=log, stderr=subprocess.STDOUT)
+        if self.cpu and not shutil.which("cgexec"):
+            with open(f"/sys/fs/cgroup/cpu/gsf-{k}/cgroup.procs", "w") as f:
+                f.write(str(p.pid))
+        return p
+
+    def link_bytes(self):
+        """{host: (bytes to the host, bytes from the host)}, the switch side's counters."""
+        out = json.loads(sh("ip", "-n", SWITCH, "-j", "-s", "link", "show"))
+        by_name = {d["ifname"]: d["stats64"] for d in out if "stats64" in d}
+        return {k: (by_name[f"gsf{k}s"]["tx"]["bytes"], by_name[f"gsf{k}s"]["rx"]["bytes"])
+                for k in range(self.hosts) if f"gsf{k}s" in by_name}
+
+    def close(self):
+        listed = sh("ip", "netns", "list", check=False)
+        for line in listed.splitlines():
+            name = line.split()[0] if line.strip() else ""
+            if name == SWITCH or (name.startswith("gsf-") and name[4:].isdigit()):
+                sh("ip", "netns", "pids", name, check=False)
+                for pid in sh("ip", "netns", "pids", name, check=False).split():
+                    subprocess.run(["kill", "-9", pid], check=False)
+                sh("ip", "netns", "del", name, check=False)
+        for group in self.groups:
+            try:
+                os.rmdir(group)
+            except OSError:
+                pass
+        self.made_ns, self.groups = [], []
+
+
+def dataset(cache, n, nodes, features):
+    out = os.path.join(cache, f"fleet-{nodes}-{features}-{n}")
+    if not os.path.exists(os.path.join(out, "done")):
+        shutil.rmtree(out, ignore_errors=True)
+        sh(os.path.join(BIN, "tools", "graphstore-generate"), f"--nodes={nodes}", f"--feature_dim={features}",
+           f"--partitions={n}", "--method=random", "--seed=7", f"--out={out}")
+        open(os.path.join(out, "done"), "w").close()
+    return out
+
+
+def proc_cpu(pid):
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def run_case(net, args, n, w, logs, fair_send):
+    """One case: its servers and trainers; a dict of what the line prints."""
+    data = dataset(args.cache, n, args.nodes, args.features)
+    servers = [f"{net.address(k)}:{PORT}" for k in range(n)]
+    procs = []
+    for k in range(n):
+        part = data if n == 1 else os.path.join(data, f"part-{k}")
+        port_file = os.path.join(logs, f"server-{k}.port")
+        if os.path.exists(port_file):
+            os.remove(port_file)
+        flags = [f"--partition={part}", f"--host={net.address(k)}", f"--port={PORT}", f"--port_file={port_file}",
+                 f"--num_workers={args.server_workers}", "--log_level=warn", f"--peer_cache_mb={args.peer_cache_mb}",
+                 f"--fair_send={'true' if fair_send else 'false'}"]
+        if n > 1:
+            flags.append(f"--cluster={','.join(servers)}")
+        procs.append((port_file, net.run(k, [os.path.join(BIN, "server", "graphstored")] + flags,
+                                         open(os.path.join(logs, f"server-{k}.log"), "w"))))
+    for port_file, p in procs:
+        while not (os.path.exists(port_file) and os.path.getsize(port_file) > 0):
+            if p.poll() is not None:
+                raise RuntimeError(f"graphstored exited: see {logs}")
+            time.sleep(0.05)
+    t0 = time.time() + args.warmup
+    t1 = t0 + args.seconds
+    trainers = []
+    for r in range(w):
+        out = open(os.path.join(logs, f"trainer-{r}.json"), "w+")
+        cmd = [sys.executable, os.path.abspath(__file__), "trainer", f"--servers={','.join(servers)}",
+               f"--rank={r}", f"--world_size={w}", f"--batch_size={args.batch_size}", f"--fanouts={args.fanouts}",
+               f"--start={t0}", f"--end={t1}", f"--feature_encoding={args.feature_encoding}",
+               f"--step_ms={args.slow_trainer_ms if r == 0 else 0}"]
+        trainers.append((out, net.run(n + r, cmd, out)))
+    time.sleep(max(0.0, t0 - time.time()))
+    links0, cpu0 = net.link_bytes(), [proc_cpu(p.pid) for _, p in procs]
+    time.sleep(max(0.0, t1 - time.time()))
+    links1, cpu1 = net.link_bytes(), [proc_cpu(p.pid) for _, p in procs]
+    results = []
+    for out, p in trainers:
+        p.wait(timeout=args.seconds + 120)
+        out.seek(0)
+        lines = [x for x in out.read().splitlines() if x.startswith("{")]
+        if p.returncode != 0 or not lines:
+            raise RuntimeError(f"a trainer failed: see {out.name}")
+        results.append(json.loads(lines[-1]))
+    for _, p in procs:
+        p.terminate()
+    for _, p in procs:
+        p.wait(timeout=60)
+    link = {k: (links1[k][0] - links0[k][0], links1[k][1] - links0[k][1]) for k in links1}
+    c = summarise(args, n, w, results, link, [b - a for a, b in zip(cpu0, cpu1)])
+    c["fair_send"] = fair_send
+    return c
+
+
+def summarise(args, n, w, results, link, server_cpu):
+    seeds = [r["seeds"] / args.seconds for r in results]
+    batches = sum(r["batches"] for r in results)
+    payload = sum(r["bytes"] for r in results)
+    server_tx = sum(link[k][1] for k in range(n))  # from the servers' hosts
+    trainer_rx = sum(link[n + r][0] for r in range(w))  # to the trainers' hosts
+    return {
+        "n": n, "w": w, "seeds_s": sum(seeds), "share": min(seeds) / max(seeds) if max(seeds) else 0.0,
+        "per_trainer": seeds, "batches": batches, "payload": payload,
+        "links": {k: link[k] for k in link}, "server_tx": server_tx,
+        "between_servers": max(0, server_tx - trainer_rx), "framing": max(0, trainer_rx - payload),
+        "server_cpu_ms_per_batch": 1000 * sum(server_cpu) / max(batches, 1),
+        "trainer_cpu_ms_per_batch": 1000 * sum(r["cpu"] for r in results) / max(batches, 1),
+    }
+
+
+def print_case(c, base):
+    ratio = f"{c['seeds_s'] / base:.2f}x" if base else "-"
+    per_host = f"{c['seeds_s'] / base / c['n']:.2f}" if base else "-"
+    extra = c["server_tx"] - c["payload"]
+    print(f"N={c['n']} W={c['w']} fair send {'on' if c['fair_send'] else 'off'}: {c['seeds_s']:,.0f} seeds/s  vs N=1 {ratio}  per host {per_host}  "
+          f"shares min/max {c['share']:.2f} ({', '.join(f'{s:,.0f}' for s in c['per_trainer'])})", flush=True)
+    links = "  ".join(f"h{k} {a / 1e6:,.0f}/{b / 1e6:,.0f}" for k, (a, b) in sorted(c["links"].items()))
+    print(f"    link MB to/from each host: {links}")
+    print(f"    servers sent {c['server_tx'] / 1e6:,.1f} MB for {c['payload'] / 1e6:,.1f} MB of batches: "
+          f"+{100 * extra / max(c['payload'], 1):.1f} % ({c['framing'] / 1e6:,.1f} MB IP/TCP/HTTP2 framing, "
+          f"{c['between_servers'] / 1e6:,.1f} MB between servers)")
+    print(f"    CPU per batch: servers {c['server_cpu_ms_per_batch']:.1f} ms, trainers {c['trainer_cpu_ms_per_batch']:.1f} ms",
+          flush=True)
+
+
+def trainer_main(argv):
+    """A trainer host's process: one Loader, epochs until --end; prints one JSON line."""
+    p = argparse.ArgumentParser()
+    p.add_argument("--servers")
+    p.add_argument("--rank", type=int)
+    p.add_argument("--world_size", type=int)
+    p.add_argument("--batch_size", type=int)
+    p.add_argument("--fanouts")
+    p.add_argument("--start", type=float)
+    p.add_argument("--end", type=float)
+    p.add_argument("--feature_encoding", default="")
+    p.add_argument("--step_ms", type=float, default=0)
+    a = p.parse_args(argv)
+    sys.path.insert(0, os.path.join(BIN, "python", "site"))
+    import graphstore
+    loader = graphstore.Loader(a.servers.split(","), [int(f) for f in a.fanouts.split(",")],
+                               batch_size=a.batch_size, shuffle=True, split="", shared_memory=False,
+                               rank=a.rank, world_size=a.world_size, backend_key="fleet",
+                               worker_key=f"fleet:{a.rank}", feature_encoding=a.feature_encoding)
+    seeds = batches = 0
+    cpu = received = None
+    epoch = 0
+    while time.time() < a.end:
+        for batch in loader.epoch(epoch):
+            now = time.time()
+            if now >= a.end:
+                break
+            if now >= a.start:
+                if cpu is None:
+                    cpu, received = time.process_time(), loader.bytes_received
+                seeds += batch.batch_size
+                batches += 1
+            if a.step_ms:
+                time.sleep(a.step_ms / 1000)  # a model's step on a slower trainer
+        epoch += 1
+    out = {"seeds": seeds, "batches": batches, "cpu": time.process_time() - (cpu or 0.0),
+           "bytes": loader.bytes_received - (received or 0)}
+    loader.close()
+    print(json.dumps(out), flush=True)
+
+
+def main():
+    if len(sys.argv) > 1 and sys.argv[1] == "trainer":
+        return trainer_main(sys.argv[2:])
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--cases", default="1x1,1x2,1x4,2x2,2x4,4x4", help="NxW: N storage hosts, W trainers")
+    p.add_argument("--rate_mbit", type=int, default=200, help="each link's rate, both ways")
+    p.add_argument("--cpu_percent", type=int, default=0, help="each host's CPU quota (cgroup v1), 0: none")
+    p.add_argument("--nodes", type=int, default=200000)
+    p.add_argument("--features", type=int, default=32)
+    p.add_argument("--batch_size", type=int, default=512)
+    p.add_argument("--fanouts", default="10,5")
+    p.add_argument("--feature_encoding", default="")
+    p.add_argument("--server_workers", type=int, default=1)
+    p.add_argument("--slow_trainer_ms", type=float, default=0,
+                   help="rank 0 takes this long a batch (a slower trainer: the others must not wait for it)")
+    p.add_argument("--peer_cache_mb", type=int, default=1)
+    p.add_argument("--warmup", type=float, default=8)
+    p.add_argument("--seconds", type=float, default=26)
+    p.add_argument("--cache", default="/tmp/graphstore-fleet")
+    p.add_argument("--fair_send", choices=["on", "off", "both"], default="on",
+                   help="the servers' --fair_send; both: each case off, then on (before / after)")
+    a = p.parse_args()
+    if os.geteuid() != 0:
+        print("fleet_bench: needs root (network namespaces and tc); skipped")
+        return 0
+    if not shutil.which("tc") or not shutil.which("ip"):
+        print("fleet_bench: needs iproute2's ip and tc; skipped")
+        return 0
+    cases = [tuple(int(x) for x in c.split("x")) for c in a.cases.split(",")]
+    os.makedirs(a.cache, exist_ok=True)
+    logs = os.path.join(a.cache, "logs")
+    os.makedirs(logs, exist_ok=True)
+    net = Network(max(n + w for n, w in cases), a.rate_mbit, a.cpu_percent)
+    print(f"fleet: {a.nodes:,} nodes, {a.features} features, batch {a.batch_size}, [{a.fanouts}], "
+          f"{a.rate_mbit} Mbit/s links, peer caches {a.peer_cache_mb} MiB, {a.server_workers} sampling worker(s) "
+          f"a server, {a.warmup:.0f} s warm-up + {a.seconds:.0f} s a case", flush=True)
+    base = {}
+    try:
+        net.open()
+        modes = {"on": [True], "off": [False], "both": [False, True]}[a.fair_send]
+        for n, w in cases:
+            for fair in modes:
+                c = run_case(net, a, n, w, logs, fair)
+                if n == 1:
+                    base[(w, fair)] = c["seeds_s"]
+                print_case(c, base.get((w, fair)) if n > 1 else None)
+    finally:
+        net.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

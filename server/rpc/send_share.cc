@@ -1,0 +1,213 @@
+#include "server/rpc/send_share.h"
+
+#include <algorithm>
+#include <utility>
+
+namespace graphstore {
+
+namespace {
+
+// The stream whose wake this thread is running (0: none): its own Leave from inside the wake
+// must not wait for the wake to return.
+thread_local uint64_t waking = 0;
+
+constexpr double kAlpha = 0.1;         // EWMA weight of a write that took its usual time
+constexpr double kStalledAlpha = 0.01;  // and of a stalled one (a slower link still shows)
+
+}  // namespace
+
+SendShare::SendShare(Options options, std::function<Clock::time_point()> now)
+    : options_(options), now_(std::move(now)) {
+  if (options_.timer_thread) timer_ = std::thread([this] { TimerLoop(); });
+}
+
+SendShare::~SendShare() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+  }
+  changed_.notify_all();
+  if (timer_.joinable()) timer_.join();
+}
+
+uint64_t SendShare::Join(std::function<void()> wake) {
+  std::lock_guard<std::mutex> lock(mu_);
+  const uint64_t id = next_id_++;
+  streams_[id].wake = std::move(wake);
+  return id;
+}
+
+void SendShare::Leave(uint64_t id) {
+  std::vector<std::function<void()>> wakes;
+  {
+    std::unique_lock<std::mutex> lock(mu_);
+    auto it = streams_.find(id);
+    if (it == streams_.end()) return;
+    it->second.leaving = true;
+    // No wake of this stream runs after Leave returns (unless Leave is called from it).
+    if (waking != id) changed_.wait(lock, [&] { return it->second.waking == 0; });
+    streams_.erase(it);
+    Release(now_(), &wakes);
+  }
+  RunWakes(&wakes);
+}
+
+bool SendShare::MayWrite(uint64_t id, int64_t bytes) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = streams_.find(id);
+  if (it == streams_.end()) return true;
+  Stream& s = it->second;
+  const Clock::time_point now = now_();
+  int64_t least = 0;
+  if (s.idle) {
+    // Back from having nothing to send (or new): no claim on the time it was away, so it
+    // starts level with the least-served stream's written bytes.
+    s.idle = false;
+    if (LeastSent(now, id, &least, /*written_only=*/true)) s.sent = std::max(s.sent, least);
+  }
+  const bool others = LeastSent(now, id, &least);
+  if (others && s.sent - least > options_.quantum_bytes) {
+    s.held = true;
+    changed_.notify_all();
+    return false;
+  }
+  s.held = false;
+  s.writing = true;
+  s.write_bytes = bytes;
+  s.write_start = now;
+  s.sent += bytes;
+  changed_.notify_all();  // a new stall deadline for the timer
+  return true;
+}
+
+void SendShare::WriteDone(uint64_t id) {
+  std::vector<std::function<void()>> wakes;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = streams_.find(id);
+    if (it == streams_.end() || !it->second.writing) return;
+    Stream& s = it->second;
+    const Clock::time_point now = now_();
+    const auto took = now - s.write_start;
+    const bool stalled = took >= StallLimit(s.write_bytes);
+    s.writing = false;
+    if (s.write_bytes > 0) {
+      const double per_byte = std::chrono::duration<double, std::nano>(took).count() / s.write_bytes;
+      const double a = ns_per_byte_ == 0.0 ? 1.0 : (stalled ? kStalledAlpha : kAlpha);
+      ns_per_byte_ += a * (per_byte - ns_per_byte_);
+    }
+    int64_t least = 0;
+    // A reader that stalled the write does not then pace the others by its lag.
+    if (stalled && LeastSent(now, id, &least, /*written_only=*/true)) s.sent = std::max(s.sent, least);
+    Release(now, &wakes);
+  }
+  RunWakes(&wakes);
+}
+
+void SendShare::Idle(uint64_t id) {
+  std::vector<std::function<void()>> wakes;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = streams_.find(id);
+    // A write on its way still counts (a batch became ready again before this call).
+    if (it == streams_.end() || it->second.writing) return;
+    it->second.idle = true;
+    it->second.held = false;
+    Release(now_(), &wakes);
+  }
+  RunWakes(&wakes);
+}
+
+void SendShare::Tick() {
+  std::vector<std::function<void()>> wakes;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    Release(now_(), &wakes);
+  }
+  RunWakes(&wakes);
+}
+
+int SendShare::held() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  int n = 0;
+  for (const auto& [id, s] : streams_) n += s.held ? 1 : 0;
+  return n;
+}
+
+bool SendShare::Contends(const Stream& s, Clock::time_point now) const {
+  if (s.idle || s.leaving) return false;
+  return !s.writing || now - s.write_start < StallLimit(s.write_bytes);
+}
+
+SendShare::Clock::duration SendShare::StallLimit(int64_t bytes) const {
+  const auto typical = std::chrono::duration<double, std::nano>(options_.stall_factor * ns_per_byte_ *
+                                                                 static_cast<double>(bytes));
+  return std::max<Clock::duration>(std::chrono::duration_cast<Clock::duration>(typical), options_.min_stall);
+}
+
+bool SendShare::LeastSent(Clock::time_point now, uint64_t except, int64_t* least, bool written_only) const {
+  bool any = false;
+  for (const auto& [id, s] : streams_) {
+    if (id == except || !Contends(s, now)) continue;
+    const int64_t sent = written_only && s.writing ? s.sent - s.write_bytes : s.sent;
+    *least = any ? std::min(*least, sent) : sent;
+    any = true;
+  }
+  return any;
+}
+
+void SendShare::Release(Clock::time_point now, std::vector<std::function<void()>>* out) {
+  int64_t least = 0;
+  const bool any = LeastSent(now, 0, &least);
+  for (auto& [id, s] : streams_) {
+    if (!s.held || s.leaving) continue;
+    if (any && s.sent - least > options_.quantum_bytes) continue;
+    s.held = false;
+    ++s.waking;
+    out->push_back([this, id, wake = s.wake] {
+      const uint64_t outer = waking;  // a wake may run others' (its stream's end releases them)
+      waking = id;
+      wake();
+      waking = outer;
+      std::lock_guard<std::mutex> lock(mu_);
+      auto it = streams_.find(id);
+      if (it != streams_.end()) --it->second.waking;
+      changed_.notify_all();
+    });
+  }
+}
+
+void SendShare::RunWakes(std::vector<std::function<void()>>* wakes) {
+  for (auto& w : *wakes) w();
+}
+
+SendShare::Clock::time_point SendShare::NextDeadline(Clock::time_point now) const {
+  Clock::time_point next = Clock::time_point::max();
+  bool held = false;
+  for (const auto& [id, s] : streams_) {
+    held = held || s.held;
+    if (s.writing && Contends(s, now)) next = std::min(next, s.write_start + StallLimit(s.write_bytes));
+  }
+  return held ? next : Clock::time_point::max();
+}
+
+void SendShare::TimerLoop() {
+  std::unique_lock<std::mutex> lock(mu_);
+  while (!stopping_) {
+    const Clock::time_point next = NextDeadline(now_());
+    if (next == Clock::time_point::max()) {
+      changed_.wait(lock);
+    } else {
+      changed_.wait_until(lock, next);
+    }
+    if (stopping_) break;
+    std::vector<std::function<void()>> wakes;
+    Release(now_(), &wakes);
+    if (wakes.empty()) continue;
+    lock.unlock();
+    RunWakes(&wakes);
+    lock.lock();
+  }
+}
+
+}  // namespace graphstore

@@ -1,0 +1,109 @@
+#ifndef GRAPHSTORE_SERVER_RPC_SEND_SHARE_H_
+#define GRAPHSTORE_SERVER_RPC_SEND_SHARE_H_
+
+// Shares a server's sending between its streams by bytes, as the backend's fair queue shares
+// sampling between channels. Without it the split of a link is TCP's: streams to trainers that
+// share one FIFO queue (a server's uplink) get what their congestion windows win, and measured
+// 0.46 of each other's rate with four trainers; the fair queue then refills whichever channel
+// drains first, so sampling follows the unfairness.
+//
+// Each stream counts the bytes it has written (`sent`). A stream may start a write while its
+// `sent` is at most `quantum_bytes` above the least `sent` of the streams that contend (those
+// with something to write: waiting, between writes, or with a write on its way); otherwise it
+// is held and woken once the others catch up. Two things keep a slow reader from pacing the
+// rest: a write on its way for longer than `stall_factor` times what writes of its size take on
+// this server (an EWMA of recent writes) no longer contends, and a stream whose write stalled so
+// forfeits the lag it built (its `sent` is lifted to the others' least), as does one that had
+// nothing to send (a stream that starts or comes back from idle does not claim the past).
+//
+// Thread-safe. Wake callbacks run without the lock held, on the caller's thread or on the
+// timer thread (which re-checks when a write on its way crosses its stall limit).
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+namespace graphstore {
+
+class SendShare {
+ public:
+  using Clock = std::chrono::steady_clock;
+
+  struct Options {
+    /// How far (bytes) a stream may run ahead of the least-served contending stream.
+    int64_t quantum_bytes = 1 << 20;
+    /// A write on its way longer than this many times the server's typical time for its size
+    /// is a stalled reader's, and holds no one back.
+    double stall_factor = 4.0;
+    /// The stall limit is never below this (small writes, an idle server).
+    std::chrono::microseconds min_stall{50000};
+    /// Run the timer thread (tests drive Tick themselves with their own clock).
+    bool timer_thread = true;
+  };
+
+  explicit SendShare(Options options, std::function<Clock::time_point()> now = Clock::now);
+  ~SendShare();
+  SendShare(const SendShare&) = delete;
+  SendShare& operator=(const SendShare&) = delete;
+
+  /// A new stream; `wake` is called when a held write of it may be asked for again.
+  uint64_t Join(std::function<void()> wake);
+  /// The stream ended; streams it held back are woken.
+  void Leave(uint64_t id);
+  /// Whether stream `id` may start writing `bytes` now. false: it is held, and `wake` runs
+  /// (once) when it may ask again. Runs no wake itself (callers hold their own locks): streams
+  /// a new write frees are woken by the timer thread, or by the next Tick.
+  bool MayWrite(uint64_t id, int64_t bytes);
+  /// The write that MayWrite allowed has finished (written or failed).
+  void WriteDone(uint64_t id);
+  /// The stream has nothing to send for now (it no longer contends).
+  void Idle(uint64_t id);
+  /// Re-checks stall limits at the clock's time; wakes whom that frees.
+  void Tick();
+
+  /// Streams held back now (for tests and the stats).
+  int held() const;
+
+ private:
+  struct Stream {
+    std::function<void()> wake;
+    int64_t sent = 0;
+    bool idle = true;
+    bool held = false;
+    bool writing = false;
+    int64_t write_bytes = 0;
+    Clock::time_point write_start{};
+    bool leaving = false;
+    int waking = 0;  // wakes of this stream collected and not yet returned
+  };
+
+  bool Contends(const Stream& s, Clock::time_point now) const;
+  Clock::duration StallLimit(int64_t bytes) const;
+  // The least `sent` of the contending streams other than `except` (0: none), counting writes
+  // on their way unless `written_only`; false if none contends.
+  bool LeastSent(Clock::time_point now, uint64_t except, int64_t* least, bool written_only = false) const;
+  // Releases held streams within the quantum of the least; their wakes go to `out`.
+  void Release(Clock::time_point now, std::vector<std::function<void()>>* out);
+  static void RunWakes(std::vector<std::function<void()>>* wakes);
+  Clock::time_point NextDeadline(Clock::time_point now) const;
+  void TimerLoop();
+
+  const Options options_;
+  const std::function<Clock::time_point()> now_;
+  mutable std::mutex mu_;
+  std::condition_variable changed_;
+  std::unordered_map<uint64_t, Stream> streams_;
+  uint64_t next_id_ = 1;
+  double ns_per_byte_ = 0.0;  // EWMA of finished writes; 0 until the first
+  bool stopping_ = false;
+  std::thread timer_;
+};
+
+}  // namespace graphstore
+
+#endif  // GRAPHSTORE_SERVER_RPC_SEND_SHARE_H_
