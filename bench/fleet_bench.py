@@ -167,7 +167,7 @@ def run_case(net, args, n, w, logs, fair_send):
     trainers = []
     for r in range(w):
         out = open(os.path.join(logs, f"trainer-{r}.json"), "w+")
-        cmd = [sys.executable, os.path.abspath(__file__), "trainer", f"--servers={','.join(servers)}",
+        cmd = [sys.executable, "-X", "faulthandler", os.path.abspath(__file__), "trainer", f"--servers={','.join(servers)}",
                f"--rank={r}", f"--world_size={w}", f"--batch_size={args.batch_size}", f"--fanouts={args.fanouts}",
                f"--start={t0}", f"--end={t1}", f"--feature_encoding={args.feature_encoding}",
                f"--step_ms={args.slow_trainer_ms if r == 0 else 0}"]
@@ -191,6 +191,7 @@ def run_case(net, args, n, w, logs, fair_send):
     link = {k: (links1[k][0] - links0[k][0], links1[k][1] - links0[k][1]) for k in links1}
     c = summarise(args, n, w, results, link, [b - a for a, b in zip(cpu0, cpu1)])
     c["fair_send"] = fair_send
+    c["seconds"] = args.seconds
     return c
 
 
@@ -207,22 +208,80 @@ def summarise(args, n, w, results, link, server_cpu):
         "between_servers": max(0, server_tx - trainer_rx), "framing": max(0, trainer_rx - payload),
         "server_cpu_ms_per_batch": 1000 * sum(server_cpu) / max(batches, 1),
         "trainer_cpu_ms_per_batch": 1000 * sum(r["cpu"] for r in results) / max(batches, 1),
+        "retries": sum(r.get("retries", 0) for r in results),
     }
 
 
-def print_case(c, base):
+def print_case(c, base, one):
+    """`base`: seeds/s of N = 1 with the same W; `one`: the N = 1 case whose bytes a seed are
+    the batches' own on the wire (what a server link carries beyond them is the cluster's)."""
     ratio = f"{c['seeds_s'] / base:.2f}x" if base else "-"
     per_host = f"{c['seeds_s'] / base / c['n']:.2f}" if base else "-"
-    extra = c["server_tx"] - c["payload"]
+    seeds = c["seeds_s"] * c["seconds"]
+    own = seeds * one["server_tx"] / (one["seeds_s"] * one["seconds"]) if one else c["server_tx"]
     print(f"N={c['n']} W={c['w']} fair send {'on' if c['fair_send'] else 'off'}: {c['seeds_s']:,.0f} seeds/s  vs N=1 {ratio}  per host {per_host}  "
           f"shares min/max {c['share']:.2f} ({', '.join(f'{s:,.0f}' for s in c['per_trainer'])})", flush=True)
-    links = "  ".join(f"h{k} {a / 1e6:,.0f}/{b / 1e6:,.0f}" for k, (a, b) in sorted(c["links"].items()))
+    links = "  ".join(f"h{k} {a / 1e6:,.0f}/{b / 1e6:,.0f}" for k, (a, b) in sorted(c["links"].items())
+                      if k < c["n"] + c["w"])
     print(f"    link MB to/from each host: {links}")
-    print(f"    servers sent {c['server_tx'] / 1e6:,.1f} MB for {c['payload'] / 1e6:,.1f} MB of batches: "
-          f"+{100 * extra / max(c['payload'], 1):.1f} % ({c['framing'] / 1e6:,.1f} MB IP/TCP/HTTP2 framing, "
-          f"{c['between_servers'] / 1e6:,.1f} MB between servers)")
-    print(f"    CPU per batch: servers {c['server_cpu_ms_per_batch']:.1f} ms, trainers {c['trainer_cpu_ms_per_batch']:.1f} ms",
-          flush=True)
+    to_trainers = c["server_tx"] - c["between_servers"]
+    print(f"    servers sent {c['server_tx'] / 1e6:,.1f} MB, {c['server_tx'] / seeds:,.0f} B a seed ({c['payload'] / 1e6:,.1f} MB "
+          f"of batch tensors); beyond N=1's {own / seeds:,.0f} B a seed: +{100 * (c['server_tx'] - own) / own:.1f} % = "
+          f"{(to_trainers - own) / 1e6:,.1f} MB more to the trainers (owner lists, owners' replies' framing) + "
+          f"{c['between_servers'] / 1e6:,.1f} MB between servers (hops' ids and lists)")
+    retried = f"; {c['retries']} registration(s) retried" if c["retries"] else ""
+    print(f"    CPU per batch: servers {c['server_cpu_ms_per_batch']:.1f} ms, trainers {c['trainer_cpu_ms_per_batch']:.1f} ms"
+          f"{retried}", flush=True)
+
+
+def fit_model(cases, rate_mbit, seconds):
+    """The cost model: a server link carries s(N) bytes per seed, the batches' own bytes s1 plus
+    what servers exchange, which grows with the share of a batch's nodes another server owns,
+    (N - 1) / N; links run at the efficiency measured at N = 1. Fitted on N <= 2 of one fair-send
+    mode; returns (predict(n, w) -> (seeds/s, MB per server link), the fitted constants) or None."""
+    by = {(c["n"], c["w"]): c for c in cases}
+    one = next((c for (n, w), c in sorted(by.items()) if n == 1), None)
+    two = next((c for (n, w), c in sorted(by.items()) if n == 2), None)
+    if one is None or two is None:
+        return None
+    per_seed = lambda c: c["server_tx"] / (c["seeds_s"] * seconds)  # noqa: E731  (all server links)
+    s1 = per_seed(one)
+    x2 = max(0.0, per_seed(two) - s1)  # exchanged bytes per seed at N = 2, where (N - 1) / N = 1/2
+    t1 = sum(one["links"][one["n"] + r][0] for r in range(one["w"])) / (one["seeds_s"] * seconds)
+    rate = rate_mbit * 1e6 / 8
+    eff = one["seeds_s"] * s1 / rate  # a server link's useful fraction, from N = 1
+
+    def predict(n, w, seeds=None):
+        """seeds/s, and MB a server link carries in `seconds` at `seeds` (default: predicted)."""
+        s = s1 + 2 * x2 * (n - 1) / n
+        servers = n * eff * rate / s            # every server link full
+        trainers = w * eff * rate / t1          # every trainer link full
+        rate_seeds = min(servers, trainers)
+        return rate_seeds, (seeds or rate_seeds) * seconds * s / n / 1e6
+
+    return predict, {"s1": s1, "x2": x2, "t1": t1, "eff": eff}
+
+
+def print_model(cases, rate_mbit, seconds, fair):
+    fitted = fit_model([c for c in cases if c["fair_send"] == fair], rate_mbit, seconds)
+    if fitted is None:
+        return
+    predict, k = fitted
+    print(f"cost model, fair send {'on' if fair else 'off'} (fitted on N <= 2): {k['s1']:,.0f} B a seed on a "
+          f"server link at N = 1, +{k['x2']:,.0f} B between servers at N = 2 (x 2(N-1)/N beyond), "
+          f"{k['t1']:,.0f} B a seed on a trainer link, links {100 * k['eff']:.0f} % useful")
+    for c in cases:
+        if c["fair_send"] != fair or c["n"] <= 2:
+            continue
+        seeds, _ = predict(c["n"], c["w"])
+        _, mb = predict(c["n"], c["w"], c["seeds_s"])  # the bytes of the seeds measured
+        links = [c["links"][k][1] / 1e6 for k in range(c["n"])]
+        print(f"    N={c['n']} W={c['w']}: predicted {seeds:,.0f} seeds/s, measured {c['seeds_s']:,.0f} "
+              f"({c['seeds_s'] / seeds:.2f}x); a server link {mb:,.0f} MB for those seeds, measured "
+              f"{min(links):,.0f}-{max(links):,.0f} MB ({min(links) / mb:.2f}-{max(links) / mb:.2f}x)")
+    for n in (16, 64):
+        seeds, _ = predict(n, n)
+        print(f"    N={n} W={n}: predicted {seeds:,.0f} seeds/s ({seeds / predict(1, 1)[0]:.1f}x N=1 W=1)")
 
 
 def trainer_main(argv):
@@ -240,12 +299,23 @@ def trainer_main(argv):
     a = p.parse_args(argv)
     sys.path.insert(0, os.path.join(BIN, "python", "site"))
     import graphstore
-    loader = graphstore.Loader(a.servers.split(","), [int(f) for f in a.fanouts.split(",")],
-                               batch_size=a.batch_size, shuffle=True, split="", shared_memory=False,
-                               rank=a.rank, world_size=a.world_size, backend_key="fleet",
-                               worker_key=f"fleet:{a.rank}", feature_encoding=a.feature_encoding)
-    seeds = batches = 0
-    cpu = received = None
+    retries = 0
+    while True:
+        try:
+            loader = graphstore.Loader(a.servers.split(","), [int(f) for f in a.fanouts.split(",")],
+                                       batch_size=a.batch_size, shuffle=True, split="", shared_memory=False,
+                                       rank=a.rank, world_size=a.world_size, backend_key="fleet",
+                                       worker_key=f"fleet:{a.rank}", feature_encoding=a.feature_encoding)
+            break
+        except graphstore.GraphstoreError as e:
+            # Registering gathers the whole input from every partition on every server; while
+            # eight processes start on two cores that can pass --peer_timeout_ms. Counted.
+            retries += 1
+            print(f"registration failed ({e}); retrying", file=sys.stderr, flush=True)
+            if retries == 3:
+                raise
+    seeds = batches = payload = 0
+    cpu = None
     epoch = 0
     while time.time() < a.end:
         for batch in loader.epoch(epoch):
@@ -254,14 +324,17 @@ def trainer_main(argv):
                 break
             if now >= a.start:
                 if cpu is None:
-                    cpu, received = time.process_time(), loader.bytes_received
+                    cpu = time.process_time()
                 seeds += batch.batch_size
                 batches += 1
+                # The batch's own bytes: its tensors, whichever server or owner sent them.
+                payload += sum(t.numel() * t.element_size() for t in
+                               (batch.x, batch.y, batch.edge_index, batch.n_id) if t is not None)
             if a.step_ms:
                 time.sleep(a.step_ms / 1000)  # a model's step on a slower trainer
         epoch += 1
-    out = {"seeds": seeds, "batches": batches, "cpu": time.process_time() - (cpu or 0.0),
-           "bytes": loader.bytes_received - (received or 0)}
+    out = {"seeds": seeds, "batches": batches, "cpu": time.process_time() - (cpu or 0.0), "bytes": payload,
+           "retries": retries}
     loader.close()
     print(json.dumps(out), flush=True)
 
@@ -306,12 +379,17 @@ def main():
     try:
         net.open()
         modes = {"on": [True], "off": [False], "both": [False, True]}[a.fair_send]
+        done = []
         for n, w in cases:
             for fair in modes:
                 c = run_case(net, a, n, w, logs, fair)
                 if n == 1:
                     base[(w, fair)] = c["seeds_s"]
-                print_case(c, base.get((w, fair)) if n > 1 else None)
+                    base.setdefault(("one", fair), c)
+                print_case(c, base.get((w, fair)) if n > 1 else None, base.get(("one", fair)))
+                done.append(c)
+        for fair in modes:
+            print_model(done, a.rate_mbit, a.seconds, fair)
     finally:
         net.close()
     return 0

@@ -44,7 +44,18 @@ absl::Status PeerError(const std::string& name, const char* method, const grpc::
 }
 
 // The bytes of an int64 tensor, checked against its declared shape.
+// An id tensor of an answer: int64, or int32 (SampleNeighborsRequest.compact) widened.
 bool ReadInt64s(const v1::Tensor& t, std::vector<int64_t>* out) {
+  if (t.dtype() == v1::DTYPE_INT32 && t.data().size() % 4 == 0) {
+    out->resize(t.data().size() / 4);
+    const char* p = t.data().data();
+    for (size_t i = 0; i < out->size(); ++i) {
+      int32_t v;
+      std::memcpy(&v, p + 4 * i, 4);
+      (*out)[i] = v;
+    }
+    return true;
+  }
   if (t.dtype() != v1::DTYPE_INT64 || t.data().size() % 8 != 0) return false;
   out->resize(t.data().size() / 8);
   if (!out->empty()) std::memcpy(out->data(), t.data().data(), t.data().size());

@@ -11,8 +11,9 @@ namespace {
 // must not wait for the wake to return.
 thread_local uint64_t waking = 0;
 
-constexpr double kAlpha = 0.1;         // EWMA weight of a write that took its usual time
-constexpr double kStalledAlpha = 0.01;  // and of a stalled one (a slower link still shows)
+// The server's sending rate is measured over windows of this length, smoothed with this weight.
+constexpr std::chrono::milliseconds kRateWindow{200};
+constexpr double kRateAlpha = 0.3;
 
 }  // namespace
 
@@ -88,14 +89,9 @@ void SendShare::WriteDone(uint64_t id) {
     if (it == streams_.end() || !it->second.writing) return;
     Stream& s = it->second;
     const Clock::time_point now = now_();
-    const auto took = now - s.write_start;
-    const bool stalled = took >= StallLimit(s.write_bytes);
+    const bool stalled = now - s.write_start >= StallLimit(s.write_bytes);
     s.writing = false;
-    if (s.write_bytes > 0) {
-      const double per_byte = std::chrono::duration<double, std::nano>(took).count() / s.write_bytes;
-      const double a = ns_per_byte_ == 0.0 ? 1.0 : (stalled ? kStalledAlpha : kAlpha);
-      ns_per_byte_ += a * (per_byte - ns_per_byte_);
-    }
+    CountSent(now, s.write_bytes);
     int64_t least = 0;
     // A reader that stalled the write does not then pace the others by its lag.
     if (stalled && LeastSent(now, id, &least, /*written_only=*/true)) s.sent = std::max(s.sent, least);
@@ -139,10 +135,27 @@ bool SendShare::Contends(const Stream& s, Clock::time_point now) const {
   return !s.writing || now - s.write_start < StallLimit(s.write_bytes);
 }
 
+void SendShare::CountSent(Clock::time_point now, int64_t bytes) {
+  if (window_start_ == Clock::time_point{}) window_start_ = now;
+  window_bytes_ += bytes;
+  const auto span = now - window_start_;
+  if (span < kRateWindow) return;
+  const double rate = static_cast<double>(window_bytes_) / std::chrono::duration<double>(span).count();
+  bytes_per_s_ = bytes_per_s_ == 0.0 ? rate : bytes_per_s_ + kRateAlpha * (rate - bytes_per_s_);
+  window_start_ = now;
+  window_bytes_ = 0;
+}
+
 SendShare::Clock::duration SendShare::StallLimit(int64_t bytes) const {
-  const auto typical = std::chrono::duration<double, std::nano>(options_.stall_factor * ns_per_byte_ *
-                                                                 static_cast<double>(bytes));
-  return std::max<Clock::duration>(std::chrono::duration_cast<Clock::duration>(typical), options_.min_stall);
+  // The time a write of `bytes` takes when the server's rate is split evenly between the
+  // streams that have something to send (completions, not the wire: the socket's buffer
+  // hides single writes' times, not the rate).
+  if (bytes_per_s_ == 0.0) return options_.min_stall;
+  int active = 0;
+  for (const auto& [id, s] : streams_) active += s.idle || s.leaving ? 0 : 1;
+  const double fair = std::max(active, 1) * static_cast<double>(bytes) / bytes_per_s_;
+  const auto limit = std::chrono::duration<double>(options_.stall_factor * fair);
+  return std::max<Clock::duration>(std::chrono::duration_cast<Clock::duration>(limit), options_.min_stall);
 }
 
 bool SendShare::LeastSent(Clock::time_point now, uint64_t except, int64_t* least, bool written_only) const {

@@ -11,8 +11,9 @@
 // `sent` is at most `quantum_bytes` above the least `sent` of the streams that contend (those
 // with something to write: waiting, between writes, or with a write on its way); otherwise it
 // is held and woken once the others catch up. Two things keep a slow reader from pacing the
-// rest: a write on its way for longer than `stall_factor` times what writes of its size take on
-// this server (an EWMA of recent writes) no longer contends, and a stream whose write stalled so
+// rest: a write on its way for longer than `stall_factor` times what a write of its size takes
+// at an even split of the server's recent sending rate no longer contends, and a stream whose
+// write stalled so
 // forfeits the lag it built (its `sent` is lifted to the others' least), as does one that had
 // nothing to send (a stream that starts or comes back from idle does not claim the past).
 //
@@ -37,8 +38,8 @@ class SendShare {
   struct Options {
     /// How far (bytes) a stream may run ahead of the least-served contending stream.
     int64_t quantum_bytes = 1 << 20;
-    /// A write on its way longer than this many times the server's typical time for its size
-    /// is a stalled reader's, and holds no one back.
+    /// A write on its way longer than this many times what its size takes at an even split of
+    /// the server's sending rate is a stalled reader's, and holds no one back.
     double stall_factor = 4.0;
     /// The stall limit is never below this (small writes, an idle server).
     std::chrono::microseconds min_stall{50000};
@@ -84,6 +85,7 @@ class SendShare {
 
   bool Contends(const Stream& s, Clock::time_point now) const;
   Clock::duration StallLimit(int64_t bytes) const;
+  void CountSent(Clock::time_point now, int64_t bytes);
   // The least `sent` of the contending streams other than `except` (0: none), counting writes
   // on their way unless `written_only`; false if none contends.
   bool LeastSent(Clock::time_point now, uint64_t except, int64_t* least, bool written_only = false) const;
@@ -99,7 +101,10 @@ class SendShare {
   std::condition_variable changed_;
   std::unordered_map<uint64_t, Stream> streams_;
   uint64_t next_id_ = 1;
-  double ns_per_byte_ = 0.0;  // EWMA of finished writes; 0 until the first
+  // The server's rate of finished writes (bytes a second, smoothed; 0 until the first window).
+  double bytes_per_s_ = 0.0;
+  Clock::time_point window_start_{};
+  int64_t window_bytes_ = 0;
   bool stopping_ = false;
   std::thread timer_;
 };

@@ -1,6 +1,8 @@
 #include "server/service/message.h"
 
+#include <algorithm>
 #include <cstring>
+#include <limits>
 
 #include "absl/strings/str_cat.h"
 #include "google/protobuf/descriptor.h"
@@ -214,6 +216,17 @@ void SetTensor(v1::DType dtype, const std::vector<int64_t>& shape, const void* d
 }
 
 void SetInt64Tensor(const std::vector<int64_t>& values, v1::Tensor* out) { TensorSink().SetInt64(values, out); }
+
+void SetIdTensor(const std::vector<int64_t>& values, bool compact, v1::Tensor* out) {
+  const auto [lo, hi] = std::minmax_element(values.begin(), values.end());
+  if (!compact || (!values.empty() && (*lo < std::numeric_limits<int32_t>::min() ||
+                                       *hi > std::numeric_limits<int32_t>::max()))) {
+    SetInt64Tensor(values, out);
+    return;
+  }
+  std::vector<int32_t> narrow(values.begin(), values.end());
+  SetTensor(v1::DTYPE_INT32, {static_cast<int64_t>(narrow.size())}, narrow.data(), narrow.size() * 4, out);
+}
 
 std::vector<MessageEntry> MessageEntries(const Partition& partition, const SampledSubgraph& g) {
   std::vector<MessageEntry> entries;

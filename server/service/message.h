@@ -33,6 +33,9 @@ void SetTensor(v1::DType dtype, const std::vector<int64_t>& shape, const void* d
 /// A 1-D int64 tensor of `values`.
 void SetInt64Tensor(const std::vector<int64_t>& values, v1::Tensor* out);
 
+/// A 1-D tensor of `values`: int32 when `compact` and every value fits, else int64.
+void SetIdTensor(const std::vector<int64_t>& values, bool compact, v1::Tensor* out);
+
 /// One tensor of a sampled message: its field number in its entry, and its bytes (pointing
 /// into the subgraph it describes).
 struct TensorField {

@@ -369,9 +369,9 @@ absl::Status PartitionQueries::SampleNeighbors(const v1::SampleNeighborsRequest&
   const DrawSpec spec = DecodeHop(req, e.name, &excluded);
   NeighborDraw draw;
   DrawOwnedNeighbors(*partition_, *t, req.ids().data(), static_cast<size_t>(req.ids_size()), spec, &draw);
-  SetInt64Tensor(draw.counts, resp->mutable_counts());
-  SetInt64Tensor(draw.neighbors, resp->mutable_neighbors());
-  if (req.with_edge_ids()) SetInt64Tensor(draw.edge_ids, resp->mutable_edge_ids());
+  SetIdTensor(draw.counts, req.compact(), resp->mutable_counts());
+  SetIdTensor(draw.neighbors, req.compact(), resp->mutable_neighbors());
+  if (req.with_edge_ids()) SetIdTensor(draw.edge_ids, req.compact(), resp->mutable_edge_ids());
   if (req.with_edge_features()) {
     SetTensor(ToProtoDtype(e.feature_dtype), {static_cast<int64_t>(draw.neighbors.size()), e.feature_dim},
               draw.edge_features.data(), draw.edge_features.size(), resp->mutable_edge_features());

@@ -295,6 +295,29 @@ TEST_CASE("SampleNeighbors draws what the local draw draws for the same context"
   CHECK(Ints(resp.counts()) == draw.counts);
   CHECK(Ints(resp.neighbors()) == draw.neighbors);
   CHECK(Ints(resp.edge_ids()) == draw.edge_ids);
+  CHECK(resp.neighbors().dtype() == v1::DTYPE_INT64);
+
+  // A compact answer: the same ids in half the bytes.
+  req.set_compact(true);
+  v1::SampleNeighborsResponse compact;
+  REQUIRE(Queries(*p).SampleNeighbors(req, &compact).ok());
+  for (const v1::Tensor* t : {&compact.counts(), &compact.neighbors(), &compact.edge_ids()}) {
+    CHECK(t->dtype() == v1::DTYPE_INT32);
+  }
+  CHECK(compact.neighbors().data().size() * 2 == resp.neighbors().data().size());
+  auto widened = [](const v1::Tensor& t) {
+    std::vector<int64_t> out(t.data().size() / 4);
+    for (size_t i = 0; i < out.size(); ++i) {
+      int32_t v;
+      std::memcpy(&v, t.data().data() + 4 * i, 4);
+      out[i] = v;
+    }
+    return out;
+  };
+  CHECK(widened(compact.counts()) == draw.counts);
+  CHECK(widened(compact.neighbors()) == draw.neighbors);
+  CHECK(widened(compact.edge_ids()) == draw.edge_ids);
+  req.set_compact(false);
 
   req.add_excluded(1);
   CHECK(absl::IsInvalidArgument(Queries(*p).SampleNeighbors(req, &resp)));
