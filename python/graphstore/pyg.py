@@ -158,6 +158,10 @@ class _FeatureStore:
     def _multi_get_tensor(self, attrs):
         return self._read(list(attrs))
 
+    def __len__(self) -> int:
+        # Abstract in PyG 2.4 and 2.5's FeatureStore: the number of tensors the store holds.
+        return len(self.get_all_tensor_attrs())
+
     def _get_tensor_size(self, attr) -> Optional[Tuple[int, ...]]:
         t = self._meta.node_type(attr.group_name)
         if attr.attr_name == "x" and t.features.dim > 0:
@@ -358,9 +362,11 @@ class _NeighborSampler:
         mode = None if neg_sampling is None else str(getattr(neg_sampling.mode, "value", neg_sampling.mode))
         if mode not in (None, "binary", "triplet"):
             raise ValueError(f"neg_sampling.mode {mode!r}: 'binary' or 'triplet'")
-        if neg_sampling is not None and (getattr(neg_sampling, "src_weight", None) is not None
-                                         or getattr(neg_sampling, "dst_weight", None) is not None):
-            raise ValueError("neg_sampling: graphstore draws negatives uniformly; src_weight / dst_weight are not taken")
+        # PyG 2.4 and 2.5 weigh negatives with `weight`, 2.6 and 2.7 with `src_weight` / `dst_weight`.
+        if neg_sampling is not None and any(getattr(neg_sampling, w, None) is not None
+                                            for w in ("weight", "src_weight", "dst_weight")):
+            raise ValueError("neg_sampling: graphstore draws negatives uniformly; weight / src_weight / dst_weight "
+                             "are not taken")
         label = getattr(inputs, "label", None)
         if mode == "binary":
             num_neg = math.ceil(num_pos * neg_sampling.amount)

@@ -70,6 +70,7 @@ class PygBackendTest(unittest.TestCase):
         self.assertEqual(fs.get_tensor_size(TensorAttr(None, "x")), (3000, 12))
         self.assertEqual(fs.get_tensor_size(TensorAttr(None, "y")), (3000,))
         self.assertEqual(sorted(a.attr_name for a in fs.get_all_tensor_attrs()), ["x", "y"])
+        self.assertEqual(len(fs), 2)  # abstract in PyG 2.4 and 2.5
         x, y = fs.multi_get_tensor([TensorAttr(None, "x", idx), TensorAttr(None, "y", idx)])
         self.assertTrue(torch.equal(x, self.data.x[idx]) and torch.equal(y, self.data.y[idx]))
         self.assertEqual(fs[None, "x", torch.tensor([], dtype=torch.long)].shape, (0, 12))
@@ -173,6 +174,11 @@ class PygBackendTest(unittest.TestCase):
         self.assertEqual(int(seeds.max()) + 1, seeds.numel())
         with self.assertRaisesRegex(ValueError, "src_weight"):
             sampler.sample_from_edges(inputs, NegativeSampling("binary", 1, src_weight=torch.ones(3000)))
+        # PyG 2.4 and 2.5 call the weights `weight`.
+        older = NegativeSampling("binary", 1)
+        older.weight = torch.ones(3000)
+        with self.assertRaisesRegex(ValueError, "weight"):
+            sampler.sample_from_edges(inputs, older)
 
 
 if __name__ == "__main__":
