@@ -14,6 +14,8 @@ thread_local uint64_t waking = 0;
 // The server's sending rate is measured over windows of this length, smoothed with this weight.
 constexpr std::chrono::milliseconds kRateWindow{200};
 constexpr double kRateAlpha = 0.3;
+constexpr double kPeakDecay = 0.98;  // per window: the peak halves in about 7 s of lower rates
+constexpr double kWastedBelow = 0.8;  // of the peak: holds that leave the link this empty waste it
 
 }  // namespace
 
@@ -68,6 +70,7 @@ bool SendShare::MayWrite(uint64_t id, int64_t bytes) {
   }
   const bool others = LeastSent(now, id, &least);
   if (others && s.sent - least > options_.quantum_bytes) {
+    if (!s.held) s.held_since = now;
     s.held = true;
     changed_.notify_all();
     return false;
@@ -89,7 +92,12 @@ void SendShare::WriteDone(uint64_t id) {
     if (it == streams_.end() || !it->second.writing) return;
     Stream& s = it->second;
     const Clock::time_point now = now_();
-    const bool stalled = now - s.write_start >= StallLimit(s.write_bytes);
+    const auto took = now - s.write_start;
+    const bool stalled = took >= StallLimit(s.write_bytes);
+    // A slow reader whose write went at its fair pace is reading again: it contends.
+    if (s.slow_until > now && took * options_.stall_factor <= StallLimit(s.write_bytes)) {
+      s.slow_until = Clock::time_point{};
+    }
     s.writing = false;
     CountSent(now, s.write_bytes);
     int64_t least = 0;
@@ -131,7 +139,7 @@ int SendShare::held() const {
 }
 
 bool SendShare::Contends(const Stream& s, Clock::time_point now) const {
-  if (s.idle || s.leaving) return false;
+  if (s.idle || s.leaving || now < s.slow_until) return false;
   return !s.writing || now - s.write_start < StallLimit(s.write_bytes);
 }
 
@@ -142,6 +150,8 @@ void SendShare::CountSent(Clock::time_point now, int64_t bytes) {
   if (span < kRateWindow) return;
   const double rate = static_cast<double>(window_bytes_) / std::chrono::duration<double>(span).count();
   bytes_per_s_ = bytes_per_s_ == 0.0 ? rate : bytes_per_s_ + kRateAlpha * (rate - bytes_per_s_);
+  // The smoothed rate, not a window's: a window a socket's empty buffer absorbed is no peak.
+  peak_bytes_per_s_ = std::max(bytes_per_s_, peak_bytes_per_s_ * kPeakDecay);
   window_start_ = now;
   window_bytes_ = 0;
 }
@@ -169,7 +179,23 @@ bool SendShare::LeastSent(Clock::time_point now, uint64_t except, int64_t* least
   return any;
 }
 
+void SendShare::FindSlowReaders(Clock::time_point now) {
+  // Holding back is free while the link stays full (the waited-for streams take what the held
+  // ones leave); when the server sends well below what it has sent, the holds waste the link,
+  // and whoever the held streams wait for is reading slowly, not starved by TCP.
+  if (peak_bytes_per_s_ == 0.0 || bytes_per_s_ >= kWastedBelow * peak_bytes_per_s_) return;
+  for (auto& [hid, h] : streams_) {
+    if (!h.held || h.leaving || now - h.held_since < options_.min_stall) continue;
+    for (auto& [id, s] : streams_) {
+      if (id != hid && Contends(s, now) && h.sent - s.sent > options_.quantum_bytes) {
+        s.slow_until = now + options_.slow_reader_hold;
+      }
+    }
+  }
+}
+
 void SendShare::Release(Clock::time_point now, std::vector<std::function<void()>>* out) {
+  FindSlowReaders(now);
   int64_t least = 0;
   const bool any = LeastSent(now, 0, &least);
   for (auto& [id, s] : streams_) {
@@ -200,6 +226,7 @@ SendShare::Clock::time_point SendShare::NextDeadline(Clock::time_point now) cons
   for (const auto& [id, s] : streams_) {
     held = held || s.held;
     if (s.writing && Contends(s, now)) next = std::min(next, s.write_start + StallLimit(s.write_bytes));
+    if (now < s.slow_until) next = std::min(next, s.slow_until);
   }
   return held ? next : Clock::time_point::max();
 }

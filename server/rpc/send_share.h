@@ -15,7 +15,10 @@
 // at an even split of the server's recent sending rate no longer contends, and a stream whose
 // write stalled so
 // forfeits the lag it built (its `sent` is lifted to the others' least), as does one that had
-// nothing to send (a stream that starts or comes back from idle does not claim the past).
+// nothing to send (a stream that starts or comes back from idle does not claim the past). And
+// when streams are held while the server sends below 0.8 of its peak rate, the holds waste the
+// link: the streams they wait for are slow readers, and stop holding anyone for a while
+// (`slow_reader_hold`), or until one of their writes finishes in its fair time.
 //
 // Thread-safe. Wake callbacks run without the lock held, on the caller's thread or on the
 // timer thread (which re-checks when a write on its way crosses its stall limit).
@@ -43,6 +46,10 @@ class SendShare {
     double stall_factor = 4.0;
     /// The stall limit is never below this (small writes, an idle server).
     std::chrono::microseconds min_stall{50000};
+    /// A stream others are held for while the server sends below 0.8 of its peak rate is a
+    /// slow reader's: it holds no one back for this long, or until a write of it finishes in
+    /// its fair time.
+    std::chrono::microseconds slow_reader_hold{10000000};
     /// Run the timer thread (tests drive Tick themselves with their own clock).
     bool timer_thread = true;
   };
@@ -81,10 +88,14 @@ class SendShare {
     Clock::time_point write_start{};
     bool leaving = false;
     int waking = 0;  // wakes of this stream collected and not yet returned
+    Clock::time_point held_since{};  // while held
+    Clock::time_point slow_until{};  // a slow reader until then: holds no one back
   };
 
   bool Contends(const Stream& s, Clock::time_point now) const;
   Clock::duration StallLimit(int64_t bytes) const;
+  // Marks the streams held-back ones wait for as slow readers, when the holds waste the link.
+  void FindSlowReaders(Clock::time_point now);
   void CountSent(Clock::time_point now, int64_t bytes);
   // The least `sent` of the contending streams other than `except` (0: none), counting writes
   // on their way unless `written_only`; false if none contends.
@@ -103,6 +114,7 @@ class SendShare {
   uint64_t next_id_ = 1;
   // The server's rate of finished writes (bytes a second, smoothed; 0 until the first window).
   double bytes_per_s_ = 0.0;
+  double peak_bytes_per_s_ = 0.0;  // the highest window, decaying slowly: what the link can do
   Clock::time_point window_start_{};
   int64_t window_bytes_ = 0;
   bool stopping_ = false;

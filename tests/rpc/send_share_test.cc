@@ -30,6 +30,17 @@ struct Fixture {
   uint64_t Join(int k) {
     return share.Join([this, k] { ++woken[k]; });
   }
+  // `rounds` writes of 1 MiB each by a and b side by side, 10 ms each: both level, and the
+  // server's rate known (200 MiB/s).
+  void Level(uint64_t a, uint64_t b, int rounds) {
+    for (int i = 0; i < rounds; ++i) {
+      REQUIRE(share.MayWrite(a, kMiB));
+      REQUIRE(share.MayWrite(b, kMiB));
+      now += milliseconds(10);
+      share.WriteDone(a);
+      share.WriteDone(b);
+    }
+  }
 };
 
 TEST_CASE("a stream a quantum ahead is held until the others catch up") {
@@ -60,14 +71,8 @@ TEST_CASE("a stream a quantum ahead is held until the others catch up") {
 TEST_CASE("a reader that stalls its write holds no one back, and forfeits its lag") {
   Fixture f;
   const uint64_t a = f.Join(0), b = f.Join(1);
-  // Writes of 1 MiB take 10 ms here: the typical time the stall limit scales.
-  for (int i = 0; i < 20; ++i) {
-    REQUIRE(f.share.MayWrite(a, kMiB));
-    REQUIRE(f.share.MayWrite(b, kMiB));
-    f.now += milliseconds(10);
-    f.share.WriteDone(a);
-    f.share.WriteDone(b);
-  }
+  // Writes of 1 MiB take 10 ms here: the fair time the stall limit scales.
+  f.Level(a, b, 20);
   REQUIRE(f.share.MayWrite(b, kMiB));  // b's reader stops reading: this write does not finish
   for (int i = 0; i < 3; ++i) {
     REQUIRE(f.share.MayWrite(a, kMiB));
@@ -77,7 +82,7 @@ TEST_CASE("a reader that stalls its write holds no one back, and forfeits its la
   CHECK_FALSE(f.share.MayWrite(a, kMiB));  // 2 MiB ahead of b, whose write is 30 ms old
   f.now += milliseconds(15);
   f.share.Tick();
-  CHECK(f.woken[0] == 0);  // 45 ms: within four times the typical 10 ms, and the 50 ms floor
+  CHECK(f.woken[0] == 0);  // 45 ms: within four times the fair 10 ms, and the 50 ms floor
   f.now += milliseconds(100);
   f.share.Tick();
   CHECK(f.woken[0] == 1);  // b's write is stalled: it no longer contends
@@ -88,6 +93,34 @@ TEST_CASE("a reader that stalls its write holds no one back, and forfeits its la
   REQUIRE(f.share.MayWrite(b, kMiB));
   // b's lag was forfeited: a is not held while b makes it up.
   CHECK(f.share.MayWrite(a, kMiB));
+}
+
+TEST_CASE("a reader that does not catch up while the others wait for it stops holding them") {
+  Fixture f;
+  const uint64_t a = f.Join(0), b = f.Join(1);
+  // Both at 40 MiB; b's reader then reads a megabyte every 300 ms, a faster than the link.
+  f.Level(a, b, 40);
+  int held_ms = 0, written = 0;
+  for (int ms = 0; ms < 3000; ++ms) {
+    if (ms % 300 == 0) {
+      f.share.WriteDone(b);
+      REQUIRE(f.share.MayWrite(b, kMiB));  // b is never ahead
+    }
+    f.share.Tick();
+    if (f.share.MayWrite(a, kMiB)) {
+      f.share.WriteDone(a);
+      ++written;
+    } else {
+      ++held_ms;
+    }
+    f.now += milliseconds(1);
+  }
+  // Held for b, a left the link nearly empty: b was taken for a slow reader within the first
+  // rate window or two, and a then ran at its own pace while b kept reading slowly.
+  INFO("a held " << held_ms << " ms, wrote " << written << " MiB");
+  CHECK(held_ms > 0);
+  CHECK(held_ms < 700);
+  CHECK(written > 2000);
 }
 
 TEST_CASE("a stream back from idle claims nothing of the time it had nothing to send") {
