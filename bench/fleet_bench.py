@@ -2,7 +2,7 @@
 own on a bridge, each host's link shaped both ways, real graphstored processes and real Python
 Loaders. Needs root (network namespaces, tc); without it, says so and exits 0.
 
-    bazel build -c opt //server:graphstored //tools:graphstore-generate //python:graphstore
+    bazel build -c opt //server:graphstored //tools:graphstore-generate //python:graphstore //bench:loader_bench
     sudo /usr/bin/python3 bench/fleet_bench.py                       # the standard cases
     sudo /usr/bin/python3 bench/fleet_bench.py --cases=1x4,4x4 --rate_mbit=200 --seconds=26
 
@@ -48,8 +48,8 @@ def sh(*args, check=True, ns=None):
 class Network:
     """The namespaces, the bridge, the veths and their shaping; `close` removes all of it."""
 
-    def __init__(self, hosts, rate_mbit, cpu_percent):
-        self.hosts, self.rate, self.cpu = hosts, rate_mbit, cpu_percent
+    def __init__(self, hosts, rate_mbit, cpu_percent, rtt_ms=0.0):
+        self.hosts, self.rate, self.cpu, self.rtt_ms = hosts, rate_mbit, cpu_percent, rtt_ms
         self.made_ns, self.groups = [], []
 
     def ns(self, k):
@@ -78,8 +78,14 @@ class Network:
             sh("ip", "-n", SWITCH, "link", "set", f"gsf{k}s", "up")
             # The link's rate both ways: host -> switch on eth0, switch -> host on gsfKs.
             for where, dev in ((ns, "eth0"), (SWITCH, f"gsf{k}s")):
-                sh("tc", "-n", where, "qdisc", "add", "dev", dev, "root", "tbf", "rate", f"{self.rate}mbit",
-                   "burst", "64kb", "latency", "50ms")
+                tbf = ["tbf", "rate", f"{self.rate}mbit", "burst", "64kb", "latency", "50ms"]
+                if self.rtt_ms:
+                    # Half the round trip each way, on every link: host to host is two links.
+                    sh("tc", "-n", where, "qdisc", "add", "dev", dev, "root", "handle", "1:", "netem", "delay",
+                       f"{self.rtt_ms / 4}ms")
+                    sh("tc", "-n", where, "qdisc", "add", "dev", dev, "parent", "1:", "handle", "2:", *tbf)
+                else:
+                    sh("tc", "-n", where, "qdisc", "add", "dev", dev, "root", *tbf)
             if self.cpu:
                 group = f"/sys/fs/cgroup/cpu/gsf-{k}"
                 os.makedirs(group, exist_ok=True)
@@ -122,6 +128,18 @@ class Network:
             except OSError:
                 pass
         self.made_ns, self.groups = [], []
+
+
+def netem_available():
+    """Whether this kernel has netem: a delay on a scratch namespace's loopback."""
+    probe = "gsf-probe"
+    sh("ip", "netns", "add", probe, check=False)
+    try:
+        r = subprocess.run(["tc", "-n", probe, "qdisc", "add", "dev", "lo", "root", "netem", "delay", "1ms"],
+                           capture_output=True, text=True, check=False)
+        return r.returncode == 0
+    finally:
+        sh("ip", "netns", "del", probe, check=False)
 
 
 def dataset(cache, n, nodes, features):
@@ -167,10 +185,18 @@ def run_case(net, args, n, w, logs, fair_send):
     trainers = []
     for r in range(w):
         out = open(os.path.join(logs, f"trainer-{r}.json"), "w+")
-        cmd = [sys.executable, "-X", "faulthandler", os.path.abspath(__file__), "trainer", f"--servers={','.join(servers)}",
-               f"--rank={r}", f"--world_size={w}", f"--batch_size={args.batch_size}", f"--fanouts={args.fanouts}",
-               f"--start={t0}", f"--end={t1}", f"--feature_encoding={args.feature_encoding}",
-               f"--step_ms={args.slow_trainer_ms if r == 0 else 0}"]
+        cpp = args.trainers == "cpp" or (args.trainers == "mixed" and r % 2 == 1)
+        if cpp:
+            # The C++ Loader (a backend of its own: its sampling config is the C++ default's).
+            cmd = [os.path.join(BIN, "bench", "loader_bench"), f"--servers={','.join(servers)}",
+                   f"--batch_size={args.batch_size}", f"--fanouts={args.fanouts}", "--shared_memory=false",
+                   "--backend_key=fleet-cpp", f"--rank={r}", f"--world_size={w}",
+                   f"--feature_encoding={args.feature_encoding}", f"--fleet_start={t0}", f"--fleet_end={t1}"]
+        else:
+            cmd = [sys.executable, "-X", "faulthandler", os.path.abspath(__file__), "trainer",
+                   f"--servers={','.join(servers)}", f"--rank={r}", f"--world_size={w}",
+                   f"--batch_size={args.batch_size}", f"--fanouts={args.fanouts}", f"--start={t0}", f"--end={t1}",
+                   f"--feature_encoding={args.feature_encoding}", f"--step_ms={args.slow_trainer_ms if r == 0 else 0}"]
         trainers.append((out, net.run(n + r, cmd, out)))
     time.sleep(max(0.0, t0 - time.time()))
     links0, cpu0 = net.link_bytes(), [proc_cpu(p.pid) for _, p in procs]
@@ -352,12 +378,17 @@ def main():
     p.add_argument("--fanouts", default="10,5")
     p.add_argument("--feature_encoding", default="")
     p.add_argument("--server_workers", type=int, default=1)
+    p.add_argument("--trainers", choices=["python", "cpp", "mixed"], default="python",
+                   help="the trainers' Loader: Python, C++ (bench/loader_bench), or alternating")
     p.add_argument("--slow_trainer_ms", type=float, default=0,
                    help="rank 0 takes this long a batch (a slower trainer: the others must not wait for it)")
     p.add_argument("--peer_cache_mb", type=int, default=1)
     p.add_argument("--warmup", type=float, default=8)
     p.add_argument("--seconds", type=float, default=26)
     p.add_argument("--cache", default="/tmp/graphstore-fleet")
+    p.add_argument("--rtt_ms", type=float, default=0,
+                   help="host-to-host round trip added with netem (needs sch_netem: `tc qdisc add dev lo root netem "
+                        "delay 1ms` says 'Specified qdisc kind is unknown' where it is missing)")
     p.add_argument("--fair_send", choices=["on", "off", "both"], default="on",
                    help="the servers' --fair_send; both: each case off, then on (before / after)")
     a = p.parse_args()
@@ -371,10 +402,14 @@ def main():
     os.makedirs(a.cache, exist_ok=True)
     logs = os.path.join(a.cache, "logs")
     os.makedirs(logs, exist_ok=True)
-    net = Network(max(n + w for n, w in cases), a.rate_mbit, a.cpu_percent)
+    if a.rtt_ms and not netem_available():
+        print("fleet_bench: --rtt_ms needs the kernel's netem qdisc (sch_netem), which this kernel lacks")
+        return 1
+    net = Network(max(n + w for n, w in cases), a.rate_mbit, a.cpu_percent, a.rtt_ms)
     print(f"fleet: {a.nodes:,} nodes, {a.features} features, batch {a.batch_size}, [{a.fanouts}], "
           f"{a.rate_mbit} Mbit/s links, peer caches {a.peer_cache_mb} MiB, {a.server_workers} sampling worker(s) "
-          f"a server, {a.warmup:.0f} s warm-up + {a.seconds:.0f} s a case", flush=True)
+          f"a server, {a.trainers} Loaders, encoding {a.feature_encoding or 'as stored'}, "
+          f"{a.warmup:.0f} s warm-up + {a.seconds:.0f} s a case", flush=True)
     base = {}
     try:
         net.open()

@@ -11,11 +11,12 @@ namespace {
 // must not wait for the wake to return.
 thread_local uint64_t waking = 0;
 
-// The server's sending rate is measured over windows of this length, smoothed with this weight.
-constexpr std::chrono::milliseconds kRateWindow{200};
+// The server's sending rate is measured over windows of this length (long against one write
+// of a batch: a few MB at tens of MB/s), smoothed with this weight.
+constexpr std::chrono::milliseconds kRateWindow{1000};
 constexpr double kRateAlpha = 0.3;
-constexpr double kPeakDecay = 0.98;  // per window: the peak halves in about 7 s of lower rates
-constexpr double kWastedBelow = 0.8;  // of the peak: holds that leave the link this empty waste it
+constexpr double kPeakDecay = 0.9;     // per window: the peak halves in about 7 s of lower rates
+constexpr double kWastedBelow = 0.7;  // of the peak: holds that leave the link this empty waste it
 
 }  // namespace
 

@@ -16,7 +16,7 @@
 // write stalled so
 // forfeits the lag it built (its `sent` is lifted to the others' least), as does one that had
 // nothing to send (a stream that starts or comes back from idle does not claim the past). And
-// when streams are held while the server sends below 0.8 of its peak rate, the holds waste the
+// when streams are held while the server sends below 0.7 of its peak rate, the holds waste the
 // link: the streams they wait for are slow readers, and stop holding anyone for a while
 // (`slow_reader_hold`), or until one of their writes finishes in its fair time.
 //
@@ -46,7 +46,7 @@ class SendShare {
     double stall_factor = 4.0;
     /// The stall limit is never below this (small writes, an idle server).
     std::chrono::microseconds min_stall{50000};
-    /// A stream others are held for while the server sends below 0.8 of its peak rate is a
+    /// A stream others are held for while the server sends below 0.7 of its peak rate is a
     /// slow reader's: it holds no one back for this long, or until a write of it finishes in
     /// its fair time.
     std::chrono::microseconds slow_reader_hold{10000000};

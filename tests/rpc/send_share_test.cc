@@ -30,8 +30,8 @@ struct Fixture {
   uint64_t Join(int k) {
     return share.Join([this, k] { ++woken[k]; });
   }
-  // `rounds` writes of 1 MiB each by a and b side by side, 10 ms each: both level, and the
-  // server's rate known (200 MiB/s).
+  // `rounds` writes of 1 MiB each by a and b side by side, 10 ms each: both level, and (from
+  // a second on) the server's rate known, 200 MiB/s.
   void Level(uint64_t a, uint64_t b, int rounds) {
     for (int i = 0; i < rounds; ++i) {
       REQUIRE(share.MayWrite(a, kMiB));
@@ -98,10 +98,10 @@ TEST_CASE("a reader that stalls its write holds no one back, and forfeits its la
 TEST_CASE("a reader that does not catch up while the others wait for it stops holding them") {
   Fixture f;
   const uint64_t a = f.Join(0), b = f.Join(1);
-  // Both at 40 MiB; b's reader then reads a megabyte every 300 ms, a faster than the link.
-  f.Level(a, b, 40);
+  // Both at 120 MiB; b's reader then reads a megabyte every 300 ms, a faster than the link.
+  f.Level(a, b, 120);
   int held_ms = 0, written = 0;
-  for (int ms = 0; ms < 3000; ++ms) {
+  for (int ms = 0; ms < 6000; ++ms) {
     if (ms % 300 == 0) {
       f.share.WriteDone(b);
       REQUIRE(f.share.MayWrite(b, kMiB));  // b is never ahead
@@ -115,12 +115,12 @@ TEST_CASE("a reader that does not catch up while the others wait for it stops ho
     }
     f.now += milliseconds(1);
   }
-  // Held for b, a left the link nearly empty: b was taken for a slow reader within the first
-  // rate window or two, and a then ran at its own pace while b kept reading slowly.
+  // Held for b, a left the link nearly empty: b was taken for a slow reader within two or three
+  // rate windows (a second each), and a then ran at its own pace while b kept reading slowly.
   INFO("a held " << held_ms << " ms, wrote " << written << " MiB");
   CHECK(held_ms > 0);
-  CHECK(held_ms < 700);
-  CHECK(written > 2000);
+  CHECK(held_ms < 3500);
+  CHECK(written > 2500);
 }
 
 TEST_CASE("a stream back from idle claims nothing of the time it had nothing to send") {
