@@ -158,8 +158,8 @@ def proc_cpu(pid):
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def run_case(net, args, n, w, logs, fair_send):
-    """One case: its servers and trainers; a dict of what the line prints."""
+def start_servers(net, args, n, logs, fair_send):
+    """graphstored on hosts 0..n-1, serving; [(port file, process)] and their addresses."""
     data = dataset(args.cache, n, args.nodes, args.features)
     servers = [f"{net.address(k)}:{PORT}" for k in range(n)]
     procs = []
@@ -169,6 +169,7 @@ def run_case(net, args, n, w, logs, fair_send):
         if os.path.exists(port_file):
             os.remove(port_file)
         flags = [f"--partition={part}", f"--host={net.address(k)}", f"--port={PORT}", f"--port_file={port_file}",
+                 "--peer_timeout_ms=60000",
                  f"--num_workers={args.server_workers}", "--log_level=warn", f"--peer_cache_mb={args.peer_cache_mb}",
                  f"--fair_send={'true' if fair_send else 'false'}"]
         if n > 1:
@@ -180,8 +181,60 @@ def run_case(net, args, n, w, logs, fair_send):
             if p.poll() is not None:
                 raise RuntimeError(f"graphstored exited: see {logs}")
             time.sleep(0.05)
-    t0 = time.time() + args.warmup
-    t1 = t0 + args.seconds
+    return procs, servers
+
+
+def stop(procs):
+    for _, p in procs:
+        p.terminate()
+    for _, p in procs:
+        p.wait(timeout=60)
+
+
+def run_torchrun_case(net, args, n, w, logs):
+    """python/examples/train_sage.py under torchrun, one rank on each of W trainer hosts (the
+    static rendezvous: node rank 0 hosts the store; the namespaces share a host name, so c10d's
+    test of which host is the endpoint cannot tell them apart), DDP over gloo between the hosts;
+    rank 0's epoch lines."""
+    procs, servers = start_servers(net, args, n, logs, True)
+    script = os.path.join(ROOT, "python", "examples", "train_sage.py")
+    launch = [sys.executable, "-m", "torch.distributed.run", f"--nnodes={w}", "--nproc_per_node=1",
+              f"--master_addr={net.address(n)}", "--master_port=29400", "--max_restarts=0"]
+    import torch
+    if torch.__version__.startswith("1.") and sys.version_info >= (3, 11):
+        launch += ["--redirects=2", "--tee=2"]  # torch 1.13's torchrun cannot parse its default 0 on 3.11
+    # gloo finds its address from the host name, which is the machine's, not the namespace's.
+    env = dict(os.environ, PYTHONPATH=os.path.join(BIN, "python", "site"), OMP_NUM_THREADS="1",
+               GLOO_SOCKET_IFNAME="eth0")
+    ranks = []
+    for r in range(w):
+        out = open(os.path.join(logs, f"torchrun-{r}.log"), "w+")
+        cmd = launch + [f"--node_rank={r}", script, f"--servers={','.join(servers)}", f"--epochs={args.torchrun_epochs}",
+                        f"--batch_size={args.batch_size}", f"--fanouts={args.fanouts}"]
+        ranks.append((out, subprocess.Popen(["ip", "netns", "exec", net.ns(n + r)] + cmd, stdout=out,
+                                            stderr=subprocess.STDOUT, env=env)))
+    lines = []
+    for r, (out, p) in enumerate(ranks):
+        p.wait(timeout=1800)
+        out.seek(0)
+        text = out.read()
+        if p.returncode != 0:
+            raise RuntimeError(f"torchrun on trainer host {r} exited {p.returncode}: see {out.name}")
+        lines += [x for x in text.splitlines() if x.startswith("epoch ") or "data parallel" in x]
+    stop(procs)
+    return lines
+
+
+def run_case(net, args, n, w, logs, fair_send):
+    """One case: its servers and trainers; a dict of what the line prints."""
+    procs, servers = start_servers(net, args, n, logs, fair_send)
+    # Trainers register, say so (GO.ready.R), and wait for GO, which holds the measured window:
+    # registration gathers the whole input on every server, which on two shared cores takes
+    # seconds at N >= 4, and must not eat into the warm-up.
+    go = os.path.join(logs, "go")
+    for f in [go] + [f"{go}.ready.{r}" for r in range(w)]:
+        if os.path.exists(f):
+            os.remove(f)
     trainers = []
     for r in range(w):
         out = open(os.path.join(logs, f"trainer-{r}.json"), "w+")
@@ -191,13 +244,23 @@ def run_case(net, args, n, w, logs, fair_send):
             cmd = [os.path.join(BIN, "bench", "loader_bench"), f"--servers={','.join(servers)}",
                    f"--batch_size={args.batch_size}", f"--fanouts={args.fanouts}", "--shared_memory=false",
                    "--backend_key=fleet-cpp", f"--rank={r}", f"--world_size={w}",
-                   f"--feature_encoding={args.feature_encoding}", f"--fleet_start={t0}", f"--fleet_end={t1}"]
+                   f"--feature_encoding={args.feature_encoding}", f"--fleet_go={go}"]
         else:
             cmd = [sys.executable, "-X", "faulthandler", os.path.abspath(__file__), "trainer",
                    f"--servers={','.join(servers)}", f"--rank={r}", f"--world_size={w}",
-                   f"--batch_size={args.batch_size}", f"--fanouts={args.fanouts}", f"--start={t0}", f"--end={t1}",
+                   f"--batch_size={args.batch_size}", f"--fanouts={args.fanouts}", f"--go={go}",
                    f"--feature_encoding={args.feature_encoding}", f"--step_ms={args.slow_trainer_ms if r == 0 else 0}"]
         trainers.append((out, net.run(n + r, cmd, out)))
+    deadline = time.time() + 600
+    while not all(os.path.exists(f"{go}.ready.{r}") for r in range(w)):
+        if any(p.poll() is not None for _, p in trainers) or time.time() > deadline:
+            raise RuntimeError(f"a trainer did not register: see {logs}/trainer-*.json")
+        time.sleep(0.05)
+    t0 = time.time() + args.warmup
+    t1 = t0 + args.seconds
+    with open(go + ".tmp", "w") as f:
+        f.write(f"{t0} {t1}\n")
+    os.rename(go + ".tmp", go)
     time.sleep(max(0.0, t0 - time.time()))
     links0, cpu0 = net.link_bytes(), [proc_cpu(p.pid) for _, p in procs]
     time.sleep(max(0.0, t1 - time.time()))
@@ -210,10 +273,7 @@ def run_case(net, args, n, w, logs, fair_send):
         if p.returncode != 0 or not lines:
             raise RuntimeError(f"a trainer failed: see {out.name}")
         results.append(json.loads(lines[-1]))
-    for _, p in procs:
-        p.terminate()
-    for _, p in procs:
-        p.wait(timeout=60)
+    stop(procs)
     link = {k: (links1[k][0] - links0[k][0], links1[k][1] - links0[k][1]) for k in links1}
     c = summarise(args, n, w, results, link, [b - a for a, b in zip(cpu0, cpu1)])
     c["fair_send"] = fair_send
@@ -318,8 +378,7 @@ def trainer_main(argv):
     p.add_argument("--world_size", type=int)
     p.add_argument("--batch_size", type=int)
     p.add_argument("--fanouts")
-    p.add_argument("--start", type=float)
-    p.add_argument("--end", type=float)
+    p.add_argument("--go", help="say GO.ready.RANK once registered, then wait for GO: 'start end'")
     p.add_argument("--feature_encoding", default="")
     p.add_argument("--step_ms", type=float, default=0)
     a = p.parse_args(argv)
@@ -340,6 +399,11 @@ def trainer_main(argv):
             print(f"registration failed ({e}); retrying", file=sys.stderr, flush=True)
             if retries == 3:
                 raise
+    open(f"{a.go}.ready.{a.rank}", "w").close()
+    while not os.path.exists(a.go):
+        time.sleep(0.02)
+    with open(a.go) as f:
+        a.start, a.end = (float(x) for x in f.read().split())
     seeds = batches = payload = 0
     cpu = None
     epoch = 0
@@ -386,6 +450,9 @@ def main():
     p.add_argument("--warmup", type=float, default=8)
     p.add_argument("--seconds", type=float, default=26)
     p.add_argument("--cache", default="/tmp/graphstore-fleet")
+    p.add_argument("--torchrun", action="store_true",
+                   help="run python/examples/train_sage.py under torchrun across the W trainer hosts instead")
+    p.add_argument("--torchrun_epochs", type=int, default=2)
     p.add_argument("--rtt_ms", type=float, default=0,
                    help="host-to-host round trip added with netem (needs sch_netem: `tc qdisc add dev lo root netem "
                         "delay 1ms` says 'Specified qdisc kind is unknown' where it is missing)")
@@ -413,6 +480,12 @@ def main():
     base = {}
     try:
         net.open()
+        if a.torchrun:
+            for n, w in cases:
+                print(f"N={n} W={w} torchrun, one rank a trainer host:", flush=True)
+                for line in run_torchrun_case(net, a, n, w, logs):
+                    print(f"    {line}", flush=True)
+            return 0
         modes = {"on": [True], "off": [False], "both": [False, True]}[a.fair_send]
         done = []
         for n, w in cases:

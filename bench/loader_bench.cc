@@ -1,6 +1,6 @@
 // The C++ half of bench/python_bench.py: the C++ Loader's loop over a running server, timed
 // the same way as the Python loop (the first batch is warm-up; epochs follow each other until
-// --seconds have passed). Prints "batches/s X". With --fleet_end, a C++ trainer host of
+// --seconds have passed). Prints "batches/s X". With --fleet_go, a C++ trainer host of
 // bench/fleet_bench.py: rank / world_size of the global batches, one JSON line of what arrived.
 //
 //   loader_bench --servers=127.0.0.1:PORT --batch_size=1024 --fanouts=15,10,5 --shared_memory=false
@@ -12,7 +12,9 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <fstream>
 #include <string>
+#include <thread>
 
 #include "common/flags.h"
 
@@ -72,8 +74,9 @@ int Run(int argc, char** argv) {
   flags.Define("rank", "0", "this trainer's share of the global batches");
   flags.Define("world_size", "1", "trainers sharing them");
   flags.Define("feature_encoding", "", "the features' encoding on the wire");
-  flags.Define("fleet_start", "0", "bench/fleet_bench.py: count from this Unix time ...");
-  flags.Define("fleet_end", "0", "... to this one, and print one JSON line (0: the plain benchmark)");
+  flags.Define("fleet_go", "",
+               "bench/fleet_bench.py: once registered create GO.ready.RANK, wait for GO ('start end', Unix "
+               "seconds), count what arrives between them and print one JSON line");
   if (auto exit = flags.ParseCommandLine(argc, argv, "loader_bench", "Times the C++ Loader's loop.")) return *exit;
   client::LoaderOptions o;
   o.servers = SplitList(flags.Get("servers"), ',');
@@ -98,8 +101,12 @@ int Run(int argc, char** argv) {
   const double seconds = *flags.GetDouble("seconds");
   try {
     client::Loader loader(o);
-    if (*flags.GetDouble("fleet_end") > 0) {
-      Fleet(loader, *flags.GetDouble("fleet_start"), *flags.GetDouble("fleet_end"));
+    if (!flags.Get("fleet_go").empty()) {
+      const std::string go = flags.Get("fleet_go");
+      std::ofstream(go + ".ready." + std::to_string(o.rank)).flush();
+      double start = 0, end = 0;
+      while (!(std::ifstream(go) >> start >> end)) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      Fleet(loader, start, end);
       return 0;
     }
     using Clock = std::chrono::steady_clock;
