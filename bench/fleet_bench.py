@@ -254,7 +254,10 @@ def run_case(net, args, n, w, logs, fair_send):
     deadline = time.time() + 600
     while not all(os.path.exists(f"{go}.ready.{r}") for r in range(w)):
         if any(p.poll() is not None for _, p in trainers) or time.time() > deadline:
-            raise RuntimeError(f"a trainer did not register: see {logs}/trainer-*.json")
+            failed = [r for r, (_, p) in enumerate(trainers) if p.poll() is not None]
+            tails = "; ".join(f"trainer {r}: " + open(os.path.join(logs, f"trainer-{r}.json")).read()[-600:]
+                              for r in failed)
+            raise RuntimeError(f"a trainer did not register: {tails or 'timed out'}")
         time.sleep(0.05)
     t0 = time.time() + args.warmup
     t1 = t0 + args.seconds
@@ -490,7 +493,17 @@ def main():
         done = []
         for n, w in cases:
             for fair in modes:
-                c = run_case(net, a, n, w, logs, fair)
+                try:
+                    c = run_case(net, a, n, w, logs, fair)
+                except (RuntimeError, subprocess.TimeoutExpired) as e:
+                    # Said, and the run goes on: the other cases and the model still print.
+                    print(f"N={n} W={w} fair send {'on' if fair else 'off'}: FAILED: {e}", flush=True)
+                    for pid in sh("ip", "netns", "pids", SWITCH, check=False).split():
+                        subprocess.run(["kill", "-9", pid], check=False)
+                    for k in range(net.hosts):
+                        for pid in sh("ip", "netns", "pids", net.ns(k), check=False).split():
+                            subprocess.run(["kill", "-9", pid], check=False)
+                    continue
                 if n == 1:
                     base[(w, fair)] = c["seeds_s"]
                     base.setdefault(("one", fair), c)

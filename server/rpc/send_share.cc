@@ -95,8 +95,9 @@ void SendShare::WriteDone(uint64_t id) {
     const Clock::time_point now = now_();
     const auto took = now - s.write_start;
     const bool stalled = took >= StallLimit(s.write_bytes);
-    // A slow reader whose write went at its fair pace is reading again: it contends.
-    if (s.slow_until > now && took * options_.stall_factor <= StallLimit(s.write_bytes)) {
+    // A slow reader whose write went at its fair pace of the peak rate (not of the rate it
+    // may have dragged down) is reading again: it contends.
+    if (s.slow_until > now && took <= FairTime(s.write_bytes, peak_bytes_per_s_)) {
       s.slow_until = Clock::time_point{};
     }
     s.writing = false;
@@ -157,15 +158,20 @@ void SendShare::CountSent(Clock::time_point now, int64_t bytes) {
   window_bytes_ = 0;
 }
 
-SendShare::Clock::duration SendShare::StallLimit(int64_t bytes) const {
-  // The time a write of `bytes` takes when the server's rate is split evenly between the
-  // streams that have something to send (completions, not the wire: the socket's buffer
-  // hides single writes' times, not the rate).
-  if (bytes_per_s_ == 0.0) return options_.min_stall;
+SendShare::Clock::duration SendShare::FairTime(int64_t bytes, double rate) const {
+  // The time a write of `bytes` takes when `rate` is split evenly between the streams that
+  // have something to send (completions, not the wire: the socket's buffer hides single
+  // writes' times, not the rate). Zero without a rate.
+  if (rate == 0.0) return Clock::duration::zero();
   int active = 0;
   for (const auto& [id, s] : streams_) active += s.idle || s.leaving ? 0 : 1;
-  const double fair = std::max(active, 1) * static_cast<double>(bytes) / bytes_per_s_;
-  const auto limit = std::chrono::duration<double>(options_.stall_factor * fair);
+  const auto fair = std::chrono::duration<double>(std::max(active, 1) * static_cast<double>(bytes) / rate);
+  return std::chrono::duration_cast<Clock::duration>(fair);
+}
+
+SendShare::Clock::duration SendShare::StallLimit(int64_t bytes) const {
+  if (bytes_per_s_ == 0.0) return options_.min_stall;
+  const auto limit = FairTime(bytes, bytes_per_s_) * options_.stall_factor;
   return std::max<Clock::duration>(std::chrono::duration_cast<Clock::duration>(limit), options_.min_stall);
 }
 

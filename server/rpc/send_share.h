@@ -49,7 +49,7 @@ class SendShare {
     /// A stream others are held for while the server sends below 0.7 of its peak rate is a
     /// slow reader's: it holds no one back for this long, or until a write of it finishes in
     /// its fair time.
-    std::chrono::microseconds slow_reader_hold{10000000};
+    std::chrono::microseconds slow_reader_hold{30000000};
     /// Run the timer thread (tests drive Tick themselves with their own clock).
     bool timer_thread = true;
   };
@@ -93,6 +93,7 @@ class SendShare {
   };
 
   bool Contends(const Stream& s, Clock::time_point now) const;
+  Clock::duration FairTime(int64_t bytes, double rate) const;
   Clock::duration StallLimit(int64_t bytes) const;
   // Marks the streams held-back ones wait for as slow readers, when the holds waste the link.
   void FindSlowReaders(Clock::time_point now);
