@@ -15,8 +15,13 @@ thread_local uint64_t waking = 0;
 // of a batch: a few MB at tens of MB/s), smoothed with this weight.
 constexpr std::chrono::milliseconds kRateWindow{1000};
 constexpr double kRateAlpha = 0.3;
-constexpr double kPeakDecay = 0.9;     // per window: the peak halves in about 7 s of lower rates
-constexpr double kWastedBelow = 0.7;  // of the peak: holds that leave the link this empty waste it
+// While streams are held, at most every kProbeEvery (once the rate is known, and again only when
+// it has fallen kWasted below the last probe's) the share holds no one for kProbeFor and
+// compares what the server then sends with what it sent holding: more than kWasted times as
+// much, and the holds were wasting the link on slow readers.
+constexpr std::chrono::seconds kProbeEvery{10};
+constexpr std::chrono::seconds kProbeFor{2};
+constexpr double kWasted = 1.3;
 
 }  // namespace
 
@@ -48,9 +53,10 @@ void SendShare::Leave(uint64_t id) {
     auto it = streams_.find(id);
     if (it == streams_.end()) return;
     it->second.leaving = true;
-    // No wake of this stream runs after Leave returns (unless Leave is called from it).
-    if (waking != id) changed_.wait(lock, [&] { return it->second.waking == 0; });
-    streams_.erase(it);
+    // No wake of this stream runs after Leave returns (unless Leave is called from it). The
+    // stream is found again after the wait: a Join meanwhile may have moved the map's nodes.
+    if (waking != id) changed_.wait(lock, [&] { return streams_.at(id).waking == 0; });
+    streams_.erase(id);
     Release(now_(), &wakes);
   }
   RunWakes(&wakes);
@@ -70,7 +76,7 @@ bool SendShare::MayWrite(uint64_t id, int64_t bytes) {
     if (LeastSent(now, id, &least, /*written_only=*/true)) s.sent = std::max(s.sent, least);
   }
   const bool others = LeastSent(now, id, &least);
-  if (others && s.sent - least > options_.quantum_bytes) {
+  if (others && s.sent - least > options_.quantum_bytes && !Probing(now)) {
     if (!s.held) s.held_since = now;
     s.held = true;
     changed_.notify_all();
@@ -95,9 +101,9 @@ void SendShare::WriteDone(uint64_t id) {
     const Clock::time_point now = now_();
     const auto took = now - s.write_start;
     const bool stalled = took >= StallLimit(s.write_bytes);
-    // A slow reader whose write went at its fair pace of the peak rate (not of the rate it
+    // A slow reader whose write went at its fair pace of the free rate (not of the rate it
     // may have dragged down) is reading again: it contends.
-    if (s.slow_until > now && took <= FairTime(s.write_bytes, peak_bytes_per_s_)) {
+    if (s.slow_until > now && took <= FairTime(s.write_bytes, std::max(free_bytes_per_s_, bytes_per_s_))) {
       s.slow_until = Clock::time_point{};
     }
     s.writing = false;
@@ -148,12 +154,11 @@ bool SendShare::Contends(const Stream& s, Clock::time_point now) const {
 void SendShare::CountSent(Clock::time_point now, int64_t bytes) {
   if (window_start_ == Clock::time_point{}) window_start_ = now;
   window_bytes_ += bytes;
+  if (Probing(now)) probe_bytes_ += bytes;
   const auto span = now - window_start_;
   if (span < kRateWindow) return;
   const double rate = static_cast<double>(window_bytes_) / std::chrono::duration<double>(span).count();
   bytes_per_s_ = bytes_per_s_ == 0.0 ? rate : bytes_per_s_ + kRateAlpha * (rate - bytes_per_s_);
-  // The smoothed rate, not a window's: a window a socket's empty buffer absorbed is no peak.
-  peak_bytes_per_s_ = std::max(bytes_per_s_, peak_bytes_per_s_ * kPeakDecay);
   window_start_ = now;
   window_bytes_ = 0;
 }
@@ -186,25 +191,47 @@ bool SendShare::LeastSent(Clock::time_point now, uint64_t except, int64_t* least
   return any;
 }
 
+bool SendShare::Probing(Clock::time_point now) const { return probe_end_ != Clock::time_point{} && now < probe_end_; }
+
 void SendShare::FindSlowReaders(Clock::time_point now) {
   // Holding back is free while the link stays full (the waited-for streams take what the held
-  // ones leave); when the server sends well below what it has sent, the holds waste the link,
-  // and whoever the held streams wait for is reading slowly, not starved by TCP.
-  if (peak_bytes_per_s_ == 0.0 || bytes_per_s_ >= kWastedBelow * peak_bytes_per_s_) return;
-  for (auto& [hid, h] : streams_) {
-    if (!h.held || h.leaving || now - h.held_since < options_.min_stall) continue;
-    for (auto& [id, s] : streams_) {
-      if (id != hid && Contends(s, now) && h.sent - s.sent > options_.quantum_bytes) {
-        s.slow_until = now + options_.slow_reader_hold;
+  // ones leave). Whether it does cannot be seen while holding, so now and then the share holds
+  // no one for a while: if the server then sends much more, the holds were wasting the link,
+  // and the streams they waited for read slowly (TCP was not what held them back).
+  if (probe_end_ != Clock::time_point{} && now >= probe_end_) {
+    const double span = std::chrono::duration<double>(now - (probe_end_ - kProbeFor)).count();
+    free_bytes_per_s_ = span > 0 ? static_cast<double>(probe_bytes_) / span : 0.0;
+    if (free_bytes_per_s_ > kWasted * held_bytes_per_s_) {
+      for (uint64_t id : suspects_) {
+        auto it = streams_.find(id);
+        if (it != streams_.end()) it->second.slow_until = now + options_.slow_reader_hold;
       }
     }
+    probe_end_ = Clock::time_point{};
+    suspects_.clear();
+    last_probe_ = now;
+    return;
   }
+  if (Probing(now) || bytes_per_s_ == 0.0 || now - last_probe_ < kProbeEvery) return;
+  // A link as full as the last probe found it free: nothing is wasted, nothing to probe.
+  if (free_bytes_per_s_ > 0.0 && bytes_per_s_ * kWasted >= free_bytes_per_s_) return;
+  // The streams waited for now: those the held ones are more than a quantum ahead of.
+  for (const auto& [hid, h] : streams_) {
+    if (!h.held || h.leaving) continue;
+    for (const auto& [id, s] : streams_) {
+      if (id != hid && Contends(s, now) && h.sent - s.sent > options_.quantum_bytes) suspects_.push_back(id);
+    }
+  }
+  if (suspects_.empty()) return;
+  held_bytes_per_s_ = bytes_per_s_;
+  probe_bytes_ = 0;
+  probe_end_ = now + kProbeFor;
 }
 
 void SendShare::Release(Clock::time_point now, std::vector<std::function<void()>>* out) {
   FindSlowReaders(now);
   int64_t least = 0;
-  const bool any = LeastSent(now, 0, &least);
+  const bool any = LeastSent(now, 0, &least) && !Probing(now);
   for (auto& [id, s] : streams_) {
     if (!s.held || s.leaving) continue;
     if (any && s.sent - least > options_.quantum_bytes) continue;
@@ -235,6 +262,8 @@ SendShare::Clock::time_point SendShare::NextDeadline(Clock::time_point now) cons
     if (s.writing && Contends(s, now)) next = std::min(next, s.write_start + StallLimit(s.write_bytes));
     if (now < s.slow_until) next = std::min(next, s.slow_until);
   }
+  if (probe_end_ != Clock::time_point{}) next = std::min(next, probe_end_);
+  if (held) next = std::min(next, last_probe_ + kProbeEvery);
   return held ? next : Clock::time_point::max();
 }
 

@@ -16,9 +16,12 @@
 // write stalled so
 // forfeits the lag it built (its `sent` is lifted to the others' least), as does one that had
 // nothing to send (a stream that starts or comes back from idle does not claim the past). And
-// when streams are held while the server sends below 0.7 of its peak rate, the holds waste the
-// link: the streams they wait for are slow readers, and stop holding anyone for a while
-// (`slow_reader_hold`), or until one of their writes finishes in its fair time.
+// holding must not waste the link on a reader slower than its share: while streams are held
+// (first after 10 s, then whenever the rate has fallen 1.3 times below what the last probe
+// found, at most every 10 s) the share holds no one for 2 s, and if the server then sends over
+// 1.3 times what it sent holding, the streams the held ones waited for are slow readers and stop
+// holding anyone for a while (`slow_reader_hold`), or until one of their writes finishes in its
+// fair time.
 //
 // Thread-safe. Wake callbacks run without the lock held, on the caller's thread or on the
 // timer thread (which re-checks when a write on its way crosses its stall limit).
@@ -46,10 +49,9 @@ class SendShare {
     double stall_factor = 4.0;
     /// The stall limit is never below this (small writes, an idle server).
     std::chrono::microseconds min_stall{50000};
-    /// A stream others are held for while the server sends below 0.7 of its peak rate is a
-    /// slow reader's: it holds no one back for this long, or until a write of it finishes in
-    /// its fair time.
-    std::chrono::microseconds slow_reader_hold{30000000};
+    /// A stream found to read slowly (see above) holds no one back for this long, or until a
+    /// write of it finishes in its fair time.
+    std::chrono::microseconds slow_reader_hold{60000000};
     /// Run the timer thread (tests drive Tick themselves with their own clock).
     bool timer_thread = true;
   };
@@ -95,8 +97,10 @@ class SendShare {
   bool Contends(const Stream& s, Clock::time_point now) const;
   Clock::duration FairTime(int64_t bytes, double rate) const;
   Clock::duration StallLimit(int64_t bytes) const;
-  // Marks the streams held-back ones wait for as slow readers, when the holds waste the link.
+  // Starts and ends the probes that tell slow readers from streams TCP starves, marking the
+  // slow ones.
   void FindSlowReaders(Clock::time_point now);
+  bool Probing(Clock::time_point now) const;
   void CountSent(Clock::time_point now, int64_t bytes);
   // The least `sent` of the contending streams other than `except` (0: none), counting writes
   // on their way unless `written_only`; false if none contends.
@@ -115,7 +119,13 @@ class SendShare {
   uint64_t next_id_ = 1;
   // The server's rate of finished writes (bytes a second, smoothed; 0 until the first window).
   double bytes_per_s_ = 0.0;
-  double peak_bytes_per_s_ = 0.0;  // the highest window, decaying slowly: what the link can do
+  // The probe of slow readers (FindSlowReaders): while probe_end_ is set, no one is held.
+  Clock::time_point probe_end_{};
+  Clock::time_point last_probe_{};
+  int64_t probe_bytes_ = 0;
+  double held_bytes_per_s_ = 0.0;  // the rate when the probe began
+  double free_bytes_per_s_ = 0.0;  // the last probe's rate
+  std::vector<uint64_t> suspects_;
   Clock::time_point window_start_{};
   int64_t window_bytes_ = 0;
   bool stopping_ = false;

@@ -4,6 +4,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <vector>
@@ -95,32 +96,52 @@ TEST_CASE("a reader that stalls its write holds no one back, and forfeits its la
   CHECK(f.share.MayWrite(a, kMiB));
 }
 
-TEST_CASE("a reader that does not catch up while the others wait for it stops holding them") {
-  Fixture f;
-  const uint64_t a = f.Join(0), b = f.Join(1);
-  // Both at 120 MiB; b's reader then reads a megabyte every 300 ms, a faster than the link.
-  f.Level(a, b, 120);
-  int held_ms = 0, written = 0;
-  for (int ms = 0; ms < 6000; ++ms) {
-    if (ms % 300 == 0) {
+// After Level, b's reader takes a megabyte every `every_ms` and a's as fast as it is let, for
+// `total_ms`; whether a wrote, each millisecond.
+std::vector<bool> ReadSlowly(Fixture& f, uint64_t a, uint64_t b, int every_ms, int total_ms) {
+  std::vector<bool> wrote(total_ms);
+  for (int ms = 0; ms < total_ms; ++ms) {
+    if (ms % every_ms == 0) {
       f.share.WriteDone(b);
       REQUIRE(f.share.MayWrite(b, kMiB));  // b is never ahead
     }
     f.share.Tick();
-    if (f.share.MayWrite(a, kMiB)) {
-      f.share.WriteDone(a);
-      ++written;
-    } else {
-      ++held_ms;
-    }
+    wrote[ms] = f.share.MayWrite(a, kMiB);
+    if (wrote[ms]) f.share.WriteDone(a);
     f.now += milliseconds(1);
   }
-  // Held for b, a left the link nearly empty: b was taken for a slow reader within two or three
-  // rate windows (a second each), and a then ran at its own pace while b kept reading slowly.
-  INFO("a held " << held_ms << " ms, wrote " << written << " MiB");
-  CHECK(held_ms > 0);
-  CHECK(held_ms < 3500);
+  return wrote;
+}
+
+int Count(const std::vector<bool>& v, int from, int to) {
+  return static_cast<int>(std::count(v.begin() + from, v.begin() + to, true));
+}
+
+TEST_CASE("a reader that does not catch up while the others wait for it stops holding them") {
+  Fixture f;
+  const uint64_t a = f.Join(0), b = f.Join(1);
+  f.Level(a, b, 120);
+  // b reads a megabyte every 300 ms: each of its writes outlasts four times its fair time, so
+  // it stops holding a once the first has (a stalled reader), and a runs at its own pace.
+  const std::vector<bool> wrote = ReadSlowly(f, a, b, 300, 6000);
+  const int written = Count(wrote, 0, 6000);
+  INFO("a wrote " << written << " MiB in 6 s");
+  CHECK(written < 6000);  // it was held at first
   CHECK(written > 2500);
+}
+
+TEST_CASE("a reader at half its share is found by a probe and paces no one after it") {
+  Fixture f;
+  const uint64_t a = f.Join(0), b = f.Join(1);
+  f.Level(a, b, 120);
+  // b takes a megabyte every 20 ms: its writes go at half the pace a would, not slowly enough
+  // to count as stalled, so a is held to b's pace until the share probes (after 10 s: holding
+  // no one for 2 s, the server sends far more, so the holds wasted the link).
+  const std::vector<bool> wrote = ReadSlowly(f, a, b, 20, 20000);
+  const int early = Count(wrote, 0, 8000), late = Count(wrote, 13000, 20000);
+  INFO("a wrote " << early << " MiB in the first 8 s, " << late << " in the last 7 s");
+  CHECK(early < 8000 / 20 + 10);  // held to b's 50 MiB/s
+  CHECK(late > 6000);             // then free: b reads slowly, it is no longer waited for
 }
 
 TEST_CASE("a stream back from idle claims nothing of the time it had nothing to send") {
