@@ -90,6 +90,7 @@ int Run(int argc, char** argv) {
   o.split = "";
   o.rank = static_cast<int>(*flags.GetInt("rank"));
   o.world_size = static_cast<int>(*flags.GetInt("world_size"));
+  if (!flags.Get("fleet_go").empty()) o.deadline = std::chrono::seconds(180);  // see fleet_bench.py
   if (!flags.Get("feature_encoding").empty()) {
     auto encoding = client::ParseFeatureEncoding(flags.Get("feature_encoding"));
     if (!encoding.ok()) {

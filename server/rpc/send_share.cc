@@ -99,13 +99,7 @@ void SendShare::WriteDone(uint64_t id) {
     if (it == streams_.end() || !it->second.writing) return;
     Stream& s = it->second;
     const Clock::time_point now = now_();
-    const auto took = now - s.write_start;
-    const bool stalled = took >= StallLimit(s.write_bytes);
-    // A slow reader whose write went at its fair pace of the free rate (not of the rate it
-    // may have dragged down) is reading again: it contends.
-    if (s.slow_until > now && took <= FairTime(s.write_bytes, std::max(free_bytes_per_s_, bytes_per_s_))) {
-      s.slow_until = Clock::time_point{};
-    }
+    const bool stalled = now - s.write_start >= StallLimit(s.write_bytes);
     s.writing = false;
     CountSent(now, s.write_bytes);
     int64_t least = 0;

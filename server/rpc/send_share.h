@@ -20,8 +20,7 @@
 // (first after 10 s, then whenever the rate has fallen 1.3 times below what the last probe
 // found, at most every 10 s) the share holds no one for 2 s, and if the server then sends over
 // 1.3 times what it sent holding, the streams the held ones waited for are slow readers and stop
-// holding anyone for a while (`slow_reader_hold`), or until one of their writes finishes in its
-// fair time.
+// holding anyone for a while (`slow_reader_hold`).
 //
 // Thread-safe. Wake callbacks run without the lock held, on the caller's thread or on the
 // timer thread (which re-checks when a write on its way crosses its stall limit).
@@ -49,8 +48,8 @@ class SendShare {
     double stall_factor = 4.0;
     /// The stall limit is never below this (small writes, an idle server).
     std::chrono::microseconds min_stall{50000};
-    /// A stream found to read slowly (see above) holds no one back for this long, or until a
-    /// write of it finishes in its fair time.
+    /// A stream found to read slowly (see above) holds no one back for this long (single
+    /// writes say nothing: the socket's buffer finishes some of a slow reader's at once).
     std::chrono::microseconds slow_reader_hold{60000000};
     /// Run the timer thread (tests drive Tick themselves with their own clock).
     bool timer_thread = true;
