@@ -45,6 +45,12 @@ def sh(*args, check=True, ns=None):
     return r.stdout
 
 
+def kill_in(ns):
+    """Kills every process left in namespace `ns`."""
+    for pid in sh("ip", "netns", "pids", ns, check=False).split():
+        subprocess.run(["kill", "-9", pid], check=False)
+
+
 class Network:
     """The namespaces, the bridge, the veths and their shaping; `close` removes all of it."""
 
@@ -118,9 +124,7 @@ class Network:
         for line in listed.splitlines():
             name = line.split()[0] if line.strip() else ""
             if name == SWITCH or (name.startswith("gsf-") and name[4:].isdigit()):
-                sh("ip", "netns", "pids", name, check=False)
-                for pid in sh("ip", "netns", "pids", name, check=False).split():
-                    subprocess.run(["kill", "-9", pid], check=False)
+                kill_in(name)
                 sh("ip", "netns", "del", name, check=False)
         for group in self.groups:
             try:
@@ -294,7 +298,7 @@ def summarise(args, n, w, results, link, server_cpu):
         "n": n, "w": w, "seeds_s": sum(seeds), "share": min(seeds) / max(seeds) if max(seeds) else 0.0,
         "per_trainer": seeds, "batches": batches, "payload": payload,
         "links": {k: link[k] for k in link}, "server_tx": server_tx,
-        "between_servers": max(0, server_tx - trainer_rx), "framing": max(0, trainer_rx - payload),
+        "between_servers": max(0, server_tx - trainer_rx),
         "server_cpu_ms_per_batch": 1000 * sum(server_cpu) / max(batches, 1),
         "trainer_cpu_ms_per_batch": 1000 * sum(r["cpu"] for r in results) / max(batches, 1),
         "retries": sum(r.get("retries", 0) for r in results),
@@ -501,11 +505,8 @@ def main():
                 except (RuntimeError, subprocess.TimeoutExpired) as e:
                     # Said, and the run goes on: the other cases and the model still print.
                     print(f"N={n} W={w} fair send {'on' if fair else 'off'}: FAILED: {e}", flush=True)
-                    for pid in sh("ip", "netns", "pids", SWITCH, check=False).split():
-                        subprocess.run(["kill", "-9", pid], check=False)
-                    for k in range(net.hosts):
-                        for pid in sh("ip", "netns", "pids", net.ns(k), check=False).split():
-                            subprocess.run(["kill", "-9", pid], check=False)
+                    for ns in [SWITCH] + [net.ns(k) for k in range(net.hosts)]:
+                        kill_in(ns)
                     continue
                 if n == 1:
                     base[(w, fair)] = c["seeds_s"]

@@ -46,20 +46,29 @@ uint64_t SendShare::Join(std::function<void()> wake) {
   return id;
 }
 
-void SendShare::Leave(uint64_t id) {
+template <typename Change>
+void SendShare::ChangeAndRelease(Change change) {
   std::vector<std::function<void()>> wakes;
   {
     std::unique_lock<std::mutex> lock(mu_);
+    const Clock::time_point now = now_();
+    if (!change(lock, now)) return;
+    Release(now, &wakes);
+  }
+  for (auto& w : wakes) w();
+}
+
+void SendShare::Leave(uint64_t id) {
+  ChangeAndRelease([&](std::unique_lock<std::mutex>& lock, Clock::time_point) {
     auto it = streams_.find(id);
-    if (it == streams_.end()) return;
+    if (it == streams_.end()) return false;
     it->second.leaving = true;
     // No wake of this stream runs after Leave returns (unless Leave is called from it). The
     // stream is found again after the wait: a Join meanwhile may have moved the map's nodes.
     if (waking != id) changed_.wait(lock, [&] { return streams_.at(id).waking == 0; });
     streams_.erase(id);
-    Release(now_(), &wakes);
-  }
-  RunWakes(&wakes);
+    return true;
+  });
 }
 
 bool SendShare::MayWrite(uint64_t id, int64_t bytes) {
@@ -92,45 +101,33 @@ bool SendShare::MayWrite(uint64_t id, int64_t bytes) {
 }
 
 void SendShare::WriteDone(uint64_t id) {
-  std::vector<std::function<void()>> wakes;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
+  ChangeAndRelease([&](std::unique_lock<std::mutex>&, Clock::time_point now) {
     auto it = streams_.find(id);
-    if (it == streams_.end() || !it->second.writing) return;
+    if (it == streams_.end() || !it->second.writing) return false;
     Stream& s = it->second;
-    const Clock::time_point now = now_();
     const bool stalled = now - s.write_start >= StallLimit(s.write_bytes);
     s.writing = false;
     CountSent(now, s.write_bytes);
     int64_t least = 0;
     // A reader that stalled the write does not then pace the others by its lag.
     if (stalled && LeastSent(now, id, &least, /*written_only=*/true)) s.sent = std::max(s.sent, least);
-    Release(now, &wakes);
-  }
-  RunWakes(&wakes);
+    return true;
+  });
 }
 
 void SendShare::Idle(uint64_t id) {
-  std::vector<std::function<void()>> wakes;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
+  ChangeAndRelease([&](std::unique_lock<std::mutex>&, Clock::time_point) {
     auto it = streams_.find(id);
     // A write on its way still counts (a batch became ready again before this call).
-    if (it == streams_.end() || it->second.writing) return;
+    if (it == streams_.end() || it->second.writing) return false;
     it->second.idle = true;
     it->second.held = false;
-    Release(now_(), &wakes);
-  }
-  RunWakes(&wakes);
+    return true;
+  });
 }
 
 void SendShare::Tick() {
-  std::vector<std::function<void()>> wakes;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    Release(now_(), &wakes);
-  }
-  RunWakes(&wakes);
+  ChangeAndRelease([](std::unique_lock<std::mutex>&, Clock::time_point) { return true; });
 }
 
 int SendShare::held() const {
@@ -193,7 +190,7 @@ void SendShare::FindSlowReaders(Clock::time_point now) {
   // no one for a while: if the server then sends much more, the holds were wasting the link,
   // and the streams they waited for read slowly (TCP was not what held them back).
   if (probe_end_ != Clock::time_point{} && now >= probe_end_) {
-    const double span = std::chrono::duration<double>(now - (probe_end_ - kProbeFor)).count();
+    const double span = std::chrono::duration<double>(now - probe_start_).count();
     free_bytes_per_s_ = span > 0 ? static_cast<double>(probe_bytes_) / span : 0.0;
     if (free_bytes_per_s_ > kWasted * held_bytes_per_s_) {
       for (uint64_t id : suspects_) {
@@ -219,6 +216,7 @@ void SendShare::FindSlowReaders(Clock::time_point now) {
   if (suspects_.empty()) return;
   held_bytes_per_s_ = bytes_per_s_;
   probe_bytes_ = 0;
+  probe_start_ = now;
   probe_end_ = now + kProbeFor;
 }
 
@@ -242,10 +240,6 @@ void SendShare::Release(Clock::time_point now, std::vector<std::function<void()>
       changed_.notify_all();
     });
   }
-}
-
-void SendShare::RunWakes(std::vector<std::function<void()>>* wakes) {
-  for (auto& w : *wakes) w();
 }
 
 SendShare::Clock::time_point SendShare::NextDeadline(Clock::time_point now) const {
@@ -275,7 +269,7 @@ void SendShare::TimerLoop() {
     Release(now_(), &wakes);
     if (wakes.empty()) continue;
     lock.unlock();
-    RunWakes(&wakes);
+    for (auto& w : wakes) w();
     lock.lock();
   }
 }

@@ -106,7 +106,10 @@ class SendShare {
   bool LeastSent(Clock::time_point now, uint64_t except, int64_t* least, bool written_only = false) const;
   // Releases held streams within the quantum of the least; their wakes go to `out`.
   void Release(Clock::time_point now, std::vector<std::function<void()>>* out);
-  static void RunWakes(std::vector<std::function<void()>>* wakes);
+  // Runs `change(lock, now)` under the lock; when it returns true, releases whom that frees
+  // and runs their wakes after the lock is let go.
+  template <typename Change>
+  void ChangeAndRelease(Change change);
   Clock::time_point NextDeadline(Clock::time_point now) const;
   void TimerLoop();
 
@@ -119,6 +122,7 @@ class SendShare {
   // The server's rate of finished writes (bytes a second, smoothed; 0 until the first window).
   double bytes_per_s_ = 0.0;
   // The probe of slow readers (FindSlowReaders): while probe_end_ is set, no one is held.
+  Clock::time_point probe_start_{};
   Clock::time_point probe_end_{};
   Clock::time_point last_probe_{};
   int64_t probe_bytes_ = 0;

@@ -224,8 +224,16 @@ void SetIdTensor(const std::vector<int64_t>& values, bool compact, v1::Tensor* o
     SetInt64Tensor(values, out);
     return;
   }
-  std::vector<int32_t> narrow(values.begin(), values.end());
-  SetTensor(v1::DTYPE_INT32, {static_cast<int64_t>(narrow.size())}, narrow.data(), narrow.size() * 4, out);
+  // Narrowed straight into the tensor's bytes (little endian, as the wire is).
+  out->Clear();
+  out->set_dtype(v1::DTYPE_INT32);
+  out->add_shape(static_cast<int64_t>(values.size()));
+  std::string* data = out->mutable_data();
+  data->resize(values.size() * 4);
+  for (size_t i = 0; i < values.size(); ++i) {
+    const auto v = static_cast<int32_t>(values[i]);
+    std::memcpy(data->data() + 4 * i, &v, 4);
+  }
 }
 
 std::vector<MessageEntry> MessageEntries(const Partition& partition, const SampledSubgraph& g) {
