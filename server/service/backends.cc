@@ -55,8 +55,10 @@ void Backends::InitSamplingBackend(const v1::InitSamplingBackendRequest& req, v1
         return done(absl::FailedPreconditionError(absl::StrCat(
             "backend_key '", req.backend_key(), "' already names backend ", e->id, " with a different config")));
       }
-      // Joining renews the lease of a backend that has no channel yet.
+      // Joining renews the lease of a backend that has no channel yet, and keeps it from
+      // stopping when its last channel leaves before this caller registers.
       e->last_activity = ServiceState::Clock::now();
+      ++e->pending_joins;
       auto reply = [resp, done, id = e->id, lease = e->lease_ms](absl::Status s) {
         if (s.ok()) {
           resp->set_backend_id(id);
@@ -75,6 +77,7 @@ void Backends::InitSamplingBackend(const v1::InitSamplingBackendRequest& req, v1
       entry = state_.registry.AddBackend(req.backend_key(), req.config(), caller.identity);
       entry->worker_threads = backend_options->num_workers;
       entry->lease_ms = req.lease_ms() > 0 ? req.lease_ms() : state_.options.default_backend_lease_ms;
+      entry->pending_joins = 1;
     }
   }
   if (joined) return joined(absl::OkStatus());

@@ -210,7 +210,9 @@ bool DestroyChannelLocked(ServiceState& state, uint64_t channel_id) {
   std::shared_ptr<ChannelEntry> c = state.registry.RemoveChannel(channel_id);
   if (c == nullptr) return false;
   std::shared_ptr<BackendEntry> b = c->backend;
-  const bool last = b->num_channels == 0;
+  // A backend another caller joined and has not registered on yet stays, on its lease.
+  const bool last = b->num_channels == 0 && b->pending_joins == 0;
+  if (b->num_channels == 0 && !last) b->last_activity = ServiceState::Clock::now();
   if (last) {
     state.registry.RemoveBackend(b->id);
     // Joining the workers may wait for a batch being sampled: the watchdog thread does it, so

@@ -55,6 +55,7 @@ absl::Status Registry::NotLive(uint64_t id, Found found) {
 
 void Registry::AddChannel(std::shared_ptr<ChannelEntry> channel) {
   ++channel->backend->num_channels;
+  if (channel->backend->pending_joins > 0) --channel->backend->pending_joins;
   Holdings& h = holdings_[channel->owner];
   ++h.channels;
   h.buffer_bytes += channel->held_buffer_bytes();

@@ -66,6 +66,10 @@ struct BackendEntry {
   std::shared_ptr<scheduler::Backend> scheduler;
   /// Live channels registered on it (kept by the Registry).
   int num_channels = 0;
+  /// InitSamplingBackend answers with this backend not yet followed by a registration: while
+  /// one is pending, its last channel leaving does not stop it (a trainer that joined it is
+  /// about to register); the lease stops it if nobody does.
+  int pending_joins = 0;
   /// Worker threads it runs while it has channels, against max_worker_threads.
   int worker_threads = 0;
 };

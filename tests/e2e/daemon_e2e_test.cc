@@ -198,6 +198,28 @@ TEST_CASE("the same backend key gives one backend; a different config is refused
   CHECK(r.status().code() == absl::StatusCode::kFailedPrecondition);
   CHECK(d.Stop(SIGTERM) == 0);
 }
+TEST_CASE("A backend another trainer joined outlives the last channel leaving before it registers", "[e2e]") {
+  // Two trainers with one config share a backend: the second joins it, the first finishes and
+  // leaves, then the second registers. The backend must still be there.
+  Daemon d(Dataset());
+  auto c = Connect(d);
+  const uint64_t backend = InitBackend(*c, "shared");
+  const uint64_t first = RegisterSplit(*c, backend, "val");
+  CHECK(InitBackend(*c, "shared") == backend);
+  v1::DestroySamplingInputRequest destroy;
+  destroy.set_channel_id(first);
+  auto gone = c->DestroySamplingInput(destroy);
+  REQUIRE(gone.ok());
+  CHECK_FALSE(gone->backend_stopped());
+  const uint64_t second = RegisterSplit(*c, backend, "val");
+  CHECK(Start(*c, second, 0) == v1::StartEpochResponse::STARTED);
+  destroy.set_channel_id(second);
+  auto last = c->DestroySamplingInput(destroy);
+  REQUIRE(last.ok());
+  CHECK(last->backend_stopped());  // nobody else joined: the last channel stops it
+  CHECK(d.Stop(SIGTERM) == 0);
+}
+
 TEST_CASE("StartEpoch: repeated and stale are no-ops, destroyed is silent, unknown is NOT_FOUND", "[e2e]") {
   Daemon d(Dataset());
   auto c = Connect(d);
