@@ -3,7 +3,7 @@ NeighborLoader on an in-memory Data of the same graph, in one run (seeds/s).
 
     bazel build -c opt //server:graphstored //tools:graphstore-generate //python:graphstore
     /usr/bin/python3 bench/pyg_bench.py                  # 100,000 nodes, 32 features
-    /usr/bin/python3 bench/pyg_bench.py --nodes=200000 --batches=60
+    /usr/bin/python3 bench/pyg_bench.py --nodes=400000 --batches=200 --rounds=5
 
 One graphstored serves a generated graph; the same graph's arrays (`--format=npy`) make the
 in-memory Data. Each line takes --batches batches of --batch_size train seeds at --fanouts:
@@ -14,10 +14,13 @@ in-memory Data. Each line takes --batches batches of --batch_size train seeds at
   stand-in NodeLoader (tests/python/pyg_standin), which makes the calls PyG's makes for a remote
   backend in its order (sample_from_nodes on a batch of the shuffled input, then one
   FeatureStore.multi_get_tensor at the sampled nodes), as the line then says;
+- graphstore.pyg.NodeLoader: the same NodeLoader with the same arguments, whose epoch is one
+  channel the server samples ahead (prefetch 4) instead of one channel per batch;
 - PyG's NeighborLoader on the in-memory Data, where torch_geometric is installed.
 """
 
 import argparse
+import statistics
 import os
 import subprocess
 import sys
@@ -57,6 +60,12 @@ def serve(directory):
         return proc, f"127.0.0.1:{int(f.read())}"
 
 
+def take_batch(b):
+    """What a training step reads of a batch (the same for every line): x, y, edge_index."""
+    _ = (b.x.sum(), b.y[:1], b.edge_index[:, :1])
+    return int(b.batch_size)
+
+
 def timed(batches, take):
     """seeds/s over `batches` items of an iterator, the first one warm-up."""
     it = iter(batches)
@@ -68,23 +77,18 @@ def timed(batches, take):
 
 
 def loader_line(address, args):
-    with graphstore.Loader([address], args.fanouts, batch_size=args.batch_size, shuffle=True, split="train",
-                           shared_memory=False) as loader:
-        def take(b):
-            _ = (b.x.sum(), b.y[:1], b.edge_index[:, :1])
-            return b.batch_size
+    with graphstore.Loader([address], args.fanouts, batch_size=args.batch_size, shuffle=True, split="train") as loader:
         batches = (b for i, b in zip(range(args.batches + 1), loader.epoch(0)))
-        return timed(batches, take)
+        return timed(batches, take_batch)
 
 
-def pyg_store_line(address, train, args):
+def pyg_store_line(address, train, args, loader_cls=None):
     fs, gs = gpyg.FeatureStore([address]), gpyg.GraphStore([address])
     sampler = gpyg.NeighborSampler([address], args.fanouts)
-    loader = NodeLoader(data=(fs, gs), node_sampler=sampler, input_nodes=train, batch_size=args.batch_size,
-                        shuffle=True)
+    loader = (loader_cls or NodeLoader)(data=(fs, gs), node_sampler=sampler, input_nodes=train,
+                                        batch_size=args.batch_size, shuffle=True)
     batches = (b for i, b in zip(range(args.batches + 1), loader))
-    how = "PyG's NodeLoader" if HAVE_PYG else "NodeLoader (PyG stand-in: no torch_geometric here)"
-    return timed(batches, lambda d: int(d.batch_size)), how
+    return timed(batches, take_batch)
 
 
 def neighbor_loader_line(npy, train, args):
@@ -99,7 +103,7 @@ def neighbor_loader_line(npy, train, args):
     loader = NeighborLoader(data, num_neighbors=args.fanouts, batch_size=args.batch_size, input_nodes=train,
                             shuffle=True)
     batches = (b for i, b in zip(range(args.batches + 1), loader))
-    return timed(batches, lambda d: int(d.batch_size))
+    return timed(batches, take_batch)
 
 
 def main():
@@ -108,7 +112,8 @@ def main():
     p.add_argument("--features", type=int, default=32)
     p.add_argument("--batch_size", type=int, default=512)
     p.add_argument("--fanouts", type=lambda s: [int(f) for f in s.split(",")], default=[10, 5])
-    p.add_argument("--batches", type=int, default=40)
+    p.add_argument("--batches", type=int, default=100)
+    p.add_argument("--rounds", type=int, default=3, help="rounds of every line, alternating; medians printed")
     a = p.parse_args()
     with tempfile.TemporaryDirectory() as work:
         gen = os.path.join(BIN, "tools", "graphstore-generate")
@@ -120,11 +125,20 @@ def main():
         proc, address = serve(work)
         try:
             print(f"pyg_bench: {a.nodes:,} nodes, {a.features} features, batch {a.batch_size}, {a.fanouts}, "
-                  f"{a.batches} batches a line, one server on loopback (socket)", flush=True)
-            base = loader_line(address, a)
+                  f"{a.batches} batches a line, one server on loopback (shared memory, the default)", flush=True)
+            lines = {"loader": lambda: loader_line(address, a), "per_call": lambda: pyg_store_line(address, train, a),
+                     "ahead": lambda: pyg_store_line(address, train, a, gpyg.NodeLoader)}
+            runs = {k: [] for k in lines}
+            for _ in range(a.rounds):
+                for k, line in lines.items():
+                    runs[k].append(line())
+            base, rate, ahead = (statistics.median(runs[k]) for k in ("loader", "per_call", "ahead"))
+            print(f"medians of {a.rounds} rounds, alternating", flush=True)
             print(f"graphstore.Loader:                  {base:9,.0f} seeds/s", flush=True)
-            rate, how = pyg_store_line(address, train, a)
+            how = "PyG's NodeLoader" if HAVE_PYG else "NodeLoader (PyG stand-in: no torch_geometric here)"
             print(f"{how} over graphstore.pyg: {rate:9,.0f} seeds/s  ({rate / base:.2f}x the Loader)", flush=True)
+            print(f"graphstore.pyg.NodeLoader (a subclass of {how}, prefetch 4): {ahead:9,.0f} seeds/s  "
+                  f"({ahead / base:.2f}x the Loader, {ahead / rate:.2f}x per-call)", flush=True)
             if HAVE_PYG:
                 mem = neighbor_loader_line(os.path.join(work, "npy"), train, a)
                 print(f"PyG's NeighborLoader, in-memory Data:  {mem:9,.0f} seeds/s  ({base / mem:.2f}x: Loader / it)")

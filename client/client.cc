@@ -291,6 +291,9 @@ class GrpcClient : public Client {
   absl::StatusOr<v1::GetAblpInputResponse> GetAblpInput(const v1::GetAblpInputRequest& r) override {
     return Call<v1::GetAblpInputRequest, v1::GetAblpInputResponse>(&v1::GraphStore::Stub::GetAblpInput, r);
   }
+  absl::StatusOr<v1::GetEdgeFeaturesResponse> GetEdgeFeatures(const v1::GetEdgeFeaturesRequest& r) override {
+    return Call<v1::GetEdgeFeaturesRequest, v1::GetEdgeFeaturesResponse>(&v1::GraphStore::Stub::GetEdgeFeatures, r);
+  }
   absl::StatusOr<v1::GetNodeLabelsResponse> GetNodeLabels(const v1::GetNodeLabelsRequest& r) override {
     return Call<v1::GetNodeLabelsRequest, v1::GetNodeLabelsResponse>(&v1::GraphStore::Stub::GetNodeLabels, r);
   }

@@ -107,6 +107,7 @@ class Client {
                                      std::function<absl::Status(const std::vector<Span>&)> read,
                                      std::function<void(absl::Status)> done);
   virtual absl::StatusOr<v1::GetNodeLabelsResponse> GetNodeLabels(const v1::GetNodeLabelsRequest& req) = 0;
+  virtual absl::StatusOr<v1::GetEdgeFeaturesResponse> GetEdgeFeatures(const v1::GetEdgeFeaturesRequest& req) = 0;
   /// GetNodeLabels without waiting: `done` is called once with the answer, as above.
   virtual void GetNodeLabelsAsync(const v1::GetNodeLabelsRequest& req,
                                   std::function<void(absl::StatusOr<v1::GetNodeLabelsResponse>)> done);

@@ -95,6 +95,9 @@ class PyStore {
     } else if (method == "GetNodeLabels") {
       run([&] { return Parse<v1::GetNodeLabelsRequest>(request, method.c_str()); },
           [&](const auto& r) { return c.GetNodeLabels(r); });
+    } else if (method == "GetEdgeFeatures") {
+      run([&] { return Parse<v1::GetEdgeFeaturesRequest>(request, method.c_str()); },
+          [&](const auto& r) { return c.GetEdgeFeatures(r); });
     } else {
       throw py::value_error("method: " + method + " is not one a store calls");
     }

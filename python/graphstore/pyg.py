@@ -16,6 +16,8 @@ from the server that owns it, all owners at once, in the encoding the servers ar
 (``feature_encoding``), handed back in the stored dtype. ``GraphStore`` describes the stored edge
 types and gives a whole edge type's ``edge_index`` only when asked and below ``max_edges``.
 ``NeighborSampler`` samples on the servers with the same keyed draws as ``graphstore.Loader``.
+``NodeLoader`` and ``LinkLoader`` are PyG's, with batches sampled ahead (``prefetch``): a node
+loader's epoch is one channel whose batches bring their rows to the feature store.
 
 Each takes the servers (in partition order) and the Loader's connection options: ``tls``,
 ``tls_ca``, ``tls_cert``, ``tls_key``, ``tls_server_name``, ``token``, ``deadline``,
@@ -28,7 +30,11 @@ This module imports without PyG.
 
 from __future__ import annotations
 
+import collections
+import concurrent.futures
 import math
+import threading
+import weakref
 from typing import Dict, List, Optional, Sequence, Tuple
 
 import torch
@@ -41,7 +47,7 @@ from graphstore.loader import Loader, _bound_options
 from graphstore.v1 import graphstore_pb2 as pb
 from graphstore.v1 import types_pb2 as types
 
-__all__ = ["FeatureStore", "GraphStore", "NeighborSampler", "CONNECTION_OPTIONS"]
+__all__ = ["FeatureStore", "GraphStore", "NeighborSampler", "NodeLoader", "LinkLoader", "CONNECTION_OPTIONS"]
 
 # The Loader options that say how to reach the servers, which every class here takes.
 CONNECTION_OPTIONS = ("tls", "tls_ca", "tls_cert", "tls_key", "tls_server_name", "token", "deadline", "keepalive",
@@ -54,6 +60,26 @@ _BITS = {types.FEATURE_ENCODING_INT8: 8, types.FEATURE_ENCODING_INT4: 4, types.F
 
 
 _PYG: Dict[str, type] = {}
+
+# The rows of the nodes of batches a NodeLoader here read from its channel, by the node tensor
+# its SamplerOutput handed to PyG: PyG's filter_fn asks the feature store for exactly those rows
+# (attr.index is that tensor), and they come from the batch instead of a second call. An entry
+# lives as long as its node tensor.
+_HANDED: Dict[int, tuple] = {}
+
+
+def _hand_over(node: torch.Tensor, servers: tuple, x, y) -> None:
+    key = id(node)
+    _HANDED[key] = (weakref.ref(node), servers, x, y)
+    weakref.finalize(node, _HANDED.pop, key, None)
+
+
+def _handed(index, servers: tuple):
+    """(x, y) a batch brought for the node tensor `index` from these servers, or None."""
+    entry = _HANDED.get(id(index)) if isinstance(index, torch.Tensor) else None
+    if entry is None or entry[0]() is not index or entry[1] != servers:
+        return None
+    return entry[2], entry[3]
 
 
 def _pyg() -> Dict[str, type]:
@@ -71,6 +97,15 @@ def _pyg() -> Dict[str, type]:
                  "BaseSampler": BaseSampler, "HeteroSamplerOutput": HeteroSamplerOutput,
                  "NodeSamplerInput": NodeSamplerInput, "SamplerOutput": SamplerOutput})
     return _PYG
+
+
+def _pyg_loaders() -> Dict[str, type]:
+    """torch_geometric's NodeLoader and LinkLoader, which this module's loaders extend."""
+    pyg = _pyg()
+    if "NodeLoader" not in pyg:
+        from torch_geometric.loader import LinkLoader, NodeLoader  # noqa: PLC0415
+        pyg.update({"NodeLoader": NodeLoader, "LinkLoader": LinkLoader})
+    return pyg
 
 
 def _connection(servers, options: dict):
@@ -107,21 +142,24 @@ class _Meta:
         return t.name if self.hetero else None
 
 
-def _ids_of(index, num_nodes: int) -> torch.Tensor:
+def _dtype_of(dtype) -> torch.dtype:
+    return _DTYPES[types.DType.Name(dtype).replace("DTYPE_", "")]
+
+
+def _ids_of(index, num_nodes: int, what: str = "node") -> torch.Tensor:
     """PyG's index (None, an int, a slice, a list, a bool mask or an int tensor) as int64 ids."""
     if index is None:
         return torch.arange(num_nodes)
     if isinstance(index, slice):
         return torch.arange(num_nodes)[index]
-    if isinstance(index, int):
-        return torch.tensor([index], dtype=torch.int64)
-    t = index if isinstance(index, torch.Tensor) else torch.as_tensor(index)
+    t = torch.tensor([index], dtype=torch.int64) if isinstance(index, int) else index
+    t = t if isinstance(index, torch.Tensor) else torch.as_tensor(index)
     if t.dtype == torch.bool:
         if t.numel() != num_nodes:
-            raise IndexError(f"index: a mask of {t.numel()} entries for {num_nodes} nodes")
+            raise IndexError(f"index: a mask of {t.numel()} entries for {num_nodes} {what}s")
         return t.nonzero().view(-1)
     if t.is_floating_point():
-        raise IndexError("index: node ids must be integers")
+        raise IndexError(f"index: {what} ids must be integers")
     t = t.to(torch.int64).view(-1)
     if t.numel() and (int(t.min()) < 0 or int(t.max()) >= num_nodes):
         raise IndexError(f"index: ids must be in [0, {num_nodes}); got {int(t.min())}..{int(t.max())}")
@@ -141,6 +179,7 @@ class _FeatureStore:
     def __init__(self, servers: Sequence[str], max_rows: int = 1 << 24, **connection):
         super().__init__()
         self._store, self._connection = _connection(servers, connection)
+        self._servers = tuple(servers)
         self._meta = _Meta(self._store)
         self._max_rows = max_rows
         self._encoding = self._store.encoding()
@@ -163,6 +202,9 @@ class _FeatureStore:
         return len(self.get_all_tensor_attrs())
 
     def _get_tensor_size(self, attr) -> Optional[Tuple[int, ...]]:
+        if attr.attr_name == "edge_attr":
+            e = self._edge_type(attr.group_name)
+            return (e.num_edges, e.features.dim)
         t = self._meta.node_type(attr.group_name)
         if attr.attr_name == "x" and t.features.dim > 0:
             return (t.num_nodes, t.features.dim)
@@ -179,12 +221,56 @@ class _FeatureStore:
                 out.append(tensor_attr(group_name=group, attr_name="x"))
             if t.has_labels:
                 out.append(tensor_attr(group_name=group, attr_name="y"))
+        # Edge features are listed on heterogeneous graphs only: PyG's filter for a homogeneous
+        # remote store indexes every listed attribute by the batch's nodes.
+        if self._meta.hetero:
+            for e in self._meta.edges.values():
+                if e.features.dim > 0:
+                    out.append(tensor_attr(group_name=(e.src_type, e.relation, e.dst_type), attr_name="edge_attr"))
         return out
+
+    def _edge_type(self, group) -> "types.EdgeTypeInfo":
+        """The stored edge type with features that PyG's group name means (None: the only one)."""
+        edges = self._meta.edges
+        if group is None and len(edges) == 1:
+            e = next(iter(edges.values()))
+        else:
+            name = "__".join(group) if isinstance(group, tuple) and len(group) == 3 else str(group)
+            if name not in edges:
+                raise KeyError(f"group_name {group!r} is not an edge type of the dataset (edge types: "
+                               f"{', '.join(sorted(edges))})")
+            e = edges[name]
+        if e.features.dim == 0:
+            raise KeyError(f"edge type {e.name!r} stores no features")
+        return e
+
+    def edge_rows(self, edge_type, ids: torch.Tensor) -> torch.Tensor:
+        """The feature rows of edge ids (columns of the written edge_index) of `edge_type`, in
+        the order of `ids`, in the stored dtype: every partition is asked for the ones it stores."""
+        e = self._edge_type(edge_type)
+        ids = ids.to(torch.int64).view(-1)
+        x = torch.empty((ids.numel(), e.features.dim), dtype=_dtype_of(e.features.dtype))
+        found = torch.zeros(ids.numel(), dtype=torch.bool)
+        for server in range(self._store.num_servers()):
+            for start in range(0, ids.numel(), 1 << 16):
+                chunk = ids[start:start + (1 << 16)]
+                req = pb.GetEdgeFeaturesRequest(edge_type=e.name, ids=chunk.tolist(), only_stored=True)
+                resp = pb.GetEdgeFeaturesResponse()
+                resp.ParseFromString(self._store.call(server, "GetEdgeFeatures", req.SerializeToString()))
+                if not resp.positions:
+                    continue
+                at = torch.tensor(list(resp.positions), dtype=torch.int64) + start
+                x[at] = torch.frombuffer(bytearray(resp.features.data), dtype=x.dtype).view(-1, e.features.dim)
+                found[at] = True
+        if not bool(found.all()):
+            missing = int(ids[~found][0])
+            raise IndexError(f"index: edge id {missing} of {e.name!r} is stored in no partition")
+        return x
 
     # ----- reads ------------------------------------------------------------------------------
     def _check(self, attr) -> "types.NodeTypeInfo":
-        if attr.attr_name not in ("x", "y"):
-            raise KeyError(f"attr_name {attr.attr_name!r}: the feature store holds 'x' and 'y'")
+        if attr.attr_name not in ("x", "y", "edge_attr"):
+            raise KeyError(f"attr_name {attr.attr_name!r}: the feature store holds 'x', 'y' and 'edge_attr'")
         t = self._meta.node_type(attr.group_name)
         if attr.attr_name == "x" and t.features.dim == 0:
             raise KeyError(f"node type {t.name!r} stores no features")
@@ -195,18 +281,27 @@ class _FeatureStore:
     def _read(self, attrs) -> List[torch.Tensor]:
         # x and y of the same node type and index come from one call to each owner.
         asked: Dict[tuple, list] = {}
+        out: List[Optional[torch.Tensor]] = [None] * len(attrs)
         for k, attr in enumerate(attrs):
-            t = self._check(attr)
             index = getattr(attr, "index", None)
             index = index if isinstance(index, (torch.Tensor, list, tuple, slice, int)) else None
+            if attr.attr_name == "edge_attr":
+                e = self._edge_type(attr.group_name)
+                out[k] = self.edge_rows(e.name, _ids_of(index, e.num_edges, "edge"))
+                continue
+            t = self._check(attr)
             asked.setdefault((t.name, id(index)), [t, index, []])[2].append(k)
-        out: List[Optional[torch.Tensor]] = [None] * len(attrs)
         for t, index, positions in asked.values():
+            names = {attrs[k].attr_name for k in positions}
+            rows = _handed(index, self._servers) if self._encoding == types.FEATURE_ENCODING_UNSPECIFIED else None
+            if rows is not None and (rows[0] is not None or "x" not in names) and (rows[1] is not None or "y" not in names):
+                for k in positions:
+                    out[k] = rows[0] if attrs[k].attr_name == "x" else rows[1]
+                continue
             ids = _ids_of(index, t.num_nodes)
             if ids.numel() > self._max_rows:
                 raise ValueError(f"index: {ids.numel()} rows of {t.name!r} at once is beyond max_rows="
                                  f"{self._max_rows}; read them in slices")
-            names = {attrs[k].attr_name for k in positions}
             x, y = self.rows(t.name, ids, features="x" in names, labels="y" in names)
             for k in positions:
                 out[k] = x if attrs[k].attr_name == "x" else y
@@ -336,14 +431,19 @@ class _NeighborSampler:
                              node_features=False, labels=False, edge_ids=True, global_batches=True, shuffle=False,
                              **connection)
         self._seed = seed
+        # Each call takes the next key of its draws, in the order PyG makes the calls; the
+        # loaders here that sample ahead on threads hand each call its key (_keyed).
         self._calls = 0
+        self._lock = threading.Lock()
+        self._key_of_call = threading.local()
 
     @property
     def edge_permutation(self):
         return None
 
     def sample_from_nodes(self, inputs, **kwargs):
-        return self._output(self._sample(inputs.node, inputs.input_type, getattr(inputs, "time", None)),
+        return self._output(self._sample(inputs.node, inputs.input_type, getattr(inputs, "time", None),
+                                         self._take_key()),
                             (getattr(inputs, "input_id", None), getattr(inputs, "time", None)))
 
     def sample_from_edges(self, inputs, neg_sampling=None):
@@ -358,7 +458,8 @@ class _NeighborSampler:
         num_pos = src.numel()
         node_type = input_type[0] if input_type is not None else None
         num_nodes = self._meta.node_type(node_type if self._meta.hetero else None).num_nodes
-        draw = torch.Generator().manual_seed(self._seed * 1_000_003 + self._calls)
+        key = self._take_key()
+        draw = torch.Generator().manual_seed(key)
         mode = None if neg_sampling is None else str(getattr(neg_sampling.mode, "value", neg_sampling.mode))
         if mode not in (None, "binary", "triplet"):
             raise ValueError(f"neg_sampling.mode {mode!r}: 'binary' or 'triplet'")
@@ -378,7 +479,7 @@ class _NeighborSampler:
             per_src = int(math.ceil(neg_sampling.amount))
             dst = torch.cat([dst, torch.randint(0, num_nodes, (num_pos * per_src,), generator=draw)])
         seeds, inverse = torch.cat([src, dst]).unique(return_inverse=True)
-        out = self._output(self._sample(seeds, node_type, None), None)
+        out = self._output(self._sample(seeds, node_type, None, key), None)
         input_id = getattr(inputs, "input_id", None)
         if mode == "triplet":
             neg = inverse[2 * num_pos:]
@@ -388,31 +489,86 @@ class _NeighborSampler:
             out.metadata = (input_id, inverse.view(2, -1), label, None)
         return out
 
-    def _sample(self, seeds: torch.Tensor, node_type, times):
+    def _take_key(self) -> int:
+        """The key of this call's draws: the one a sampling-ahead loader gave it, else the next."""
+        key = getattr(self._key_of_call, "key", None)
+        if key is not None:
+            self._key_of_call.key = None
+            return key
+        with self._lock:
+            key = self._seed * 1_000_003 + self._calls
+            self._calls += 1
+        return key
+
+    def _keyed(self, key: int, call, *args):
+        self._key_of_call.key = key
+        try:
+            return call(*args)
+        finally:
+            self._key_of_call.key = None
+
+    def _sample(self, seeds: torch.Tensor, node_type, times, key: int):
         """The one batch the servers sample for `seeds` (distinct ids), seeds first."""
         seeds = seeds.to(torch.int64).view(-1)
+        # A new channel per call, with draws of its own: PyG hands a sampler one batch at a time.
         opts = dict(self._options, batch_size=max(1, seeds.numel()),
-                    input_nodes=(node_type, seeds) if node_type is not None else seeds,
-                    # A new channel per call, with draws of its own: PyG hands a sampler one
-                    # batch at a time.
-                    seed=self._seed * 1_000_003 + self._calls)
+                    input_nodes=(node_type, seeds) if node_type is not None else seeds, seed=key)
         if times is not None:
             opts["input_time"] = times
-        self._calls += 1
         with Loader(self._servers, **opts) as loader:
             batches = list(loader.epoch(0))
         if len(batches) != 1:
             raise RuntimeError(f"the servers answered {len(batches)} batches for one batch of seeds")
         return batches[0]
 
-    def _output(self, b, metadata):
+    def _epoch_of_nodes(self, input_data, batches: List[List[int]], prefetch: int):
+        """The SamplerOutputs of a node loader's epoch (`batches`: positions in `input_data`, in
+        the order PyG iterates them) from one channel whose servers sample `prefetch` batches
+        ahead per server; None where one channel cannot give them (a seed twice in the epoch,
+        batches of unequal sizes before the last)."""
+        sizes = [len(b) for b in batches]
+        if not sizes or any(n != sizes[0] for n in sizes[:-1]) or sizes[-1] > sizes[0]:
+            return None
+        index = torch.cat([torch.as_tensor(b, dtype=torch.long) for b in batches])
+        part = input_data[index]
+        seeds = part.node.to(torch.int64)
+        if seeds.unique().numel() != seeds.numel():
+            return None
+        input_id = part.input_id if part.input_id is not None else index
+        times = getattr(part, "time", None)
+        node_type = part.input_type
+        # The batches bring their rows, which the feature store hands PyG's filter_fn (_HANDED).
+        rows = self._options.get("feature_encoding") in (None, "")
+        opts = dict(self._options, batch_size=sizes[0], prefetch=prefetch, seed=self._take_key(),
+                    input_nodes=(node_type, seeds) if node_type is not None else seeds,
+                    node_features=rows and any(t.features.dim > 0 for t in self._meta.nodes.values()),
+                    labels=rows and any(t.has_labels for t in self._meta.nodes.values()))
+        if times is not None:
+            opts["input_time"] = times
+
+        def outputs():
+            with Loader(self._servers, **opts) as loader:
+                start = 0
+                for n, b in zip(sizes, loader.epoch(0)):
+                    end = start + n
+                    yield self._output(b, (input_id[start:end], None if times is None else times[start:end]), rows)
+                    start = end
+        return outputs()
+
+    def _output(self, b, metadata, rows: bool = False):
         pyg = _pyg()
+        servers = tuple(self._servers)
         if not b.is_hetero:
-            ei = b.edge_index
-            return pyg["SamplerOutput"](node=b.n_id, row=ei[0], col=ei[1], edge=b.e_id, batch=None,
+            ei, node = b.edge_index, b.n_id
+            if rows:
+                _hand_over(node, servers, b.x, b.y)
+            return pyg["SamplerOutput"](node=node, row=ei[0], col=ei[1], edge=b.e_id, batch=None,
                                         num_sampled_nodes=b.num_sampled_nodes,
                                         num_sampled_edges=b.num_sampled_edges, metadata=metadata)
         node = {t: b[t].n_id for t in b.node_types}
+        if rows:
+            for t, n in node.items():
+                _hand_over(n, servers, b[t].x, b[t].y)
         nsn = {t: b[t].num_sampled_nodes for t in b.node_types}
         row, col, edge, nse = {}, {}, {}, {}
         for et in b.edge_types:
@@ -423,9 +579,81 @@ class _NeighborSampler:
                                           num_sampled_edges=nse, metadata=metadata)
 
 
+class _InFlight:
+    """One epoch of a PyG loader whose batches are sampled ahead: a node loader's epoch from one
+    channel (the servers read `prefetch` batches ahead), else each batch's ``collate_fn`` on
+    `prefetch` threads, in order, each call with the key it would have had one at a time. Each
+    item goes through the loader's ``filter_fn`` in the calling thread, as PyG's own iterator
+    does."""
+
+    def __init__(self, loader, sampler: "_NeighborSampler", prefetch: int):
+        self._loader = loader
+        batches = [list(map(int, b)) for b in loader._index_sampler]
+        self._len = len(batches)
+        outputs = None
+        if hasattr(loader, "node_sampler"):
+            outputs = sampler._epoch_of_nodes(loader.input_data, batches, prefetch)
+            if outputs is not None and loader.filter_per_worker:
+                outputs = map(loader.filter_fn, outputs)
+        self._items = outputs if outputs is not None else self._ahead(sampler, batches, prefetch)
+
+    def _ahead(self, sampler, batches, prefetch: int):
+        with concurrent.futures.ThreadPoolExecutor(prefetch, thread_name_prefix="graphstore-pyg") as pool:
+            pending: collections.deque = collections.deque()
+            try:
+                for index in batches:
+                    pending.append(pool.submit(sampler._keyed, sampler._take_key(), self._loader.collate_fn, index))
+                    if len(pending) > prefetch:
+                        yield pending.popleft().result()
+                while pending:
+                    yield pending.popleft().result()
+            finally:
+                for f in pending:
+                    f.cancel()
+
+    def __iter__(self):
+        return self
+
+    def __len__(self) -> int:
+        return self._len
+
+    def __next__(self):
+        out = next(self._items)
+        return out if self._loader.filter_per_worker else self._loader.filter_fn(out)
+
+    def close(self) -> None:
+        if hasattr(self._items, "close"):
+            self._items.close()
+
+    def __del__(self):
+        self.close()
+
+
+class _SamplesAhead:
+    """PyG's ``NodeLoader`` / ``LinkLoader`` with the same arguments, and ``prefetch`` (default 4):
+    with graphstore's ``NeighborSampler`` and no DataLoader workers, the servers sample batches
+    k+1..k+prefetch while the model trains on batch k (a node loader reads its epoch from one
+    channel; a link loader asks for `prefetch` batches at once). With workers, or another
+    sampler, it iterates as PyG's loader does."""
+
+    def __init__(self, *args, prefetch: int = 4, **kwargs):
+        if isinstance(prefetch, bool) or not isinstance(prefetch, int) or prefetch < 0:
+            raise ValueError(f"prefetch={prefetch!r}: a number of batches >= 0 (0: one batch at a time)")
+        self._prefetch = prefetch
+        super().__init__(*args, **kwargs)
+
+    def _get_iterator(self):
+        sampler = getattr(self, "node_sampler", None) or getattr(self, "link_sampler", None)
+        if self.num_workers > 0 or self._prefetch == 0 or not isinstance(sampler, _NeighborSampler) \
+                or getattr(self, "_auto_collation", True) is False:
+            return super()._get_iterator()
+        return _InFlight(self, sampler, self._prefetch)
+
+
 # Each public class: graphstore's half, and the PyG class it completes.
 _CLASSES = {"FeatureStore": (_FeatureStore, "FeatureStore"), "GraphStore": (_GraphStore, "GraphStore"),
-            "NeighborSampler": (_NeighborSampler, "BaseSampler")}
+            "NeighborSampler": (_NeighborSampler, "BaseSampler"), "NodeLoader": (_SamplesAhead, "NodeLoader"),
+            "LinkLoader": (_SamplesAhead, "LinkLoader")}
 _BUILT: Dict[str, type] = {}
 
 
@@ -435,6 +663,7 @@ def __getattr__(name):
         raise AttributeError(f"module 'graphstore.pyg' has no attribute {name!r}")
     if name not in _BUILT:
         ours, base = _CLASSES[name]
-        _BUILT[name] = type(name, (ours, _pyg()[base]), {"__module__": __name__, "__doc__": ours.__doc__,
-                                                          "__qualname__": name})
+        pyg = _pyg_loaders() if base in ("NodeLoader", "LinkLoader") else _pyg()
+        _BUILT[name] = type(name, (ours, pyg[base]), {"__module__": __name__, "__doc__": ours.__doc__,
+                                                      "__qualname__": name})
     return _BUILT[name]

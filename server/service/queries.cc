@@ -264,7 +264,8 @@ absl::Status PartitionQueries::GetEdgeFeatures(const v1::GetEdgeFeaturesRequest&
   // positions sorted by edge id.
   const std::vector<int64_t>* by_id = e.edge_ids.is_open() ? &EdgePositionsById(*t) : nullptr;
   const int64_t* stored = e.edge_ids.is_open() ? e.edge_ids.data<int64_t>() : nullptr;
-  std::vector<int64_t> pos(req.ids_size());
+  std::vector<int64_t> pos;
+  pos.reserve(req.ids_size());
   for (int i = 0; i < req.ids_size(); ++i) {
     const int64_t id = req.ids(i);
     int64_t p = -1;
@@ -275,8 +276,10 @@ absl::Status PartitionQueries::GetEdgeFeatures(const v1::GetEdgeFeaturesRequest&
                                  [stored](int64_t position, int64_t want) { return stored[position] < want; });
       if (it != by_id->end() && stored[*it] == id) p = *it;
     }
+    if (p < 0 && req.only_stored()) continue;
     if (p < 0) return absl::InvalidArgumentError(absl::StrCat("ids[", i, "]=", id, " is not an edge stored in this partition"));
-    pos[i] = p;
+    pos.push_back(p);
+    if (req.only_stored()) resp->add_positions(i);
   }
   const size_t row = static_cast<size_t>(e.feature_dim) * DtypeSize(e.feature_dtype);
   if (auto s = CheckResponseBytes(static_cast<double>(row) * pos.size(), options_->max_response_bytes,

@@ -26,6 +26,9 @@ class UnusedClient : public client::Client {
     return Unused();
   }
   absl::StatusOr<v1::GetNodeLabelsResponse> GetNodeLabels(const v1::GetNodeLabelsRequest&) override { return Unused(); }
+  absl::StatusOr<v1::GetEdgeFeaturesResponse> GetEdgeFeatures(const v1::GetEdgeFeaturesRequest&) override {
+    return Unused();
+  }
   absl::StatusOr<v1::GetAblpInputResponse> GetAblpInput(const v1::GetAblpInputRequest&) override { return Unused(); }
   absl::StatusOr<v1::InitSamplingBackendResponse> InitSamplingBackend(const v1::InitSamplingBackendRequest&) override {
     return Unused();

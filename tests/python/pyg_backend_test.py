@@ -8,6 +8,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 import unittest
 
 import gs_testing as gt  # puts the package on sys.path
@@ -25,6 +26,31 @@ class Data:
         self.__dict__.update(attrs)
 
 
+def server_stats(address):
+    import grpc
+    from graphstore.v1 import graphstore_pb2 as pb, graphstore_pb2_grpc as pb_grpc
+    with grpc.insecure_channel(address) as channel:
+        return pb_grpc.GraphStoreStub(channel).GetServerStats(pb.GetServerStatsRequest(), timeout=10)
+
+
+def rows_answered(servers):
+    """Feature rows and labels the servers answered GetNodeFeatures / GetNodeLabels with so far."""
+    return sum(s.node_rows_answered + s.node_labels_answered for s in map(server_stats, servers))
+
+
+def wait_for_sampled(address, at_least, timeout=60):
+    """The most batches any channel of the server has sampled this epoch, once one reaches
+    `at_least` or `timeout` seconds pass (then what it reached)."""
+    deadline, most = time.monotonic() + timeout, 0
+    while time.monotonic() < deadline:
+        stats = server_stats(address)
+        most = max([c.batches_sampled for b in stats.backends for c in b.channels] + [0])
+        if most >= at_least:
+            break
+        time.sleep(0.02)  # polls a server state; the check above decides
+    return most
+
+
 class WithoutPygTest(unittest.TestCase):
     def test_the_module_imports_without_pyg_and_says_what_it_needs(self):
         code = ("import graphstore.pyg as p\n"
@@ -35,7 +61,19 @@ class WithoutPygTest(unittest.TestCase):
         self.assertIn("ImportError: graphstore.pyg needs PyG (torch_geometric 2.4 to 2.7", out.stdout)
 
 
-class PygBackendTest(unittest.TestCase):
+class _Served(unittest.TestCase):
+    """Daemons a class starts in setUpClass (cls.daemons, data under cls.dir), with the PyG
+    stand-ins on the path."""
+
+    @classmethod
+    def tearDownClass(cls):
+        for d in cls.daemons:
+            d.stop()
+        shutil.rmtree(cls.dir, ignore_errors=True)
+        sys.path.remove(STANDIN)
+
+
+class PygBackendTest(_Served):
     @classmethod
     def setUpClass(cls):
         sys.path.insert(0, STANDIN)
@@ -44,19 +82,16 @@ class PygBackendTest(unittest.TestCase):
         g = torch.Generator().manual_seed(5)
         edge_index = torch.stack([torch.randint(0, n, (m,), generator=g), torch.randint(0, n, (m,), generator=g)])
         cls.data = Data(edge_index=edge_index, x=torch.randn(n, 12, generator=g), y=torch.randint(0, 7, (n,), generator=g),
-                        num_nodes=n)
+                        edge_attr=torch.randn(m, 3, generator=g), num_nodes=n)
         out = os.path.join(cls.dir, "directed")
         graphstore.write_dataset(cls.data, out, num_partitions=2, method="random")
         cls.daemons = gt.start_cluster(out, 2)
         cls.servers = [d.address for d in cls.daemons]
+        one = os.path.join(cls.dir, "one")
+        graphstore.write_dataset(cls.data, one)
+        cls.single = gt.Daemon(one, name="one").wait_ready()
+        cls.daemons.append(cls.single)
         cls.edges = set(map(tuple, edge_index.t().tolist()))
-
-    @classmethod
-    def tearDownClass(cls):
-        for d in cls.daemons:
-            d.stop()
-        shutil.rmtree(cls.dir, ignore_errors=True)
-        sys.path.remove(STANDIN)
 
     def test_the_feature_store_reads_rows_and_labels_from_their_owners(self):
         from torch_geometric.data import FeatureStore, TensorAttr
@@ -75,6 +110,23 @@ class PygBackendTest(unittest.TestCase):
         self.assertTrue(torch.equal(x, self.data.x[idx]) and torch.equal(y, self.data.y[idx]))
         self.assertEqual(fs[None, "x", torch.tensor([], dtype=torch.long)].shape, (0, 12))
 
+    def test_edge_features_come_from_the_partitions_that_store_them(self):
+        from torch_geometric.data import TensorAttr
+        for servers in ([self.single.address], self.servers):
+            fs = graphstore.pyg.FeatureStore(servers)
+            eids = torch.tensor([0, 19999, 7, 7, 12345, 3])
+            self.assertTrue(torch.equal(fs[None, "edge_attr", eids], self.data.edge_attr[eids]))
+            (attr,) = graphstore.pyg.GraphStore(servers).get_all_edge_attrs()
+            self.assertTrue(torch.equal(fs[attr.edge_type, "edge_attr", 5], self.data.edge_attr[5:6]))
+            self.assertTrue(torch.equal(fs.get_tensor(TensorAttr(None, "edge_attr", None)), self.data.edge_attr))
+            self.assertEqual(fs.get_tensor_size(TensorAttr(None, "edge_attr")), (20000, 3))
+            # Not listed on a homogeneous graph: PyG's filter indexes every listed attribute by nodes.
+            self.assertEqual(sorted(a.attr_name for a in fs.get_all_tensor_attrs()), ["x", "y"])
+            with self.assertRaisesRegex(IndexError, r"ids must be in \[0, 20000\)"):
+                fs[None, "edge_attr", torch.tensor([20000])]
+            with self.assertRaisesRegex(KeyError, "group_name 'cites' is not an edge type"):
+                fs["cites", "edge_attr", torch.tensor([1])]
+
     def test_encoded_rows_come_back_in_the_stored_dtype(self):
         fs = graphstore.pyg.FeatureStore(self.servers, feature_encoding="float16")
         idx = torch.arange(0, 3000, 7)
@@ -90,8 +142,8 @@ class PygBackendTest(unittest.TestCase):
         fs = graphstore.pyg.FeatureStore(self.servers)
         with self.assertRaisesRegex(IndexError, r"ids must be in \[0, 3000\)"):
             fs[None, "x", torch.tensor([3000])]
-        with self.assertRaisesRegex(KeyError, "attr_name 'edge_attr'"):
-            fs[None, "edge_attr", torch.tensor([1])]
+        with self.assertRaisesRegex(KeyError, "attr_name 'edge_weight'"):
+            fs[None, "edge_weight", torch.tensor([1])]
         with self.assertRaisesRegex(KeyError, "group_name 'paper' is not a node type"):
             fs["paper", "x", torch.tensor([1])]
         with self.assertRaisesRegex(TypeError, "read-only"):
@@ -140,6 +192,85 @@ class PygBackendTest(unittest.TestCase):
         self.assertEqual(sorted(seen), seeds.tolist())
         self.assertGreater(edges, 1000)
 
+    def check_batch(self, batch):
+        """A batch of the user's graph: stored rows, stored edges in PyG's direction."""
+        n_id = batch.n_id
+        self.assertTrue(torch.equal(batch.x, self.data.x[n_id]))
+        self.assertTrue(torch.equal(batch.y, self.data.y[n_id]))
+        src, dst = n_id[batch.edge_index[0]], n_id[batch.edge_index[1]]
+        self.assertTrue(torch.equal(self.data.edge_index[:, batch.e_id], torch.stack([src, dst])))
+
+    def test_graphstores_node_loader_samples_ahead_on_one_server_and_a_cluster(self):
+        from torch_geometric.loader import NodeLoader
+        seeds = torch.arange(1, 3000, 7)
+        for servers in ([self.single.address], self.servers):
+            sampler = graphstore.pyg.NeighborSampler(servers, num_neighbors=[5, 3], seed=2)
+            stores = (graphstore.pyg.FeatureStore(servers), graphstore.pyg.GraphStore(servers))
+            loader = graphstore.pyg.NodeLoader(stores, node_sampler=sampler, input_nodes=seeds, batch_size=50,
+                                               shuffle=True)
+            self.assertIsInstance(loader, NodeLoader)
+            self.assertEqual(len(loader), 9)
+            seen, input_ids = [], []
+            answered = rows_answered(servers)
+            for k, batch in enumerate(loader):
+                self.check_batch(batch)
+                self.assertEqual(batch.batch_size, 50 if k < 8 else 29)
+                self.assertTrue(torch.equal(seeds[batch.input_id], batch.n_id[:batch.batch_size]))
+                seen += batch.n_id[:batch.batch_size].tolist()
+                input_ids += batch.input_id.tolist()
+                if k == 0 and len(servers) == 1:
+                    # While the first batch is in hand, the server samples the next ones: the
+                    # epoch is one channel, read ahead (a batch per call would hold one).
+                    self.assertGreaterEqual(wait_for_sampled(servers[0], 3), 3)
+            self.assertEqual(sorted(seen), seeds.tolist())
+            self.assertEqual(sorted(input_ids), list(range(seeds.numel())))
+            if len(servers) == 1:
+                # PyG's filter_fn asked the feature store for the batches' rows: they came with
+                # the batches, not from a second call (on a cluster peers ask owners for rows).
+                self.assertEqual(rows_answered(servers), answered)
+            # An epoch without the shuffle is the input's order; a seed given twice falls back to
+            # sampling a batch at a time on threads, each batch the same as PyG's loader gives.
+            twice = torch.cat([seeds[:40], seeds[:40]])
+            plain = NodeLoader(stores, node_sampler=graphstore.pyg.NeighborSampler(servers, [5, 3], seed=9),
+                               input_nodes=twice, batch_size=16)
+            ahead = graphstore.pyg.NodeLoader(stores, node_sampler=graphstore.pyg.NeighborSampler(servers, [5, 3], seed=9),
+                                              input_nodes=twice, batch_size=16, prefetch=3)
+            pairs = list(zip(plain, ahead))
+            self.assertEqual(len(pairs), 5)
+            for a, b in pairs:
+                self.check_batch(b)
+                self.assertTrue(torch.equal(a.n_id, b.n_id) and torch.equal(a.edge_index, b.edge_index))
+        with self.assertRaisesRegex(ValueError, "prefetch=-1"):
+            graphstore.pyg.NodeLoader(stores, node_sampler=sampler, input_nodes=seeds, prefetch=-1)
+
+    def test_link_loaders_drive_the_sampler_with_binary_and_triplet_negatives(self):
+        from torch_geometric.loader import LinkLoader
+        from torch_geometric.sampler import NegativeSampling
+        pos = self.data.edge_index[:, :300]
+        for servers in ([self.single.address], self.servers):
+            stores = (graphstore.pyg.FeatureStore(servers), graphstore.pyg.GraphStore(servers))
+            for mode in ("binary", "triplet"):
+                def make(cls, **extra):
+                    return cls(stores, link_sampler=graphstore.pyg.NeighborSampler(servers, [4, 2], seed=3),
+                               edge_label_index=pos, neg_sampling=NegativeSampling(mode, 1), batch_size=64, **extra)
+                plain, ahead = make(LinkLoader), make(graphstore.pyg.LinkLoader, prefetch=2)
+                batches = 0
+                for a, b in zip(plain, ahead):
+                    batches += 1
+                    self.check_batch(b)
+                    # Sampled ahead on threads, each batch keeps the draws of its turn.
+                    self.assertTrue(torch.equal(a.n_id, b.n_id) and torch.equal(a.edge_index, b.edge_index))
+                    mine = pos[:, b.input_id]
+                    if mode == "binary":
+                        n = b.input_id.numel()
+                        self.assertTrue(torch.equal(b.n_id[b.edge_label_index[:, :n]], mine))
+                        self.assertEqual(b.edge_label.tolist(), [1.0] * n + [0.0] * n)
+                    else:
+                        self.assertTrue(torch.equal(b.n_id[b.src_index], mine[0]))
+                        self.assertTrue(torch.equal(b.n_id[b.dst_pos_index], mine[1]))
+                        self.assertEqual(b.dst_neg_index.shape, (b.input_id.numel(),))
+                self.assertEqual(batches, 5)
+
     def test_the_sampler_draws_what_the_loader_draws_for_the_same_seeds(self):
         from torch_geometric.sampler import NodeSamplerInput
         seeds = torch.tensor([4, 40, 400, 2000])
@@ -179,6 +310,66 @@ class PygBackendTest(unittest.TestCase):
         older.weight = torch.ones(3000)
         with self.assertRaisesRegex(ValueError, "weight"):
             sampler.sample_from_edges(inputs, older)
+
+
+MOVIELENS = os.path.join(os.environ.get("GRAPHSTORE_SHARED_DATA", ""), "ml-100k")
+
+
+@unittest.skipUnless(os.path.exists(os.path.join(MOVIELENS, "u.data")), "needs ml-100k (GRAPHSTORE_SHARED_DATA)")
+class MovieLensTest(_Served):
+    """A heterogeneous graph (users rate movies, and the reverse) through PyG's NodeLoader and
+    graphstore's, on one server and on two partitions: every batch's rows are the stored rows of
+    their type and every edge a stored edge of its type, sources first."""
+
+    @classmethod
+    def setUpClass(cls):
+        import numpy as np
+        sys.path.insert(0, STANDIN)
+        cls.dir = tempfile.mkdtemp(dir=gt.TMP)
+        one, two = os.path.join(cls.dir, "one"), os.path.join(cls.dir, "two")
+        gt.run(gt.tool("graphstore-movielens"), f"--input={MOVIELENS}", f"--out={one}")
+        gt.run(gt.tool("graphstore-movielens"), f"--input={MOVIELENS}", f"--out={two}", "--partitions=2")
+        cls.daemons = [gt.Daemon(one, name="ml-one").wait_ready()] + gt.start_cluster(two, 2)
+        cls.x = {t: torch.from_numpy(np.load(os.path.join(one, "nodes", t, "features.npy"))) for t in ("user", "movie")}
+        cls.edges = {}
+        for et in (("user", "rates", "movie"), ("movie", "rev_rates", "user")):
+            d = os.path.join(one, "edges", "__".join(et))
+            indptr, indices = np.load(os.path.join(d, "indptr.npy")), np.load(os.path.join(d, "indices.npy"))
+            rows = np.repeat(np.arange(indptr.size - 1), np.diff(indptr))  # edge_dir "out": rows are sources
+            cls.edges[et] = set(zip(rows.tolist(), indices.tolist()))
+
+    def test_hetero_batches_are_the_stored_graph(self):
+        from torch_geometric.data import HeteroData
+        from torch_geometric.loader import NodeLoader
+        users = torch.arange(0, 943, 3)
+        for servers in ([self.daemons[0].address], [d.address for d in self.daemons[1:]]):
+            stores = (graphstore.pyg.FeatureStore(servers), graphstore.pyg.GraphStore(servers))
+            self.assertEqual(sorted(str(a.group_name) for a in stores[0].get_all_tensor_attrs()),
+                             ["('movie', 'rev_rates', 'user')", "('user', 'rates', 'movie')", "movie", "user"])
+            rating = stores[0][("user", "rates", "movie"), "edge_attr", torch.arange(5)]
+            self.assertEqual(rating.shape, (5, 1))
+            self.assertEqual(sorted(a.edge_type for a in stores[1].get_all_edge_attrs()),
+                             [("movie", "rev_rates", "user"), ("user", "rates", "movie")])
+            for cls in (NodeLoader, graphstore.pyg.NodeLoader):
+                sampler = graphstore.pyg.NeighborSampler(servers, num_neighbors=[4, 2], seed=1)
+                seen, edges = [], 0
+                for batch in cls(stores, node_sampler=sampler, input_nodes=("user", users), batch_size=40):
+                    self.assertIsInstance(batch, HeteroData)
+                    user = batch["user"]
+                    seen += user.n_id[:user.batch_size].tolist()
+                    self.assertTrue(torch.equal(users[user.input_id], user.n_id[:user.batch_size]))
+                    for t in ("user", "movie"):
+                        self.assertTrue(torch.equal(batch[t].x, self.x[t][batch[t].n_id]))
+                    for et, stored in self.edges.items():
+                        if et not in batch:
+                            continue
+                        src, dst = batch[et[0]].n_id, batch[et[2]].n_id
+                        ei = batch[et].edge_index
+                        pairs = set(zip(src[ei[0]].tolist(), dst[ei[1]].tolist()))
+                        self.assertLessEqual(pairs, stored, et)
+                        edges += ei.shape[1]
+                self.assertEqual(sorted(seen), users.tolist())
+                self.assertGreater(edges, 1000)
 
 
 if __name__ == "__main__":

@@ -108,7 +108,7 @@ TEST_CASE("GetEdgeFeatures finds stored edges by global edge id", "[core]") {
   WriteOptions w;
   w.num_partitions = 2;
   REQUIRE(WritePartitions(g, RandomAssignment(g, 2, 4), w, dir.path()).ok());
-  int found = 0;
+  int found = 0, answered = 0;
   for (int p = 0; p < 2; ++p) {
     auto part = Load(PartitionDir(dir.path(), 2, p));
     const PartitionQueries queries = Queries(*part);
@@ -131,8 +131,24 @@ TEST_CASE("GetEdgeFeatures finds stored edges by global edge id", "[core]") {
     const absl::Status s = queries.GetEdgeFeatures(missing, &resp);
     CHECK(absl::IsInvalidArgument(s));
     CHECK_THAT(std::string(s.message()), Catch::Contains("ids[0]=99"));
+    // With only_stored, every edge id asked of both partitions is answered by exactly one,
+    // positions naming which.
+    v1::GetEdgeFeaturesRequest all;
+    all.set_only_stored(true);
+    for (int64_t id = 6; id >= 0; --id) all.add_ids(id);
+    all.add_ids(99);
+    REQUIRE(queries.GetEdgeFeatures(all, &resp).ok());
+    CHECK(resp.positions_size() == e.num_local);
+    CHECK(resp.features().shape(0) == e.num_local);
+    for (int i = 0; i < resp.positions_size(); ++i) {
+      float value = 0;
+      std::memcpy(&value, resp.features().data().data() + i * sizeof(float), sizeof(float));
+      CHECK(value == 10.0f * all.ids(static_cast<int>(resp.positions(i))));
+      answered += 1;
+    }
   }
   CHECK(found == 7);
+  CHECK(answered == 7);
 }
 TEST_CASE("GetAblpInput answers anchors with padded positive and negative labels, sliced", "[ablp]") {
   TempDir dir;

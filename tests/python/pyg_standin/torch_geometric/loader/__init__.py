@@ -1,56 +1,119 @@
-"""A stand-in of torch_geometric.loader.NodeLoader over a (FeatureStore, GraphStore) pair: it
-slices the input into batches, asks the sampler for each, and joins the features the way PyG's
-loader does for a remote backend (one multi_get_tensor with the sampled nodes as index)."""
+"""Stand-ins of torch_geometric.loader.NodeLoader and LinkLoader over a (FeatureStore,
+GraphStore) pair, shaped as PyG's: a torch DataLoader over the input's positions whose
+collate_fn hands the sampler one batch of the input (sample_from_nodes / sample_from_edges),
+and whose filter_fn, in the main process, joins the batch's node attributes through the
+feature store and sets the fields PyG's loaders set."""
 
 import torch
+import torch.utils.data
 
-from torch_geometric.data import Data, HeteroData
-from torch_geometric.sampler import HeteroSamplerOutput, NodeSamplerInput
+from torch_geometric.data import HeteroData
+from torch_geometric.loader.base import DataLoaderIterator
+from torch_geometric.loader.utils import filter_custom_hetero_store, filter_custom_store
+from torch_geometric.sampler import EdgeSamplerInput, HeteroSamplerOutput, NodeSamplerInput
 
 
-class NodeLoader:
-    def __init__(self, data, node_sampler, input_nodes, batch_size=1, shuffle=False, **kwargs):
+class _Loader(torch.utils.data.DataLoader):
+    def __init__(self, data, iterator, transform=None, filter_per_worker=None, custom_cls=None, **kwargs):
         self.feature_store, self.graph_store = data
+        self.data = data
+        self.transform = transform
+        # PyG infers it: False for a remote backend (features are fetched in the main process).
+        self.filter_per_worker = bool(filter_per_worker)
+        self.custom_cls = custom_cls
+        kwargs.pop("dataset", None)
+        kwargs.pop("collate_fn", None)
+        super().__init__(iterator, collate_fn=self.collate_fn, **kwargs)
+
+    def __call__(self, index):
+        out = self.collate_fn(index)
+        return out if self.filter_per_worker else self.filter_fn(out)
+
+    def _get_iterator(self):
+        if self.filter_per_worker:
+            return super()._get_iterator()
+        return DataLoaderIterator(super()._get_iterator(), self.filter_fn)
+
+    def _joined(self, out):
+        if isinstance(out, HeteroSamplerOutput):
+            data = filter_custom_hetero_store(self.feature_store, self.graph_store, out.node, out.row, out.col,
+                                              out.edge, self.custom_cls)
+            for t, ids in out.node.items():
+                data[t].n_id = ids
+            for t, ids in out.edge.items():
+                if t in out.row:
+                    data[t].e_id = ids
+            return data
+        data = filter_custom_store(self.feature_store, self.graph_store, out.node, out.row, out.col, out.edge,
+                                   self.custom_cls)
+        data.n_id = out.node
+        data.e_id = out.edge
+        data.num_sampled_nodes = out.num_sampled_nodes
+        data.num_sampled_edges = out.num_sampled_edges
+        return data
+
+
+class NodeLoader(_Loader):
+    def __init__(self, data, node_sampler, input_nodes=None, input_time=None, transform=None, filter_per_worker=None,
+                 custom_cls=None, input_id=None, **kwargs):
         self.node_sampler = node_sampler
         node_type = None
         if isinstance(input_nodes, tuple):
             node_type, input_nodes = input_nodes
         nodes = torch.as_tensor(input_nodes, dtype=torch.long)
-        self.input_data = NodeSamplerInput(torch.arange(nodes.numel()), nodes, None, node_type)
-        self.batch_size = batch_size
-        self.shuffle = shuffle
+        self.input_data = NodeSamplerInput(input_id, nodes, input_time, node_type)
+        super().__init__(data, range(nodes.numel()), transform, filter_per_worker, custom_cls, **kwargs)
 
-    def __iter__(self):
-        n = self.input_data.node.numel()
-        order = torch.randperm(n) if self.shuffle else torch.arange(n)
-        for start in range(0, n, self.batch_size):
-            out = self.node_sampler.sample_from_nodes(self.input_data[order[start:start + self.batch_size]])
-            yield self.filter_fn(out)
+    def collate_fn(self, index):
+        out = self.node_sampler.sample_from_nodes(self.input_data[index])
+        return self.filter_fn(out) if self.filter_per_worker else out
 
     def filter_fn(self, out):
-        attrs = self.feature_store.get_all_tensor_attrs()
+        data = self._joined(out)
+        input_id, seed_time = out.metadata[0], out.metadata[1]
         if isinstance(out, HeteroSamplerOutput):
-            data = HeteroData()
-            for a in self.graph_store.get_all_edge_attrs():
-                if a.edge_type in out.row:
-                    data[a.edge_type].edge_index = torch.stack([out.row[a.edge_type], out.col[a.edge_type]])
-            asked = [a for a in attrs if a.group_name in out.node]
-            for a in asked:
-                a.index = out.node[a.group_name]
-            for a, t in zip(asked, self.feature_store.multi_get_tensor(asked)):
-                data[a.group_name][a.attr_name] = t
-            for t, ids in out.node.items():
-                data[t].n_id = ids
-            data[self.input_data.input_type].batch_size = out.metadata[0].numel()
-            return data
-        data = Data(edge_index=torch.stack([out.row, out.col]))
-        for a in attrs:
-            a.index = out.node
-        for a, t in zip(attrs, self.feature_store.multi_get_tensor(attrs)):
-            data[a.attr_name] = t
-        data.n_id = out.node
-        data.e_id = out.edge
-        data.input_id = out.metadata[0]
-        data.batch_size = out.metadata[0].numel()
-        data.num_sampled_nodes = out.num_sampled_nodes
-        return data
+            t = self.input_data.input_type
+            data[t].input_id = input_id
+            data[t].batch_size = input_id.numel()
+            if seed_time is not None:
+                data[t].seed_time = seed_time
+        else:
+            data.input_id = input_id
+            data.batch_size = input_id.numel()
+            if seed_time is not None:
+                data.seed_time = seed_time
+        return data if self.transform is None else self.transform(data)
+
+
+class LinkLoader(_Loader):
+    def __init__(self, data, link_sampler, edge_label_index=None, edge_label=None, edge_label_time=None,
+                 neg_sampling=None, transform=None, filter_per_worker=None, custom_cls=None, input_id=None, **kwargs):
+        self.link_sampler = link_sampler
+        edge_type = None
+        if isinstance(edge_label_index, tuple):
+            edge_type, edge_label_index = edge_label_index
+        self.neg_sampling = neg_sampling
+        n = edge_label_index.size(1)
+        self.input_data = EdgeSamplerInput(input_id, edge_label_index[0], edge_label_index[1], edge_label,
+                                           edge_label_time, edge_type)
+        super().__init__(data, range(n), transform, filter_per_worker, custom_cls, **kwargs)
+
+    def collate_fn(self, index):
+        index = torch.as_tensor(index, dtype=torch.long)
+        d = self.input_data
+        batch = EdgeSamplerInput(d.input_id[index] if d.input_id is not None else index, d.row[index], d.col[index],
+                                 d.label[index] if d.label is not None else None,
+                                 d.time[index] if d.time is not None else None, d.input_type)
+        out = self.link_sampler.sample_from_edges(batch, neg_sampling=self.neg_sampling)
+        return self.filter_fn(out) if self.filter_per_worker else out
+
+    def filter_fn(self, out):
+        data = self._joined(out)
+        mode = None if self.neg_sampling is None else self.neg_sampling.mode.value
+        target = data[self.input_data.input_type] if isinstance(data, HeteroData) else data
+        target.input_id = out.metadata[0]
+        if mode == "triplet":
+            target.src_index, target.dst_pos_index, target.dst_neg_index = out.metadata[1:4]
+        else:
+            target.edge_label_index, target.edge_label = out.metadata[1], out.metadata[2]
+        return data if self.transform is None else self.transform(data)
