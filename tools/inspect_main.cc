@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <string>
 
+#include "absl/strings/match.h"
 #include "server/graph/partition.h"
 #include "common/flags.h"
 
@@ -30,17 +31,19 @@ std::string WeightRange(const float* w, int64_t n) {
   return buf;
 }
 
-// What a server maps for this partition, by what it grows with: bytes per edge it stores, per
-// node it owns, and per node of the whole graph (the partition book every server holds).
+// What a server holds for this partition, by what it grows with: bytes per edge it stores, per
+// node it owns, and per node of the whole graph (the partition book every server holds, in
+// memory at about a byte a node; node times and label edges' destination degrees as mapped).
 void PrintSizing(const std::string& dir, const graphstore::Partition& part) {
   namespace fs = std::filesystem;
-  int64_t own_edges = 0, own_nodes = 0, all_nodes = 0;
+  int64_t own_edges = 0, own_nodes = 0, all_nodes = 0, book = 0;
   for (const auto& e : part.edge_types()) own_edges += e.num_local;
   for (const auto& n : part.node_types()) {
     own_nodes += n.num_local;
     all_nodes += n.num_nodes;
+    book += static_cast<int64_t>(n.owners.bytes());
   }
-  int64_t per_edge = 0, per_own = 0, per_all = 0, other = 0;
+  int64_t per_edge = 0, per_own = 0, per_all = book, read_once = 0, unread = 0, other = 0;
   std::error_code ec;
   for (auto it = fs::recursive_directory_iterator(dir, ec); !ec && it != fs::recursive_directory_iterator();
        it.increment(ec)) {
@@ -48,7 +51,12 @@ void PrintSizing(const std::string& dir, const graphstore::Partition& part) {
     const std::string rel = fs::relative(it->path(), dir).string();
     const auto bytes = static_cast<int64_t>(it->file_size());
     const std::string name = it->path().filename().string();
-    if (rel.rfind("book/", 0) == 0 || name == "dst_degree.npy") {
+    auto ends = [&name](const char* tail) { return absl::EndsWith(name, tail); };
+    if (rel.rfind("book/", 0) == 0 && ends(".raw_ids.npy")) {
+      unread += bytes;  // for the user's tools: the server does not read it
+    } else if (rel.rfind("book/", 0) == 0 && !ends(".time.npy")) {
+      read_once += bytes;  // the owner and row files (NodeBook) and the degrees
+    } else if (rel.rfind("book/", 0) == 0 || name == "dst_degree.npy") {
       per_all += bytes;
     } else if (rel.rfind("edges/", 0) == 0 && name.rfind("labels_", 0) != 0) {
       per_edge += bytes;
@@ -60,14 +68,19 @@ void PrintSizing(const std::string& dir, const graphstore::Partition& part) {
   }
   auto per = [](int64_t bytes, int64_t n) { return n > 0 ? static_cast<double>(bytes) / n : 0.0; };
   const double total = static_cast<double>(per_edge + per_own + per_all + other);
-  std::printf("sizing: a server maps %.1f MiB for this partition, resident once its files are read:\n",
+  std::printf("sizing: a server holds %.1f MiB for this partition, resident once its files are read:\n",
               total / (1 << 20));
   std::printf("  %8.1f bytes per own edge       x %12lld = %10.1f MiB\n", per(per_edge, own_edges),
               static_cast<long long>(own_edges), per_edge / double(1 << 20));
   std::printf("  %8.1f bytes per own node       x %12lld = %10.1f MiB\n", per(per_own, own_nodes),
               static_cast<long long>(own_nodes), per_own / double(1 << 20));
-  std::printf("  %8.1f bytes per node of graph  x %12lld = %10.1f MiB (on every server)\n", per(per_all, all_nodes),
-              static_cast<long long>(all_nodes), per_all / double(1 << 20));
+  std::printf("  %8.2f bytes per node of graph  x %12lld = %10.1f MiB (on every server: the book in memory, "
+              "%.2f a node, and any node time file)\n",
+              per(per_all, all_nodes), static_cast<long long>(all_nodes), per_all / double(1 << 20),
+              per(book, all_nodes));
+  std::printf("  read once at load, then let go: %.1f MiB of book files (owners, rows, degrees); never read: "
+              "%.1f MiB of raw ids\n",
+              read_once / double(1 << 20), unread / double(1 << 20));
   std::printf("  plus, built on the first weighted or temporal draw: about 4.3 bytes per own edge of each "
               "weighted edge type (8.3 in rows over 4096 edges) and 64 per row of each timed one\n");
 }

@@ -299,6 +299,10 @@ absl::StatusOr<MappedNpy> MappedNpy::Open(const std::string& path) {
   return out;
 }
 
+void MappedNpy::DropResident() const {
+  if (map_ != nullptr) madvise(map_, map_size_, MADV_DONTNEED);
+}
+
 absl::Status MappedNpy::Expect(NpyDtype dtype, const std::vector<int64_t>& shape) const {
   if (header_.dtype != dtype) {
     return absl::DataLossError(absl::StrCat(path_, ": dtype is ", DtypeName(header_.dtype),

@@ -81,6 +81,10 @@ class MappedNpy {
   /// OK when dtype and shape match; -1 in `shape` accepts any extent. The message names the file.
   absl::Status Expect(NpyDtype dtype, const std::vector<int64_t>& shape) const;
 
+  /// Lets go of the pages read so far (they leave the process's resident set; a later read
+  /// maps them again from the file). For arrays read once at load and rarely after.
+  void DropResident() const;
+
  private:
   std::string path_;
   NpyHeader header_;

@@ -19,6 +19,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "graphstore/v1/manifest.pb.h"
+#include "server/graph/node_book.h"
 #include "server/graph/npy.h"
 #include "server/graph/sampling_indexes.h"
 #include "server/util/huge_pages.h"
@@ -38,8 +39,11 @@ struct NodeTypeStore {
   int64_t num_classes = 0;
 
   MappedNpy ids;       ///< int64 [num_local]: owned global ids, ascending.
-  MappedNpy book;      ///< int32 [num_nodes]: owning partition of every global id.
-  MappedNpy local;     ///< int64 [num_nodes]: row in the owner's arrays (several partitions only).
+  /// Owner of every global id and row of the owned ones, about a byte per node (NodeBook),
+  /// built at load from book/<type>.partition.npy, which is then closed, as is .local.npy.
+  NodeBook owners;
+  MappedNpy book;      ///< int32 [num_nodes]: the book file, open while the partition loads.
+  MappedNpy local;     ///< int64 [num_nodes]: row in the owner's arrays, open while it loads.
   MappedNpy features;  ///< [num_local, feature_dim], when feature_dim > 0.
   /// float32 [2, feature_dim]: each column's min and max over the whole graph, when stored.
   MappedNpy feature_range;
@@ -53,11 +57,10 @@ struct NodeTypeStore {
   /// Node times by global id, or null when the type stores none.
   const int64_t* times_data() const { return times.is_open() ? times.data<int64_t>() : nullptr; }
   /// Owning partition of a global id in [0, num_nodes).
-  int32_t Owner(int64_t gid) const { return book.data<int32_t>()[gid]; }
-  /// Row of a global id within its owner's arrays (on a single partition, the id itself).
-  int64_t OwnerRow(int64_t gid) const {
-    return local.is_open() ? local.data<int64_t>()[gid] : gid;
-  }
+  int32_t Owner(int64_t gid) const { return owners.Owner(gid); }
+  /// Row of a global id owned here within this partition's arrays (on a single partition, the
+  /// id itself).
+  int64_t OwnerRow(int64_t gid) const { return owners.Row(gid); }
 };
 
 /// The CSR of one edge type held by a partition. Rows are this partition's nodes of the row

@@ -76,14 +76,13 @@ void DrawHere(const Partition& partition, int edge_type, const int64_t* ids, siz
   const NodeTypeStore& rows = partition.node_type(et.row_type);
   const int64_t* indptr = et.indptr_data();
   const int64_t* indices = et.indices_data();
-  const int64_t* local = rows.local.data<int64_t>();  // rows of owned nodes (several partitions: open)
   // Rows of several partitions' nodes: an owned node's lies two loads away (its row in this
   // partition's arrays, then the row's extent), a cached list one (its degree leads it).
   out->row_start.resize(n);
   out->degree.resize(n);
   for (size_t i = 0; i < n; ++i) {
     if (const size_t a = i + 2 * kPrefetchAhead; a < n && cached[a] == nullptr) {
-      __builtin_prefetch(local + ids[a]);
+      rows.owners.Prefetch(ids[a]);
     }
     if (const size_t a = i + kPrefetchAhead; a < n) {
       __builtin_prefetch(cached[a] != nullptr ? cached[a] : indptr + rows.OwnerRow(ids[a]));

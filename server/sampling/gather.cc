@@ -152,16 +152,11 @@ void FindOwned(const NodeTypeStore& t, int self, const std::vector<int64_t>& ids
   const int64_t* lab = g->labels() ? t.labels.data<int64_t>() : nullptr;
   const size_t row_bytes = g->stored_row_bytes();
   // Lookups in arrays the size of the graph, each a cache miss: a node's owner and row (the
-  // row only on a partition of several; on one it is the id) two strides ahead, its label,
+  // book, on a partition of several; on one the row is the id) two strides ahead, its label,
   // whose place the row gives, one stride ahead.
-  const int32_t* book = t.book.data<int32_t>();
-  const int64_t* local = t.local.is_open() ? t.local.data<int64_t>() : nullptr;
   const size_t n = ids.size();
   for (size_t i = 0; i < n; ++i) {
-    if (i + 2 * kPrefetchAhead < n) {
-      __builtin_prefetch(book + ids[i + 2 * kPrefetchAhead]);
-      if (local != nullptr) __builtin_prefetch(local + ids[i + 2 * kPrefetchAhead]);
-    }
+    if (i + 2 * kPrefetchAhead < n) t.owners.Prefetch(ids[i + 2 * kPrefetchAhead]);
     if (lab != nullptr && i + kPrefetchAhead < n) __builtin_prefetch(lab + t.OwnerRow(ids[i + kPrefetchAhead]));
     if (t.Owner(ids[i]) != self) {
       if (lab != nullptr && others_unknown) g->PutLabel(i, -1);
@@ -224,11 +219,10 @@ namespace {
 
 // Each node's partition: lookups at random in an array the size of the graph, asked for ahead.
 void LookUpOwners(const NodeTypeStore& t, const std::vector<int64_t>& ids, std::vector<int32_t>* owners) {
-  const int32_t* book = t.book.data<int32_t>();
   owners->resize(ids.size());
   for (size_t i = 0; i < ids.size(); ++i) {
-    if (i + kPrefetchAhead < ids.size()) __builtin_prefetch(book + ids[i + kPrefetchAhead]);
-    (*owners)[i] = book[ids[i]];
+    if (i + kPrefetchAhead < ids.size()) t.owners.Prefetch(ids[i + kPrefetchAhead]);
+    (*owners)[i] = t.Owner(ids[i]);
   }
 }
 

@@ -58,7 +58,7 @@ class OwnedDraw {
         rows_(partition.node_type(et_.row_type)),
         indptr_(et_.indptr_data()),
         indices_(et_.indices_data()),
-        owner_row_(rows_.local.is_open() ? rows_.local.data<int64_t>() : nullptr),
+        book_(rows_.owners),
         ids_(ids),
         n_(n),
         spec_(spec),
@@ -103,7 +103,7 @@ class OwnedDraw {
   // Pass 1: each node's row, its extent in the CSR.
   void Rows() {
     for (size_t i = 0; i < n_; ++i) {
-      if (owner_row_ != nullptr && i + 2 * kAhead < n_) __builtin_prefetch(owner_row_ + ids_[i + 2 * kAhead]);
+      if (i + 2 * kAhead < n_) book_.Prefetch(ids_[i + 2 * kAhead]);
       if (i + kAhead < n_) __builtin_prefetch(indptr_ + rows_.OwnerRow(ids_[i + kAhead]));
       const int64_t row = rows_.OwnerRow(ids_[i]);
       out_->base[i] = indptr_[row];
@@ -125,7 +125,7 @@ class OwnedDraw {
     const bool deferrable = spec_.temporal == TemporalStrategy::kUniform && weights_ == nullptr && !replace_ &&
                             excluded_ == nullptr && fanout_ > 0;
     for (size_t i = 0; i < n_; ++i) {
-      if (owner_row_ != nullptr && i + 2 * kAhead < n_) __builtin_prefetch(owner_row_ + ids_[i + 2 * kAhead]);
+      if (i + 2 * kAhead < n_) book_.Prefetch(ids_[i + 2 * kAhead]);
       if (i + kAhead < n_) __builtin_prefetch(time_rows + rows_.OwnerRow(ids_[i + kAhead]));
       const TimeRows::Row& r = time_rows[rows_.OwnerRow(ids_[i])];
       const int64_t d = r.end - r.begin;
@@ -391,7 +391,7 @@ class OwnedDraw {
   const NodeTypeStore& rows_;
   const int64_t* const indptr_;
   const int64_t* const indices_;
-  const int64_t* const owner_row_;
+  const NodeBook& book_;
   const int64_t* const ids_;
   const size_t n_;
   const DrawSpec& spec_;

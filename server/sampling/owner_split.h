@@ -39,9 +39,8 @@ class OwnerSplit {
     call_of_partition_.assign(partition.num_partitions(), -1);
     const int self = partition.partition_id();
     // Owners lie at random in an array the size of the graph: each is loaded some nodes ahead.
-    const int32_t* book = type.book.data<int32_t>();
     for (size_t i = 0; i < n; ++i) {
-      if (i + kPrefetchAhead < n) __builtin_prefetch(book + ids[i + kPrefetchAhead]);
+      if (i + kPrefetchAhead < n) type.owners.Prefetch(ids[i + kPrefetchAhead]);
       const int owner = type.Owner(ids[i]);
       if (owner == self || keep(i)) continue;
       if (!have_peers) {

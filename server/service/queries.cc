@@ -138,11 +138,10 @@ absl::Status PartitionQueries::CheckIds(int node_type, const google::protobuf::R
                       absl::StrCat(" has ", ids.size(), " entries; the limit is ", options_->max_ids_per_request));
   }
   const NodeTypeStore& n = partition_->node_type(node_type);
-  const int32_t* book = owned ? n.book.data<int32_t>() : nullptr;
   const int ahead = static_cast<int>(kPrefetchAhead);
   for (int i = 0; i < ids.size(); ++i) {
-    if (book != nullptr && i + ahead < ids.size() && ids[i + ahead] >= 0 && ids[i + ahead] < n.num_nodes) {
-      __builtin_prefetch(book + ids[i + ahead]);
+    if (owned && i + ahead < ids.size() && ids[i + ahead] >= 0 && ids[i + ahead] < n.num_nodes) {
+      n.owners.Prefetch(ids[i + ahead]);
     }
     const int64_t id = ids[i];
     if (id < 0 || id >= n.num_nodes) {
@@ -177,15 +176,12 @@ absl::Status PartitionQueries::GetNodeFeatures(const v1::GetNodeFeaturesRequest&
       return s;
     }
   }
-  // Each node's row within the partition: a lookup at random in an array the size of the
-  // graph, asked for well ahead so that many load at once.
+  // Each node's row within the partition: lookups at random in the book (NodeBook), asked
+  // for well ahead so that many load at once.
   const int ids = req.ids_size();
   std::vector<int64_t> at(static_cast<size_t>(ids));
-  const int64_t* local = n.local.is_open() ? n.local.data<int64_t>() : nullptr;
   for (int i = 0; i < ids; ++i) {
-    if (local != nullptr && i + static_cast<int>(kPrefetchAhead) < ids) {
-      __builtin_prefetch(local + req.ids(i + static_cast<int>(kPrefetchAhead)));
-    }
+    if (i + static_cast<int>(kPrefetchAhead) < ids) n.owners.Prefetch(req.ids(i + static_cast<int>(kPrefetchAhead)));
     at[static_cast<size_t>(i)] = n.OwnerRow(req.ids(i));
   }
   if (req.with_labels()) {

@@ -187,7 +187,9 @@ TEST_CASE("a partition of several checks its local row index", "[partition]") {
   auto loaded = Partition::Load(part0);
   REQUIRE(loaded.ok());
   const NodeTypeStore& n = (*loaded)->node_type(0);
-  std::vector<int64_t> local(n.local.data<int64_t>(), n.local.data<int64_t>() + 6);
+  auto file = MappedNpy::Open(part0 + "/book/node.local.npy");
+  REQUIRE(file.ok());
+  std::vector<int64_t> local(file->data<int64_t>(), file->data<int64_t>() + 6);
   const int64_t victim = n.global_ids()[0];
   local[victim] += 1;
   Replace<int64_t>(part0 + "/book/node.local.npy", local);

@@ -1,0 +1,87 @@
+#include "server/graph/node_book.h"
+
+#include <algorithm>
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
+namespace graphstore {
+
+NodeBook NodeBook::FromOwners(const int32_t* owners, int64_t num_nodes, int num_partitions, int self) {
+  NodeBook b;
+  b.num_partitions_ = num_partitions;
+  b.self_ = self;
+  if (num_partitions <= 1) return b;
+  if (num_partitions > 256) {
+    b.wide_.assign(owners, owners + num_nodes);
+    const int64_t block = int64_t{1} << kWideBlockBits;
+    b.wide_count_.resize(static_cast<size_t>((num_nodes + block - 1) / block));
+    int64_t owned = 0;
+    for (int64_t g = 0; g < num_nodes; ++g) {
+      if ((g & (block - 1)) == 0) b.wide_count_[static_cast<size_t>(g >> kWideBlockBits)] = owned;
+      owned += owners[g] == self;
+    }
+    return b;
+  }
+  const auto lines = static_cast<size_t>((num_nodes + kLineIds - 1) / kLineIds);
+  b.lines_.resize(lines);
+  b.super_.resize((lines >> kSuperLinesBits) + 1);
+  int64_t owned = 0, super_start = 0;
+  for (size_t k = 0; k < lines; ++k) {
+    Line& line = b.lines_[k];
+    if ((k & ((size_t{1} << kSuperLinesBits) - 1)) == 0) {
+      super_start = owned;
+      b.super_[k >> kSuperLinesBits] = owned;
+    }
+    line.before = static_cast<uint32_t>(owned - super_start);
+    const int64_t first = static_cast<int64_t>(k) * kLineIds;
+    const int64_t end = std::min(num_nodes, first + kLineIds);
+    std::fill(line.owner, line.owner + kLineIds, uint8_t{0});  // past the last id: never counted
+    for (int64_t g = first; g < end; ++g) {
+      line.owner[g - first] = static_cast<uint8_t>(owners[g]);
+      owned += owners[g] == self;
+    }
+  }
+  return b;
+}
+
+int64_t NodeBook::LineRow(int64_t gid) const {
+  const int64_t k = gid / kLineIds;
+  const Line& line = lines_[static_cast<size_t>(k)];
+  const int below = static_cast<int>(gid - k * kLineIds);
+  int64_t n = super_[static_cast<size_t>(k >> kSuperLinesBits)] + line.before;
+#if defined(__SSE2__)
+  // This partition's bytes among the first `below` of the line: equal bytes masked to the
+  // positions below, each made 1 and summed eight at a time.
+  const __m128i me = _mm_set1_epi8(static_cast<char>(self_));
+  const __m128i limit = _mm_set1_epi8(static_cast<char>(below));
+  const __m128i one = _mm_set1_epi8(1);
+  __m128i position = _mm_setr_epi8(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+  __m128i sum = _mm_setzero_si128();
+  for (int q = 0; q < 4; ++q) {
+    const __m128i v = _mm_load_si128(reinterpret_cast<const __m128i*>(line.owner) + q);
+    const __m128i hit = _mm_and_si128(_mm_and_si128(_mm_cmpeq_epi8(v, me), _mm_cmplt_epi8(position, limit)), one);
+    sum = _mm_add_epi64(sum, _mm_sad_epu8(hit, _mm_setzero_si128()));
+    position = _mm_add_epi8(position, _mm_set1_epi8(16));
+  }
+  n += _mm_cvtsi128_si64(sum) + _mm_cvtsi128_si64(_mm_unpackhi_epi64(sum, sum));
+#else
+  for (int i = 0; i < below; ++i) n += line.owner[i] == self_;
+#endif
+  return n;
+}
+
+int64_t NodeBook::WideRow(int64_t gid) const {
+  const int64_t start = gid & ~((int64_t{1} << kWideBlockBits) - 1);
+  int64_t n = wide_count_[static_cast<size_t>(gid >> kWideBlockBits)];
+  for (int64_t g = start; g < gid; ++g) n += wide_[static_cast<size_t>(g)] == self_;
+  return n;
+}
+
+size_t NodeBook::bytes() const {
+  return lines_.size() * sizeof(Line) + super_.size() * sizeof(int64_t) + wide_.size() * sizeof(int32_t) +
+         wide_count_.size() * sizeof(int64_t);
+}
+
+}  // namespace graphstore

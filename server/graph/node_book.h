@@ -1,0 +1,81 @@
+#ifndef GRAPHSTORE_SERVER_GRAPH_NODE_BOOK_H_
+#define GRAPHSTORE_SERVER_GRAPH_NODE_BOOK_H_
+
+// Which partition owns each node of a type, and where an owned node's row lies, in about one
+// byte per node of the whole graph. A node owned here is row r of the partition's arrays, r the
+// count of owned ids below it (ids.npy lists them ascending). Up to 256 partitions the book is
+// one cache line per 60 ids: their owners, a byte each, and the count of this partition's ids
+// before the line (since its superblock of 2^20 lines, whose own count is kept apart), so a
+// node's owner and row are one memory access: the count plus this partition's bytes before the
+// node in its line. Beyond 256 partitions owners take four bytes, counts one per 64 ids. It
+// replaces the book files' int32 owner and int64 row per node (12 bytes) in memory; those files
+// are read once at load.
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "server/util/huge_pages.h"
+
+namespace graphstore {
+
+class NodeBook {
+ public:
+  static constexpr int64_t kLineIds = 60;         // owner bytes in a 64-byte line; 4 bytes of count
+  static constexpr int kSuperLinesBits = 20;      // line counts are relative to a 64-bit count per 2^20 lines
+  static constexpr int kWideBlockBits = 6;        // beyond 256 partitions: a count per 64 ids
+
+  /// A book of one partition: every node is owned here and is its own row.
+  NodeBook() = default;
+
+  /// The book of partition `self` of `num_partitions` from every node's owner (`owners`,
+  /// `num_nodes` entries, each in [0, num_partitions), as the book file was verified to hold).
+  static NodeBook FromOwners(const int32_t* owners, int64_t num_nodes, int num_partitions, int self);
+
+  int num_partitions() const { return num_partitions_; }
+  /// Owning partition of a global id in [0, num_nodes).
+  int32_t Owner(int64_t gid) const {
+    if (num_partitions_ <= 1) return 0;
+    if (!wide_.empty()) return wide_[static_cast<size_t>(gid)];
+    const int64_t line = gid / kLineIds;
+    return lines_[static_cast<size_t>(line)].owner[gid - line * kLineIds];
+  }
+  /// Row of a global id owned here within this partition's arrays.
+  int64_t Row(int64_t gid) const {
+    if (num_partitions_ <= 1) return gid;
+    return wide_.empty() ? LineRow(gid) : WideRow(gid);
+  }
+  /// Asks for what Owner(gid) and Row(gid) read, ahead of the reads.
+  void Prefetch(int64_t gid) const {
+    if (num_partitions_ <= 1) return;
+    if (wide_.empty()) {
+      __builtin_prefetch(lines_.data() + gid / kLineIds);
+    } else {
+      __builtin_prefetch(wide_.data() + gid);
+      __builtin_prefetch(wide_count_.data() + (gid >> kWideBlockBits));
+    }
+  }
+  /// Bytes held (what the book costs this server per node of the whole graph, times num_nodes).
+  size_t bytes() const;
+
+ private:
+  struct alignas(64) Line {
+    uint8_t owner[kLineIds];
+    uint32_t before;  // this partition's ids before the line, since its superblock's start
+  };
+  static_assert(sizeof(Line) == 64, "a line of the book is one cache line");
+
+  int64_t LineRow(int64_t gid) const;
+  int64_t WideRow(int64_t gid) const;
+
+  int num_partitions_ = 1;
+  int self_ = 0;
+  std::vector<Line, HugePageAllocator<Line>> lines_;
+  std::vector<int64_t> super_;  // this partition's ids before each superblock
+  std::vector<int32_t, HugePageAllocator<int32_t>> wide_;
+  std::vector<int64_t> wide_count_;  // beyond 256 partitions: owned ids before each block of 64
+};
+
+}  // namespace graphstore
+
+#endif  // GRAPHSTORE_SERVER_GRAPH_NODE_BOOK_H_
