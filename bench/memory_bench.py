@@ -1,0 +1,136 @@
+"""What each server of a cluster holds, as the trainers register and read: resident memory
+(VmRSS) of every graphstored after start, after channels registered with every node as input
+(global batches), and after batches read; the time from a registration to its first batch; and
+the batches' rate. With --baseline, a second graphstored binary runs the same steps in the same
+run and each figure is printed beside it with the ratio.
+
+    bazel build -c opt //server:graphstored //tools:graphstore-generate //python:graphstore
+    bazel-bin/tools/graphstore-generate --nodes=10000000 --feature_dim=0 --avg_degree=5 \\
+        --partitions=4 --out=/tmp/g10m
+    /usr/bin/python3 bench/memory_bench.py --graph=/tmp/g10m --partitions=4 --channels=2 \\
+        [--baseline=/path/to/an/older/graphstored]
+
+Ports are picked by the kernel on loopback; the servers are stopped at the end.
+"""
+
+import argparse
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BIN = os.path.join(ROOT, "bazel-bin")
+sys.path.insert(0, os.path.join(BIN, "python", "site"))
+import graphstore  # noqa: E402
+
+
+def free_ports(n):
+    socks = [socket.socket() for _ in range(n)]
+    for s in socks:
+        s.bind(("127.0.0.1", 0))
+    ports = [s.getsockname()[1] for s in socks]
+    for s in socks:
+        s.close()
+    return ports
+
+
+def rss_mb(pid):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def start_cluster(binary, graph, parts, work):
+    ports = free_ports(parts)
+    cluster = ",".join(f"127.0.0.1:{p}" for p in ports)
+    procs = []
+    for k in range(parts):
+        part = os.path.join(graph, f"part-{k}") if parts > 1 else graph
+        port_file = os.path.join(work, f"port-{k}")
+        args = [binary, f"--partition={part}", f"--port={ports[k]}", f"--port_file={port_file}", "--log_level=warn"]
+        if parts > 1:
+            args.append(f"--cluster={cluster}")
+        procs.append((subprocess.Popen(args), port_file))
+    for proc, port_file in procs:
+        while not (os.path.exists(port_file) and os.path.getsize(port_file) > 0):
+            if proc.poll() is not None:
+                raise RuntimeError(f"graphstored exited ({proc.returncode})")
+            time.sleep(0.05)  # waits for the server to write its port (a file it creates)
+    return [p for p, _ in procs], [f"127.0.0.1:{p}" for p in ports]
+
+
+def one_binary(binary, args, work):
+    procs, servers = start_cluster(binary, args.graph, args.partitions, work)
+    out = {}
+    try:
+        # Sampling opens once every peer answered: the first registration waits for it.
+        out["start"] = [rss_mb(p.pid) for p in procs]
+        loaders, first = [], []
+        for c in range(args.channels):
+            t0 = time.perf_counter()
+            loader = graphstore.Loader(servers, args.fanouts, split="", batch_size=args.batch_size, shuffle=True,
+                                       shared_memory=False, rank=c, world_size=args.channels, deadline=600,
+                                       node_features=bool(args.features), labels=bool(args.features))
+            it = iter(loader.epoch(0))
+            next(it)
+            first.append(time.perf_counter() - t0)
+            loaders.append((loader, it))
+        out["registered"] = [rss_mb(p.pid) for p in procs]
+        out["first_batch_s"] = first
+        t0, n = time.perf_counter(), 0
+        for _ in range(args.batches):
+            for _, it in loaders:
+                b = next(it)
+                n += int(b.batch_size)
+        out["seeds_per_s"] = n / (time.perf_counter() - t0)
+        out["read"] = [rss_mb(p.pid) for p in procs]
+        for loader, _ in loaders:
+            loader.close()
+    finally:
+        for p in procs:
+            p.terminate()
+        for p in procs:
+            p.wait()
+    return out
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--graph", required=True, help="a dataset directory (DIR/part-K for several partitions)")
+    p.add_argument("--partitions", type=int, default=1)
+    p.add_argument("--channels", type=int, default=2, help="trainers, each a Loader over every server")
+    p.add_argument("--batches", type=int, default=50, help="batches each trainer reads after its first")
+    p.add_argument("--batch_size", type=int, default=1024)
+    p.add_argument("--fanouts", type=lambda s: [int(f) for f in s.split(",")], default=[10, 5])
+    p.add_argument("--features", type=int, default=0, help="1: batches carry features and labels")
+    p.add_argument("--graphstored", default=os.path.join(BIN, "server", "graphstored"))
+    p.add_argument("--baseline", default="", help="another graphstored binary measured the same way")
+    a = p.parse_args()
+    runs = [("this build", a.graphstored)] + ([("baseline", a.baseline)] if a.baseline else [])
+    results = {}
+    with tempfile.TemporaryDirectory() as work:
+        for name, binary in runs:
+            results[name] = one_binary(binary, a, work)
+    print(f"memory_bench: {a.graph}, {a.partitions} servers, {a.channels} trainers (every node as input, global "
+          f"batches), batch {a.batch_size}, {a.fanouts}, {a.batches} batches each")
+    for name, r in results.items():
+        print(f"{name:>10}: RSS MB per server  start {', '.join(f'{x:.0f}' for x in r['start'])}  "
+              f"registered {', '.join(f'{x:.0f}' for x in r['registered'])}  "
+              f"after reading {', '.join(f'{x:.0f}' for x in r['read'])}")
+        print(f"{'':>10}  registration to first batch {', '.join(f'{x:.2f}' for x in r['first_batch_s'])} s, "
+              f"{r['seeds_per_s']:,.0f} seeds/s")
+    if a.baseline:
+        mine, base = results["this build"], results["baseline"]
+        for key in ("start", "registered", "read"):
+            ratio = sum(mine[key]) / max(1e-9, sum(base[key]))
+            print(f"ratio {key}: {ratio:.2f} of the baseline's memory (sum over servers)")
+        print(f"ratio seeds/s: {mine['seeds_per_s'] / base['seeds_per_s']:.2f} of the baseline's")
+
+
+if __name__ == "__main__":
+    main()
