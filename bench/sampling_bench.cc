@@ -154,7 +154,9 @@ Rate SampleBackend(const NeighborSampler& sampler, int64_t num_nodes, int batch_
   scheduler::ChannelOptions co;
   co.seeds = RandomSeeds(99, num_nodes, batch_size * 2000);
   co.batch_size = batch_size;
-  co.order = [](int64_t epoch, std::vector<int64_t>* ids) { ShuffleForEpoch(0, epoch, ids); };
+  co.order = [](int64_t epoch, int64_t n, int64_t first, size_t count, int64_t* out) {
+    EpochPositions(0, epoch, n, first, count, out);
+  };
   if (!backend.AddChannel(1, co).ok() || !backend.StartEpoch(1, 0).ok()) std::abort();
   int64_t batches = 0;
   const auto start = Clock::now();

@@ -87,7 +87,7 @@ bool Backend::RemoveChannel(uint64_t id) {
     c->removed = true;
     c->cur.TakeBuffer(&freed);
     c->DropAhead(&freed);
-    c->cur.order.reset();
+    std::vector<int64_t>().swap(c->opts.seeds);  // tasks in flight hold their own seeds
     runnable_.erase(std::remove(runnable_.begin(), runnable_.end(), c), runnable_.end());
     speculative_.erase(std::remove(speculative_.begin(), speculative_.end(), c), speculative_.end());
     c->queued = false;
@@ -188,7 +188,7 @@ absl::StatusOr<int64_t> Backend::NumBatches(uint64_t id) const {
   auto it = channels_.find(id);
   if (it == channels_.end()) return absl::NotFoundError(absl::StrCat("channel ", id, " does not exist"));
   const Channel& c = *it->second;
-  return c.cur.epoch >= 0 ? c.cur.num_batches : c.BatchesFor(static_cast<int64_t>(c.opts.seeds.size()));
+  return c.cur.epoch >= 0 ? c.cur.num_batches : c.BatchesFor(c.opts.num_seeds());
 }
 
 void Backend::MaybeQueue(const ChannelPtr& c) {
@@ -231,9 +231,8 @@ void Backend::WorkerLoop(int worker) {
     Run& run = speculative ? c->ahead : c->cur;
     const int64_t b = run.next++;
     const uint64_t generation = run.generation;
-    const std::shared_ptr<const std::vector<int64_t>> order = run.order;
     ++c->in_flight;
-    const BatchTask task = c->TaskFor(run, b, *order, worker);
+    const BatchTask task = c->TaskFor(run, b, worker);
     MaybeQueue(c);
     mu_.Unlock();
 

@@ -3,6 +3,8 @@
 
 #include "scheduler/backend_channel.h"
 
+#include <numeric>
+
 #include "absl/strings/str_cat.h"
 
 namespace graphstore::scheduler {
@@ -68,7 +70,7 @@ ChannelStats Backend::Channel::Describe(bool runnable) const {
   s.channel_id = id;
   s.worker_key = opts.worker_key;
   s.epoch = cur.epoch;
-  s.num_seeds = static_cast<int64_t>(opts.seeds.size());
+  s.num_seeds = opts.num_seeds();
   s.num_batches = cur.epoch >= 0 ? cur.num_batches : BatchesFor(s.num_seeds);
   s.batches_sampled = sampled;
   s.batches_delivered = delivered;
@@ -120,7 +122,7 @@ bool Backend::Channel::SpeculationRunnable(bool stopping, int speculative_batche
   if (speculative_batches <= 0 || removed || stopping || !error.ok() || cancelled || ahead_failed) return false;
   // Only once the current epoch has nothing left to schedule (or before the first epoch).
   if (cur.epoch >= 0 && cur.next < cur.num_batches) return false;
-  const int64_t limit = std::min<int64_t>(speculative_batches, BatchesFor(static_cast<int64_t>(opts.seeds.size())));
+  const int64_t limit = std::min<int64_t>(speculative_batches, BatchesFor(opts.num_seeds()));
   // Its own budget, the size of the buffer's, so that it overlaps the tail of the epoch whose
   // last batches still fill the buffer.
   return ahead.next < limit && in_flight < max_in_flight &&
@@ -128,7 +130,7 @@ bool Backend::Channel::SpeculationRunnable(bool stopping, int speculative_batche
          (budget == nullptr || budget->AllowsSpeculation());
 }
 
-BatchTask Backend::Channel::TaskFor(const Run& run, int64_t b, const std::vector<int64_t>& order, int worker) const {
+BatchTask Backend::Channel::TaskFor(const Run& run, int64_t b, int worker) const {
   const int64_t bs = opts.batch_size;
   BatchTask task;
   task.channel_id = id;
@@ -139,10 +141,22 @@ BatchTask Backend::Channel::TaskFor(const Run& run, int64_t b, const std::vector
   task.batch_index = b;
   task.num_batches = run.num_batches;
   task.epoch_batch = EpochBatch(b);
-  task.num_epoch_batches = EpochBatchesFor(static_cast<int64_t>(order.size()));
+  const int64_t n = opts.num_seeds();
+  task.num_epoch_batches = EpochBatchesFor(n);
   const int64_t first = task.epoch_batch * bs;
-  task.seeds = order.data() + first;
-  task.num_seeds = static_cast<size_t>(std::min<int64_t>(bs, static_cast<int64_t>(order.size()) - first));
+  const auto count = static_cast<size_t>(std::min<int64_t>(bs, n - first));
+  auto seeds = std::make_shared<std::vector<int64_t>>(count);
+  if (opts.order) {
+    opts.order(run.epoch, n, first, count, seeds->data());
+  } else {
+    std::iota(seeds->begin(), seeds->end(), first);
+  }
+  if (!opts.seeds.empty()) {
+    for (int64_t& s : *seeds) s = opts.seeds[static_cast<size_t>(s)];
+  }
+  task.seeds = seeds->data();
+  task.num_seeds = count;
+  task.seed_storage = std::move(seeds);
   task.worker = worker;
   return task;
 }

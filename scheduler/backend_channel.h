@@ -30,8 +30,6 @@ struct Run {
   // Tasks carry the generation they were scheduled under; a result is kept only while its run
   // still has that generation. Every (re)start takes a new one.
   uint64_t generation = 0;
-  // The seed order; tasks keep a reference while they sample.
-  std::shared_ptr<const std::vector<int64_t>> order;
   int64_t num_batches = 0;
   int64_t next = 0;  // the next batch to schedule
   std::map<int64_t, Batch> buffer;
@@ -112,7 +110,7 @@ struct Backend::Channel {
   // once the current epoch has nothing left to schedule, within a buffer of its own.
   bool SpeculationRunnable(bool stopping, int speculative_batches) const;
   // The task of batch `b` of `run`; its seeds point into `order`.
-  BatchTask TaskFor(const Run& run, int64_t b, const std::vector<int64_t>& order, int worker) const;
+  BatchTask TaskFor(const Run& run, int64_t b, int worker) const;
   // Keeps a worker's result for `task` in the run of `generation`, or records its error; true
   // when a batch was kept. A result for a run that has gone is left in *result, to be dropped
   // outside the lock.
@@ -142,16 +140,13 @@ struct Backend::Channel {
   // The epoch's number of the channel's batch `b`.
   int64_t EpochBatch(int64_t b) const { return opts.batch_offset + opts.batch_stride * b; }
 
-  // A fresh run of epoch `e`, nothing scheduled.
+  // A fresh run of epoch `e`, nothing scheduled: its order is computed batch by batch.
   Run NewRun(int64_t e) {
-    auto order = std::make_shared<std::vector<int64_t>>(opts.seeds);
-    if (opts.order) opts.order(e, order.get());
     Run r;
     r.budget = budget;
     r.epoch = e;
     r.generation = next_generation++;
-    r.num_batches = BatchesFor(static_cast<int64_t>(order->size()));
-    r.order = std::move(order);
+    r.num_batches = BatchesFor(opts.num_seeds());
     return r;
   }
 

@@ -46,9 +46,10 @@ struct BatchTask {
   /// how many those are: with a stride of 1, batch_index and num_batches.
   int64_t epoch_batch = 0;
   int64_t num_epoch_batches = 0;
-  /// The batch's seeds; valid for the duration of the call.
+  /// The batch's seeds; valid for the duration of the call (seed_storage holds them).
   const int64_t* seeds = nullptr;
   size_t num_seeds = 0;
+  std::shared_ptr<const std::vector<int64_t>> seed_storage;
   /// Index of the worker thread running the task, in [0, num_workers).
   int worker = 0;
 };
@@ -82,15 +83,20 @@ struct BackendOptions {
   std::shared_ptr<class MemoryBudget> budget;
 };
 
-/// Puts a channel's seeds in the order of one epoch, in place (e.g. a seeded permutation).
-/// It must depend only on the epoch and what the caller bound into it: an epoch started again,
-/// resumed or sampled ahead must get the same batches.
-using EpochOrder = std::function<void(int64_t epoch, std::vector<int64_t>* seeds)>;
+/// The order of one epoch's `n` seeds, computed a batch at a time: writes to `out` the
+/// registration positions (in [0, n)) that positions [first, first + count) of the epoch's order
+/// hold, a bijection of [0, n) for each epoch (e.g. a keyed permutation), so that no epoch's order
+/// is ever stored. It must depend only on the epoch and what the caller bound into it: an epoch
+/// started again, resumed or sampled ahead must get the same batches.
+using EpochOrder = std::function<void(int64_t epoch, int64_t n, int64_t first, size_t count, int64_t* out)>;
 
 /// Options of one channel.
 struct ChannelOptions {
-  /// The seeds, in registration order.
+  /// The seeds, in registration order; or, left empty, `num_positions` seeds that are their
+  /// own positions 0 .. num_positions-1 (the caller looks its ids up), held as a count.
   std::vector<int64_t> seeds;
+  int64_t num_positions = 0;
+  int64_t num_seeds() const { return seeds.empty() ? num_positions : static_cast<int64_t>(seeds.size()); }
   /// Seeds per batch, >= 1.
   int64_t batch_size = 1;
   /// The order of every epoch's seeds; null keeps registration order.

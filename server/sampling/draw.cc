@@ -9,6 +9,24 @@
 #include "server/sampling/short_rows.h"
 
 namespace graphstore {
+
+int64_t PermutedPosition(uint64_t key, int64_t n, int64_t x) {
+  if (n <= 1) return 0;
+  int bits = 64 - __builtin_clzll(static_cast<uint64_t>(n - 1));
+  const int half = (bits + 1) / 2;
+  const uint64_t mask = (uint64_t{1} << half) - 1;
+  uint64_t v = static_cast<uint64_t>(x);
+  do {
+    uint64_t left = v >> half, right = v & mask;
+    for (uint64_t round = 0; round < 4; ++round) {
+      const uint64_t next = left ^ (HashCombine(key + round, right) & mask);
+      left = right;
+      right = next;
+    }
+    v = (left << half) | right;
+  } while (v >= static_cast<uint64_t>(n));
+  return static_cast<int64_t>(v);
+}
 namespace {
 
 // A weight a draw may pick: positive and finite (what an unverified partition holds otherwise

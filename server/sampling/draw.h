@@ -91,9 +91,17 @@ void DeterministicShuffle(uint64_t key, T* values, size_t n) {
   }
 }
 
-/// Puts a channel's seeds in the order of `epoch`: the permutation keyed by (seed, epoch).
-inline void ShuffleForEpoch(uint64_t seed, int64_t epoch, std::vector<int64_t>* ids) {
-  DeterministicShuffle(ShuffleKey(seed, epoch), ids->data(), ids->size());
+/// Position `x` of a keyed permutation of [0, n): a 4-round Feistel network over the smallest
+/// even number of bits that covers n, applied again while the result falls outside [0, n)
+/// (cycle walking, fewer than 4 times on average), so that it is a bijection of [0, n) computed
+/// per position, never stored, the same on every platform.
+int64_t PermutedPosition(uint64_t key, int64_t n, int64_t x);
+
+/// Positions [first, first + count) of a channel's epoch order over `n` seeds: the permutation
+/// keyed by (seed, epoch) (scheduler::EpochOrder).
+inline void EpochPositions(uint64_t seed, int64_t epoch, int64_t n, int64_t first, size_t count, int64_t* out) {
+  const uint64_t key = ShuffleKey(seed, epoch);
+  for (size_t i = 0; i < count; ++i) out[i] = PermutedPosition(key, n, first + static_cast<int64_t>(i));
 }
 
 /// Picks `fanout` of a node's neighbours with probability proportional to `weights[k]` (one

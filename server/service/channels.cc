@@ -20,13 +20,14 @@ using Clock = ServiceState::Clock;
 scheduler::ChannelOptions SchedulerOptionsOf(const v1::RegisterSamplingInputRequest& req, const ChannelEntry& channel,
                                              const v1::SamplingConfig& config, std::shared_ptr<ChannelSampling> sampling) {
   scheduler::ChannelOptions co;
-  co.seeds.resize(channel.num_seeds);
-  std::iota(co.seeds.begin(), co.seeds.end(), int64_t{0});
+  co.num_positions = channel.num_seeds;
   co.batch_size = config.batch_size();
   co.batch_stride = channel.batch_stride;
   co.batch_offset = channel.batch_offset;
   if (config.shuffle()) {
-    co.order = [seed = req.seed()](int64_t epoch, std::vector<int64_t>* ids) { ShuffleForEpoch(seed, epoch, ids); };
+    co.order = [seed = req.seed()](int64_t epoch, int64_t n, int64_t first, size_t count, int64_t* out) {
+      EpochPositions(seed, epoch, n, first, count, out);
+    };
   }
   co.drop_last = config.drop_last();
   co.seed = req.seed();

@@ -74,8 +74,10 @@ absl::StatusOr<std::vector<int64_t>> ClusterSplitIds(const SeedSources& from, co
                       ": this server holds one partition of several and knows no peers to gather the split from "
                       "(start graphstored with --cluster)");
   }
-  // The cluster's order: ascending global id, whichever partition holds each node.
+  // The cluster's order: ascending global id, whichever partition holds each node. The list is
+  // what the channel keeps of its input (8 bytes a seed): no capacity left over from gathering.
   std::sort(ids->begin(), ids->end());
+  ids->shrink_to_fit();
   return ids;
 }
 

@@ -281,5 +281,36 @@ TEST_CASE("cancelling an epoch the channel has left leaves its current epoch alo
   CHECK(backend.TryPop(1, 2).kind == Kind::kClosed);
   CHECK(!backend.CancelEpoch(2, 0));
 }
+TEST_CASE("a channel over positions holds no list of its seeds: epochs of 10^11 start at once", "[backend]") {
+  // A list of 10^11 positions, or an epoch's order of them, would be 800 GB: the channel holds
+  // the count, and each batch's seeds are computed from the order when it is sampled.
+  FakeSampler fake;
+  Backend backend(BackendOptions(), fake.fn());
+  ChannelOptions o;
+  o.num_positions = 100'000'000'000;
+  o.batch_size = 4;
+  o.order = Shuffle(21);
+  REQUIRE(backend.AddChannel(1, o).ok());
+  auto stats = backend.Describe(1);
+  REQUIRE(stats.ok());
+  CHECK(stats->num_seeds == o.num_positions);
+  for (int64_t epoch = 0; epoch < 2; ++epoch) {
+    REQUIRE(backend.StartEpoch(1, epoch).ok());
+    std::vector<int64_t> seen;
+    for (int k = 0; k < 3; ++k) {
+      Delivery d = backend.Pop(1, epoch, 10s);
+      REQUIRE(d.kind == Kind::kMessage);
+      CHECK(P(d).seeds.size() == 4);
+      for (int64_t s : P(d).seeds) {
+        CHECK((s >= 0 && s < o.num_positions));
+        seen.push_back(s);
+      }
+    }
+    std::sort(seen.begin(), seen.end());
+    CHECK(std::adjacent_find(seen.begin(), seen.end()) == seen.end());
+    REQUIRE(backend.CancelEpoch(1, epoch));
+  }
+  backend.Stop();
+}
 }  // namespace
 }  // namespace graphstore::scheduler

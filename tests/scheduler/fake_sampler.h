@@ -94,7 +94,9 @@ class FakeSampler {
 
 // The keyed permutation the service gives its channels.
 inline EpochOrder Shuffle(uint64_t seed) {
-  return [seed](int64_t epoch, std::vector<int64_t>* seeds) { ShuffleForEpoch(seed, epoch, seeds); };
+  return [seed](int64_t epoch, int64_t n, int64_t first, size_t count, int64_t* out) {
+    EpochPositions(seed, epoch, n, first, count, out);
+  };
 }
 
 inline ChannelOptions Seeds(int64_t n, int64_t batch_size = 1) {
