@@ -329,7 +329,20 @@ class MovieLensTest(_Served):
         one, two = os.path.join(cls.dir, "one"), os.path.join(cls.dir, "two")
         gt.run(gt.tool("graphstore-movielens"), f"--input={MOVIELENS}", f"--out={one}")
         gt.run(gt.tool("graphstore-movielens"), f"--input={MOVIELENS}", f"--out={two}", "--partitions=2")
-        cls.daemons = [gt.Daemon(one, name="ml-one").wait_ready()] + gt.start_cluster(two, 2)
+        timed = os.path.join(cls.dir, "timed")
+        gt.run(gt.tool("graphstore-movielens"), f"--input={MOVIELENS}", f"--out={timed}", "--times")
+        cls.one = gt.Daemon(one, name="ml-one").wait_ready()
+        cls.cluster = gt.start_cluster(two, 2)
+        cls.timed = gt.Daemon(timed, name="ml-timed").wait_ready()
+        cls.daemons = [cls.one, cls.timed] + cls.cluster
+        # Each stored edge's time by edge id, per edge type.
+        cls.edge_time = {}
+        for et in (("user", "rates", "movie"), ("movie", "rev_rates", "user")):
+            d = os.path.join(timed, "edges", "__".join(et))
+            times, eids = np.load(os.path.join(d, "time.npy")), np.load(os.path.join(d, "edge_ids.npy"))
+            by_id = np.empty_like(times)
+            by_id[eids] = times
+            cls.edge_time[et] = torch.from_numpy(by_id)
         cls.x = {t: torch.from_numpy(np.load(os.path.join(one, "nodes", t, "features.npy"))) for t in ("user", "movie")}
         cls.edges = {}
         for et in (("user", "rates", "movie"), ("movie", "rev_rates", "user")):
@@ -342,7 +355,7 @@ class MovieLensTest(_Served):
         from torch_geometric.data import HeteroData
         from torch_geometric.loader import NodeLoader
         users = torch.arange(0, 943, 3)
-        for servers in ([self.daemons[0].address], [d.address for d in self.daemons[1:]]):
+        for servers in ([self.one.address], [d.address for d in self.cluster]):
             stores = (graphstore.pyg.FeatureStore(servers), graphstore.pyg.GraphStore(servers))
             self.assertEqual(sorted(str(a.group_name) for a in stores[0].get_all_tensor_attrs()),
                              ["('movie', 'rev_rates', 'user')", "('user', 'rates', 'movie')", "movie", "user"])
@@ -370,6 +383,29 @@ class MovieLensTest(_Served):
                         edges += ei.shape[1]
                 self.assertEqual(sorted(seen), users.tolist())
                 self.assertGreater(edges, 1000)
+
+    def test_temporal_draws_follow_pygs_time_attr_and_strategy(self):
+        from torch_geometric.loader import NodeLoader
+        servers = [self.timed.address]
+        stores = (graphstore.pyg.FeatureStore(servers), graphstore.pyg.GraphStore(servers))
+        users = torch.arange(0, 943, 2)
+        # Seed times early in the ratings' span: a seed reaches only edges at or before its time.
+        at = 874_724_710 + (torch.arange(users.numel()) % 50) * 86_400 * 3  # the first 150 of 215 days
+        for strategy in ("uniform", "last"):
+            for cls in (NodeLoader, graphstore.pyg.NodeLoader):
+                sampler = graphstore.pyg.NeighborSampler(servers, [4, 2], time_attr="time",
+                                                         temporal_strategy=strategy, seed=5)
+                loader = cls(stores, node_sampler=sampler, input_nodes=("user", users), input_time=at, batch_size=60)
+                edges = 0
+                for batch in loader:
+                    user = batch["user"]
+                    self.assertTrue(torch.equal(user.seed_time, at[user.input_id]))
+                    latest = int(user.seed_time.max())
+                    for et, times in self.edge_time.items():
+                        if et in batch and batch[et].e_id.numel():
+                            self.assertLessEqual(int(times[batch[et].e_id].max()), latest, (strategy, et))
+                            edges += batch[et].e_id.numel()
+                self.assertGreater(edges, 100, strategy)
 
 
 if __name__ == "__main__":
