@@ -33,7 +33,7 @@ std::string WeightRange(const float* w, int64_t n) {
 
 // What a server holds for this partition, by what it grows with: bytes per edge it stores, per
 // node it owns, and per node of the whole graph (the partition book every server holds, in
-// memory at about a byte a node; node times and label edges' destination degrees as mapped).
+// memory at half a byte to a byte a node; node times and label edges' destination degrees as mapped).
 void PrintSizing(const std::string& dir, const graphstore::Partition& part) {
   namespace fs = std::filesystem;
   int64_t own_edges = 0, own_nodes = 0, all_nodes = 0, book = 0;

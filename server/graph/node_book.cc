@@ -24,7 +24,9 @@ NodeBook NodeBook::FromOwners(const int32_t* owners, int64_t num_nodes, int num_
     }
     return b;
   }
-  const auto lines = static_cast<size_t>((num_nodes + kLineIds - 1) / kLineIds);
+  b.nibbles_ = num_partitions <= 16;
+  const int64_t per_line = b.nibbles_ ? kNibbleLineIds : kLineIds;
+  const auto lines = static_cast<size_t>((num_nodes + per_line - 1) / per_line);
   b.lines_.resize(lines);
   b.super_.resize((lines >> kSuperLinesBits) + 1);
   int64_t owned = 0, super_start = 0;
@@ -35,11 +37,16 @@ NodeBook NodeBook::FromOwners(const int32_t* owners, int64_t num_nodes, int num_
       b.super_[k >> kSuperLinesBits] = owned;
     }
     line.before = static_cast<uint32_t>(owned - super_start);
-    const int64_t first = static_cast<int64_t>(k) * kLineIds;
-    const int64_t end = std::min(num_nodes, first + kLineIds);
+    const int64_t first = static_cast<int64_t>(k) * per_line;
+    const int64_t end = std::min(num_nodes, first + per_line);
     std::fill(line.owner, line.owner + kLineIds, uint8_t{0});  // past the last id: never counted
     for (int64_t g = first; g < end; ++g) {
-      line.owner[g - first] = static_cast<uint8_t>(owners[g]);
+      const int64_t i = g - first;
+      if (b.nibbles_) {
+        line.owner[i >> 1] = static_cast<uint8_t>(line.owner[i >> 1] | (owners[g] << ((i & 1) * 4)));
+      } else {
+        line.owner[i] = static_cast<uint8_t>(owners[g]);
+      }
       owned += owners[g] == self;
     }
   }
@@ -68,6 +75,38 @@ int64_t NodeBook::LineRow(int64_t gid) const {
   n += _mm_cvtsi128_si64(sum) + _mm_cvtsi128_si64(_mm_unpackhi_epi64(sum, sum));
 #else
   for (int i = 0; i < below; ++i) n += line.owner[i] == self_;
+#endif
+  return n;
+}
+
+int64_t NodeBook::NibbleLineRow(int64_t gid) const {
+  const int64_t k = gid / kNibbleLineIds;
+  const Line& line = lines_[static_cast<size_t>(k)];
+  const int below = static_cast<int>(gid - k * kNibbleLineIds);
+  int64_t n = super_[static_cast<size_t>(k >> kSuperLinesBits)] + line.before;
+#if defined(__SSE2__)
+  // Byte j holds ids 2j (low half) and 2j+1 (high half): each half compared on its own, masked
+  // to the bytes whose id lies below, made 1 and summed eight at a time.
+  const __m128i me = _mm_set1_epi8(static_cast<char>(self_));
+  const __m128i low_limit = _mm_set1_epi8(static_cast<char>((below + 1) / 2));
+  const __m128i high_limit = _mm_set1_epi8(static_cast<char>(below / 2));
+  const __m128i nibble = _mm_set1_epi8(15);
+  const __m128i one = _mm_set1_epi8(1);
+  __m128i position = _mm_setr_epi8(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+  __m128i sum = _mm_setzero_si128();
+  for (int q = 0; q < 4; ++q) {
+    const __m128i v = _mm_load_si128(reinterpret_cast<const __m128i*>(line.owner) + q);
+    const __m128i low = _mm_and_si128(v, nibble);
+    const __m128i high = _mm_and_si128(_mm_srli_epi16(v, 4), nibble);
+    const __m128i hits = _mm_add_epi8(
+        _mm_and_si128(_mm_and_si128(_mm_cmpeq_epi8(low, me), _mm_cmplt_epi8(position, low_limit)), one),
+        _mm_and_si128(_mm_and_si128(_mm_cmpeq_epi8(high, me), _mm_cmplt_epi8(position, high_limit)), one));
+    sum = _mm_add_epi64(sum, _mm_sad_epu8(hits, _mm_setzero_si128()));
+    position = _mm_add_epi8(position, _mm_set1_epi8(16));
+  }
+  n += _mm_cvtsi128_si64(sum) + _mm_cvtsi128_si64(_mm_unpackhi_epi64(sum, sum));
+#else
+  for (int i = 0; i < below; ++i) n += ((line.owner[i >> 1] >> ((i & 1) * 4)) & 15) == self_;
 #endif
   return n;
 }

@@ -6,8 +6,9 @@
 // count of owned ids below it (ids.npy lists them ascending). Up to 256 partitions the book is
 // one cache line per 60 ids: their owners, a byte each, and the count of this partition's ids
 // before the line (since its superblock of 2^20 lines, whose own count is kept apart), so a
-// node's owner and row are one memory access: the count plus this partition's bytes before the
-// node in its line. Beyond 256 partitions owners take four bytes, counts one per 64 ids. It
+// node's owner and row are one memory access: the count plus this partition's owners before the
+// node in its line. Up to 16 partitions an owner is half a byte, 120 to a line (0.53 bytes a
+// node); beyond 256 partitions owners take four bytes, counts one per 64 ids. It
 // replaces the book files' int32 owner and int64 row per node (12 bytes) in memory; those files
 // are read once at load.
 
@@ -22,6 +23,7 @@ namespace graphstore {
 class NodeBook {
  public:
   static constexpr int64_t kLineIds = 60;         // owner bytes in a 64-byte line; 4 bytes of count
+  static constexpr int64_t kNibbleLineIds = 120;  // up to 16 partitions: owners as half bytes
   static constexpr int kSuperLinesBits = 20;      // line counts are relative to a 64-bit count per 2^20 lines
   static constexpr int kWideBlockBits = 6;        // beyond 256 partitions: a count per 64 ids
 
@@ -37,19 +39,26 @@ class NodeBook {
   int32_t Owner(int64_t gid) const {
     if (num_partitions_ <= 1) return 0;
     if (!wide_.empty()) return wide_[static_cast<size_t>(gid)];
+    if (nibbles_) {
+      const int64_t line = gid / kNibbleLineIds;
+      const int64_t i = gid - line * kNibbleLineIds;
+      const uint8_t pair = lines_[static_cast<size_t>(line)].owner[i >> 1];
+      return (i & 1) != 0 ? pair >> 4 : pair & 15;
+    }
     const int64_t line = gid / kLineIds;
     return lines_[static_cast<size_t>(line)].owner[gid - line * kLineIds];
   }
   /// Row of a global id owned here within this partition's arrays.
   int64_t Row(int64_t gid) const {
     if (num_partitions_ <= 1) return gid;
-    return wide_.empty() ? LineRow(gid) : WideRow(gid);
+    if (!wide_.empty()) return WideRow(gid);
+    return nibbles_ ? NibbleLineRow(gid) : LineRow(gid);
   }
   /// Asks for what Owner(gid) and Row(gid) read, ahead of the reads.
   void Prefetch(int64_t gid) const {
     if (num_partitions_ <= 1) return;
     if (wide_.empty()) {
-      __builtin_prefetch(lines_.data() + gid / kLineIds);
+      __builtin_prefetch(lines_.data() + (nibbles_ ? gid / kNibbleLineIds : gid / kLineIds));
     } else {
       __builtin_prefetch(wide_.data() + gid);
       __builtin_prefetch(wide_count_.data() + (gid >> kWideBlockBits));
@@ -66,10 +75,12 @@ class NodeBook {
   static_assert(sizeof(Line) == 64, "a line of the book is one cache line");
 
   int64_t LineRow(int64_t gid) const;
+  int64_t NibbleLineRow(int64_t gid) const;
   int64_t WideRow(int64_t gid) const;
 
   int num_partitions_ = 1;
   int self_ = 0;
+  bool nibbles_ = false;  // owners as half bytes, kNibbleLineIds to a line
   std::vector<Line, HugePageAllocator<Line>> lines_;
   std::vector<int64_t> super_;  // this partition's ids before each superblock
   std::vector<int32_t, HugePageAllocator<int32_t>> wide_;

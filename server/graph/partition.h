@@ -39,7 +39,7 @@ struct NodeTypeStore {
   int64_t num_classes = 0;
 
   MappedNpy ids;       ///< int64 [num_local]: owned global ids, ascending.
-  /// Owner of every global id and row of the owned ones, about a byte per node (NodeBook),
+  /// Owner of every global id and row of the owned ones, half a byte to a byte a node (NodeBook),
   /// built at load from book/<type>.partition.npy, which is then closed, as is .local.npy.
   NodeBook owners;
   MappedNpy book;      ///< int32 [num_nodes]: the book file, open while the partition loads.
