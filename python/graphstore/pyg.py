@@ -644,8 +644,9 @@ class _SamplesAhead:
 
     def _get_iterator(self):
         sampler = getattr(self, "node_sampler", None) or getattr(self, "link_sampler", None)
+        # Workers, pinned memory and un-batched loading are torch's DataLoader's to do.
         if self.num_workers > 0 or self._prefetch == 0 or not isinstance(sampler, _NeighborSampler) \
-                or getattr(self, "_auto_collation", True) is False:
+                or getattr(self, "pin_memory", False) or getattr(self, "_auto_collation", True) is False:
             return super()._get_iterator()
         return _InFlight(self, sampler, self._prefetch)
 
