@@ -14,6 +14,13 @@ namespace graphstore::client {
 
 namespace {
 
+// Node i's owner: NodeTensors.owners is a byte an owner up to 256 partitions, int32 beyond
+// (checked against the ids by OwnerRows::Ask).
+int32_t OwnerAt(const DecodedTensor& owners, size_t i) {
+  if (owners.dtype == v1::DTYPE_UINT8) return reinterpret_cast<const uint8_t*>(owners.data)[i];
+  return reinterpret_cast<const int32_t*>(owners.data)[i];
+}
+
 absl::Status Annotated(const absl::Status& s, int partition, const std::string& type) {
   return absl::Status(s.code(), absl::StrCat("the rows of '", type, "' nodes that partition ", partition,
                                              " owns: ", s.message()));
@@ -173,7 +180,8 @@ void OwnerRows::Ask(Started* type) {
   DecodedNodes& n = type->nodes;
   if (!n.owners.defined()) return;
   const size_t count = n.n_id.bytes / 8;
-  if (n.owners.dtype != v1::DTYPE_INT32 || n.owners.bytes != count * 4) {
+  const bool bytes = n.owners.dtype == v1::DTYPE_UINT8 && n.owners.bytes == count;
+  if (!bytes && (n.owners.dtype != v1::DTYPE_INT32 || n.owners.bytes != count * 4)) {
     Begin();
     return Done(absl::DataLossError(absl::StrCat("node type '", n.node_type, "': owners do not match ids")));
   }
@@ -211,22 +219,22 @@ void OwnerRows::Ask(Started* type) {
 absl::Status OwnerRows::ByOwner(const DecodedNodes& n, std::vector<Asks>* by_owner) const {
   const FeatureCache::Type* cached = options_.cache != nullptr ? options_.cache->Find(n.node_type) : nullptr;
   const auto* ids = reinterpret_cast<const int64_t*>(n.n_id.data);
-  const auto* owners = reinterpret_cast<const int32_t*>(n.owners.data);
   const bool rows = n.x.defined();
   const size_t count = n.n_id.bytes / 8;
   // Per owner (partitions are few and numbered from 0).
   for (size_t i = 0; i < count; ++i) {
-    if (owners[i] == sender_) continue;
-    if (owners[i] < 0 || owners[i] > (1 << 16)) {
-      return absl::DataLossError(absl::StrCat("node type '", n.node_type, "': node ", ids[i], " has owner ", owners[i]));
+    const int32_t owner = OwnerAt(n.owners, i);
+    if (owner == sender_) continue;
+    if (owner < 0 || owner > (1 << 16)) {
+      return absl::DataLossError(absl::StrCat("node type '", n.node_type, "': node ", ids[i], " has owner ", owner));
     }
-    if (static_cast<size_t>(owners[i]) >= by_owner->size()) by_owner->resize(owners[i] + 1);
+    if (static_cast<size_t>(owner) >= by_owner->size()) by_owner->resize(owner + 1);
     const bool in_cache = cached != nullptr && ids[i] >= 0 && ids[i] < static_cast<int64_t>(cached->slot_of.size()) &&
                           cached->slot_of[ids[i]] >= 0;
     if (rows && !in_cache) {
-      (*by_owner)[owners[i]].rows.push_back(i);
+      (*by_owner)[owner].rows.push_back(i);
     } else if (n.y.defined()) {
-      (*by_owner)[owners[i]].labels.push_back(i);
+      (*by_owner)[owner].labels.push_back(i);
     }
   }
   return absl::OkStatus();
@@ -295,10 +303,9 @@ absl::Status OwnerRows::Finish(DecodedBatch* batch) {
           absl::StrCat("node type '", s.nodes.node_type, "' changed while its rows were asked"));
     }
     if (s.labels.empty()) continue;
-    const auto* owners = reinterpret_cast<const int32_t*>(it->owners.data);
     auto* out = reinterpret_cast<int64_t*>(it->y.data);
     for (size_t i = 0; i < s.labels.size(); ++i) {
-      if (owners[i] != sender_) out[i] = s.labels[i];
+      if (OwnerAt(it->owners, i) != sender_) out[i] = s.labels[i];
     }
   }
   return absl::OkStatus();

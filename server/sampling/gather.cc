@@ -295,7 +295,10 @@ absl::Status GatherNodeData(const Partition& partition, int node_type, bool feat
   // Rows left to their owners, as the channel's output decided at registration
   // (FeatureOutputs::ForChannel).
   const bool to_owners = output != nullptr && output->rows_from_owners;
-  if (to_owners) LookUpOwners(t, nodes->ids, &nodes->owners);
+  if (to_owners) {
+    LookUpOwners(t, nodes->ids, &nodes->owners);
+    if (partition.num_partitions() <= 256) nodes->owner_bytes.assign(nodes->owners.begin(), nodes->owners.end());
+  }
   GatherTarget g(t, node_type, self, to_owners, features, labels, output, feature_dst, nodes);
   if (partition.num_partitions() > 1 && !to_owners) {
     return GatherFromPeers(t, node_type, self, partition, features, labels, nodes, peers, cache, &g);

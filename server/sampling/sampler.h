@@ -58,6 +58,8 @@ struct SampledNodes {
   /// FeatureOutput::rows_from_owners (empty otherwise): the partition owning each node, and how
   /// many rows were left out of the feature matrix for their owners to send.
   std::vector<int32_t> owners;
+  /// The same owners a byte each, as the message carries them up to 256 partitions.
+  std::vector<uint8_t> owner_bytes;
   int64_t rows_left_to_owners = 0;
   /// Nodes another partition owns whose feature row or label this server gathered (from a
   /// peer or its cache) into the batch.

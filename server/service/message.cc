@@ -143,7 +143,11 @@ void NodeEntry(const Partition& partition, const SampledSubgraph& g, size_t t, M
     AddTensor(e, v1::NodeTensors::kCachedFieldNumber, v1::DTYPE_BOOL, {static_cast<int64_t>(n.cached.size())},
            n.cached.data(), n.cached.size());
   }
-  if (!n.owners.empty()) {
+  // A byte an owner up to 256 partitions, four beyond.
+  if (!n.owner_bytes.empty()) {
+    AddTensor(e, v1::NodeTensors::kOwnersFieldNumber, v1::DTYPE_UINT8, {static_cast<int64_t>(n.owner_bytes.size())},
+              n.owner_bytes.data(), n.owner_bytes.size());
+  } else if (!n.owners.empty()) {
     AddTensor(e, v1::NodeTensors::kOwnersFieldNumber, v1::DTYPE_INT32, {static_cast<int64_t>(n.owners.size())},
               n.owners.data(), 4 * n.owners.size());
   }
