@@ -87,7 +87,6 @@ bool Backend::RemoveChannel(uint64_t id) {
     c->removed = true;
     c->cur.TakeBuffer(&freed);
     c->DropAhead(&freed);
-    std::vector<int64_t>().swap(c->opts.seeds);  // tasks in flight hold their own seeds
     runnable_.erase(std::remove(runnable_.begin(), runnable_.end(), c), runnable_.end());
     speculative_.erase(std::remove(speculative_.begin(), speculative_.end(), c), speculative_.end());
     c->queued = false;
@@ -206,6 +205,7 @@ void Backend::MaybeQueue(const ChannelPtr& c) {
 
 void Backend::WorkerLoop(int worker) {
   if (options_.on_worker_start) options_.on_worker_start(worker);
+  std::vector<int64_t> seeds;  // this worker's batch seeds, filled outside the lock
   mu_.Lock();
   while (true) {
     while (!(stopping_ || !runnable_.empty() || !speculative_.empty() || channels_.empty())) work_cv_.Wait(&mu_);
@@ -232,9 +232,10 @@ void Backend::WorkerLoop(int worker) {
     const int64_t b = run.next++;
     const uint64_t generation = run.generation;
     ++c->in_flight;
-    const BatchTask task = c->TaskFor(run, b, worker);
+    BatchTask task = c->TaskFor(run, b, worker);
     MaybeQueue(c);
     mu_.Unlock();
+    c->FillSeeds(&task, &seeds);
 
     absl::StatusOr<Batch> result = absl::InternalError("sampler threw an exception");
     try {

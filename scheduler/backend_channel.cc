@@ -143,22 +143,24 @@ BatchTask Backend::Channel::TaskFor(const Run& run, int64_t b, int worker) const
   task.epoch_batch = EpochBatch(b);
   const int64_t n = opts.num_seeds();
   task.num_epoch_batches = EpochBatchesFor(n);
-  const int64_t first = task.epoch_batch * bs;
-  const auto count = static_cast<size_t>(std::min<int64_t>(bs, n - first));
-  auto seeds = std::make_shared<std::vector<int64_t>>(count);
-  if (opts.order) {
-    opts.order(run.epoch, n, first, count, seeds->data());
-  } else {
-    std::iota(seeds->begin(), seeds->end(), first);
-  }
-  if (!opts.seeds.empty()) {
-    for (int64_t& s : *seeds) s = opts.seeds[static_cast<size_t>(s)];
-  }
-  task.seeds = seeds->data();
-  task.num_seeds = count;
-  task.seed_storage = std::move(seeds);
+  task.num_seeds = static_cast<size_t>(std::min<int64_t>(bs, n - task.epoch_batch * bs));
   task.worker = worker;
   return task;
+}
+
+void Backend::Channel::FillSeeds(BatchTask* task, std::vector<int64_t>* buffer) const {
+  const int64_t n = opts.num_seeds();
+  const int64_t first = task->epoch_batch * opts.batch_size;
+  buffer->resize(task->num_seeds);
+  if (opts.order) {
+    opts.order(task->epoch, n, first, task->num_seeds, buffer->data());
+  } else {
+    std::iota(buffer->begin(), buffer->end(), first);
+  }
+  if (!opts.seeds.empty()) {
+    for (int64_t& s : *buffer) s = opts.seeds[static_cast<size_t>(s)];
+  }
+  task->seeds = buffer->data();
 }
 
 bool Backend::Channel::Keep(uint64_t generation, const BatchTask& task, absl::StatusOr<Batch>* result) {

@@ -109,8 +109,10 @@ struct Backend::Channel {
   // Whether a worker may sample the next epoch ahead, up to `speculative_batches` of it: only
   // once the current epoch has nothing left to schedule, within a buffer of its own.
   bool SpeculationRunnable(bool stopping, int speculative_batches) const;
-  // The task of batch `b` of `run`; its seeds point into `order`.
+  // The task of batch `b` of `run`, without its seeds (under the lock); FillSeeds computes them
+  // from the epoch's order into `buffer` (the worker's, outside the lock: opts never change).
   BatchTask TaskFor(const Run& run, int64_t b, int worker) const;
+  void FillSeeds(BatchTask* task, std::vector<int64_t>* buffer) const;
   // Keeps a worker's result for `task` in the run of `generation`, or records its error; true
   // when a batch was kept. A result for a run that has gone is left in *result, to be dropped
   // outside the lock.

@@ -46,10 +46,9 @@ struct BatchTask {
   /// how many those are: with a stride of 1, batch_index and num_batches.
   int64_t epoch_batch = 0;
   int64_t num_epoch_batches = 0;
-  /// The batch's seeds; valid for the duration of the call (seed_storage holds them).
+  /// The batch's seeds; valid for the duration of the call.
   const int64_t* seeds = nullptr;
   size_t num_seeds = 0;
-  std::shared_ptr<const std::vector<int64_t>> seed_storage;
   /// Index of the worker thread running the task, in [0, num_workers).
   int worker = 0;
 };
