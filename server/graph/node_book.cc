@@ -53,26 +53,42 @@ NodeBook NodeBook::FromOwners(const int32_t* owners, int64_t num_nodes, int num_
   return b;
 }
 
+namespace {
+
+#if defined(__SSE2__)
+// 1 in each byte where `value` equals `me` and `position` lies below `limit`, 0 elsewhere.
+inline __m128i Hit(__m128i value, __m128i me, __m128i position, __m128i limit) {
+  return _mm_and_si128(_mm_and_si128(_mm_cmpeq_epi8(value, me), _mm_cmplt_epi8(position, limit)),
+                       _mm_set1_epi8(1));
+}
+
+// The sum, over a line's four 16-byte chunks, of the 0/1 bytes `hits(chunk, position)` gives,
+// `position` holding each byte's index in the line; summed eight bytes at a time.
+template <typename Hits>
+int64_t CountLineHits(const uint8_t* owner, Hits hits) {
+  __m128i position = _mm_setr_epi8(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+  __m128i sum = _mm_setzero_si128();
+  for (int q = 0; q < 4; ++q) {
+    const __m128i v = _mm_load_si128(reinterpret_cast<const __m128i*>(owner) + q);
+    sum = _mm_add_epi64(sum, _mm_sad_epu8(hits(v, position), _mm_setzero_si128()));
+    position = _mm_add_epi8(position, _mm_set1_epi8(16));
+  }
+  return _mm_cvtsi128_si64(sum) + _mm_cvtsi128_si64(_mm_unpackhi_epi64(sum, sum));
+}
+#endif
+
+}  // namespace
+
 int64_t NodeBook::LineRow(int64_t gid) const {
   const int64_t k = gid / kLineIds;
   const Line& line = lines_[static_cast<size_t>(k)];
   const int below = static_cast<int>(gid - k * kLineIds);
   int64_t n = super_[static_cast<size_t>(k >> kSuperLinesBits)] + line.before;
 #if defined(__SSE2__)
-  // This partition's bytes among the first `below` of the line: equal bytes masked to the
-  // positions below, each made 1 and summed eight at a time.
+  // This partition's bytes among the first `below` of the line.
   const __m128i me = _mm_set1_epi8(static_cast<char>(self_));
   const __m128i limit = _mm_set1_epi8(static_cast<char>(below));
-  const __m128i one = _mm_set1_epi8(1);
-  __m128i position = _mm_setr_epi8(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
-  __m128i sum = _mm_setzero_si128();
-  for (int q = 0; q < 4; ++q) {
-    const __m128i v = _mm_load_si128(reinterpret_cast<const __m128i*>(line.owner) + q);
-    const __m128i hit = _mm_and_si128(_mm_and_si128(_mm_cmpeq_epi8(v, me), _mm_cmplt_epi8(position, limit)), one);
-    sum = _mm_add_epi64(sum, _mm_sad_epu8(hit, _mm_setzero_si128()));
-    position = _mm_add_epi8(position, _mm_set1_epi8(16));
-  }
-  n += _mm_cvtsi128_si64(sum) + _mm_cvtsi128_si64(_mm_unpackhi_epi64(sum, sum));
+  n += CountLineHits(line.owner, [&](__m128i v, __m128i position) { return Hit(v, me, position, limit); });
 #else
   for (int i = 0; i < below; ++i) n += line.owner[i] == self_;
 #endif
@@ -85,26 +101,17 @@ int64_t NodeBook::NibbleLineRow(int64_t gid) const {
   const int below = static_cast<int>(gid - k * kNibbleLineIds);
   int64_t n = super_[static_cast<size_t>(k >> kSuperLinesBits)] + line.before;
 #if defined(__SSE2__)
-  // Byte j holds ids 2j (low half) and 2j+1 (high half): each half compared on its own, masked
-  // to the bytes whose id lies below, made 1 and summed eight at a time.
+  // Byte j holds ids 2j (low half) and 2j+1 (high half): each half compared on its own and
+  // masked to the bytes whose id lies below.
   const __m128i me = _mm_set1_epi8(static_cast<char>(self_));
   const __m128i low_limit = _mm_set1_epi8(static_cast<char>((below + 1) / 2));
   const __m128i high_limit = _mm_set1_epi8(static_cast<char>(below / 2));
   const __m128i nibble = _mm_set1_epi8(15);
-  const __m128i one = _mm_set1_epi8(1);
-  __m128i position = _mm_setr_epi8(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
-  __m128i sum = _mm_setzero_si128();
-  for (int q = 0; q < 4; ++q) {
-    const __m128i v = _mm_load_si128(reinterpret_cast<const __m128i*>(line.owner) + q);
+  n += CountLineHits(line.owner, [&](__m128i v, __m128i position) {
     const __m128i low = _mm_and_si128(v, nibble);
     const __m128i high = _mm_and_si128(_mm_srli_epi16(v, 4), nibble);
-    const __m128i hits = _mm_add_epi8(
-        _mm_and_si128(_mm_and_si128(_mm_cmpeq_epi8(low, me), _mm_cmplt_epi8(position, low_limit)), one),
-        _mm_and_si128(_mm_and_si128(_mm_cmpeq_epi8(high, me), _mm_cmplt_epi8(position, high_limit)), one));
-    sum = _mm_add_epi64(sum, _mm_sad_epu8(hits, _mm_setzero_si128()));
-    position = _mm_add_epi8(position, _mm_set1_epi8(16));
-  }
-  n += _mm_cvtsi128_si64(sum) + _mm_cvtsi128_si64(_mm_unpackhi_epi64(sum, sum));
+    return _mm_add_epi8(Hit(low, me, position, low_limit), Hit(high, me, position, high_limit));
+  });
 #else
   for (int i = 0; i < below; ++i) n += ((line.owner[i >> 1] >> ((i & 1) * 4)) & 15) == self_;
 #endif
