@@ -218,11 +218,11 @@ absl::Status CheckGatherable(const Partition& partition, bool node_features, boo
 namespace {
 
 // Each node's partition: lookups at random in an array the size of the graph, asked for ahead.
-void LookUpOwners(const NodeTypeStore& t, const std::vector<int64_t>& ids, std::vector<int32_t>* owners) {
-  owners->resize(ids.size());
+void LookUpOwners(const NodeTypeStore& t, int num_partitions, const std::vector<int64_t>& ids, NodeOwners* owners) {
+  owners->Resize(ids.size(), num_partitions);
   for (size_t i = 0; i < ids.size(); ++i) {
     if (i + kPrefetchAhead < ids.size()) t.owners.Prefetch(ids[i + kPrefetchAhead]);
-    (*owners)[i] = t.Owner(ids[i]);
+    owners->Set(i, t.Owner(ids[i]));
   }
 }
 
@@ -295,10 +295,7 @@ absl::Status GatherNodeData(const Partition& partition, int node_type, bool feat
   // Rows left to their owners, as the channel's output decided at registration
   // (FeatureOutputs::ForChannel).
   const bool to_owners = output != nullptr && output->rows_from_owners;
-  if (to_owners) {
-    LookUpOwners(t, nodes->ids, &nodes->owners);
-    if (partition.num_partitions() <= 256) nodes->owner_bytes.assign(nodes->owners.begin(), nodes->owners.end());
-  }
+  if (to_owners) LookUpOwners(t, partition.num_partitions(), nodes->ids, &nodes->owners);
   GatherTarget g(t, node_type, self, to_owners, features, labels, output, feature_dst, nodes);
   if (partition.num_partitions() > 1 && !to_owners) {
     return GatherFromPeers(t, node_type, self, partition, features, labels, nodes, peers, cache, &g);

@@ -10,7 +10,7 @@ size_t SampledSubgraph::ByteSize() const {
     bytes += (n.ids.size() + n.num_sampled_nodes.size() + n.batch.size() + n.labels.size() + n.seed_times.size() +
               n.times.size() + n.sampled_times.size() + n.input_ids.size()) *
                  8 +
-             n.feature_bytes() + n.cached.size() + 4 * n.owners.size() + n.owner_bytes.size();
+             n.feature_bytes() + n.cached.size() + n.owners.ByteSize();
   }
   for (const auto& e : edges) {
     bytes += (e.rows.size() + e.cols.size()) * 4 + (e.eids.size() + e.num_sampled_edges.size()) * 8 + e.features.size();
@@ -42,7 +42,6 @@ void SampledSubgraph::Reset(size_t num_node_types, size_t num_edge_types) {
     n.input_ids.clear();
     n.cached.clear();
     n.owners.clear();
-    n.owner_bytes.clear();
     n.rows_left_to_owners = 0;
     n.other_partitions_rows = 0;
     n.feature_scale = nullptr;

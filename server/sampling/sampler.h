@@ -19,6 +19,38 @@
 
 namespace graphstore {
 
+/// The partition owning each of a batch's nodes, held as the message carries it: a byte a node
+/// up to 256 partitions, an int32 beyond. Only one of the two is ever filled.
+struct NodeOwners {
+  std::vector<uint8_t> bytes;
+  std::vector<int32_t> wide;
+
+  /// Sized for `n` nodes of a graph in `num_partitions`, the other form emptied.
+  void Resize(size_t n, int num_partitions) {
+    if (num_partitions <= 256) {
+      wide.clear();
+      bytes.resize(n);
+    } else {
+      bytes.clear();
+      wide.resize(n);
+    }
+  }
+  void Set(size_t i, int32_t owner) {
+    if (wide.empty()) {
+      bytes[i] = static_cast<uint8_t>(owner);
+    } else {
+      wide[i] = owner;
+    }
+  }
+  int32_t operator[](size_t i) const { return wide.empty() ? bytes[i] : wide[i]; }
+  bool empty() const { return bytes.empty() && wide.empty(); }
+  size_t ByteSize() const { return bytes.size() + 4 * wide.size(); }
+  void clear() {
+    bytes.clear();
+    wide.clear();
+  }
+};
+
 /// The sampled nodes of one node type. Local id i of this type refers to ids[i].
 struct SampledNodes {
   /// Global ids; the batch's seeds of this type come first, then each hop's new nodes.
@@ -57,9 +89,7 @@ struct SampledNodes {
   std::vector<uint8_t> cached;
   /// FeatureOutput::rows_from_owners (empty otherwise): the partition owning each node, and how
   /// many rows were left out of the feature matrix for their owners to send.
-  std::vector<int32_t> owners;
-  /// The same owners a byte each, as the message carries them up to 256 partitions.
-  std::vector<uint8_t> owner_bytes;
+  NodeOwners owners;
   int64_t rows_left_to_owners = 0;
   /// Nodes another partition owns whose feature row or label this server gathered (from a
   /// peer or its cache) into the batch.

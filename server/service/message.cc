@@ -144,12 +144,12 @@ void NodeEntry(const Partition& partition, const SampledSubgraph& g, size_t t, M
            n.cached.data(), n.cached.size());
   }
   // A byte an owner up to 256 partitions, four beyond.
-  if (!n.owner_bytes.empty()) {
-    AddTensor(e, v1::NodeTensors::kOwnersFieldNumber, v1::DTYPE_UINT8, {static_cast<int64_t>(n.owner_bytes.size())},
-              n.owner_bytes.data(), n.owner_bytes.size());
-  } else if (!n.owners.empty()) {
-    AddTensor(e, v1::NodeTensors::kOwnersFieldNumber, v1::DTYPE_INT32, {static_cast<int64_t>(n.owners.size())},
-              n.owners.data(), 4 * n.owners.size());
+  if (!n.owners.bytes.empty()) {
+    AddTensor(e, v1::NodeTensors::kOwnersFieldNumber, v1::DTYPE_UINT8, {static_cast<int64_t>(n.owners.bytes.size())},
+              n.owners.bytes.data(), n.owners.bytes.size());
+  } else if (!n.owners.wide.empty()) {
+    AddTensor(e, v1::NodeTensors::kOwnersFieldNumber, v1::DTYPE_INT32, {static_cast<int64_t>(n.owners.wide.size())},
+              n.owners.wide.data(), 4 * n.owners.wide.size());
   }
   if (n.feature_scale != nullptr) {
     AddTensor(e, v1::NodeTensors::kFeatureScaleFieldNumber, v1::DTYPE_FLOAT32, {n.feature_dim}, n.feature_scale,
