@@ -213,6 +213,9 @@ void CollectCounters(const Core& core, const v1::ServerStats& stats, Families* f
   f->Gauge("graphstore_sampling_index_bytes",
            "Bytes of the sampling indexes built for weighted and temporal backends, over every edge type",
            static_cast<double>(stats.sampling_index_bytes()));
+  f->Gauge("graphstore_input_set_bytes",
+           "Bytes of the cluster-wide splits channels with global batches are registered on, each kept once",
+           static_cast<double>(stats.input_set_bytes()));
 }
 
 // The cluster's peers: health, calls, bytes, latency and the cache of their node data.

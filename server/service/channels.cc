@@ -73,7 +73,7 @@ absl::Status Channels::RegisterSamplingInput(const v1::RegisterSamplingInputRequ
                                " MiB, --max_buffered_mb); register again once trainers have caught up"));
   }
   // The backend is looked up once; its config decides what the input needs (negatives, times).
-  RegistrationContext context{{state_.partition.get(), &state_.queries, state_.cluster.load()},
+  RegistrationContext context{{state_.partition.get(), &state_.queries, state_.cluster.load(), &state_.input_sets},
                               &state_.options,
                               state_.shared_memory != nullptr,
                               &state_.feature_outputs};
@@ -100,7 +100,7 @@ absl::Status Channels::RegisterSamplingInput(const v1::RegisterSamplingInputRequ
     channel = NewChannel(req, backend);
     channel->owner = caller.identity;
     channel->node_type = plan->node_type;
-    channel->num_seeds = static_cast<int64_t>(plan->seeds.size());
+    channel->num_seeds = plan->seeds.size();
     if (req.has_global_batches()) {
       channel->batch_stride = req.global_batches().stride();
       channel->batch_offset = req.global_batches().offset();

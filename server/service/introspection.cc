@@ -39,6 +39,7 @@ void Introspection::FillChannelStats(const ChannelEntry& c, v1::ChannelStats* ou
     out->set_feature_cache_hit_rate(sent + cached > 0 ? static_cast<double>(cached) / (sent + cached) : 0.0);
     out->set_rows_from_owners(c.sampling->features != nullptr && c.sampling->features->rows_from_owners);
     out->set_other_partitions_rows_sent(c.sampling->other_partitions_rows_sent.load(std::memory_order_relaxed));
+    out->set_input_bytes(static_cast<int64_t>(c.sampling->input.OwnBytes()));
   }
   const auto idle = std::chrono::duration_cast<std::chrono::milliseconds>(ServiceState::Clock::now() - c.last_activity).count();
   out->set_lease_remaining_ms(c.streaming() ? c.lease_ms : std::max<int64_t>(0, c.lease_ms - idle));
@@ -127,6 +128,7 @@ absl::Status Introspection::GetServerStats(const v1::GetServerStatsRequest&, v1:
   resp->set_sampling_index_bytes(index_bytes);
   resp->set_node_rows_answered(state_.counters.node_rows_answered.load(std::memory_order_relaxed));
   resp->set_node_labels_answered(state_.counters.node_labels_answered.load(std::memory_order_relaxed));
+  resp->set_input_set_bytes(static_cast<int64_t>(state_.input_sets.ByteSize()));
   return absl::OkStatus();
 }
 

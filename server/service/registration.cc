@@ -53,36 +53,45 @@ int64_t EpochBatches(int64_t seeds, const v1::SamplingConfig& config) {
   return config.drop_last() ? seeds / bs : (seeds + bs - 1) / bs;
 }
 
-absl::StatusOr<std::vector<int64_t>> ClusterSplitIds(const SeedSources& from, const std::string& node_type,
-                                                     const std::string& split) {
-  auto ids = from.queries->SplitIds(node_type, split, v1::ServerSlice());
-  if (!ids.ok()) return InField(ids.status(), "split");
+absl::StatusOr<ChannelInput> ClusterSplit(const SeedSources& from, const std::string& node_type, const std::string& split) {
+  auto t = from.partition->FindNodeType(node_type);
+  if (!t.ok()) return InField(t.status(), "split.node_type");
+  const int64_t num_nodes = from.partition->node_type(*t).num_nodes;
   Cluster* cluster = from.cluster;
-  if (cluster != nullptr) {
-    for (int p = 0; p < from.partition->num_partitions(); ++p) {
-      if (p == from.partition->partition_id()) continue;
-      auto theirs = cluster->SplitIds(p, node_type, split);
-      if (!theirs.ok()) {
-        return InField(absl::Status(theirs.status().code(),
-                                    absl::StrCat("the split on partition ", p, ": ", theirs.status().message())),
-                       "global_batches");
-      }
-      ids->insert(ids->end(), theirs->begin(), theirs->end());
-    }
-  } else if (from.partition->num_partitions() > 1) {
+  if (cluster == nullptr && from.partition->num_partitions() > 1) {
     return FieldError(absl::StatusCode::kFailedPrecondition, "global_batches",
                       ": this server holds one partition of several and knows no peers to gather the split from "
                       "(start graphstored with --cluster)");
   }
-  // The cluster's order: ascending global id, whichever partition holds each node. The list is
-  // what the channel keeps of its input (8 bytes a seed): no capacity left over from gathering.
-  std::sort(ids->begin(), ids->end());
-  ids->shrink_to_fit();
-  return ids;
+  // The cluster's order is ascending global id, whichever partition holds each node: for every
+  // node of the type, position p is node p.
+  if (split.empty()) return ChannelInput::Every(num_nodes);
+  auto build = [&]() -> absl::StatusOr<std::shared_ptr<IdSet>> {
+    auto set = std::make_shared<IdSet>(num_nodes);
+    auto ids = from.queries->SplitIds(node_type, split, v1::ServerSlice());
+    if (!ids.ok()) return InField(ids.status(), "split");
+    if (auto s = set->Add(*ids); !s.ok()) return InField(s, "split");
+    for (int p = 0; cluster != nullptr && p < from.partition->num_partitions(); ++p) {
+      if (p == from.partition->partition_id()) continue;
+      auto theirs = cluster->SplitIds(p, node_type, split);
+      absl::Status s = theirs.ok() ? set->Add(*theirs) : theirs.status();
+      if (!s.ok()) {
+        return InField(absl::Status(s.code(), absl::StrCat("the split on partition ", p, ": ", s.message())),
+                       "global_batches");
+      }
+    }
+    return set;
+  };
+  // Built once per server and split, however many channels register on it.
+  InputSets local;
+  InputSets* sets = from.input_sets != nullptr ? from.input_sets : &local;
+  auto set = sets->Get(*t, split, build);
+  if (!set.ok()) return set.status();
+  return ChannelInput::Members(*std::move(set));
 }
 
-absl::StatusOr<std::vector<int64_t>> ResolveSeeds(const SeedSources& from, const v1::RegisterSamplingInputRequest& req,
-                                                  int* node_type, AblpInput* ablp) {
+absl::StatusOr<ChannelInput> ResolveSeeds(const SeedSources& from, const v1::RegisterSamplingInputRequest& req,
+                                          int* node_type, AblpInput* ablp) {
   const bool global = req.has_global_batches();
   switch (req.input_case()) {
     case v1::RegisterSamplingInputRequest::kNodes: {
@@ -101,7 +110,7 @@ absl::StatusOr<std::vector<int64_t>> ResolveSeeds(const SeedSources& from, const
                                                                                it->second, "]; each seed may appear once"));
         }
       }
-      return std::vector<int64_t>(req.nodes().ids().begin(), req.nodes().ids().end());
+      return ChannelInput::Listed(std::vector<int64_t>(req.nodes().ids().begin(), req.nodes().ids().end()));
     }
     case v1::RegisterSamplingInputRequest::kSplit: {
       auto t = from.partition->FindNodeType(req.split().node_type());
@@ -110,13 +119,13 @@ absl::StatusOr<std::vector<int64_t>> ResolveSeeds(const SeedSources& from, const
       if (!global) {
         auto ids = from.queries->SplitIds(req.split().node_type(), req.split().split(), req.split().slice());
         if (!ids.ok()) return InField(ids.status(), "split");
-        return ids;
+        return ChannelInput::Listed(*std::move(ids));
       }
       if (req.split().slice().world_size() > 1 || req.split().slice().rank() != 0) {
         return InvalidField("split.slice", ": with global_batches, global_batches.stride and offset share the batches out; "
                                            "leave slice unset");
       }
-      return ClusterSplitIds(from, req.split().node_type(), req.split().split());
+      return ClusterSplit(from, req.split().node_type(), req.split().split());
     }
     case v1::RegisterSamplingInputRequest::kAblp: {
       if (global) {
@@ -127,7 +136,7 @@ absl::StatusOr<std::vector<int64_t>> ResolveSeeds(const SeedSources& from, const
       if (!in.ok()) return InField(in.status(), "ablp.input");
       *node_type = in->anchor_type;
       *ablp = *std::move(in);
-      return ablp->anchors;
+      return ChannelInput::Listed(ablp->anchors);
     }
     case v1::RegisterSamplingInputRequest::INPUT_NOT_SET:
       break;

@@ -20,6 +20,7 @@
 #include "server/cluster/cluster.h"
 #include "server/graph/partition.h"
 #include "server/sampling/ablp.h"
+#include "server/service/channel_input.h"
 #include "server/service/feature_outputs.h"
 #include "server/service/options.h"
 #include "server/service/queries.h"
@@ -32,6 +33,8 @@ struct SeedSources {
   const Partition* partition = nullptr;
   const PartitionQueries* queries = nullptr;
   Cluster* cluster = nullptr;
+  /// Where a cluster-wide split is built once and shared.
+  InputSets* input_sets = nullptr;
 };
 
 /// The checks of a registration's own fields (backend id, keys, buffer, lease, global batches,
@@ -41,14 +44,15 @@ absl::Status CheckRegistration(const v1::RegisterSamplingInputRequest& req, cons
 
 /// The seeds of a registration, in the order its batches take them, and their node type; for
 /// an ablp input, its labels too (`ablp`). Explicit ids must be distinct (and owned here unless
-/// batched globally); a split with global batches is gathered from every partition, ascending.
-absl::StatusOr<std::vector<int64_t>> ResolveSeeds(const SeedSources& from, const v1::RegisterSamplingInputRequest& req,
-                                                  int* node_type, AblpInput* ablp);
+/// batched globally); a split with global batches is every partition's, ascending (ClusterSplit).
+absl::StatusOr<ChannelInput> ResolveSeeds(const SeedSources& from, const v1::RegisterSamplingInputRequest& req,
+                                          int* node_type, AblpInput* ablp);
 
-/// A split's nodes on every partition (this one's and each peer's), in ascending id order;
-/// FAILED_PRECONDITION on a partition of several that knows no peers.
-absl::StatusOr<std::vector<int64_t>> ClusterSplitIds(const SeedSources& from, const std::string& node_type,
-                                                     const std::string& split);
+/// A split's nodes on every partition (this one's and each peer's), in ascending id order: every
+/// node of the type as a count alone (split ""), a named split as the server's shared set of it
+/// (gathered once from the peers while channels hold it); FAILED_PRECONDITION on a partition of
+/// several that knows no peers.
+absl::StatusOr<ChannelInput> ClusterSplit(const SeedSources& from, const std::string& node_type, const std::string& split);
 
 /// The explicit seed times of a registration, one per input entry (empty when the seeds take
 /// their node times or the backend is not temporal); InvalidArgument naming the field when times
@@ -70,7 +74,7 @@ struct RegistrationContext {
 /// A registration, checked and resolved: what its channel is made of.
 struct RegistrationPlan {
   int node_type = 0;
-  std::vector<int64_t> seeds;
+  ChannelInput seeds;
   /// One per seed, or empty (ResolveSeedTimes).
   std::vector<int64_t> seed_times;
   /// Link-prediction inputs only.

@@ -23,6 +23,7 @@
 #include "server/cluster/cluster.h"
 #include "server/graph/partition.h"
 #include "server/sampling/remote_cache.h"
+#include "server/service/channel_input.h"
 #include "server/service/counters.h"
 #include "server/service/feature_outputs.h"
 #include "server/service/options.h"
@@ -51,6 +52,8 @@ struct ServiceState {
   const PartitionQueries queries;
   /// The cluster joined, or null (Core::SetCluster).
   std::atomic<Cluster*> cluster{nullptr};
+  /// Cluster-wide splits that channels with global batches are registered on. Thread-safe.
+  mutable InputSets input_sets;
   /// Declared before the registry so that it outlives every buffer the backends hold.
   const std::unique_ptr<SharedMemoryArea> shared_memory;
   const Clock::time_point started = Clock::now();

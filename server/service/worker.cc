@@ -64,7 +64,7 @@ absl::StatusOr<scheduler::Batch> SamplingWorkers::SampleAndEncode(const schedule
   if (channel != nullptr) {
     std::vector<int64_t>& seeds = seed_ids_[t.worker];
     seeds.resize(t.num_seeds);
-    for (size_t i = 0; i < t.num_seeds; ++i) seeds[i] = channel->input[t.seeds[i]];
+    channel->input.Ids(t.seeds, t.num_seeds, seeds.data());
     ids = seeds.data();
   }
   SeedBatch b;

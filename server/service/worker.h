@@ -15,6 +15,7 @@
 #include "server/graph/partition.h"
 #include "server/sampling/ablp.h"
 #include "server/sampling/sampler.h"
+#include "server/service/channel_input.h"
 #include "server/service/stream_host.h"
 #include "server/service/wire_encoder.h"
 #include "server/service/wire_message.h"
@@ -27,7 +28,7 @@ namespace graphstore {
 /// ids: a batch's seeds are input[p] for its positions p, which are also its input_ids.
 struct ChannelSampling : scheduler::ChannelAttachment {
   /// The channel's input: its seeds' global ids, in the order the registration gives them.
-  std::vector<int64_t> input;
+  ChannelInput input;
   /// Temporal channels registered with explicit seed times: the time of each input entry.
   std::vector<int64_t> input_times;
   /// Messages carry each seed's position in `input` (NodeTensors.input_ids).

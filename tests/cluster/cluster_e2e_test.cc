@@ -607,6 +607,49 @@ TEST_CASE("a generic client's global channel on one server gets every batch of t
     CHECK(seeds == std::vector<int64_t>(want[i].seeds.data_ptr<int64_t>(),
                                         want[i].seeds.data_ptr<int64_t>() + want[i].seeds.numel()));
   }
+  // The channel keeps none of the split: the server keeps it once, a bit a node, for every
+  // channel on it.
+  v1::DescribeChannelRequest dc;
+  dc.set_channel_id(r->channel_id());
+  auto desc = c->DescribeChannel(dc);
+  REQUIRE(desc.ok());
+  CHECK(desc->input_bytes() == 0);
+  const int64_t set_bytes = c->GetServerStats()->input_set_bytes();
+  CHECK(set_bytes > 0);
+  auto again = c->RegisterSamplingInput(reg);
+  REQUIRE(again.ok());
+  CHECK(c->GetServerStats()->input_set_bytes() == set_bytes);
+  // Without global batches the channel lists its own partition's share, 8 bytes a seed.
+  v1::RegisterSamplingInputRequest own = reg;
+  own.clear_global_batches();
+  auto listed = c->RegisterSamplingInput(own);
+  REQUIRE(listed.ok());
+  dc.set_channel_id(listed->channel_id());
+  CHECK(c->DescribeChannel(dc)->input_bytes() == 8 * listed->num_seeds());
+  CHECK(listed->num_seeds() > 0);
+  // Every node: a count, no set.
+  v1::RegisterSamplingInputRequest every = reg;
+  every.mutable_split()->set_split("");
+  auto all = c->RegisterSamplingInput(every);
+  REQUIRE(all.ok());
+  CHECK(all->num_seeds() > r->num_seeds());
+  CHECK(c->GetServerStats()->input_set_bytes() == set_bytes);
+  dc.set_channel_id(all->channel_id());
+  CHECK(c->DescribeChannel(dc)->input_bytes() == 0);
+  const auto every_batches = Epoch(*c, all->channel_id(), 0);
+  std::set<int64_t> seen;
+  size_t seeds = 0;
+  for (const auto& m : every_batches) {
+    const auto ids = Int64s(m.nodes(0).batch());
+    seeds += ids.size();
+    seen.insert(ids.begin(), ids.end());
+  }
+  // Every global id 0 .. n-1 once.
+  CHECK(seeds == static_cast<size_t>(all->num_seeds()));
+  CHECK(seen.size() == seeds);
+  REQUIRE_FALSE(seen.empty());
+  CHECK(*seen.begin() == 0);
+  CHECK(*seen.rbegin() == all->num_seeds() - 1);
   // Refusals name the field.
   reg.mutable_global_batches()->set_offset(1);
   CHECK_THAT(std::string(c->RegisterSamplingInput(reg).status().message()), Catch::Contains("global_batches.offset"));

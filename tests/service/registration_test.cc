@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <memory>
+#include <numeric>
 #include <string>
 #include <vector>
 
@@ -19,6 +20,13 @@ namespace graphstore {
 namespace {
 
 const CoreOptions kOptions;
+
+// Every id of `in`, in position order.
+std::vector<int64_t> All(const ChannelInput& in) {
+  std::vector<int64_t> ids(static_cast<size_t>(in.size()));
+  for (int64_t p = 0; p < in.size(); ++p) ids[static_cast<size_t>(p)] = in[p];
+  return ids;
+}
 
 // One partition of a 2-partition generated graph with its queries.
 struct Part {
@@ -38,7 +46,9 @@ struct Part {
                                                Cluster* cluster = nullptr) const {
     int node_type = -1;
     AblpInput ablp;
-    return ResolveSeeds(SeedSources{partition.get(), queries.get(), cluster}, req, &node_type, &ablp);
+    auto in = ResolveSeeds(SeedSources{partition.get(), queries.get(), cluster}, req, &node_type, &ablp);
+    if (!in.ok()) return in.status();
+    return All(*in);
   }
   std::vector<int64_t> Split(const std::string& split) const {
     auto ids = queries->SplitIds("", split, v1::ServerSlice());
@@ -92,9 +102,56 @@ TEST_CASE("a split with global batches is gathered from every partition in ascen
   const std::vector<int64_t> theirs = there.Split("train");
   want.insert(want.end(), theirs.begin(), theirs.end());
   std::sort(want.begin(), want.end());
-  CHECK(*seeds == want);
+  CHECK(All(*seeds) == want);
   CHECK(cluster.asked == std::vector<int>{1});
   CHECK(node_type == 0);
+  // The channel holds none of it: the set is the server's.
+  CHECK(seeds->OwnBytes() == 0);
+}
+
+TEST_CASE("every node with global batches is a count, asked of no peer", "[registration]") {
+  const Part here(0), there(1);
+  OtherPartition cluster(&there);
+  int node_type = -1;
+  AblpInput ablp;
+  auto seeds = ResolveSeeds(SeedSources{here.partition.get(), here.queries.get(), &cluster},
+                            SplitRequest("", true), &node_type, &ablp);
+  REQUIRE(seeds.ok());
+  const int64_t n = here.partition->node_type(0).num_nodes;
+  CHECK(seeds->size() == n);
+  std::vector<int64_t> want(static_cast<size_t>(n));
+  std::iota(want.begin(), want.end(), 0);
+  CHECK(All(*seeds) == want);
+  CHECK(seeds->OwnBytes() == 0);
+  CHECK(cluster.asked.empty());
+}
+
+TEST_CASE("channels on one global split share its set, gathered once", "[registration]") {
+  const Part here(0), there(1);
+  OtherPartition cluster(&there);
+  InputSets sets;
+  const SeedSources from{here.partition.get(), here.queries.get(), &cluster, &sets};
+  int node_type = -1;
+  AblpInput ablp;
+  auto first = ResolveSeeds(from, SplitRequest("train", true), &node_type, &ablp);
+  auto second = ResolveSeeds(from, SplitRequest("train", true), &node_type, &ablp);
+  REQUIRE(first.ok());
+  REQUIRE(second.ok());
+  CHECK(All(*first) == All(*second));
+  CHECK(cluster.asked == std::vector<int>{1});
+  // A bit a node of the type and a count every 512: the graph's size, not the split's, and
+  // nothing per channel.
+  const size_t bytes = sets.ByteSize();
+  const int64_t n = here.partition->node_type(0).num_nodes;
+  CHECK(bytes > 0);
+  CHECK(bytes <= static_cast<size_t>(0.15 * static_cast<double>(n)) + 64);
+  auto val = ResolveSeeds(from, SplitRequest("val", true), &node_type, &ablp);
+  REQUIRE(val.ok());
+  CHECK(cluster.asked == std::vector<int>{1, 1});
+  CHECK(sets.ByteSize() == 2 * bytes);
+  *first = ChannelInput();
+  *second = ChannelInput();
+  CHECK(sets.ByteSize() == bytes);  // train's set went with its last channel
 }
 
 TEST_CASE("a split without global batches is this partition's share", "[registration]") {
@@ -102,6 +159,13 @@ TEST_CASE("a split without global batches is this partition's share", "[registra
   auto seeds = here.Resolve(SplitRequest("val", false));
   REQUIRE(seeds.ok());
   CHECK(*seeds == here.Split("val"));
+  // Its own list, 8 bytes a seed.
+  int node_type = -1;
+  AblpInput ablp;
+  auto in = ResolveSeeds(SeedSources{here.partition.get(), here.queries.get(), nullptr}, SplitRequest("val", false),
+                         &node_type, &ablp);
+  REQUIRE(in.ok());
+  CHECK(in->OwnBytes() == 8 * here.Split("val").size());
 }
 
 TEST_CASE("a global split on a partition that knows no peers is refused", "[registration]") {

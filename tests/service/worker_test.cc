@@ -141,7 +141,7 @@ TEST_CASE("on a shared-memory channel the tensors are slices of a pooled buffer"
   channel.pool = std::make_shared<SharedBufferPool>(area->get(), 4);
   SamplingWorkers workers(p.get(), Sampler2Hops(*p), 1);
   const V seeds = {1, 2};
-  channel.input = seeds;  // the scheduler hands out positions in the channel's input
+  channel.input = ChannelInput::Listed(seeds);  // the scheduler hands out positions in the channel's input
   const V positions = {0, 1};
   auto batch = workers.SampleAndEncode(Task(positions, &channel));
   REQUIRE(batch.ok());
@@ -179,7 +179,7 @@ TEST_CASE("a link-prediction channel's batches carry their labels", "[worker]") 
   REQUIRE(sampler.ok());
   SamplingWorkers workers(p.get(), *std::move(sampler), 1);
   const V anchors = {0, 1};
-  channel.input = anchors;
+  channel.input = ChannelInput::Listed(anchors);
   auto t = Task(anchors, &channel);  // positions 0 and 1 are anchors 0 and 1
   t.context = *p->FindNodeType("user");
   auto batch = workers.SampleAndEncode(t);
@@ -198,7 +198,7 @@ TEST_CASE("a channel's batch is its input's seeds at the scheduled positions, wi
   auto p = Write(testing::TinyGraph(), dir);
   SamplingWorkers workers(p.get(), Sampler2Hops(*p), 1);
   ChannelSampling channel;
-  channel.input = {5, 0, 3, 7};
+  channel.input = ChannelInput::Listed({5, 0, 3, 7});
   channel.send_input_ids = true;
   const V positions = {2, 1};
   auto t = Task(positions, &channel);
