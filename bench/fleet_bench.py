@@ -398,8 +398,8 @@ def trainer_main(argv):
                                        batch_size=a.batch_size, shuffle=True, split="", shared_memory=False,
                                        rank=a.rank, world_size=a.world_size, backend_key="fleet",
                                        worker_key=f"fleet:{a.rank}", feature_encoding=a.feature_encoding,
-                                       # Registering gathers the whole input on every server: at
-                                       # N = 4, W = 8 on two cores it took over the 30 s default.
+                                       # Room for many trainers registering at once on two
+                                       # cores (their streams open while the others register).
                                        deadline=180.0)
             break
         except graphstore.GraphstoreError as e:
