@@ -218,11 +218,20 @@ absl::Status CheckGatherable(const Partition& partition, bool node_features, boo
 namespace {
 
 // Each node's partition: lookups at random in an array the size of the graph, asked for ahead.
-void LookUpOwners(const NodeTypeStore& t, int num_partitions, const std::vector<int64_t>& ids, NodeOwners* owners) {
-  owners->Resize(ids.size(), num_partitions);
+template <typename Owner>
+void LookUpOwnersInto(const NodeTypeStore& t, const std::vector<int64_t>& ids, Owner* out) {
   for (size_t i = 0; i < ids.size(); ++i) {
     if (i + kPrefetchAhead < ids.size()) t.owners.Prefetch(ids[i + kPrefetchAhead]);
-    owners->Set(i, t.Owner(ids[i]));
+    out[i] = static_cast<Owner>(t.Owner(ids[i]));
+  }
+}
+
+void LookUpOwners(const NodeTypeStore& t, int num_partitions, const std::vector<int64_t>& ids, NodeOwners* owners) {
+  owners->Resize(ids.size(), num_partitions);
+  if (owners->wide.empty()) {
+    LookUpOwnersInto(t, ids, owners->bytes.data());
+  } else {
+    LookUpOwnersInto(t, ids, owners->wide.data());
   }
 }
 
