@@ -40,9 +40,22 @@ struct DecodedNodes : NodeTensorsOf<DecodedTensor> {
   /// uint8 [n, ceil(dim * bits / 8)], the codes packed as graphstore.v1's DTYPE_UINT4 / UINT2 /
   /// UINT1 lay them out); 0 otherwise.
   int feature_bits = 0;
-  /// With rows_from_owners, int32 [n]: the partition owning each node; the rows and labels of
-  /// nodes another partition owns are filled in from their owners (client/owner_rows.h).
+  /// With rows_from_owners, uint8 [n] up to 256 partitions, int32 [n] beyond: the partition
+  /// owning each node; the rows and labels of nodes another partition owns are filled in from
+  /// their owners (client/owner_rows.h).
   DecodedTensor owners;
+
+  /// Whether `owners` has one entry of a known width per node of `n_id`.
+  bool OwnersMatchIds() const {
+    const size_t count = n_id.bytes / 8;
+    return (owners.dtype == v1::DTYPE_UINT8 && owners.bytes == count) ||
+           (owners.dtype == v1::DTYPE_INT32 && owners.bytes == count * 4);
+  }
+  /// Node i's owner (OwnersMatchIds checked).
+  int32_t OwnerAt(size_t i) const {
+    if (owners.dtype == v1::DTYPE_UINT8) return reinterpret_cast<const uint8_t*>(owners.data)[i];
+    return reinterpret_cast<const int32_t*>(owners.data)[i];
+  }
 };
 
 /// One edge type of a decoded batch (named as stored), edge_index in message-passing direction.

@@ -295,6 +295,7 @@ void LoaderCore::StartEpoch(int64_t epoch) {
       c.stripe = k;
       c.epoch = epoch;
       c.decode = decode_;
+      c.decode.sender = static_cast<int>(i);
       c.owner_rows = &owner_rows_;
       c.assembly.server = static_cast<int>(i);
       c.assembly.out_edges = decode_.rows_are_sources;

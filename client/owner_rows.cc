@@ -14,13 +14,6 @@ namespace graphstore::client {
 
 namespace {
 
-// Node i's owner: NodeTensors.owners is a byte an owner up to 256 partitions, int32 beyond
-// (checked against the ids by OwnerRows::Ask).
-int32_t OwnerAt(const DecodedTensor& owners, size_t i) {
-  if (owners.dtype == v1::DTYPE_UINT8) return reinterpret_cast<const uint8_t*>(owners.data)[i];
-  return reinterpret_cast<const int32_t*>(owners.data)[i];
-}
-
 absl::Status Annotated(const absl::Status& s, int partition, const std::string& type) {
   return absl::Status(s.code(), absl::StrCat("the rows of '", type, "' nodes that partition ", partition,
                                              " owns: ", s.message()));
@@ -179,9 +172,7 @@ void OwnerRows::Start(const DecodedNodes& nodes) {
 void OwnerRows::Ask(Started* type) {
   DecodedNodes& n = type->nodes;
   if (!n.owners.defined()) return;
-  const size_t count = n.n_id.bytes / 8;
-  const bool bytes = n.owners.dtype == v1::DTYPE_UINT8 && n.owners.bytes == count;
-  if (!bytes && (n.owners.dtype != v1::DTYPE_INT32 || n.owners.bytes != count * 4)) {
+  if (!n.OwnersMatchIds()) {
     Begin();
     return Done(absl::DataLossError(absl::StrCat("node type '", n.node_type, "': owners do not match ids")));
   }
@@ -223,7 +214,7 @@ absl::Status OwnerRows::ByOwner(const DecodedNodes& n, std::vector<Asks>* by_own
   const size_t count = n.n_id.bytes / 8;
   // Per owner (partitions are few and numbered from 0).
   for (size_t i = 0; i < count; ++i) {
-    const int32_t owner = OwnerAt(n.owners, i);
+    const int32_t owner = n.OwnerAt(i);
     if (owner == sender_) continue;
     if (owner < 0 || owner > (1 << 16)) {
       return absl::DataLossError(absl::StrCat("node type '", n.node_type, "': node ", ids[i], " has owner ", owner));
@@ -305,7 +296,7 @@ absl::Status OwnerRows::Finish(DecodedBatch* batch) {
     if (s.labels.empty()) continue;
     auto* out = reinterpret_cast<int64_t*>(it->y.data);
     for (size_t i = 0; i < s.labels.size(); ++i) {
-      if (OwnerAt(it->owners, i) != sender_) out[i] = s.labels[i];
+      if (it->OwnerAt(i) != sender_) out[i] = s.labels[i];
     }
   }
   return absl::OkStatus();

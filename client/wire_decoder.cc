@@ -94,6 +94,10 @@ class BatchDecoder::State {
     std::vector<char> staged;  // rows that arrived before their mapping could be known
     std::vector<std::pair<size_t, size_t>> staged_rows;  // (first row, rows) of each staged piece
     bool owners_announced = false;
+    bool mask_from_owners = false;  // no mask sent: the owners say which rows were (MaskFromOwners)
+    bool own_labels_only = false;  // the sender sends its own nodes' labels alone ...
+    std::vector<int64_t> own_labels;  // ... staged here
+    size_t own_labels_received = 0;
   };
   struct EdgeState {
     size_t order = 0;
@@ -246,7 +250,11 @@ class BatchDecoder::State {
     const std::string what = absl::StrCat("node type '", type, "'");
     switch (field) {
       case v1::NodeTensors::kNumSampledNodesFieldNumber: return Plain(&n.num_sampled_nodes, t, what);
-      case v1::NodeTensors::kOwnersFieldNumber: return Plain(&n.owners, t, what + " owners");
+      case v1::NodeTensors::kOwnersFieldNumber: {
+        if (auto st = Plain(&n.owners, t, what + " owners"); !st.ok()) return st;
+        const bool whole = received_[&n.owners] == n.owners.bytes;
+        return s.mask_from_owners && whole ? MaskFromOwners(&s, n, what) : absl::OkStatus();
+      }
       case v1::NodeTensors::kFeatureScaleFieldNumber:
       case v1::NodeTensors::kFeatureOffsetFieldNumber: {
         std::vector<float>& v = field == v1::NodeTensors::kFeatureScaleFieldNumber ? s.scale : s.offset;
@@ -265,6 +273,7 @@ class BatchDecoder::State {
       }
       case v1::NodeTensors::kCachedFieldNumber: {
         if (t.dtype != v1::DTYPE_BOOL || t.shape.size() != 1 || t.shape[0] < 0) return Malformed(what + ": cached mask");
+        if (s.mask_from_owners) return Malformed(what + ": a cached mask after the rows it places");
         const size_t nodes = static_cast<size_t>(t.shape[0]);
         if ((s.cached_received > 0 && s.cached.size() != nodes) || (s.wire != v1::DTYPE_UNSPECIFIED && s.nodes != nodes)) {
           return Malformed(what + ": the cached mask disagrees with the batch's nodes");
@@ -278,6 +287,7 @@ class BatchDecoder::State {
         return absl::OkStatus();
       }
       case v1::NodeTensors::kFeaturesFieldNumber: return Features(&s, n, t, what);
+      case v1::NodeTensors::kLabelsFieldNumber: return Labels(&s, n, t, what + " labels");
       default: break;
     }
     // The tensors that travel as they are (batch_tensors.h); fields this client does not know
@@ -298,6 +308,68 @@ class BatchDecoder::State {
     }
   }
 
+  // Labels: one per node, or with owners one per node the sender owns (staged, then put in
+  // place when the batch is whole: PlaceOwnLabels).
+  absl::Status Labels(NodeState* s, DecodedNodes& n, WireTensor& t, const std::string& what) {
+    const size_t count = n.n_id.bytes / 8;
+    const bool own_only = n.owners.defined() && t.shape.size() == 1 && static_cast<size_t>(t.shape[0]) != count;
+    if (!own_only) return Plain(&n.y, t, what);
+    if (t.dtype != v1::DTYPE_INT64 || t.shape[0] < 0 || t.shape[0] > static_cast<int64_t>(count)) {
+      return Malformed(what + ": neither one per node nor one per node the sender owns");
+    }
+    if (options_->sender < 0) return Malformed(what + ": the sender's own alone, and the sender's partition is not known");
+    if (auto st = Allocate(&n.y, v1::DTYPE_INT64, {static_cast<int64_t>(count)}, what); !st.ok()) return st;
+    if (!s->own_labels_only) s->own_labels.resize(static_cast<size_t>(t.shape[0]));
+    s->own_labels_only = true;
+    const size_t length = t.length();
+    if (t.shape[0] != static_cast<int64_t>(s->own_labels.size()) || t.byte_offset + length > s->own_labels.size() * 8) {
+      return Malformed(what + ": parts disagree");
+    }
+    if (length > 0 && !t.data.Copy(reinterpret_cast<char*>(s->own_labels.data()) + t.byte_offset, length)) {
+      return Malformed(what);
+    }
+    s->own_labels_received += length;
+    return absl::OkStatus();
+  }
+
+  // The sender's nodes' labels at their nodes, -1 at the others' (their owners send those).
+  absl::Status PlaceOwnLabels(NodeState* s, DecodedNodes& n, const std::string& what) {
+    if (s->own_labels_received != s->own_labels.size() * 8) return Malformed(what + ": labels incomplete");
+    if (!n.OwnersMatchIds()) return Malformed(what + ": owners do not match ids");
+    const size_t count = n.n_id.bytes / 8;
+    auto* out = reinterpret_cast<int64_t*>(n.y.data);
+    size_t k = 0;
+    for (size_t i = 0; i < count; ++i) {
+      if (n.OwnerAt(i) != options_->sender) {
+        out[i] = -1;
+      } else if (k < s->own_labels.size()) {
+        out[i] = s->own_labels[k++];
+      } else {
+        return Malformed(what + ": fewer labels than nodes the sender owns");
+      }
+    }
+    if (k != s->own_labels.size()) return Malformed(what + ": more labels than nodes the sender owns");
+    received_[&n.y] += count * 8;
+    return absl::OkStatus();
+  }
+
+  // Rows with owners and no cached mask (the trainer caches no rows) are those of the nodes the
+  // sender owns: the mask is theirs, known once the owners are whole (rows before then wait).
+  absl::Status StartMaskFromOwners(NodeState* s, const DecodedNodes& n, const std::string& what) {
+    if (options_->sender < 0) return Malformed(what + ": rows left to owners, and the sender's partition is not known");
+    if (n.owners.shape.size() != 1) return Malformed(what + ": owners");
+    s->mask_from_owners = true;
+    s->cached.assign(static_cast<size_t>(n.owners.shape[0]), 0);
+    return received_[&n.owners] == n.owners.bytes ? MaskFromOwners(s, n, what) : absl::OkStatus();
+  }
+  absl::Status MaskFromOwners(NodeState* s, const DecodedNodes& n, const std::string& what) {
+    if (!n.OwnersMatchIds() || s->cached.size() != n.n_id.bytes / 8) return Malformed(what + ": owners do not match ids");
+    for (size_t i = 0; i < s->cached.size(); ++i) s->cached[i] = n.OwnerAt(i) != options_->sender;
+    s->cached_received = s->cached.size();
+    Map(s);
+    return absl::OkStatus();
+  }
+
   // The node of each transmitted row, once the cached mask is whole.
   void Map(NodeState* s) {
     s->sent_rows.clear();
@@ -309,6 +381,9 @@ class BatchDecoder::State {
   absl::Status Features(NodeState* s, DecodedNodes& n, WireTensor& t, const std::string& what) {
     if (t.shape.size() != 2) return Malformed(what + ": features are not [rows, dim]");
     if (s->wire == v1::DTYPE_UNSPECIFIED) {
+      if (s->cached.empty() && s->cached_received == 0 && n.owners.defined()) {
+        if (auto st = StartMaskFromOwners(s, n, what); !st.ok()) return st;
+      }
       s->wire = t.dtype;
       s->rows = t.shape[0];
       s->dim = t.shape[1];
@@ -452,6 +527,10 @@ class BatchDecoder::State {
       if (!s.cached.empty() && n.x.defined()) {
         if (auto st = FillCached(s, n, what); !st.ok()) return st;
       }
+      if (s.own_labels_only) {
+        if (auto st = PlaceOwnLabels(&s, n, what + " labels"); !st.ok()) return st;
+      }
+      if (n.y.defined() && n.y.bytes != n.n_id.bytes) return Malformed(what + ": labels do not match ids");
     }
     for (const auto& [tensor, bytes] : received_) {
       if (bytes != tensor->bytes) return Malformed(absl::StrCat("the batch ended with a tensor incomplete"));

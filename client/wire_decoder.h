@@ -52,6 +52,10 @@ struct DecodeOptions {
   /// the owners can be asked for their rows meanwhile (client/owner_rows.h). The nodes share
   /// their buffers with the batch.
   std::function<void(const DecodedNodes&)> owners_known;
+  /// The partition of the server sending the stream. With owners (rows_from_owners) a server
+  /// sends the labels of its own nodes alone; they are put in place by it, -1 for the others'
+  /// until their owners answer. -1: not known (such labels are then malformed).
+  int sender = -1;
 };
 
 /// Assembles and decodes the batches of one stream, part by part. Not thread-safe.

@@ -22,10 +22,13 @@ void ResizeWithHeadroom(UninitializedBytes* v, size_t n) {
 
 // Where a gather writes one node type's rows: features in the output encoding (row_bytes each,
 // at out_row[i] for node i, -1 for a row the trainer caches or, with rows_from_owners, one
-// another partition owns) and labels.
+// another partition owns) and labels. With rows_from_owners over a socket the labels, like the
+// rows, are those of this partition's nodes alone, in node order; into shared memory
+// (`in_place`), whose client writes the owners' rows and labels where they belong, every node
+// keeps its place.
 class GatherTarget {
  public:
-  GatherTarget(const NodeTypeStore& t, int type, int self, bool to_owners, bool features, bool labels,
+  GatherTarget(const NodeTypeStore& t, int type, int self, bool to_owners, bool in_place, bool features, bool labels,
                const FeatureOutput* output, char* feature_dst, SampledNodes* nodes)
       : dim_(static_cast<size_t>(t.feature_dim)), stored_row_bytes_(dim_ * DtypeSize(t.feature_dtype)) {
     const size_t n = nodes->ids.size();
@@ -46,11 +49,11 @@ class GatherTarget {
         nodes->feature_offset = offset_;
       }
       // Rows the trainer caches, and with rows_from_owners those of other partitions' nodes
-      // (`nodes->owners`, looked up by the caller), are left out and `cached` marks them; the
-      // others keep node order. Into shared memory (`feature_dst`), whose client writes the
-      // owners' rows in place, every node keeps its row's place instead, with no mask.
-      const bool slots = to_owners && feature_dst != nullptr;
-      const bool mask = !slots && (to_owners || (output != nullptr && output->Caches(type)));
+      // (`nodes->owners`, looked up by the caller), are left out; the others keep node order.
+      // `cached` marks them when the trainer caches rows: owners alone say which rows are left
+      // to others. In place, every node keeps its row's place instead, with no mask.
+      const bool slots = to_owners && in_place;
+      const bool mask = !slots && output != nullptr && output->Caches(type);
       if (mask) nodes->cached.assign(n, 0);
       out_row_.assign(n, 0);
       int64_t rows = 0;
@@ -62,7 +65,7 @@ class GatherTarget {
           out_row_[i] = other ? -1 : rows;
           ++rows;
         } else if (cached || other) {
-          nodes->cached[i] = 1;
+          if (mask) nodes->cached[i] = 1;
           out_row_[i] = -1;
         } else {
           out_row_[i] = rows++;
@@ -82,7 +85,13 @@ class GatherTarget {
       }
     }
     if (labels) {
-      nodes->labels.resize(n);
+      own_labels_only_ = to_owners && !in_place;
+      size_t k = n;
+      if (own_labels_only_) {
+        k = 0;
+        for (size_t i = 0; i < n; ++i) k += nodes->owners[i] == self;
+      }
+      nodes->labels.resize(k);
       labels_ = nodes->labels.data();
     }
   }
@@ -116,7 +125,13 @@ class GatherTarget {
         break;
     }
   }
-  void PutLabel(size_t i, int64_t label) { labels_[i] = label; }
+  /// Node i's label. Over a socket with rows_from_owners only this partition's nodes have one,
+  /// put in node order.
+  void PutLabel(size_t i, int64_t label) { labels_[own_labels_only_ ? next_label_++ : i] = label; }
+  /// Node i is owned elsewhere and its owner sends its label: -1 in its place, where it has one.
+  void PutUnknownLabel(size_t i) {
+    if (!own_labels_only_) labels_[i] = -1;
+  }
 
  private:
   const size_t dim_;
@@ -130,6 +145,8 @@ class GatherTarget {
   std::vector<int64_t> out_row_;
   char* features_ = nullptr;
   int64_t* labels_ = nullptr;
+  bool own_labels_only_ = false;
+  size_t next_label_ = 0;
 };
 
 // The stored row each node's features come from (null: none to copy, or not known yet).
@@ -144,8 +161,8 @@ RowSources& EmptySources(size_t n) {
   return sources;
 }
 
-// Notes where the rows of the nodes this partition owns are, and writes their labels (and -1
-// for the others' with `others_unknown`, whose labels their owners send).
+// Notes where the rows of the nodes this partition owns are, and writes their labels (and, with
+// `others_unknown`, leaves the others' to their owners: GatherTarget::PutUnknownLabel).
 void FindOwned(const NodeTypeStore& t, int self, const std::vector<int64_t>& ids, GatherTarget* g, RowSources* rows,
                bool others_unknown = false) {
   const char* src = g->features() ? static_cast<const char*>(t.features.raw()) : nullptr;
@@ -159,7 +176,7 @@ void FindOwned(const NodeTypeStore& t, int self, const std::vector<int64_t>& ids
     if (i + 2 * kPrefetchAhead < n) t.owners.Prefetch(ids[i + 2 * kPrefetchAhead]);
     if (lab != nullptr && i + kPrefetchAhead < n) __builtin_prefetch(lab + t.OwnerRow(ids[i + kPrefetchAhead]));
     if (t.Owner(ids[i]) != self) {
-      if (lab != nullptr && others_unknown) g->PutLabel(i, -1);
+      if (lab != nullptr && others_unknown) g->PutUnknownLabel(i);
       continue;
     }
     const int64_t row = t.OwnerRow(ids[i]);
@@ -295,7 +312,7 @@ absl::Status GatherFromPeers(const NodeTypeStore& t, int node_type, int self, co
 
 absl::Status GatherNodeData(const Partition& partition, int node_type, bool features, bool labels,
                             const FeatureOutput* output, char* feature_dst, SampledNodes* nodes, PeerSampling* peers,
-                            RemoteCache* cache) {
+                            RemoteCache* cache, bool in_place) {
   const NodeTypeStore& t = partition.node_type(node_type);
   features = features && t.feature_dim > 0;
   labels = labels && t.labels.is_open();
@@ -305,7 +322,8 @@ absl::Status GatherNodeData(const Partition& partition, int node_type, bool feat
   // (FeatureOutputs::ForChannel).
   const bool to_owners = output != nullptr && output->rows_from_owners;
   if (to_owners) LookUpOwners(t, partition.num_partitions(), nodes->ids, &nodes->owners);
-  GatherTarget g(t, node_type, self, to_owners, features, labels, output, feature_dst, nodes);
+  GatherTarget g(t, node_type, self, to_owners, in_place || feature_dst != nullptr, features, labels, output,
+                 feature_dst, nodes);
   if (partition.num_partitions() > 1 && !to_owners) {
     return GatherFromPeers(t, node_type, self, partition, features, labels, nodes, peers, cache, &g);
   }
@@ -339,7 +357,8 @@ absl::Status GatherSubgraphData(const Partition& partition, bool features, bool 
     targets = *std::move(placed);
   }
   for (int t = 0; t < num_types; ++t) {
-    if (auto st = GatherNodeData(partition, t, features, labels, output, targets[t], &out->nodes[t], peers, cache);
+    if (auto st = GatherNodeData(partition, t, features, labels, output, targets[t], &out->nodes[t], peers, cache,
+                                 /*in_place=*/static_cast<bool>(out->feature_target));
         !st.ok()) {
       return st;
     }

@@ -23,9 +23,13 @@ absl::Status CheckGatherable(const Partition& partition, bool node_features, boo
 /// flagged in nodes->cached. Rows of nodes owned by other partitions come from `cache` when it
 /// has them, else from `peers` (then they are added to `cache`); FAILED_PRECONDITION when they
 /// are needed and `peers` is null. Encodings other than as stored need float32 features.
+/// With output->rows_from_owners the rows and labels of other partitions' nodes are left to
+/// their owners: over a socket nodes->labels then holds this partition's nodes' labels alone,
+/// in node order; `in_place` (a shared buffer, written in place by its client; implied by
+/// `feature_dst`) keeps every node's place, with -1 for the others' labels.
 absl::Status GatherNodeData(const Partition& partition, int node_type, bool features, bool labels,
                             const FeatureOutput* output, char* feature_dst, SampledNodes* nodes,
-                            PeerSampling* peers = nullptr, RemoteCache* cache = nullptr);
+                            PeerSampling* peers = nullptr, RemoteCache* cache = nullptr, bool in_place = false);
 
 /// GatherNodeData for every node type of `out`, into the memory out->feature_target supplies
 /// when it is set (called once, with every type's feature bytes).

@@ -71,7 +71,8 @@ struct SampledNodes {
   /// packed into whole bytes (feature_dtype is then kUint8). 0: one element of feature_dtype per
   /// value.
   int feature_bits = 0;
-  /// Labels of ids, when gathered.
+  /// Labels of ids, when gathered; with rows_from_owners over a socket, of the ids this partition
+  /// owns alone, in order (GatherNodeData).
   std::vector<int64_t> labels;
   /// Temporal batches only (empty otherwise): the time of each entry of `batch` (its explicit
   /// time, else its node time), and the time each node's draws were bounded by (a seed's time,

@@ -157,7 +157,9 @@ void NodeEntry(const Partition& partition, const SampledSubgraph& g, size_t t, M
     AddTensor(e, v1::NodeTensors::kFeatureOffsetFieldNumber, v1::DTYPE_FLOAT32, {n.feature_dim}, n.feature_offset,
            4 * n.feature_dim, /*whole=*/true);
   }
-  if (n.feature_bytes() > 0 || (n.feature_dim > 0 && (n.ids.empty() || !n.cached.empty()))) {
+  // A matrix of no rows still says the rows' dtype and dim when the others are left out.
+  if (n.feature_bytes() > 0 ||
+      (n.feature_dim > 0 && (n.ids.empty() || !n.cached.empty() || !n.owners.empty()))) {
     AddTensor(e, v1::NodeTensors::kFeaturesFieldNumber, FeatureDtype(n), {n.num_feature_rows(), n.feature_dim},
            n.feature_data(), n.feature_bytes());
   }

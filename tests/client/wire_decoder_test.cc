@@ -221,6 +221,7 @@ TEST_CASE("rows after their cached mask are placed as they arrive; a mask after 
     REQUIRE(encoded->parts.size() > 5);
     // The nodes are announced once, as soon as their ids and owners are whole.
     DecodeOptions options = Options();
+    options.sender = 0;
     std::vector<size_t> announced;
     size_t part = 0;
     options.owners_known = [&](const DecodedNodes& n) {
@@ -260,6 +261,71 @@ TEST_CASE("rows after their cached mask are placed as they arrive; a mask after 
     }
     CHECK(batch->staged_bytes == 0);
   }
+}
+
+// Decodes `entries` sent in parts of `part_bytes`, by a server of partition `sender`.
+absl::StatusOr<std::shared_ptr<DecodedBatch>> DecodeParts(const std::vector<MessageEntry>& entries, size_t part_bytes,
+                                                          int sender) {
+  auto encoded = EncodeParts(WireHeader(), entries, part_bytes, 64, nullptr);
+  DecodeOptions options = Options();
+  options.sender = sender;
+  BatchDecoder decoder(options);
+  for (size_t p = 0; p < encoded->parts.size(); ++p) {
+    std::vector<Span> spans;
+    for (const auto& piece : encoded->parts[p]) spans.push_back({piece.data, piece.size});
+    auto b = decoder.Add(spans);
+    if (!b.ok() || *b != nullptr) return b;
+  }
+  return absl::DataLossError("no batch");
+}
+
+TEST_CASE("with owners and no mask, the sender's rows and labels alone arrive and go to their nodes", "[decoder]") {
+  // 500 nodes in 3 partitions, sent by partition 1: its nodes' rows of 4 floats and their
+  // labels, no mask; the others' labels are -1 until their owners answer.
+  std::vector<int64_t> ids(500), own_labels, want_labels(500);
+  std::vector<uint8_t> owners(500);
+  std::vector<float> sent;
+  for (size_t i = 0; i < ids.size(); ++i) {
+    ids[i] = static_cast<int64_t>(3 * i + 1);
+    owners[i] = static_cast<uint8_t>((i * 7) % 3);
+    want_labels[i] = owners[i] == 1 ? static_cast<int64_t>(i % 11) : -1;
+    if (owners[i] != 1) continue;
+    own_labels.push_back(want_labels[i]);
+    for (int c = 0; c < 4; ++c) sent.push_back(static_cast<float>(i * 4 + c));
+  }
+  const auto own = static_cast<int64_t>(own_labels.size());
+  MessageEntry nodes;
+  nodes.number = v1::SampledMessage::kNodesFieldNumber;
+  nodes.strings = {{v1::NodeTensors::kNodeTypeFieldNumber, "n"}};
+  nodes.tensors = {TensorOf(v1::NodeTensors::kIdsFieldNumber, ids.data(), 4000, v1::DTYPE_INT64, {500}),
+                   TensorOf(v1::NodeTensors::kOwnersFieldNumber, owners.data(), 500, v1::DTYPE_UINT8, {500}),
+                   TensorOf(v1::NodeTensors::kFeaturesFieldNumber, sent.data(), sent.size() * 4, v1::DTYPE_FLOAT32,
+                            {own, 4}),
+                   TensorOf(v1::NodeTensors::kLabelsFieldNumber, own_labels.data(), own_labels.size() * 8,
+                            v1::DTYPE_INT64, {own})};
+  for (const size_t part_bytes : {size_t{0}, size_t{300}}) {
+    auto batch = DecodeParts({nodes}, part_bytes, 1);
+    REQUIRE(batch.ok());
+    const DecodedNodes& n = (*batch)->nodes[0];
+    CHECK(Values<int64_t>(n.y) == want_labels);
+    const auto x = Values<float>(n.x);
+    REQUIRE(x.size() == 500 * 4);
+    size_t placed = 0;
+    for (size_t i = 0; i < 500; ++i) {
+      if (owners[i] != 1) continue;
+      for (int c = 0; c < 4; ++c) placed += x[i * 4 + c] == static_cast<float>(i * 4 + c);
+    }
+    CHECK(placed == sent.size());
+  }
+  // A reader that does not know the sender, or labels that fit neither form, are DATA_LOSS.
+  CHECK(DecodeParts({nodes}, 0, -1).status().code() == absl::StatusCode::kDataLoss);
+  own_labels.push_back(5);
+  nodes.tensors[3] = TensorOf(v1::NodeTensors::kLabelsFieldNumber, own_labels.data(), own_labels.size() * 8,
+                              v1::DTYPE_INT64, {own + 1});
+  auto more = DecodeParts({nodes}, 0, 1);
+  REQUIRE(!more.ok());
+  CHECK(more.status().code() == absl::StatusCode::kDataLoss);
+  CHECK(more.status().message().find("labels") != std::string::npos);
 }
 
 TEST_CASE("packed codes decode to float32, or stay as their rows' bytes with their width", "[decoder]") {
