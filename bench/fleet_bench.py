@@ -403,8 +403,8 @@ def trainer_main(argv):
                                        deadline=180.0)
             break
         except graphstore.GraphstoreError as e:
-            # Registering gathers the whole input from every partition on every server; while
-            # eight processes start on two cores that can pass --peer_timeout_ms. Counted.
+            # Many processes starting at once on two cores can pass a server's deadlines while
+            # they register. Counted.
             retries += 1
             print(f"registration failed ({e}); retrying", file=sys.stderr, flush=True)
             if retries == 3:
