@@ -131,6 +131,8 @@ grpc::ServerUnaryReactor* GraphStoreService::Unary(grpc::CallbackServerContext* 
   Resp resp;
   absl::Status status = call(req, &resp, *principal);
   if (status.ok()) status = serialise(resp, response);
+  // Answers share the uplink with the streams: the send share counts them in the link's rate.
+  if (status.ok() && send_share_ != nullptr) send_share_->CountOther(static_cast<int64_t>(response->Length()));
   return Reply(ctx, status, method, start);
 }
 

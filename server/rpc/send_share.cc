@@ -142,16 +142,27 @@ bool SendShare::Contends(const Stream& s, Clock::time_point now) const {
   return !s.writing || now - s.write_start < StallLimit(s.write_bytes);
 }
 
-void SendShare::CountSent(Clock::time_point now, int64_t bytes) {
+void SendShare::CountSent(Clock::time_point now, int64_t bytes, bool stream) {
   if (window_start_ == Clock::time_point{}) window_start_ = now;
-  window_bytes_ += bytes;
+  if (stream) window_bytes_ += bytes;
+  link_window_bytes_ += bytes;
   if (Probing(now)) probe_bytes_ += bytes;
   const auto span = now - window_start_;
   if (span < kRateWindow) return;
-  const double rate = static_cast<double>(window_bytes_) / std::chrono::duration<double>(span).count();
-  bytes_per_s_ = bytes_per_s_ == 0.0 ? rate : bytes_per_s_ + kRateAlpha * (rate - bytes_per_s_);
+  const double seconds = std::chrono::duration<double>(span).count();
+  auto smooth = [](double* rate, double now_rate) {
+    *rate = *rate == 0.0 ? now_rate : *rate + kRateAlpha * (now_rate - *rate);
+  };
+  smooth(&bytes_per_s_, static_cast<double>(window_bytes_) / seconds);
+  smooth(&link_bytes_per_s_, static_cast<double>(link_window_bytes_) / seconds);
   window_start_ = now;
   window_bytes_ = 0;
+  link_window_bytes_ = 0;
+}
+
+void SendShare::CountOther(int64_t bytes) {
+  std::lock_guard<std::mutex> lock(mu_);
+  CountSent(now_(), bytes, /*stream=*/false);
 }
 
 SendShare::Clock::duration SendShare::FairTime(int64_t bytes, double rate) const {
@@ -205,7 +216,7 @@ void SendShare::FindSlowReaders(Clock::time_point now) {
   }
   if (Probing(now) || bytes_per_s_ == 0.0 || now - last_probe_ < kProbeEvery) return;
   // A link as full as the last probe found it free: nothing is wasted, nothing to probe.
-  if (free_bytes_per_s_ > 0.0 && bytes_per_s_ * kWasted >= free_bytes_per_s_) return;
+  if (free_bytes_per_s_ > 0.0 && link_bytes_per_s_ * kWasted >= free_bytes_per_s_) return;
   // The streams waited for now: those the held ones are more than a quantum ahead of.
   for (const auto& [hid, h] : streams_) {
     if (!h.held || h.leaving) continue;
@@ -214,7 +225,7 @@ void SendShare::FindSlowReaders(Clock::time_point now) {
     }
   }
   if (suspects_.empty()) return;
-  held_bytes_per_s_ = bytes_per_s_;
+  held_bytes_per_s_ = link_bytes_per_s_;
   probe_bytes_ = 0;
   probe_start_ = now;
   probe_end_ = now + kProbeFor;

@@ -20,7 +20,9 @@
 // (first after 10 s, then whenever the rate has fallen 1.3 times below what the last probe
 // found, at most every 10 s) the share holds no one for 2 s, and if the server then sends over
 // 1.3 times what it sent holding, the streams the held ones waited for are slow readers and stop
-// holding anyone for a while (`slow_reader_hold`).
+// holding anyone for a while (`slow_reader_hold`). What the server sends counts its unary
+// answers too (`CountOther`: rows a trainer asks of their owner, peers' hops): a link they keep
+// full while streams are held is not wasted, and a stream they outpace is no slow reader.
 //
 // Thread-safe. Wake callbacks run without the lock held, on the caller's thread or on the
 // timer thread (which re-checks when a write on its way crosses its stall limit).
@@ -72,6 +74,9 @@ class SendShare {
   void WriteDone(uint64_t id);
   /// The stream has nothing to send for now (it no longer contends).
   void Idle(uint64_t id);
+  /// The server sent `bytes` outside the streams (a unary answer): counted in the link's rate
+  /// that the probes compare, not in any stream's share.
+  void CountOther(int64_t bytes);
   /// Re-checks stall limits at the clock's time; wakes whom that frees.
   void Tick();
 
@@ -100,7 +105,9 @@ class SendShare {
   // slow ones.
   void FindSlowReaders(Clock::time_point now);
   bool Probing(Clock::time_point now) const;
-  void CountSent(Clock::time_point now, int64_t bytes);
+  // Bytes the server sent: a stream's write (`stream`, the streams' rate that sets stall
+  // limits) or an answer; both count in the link's rate.
+  void CountSent(Clock::time_point now, int64_t bytes, bool stream = true);
   // The least `sent` of the contending streams other than `except` (0: none), counting writes
   // on their way unless `written_only`; false if none contends.
   bool LeastSent(Clock::time_point now, uint64_t except, int64_t* least, bool written_only = false) const;
@@ -119,8 +126,10 @@ class SendShare {
   std::condition_variable changed_;
   std::unordered_map<uint64_t, Stream> streams_;
   uint64_t next_id_ = 1;
-  // The server's rate of finished writes (bytes a second, smoothed; 0 until the first window).
+  // The streams' rate of finished writes (bytes a second, smoothed; 0 until the first window),
+  // and the link's (the streams' and the answers').
   double bytes_per_s_ = 0.0;
+  double link_bytes_per_s_ = 0.0;
   // The probe of slow readers (FindSlowReaders): while probe_end_ is set, no one is held.
   Clock::time_point probe_start_{};
   Clock::time_point probe_end_{};
@@ -131,6 +140,7 @@ class SendShare {
   std::vector<uint64_t> suspects_;
   Clock::time_point window_start_{};
   int64_t window_bytes_ = 0;
+  int64_t link_window_bytes_ = 0;
   bool stopping_ = false;
   std::thread timer_;
 };

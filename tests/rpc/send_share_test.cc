@@ -144,6 +144,39 @@ TEST_CASE("a reader at half its share is found by a probe and paces no one after
   CHECK(late > 6000);             // then free: b reads slowly, it is no longer waited for
 }
 
+TEST_CASE("a link that answers keep full while a stream is held is not wasted: the probe finds no slow reader") {
+  Fixture f;
+  const uint64_t a = f.Join(0), b = f.Join(1);
+  f.Level(a, b, 120);
+  // As above, b takes a megabyte every 20 ms and a would write one every 10 ms; but the link
+  // carries 2 MiB every 10 ms, what the streams leave of it going to unary answers (the rows
+  // trainers ask of this owner). Holding a wastes nothing: when the probe frees it, a's writes
+  // only take the answers' place, the server sends no more, and a stays held to b's pace.
+  std::vector<bool> wrote(20000);
+  int64_t streams = 0;
+  for (int ms = 0; ms < 20000; ++ms) {
+    if (ms % 20 == 0) {
+      f.share.WriteDone(b);
+      REQUIRE(f.share.MayWrite(b, kMiB));
+      streams += kMiB;
+    }
+    f.share.Tick();
+    if (ms % 10 == 0 && (wrote[ms] = f.share.MayWrite(a, kMiB))) {
+      f.share.WriteDone(a);
+      streams += kMiB;
+    }
+    if (ms % 10 == 9) {
+      f.share.CountOther(std::max<int64_t>(0, 2 * kMiB - streams));
+      streams = 0;
+    }
+    f.now += milliseconds(1);
+  }
+  const int early = Count(wrote, 0, 8000), late = Count(wrote, 13000, 20000);
+  INFO("a wrote " << early << " MiB in the first 8 s, " << late << " in the last 7 s");
+  CHECK(early < 8000 / 20 + 10);
+  CHECK(late < 7000 / 20 + 10);  // still held: b is no slow reader
+}
+
 TEST_CASE("a stream back from idle claims nothing of the time it had nothing to send") {
   Fixture f;
   const uint64_t a = f.Join(0), b = f.Join(1);
