@@ -301,6 +301,10 @@ def summarise(args, n, w, results, link, server_cpu):
         "between_servers": max(0, server_tx - trainer_rx),
         "server_cpu_ms_per_batch": 1000 * sum(server_cpu) / max(batches, 1),
         "trainer_cpu_ms_per_batch": 1000 * sum(r["cpu"] for r in results) / max(batches, 1),
+        # Each process's CPU over the batches it served (a server: every batch of the window;
+        # a trainer: its own).
+        "server_cpu_each": [1000 * c / max(batches, 1) for c in server_cpu],
+        "trainer_cpu_each": [1000 * r["cpu"] / max(r["batches"], 1) for r in results],
         "retries": sum(r.get("retries", 0) for r in results),
     }
 
@@ -320,10 +324,12 @@ def print_case(c, base, one):
     to_trainers = c["server_tx"] - c["between_servers"]
     print(f"    servers sent {c['server_tx'] / 1e6:,.1f} MB, {c['server_tx'] / seeds:,.0f} B a seed ({c['payload'] / 1e6:,.1f} MB "
           f"of batch tensors); beyond N=1's {own / seeds:,.0f} B a seed: +{100 * (c['server_tx'] - own) / own:.1f} % = "
-          f"{(to_trainers - own) / 1e6:,.1f} MB more to the trainers (owner lists, owners' replies' framing) + "
+          f"{(to_trainers - own) / 1e6:,.1f} MB more to the trainers (owners bytes, owners' replies' framing) + "
           f"{c['between_servers'] / 1e6:,.1f} MB between servers (hops' ids and lists)")
     retried = f"; {c['retries']} registration(s) retried" if c["retries"] else ""
-    print(f"    CPU per batch: servers {c['server_cpu_ms_per_batch']:.1f} ms, trainers {c['trainer_cpu_ms_per_batch']:.1f} ms"
+    each = lambda v: ", ".join(f"{x:.1f}" for x in v)
+    print(f"    CPU per batch: servers {c['server_cpu_ms_per_batch']:.1f} ms ({each(c['server_cpu_each'])}), "
+          f"trainers {c['trainer_cpu_ms_per_batch']:.1f} ms (each of its own: {each(c['trainer_cpu_each'])})"
           f"{retried}", flush=True)
 
 
