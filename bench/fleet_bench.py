@@ -293,9 +293,12 @@ def summarise(args, n, w, results, link, server_cpu):
     batches = sum(r["batches"] for r in results)
     payload = sum(r["bytes"] for r in results)
     server_tx = sum(link[k][1] for k in range(n))  # from the servers' hosts
-    trainer_rx = sum(link[n + r][0] for r in range(w))  # to the trainers' hosts
+    received = [link[n + r][0] for r in range(w)]  # to each trainer's host, in the window
+    trainer_rx = sum(received)
     return {
         "n": n, "w": w, "seeds_s": sum(seeds), "share": min(seeds) / max(seeds) if max(seeds) else 0.0,
+        # The same share in bytes each trainer's link received: not rounded to whole batches.
+        "byte_share": min(received) / max(received) if max(received) else 0.0,
         "per_trainer": seeds, "batches": batches, "payload": payload,
         "links": {k: link[k] for k in link}, "server_tx": server_tx,
         "between_servers": max(0, server_tx - trainer_rx),
@@ -317,7 +320,8 @@ def print_case(c, base, one):
     seeds = c["seeds_s"] * c["seconds"]
     own = seeds * one["server_tx"] / (one["seeds_s"] * one["seconds"]) if one else c["server_tx"]
     print(f"N={c['n']} W={c['w']} fair send {'on' if c['fair_send'] else 'off'}: {c['seeds_s']:,.0f} seeds/s  vs N=1 {ratio}  per host {per_host}  "
-          f"shares min/max {c['share']:.2f} ({', '.join(f'{s:,.0f}' for s in c['per_trainer'])})", flush=True)
+          f"shares min/max {c['share']:.2f} ({', '.join(f'{s:,.0f}' for s in c['per_trainer'])}; "
+          f"in bytes received {c['byte_share']:.2f})", flush=True)
     links = "  ".join(f"h{k} {a / 1e6:,.0f}/{b / 1e6:,.0f}" for k, (a, b) in sorted(c["links"].items())
                       if k < c["n"] + c["w"])
     print(f"    link MB to/from each host: {links}")
