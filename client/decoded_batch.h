@@ -67,11 +67,26 @@ struct DecodedEdges : EdgeTensorsOf<DecodedTensor> {
 struct DecodedAblp {
   std::string supervision_edge_type;
   DecodedTensor anchors, positive, negative;
+
+  /// The tensor AblpLabels field `number` decodes into (null: one this client does not keep).
+  DecodedTensor* Field(int number) {
+    return number == v1::AblpLabels::kAnchorsFieldNumber    ? &anchors
+           : number == v1::AblpLabels::kPositiveFieldNumber ? &positive
+           : number == v1::AblpLabels::kNegativeFieldNumber ? &negative
+                                                            : nullptr;
+  }
 };
 
 struct DecodedPpr {
   std::string seed_type, node_type;
   DecodedTensor seed_index, node_index, weight;
+
+  /// The tensor PprWeights field `number` decodes into (any other tensor field is the weights).
+  DecodedTensor* Field(int number) {
+    return number == v1::PprWeights::kSeedIndexFieldNumber   ? &seed_index
+           : number == v1::PprWeights::kNodeIndexFieldNumber ? &node_index
+                                                             : &weight;
+  }
 };
 
 /// A whole decoded batch.

@@ -6,16 +6,18 @@
 
 #include "absl/strings/str_cat.h"
 #include "client/cached_rows.h"
+#include "client/edge_index.h"
+#include "client/own_nodes.h"
 #include "client/wire_reader.h"
 
 namespace graphstore::client {
 
 namespace {
 
+using wire::CopyPiece;
 using wire::ForEachField;
 using wire::Handled;
 using wire::kLengthType;
-using wire::kVarintType;
 using wire::LengthDelimited;
 using wire::ParseTensor;
 using wire::Reader;
@@ -94,10 +96,8 @@ class BatchDecoder::State {
     std::vector<char> staged;  // rows that arrived before their mapping could be known
     std::vector<std::pair<size_t, size_t>> staged_rows;  // (first row, rows) of each staged piece
     bool owners_announced = false;
-    bool mask_from_owners = false;  // no mask sent: the owners say which rows were (MaskFromOwners)
-    bool own_labels_only = false;  // the sender sends its own nodes' labels alone ...
-    std::vector<int64_t> own_labels;  // ... staged here
-    size_t own_labels_received = 0;
+    bool mask_from_owners = false;  // no mask sent: the owners say which rows were (own_nodes.h)
+    OwnLabels own_labels;           // labels of the sender's nodes alone (own_nodes.h)
   };
   struct EdgeState {
     size_t order = 0;
@@ -175,10 +175,7 @@ class BatchDecoder::State {
         if (!batch_->ablp) batch_->ablp.emplace();
         DecodedAblp& a = *batch_->ablp;
         a.supervision_edge_type = name(v1::AblpLabels::kSupervisionEdgeTypeFieldNumber);
-        DecodedTensor* out = field == v1::AblpLabels::kAnchorsFieldNumber    ? &a.anchors
-                             : field == v1::AblpLabels::kPositiveFieldNumber ? &a.positive
-                             : field == v1::AblpLabels::kNegativeFieldNumber ? &a.negative
-                                                                             : nullptr;
+        DecodedTensor* out = a.Field(field);
         return out != nullptr ? Plain(out, t, "ablp") : absl::OkStatus();
       }
       default: {
@@ -187,10 +184,7 @@ class BatchDecoder::State {
         DecodedPpr& p = ppr_.back();
         p.seed_type = name(v1::PprWeights::kSeedTypeFieldNumber);
         p.node_type = name(v1::PprWeights::kNodeTypeFieldNumber);
-        DecodedTensor* out = field == v1::PprWeights::kSeedIndexFieldNumber   ? &p.seed_index
-                             : field == v1::PprWeights::kNodeIndexFieldNumber ? &p.node_index
-                                                                              : &p.weight;
-        return Plain(out, t, "ppr");
+        return Plain(p.Field(field), t, "ppr");
       }
     }
   }
@@ -200,8 +194,7 @@ class BatchDecoder::State {
   absl::Status Plain(DecodedTensor* out, WireTensor& t, const std::string& what) {
     if (auto st = Allocate(out, t.dtype, t.shape, what); !st.ok()) return st;
     const size_t n = t.length();
-    if (t.byte_offset + n > out->bytes) return Malformed(absl::StrCat(what, ": bytes past the tensor's end"));
-    if (n > 0 && !t.data.Copy(out->data + t.byte_offset, n)) return Malformed(what);
+    if (!CopyPiece(t, out->data, out->bytes)) return Malformed(absl::StrCat(what, ": bytes past the tensor's end"));
     received_[out] += n;
     return absl::OkStatus();
   }
@@ -253,7 +246,7 @@ class BatchDecoder::State {
       case v1::NodeTensors::kOwnersFieldNumber: {
         if (auto st = Plain(&n.owners, t, what + " owners"); !st.ok()) return st;
         const bool whole = received_[&n.owners] == n.owners.bytes;
-        return s.mask_from_owners && whole ? MaskFromOwners(&s, n, what) : absl::OkStatus();
+        return s.mask_from_owners && whole ? OwnersWhole(&s, n, what) : absl::OkStatus();
       }
       case v1::NodeTensors::kFeatureScaleFieldNumber:
       case v1::NodeTensors::kFeatureOffsetFieldNumber: {
@@ -279,15 +272,19 @@ class BatchDecoder::State {
           return Malformed(what + ": the cached mask disagrees with the batch's nodes");
         }
         s.cached.resize(nodes);
-        const size_t length = t.length();  // before the copy moves the reader past the bytes
-        if (t.byte_offset + length > s.cached.size()) return Malformed(what + ": cached mask");
-        t.data.Copy(reinterpret_cast<char*>(s.cached.data()) + t.byte_offset, length);
+        const size_t length = t.length();
+        if (!CopyPiece(t, reinterpret_cast<char*>(s.cached.data()), nodes)) return Malformed(what + ": cached mask");
         s.cached_received += length;
         if (s.cached_received == s.cached.size()) Map(&s);
         return absl::OkStatus();
       }
       case v1::NodeTensors::kFeaturesFieldNumber: return Features(&s, n, t, what);
-      case v1::NodeTensors::kLabelsFieldNumber: return Labels(&s, n, t, what + " labels");
+      case v1::NodeTensors::kLabelsFieldNumber: {
+        // One per node, or with owners one per node the sender owns (put in place in Finish).
+        if (!OwnLabels::IsForm(n, t)) return Plain(&n.y, t, what + " labels");
+        if (auto st = s.own_labels.Add(n, options_->sender, t, what + " labels"); !st.ok()) return st;
+        return Allocate(&n.y, v1::DTYPE_INT64, {static_cast<int64_t>(n.n_id.bytes / 8)}, what + " labels");
+      }
       default: break;
     }
     // The tensors that travel as they are (batch_tensors.h); fields this client does not know
@@ -308,63 +305,16 @@ class BatchDecoder::State {
     }
   }
 
-  // Labels: one per node, or with owners one per node the sender owns (staged, then put in
-  // place when the batch is whole: PlaceOwnLabels).
-  absl::Status Labels(NodeState* s, DecodedNodes& n, WireTensor& t, const std::string& what) {
-    const size_t count = n.n_id.bytes / 8;
-    const bool own_only = n.owners.defined() && t.shape.size() == 1 && static_cast<size_t>(t.shape[0]) != count;
-    if (!own_only) return Plain(&n.y, t, what);
-    if (t.dtype != v1::DTYPE_INT64 || t.shape[0] < 0 || t.shape[0] > static_cast<int64_t>(count)) {
-      return Malformed(what + ": neither one per node nor one per node the sender owns");
-    }
-    if (options_->sender < 0) return Malformed(what + ": the sender's own alone, and the sender's partition is not known");
-    if (auto st = Allocate(&n.y, v1::DTYPE_INT64, {static_cast<int64_t>(count)}, what); !st.ok()) return st;
-    if (!s->own_labels_only) s->own_labels.resize(static_cast<size_t>(t.shape[0]));
-    s->own_labels_only = true;
-    const size_t length = t.length();
-    if (t.shape[0] != static_cast<int64_t>(s->own_labels.size()) || t.byte_offset + length > s->own_labels.size() * 8) {
-      return Malformed(what + ": parts disagree");
-    }
-    if (length > 0 && !t.data.Copy(reinterpret_cast<char*>(s->own_labels.data()) + t.byte_offset, length)) {
-      return Malformed(what);
-    }
-    s->own_labels_received += length;
-    return absl::OkStatus();
-  }
-
-  // The sender's nodes' labels at their nodes, -1 at the others' (their owners send those).
-  absl::Status PlaceOwnLabels(NodeState* s, DecodedNodes& n, const std::string& what) {
-    if (s->own_labels_received != s->own_labels.size() * 8) return Malformed(what + ": labels incomplete");
-    if (!n.OwnersMatchIds()) return Malformed(what + ": owners do not match ids");
-    const size_t count = n.n_id.bytes / 8;
-    auto* out = reinterpret_cast<int64_t*>(n.y.data);
-    size_t k = 0;
-    for (size_t i = 0; i < count; ++i) {
-      if (n.OwnerAt(i) != options_->sender) {
-        out[i] = -1;
-      } else if (k < s->own_labels.size()) {
-        out[i] = s->own_labels[k++];
-      } else {
-        return Malformed(what + ": fewer labels than nodes the sender owns");
-      }
-    }
-    if (k != s->own_labels.size()) return Malformed(what + ": more labels than nodes the sender owns");
-    received_[&n.y] += count * 8;
-    return absl::OkStatus();
-  }
-
   // Rows with owners and no cached mask (the trainer caches no rows) are those of the nodes the
   // sender owns: the mask is theirs, known once the owners are whole (rows before then wait).
   absl::Status StartMaskFromOwners(NodeState* s, const DecodedNodes& n, const std::string& what) {
     if (options_->sender < 0) return Malformed(what + ": rows left to owners, and the sender's partition is not known");
-    if (n.owners.shape.size() != 1) return Malformed(what + ": owners");
     s->mask_from_owners = true;
-    s->cached.assign(static_cast<size_t>(n.owners.shape[0]), 0);
-    return received_[&n.owners] == n.owners.bytes ? MaskFromOwners(s, n, what) : absl::OkStatus();
+    s->cached.assign(n.n_id.bytes / 8, 0);  // the ids, named in the first part, say how many
+    return received_[&n.owners] == n.owners.bytes ? OwnersWhole(s, n, what) : absl::OkStatus();
   }
-  absl::Status MaskFromOwners(NodeState* s, const DecodedNodes& n, const std::string& what) {
-    if (!n.OwnersMatchIds() || s->cached.size() != n.n_id.bytes / 8) return Malformed(what + ": owners do not match ids");
-    for (size_t i = 0; i < s->cached.size(); ++i) s->cached[i] = n.OwnerAt(i) != options_->sender;
+  absl::Status OwnersWhole(NodeState* s, const DecodedNodes& n, const std::string& what) {
+    if (auto st = MaskFromOwners(n, options_->sender, &s->cached, what); !st.ok()) return st;
     s->cached_received = s->cached.size();
     Map(s);
     return absl::OkStatus();
@@ -486,30 +436,14 @@ class BatchDecoder::State {
 
   // Local indices (int32, or int64 from older servers) into line `line` of int64 [2, m].
   absl::Status Widen(DecodedTensor* out, int line, WireTensor& t, const std::string& what) {
-    const size_t element = DtypeSize(t.dtype);
     if ((t.dtype != v1::DTYPE_INT32 && t.dtype != v1::DTYPE_INT64) || t.shape.size() != 1) {
       return Malformed(what + ": expected int32 or int64 [m]");
     }
     const int64_t m = t.shape[0];
     if (auto st = Allocate(out, v1::DTYPE_INT64, {2, m}, what); !st.ok()) return st;
-    const size_t n = t.length();
-    if (t.byte_offset % element != 0 || n % element != 0 || t.byte_offset + n > static_cast<size_t>(m) * element) {
-      return Malformed(what + ": bytes are not whole indices");
-    }
-    int64_t* dst = reinterpret_cast<int64_t*>(out->data) + line * m + t.byte_offset / element;
-    if (element == 8) {
-      if (!t.data.Copy(reinterpret_cast<char*>(dst), n)) return Malformed(what);
-    } else {
-      constexpr size_t kChunk = 4096;
-      int32_t chunk[kChunk];
-      for (size_t done = 0; done < n / 4;) {
-        const size_t k = std::min(kChunk, n / 4 - done);
-        if (!t.data.Copy(reinterpret_cast<char*>(chunk), k * 4)) return Malformed(what);
-        for (size_t j = 0; j < k; ++j) dst[done + j] = chunk[j];
-        done += k;
-      }
-    }
-    received_[out] += n / element * 8;
+    const size_t written = t.length() / DtypeSize(t.dtype) * 8;
+    if (auto st = WidenIndices(t, reinterpret_cast<int64_t*>(out->data) + line * m, what); !st.ok()) return st;
+    received_[out] += written;
     return absl::OkStatus();
   }
 
@@ -527,8 +461,9 @@ class BatchDecoder::State {
       if (!s.cached.empty() && n.x.defined()) {
         if (auto st = FillCached(s, n, what); !st.ok()) return st;
       }
-      if (s.own_labels_only) {
-        if (auto st = PlaceOwnLabels(&s, n, what + " labels"); !st.ok()) return st;
+      if (s.own_labels.active()) {
+        if (auto st = s.own_labels.Place(n, options_->sender, &n.y, what + " labels"); !st.ok()) return st;
+        received_[&n.y] = n.y.bytes;
       }
       if (n.y.defined() && n.y.bytes != n.n_id.bytes) return Malformed(what + ": labels do not match ids");
     }

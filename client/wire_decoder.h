@@ -12,7 +12,8 @@
 // - feature rows in a compact encoding are decoded to float32 (client/feature_rows.h), or kept
 //   encoded with their per-column scale and offset;
 // - rows the trainer caches (NodeTensors.cached) are filled in from its FeatureCache, so `x`
-//   has every sampled node's row in node order (rows left to owners: client/owner_rows.h).
+//   has every sampled node's row in node order (rows left to owners: client/own_nodes.h,
+//   client/owner_rows.h).
 //
 // No LibTorch and no gRPC types: the Loader views the decoded memory as at::Tensors.
 
@@ -52,9 +53,8 @@ struct DecodeOptions {
   /// the owners can be asked for their rows meanwhile (client/owner_rows.h). The nodes share
   /// their buffers with the batch.
   std::function<void(const DecodedNodes&)> owners_known;
-  /// The partition of the server sending the stream. With owners (rows_from_owners) a server
-  /// sends the labels of its own nodes alone; they are put in place by it, -1 for the others'
-  /// until their owners answer. -1: not known (such labels are then malformed).
+  /// The partition of the server sending the stream (-1: not known): with owners, what it sends
+  /// of its own nodes alone is placed by it (client/own_nodes.h).
   int sender = -1;
 };
 

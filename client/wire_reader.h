@@ -172,6 +172,13 @@ struct WireTensor {
   size_t length() const { return has_data ? data.left() : 0; }
 };
 
+// Copies piece `t` of a tensor of `size` bytes to its offset in `out`; false when it does not fit
+// or its bytes are short.
+inline bool CopyPiece(WireTensor& t, char* out, size_t size) {
+  const size_t length = t.length();  // before the copy moves the reader past the bytes
+  return t.byte_offset + length <= size && (length == 0 || t.data.Copy(out + t.byte_offset, length));
+}
+
 inline bool ParseTensor(Reader r, WireTensor* t) {
   return ForEachField(r, [t](int number, uint32_t type, Reader& in) {
     uint64_t v;
