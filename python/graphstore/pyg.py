@@ -23,7 +23,7 @@ Each takes the servers (in partition order) and the Loader's connection options:
 ``tls_ca``, ``tls_cert``, ``tls_key``, ``tls_server_name``, ``token``, ``deadline``,
 ``keepalive``, ``keepalive_timeout``, ``reconnect_deadline``, ``feature_encoding``.
 
-PyG 2.4 to 2.7 (``torch_geometric``) is needed only when these classes are used: they derive
+PyG 2.4 to 2.8 (``torch_geometric``) is needed only when these classes are used: they derive
 from its ``FeatureStore``, ``GraphStore`` and ``BaseSampler``, so that PyG's loaders accept them.
 This module imports without PyG.
 """
@@ -91,7 +91,7 @@ def _pyg() -> Dict[str, type]:
         from torch_geometric.sampler import (BaseSampler, HeteroSamplerOutput, NodeSamplerInput,  # noqa: PLC0415
                                              SamplerOutput)
     except ImportError as e:
-        raise ImportError("graphstore.pyg needs PyG (torch_geometric 2.4 to 2.7: pip install torch_geometric); "
+        raise ImportError("graphstore.pyg needs PyG (torch_geometric 2.4 to 2.8: pip install torch_geometric); "
                           f"without it use graphstore.Loader ({e})") from e
     _PYG.update({"EdgeAttr": EdgeAttr, "FeatureStore": _FS, "GraphStore": _GS, "TensorAttr": TensorAttr,
                  "BaseSampler": BaseSampler, "HeteroSamplerOutput": HeteroSamplerOutput,

@@ -1,6 +1,7 @@
 """Stand-ins of torch_geometric.data's remote-backend classes and of Data / HeteroData."""
 
 from dataclasses import dataclass, field
+from enum import Enum
 from typing import Any, Optional, Tuple
 
 import torch
@@ -18,12 +19,22 @@ class TensorAttr:
         return getattr(self, key) is not _UNSET
 
 
+class EdgeLayout(Enum):
+    """As PyG's: a plain Enum, so an attribute's layout is EdgeLayout.COO, never the string."""
+    COO = "coo"
+    CSC = "csc"
+    CSR = "csr"
+
+
 @dataclass
 class EdgeAttr:
     edge_type: Any
     layout: Any
     is_sorted: bool = False
     size: Optional[Tuple[int, int]] = None
+
+    def __post_init__(self):
+        self.layout = EdgeLayout(self.layout)  # PyG's __init__ casts it
 
 
 class FeatureStore:

@@ -89,9 +89,10 @@ class LinkLoader(_Loader):
     def __init__(self, data, link_sampler, edge_label_index=None, edge_label=None, edge_label_time=None,
                  neg_sampling=None, transform=None, filter_per_worker=None, custom_cls=None, input_id=None, **kwargs):
         self.link_sampler = link_sampler
-        edge_type = None
-        if isinstance(edge_label_index, tuple):
-            edge_type, edge_label_index = edge_label_index
+        # As PyG's get_edge_label_index over (FeatureStore, GraphStore): the edges come with
+        # their type, a bare tensor fails PyG's assertion.
+        assert isinstance(edge_label_index, (list, tuple))
+        edge_type, edge_label_index = edge_label_index
         self.neg_sampling = neg_sampling
         n = edge_label_index.size(1)
         self.input_data = EdgeSamplerInput(input_id, edge_label_index[0], edge_label_index[1], edge_label,
