@@ -28,7 +28,8 @@ import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-BIN = os.path.join(ROOT, "bazel-bin")
+# GRAPHSTORE_BIN: a tree laid out as bazel-bin (server/, tools/, python/site) built elsewhere.
+BIN = os.environ.get("GRAPHSTORE_BIN", os.path.join(ROOT, "bazel-bin"))
 sys.path.insert(0, os.path.join(BIN, "python", "site"))
 import torch  # noqa: E402
 
@@ -140,8 +141,12 @@ def main():
             print(f"graphstore.pyg.NodeLoader (a subclass of {how}, prefetch 4): {ahead:9,.0f} seeds/s  "
                   f"({ahead / base:.2f}x the Loader, {ahead / rate:.2f}x per-call)", flush=True)
             if HAVE_PYG:
-                mem = neighbor_loader_line(os.path.join(work, "npy"), train, a)
-                print(f"PyG's NeighborLoader, in-memory Data:  {mem:9,.0f} seeds/s  ({base / mem:.2f}x: Loader / it)")
+                try:
+                    mem = neighbor_loader_line(os.path.join(work, "npy"), train, a)
+                    print(f"PyG's NeighborLoader, in-memory Data:  {mem:9,.0f} seeds/s  ({base / mem:.2f}x: Loader / it)")
+                except ImportError as e:
+                    # PyG's in-memory sampler runs on pyg-lib or torch-sparse, packages of their own.
+                    print(f"PyG's NeighborLoader on an in-memory Data: not measured ({e})")
             else:
                 print("PyG's NeighborLoader on an in-memory Data: not measured (torch_geometric is not installed)")
         finally:
