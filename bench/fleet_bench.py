@@ -10,7 +10,9 @@ Layout: a switch namespace holds a bridge; host k is namespace gsf-k with one ve
 (address 10.97.0.(k+1)/24 inside the namespaces only). Each link is a token bucket (`tbf`) of
 --rate_mbit on both ends, so a host's traffic each way is one FIFO queue (this kernel has no
 fair-queueing qdisc and no netem). --cpu_percent puts each host's processes in a cgroup v1 cpu
-group with that quota. Everything made is removed at the end, also after an error.
+group with that quota; --cores_per_host=K gives host k the cores k*K..k*K+K-1 alone (on a
+machine of K * (N + W) cores or more; tools/device_check.sh runs it so on 16). Everything made
+is removed at the end, also after an error.
 
 A case "NxW" runs N servers (partition k on host k, --cluster of all) and W trainers (one
 Loader each, rank r of world_size W, global batches, shared memory off) for --warmup seconds,
@@ -29,7 +31,8 @@ import sys
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-BIN = os.path.join(ROOT, "bazel-bin")
+# GRAPHSTORE_BIN: a tree laid out as bazel-bin (server/, tools/, python/site) built elsewhere.
+BIN = os.environ.get("GRAPHSTORE_BIN", os.path.join(ROOT, "bazel-bin"))
 SWITCH = "gsf-sw"
 PREFIX = "10.97.0."
 PORT = 7400
@@ -54,8 +57,9 @@ def kill_in(ns):
 class Network:
     """The namespaces, the bridge, the veths and their shaping; `close` removes all of it."""
 
-    def __init__(self, hosts, rate_mbit, cpu_percent, rtt_ms=0.0):
+    def __init__(self, hosts, rate_mbit, cpu_percent, rtt_ms=0.0, cores_per_host=0):
         self.hosts, self.rate, self.cpu, self.rtt_ms = hosts, rate_mbit, cpu_percent, rtt_ms
+        self.cores_per_host = cores_per_host
         self.made_ns, self.groups = [], []
 
     def ns(self, k):
@@ -101,12 +105,23 @@ class Network:
                     f.write(str(int(self.cpu * 1000)))
                 self.groups.append(group)
 
+    def cores(self, k):
+        """Host k's core group with --cores_per_host (cores k*K .. k*K+K-1, wrapping), else None."""
+        if not self.cores_per_host:
+            return None
+        count = os.cpu_count()
+        return {(k * self.cores_per_host + i) % count for i in range(self.cores_per_host)}
+
     def run(self, k, args, log):
-        """A process on host k (in its namespace and, with a CPU share, its cgroup)."""
+        """A process on host k (in its namespace and, with a CPU share, its cgroup; with a core
+        group, on those cores alone)."""
         prefix = ["ip", "netns", "exec", self.ns(k)]
         if self.cpu:
             prefix = ["cgexec", "-g", f"cpu:gsf-{k}"] + prefix if shutil.which("cgexec") else prefix
-        p = subprocess.Popen(prefix + [str(a) for a in args], stdout=log, stderr=subprocess.STDOUT)
+        cores = self.cores(k)
+        pin = (lambda: os.sched_setaffinity(0, cores)) if cores else None
+        p = subprocess.Popen(prefix + [str(a) for a in args], stdout=log, stderr=subprocess.STDOUT,
+                             preexec_fn=pin)
         if self.cpu and not shutil.which("cgexec"):
             with open(f"/sys/fs/cgroup/cpu/gsf-{k}/cgroup.procs", "w") as f:
                 f.write(str(p.pid))
@@ -456,6 +471,8 @@ def main():
     p.add_argument("--cases", default="1x1,1x2,1x4,2x2,2x4,4x4", help="NxW: N storage hosts, W trainers")
     p.add_argument("--rate_mbit", type=int, default=200, help="each link's rate, both ways")
     p.add_argument("--cpu_percent", type=int, default=0, help="each host's CPU quota (cgroup v1), 0: none")
+    p.add_argument("--cores_per_host", type=int, default=0,
+                   help="K: host k's processes on cores k*K..k*K+K-1 alone (a core group per host), 0: shared")
     p.add_argument("--nodes", type=int, default=200000)
     p.add_argument("--features", type=int, default=32)
     p.add_argument("--batch_size", type=int, default=512)
@@ -492,11 +509,13 @@ def main():
     if a.rtt_ms and not netem_available():
         print("fleet_bench: --rtt_ms needs the kernel's netem qdisc (sch_netem), which this kernel lacks")
         return 1
-    net = Network(max(n + w for n, w in cases), a.rate_mbit, a.cpu_percent, a.rtt_ms)
+    net = Network(max(n + w for n, w in cases), a.rate_mbit, a.cpu_percent, a.rtt_ms, a.cores_per_host)
     print(f"fleet: {a.nodes:,} nodes, {a.features} features, batch {a.batch_size}, [{a.fanouts}], "
           f"{a.rate_mbit} Mbit/s links, peer caches {a.peer_cache_mb} MiB, {a.server_workers} sampling worker(s) "
           f"a server, {a.trainers} Loaders, encoding {a.feature_encoding or 'as stored'}, "
-          f"{a.warmup:.0f} s warm-up + {a.seconds:.0f} s a case", flush=True)
+          f"{a.warmup:.0f} s warm-up + {a.seconds:.0f} s a case, "
+          f"{f'{a.cores_per_host} core(s) a host of {os.cpu_count()}' if a.cores_per_host else f'{os.cpu_count()} cores shared'}"
+          f"{f', RTT {a.rtt_ms} ms' if a.rtt_ms else ''}", flush=True)
     base = {}
     try:
         net.open()
