@@ -646,7 +646,10 @@ int TlsSection(const Bench& b) {
            RunLoader(with_tls(int8(LoaderFor("", b.seeds, b.batch_size, b.fanouts, b.workers, false, "tls-int8"))),
                      b.seconds / 2, b.seconds));
   }
-  std::printf("(t) TLS against plaintext, Loader batches/s (better of 2 alternating runs):\n");
+  // The Loaders here take the default connections per server, which grows with the cores.
+  std::printf("(t) TLS against plaintext, Loader batches/s (better of 2 alternating runs), %d connection(s) "
+              "per server (the default on %u cores):\n",
+              client::DefaultConnectionsPerServer(), std::thread::hardware_concurrency());
   // Cores busy: the process's CPU time per second of the run.
   auto busy = [](const LoaderRun& r) { return r.cpu_s_per_batch * r.batches_per_s; };
   std::printf("    socket, plaintext (baseline)   %9.2f               %.2f cores busy\n", plain.batches_per_s,
