@@ -5,7 +5,8 @@
 2. batches/s of ``Loader(device="cuda")`` against the trainer's own ``.to("cuda")`` of ordinary
    batches, and against batches left on the host (the baseline: what sampling allows);
 3. the loader's host-to-device copies in GB/s (page-locked receive buffers, side stream) against
-   torch's copy of the same bytes from memory torch pinned itself (target: ratio >= 0.8).
+   torch's copy of the same bytes from memory torch pinned itself (target: ratio >= 0.8), as one
+   buffer a batch and split into the loader's tensors (what the split alone costs).
 
     python3 bench/gpu_check.py --server=127.0.0.1:PORT [--seconds=20]
 """
@@ -81,32 +82,42 @@ def rate(server, seconds, mode):
             epoch += 1
 
 
+def torch_pinned_rate(batches):
+    """torch's own pinned-to-device GB/s over `batches`, each a list of buffer sizes copied on a
+    side stream one after another, as the loader copies a batch's tensors."""
+    stream = torch.cuda.Stream()
+    pinned = [[torch.empty(n, dtype=torch.uint8, pin_memory=True) for n in sizes] for sizes in batches]
+    for parts in pinned[:2]:
+        for p in parts:
+            p.to("cuda", non_blocking=True)
+    elapsed = 0.0
+    with torch.cuda.stream(stream):
+        for parts in pinned:
+            b, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            b.record(stream)
+            for p in parts:
+                p.to("cuda", non_blocking=True)
+            e.record(stream)
+            e.synchronize()
+            elapsed += b.elapsed_time(e)
+    return sum(sum(sizes) for sizes in batches) / (elapsed / 1e3) / 1e9
+
+
 def copy_rates(server, batches):
-    """(the loader's GB/s, torch's pinned-to-device GB/s) over the same byte counts."""
+    """The loader's GB/s; torch's pinned-to-device GB/s over the same bytes as one buffer a
+    batch, and split into the same tensors as the loader's; the mean batch MB and tensors a batch."""
     timings = []
     with loader(server, device="cuda") as l:
         l._pipeline.timings = timings
         for i, _ in zip(range(batches), l.epoch(0)):
             pass
     torch.cuda.synchronize()
-    sizes = [nbytes for nbytes, _, _ in timings[2:]]  # the first copies pay for warming up
-    ours = sum(sizes) / (sum(b.elapsed_time(e) for _, b, e in timings[2:]) / 1e3) / 1e9
-    # torch's own: one pinned buffer per batch size, copied on a side stream the same way.
-    stream = torch.cuda.Stream()
-    pinned = [torch.empty(n, dtype=torch.uint8, pin_memory=True) for n in sizes]
-    for p in pinned[:2]:
-        p.to("cuda", non_blocking=True)
-    elapsed = 0.0
-    with torch.cuda.stream(stream):
-        for p in pinned:
-            b, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            b.record(stream)
-            p.to("cuda", non_blocking=True)
-            e.record(stream)
-            e.synchronize()
-            elapsed += b.elapsed_time(e)
-    theirs = sum(sizes) / (elapsed / 1e3) / 1e9
-    return ours, theirs, statistics.mean(sizes) / 1e6
+    kept = timings[2:]  # the first copies pay for warming up
+    sizes = [nbytes for nbytes, _, _, _ in kept]
+    ours = sum(sizes) / (sum(b.elapsed_time(e) for _, b, e, _ in kept) / 1e3) / 1e9
+    whole = torch_pinned_rate([[n] for n in sizes])
+    split = torch_pinned_rate([parts for _, _, _, parts in kept])
+    return ours, whole, split, statistics.mean(sizes) / 1e6, statistics.mean(len(p) for _, _, _, p in kept)
 
 
 def main():
@@ -122,9 +133,10 @@ def main():
     device = rate(a.server, a.seconds, "device")
     print(f"(2) batches/s, batch 1024 [10, 5]: device='cuda' {device:.1f}; trainer's own .to('cuda') {own:.1f} "
           f"(ratio {device / own:.2f}); left on the host {host:.1f} (ratio {device / host:.2f})", flush=True)
-    ours, theirs, mb = copy_rates(a.server, 40)
+    ours, theirs, split, mb, parts = copy_rates(a.server, 40)
     print(f"(3) host-to-device copies of {mb:.1f} MB batches: loader {ours:.2f} GB/s, torch pinned {theirs:.2f} GB/s, "
-          f"ratio {ours / theirs:.2f} (target >= 0.8)", flush=True)
+          f"ratio {ours / theirs:.2f} (target >= 0.8); torch pinned in the loader's {parts:.1f} tensors a batch "
+          f"{split:.2f} GB/s (loader / it {ours / split:.2f})", flush=True)
 
 
 if __name__ == "__main__":
