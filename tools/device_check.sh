@@ -84,7 +84,7 @@ netem() {
 
 rtt() {
   for ms in 0.1 1; do
-    "$PY" bench/fleet_bench.py --cases=4x4 --cores_per_host=2 --warmup=4 --seconds=12 --rtt_ms="$ms" \
+    "$PY" bench/fleet_bench.py --cases=4x4 --cores_per_host=2 --warmup=8 --seconds=26 --rtt_ms="$ms" \
       --cache=/tmp/graphstore-fleet
   done
 }
@@ -99,11 +99,13 @@ for s in $SECTIONS; do
     pyg) (cd "$TREE" && section pyg 120 env GRAPHSTORE_PYG=installed PYTHONPATH="$REPO/tests/python" \
             "$PY" "$REPO/tests/python/pyg_backend_test.py") ;;
     pygbench) section pygbench 100 "$PY" bench/pyg_bench.py --rounds=3 ;;
-    fleet) section fleet 150 "$PY" bench/fleet_bench.py --cases=1x1,1x4,4x4 --cores_per_host=2 --warmup=4 \
-             --seconds=12 --cache=/tmp/graphstore-fleet ;;
-    fleet8) section fleet8 120 "$PY" bench/fleet_bench.py --cases=1x8,8x8 --cores_per_host=1 --rate_mbit=100 \
-              --warmup=4 --seconds=12 --cache=/tmp/graphstore-fleet ;;
-    rtt) if netem; then section rtt 100 rtt; else echo "== rtt: skipped, this kernel has no netem"; fi ;;
+    # 26 s windows: 12 s ones hold too few batches a trainer for its share, and the send
+    # share's first probe (2 s holding no one) falls inside them.
+    fleet) section fleet 200 "$PY" bench/fleet_bench.py --cases=1x1,1x4,4x4 --cores_per_host=2 --warmup=8 \
+             --seconds=26 --cache=/tmp/graphstore-fleet ;;
+    fleet8) section fleet8 150 "$PY" bench/fleet_bench.py --cases=1x8,8x8 --cores_per_host=1 --rate_mbit=100 \
+              --warmup=8 --seconds=26 --cache=/tmp/graphstore-fleet ;;
+    rtt) if netem; then section rtt 160 rtt; else echo "== rtt: skipped, this kernel has no netem"; fi ;;
     stream) section stream 150 "$TREE/bench/stream_bench" --sections=n,t --connections=1,2,4 --seconds=3 \
               --trials=2 --workers=8 --tls_certs="$BUNDLE/certs" ;;
     *) echo "device_check: no section $s" >&2 ;;
