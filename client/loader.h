@@ -140,8 +140,13 @@ class Loader {
   int64_t num_batches() const { return core_.num_batches(); }
   /// Rows in the trainer's feature cache, over all node types.
   int64_t num_cached_rows() const { return core_.num_cached_rows(); }
-  /// Bytes received for the batches of this loader so far (socket servers).
+  /// Bytes received for the batches of this loader so far (socket servers): the streams' and
+  /// the owners' answers.
   int64_t bytes_received() const { return core_.bytes_received(); }
+  /// The same per server: (over the streams, as the owner of rows).
+  std::vector<std::pair<int64_t, int64_t>> bytes_received_by_server() const {
+    return core_.bytes_received_by_server();
+  }
   /// This loader's channel on server `server` (for DescribeChannel); a new one after the
   /// server restarted.
   uint64_t channel_id(int server) const { return core_.channel_id(server); }

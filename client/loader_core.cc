@@ -114,6 +114,9 @@ LoaderCore::LoaderCore(LoaderOptions options, ClientFactory connect)
   owner_rows_.encoding = options_.feature_encoding;
   owner_rows_.decode_features = options_.decode_features;
   owner_rows_.cache = options_.feature_cache_rows > 0 ? &cache_ : nullptr;
+  owner_rows_.received = [this](int k, int64_t bytes) {
+    servers_.at(static_cast<size_t>(k))->owner_bytes_received.fetch_add(bytes, std::memory_order_relaxed);
+  };
   try {
     Register();
   } catch (...) {
@@ -237,8 +240,17 @@ uint64_t LoaderCore::channel_id(int server) const { return servers_.at(static_ca
 
 int64_t LoaderCore::bytes_received() const {
   int64_t n = 0;
-  for (const auto& s : servers_) n += s->bytes_received.load(std::memory_order_relaxed);
+  for (const auto& [stream, answers] : bytes_received_by_server()) n += stream + answers;
   return n;
+}
+
+std::vector<std::pair<int64_t, int64_t>> LoaderCore::bytes_received_by_server() const {
+  std::vector<std::pair<int64_t, int64_t>> out;
+  for (const auto& s : servers_) {
+    out.emplace_back(s->bytes_received.load(std::memory_order_relaxed),
+                     s->owner_bytes_received.load(std::memory_order_relaxed));
+  }
+  return out;
 }
 
 void LoaderCore::StopReaders() {

@@ -17,6 +17,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "client/buffer_pool.h"
@@ -62,8 +63,11 @@ class LoaderCore {
   /// Whether batches leave the rows of other partitions' nodes to their owners (resolved once
   /// from the options: rows_from_owners, several servers).
   bool rows_from_owners() const { return plan_.rows_from_owners; }
-  /// Bytes received for the batches of this loader so far (socket servers).
+  /// Bytes received for the batches of this loader so far (socket servers): the streams' and
+  /// the owners' answers (rows_from_owners).
   int64_t bytes_received() const;
+  /// The same per server, in the servers' order: (over the streams, as the owner of rows).
+  std::vector<std::pair<int64_t, int64_t>> bytes_received_by_server() const;
   /// This loader's channel on server `server` (for DescribeChannel); a new one after the
   /// server restarted.
   uint64_t channel_id(int server) const;

@@ -247,7 +247,12 @@ void OwnerRows::AskOwner(Client* owner, int partition, const Asks& asks, Decoded
     Begin();
     owner->ReadNodeFeaturesAsync(
         req,
-        [&n, at, decode, misfit](const std::vector<Span>& answer) {
+        [this, &n, at, decode, misfit, partition](const std::vector<Span>& answer) {
+          if (options_.received) {
+            int64_t bytes = 0;
+            for (const Span& s : answer) bytes += static_cast<int64_t>(s.size);
+            options_.received(partition, bytes);
+          }
           WireAnswer a;
           absl::Status placed =
               ParseAnswer(answer, &a)
@@ -268,6 +273,7 @@ void OwnerRows::AskOwner(Client* owner, int partition, const Asks& asks, Decoded
     Begin();
     owner->GetNodeLabelsAsync(req, [this, at, partition, &n](absl::StatusOr<v1::GetNodeLabelsResponse> r) {
       if (!r.ok()) return Done(Annotated(r.status(), partition, n.node_type));
+      if (options_.received) options_.received(partition, static_cast<int64_t>(r->ByteSizeLong()));
       std::vector<Span> spans;
       Done(PlaceLabels(LabelsOf(*r, &spans), *at, &n));
     });

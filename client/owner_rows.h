@@ -39,6 +39,8 @@ struct OwnerRowsOptions {
   bool decode_features = true;
   /// The trainer's feature cache (rows it holds were filled in by the decoder), or null.
   const FeatureCache* cache = nullptr;
+  /// Told the bytes of each answer partition k sent (rows, labels), on the answer's thread.
+  std::function<void(int partition, int64_t bytes)> received;
 };
 
 /// The rows and labels one batch left to their owners, asked of them. Thread-compatible: one

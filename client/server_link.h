@@ -84,7 +84,8 @@ struct ServerLink {
   MemoryHook host_memory_hook;  // for mappings made again after a restart
   /// Uses of shared buffers whose batches are gone, to hand back with the next release.
   std::shared_ptr<FreedUses> freed = std::make_shared<FreedUses>();
-  std::atomic<int64_t> bytes_received{0};
+  std::atomic<int64_t> bytes_received{0};         // over this loader's streams from this server
+  std::atomic<int64_t> owner_bytes_received{0};   // answers of this server as the owner of rows
 
   /// Creates or joins the backend and registers the channel (`rows_from_owners` as the
   /// loader resolved it); `again` after the server lost the channel: the answer must match the

@@ -405,6 +405,7 @@ void DefineLoader(py::module_& m) {
            "Blocks until a caller waits in next() for a batch, at most `seconds`; whether one does.")
       .def("num_cached_rows", [](PyLoader& l) { return l.get().num_cached_rows(); })
       .def("bytes_received", [](PyLoader& l) { return l.get().bytes_received(); })
+      .def("bytes_received_by_server", [](PyLoader& l) { return l.get().bytes_received_by_server(); })
       .def("channel_id", [](PyLoader& l, int server) { return l.get().channel_id(server); }, py::arg("server"));
 }
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import inspect
 import numbers
 from dataclasses import dataclass
-from typing import Iterator, List, Optional, Sequence, Union
+from typing import Iterator, List, Optional, Sequence, Tuple, Union
 
 import torch
 
@@ -331,8 +331,15 @@ class Loader:
 
     @property
     def bytes_received(self) -> int:
-        """Bytes received over connections for this loader's batches so far."""
+        """Bytes received over connections for this loader's batches so far: the streams' and,
+        where rows come from their owners, the owners' answers."""
         return int(self._open().bytes_received())
+
+    @property
+    def bytes_received_by_server(self) -> List[Tuple[int, int]]:
+        """``bytes_received`` per server, in the servers' order: ``(over its streams, in its
+        answers as the owner of rows)``."""
+        return [(int(s), int(a)) for s, a in self._open().bytes_received_by_server()]
 
     @property
     def channel_ids(self) -> List[int]:

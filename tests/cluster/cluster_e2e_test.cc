@@ -546,6 +546,38 @@ TEST_CASE("a row crosses once: servers leave other partitions' rows to their own
   CHECK(ids_only < with_rows);
 }
 
+TEST_CASE("a loader counts what each server sent it: over its stream and as the owner of rows",
+          "[cluster][global]") {
+  // 2 partitions, peer caches far below the other partition's data: with rows from owners each
+  // server answers the other's batches' rows, and the loader counts those answers per server
+  // beside the streams; without, no server answers as an owner.
+  LocalCluster cluster(2, /*peer_cache_bytes=*/64 << 10);
+  for (bool from_owners : {true, false}) {
+    INFO("rows_from_owners " << from_owners);
+    client::LoaderOptions o;
+    o.servers = cluster.addresses;
+    o.backend_key = "bytes-by-server";
+    o.config = Config(40);
+    o.split = "train";
+    o.shared_memory = false;
+    o.rows_from_owners = from_owners;
+    client::Loader loader(o);
+    loader.StartEpoch(0);
+    int64_t batches = 0;
+    while (loader.Next()) ++batches;
+    REQUIRE(batches > 2);
+    const auto by_server = loader.bytes_received_by_server();
+    REQUIRE(by_server.size() == 2);
+    int64_t sum = 0;
+    for (const auto& [stream, answers] : by_server) {
+      CHECK(stream > 0);
+      CHECK((answers > 0) == from_owners);
+      sum += stream + answers;
+    }
+    CHECK(loader.bytes_received() == sum);
+  }
+}
+
 TEST_CASE("ranks share the global batches: every seed once per epoch, as PyG counts them", "[cluster][global]") {
   LocalCluster cluster(2);
   const std::set<int64_t> train = AllTrainIds(cluster.addresses);

@@ -342,6 +342,10 @@ class ClusterTest(unittest.TestCase):
                     by_server.add(batch.server)
                 self.assertEqual(sorted(seeds), sorted(train))
                 self.assertEqual(by_server, {0, 1})
+            # What each server sent, over its stream and as an owner of rows, adds up.
+            sent = loader.bytes_received_by_server
+            self.assertEqual(len(sent), 2)
+            self.assertEqual(loader.bytes_received, sum(stream + answers for stream, answers in sent))
 
     def test_ranks_split_the_seeds(self):
         servers = [d.address for d in CLUSTER]
