@@ -324,6 +324,8 @@ def summarise(args, n, w, results, link, server_cpu):
         "server_cpu_each": [1000 * c / max(batches, 1) for c in server_cpu],
         "trainer_cpu_each": [1000 * r["cpu"] / max(r["batches"], 1) for r in results],
         "retries": sum(r.get("retries", 0) for r in results),
+        # Per trainer: [(bytes over server k's stream, bytes server k answered as an owner)].
+        "by_server": [r.get("by_server", []) for r in results],
     }
 
 
@@ -345,6 +347,14 @@ def print_case(c, base, one):
           f"of batch tensors); beyond N=1's {own / seeds:,.0f} B a seed: +{100 * (c['server_tx'] - own) / own:.1f} % = "
           f"{(to_trainers - own) / 1e6:,.1f} MB more to the trainers (owners bytes, owners' replies' framing) + "
           f"{c['between_servers'] / 1e6:,.1f} MB between servers (hops' ids and lists)")
+    if c["n"] > 1 and all(c["by_server"]):
+        # Where each trainer's bytes came from: its streams, and the owners' answers (rows_from_owners).
+        stream = [sum(s for s, _ in t) for t in c["by_server"]]
+        answers = [sum(a for _, a in t) for t in c["by_server"]]
+        share = lambda v: min(v) / max(v) if max(v) else 0.0  # noqa: E731
+        print(f"    each trainer's MB over streams / from owners: "
+              f"{'  '.join(f't{r} {s / 1e6:,.0f}/{a / 1e6:,.0f}' for r, (s, a) in enumerate(zip(stream, answers)))}; "
+              f"shares min/max {share(stream):.2f} / {share(answers):.2f}")
     retried = f"; {c['retries']} registration(s) retried" if c["retries"] else ""
     each = lambda v: ", ".join(f"{x:.1f}" for x in v)
     print(f"    CPU per batch: servers {c['server_cpu_ms_per_batch']:.1f} ms ({each(c['server_cpu_each'])}), "
@@ -450,6 +460,7 @@ def trainer_main(argv):
             if now >= a.start:
                 if cpu is None:
                     cpu = time.process_time()
+                    sent0 = loader.bytes_received_by_server
                 seeds += batch.batch_size
                 batches += 1
                 # The batch's own bytes: its tensors, whichever server or owner sent them.
@@ -458,8 +469,10 @@ def trainer_main(argv):
             if a.step_ms:
                 time.sleep(a.step_ms / 1000)  # a model's step on a slower trainer
         epoch += 1
+    # What each server sent this trainer in the window: over its stream, and as an owner of rows.
+    sent = [(s - s0, o - o0) for (s, o), (s0, o0) in zip(loader.bytes_received_by_server, sent0)] if cpu else []
     out = {"seeds": seeds, "batches": batches, "cpu": time.process_time() - (cpu or 0.0), "bytes": payload,
-           "retries": retries}
+           "retries": retries, "by_server": sent}
     loader.close()
     print(json.dumps(out), flush=True)
 
