@@ -320,6 +320,67 @@ class PygBackendTest(_Served):
             sampler.sample_from_edges(inputs, older)
 
 
+class HeteroTest(_Served):
+    """A directed heterogeneous graph written from Python (users follow users, users buy items,
+    and both reversed), read back by PyG's NodeLoader and graphstore's on one server and
+    two partitions: HeteroData batches whose rows are the user's rows and whose every edge is an
+    edge the user wrote, in PyG's direction. Generated here, so it runs wherever PyG is."""
+
+    @classmethod
+    def setUpClass(cls):
+        sys.path.insert(0, STANDIN)
+        cls.dir = tempfile.mkdtemp(dir=gt.TMP)
+        g = torch.Generator().manual_seed(11)
+        users, items = 1500, 700
+        cls.x = {"user": torch.randn(users, 6, generator=g), "item": torch.randn(items, 4, generator=g)}
+        cls.written = {
+            ("user", "follows", "user"): torch.stack([torch.randint(0, users, (6000,), generator=g),
+                                                      torch.randint(0, users, (6000,), generator=g)]),
+            ("user", "buys", "item"): torch.stack([torch.randint(0, users, (5000,), generator=g),
+                                                   torch.randint(0, items, (5000,), generator=g)]),
+        }
+        data = {"nodes": {t: {"x": x} for t, x in cls.x.items()},
+                "edges": {et: {"edge_index": ei} for et, ei in cls.written.items()}}
+        one, two = os.path.join(cls.dir, "one"), os.path.join(cls.dir, "two")
+        graphstore.write_dataset(data, one, reverse_edges=True)
+        graphstore.write_dataset(data, two, num_partitions=2, reverse_edges=True)
+        cls.one = gt.Daemon(one, name="hetero-one").wait_ready()
+        cls.cluster = gt.start_cluster(two, 2)
+        cls.daemons = [cls.one] + cls.cluster
+        cls.edges = {et: set(zip(ei[0].tolist(), ei[1].tolist())) for et, ei in cls.written.items()}
+        # The reverses (reverse_edges): an item sends to its buyer, a user to whom it follows.
+        for src, rel, dst in list(cls.edges):
+            cls.edges[(dst, "rev_" + rel, src)] = {(d, s) for s, d in cls.edges[(src, rel, dst)]}
+
+    def test_pygs_node_loader_gives_the_written_heterogeneous_graph(self):
+        from torch_geometric.data import HeteroData
+        from torch_geometric.loader import NodeLoader
+        seeds = torch.arange(0, 1500, 4)
+        for servers in ([self.one.address], [d.address for d in self.cluster]):
+            stores = (graphstore.pyg.FeatureStore(servers), graphstore.pyg.GraphStore(servers))
+            self.assertEqual(sorted(a.edge_type for a in stores[1].get_all_edge_attrs()), sorted(self.edges))
+            for cls in (NodeLoader, graphstore.pyg.NodeLoader):
+                sampler = graphstore.pyg.NeighborSampler(servers, num_neighbors=[4, 3], seed=2)
+                seen, edges = [], {et: 0 for et in self.edges}
+                for batch in cls(stores, node_sampler=sampler, input_nodes=("user", seeds), batch_size=50):
+                    self.assertIsInstance(batch, HeteroData)
+                    user = batch["user"]
+                    seen += user.n_id[:user.batch_size].tolist()
+                    for t in ("user", "item"):
+                        if t in batch.node_types:
+                            self.assertTrue(torch.equal(batch[t].x, self.x[t][batch[t].n_id]), t)
+                    for et in batch.edge_types:
+                        ei = batch[et].edge_index
+                        pairs = set(zip(batch[et[0]].n_id[ei[0]].tolist(), batch[et[2]].n_id[ei[1]].tolist()))
+                        self.assertLessEqual(pairs, self.edges[tuple(et)], et)
+                        edges[tuple(et)] += ei.shape[1]
+                self.assertEqual(sorted(seen), seeds.tolist())
+                # Users draw their in-neighbours (followers, and items bought through the
+                # reverse type); the items of the first hop draw their buyers.
+                for et in self.edges:
+                    self.assertGreater(edges[et], 200, et)
+
+
 MOVIELENS = os.path.join(os.environ.get("GRAPHSTORE_SHARED_DATA", ""), "ml-100k")
 
 

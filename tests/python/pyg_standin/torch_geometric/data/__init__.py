@@ -105,3 +105,13 @@ class HeteroData(_Store):
         if key not in self:
             dict.__setitem__(self, key, _Store())
         return dict.__getitem__(self, key)
+
+    @property
+    def node_types(self):
+        """As PyG's: the types keyed by a name (not the batch's own attributes)."""
+        return [k for k, v in dict.items(self) if isinstance(k, str) and isinstance(v, _Store)]
+
+    @property
+    def edge_types(self):
+        """As PyG's: the types keyed by (src, relation, dst)."""
+        return [k for k in dict.keys(self) if isinstance(k, tuple)]
