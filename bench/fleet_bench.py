@@ -303,6 +303,11 @@ def run_case(net, args, n, w, logs, fair_send):
     return c
 
 
+def share(values):
+    """The least of `values` over the largest (0 when all are 0): how evenly trainers were fed."""
+    return min(values) / max(values) if max(values) else 0.0
+
+
 def summarise(args, n, w, results, link, server_cpu):
     seeds = [r["seeds"] / args.seconds for r in results]
     batches = sum(r["batches"] for r in results)
@@ -311,9 +316,9 @@ def summarise(args, n, w, results, link, server_cpu):
     received = [link[n + r][0] for r in range(w)]  # to each trainer's host, in the window
     trainer_rx = sum(received)
     return {
-        "n": n, "w": w, "seeds_s": sum(seeds), "share": min(seeds) / max(seeds) if max(seeds) else 0.0,
+        "n": n, "w": w, "seeds_s": sum(seeds), "share": share(seeds),
         # The same share in bytes each trainer's link received: not rounded to whole batches.
-        "byte_share": min(received) / max(received) if max(received) else 0.0,
+        "byte_share": share(received),
         "per_trainer": seeds, "batches": batches, "payload": payload,
         "links": {k: link[k] for k in link}, "server_tx": server_tx,
         "between_servers": max(0, server_tx - trainer_rx),
@@ -351,7 +356,6 @@ def print_case(c, base, one):
         # Where each trainer's bytes came from: its streams, and the owners' answers (rows_from_owners).
         stream = [sum(s for s, _ in t) for t in c["by_server"]]
         answers = [sum(a for _, a in t) for t in c["by_server"]]
-        share = lambda v: min(v) / max(v) if max(v) else 0.0  # noqa: E731
         print(f"    each trainer's MB over streams / from owners: "
               f"{'  '.join(f't{r} {s / 1e6:,.0f}/{a / 1e6:,.0f}' for r, (s, a) in enumerate(zip(stream, answers)))}; "
               f"shares min/max {share(stream):.2f} / {share(answers):.2f}")
