@@ -113,11 +113,12 @@ def copy_rates(server, batches):
             pass
     torch.cuda.synchronize()
     kept = timings[2:]  # the first copies pay for warming up
-    sizes = [nbytes for nbytes, _, _, _ in kept]
-    ours = sum(sizes) / (sum(b.elapsed_time(e) for _, b, e, _ in kept) / 1e3) / 1e9
+    parts = [p for _, _, p in kept]
+    sizes = [sum(p) for p in parts]
+    ours = sum(sizes) / (sum(b.elapsed_time(e) for b, e, _ in kept) / 1e3) / 1e9
     whole = torch_pinned_rate([[n] for n in sizes])
-    split = torch_pinned_rate([parts for _, _, _, parts in kept])
-    return ours, whole, split, statistics.mean(sizes) / 1e6, statistics.mean(len(p) for _, _, _, p in kept)
+    split = torch_pinned_rate(parts)
+    return ours, whole, split, statistics.mean(sizes) / 1e6, statistics.mean(len(p) for p in parts)
 
 
 def main():

@@ -110,20 +110,16 @@ class DevicePipeline:
         self._runtime = runtime
         self._stream = runtime.new_stream()
         self._pending: List[Tuple[object, object]] = []  # (event, host batch) still being read
-        # Set to a list to time the copies: (bytes, start event, end event, each tensor's bytes)
-        # per batch.
+        # Set to a list to time the copies: (start event, end event, each tensor's bytes) per batch.
         self.timings: Optional[list] = None
 
     def start(self, host_batch, to_device: Callable[[object], object]):
-        # The batch's host tensors first (its fields are made on first use), so that a timed
-        # copy starts its clock at the copies, not at that host work.
-        getattr(host_batch, "_fields", lambda: None)()
         begin = self._runtime.timing_event(self._stream) if self.timings is not None else None
         with self._runtime.stream_context(self._stream):
             device_batch = to_device(host_batch)
         if begin is not None:
             sizes = [t.numel() * t.element_size() for t in device_batch._device_tensors()]
-            self.timings.append((sum(sizes), begin, self._runtime.timing_event(self._stream), sizes))
+            self.timings.append((begin, self._runtime.timing_event(self._stream), sizes))
         event = self._runtime.record_event(self._stream)
         self._pending.append((event, host_batch))
         device_batch._copy_event = event

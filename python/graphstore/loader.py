@@ -269,6 +269,9 @@ class Loader:
         pipeline, device = self._pipeline, self._device
         ahead = None
         for host in self._batches(impl, epoch, token):
+            # Its host tensors made first (fields are made on first use): the copies the pipeline
+            # queues, and times, are then the copies alone.
+            host._fields()
             moved = pipeline.start(host, lambda b: b._to(device, non_blocking=True))
             if ahead is not None:
                 pipeline.ready(ahead)
