@@ -3,13 +3,14 @@
 # torch (CUDA) and torch_geometric but no apt and no network. From .gpu-bundle/ (tools/gpu_bundle.sh
 # where the build runs; the device tool carries it: carry=[".gpu-bundle"]):
 #
-#   env      the machine: cores, GPU, Python, torch, torch_geometric, netns / netem / taskset
+#   env      the machine: cores, GPU, Python, torch, torch_geometric, netns and tbf
 #   gpu      tools/gpu_check.sh (GraphSAGE on the GPU, device batches, host-to-device GB/s)
 #   pyg      tests/python/pyg_backend_test.py against the installed torch_geometric, no stand-ins
 #   pygbench bench/pyg_bench.py, PyG's in-memory NeighborLoader line included
 #   fleet    bench/fleet_bench.py, a core group per host (--cores_per_host): N = 1 and 4, 2 cores a host
 #   fleet8   the same at N = 8 with W = 8 (16 hosts, a core each, 100 Mbit/s links)
-#   rtt      the same at N = 4 with a round trip of 0.1 and 1 ms, where the kernel has netem
+#   rtt      the same at N = 4 with a round trip of 0.1 and 1 ms (the bench says when the kernel has
+#            no netem)
 #   stream   bench/stream_bench sections n and t: striped streams and TLS with 8 sampling workers
 #
 # Each section's log goes to $OUT/NAME.log (the device tool brings $OUT back; else
@@ -30,16 +31,14 @@ mkdir -p "$OUT"
 
 # A tree laid out as bazel-bin (what the benches and the tests look for) over the bundle.
 TREE=/tmp/graphstore-tree
-rm -rf "$TREE" && mkdir -p "$TREE/server" "$TREE/tools" "$TREE/bench" "$TREE/python"
-for pair in server/graphstored tools/graphstore-generate bench/stream_bench; do
-  printf '#!/bin/sh\nexec "%s/bin/%s" "$@"\n' "$BUNDLE" "$(basename "$pair")" >"$TREE/$pair"
-  chmod +x "$TREE/$pair"
-done
-mkdir -p "$TREE/sbin"
+rm -rf "$TREE" && mkdir -p "$TREE/server" "$TREE/tools" "$TREE/bench" "$TREE/python" "$TREE/sbin"
+wrap() {  # wrap PATH: $TREE/PATH runs the bundle's program of that name
+  printf '#!/bin/sh\nexec "%s/bin/%s" "$@"\n' "$BUNDLE" "$(basename "$1")" >"$TREE/$1"
+  chmod +x "$TREE/$1"
+}
+for prog in server/graphstored tools/graphstore-generate bench/stream_bench; do wrap "$prog"; done
 for prog in ip tc; do  # iproute2 where the machine has none (the fleet's namespaces and links)
-  command -v "$prog" >/dev/null && continue
-  printf '#!/bin/sh\nexec "%s/bin/%s" "$@"\n' "$BUNDLE" "$prog" >"$TREE/sbin/$prog"
-  chmod +x "$TREE/sbin/$prog"
+  command -v "$prog" >/dev/null || wrap "sbin/$prog"
 done
 export PATH=$PATH:$TREE/sbin
 tag=$("$PY" -c 'import sys; print(f"cp{sys.version_info[0]}{sys.version_info[1]}")')
@@ -68,28 +67,18 @@ env_info() {
   "$PY" -c 'import sys, torch; print("python", sys.version.split()[0], "torch", torch.__version__, "cuda", torch.cuda.is_available())'
   "$PY" -c 'import torch_geometric as g; print("torch_geometric", g.__version__)' 2>&1 | tail -1
   ip netns add gsd-probe 2>&1 && echo "netns: yes" || echo "netns: no"
-  tc -n gsd-probe qdisc add dev lo root netem delay 1ms 2>&1 && echo "netem: yes" || echo "netem: no"
-  tc -n gsd-probe qdisc replace dev lo root tbf rate 100mbit burst 64kb latency 50ms 2>&1 && echo "tbf: yes"
+  tc -n gsd-probe qdisc add dev lo root tbf rate 100mbit burst 64kb latency 50ms 2>&1 && echo "tbf: yes"
   ip netns del gsd-probe 2>/dev/null
-  command -v taskset >/dev/null && echo "taskset: yes" || echo "taskset: no"
 }
 
-netem() {
-  ip netns add gsd-probe 2>/dev/null || return 1
-  tc -n gsd-probe qdisc add dev lo root netem delay 1ms >/dev/null 2>&1
-  local ok=$?
-  ip netns del gsd-probe 2>/dev/null
-  return $ok
-}
-
-rtt() {
+rtt() {  # the fleet bench refuses --rtt_ms, saying so, where the kernel has no netem
   for ms in 0.1 1; do
     "$PY" bench/fleet_bench.py --cases=4x4 --cores_per_host=2 --warmup=8 --seconds=26 --rtt_ms="$ms" \
-      --cache=/tmp/graphstore-fleet
+      --cache=/tmp/graphstore-fleet || return
   done
 }
 
-export -f env_info netem rtt
+export -f env_info rtt
 export PY
 
 for s in $SECTIONS; do
@@ -105,7 +94,7 @@ for s in $SECTIONS; do
              --seconds=26 --cache=/tmp/graphstore-fleet ;;
     fleet8) section fleet8 150 "$PY" bench/fleet_bench.py --cases=1x8,8x8 --cores_per_host=1 --rate_mbit=100 \
               --warmup=8 --seconds=26 --cache=/tmp/graphstore-fleet ;;
-    rtt) if netem; then section rtt 160 rtt; else echo "== rtt: skipped, this kernel has no netem"; fi ;;
+    rtt) section rtt 160 rtt ;;
     stream) section stream 150 "$TREE/bench/stream_bench" --sections=n,t --connections=1,2,4 --seconds=3 \
               --trials=2 --workers=8 --tls_certs="$BUNDLE/certs" ;;
     *) echo "device_check: no section $s" >&2 ;;
