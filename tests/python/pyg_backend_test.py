@@ -22,8 +22,16 @@ STANDIN = os.path.join(os.path.dirname(os.path.abspath(__file__)), "pyg_standin"
 # GRAPHSTORE_PYG=installed: the same tests against the torch_geometric installed in this
 # interpreter instead of the stand-ins (where PyG is installable: tools/device_check.sh).
 INSTALLED_PYG = os.environ.get("GRAPHSTORE_PYG") == "installed"
-if INSTALLED_PYG:
-    STANDIN = os.path.join(gt.TMP, "no-standin")
+
+
+def standins(on):
+    """Puts the PyG stand-ins on the path (or takes them off); never with an installed PyG."""
+    if INSTALLED_PYG:
+        return
+    if on:
+        sys.path.insert(0, STANDIN)
+    else:
+        sys.path.remove(STANDIN)
 
 
 class Data:
@@ -74,13 +82,13 @@ class _Served(unittest.TestCase):
         for d in cls.daemons:
             d.stop()
         shutil.rmtree(cls.dir, ignore_errors=True)
-        sys.path.remove(STANDIN)
+        standins(False)
 
 
 class PygBackendTest(_Served):
     @classmethod
     def setUpClass(cls):
-        sys.path.insert(0, STANDIN)
+        standins(True)
         cls.dir = tempfile.mkdtemp(dir=gt.TMP)
         n, m = 3000, 20000
         g = torch.Generator().manual_seed(5)
@@ -328,7 +336,7 @@ class HeteroTest(_Served):
 
     @classmethod
     def setUpClass(cls):
-        sys.path.insert(0, STANDIN)
+        standins(True)
         cls.dir = tempfile.mkdtemp(dir=gt.TMP)
         g = torch.Generator().manual_seed(11)
         users, items = 1500, 700
@@ -393,7 +401,7 @@ class MovieLensTest(_Served):
     @classmethod
     def setUpClass(cls):
         import numpy as np
-        sys.path.insert(0, STANDIN)
+        standins(True)
         cls.dir = tempfile.mkdtemp(dir=gt.TMP)
         one, two = os.path.join(cls.dir, "one"), os.path.join(cls.dir, "two")
         gt.run(gt.tool("graphstore-movielens"), f"--input={MOVIELENS}", f"--out={one}")
