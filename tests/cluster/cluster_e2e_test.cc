@@ -323,20 +323,26 @@ struct GlobalBatch {
 };
 // With `edit` applied to the options; `stats`, when given, gets every server's stats after the
 // epoch, while the loader's channels are open.
-std::vector<GlobalBatch> LoaderEpoch(const std::vector<std::string>& servers, int64_t epoch, int rank = 0,
-                                     int world_size = 1, bool drop_last = false, int64_t* num_batches = nullptr,
-                                     const std::function<void(client::LoaderOptions*)>& edit = nullptr,
-                                     std::vector<v1::ServerStats>* stats = nullptr) {
+// A socket Loader of the train split in batches of 40 over `servers` (global batches).
+client::LoaderOptions GlobalOptions(const std::vector<std::string>& servers) {
   client::LoaderOptions o;
   o.servers = servers;
   o.backend_key = "global";
   o.config = Config(40);
-  o.config.set_drop_last(drop_last);
   o.split = "train";
+  o.shared_memory = false;
+  return o;
+}
+
+std::vector<GlobalBatch> LoaderEpoch(const std::vector<std::string>& servers, int64_t epoch, int rank = 0,
+                                     int world_size = 1, bool drop_last = false, int64_t* num_batches = nullptr,
+                                     const std::function<void(client::LoaderOptions*)>& edit = nullptr,
+                                     std::vector<v1::ServerStats>* stats = nullptr) {
+  client::LoaderOptions o = GlobalOptions(servers);
+  o.config.set_drop_last(drop_last);
   o.seed = 77;
   o.rank = rank;
   o.world_size = world_size;
-  o.shared_memory = false;
   if (edit) edit(&o);
   client::Loader loader(o);
   if (num_batches != nullptr) *num_batches = loader.num_batches();
@@ -554,12 +560,8 @@ TEST_CASE("a loader counts what each server sent it: over its stream and as the 
   LocalCluster cluster(2, /*peer_cache_bytes=*/64 << 10);
   for (bool from_owners : {true, false}) {
     INFO("rows_from_owners " << from_owners);
-    client::LoaderOptions o;
-    o.servers = cluster.addresses;
+    client::LoaderOptions o = GlobalOptions(cluster.addresses);
     o.backend_key = "bytes-by-server";
-    o.config = Config(40);
-    o.split = "train";
-    o.shared_memory = false;
     o.rows_from_owners = from_owners;
     client::Loader loader(o);
     loader.StartEpoch(0);
