@@ -17,7 +17,8 @@
 #include "server/graph/npy.h"
 #include "server/graph/partition.h"
 #include "server/util/progress.h"
-#include "tools/dataset/layout.h"
+#include "tools/dataset/transforms.h"
+#include "tools/bounded_nodes.h"
 #include "tools/dataset/transforms.h"
 #include "tools/edge_stream.h"
 #include "tools/stream_partition.h"
@@ -28,58 +29,11 @@ namespace {
 constexpr size_t kMaxReadChunk = size_t{1} << 20;  // edges per read
 // Bytes per edge of a read: the two ids as read, and as global ids.
 constexpr int64_t kReadBytes = 4 * sizeof(int64_t);
-// Bytes per node of the arrays the passes keep (owner, row, owned ids, degree, a type's row
-// degrees, labels, split ids), with some slack; the streaming method's own (cluster, sizes,
-// counts, row degree, place); and the program itself.
-constexpr int64_t kNodeBytes = 64;
+// The streaming method's own bytes per node (cluster, sizes, counts, row degree, place), and the
+// program itself.
 constexpr int64_t kStreamNodeBytes = 40;
 constexpr int64_t kBaseBytes = int64_t{16} << 20;
 constexpr int kMaxBuckets = 900;
-
-// The ids of one node type: a bitmap over raw ids, ranked to dense global ids.
-struct IdSet {
-  std::vector<uint64_t> bits;
-  std::vector<int64_t> rank;  // set bits before each word
-  int64_t count = 0;
-
-  void Mark(int64_t raw) {
-    const size_t w = static_cast<size_t>(raw >> 6);
-    if (w >= bits.size()) bits.resize(std::max(w + 1, bits.size() * 2), 0);
-    bits[w] |= uint64_t{1} << (raw & 63);
-  }
-  bool Has(int64_t raw) const {
-    const size_t w = static_cast<size_t>(raw >> 6);
-    return raw >= 0 && w < bits.size() && (bits[w] >> (raw & 63) & 1);
-  }
-  void Rank() {
-    rank.resize(bits.size());
-    count = 0;
-    for (size_t w = 0; w < bits.size(); ++w) {
-      rank[w] = count;
-      count += __builtin_popcountll(bits[w]);
-    }
-  }
-  int64_t Global(int64_t raw) const {
-    const size_t w = static_cast<size_t>(raw >> 6);
-    return rank[w] + __builtin_popcountll(bits[w] & ((uint64_t{1} << (raw & 63)) - 1));
-  }
-  // The raw ids in ascending order; empty when they already are 0 .. count-1.
-  std::vector<int64_t> RawIds() const {
-    std::vector<int64_t> raw;
-    const int64_t words = (count + 63) / 64;
-    bool identity = static_cast<int64_t>(bits.size()) >= words;
-    for (int64_t w = 0; identity && w < words; ++w) {
-      const int64_t left = count - 64 * w;
-      identity = bits[w] == (left >= 64 ? ~uint64_t{0} : (uint64_t{1} << left) - 1);
-    }
-    if (identity) return raw;
-    raw.reserve(count);
-    for (size_t w = 0; w < bits.size(); ++w) {
-      for (uint64_t b = bits[w]; b != 0; b &= b - 1) raw.push_back(static_cast<int64_t>(w * 64 + __builtin_ctzll(b)));
-    }
-    return raw;
-  }
-};
 
 // One edge type to store: an --edges file read as it is or reversed.
 struct EdgeInput {
@@ -94,7 +48,6 @@ struct EdgeInput {
 struct FeatureFile {
   NpyFile file;
   int64_t dim = 0;
-  std::vector<int64_t> row_of;  // global id -> row, when --node_ids reorders rows
 };
 
 absl::Status OpenFeatureFile(const std::string& path, FeatureFile* f) {
@@ -109,6 +62,51 @@ absl::Status OpenFeatureFile(const std::string& path, FeatureFile* f) {
   }
   f->dim = h.shape.size() == 2 ? h.shape[1] : 1;
   return absl::OkStatus();
+}
+
+// Calls fn(values, n, first) over a 1-D id or label file (.npy of int64 or int32, or text), a
+// block of values at a time, so that a file with a value per node is never held whole.
+template <typename Fn>
+absl::Status ForEachIdBlock(const std::string& path, Fn fn) {
+  if (!absl::EndsWith(path, ".npy")) {
+    auto ids = ReadIdList(path);
+    if (!ids.ok()) return ids.status();
+    return fn(ids->data(), ids->size(), int64_t{0});
+  }
+  NpyFile f;
+  if (auto s = f.Open(path, "value"); !s.ok()) return s;
+  const NpyHeader& h = f.header();
+  if (h.shape.size() != 1) return absl::InvalidArgumentError(absl::StrCat(path, ": expected a 1-D array of ids"));
+  if (h.dtype != NpyDtype::kInt64 && h.dtype != NpyDtype::kInt32) {
+    return absl::InvalidArgumentError(absl::StrCat(path, ": dtype is ", DtypeName(h.dtype), ", expected int64 or int32"));
+  }
+  constexpr int64_t kBlock = 1 << 20;
+  std::vector<int64_t> values;
+  std::vector<int32_t> narrow;
+  for (int64_t first = 0; first < f.rows(); first += kBlock) {
+    const int64_t n = std::min(kBlock, f.rows() - first);
+    values.resize(n);
+    if (h.dtype == NpyDtype::kInt64) {
+      if (auto s = f.ReadRows(first, n, values.data()); !s.ok()) return s;
+    } else {
+      narrow.resize(n);
+      if (auto s = f.ReadRows(first, n, narrow.data()); !s.ok()) return s;
+      std::copy(narrow.begin(), narrow.end(), values.begin());
+    }
+    if (auto s = fn(values.data(), static_cast<size_t>(n), first); !s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
+// The values in a 1-D id or label file.
+absl::StatusOr<int64_t> CountIds(const std::string& path) {
+  int64_t count = 0;
+  auto s = ForEachIdBlock(path, [&](const int64_t*, size_t n, int64_t) {
+    count += static_cast<int64_t>(n);
+    return absl::OkStatus();
+  });
+  if (!s.ok()) return s;
+  return count;
 }
 
 // An edge record in a bucket: row and column as global ids, and the edge id.
@@ -131,24 +129,16 @@ class BoundedPartitioner {
     if (auto s = OpenEdges(); !s.ok()) return s;
     if (auto s = CollectIds(); !s.ok()) return s;
     if (auto s = BuildNodes(); !s.ok()) return s;
-    if (o_.prepare) {
-      if (auto s = o_.prepare(&g_); !s.ok()) return s;
-    }
+    if (auto s = SplitByFractions(); !s.ok()) return s;
     if (auto s = CheckBudget(); !s.ok()) return s;
     if (auto s = Assign(); !s.ok()) return s;
-    // The nodes' places only: the edges are laid out chunk by chunk below.
-    std::vector<EdgeTypeData> edge_types = std::move(g_.edge_types);
-    g_.edge_types.clear();
-    auto laid = LayOut(g_, assignment_, P_, rows_are_sources_);
-    g_.edge_types = std::move(edge_types);
-    if (!laid.ok()) return laid.status();
-    layout_ = *std::move(laid);
     report_.num_partitions = P_;
     report_.nodes.assign(P_, 0);
     report_.edges.assign(P_, 0);
     for (size_t t = 0; t < g_.node_types.size(); ++t) {
       report_.num_nodes += g_.node_types[t].num_nodes;
-      for (int p = 0; p < P_; ++p) report_.nodes[p] += static_cast<int64_t>(layout_.owned[t][p].size());
+      const SmallInts& owner = nodes_[t].owner;
+      for (int64_t gid = 0; gid < owner.size(); ++gid) ++report_.nodes[owner.Get(gid)];
     }
     local_edges_.assign(P_, std::vector<int64_t>(inputs_.size(), 0));
     for (size_t et = 0; et < inputs_.size(); ++et) {
@@ -169,7 +159,7 @@ class BoundedPartitioner {
     NodeTypeData nt;
     nt.name = name;
     g_.node_types.push_back(std::move(nt));
-    ids_.emplace_back();
+    nodes_.emplace_back();
     return static_cast<int>(g_.node_types.size()) - 1;
   }
 
@@ -245,15 +235,15 @@ class BoundedPartitioner {
       rows.resize(n);
       cols.resize(n);
       for (size_t i = 0; i < n; ++i) {
-        rows[i] = ids_[in.row_t].Global(raw_rows[i]);
-        cols[i] = ids_[in.col_t].Global(raw_cols[i]);
+        rows[i] = nodes_[in.row_t].ids.Global(raw_rows[i]);
+        cols[i] = nodes_[in.col_t].ids.Global(raw_cols[i]);
       }
       return fn(rows.data(), cols.data(), first, n);
     });
   }
 
   absl::Status MarkIds(int t, const int64_t* ids, size_t n, const std::string& path, int64_t first) {
-    IdSet& set = ids_[t];
+    IdSet& set = nodes_[t].ids;
     for (size_t i = 0; i < n; ++i) {
       if (ids[i] < 0) {
         return absl::InvalidArgumentError(absl::StrCat(path, ": id ", ids[i], " at ", first + static_cast<int64_t>(i),
@@ -301,12 +291,12 @@ class BoundedPartitioner {
     for (const auto& lf : spec_.labels) {
       auto t = KnownType(lf.type, "--labels");
       if (!t.ok()) return t.status();
-      auto l = ReadIdList(lf.path);
+      auto l = CountIds(lf.path);
       if (!l.ok()) return l.status();
-      if (auto s = MarkRows(*t, static_cast<int64_t>(l->size()), "--labels"); !s.ok()) return s;
-      labels_[*t] = *std::move(l);
+      if (auto s = MarkRows(*t, *l, "--labels"); !s.ok()) return s;
+      label_files_[*t] = lf.path;
     }
-    for (auto& set : ids_) set.Rank();
+    for (auto& n : nodes_) n.ids.Rank();
     return absl::OkStatus();
   }
 
@@ -323,73 +313,147 @@ class BoundedPartitioner {
       return absl::ResourceExhaustedError(absl::StrCat(flag, " of '", g_.node_types[t].name, "': ", rows,
                                                        " rows need more id bitmap than --memory_mb allows"));
     }
-    for (int64_t r = 0; r < rows; ++r) ids_[t].Mark(r);
+    for (int64_t r = 0; r < rows; ++r) nodes_[t].ids.Mark(r);
     return absl::OkStatus();
   }
 
-  // The nodes of every type: counts, raw ids, labels, feature rows and splits.
+  // The nodes of every type: counts, labels, feature rows and splits, in their compact forms.
   absl::Status BuildNodes() {
     for (size_t t = 0; t < g_.node_types.size(); ++t) {
       NodeTypeData& nt = g_.node_types[t];
-      const IdSet& set = ids_[t];
-      nt.num_nodes = set.count;
-      nt.raw_ids = set.RawIds();
-      auto raw_of = [&](int64_t gid) { return nt.raw_ids.empty() ? gid : nt.raw_ids[gid]; };
-      if (labels_.count(t)) {
-        const auto& l = labels_[t];
-        nt.labels.assign(nt.num_nodes, -1);
-        for (size_t i = 0; i < l.size(); ++i) {
-          nt.labels[set.Global(row_ids_.count(t) ? row_ids_[t][i] : static_cast<int64_t>(i))] = l[i];
-        }
+      BoundedNodeType& nodes = nodes_[t];
+      nt.num_nodes = nodes.ids.count();
+      const std::vector<int64_t>* rows = row_ids_.count(t) ? &row_ids_[t] : nullptr;
+      // The global id of row i of a per-node file.
+      auto gid_of_row = [&](size_t i) { return nodes.ids.Global(rows != nullptr ? (*rows)[i] : static_cast<int64_t>(i)); };
+      if (label_files_.count(t)) {
+        // Read twice: for the range the labels take, then into that many bytes a node.
+        const std::string& path = label_files_[t];
+        int64_t lo = -1, hi = -1;
+        auto s = ForEachIdBlock(path, [&](const int64_t* l, size_t n, int64_t) {
+          for (size_t i = 0; i < n; ++i) {
+            lo = std::min(lo, l[i]);
+            hi = std::max(hi, l[i]);
+          }
+          return absl::OkStatus();
+        });
+        if (!s.ok()) return s;
+        nodes.labels.Reset(nt.num_nodes, lo, hi, -1);
+        nodes.max_label = hi;
+        s = ForEachIdBlock(path, [&](const int64_t* l, size_t n, int64_t first) {
+          for (size_t i = 0; i < n; ++i) nodes.labels.Set(gid_of_row(first + i), l[i]);
+          return absl::OkStatus();
+        });
+        if (!s.ok()) return s;
       }
       if (features_.count(t)) {
         FeatureFile& f = *features_[t];
         nt.feature_dim = f.dim;
-        if (row_ids_.count(t)) {
-          f.row_of.assign(nt.num_nodes, -1);
-          const auto& rows = row_ids_[t];
-          for (size_t i = 0; i < rows.size(); ++i) f.row_of[set.Global(rows[i])] = static_cast<int64_t>(i);
+        if (rows != nullptr) {
+          nodes.feature_row.assign(nt.num_nodes, -1);
+          for (size_t i = 0; i < rows->size(); ++i) nodes.feature_row[gid_of_row(i)] = static_cast<int64_t>(i);
         }
-        for (int64_t gid = 0; gid < nt.num_nodes; ++gid) {
-          const bool covered = f.row_of.empty() ? raw_of(gid) < f.file.rows() : f.row_of[gid] >= 0;
-          if (!covered) {
-            return absl::InvalidArgumentError(absl::StrCat("the features of node type '", nt.name,
-                                                           "' have no row for raw id ", raw_of(gid)));
-          }
-        }
+        if (auto s = CheckFeatureRows(nt, nodes, f); !s.ok()) return s;
       }
+      row_ids_.erase(static_cast<int>(t));
     }
-    row_ids_.clear();
-    labels_.clear();
     for (const auto& [split, files] : spec_.splits) {
       for (const auto& sf : files) {
         const int t = FindType(g_, NodeTypeOf(sf.type));
         if (t < 0) return absl::InvalidArgumentError(absl::StrCat(sf.path, ": unknown node type '", NodeTypeOf(sf.type), "'"));
-        auto ids = ReadIdList(sf.path);
-        if (!ids.ok()) return ids.status();
-        auto& out = g_.node_types[t].splits[split];
-        for (int64_t raw : *ids) {
-          if (!ids_[t].Has(raw)) {
-            return absl::InvalidArgumentError(
-                absl::StrCat(sf.path, ": id ", raw, " is not a node of type '", g_.node_types[t].name, "'"));
+        BoundedNodeType& nodes = nodes_[t];
+        NodeBits& bits = nodes.splits.try_emplace(split, g_.node_types[t].num_nodes).first->second;
+        auto s = ForEachIdBlock(sf.path, [&](const int64_t* ids, size_t n, int64_t) {
+          for (size_t i = 0; i < n; ++i) {
+            if (!nodes.ids.Has(ids[i])) {
+              return absl::InvalidArgumentError(
+                  absl::StrCat(sf.path, ": id ", ids[i], " is not a node of type '", g_.node_types[t].name, "'"));
+            }
+            bits.Set(nodes.ids.Global(ids[i]));
           }
-          out.push_back(ids_[t].Global(raw));
-        }
-        std::sort(out.begin(), out.end());
-        out.erase(std::unique(out.begin(), out.end()), out.end());
+          return absl::OkStatus();
+        });
+        if (!s.ok()) return s;
       }
     }
     return absl::OkStatus();
   }
 
+  // Every node of `nt` has a row in its feature file.
+  static absl::Status CheckFeatureRows(const NodeTypeData& nt, const BoundedNodeType& nodes, const FeatureFile& f) {
+    int64_t missing = -1;  // a raw id without a row
+    if (!nodes.feature_row.empty()) {
+      for (int64_t gid = 0; gid < nt.num_nodes && missing < 0; ++gid) {
+        if (nodes.feature_row[gid] < 0) missing = nodes.ids.identity() ? gid : nodes.ids.Raw(gid);
+      }
+    } else {
+      // Rows are raw ids: the first id at or past the file's end has none.
+      missing = nodes.ids.NextAtOrAfter(f.file.rows());
+    }
+    if (missing < 0) return absl::OkStatus();
+    return absl::InvalidArgumentError(
+        absl::StrCat("the features of node type '", nt.name, "' have no row for raw id ", missing));
+  }
+
+  // --split's fractions where no split file is given: AssignSplits' choice, held as bits.
+  absl::Status SplitByFractions() {
+    if (!o_.split_fractions.has_value()) return absl::OkStatus();
+    const SplitFractions& f = *o_.split_fractions;
+    if (auto s = CheckSplitFractions(f); !s.ok()) return s;
+    bool any_labels = false;
+    for (const auto& n : nodes_) any_labels |= !n.labels.empty();
+    std::mt19937_64 rng(o_.seed);
+    for (size_t t = 0; t < g_.node_types.size(); ++t) {
+      BoundedNodeType& nodes = nodes_[t];
+      if (!SplitsType(f, g_.node_types[t].name, !nodes.labels.empty(), any_labels)) continue;
+      const int64_t n = g_.node_types[t].num_nodes;
+      for (const char* name : kSplitNames) nodes.splits.insert_or_assign(name, NodeBits(n));
+      auto take = [&](int split, const auto* ids, size_t count) {
+        NodeBits& bits = nodes.splits.at(kSplitNames[split]);
+        for (size_t i = 0; i < count; ++i) bits.Set(static_cast<int64_t>(ids[i]));
+      };
+      // The shuffle is the same over uint32 ids as over int64 ones, at half the memory.
+      if (n <= int64_t{UINT32_MAX}) {
+        ChooseSplits(Eligible<uint32_t>(nodes), f, &rng, take);
+      } else {
+        ChooseSplits(Eligible<int64_t>(nodes), f, &rng, take);
+      }
+    }
+    return absl::OkStatus();
+  }
+
+  // The nodes a split may take: the labelled ones, or all when the type has no labels.
+  template <typename Id>
+  static std::vector<Id> Eligible(const BoundedNodeType& nodes) {
+    std::vector<Id> out;
+    const int64_t n = nodes.ids.count();
+    for (int64_t i = 0; i < n; ++i) {
+      if (nodes.labels.empty() || nodes.labels.Get(i) >= 0) out.push_back(static_cast<Id>(i));
+    }
+    return out;
+  }
+
+  // Whether edge type input `in` has node type `t` as its column.
+  bool IsColumnType(size_t t) const {
+    for (const auto& in : inputs_) {
+      if (static_cast<size_t>(in.col_t) == t) return true;
+    }
+    return false;
+  }
+
   // The per-node arrays must leave room for chunks of edges.
   absl::Status CheckBudget() {
-    int64_t nodes = 0;
-    for (const auto& nt : g_.node_types) nodes += nt.num_nodes;
-    int64_t ids = 0;
-    for (const auto& set : ids_) ids += static_cast<int64_t>(set.bits.size()) * 16;
-    const int64_t per_node = kNodeBytes + (o_.write.method == "stream" ? kStreamNodeBytes : 0);
-    const int64_t fixed = kBaseBytes + nodes * per_node + ids + static_cast<int64_t>(read_chunk_) * kReadBytes;
+    const int owner_width = SmallInts::WidthFor(0, P_ - 1);
+    int64_t nodes = 0, held = 0, row_degrees = 0;
+    for (size_t t = 0; t < g_.node_types.size(); ++t) {
+      const int64_t n = g_.node_types[t].num_nodes;
+      nodes += n;
+      held += n * nodes_[t].BytesPerNodeAfterAssignment(owner_width, IsColumnType(t)) + nodes_[t].ids.bytes();
+    }
+    // One edge type's row degrees at a time.
+    for (const auto& in : inputs_) row_degrees = std::max(row_degrees, 4 * g_.node_types[in.row_t].num_nodes);
+    const int64_t stream = o_.write.method == "stream" ? nodes * kStreamNodeBytes : 0;
+    const int64_t fixed = kBaseBytes + held + row_degrees + stream + static_cast<int64_t>(read_chunk_) * kReadBytes;
     // A chunk's records, the column copied out of them, and the buckets' write buffers (a quarter
     // of a chunk over all buckets).
     chunk_records_ = (o_.memory_bytes - fixed) / (2 * static_cast<int64_t>(sizeof(Record)));
@@ -402,8 +466,19 @@ class BoundedPartitioner {
   }
 
   absl::Status Assign() {
+    for (size_t t = 0; t < g_.node_types.size(); ++t) nodes_[t].owner.Reset(g_.node_types[t].num_nodes, 0, P_ - 1, 0);
     if (o_.write.method == "random") {
-      assignment_ = RandomAssignment(g_, P_, o_.seed);
+      // RandomAssignment's deal, over uint32 ids where they fit (the same shuffle).
+      std::mt19937_64 rng(o_.seed);
+      for (size_t t = 0; t < g_.node_types.size(); ++t) {
+        SmallInts& owner = nodes_[t].owner;
+        auto place = [&](int64_t node, int p) { owner.Set(node, p); };
+        if (owner.size() <= int64_t{UINT32_MAX}) {
+          DealNodes<uint32_t>(owner.size(), P_, &rng, place);
+        } else {
+          DealNodes<int64_t>(owner.size(), P_, &rng, place);
+        }
+      }
       return absl::OkStatus();
     }
     if (o_.write.method != "stream") {
@@ -429,7 +504,9 @@ class BoundedPartitioner {
     }
     auto a = sp.Assign();
     if (!a.ok()) return a.status();
-    assignment_ = *std::move(a);
+    for (size_t t = 0; t < g_.node_types.size(); ++t) {
+      for (int64_t gid = 0; gid < nodes_[t].owner.size(); ++gid) nodes_[t].owner.Set(gid, (*a)[t][gid]);
+    }
     return absl::OkStatus();
   }
 
@@ -476,21 +553,22 @@ class BoundedPartitioner {
     }
   };
 
-  // Each partition's rows cut into ranges whose edges fit a chunk; a bucket per range.
+  // Each partition's rows cut into ranges whose edges fit a chunk; a bucket per range. A range
+  // is given by global ids: a partition's rows ascend with their global ids.
   struct ChunkPlan {
-    std::vector<std::vector<int64_t>> start;  // [partition]: the first local row of each range
+    std::vector<std::vector<int64_t>> start;  // [partition]: the first global id of each range
     std::vector<int> first_bucket;            // [partition + 1]
     int num_buckets() const { return first_bucket.back(); }
-    int BucketOf(int p, int64_t local_row) const {
+    int BucketOf(int p, int64_t row) const {
       const auto& s = start[p];
-      return first_bucket[p] + static_cast<int>(std::upper_bound(s.begin(), s.end(), local_row) - s.begin()) - 1;
+      return first_bucket[p] + static_cast<int>(std::upper_bound(s.begin(), s.end(), row) - s.begin()) - 1;
     }
   };
 
   // Edge type `et`: degrees, then buckets by (partition, row range), then each partition's CSR.
   absl::Status WriteEdgeType(size_t et, const std::string& out) {
     const EdgeInput& in = inputs_[et];
-    std::vector<int64_t> row_degree(g_.node_types[in.row_t].num_nodes, 0);
+    std::vector<uint32_t> row_degree(g_.node_types[in.row_t].num_nodes, 0);
     if (auto s = CountEdges(in, &row_degree); !s.ok()) return s;
     num_edges_.push_back(streams_[in.file]->position());
     const ChunkPlan plan = PlanChunks(in.row_t, row_degree);
@@ -508,37 +586,45 @@ class BoundedPartitioner {
   }
 
   // The pass that counts each row's edges and each column's degree, and the report's figures.
-  absl::Status CountEdges(const EdgeInput& in, std::vector<int64_t>* row_degree) {
-    const auto& row_owner = assignment_[in.row_t];
-    const auto& col_owner = assignment_[in.col_t];
-    auto& col_degree = layout_.degree[in.col_t];
-    return ForEachGlobalEdge(in, "counting degrees of", [&](const int64_t* rows, const int64_t* cols, int64_t, size_t n) {
+  absl::Status CountEdges(const EdgeInput& in, std::vector<uint32_t>* row_degree) {
+    const SmallInts& row_owner = nodes_[in.row_t].owner;
+    const SmallInts& col_owner = nodes_[in.col_t].owner;
+    auto& col_degree = nodes_[in.col_t].col_degree;
+    if (col_degree.empty()) col_degree.assign(g_.node_types[in.col_t].num_nodes, 0);
+    return ForEachGlobalEdge(in, "counting degrees of", [&](const int64_t* rows, const int64_t* cols, int64_t first, size_t n) {
       for (size_t i = 0; i < n; ++i) {
+        // Degrees are held in 4 bytes a node.
+        if ((*row_degree)[rows[i]] == UINT32_MAX || col_degree[cols[i]] == UINT32_MAX) {
+          return absl::ResourceExhaustedError(absl::StrCat(paths_[in.file], ": edge ", first + static_cast<int64_t>(i),
+                                                           " gives a node more than ", UINT32_MAX,
+                                                           " edges, more than the bounded path counts"));
+        }
         ++(*row_degree)[rows[i]];
         ++col_degree[cols[i]];
+        const int64_t owner = row_owner.Get(rows[i]);
         ++report_.num_edges;
-        report_.cut_edges += row_owner[rows[i]] != col_owner[cols[i]];
-        ++report_.edges[row_owner[rows[i]]];
+        report_.cut_edges += owner != col_owner.Get(cols[i]);
+        ++report_.edges[owner];
       }
       return absl::OkStatus();
     });
   }
 
-  ChunkPlan PlanChunks(int row_t, const std::vector<int64_t>& row_degree) const {
+  ChunkPlan PlanChunks(int row_t, const std::vector<uint32_t>& row_degree) const {
     ChunkPlan plan;
-    plan.start.resize(P_);
+    plan.start.assign(P_, std::vector<int64_t>{0});
     plan.first_bucket.assign(P_ + 1, 0);
-    for (int p = 0; p < P_; ++p) {
-      int64_t held = 0;
-      const auto& rows = layout_.owned[row_t][p];
-      plan.start[p].push_back(0);
-      for (size_t r = 0; r < rows.size(); ++r) {
-        if (held > 0 && held + row_degree[rows[r]] > chunk_records_) {
-          plan.start[p].push_back(static_cast<int64_t>(r));
-          held = 0;
-        }
-        held += row_degree[rows[r]];
+    std::vector<int64_t> held(P_, 0);
+    const SmallInts& owner = nodes_[row_t].owner;
+    for (int64_t gid = 0; gid < owner.size(); ++gid) {
+      const int64_t p = owner.Get(gid);
+      if (held[p] > 0 && held[p] + row_degree[gid] > chunk_records_) {
+        plan.start[p].push_back(gid);
+        held[p] = 0;
       }
+      held[p] += row_degree[gid];
+    }
+    for (int p = 0; p < P_; ++p) {
       plan.first_bucket[p + 1] = plan.first_bucket[p] + static_cast<int>(plan.start[p].size());
     }
     return plan;
@@ -555,13 +641,12 @@ class BoundedPartitioner {
       const std::string name = absl::StrCat(o_.tmp_dir, "/graphstore-partition-", ::getpid(), "-", et, "-", k, ".bin");
       if (auto s = buckets_[k].Create(name, buffer); !s.ok()) return s;
     }
-    const auto& owner = assignment_[in.row_t];
-    const auto& local = layout_.local[in.row_t];
+    const SmallInts& owner = nodes_[in.row_t].owner;
     return ForEachGlobalEdge(in, absl::StrCat("bucketing (", buckets_.size(), " chunks)"),
                              [&](const int64_t* rows, const int64_t* cols, int64_t first, size_t n) {
                                for (size_t i = 0; i < n; ++i) {
                                  const Record r{rows[i], cols[i], first + static_cast<int64_t>(i)};
-                                 Bucket& b = buckets_[plan.BucketOf(owner[r[0]], local[r[0]])];
+                                 Bucket& b = buckets_[plan.BucketOf(static_cast<int>(owner.Get(r[0])), r[0])];
                                  if (auto s = b.Append(r); !s.ok()) return s;
                                }
                                return absl::OkStatus();
@@ -570,16 +655,23 @@ class BoundedPartitioner {
 
   // Partition `p`'s CSR of edge type `et`: indptr from the row degrees, then each of its
   // buckets sorted into indices and edge ids.
-  absl::Status WritePartitionEdges(size_t et, int p, const ChunkPlan& plan, const std::vector<int64_t>& row_degree,
+  absl::Status WritePartitionEdges(size_t et, int p, const ChunkPlan& plan, const std::vector<uint32_t>& row_degree,
                                    const std::string& out, Progress* progress) {
     const EdgeInput& in = inputs_[et];
     const std::string edir = EdgeDir(PartitionDir(out, P_, p), EdgeName(in.meta));
     if (auto s = MakeDirs(edir); !s.ok()) return s;
-    const auto& rows = layout_.owned[in.row_t][p];
-    std::vector<int64_t> indptr(rows.size() + 1, 0);
-    for (size_t r = 0; r < rows.size(); ++r) indptr[r + 1] = indptr[r] + row_degree[rows[r]];
-    if (auto s = WriteNpyVector(edir + "/indptr.npy", indptr); !s.ok()) return s;
-    local_edges_[p][et] = indptr.back();
+    auto indptr = NpyWriter::Create(edir + "/indptr.npy", NpyDtype::kInt64);
+    if (!indptr.ok()) return indptr.status();
+    int64_t edges = 0;
+    if (auto s = (*indptr)->Append(&edges, 1); !s.ok()) return s;
+    auto s = ForEachOwned(nodes_[in.row_t].owner, p, [&](const int64_t* rows, size_t n) {
+      std::vector<int64_t> ends(n);
+      for (size_t i = 0; i < n; ++i) ends[i] = edges += row_degree[rows[i]];
+      return (*indptr)->Append(ends.data(), static_cast<int64_t>(n));
+    });
+    if (!s.ok()) return s;
+    if (auto st = (*indptr)->Finish(); !st.ok()) return st;
+    local_edges_[p][et] = edges;
     auto indices = NpyWriter::Create(edir + "/indices.npy", NpyDtype::kInt64);
     if (!indices.ok()) return indices.status();
     auto eids = NpyWriter::Create(edir + "/edge_ids.npy", NpyDtype::kInt64);
@@ -610,12 +702,13 @@ class BoundedPartitioner {
     if (!features_.count(static_cast<int>(t))) return src;
     const FeatureFile* f = features_[static_cast<int>(t)].get();
     const NodeTypeData& nt = g_.node_types[t];
+    const BoundedNodeType* nodes = &nodes_[t];
     src.dim = f->dim;
     auto buf = std::make_shared<std::vector<char>>();
-    src.read = [f, &nt, buf](const int64_t* ids, size_t n, float* out) -> absl::Status {
+    src.read = [f, nodes, buf](const int64_t* ids, size_t n, float* out) -> absl::Status {
       auto row_of = [&](int64_t gid) {
-        if (!f->row_of.empty()) return f->row_of[gid];
-        return nt.raw_ids.empty() ? gid : nt.raw_ids[gid];
+        if (!nodes->feature_row.empty()) return nodes->feature_row[gid];
+        return nodes->ids.identity() ? gid : nodes->ids.Raw(gid);
       };
       for (size_t i = 0; i < n;) {
         // A run of consecutive rows is one read.
@@ -665,7 +758,7 @@ class BoundedPartitioner {
     if (auto s = MakeDirs(dir + "/book"); !s.ok()) return s;
     v1::PartitionManifest m = StartManifest(g_.name, P_, p, o_.write);
     for (size_t t = 0; t < g_.node_types.size(); ++t) {
-      if (auto s = WriteNodeType(g_, assignment_, layout_, t, p, dir, sources_[t], &m); !s.ok()) return s;
+      if (auto s = WriteBoundedNodeType(g_.node_types[t], nodes_[t], P_, p, dir, sources_[t], &m); !s.ok()) return s;
     }
     for (size_t et = 0; et < inputs_.size(); ++et) AddEdgeType(inputs_[et].meta, num_edges_[et], local_edges_[p][et], &m);
     return graphstore::FinishPartition(dir, m);
@@ -677,19 +770,17 @@ class BoundedPartitioner {
   const bool rows_are_sources_;
   const bool homogeneous_;
   GraphData g_;  // nodes only; edge types without their arrays
-  std::vector<IdSet> ids_;
+  std::vector<BoundedNodeType> nodes_;  // [node type]
   int64_t id_word_limit_ = 0;
   size_t read_chunk_ = 4096;
   std::vector<std::unique_ptr<EdgeStream>> streams_;
   std::vector<std::string> paths_;
   std::vector<EdgeInput> inputs_;
   std::map<int, std::vector<int64_t>> row_ids_;
-  std::map<int, std::vector<int64_t>> labels_;
+  std::map<int, std::string> label_files_;
   std::map<int, std::unique_ptr<FeatureFile>> features_;
   std::vector<FeatureSource> sources_;
   int64_t chunk_records_ = 0;
-  Assignment assignment_;
-  Layout layout_;
   PartitionReport report_;
   std::vector<int64_t> num_edges_;
   std::vector<std::vector<int64_t>> local_edges_;  // [partition][edge type]

@@ -5,16 +5,20 @@
 // the files collect the node ids (a bitmap per type), count degrees, and bucket each edge under
 // the partition that stores it, in row-range chunks sized to the budget, under a temporary
 // directory; each chunk is then sorted into its partition's CSR. Features are read row by row
-// from their file as each partition is written. What stays in memory is O(nodes): the
-// assignment, each node's row and degree, labels and splits. The output is byte for byte what
-// the in-memory path (BuildGraph, then WritePartitions) writes for the same assignment.
+// from their file as each partition is written. What stays in memory is a few bytes a node
+// (bounded_nodes.h: about 10 with the random method, a byte of owner, 4 of column degree, 4 of
+// one edge type's row degree, a label and a bit a split), plus the streaming method's own 40
+// with --method=stream; the whole-graph book files are written a block at a time. The output is
+// byte for byte what the in-memory path (BuildGraph, then WritePartitions) writes for the same
+// assignment.
 
 #include <cstdint>
-#include <functional>
+#include <optional>
 #include <string>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "tools/dataset/transforms.h"
 #include "tools/dataset/writer.h"
 #include "tools/graph_input.h"
 #include "tools/metis_partition.h"
@@ -32,8 +36,9 @@ struct BoundedOptions {
   std::string tmp_dir = "/tmp";
   /// Also store every edge type's reverse (--reverse_edges).
   bool reverse_edges = false;
-  /// Called on the graph's nodes (no edges) before the assignment, e.g. to split by fractions.
-  std::function<absl::Status(GraphData*)> prepare;
+  /// Where set, each type's nodes are split into train, val and test by these fractions, as
+  /// AssignSplits does with this run's seed (for inputs without split files).
+  std::optional<SplitFractions> split_fractions;
 };
 
 /// OK when every file `spec` names can be streamed; InvalidArgument naming the first flag that

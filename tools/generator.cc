@@ -116,8 +116,6 @@ int SplitOf(const GeneratorOptions& o, int64_t v) {
   return 3;
 }
 
-constexpr const char* kSplitNames[] = {"train", "val", "test"};
-
 }  // namespace
 
 float EdgeWeight(uint64_t seed, int64_t src, int64_t dst) {

@@ -101,10 +101,11 @@ absl::StatusOr<GraphData> ReadInput(const GraphInputSpec& spec, bool reverse_edg
 }
 
 // Splits by --split fractions, unless split files were given or --split=none.
-absl::Status SplitByFractions(const Flags& flags, int64_t seed, GraphData* graph) {
+// The fractions --split gives, or none where split files are given or --split=none.
+absl::StatusOr<std::optional<SplitFractions>> SplitFractionsOf(const Flags& flags) {
   const bool files = !flags.GetAll("train_ids").empty() || !flags.GetAll("val_ids").empty() ||
                      !flags.GetAll("test_ids").empty();
-  if (files || flags.Get("split") == "none") return absl::OkStatus();
+  if (files || flags.Get("split") == "none") return std::optional<SplitFractions>();
   const auto fr = SplitList(flags.Get("split"), ',');
   if (fr.size() != 3) return absl::InvalidArgumentError("--split needs three fractions: train,val,test");
   double f[3];
@@ -113,7 +114,13 @@ absl::Status SplitByFractions(const Flags& flags, int64_t seed, GraphData* graph
     f[i] = std::strtod(fr[i].c_str(), &end);
     if (*end != '\0') return absl::InvalidArgumentError(absl::StrCat("--split: '", fr[i], "' is not a number"));
   }
-  return AssignSplits(graph, f[0], f[1], f[2], seed, SplitList(flags.Get("split_types"), ','));
+  SplitFractions out;
+  out.train = f[0];
+  out.val = f[1];
+  out.test = f[2];
+  out.only_types = SplitList(flags.Get("split_types"), ',');
+  if (auto s = CheckSplitFractions(out); !s.ok()) return s;
+  return std::optional<SplitFractions>(out);
 }
 
 void PrintSummary(const GraphData& graph, const Assignment& assignment, const WriteOptions& options,
@@ -167,7 +174,9 @@ int RunBounded(const Flags& flags, const GraphInputSpec& spec, const WriteOption
   bounded.memory_bytes = memory;
   bounded.tmp_dir = TmpDir(flags);
   bounded.reverse_edges = reverse_edges;
-  bounded.prepare = [&](GraphData* g) { return SplitByFractions(flags, seed, g); };
+  auto fractions = SplitFractionsOf(flags);
+  if (!fractions.ok()) return Fail(fractions.status());
+  bounded.split_fractions = *fractions;
   // Large arrays come and go pass by pass: map each on its own so that freeing one returns its
   // pages, instead of leaving them in a heap that glibc's adaptive threshold would grow.
   ::mallopt(M_MMAP_THRESHOLD, 1 << 20);
@@ -237,7 +246,11 @@ int Run(int argc, char** argv) {
   }
   auto graph = ReadInput(*spec, *reverse);
   if (!graph.ok()) return Fail(graph.status());
-  if (auto s = SplitByFractions(flags, *seed, &*graph); !s.ok()) return Fail(s);
+  auto fractions = SplitFractionsOf(flags);
+  if (!fractions.ok()) return Fail(fractions.status());
+  if (fractions->has_value()) {
+    if (auto s = AssignSplits(&*graph, **fractions, static_cast<uint64_t>(*seed)); !s.ok()) return Fail(s);
+  }
   auto assignment = AssignPartitions(*graph, options.method, options.num_partitions, *seed, options.edge_dir != "in",
                                      memory, TmpDir(flags));
   if (!assignment.ok()) return Fail(assignment.status());

@@ -4,6 +4,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <random>
@@ -184,6 +185,60 @@ TEST_CASE("the bounded path's peak memory stays within --memory_mb where the in-
     CHECK(bounded.peak_rss <= budget_mb << 20);
     CHECK(in_memory.peak_rss > 2 * (budget_mb << 20));
   }
+}
+
+TEST_CASE("the bounded path holds under 16 bytes a node: 5M labelled nodes split and partitioned in 80 MiB",
+          "[partitioner][bounded]") {
+  // 5M nodes (every row of the labels file is a node), 1M edges between them; split fractions by
+  // default. 80 MiB is 16.8 bytes a node for everything: the program, the node arrays, the
+  // edges' chunks. Holding each node's owner as int32, its row and degrees as int64 and a list
+  // of the owned ids (the layout the in-memory path uses) would take 40 bytes a node.
+  TempDir dir;
+  constexpr int64_t kNodes = 5000000;
+  {
+    std::mt19937_64 rng(5);
+    auto src = NpyWriter::Create(dir / "src.npy", NpyDtype::kInt64);
+    auto dst = NpyWriter::Create(dir / "dst.npy", NpyDtype::kInt64);
+    auto labels = NpyWriter::Create(dir / "labels.npy", NpyDtype::kInt64);
+    REQUIRE(src.ok());
+    REQUIRE(dst.ok());
+    REQUIRE(labels.ok());
+    std::vector<int64_t> a(100000), b(a.size());
+    for (int slice = 0; slice < 10; ++slice) {
+      for (size_t i = 0; i < a.size(); ++i) {
+        a[i] = static_cast<int64_t>(rng() % kNodes);
+        b[i] = static_cast<int64_t>(rng() % kNodes);
+      }
+      REQUIRE((*src)->Append(a.data(), static_cast<int64_t>(a.size())).ok());
+      REQUIRE((*dst)->Append(b.data(), static_cast<int64_t>(b.size())).ok());
+    }
+    for (int slice = 0; slice < 50; ++slice) {
+      for (size_t i = 0; i < a.size(); ++i) a[i] = static_cast<int64_t>(rng() % 11) - 1;
+      REQUIRE((*labels)->Append(a.data(), static_cast<int64_t>(a.size())).ok());
+    }
+    for (auto* w : {src->get(), dst->get(), labels->get()}) REQUIRE(w->Finish().ok());
+  }
+  const Measured run = RunMeasured(kPartition + " --edges=" + dir / "src.npy," + dir / "dst.npy" + " --labels=" +
+                                   dir / "labels.npy --partitions=4 --bounded=always --memory_mb=80 --tmp_dir=" +
+                                   dir.path() + " --out=" + dir / "out >" + dir / "log.txt 2>&1");
+  INFO(ReadFile(dir / "log.txt"));
+  REQUIRE(run.status == 0);
+  INFO("peak RSS " << (run.peak_rss >> 20) << " MiB, " << static_cast<double>(run.peak_rss) / kNodes << " bytes a node");
+  CHECK(run.peak_rss <= int64_t{80} << 20);
+  // Every node written once, split as labelled.
+  int64_t owned = 0, train = 0;
+  for (int p = 0; p < 4; ++p) {
+    const std::string part = dir / ("out/part-" + std::to_string(p));
+    auto ids = MappedNpy::Open(part + "/nodes/node/ids.npy");
+    auto tr = MappedNpy::Open(part + "/nodes/node/train.npy");
+    REQUIRE(ids.ok());
+    REQUIRE(tr.ok());
+    owned += ids->num_elements();
+    train += tr->num_elements();
+  }
+  CHECK(owned == kNodes);
+  // 10 of 11 nodes are labelled; 0.8 of those train.
+  CHECK(std::abs(static_cast<double>(train) - 0.8 * kNodes * 10 / 11) < 0.01 * kNodes);
 }
 
 TEST_CASE("bounded-memory Cora with split fractions matches the in-memory path", "[partitioner][bounded]") {

@@ -37,46 +37,46 @@ Assignment RandomAssignment(const GraphData& g, int num_partitions, uint64_t see
   Assignment out;
   std::mt19937_64 rng(seed);
   for (const auto& t : g.node_types) {
-    std::vector<int64_t> perm(t.num_nodes);
-    std::iota(perm.begin(), perm.end(), 0);
-    std::shuffle(perm.begin(), perm.end(), rng);
     std::vector<int32_t> a(t.num_nodes);
-    for (int64_t i = 0; i < t.num_nodes; ++i) a[perm[i]] = static_cast<int32_t>(i % num_partitions);
+    DealNodes<int64_t>(t.num_nodes, num_partitions, &rng, [&](int64_t node, int p) { a[node] = p; });
     out.push_back(std::move(a));
   }
   return out;
 }
 
-absl::Status AssignSplits(GraphData* g, double train, double val, double test, uint64_t seed,
-                          const std::vector<std::string>& only_types) {
-  if (train < 0 || val < 0 || test < 0 || train + val + test > 1.0 + 1e-9) {
+absl::Status CheckSplitFractions(const SplitFractions& f) {
+  if (f.train < 0 || f.val < 0 || f.test < 0 || f.train + f.val + f.test > 1.0 + 1e-9) {
     return absl::InvalidArgumentError("split fractions must be >= 0 and add up to at most 1");
   }
+  return absl::OkStatus();
+}
+
+bool SplitsType(const SplitFractions& f, const std::string& type, bool has_labels, bool any_labels) {
+  if (f.only_types.empty()) return !any_labels || has_labels;
+  return std::find(f.only_types.begin(), f.only_types.end(), type) != f.only_types.end();
+}
+
+absl::Status AssignSplits(GraphData* g, double train, double val, double test, uint64_t seed,
+                          const std::vector<std::string>& only_types) {
+  return AssignSplits(g, SplitFractions{train, val, test, only_types}, seed);
+}
+
+absl::Status AssignSplits(GraphData* g, const SplitFractions& f, uint64_t seed) {
+  if (auto s = CheckSplitFractions(f); !s.ok()) return s;
   bool any_labels = false;
   for (const auto& t : g->node_types) any_labels |= !t.labels.empty();
   std::mt19937_64 rng(seed);
   for (auto& t : g->node_types) {
-    const bool chosen = only_types.empty()
-                            ? (!any_labels || !t.labels.empty())
-                            : std::find(only_types.begin(), only_types.end(), t.name) != only_types.end();
-    if (!chosen) continue;
-    std::vector<int64_t> perm;
+    if (!SplitsType(f, t.name, !t.labels.empty(), any_labels)) continue;
+    std::vector<int64_t> eligible;
     for (int64_t i = 0; i < t.num_nodes; ++i) {
-      if (t.labels.empty() || t.labels[i] >= 0) perm.push_back(i);
+      if (t.labels.empty() || t.labels[i] >= 0) eligible.push_back(i);
     }
-    std::shuffle(perm.begin(), perm.end(), rng);
-    const auto n = static_cast<double>(perm.size());
-    const auto n_train = static_cast<size_t>(n * train);
-    const auto n_val = static_cast<size_t>(n * val);
-    const auto n_test = std::min(perm.size() - n_train - n_val, static_cast<size_t>(n * test + 0.5));
-    auto take = [&](size_t from, size_t count) {
-      std::vector<int64_t> ids(perm.begin() + from, perm.begin() + from + count);
-      std::sort(ids.begin(), ids.end());
-      return ids;
-    };
-    t.splits["train"] = take(0, n_train);
-    t.splits["val"] = take(n_train, n_val);
-    t.splits["test"] = take(n_train + n_val, n_test);
+    ChooseSplits(std::move(eligible), f, &rng, [&](int split, const int64_t* ids, size_t n) {
+      std::vector<int64_t> sorted(ids, ids + n);
+      std::sort(sorted.begin(), sorted.end());
+      t.splits[kSplitNames[split]] = std::move(sorted);
+    });
   }
   return absl::OkStatus();
 }

@@ -4,13 +4,69 @@
 // What the tools do to a graph in memory before they write it: reverse edge types, splits,
 // and a random assignment of nodes to partitions.
 
+#include <algorithm>
 #include <cstdint>
+#include <numeric>
+#include <random>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "tools/dataset/graph_data.h"
 
 namespace graphstore {
+
+/// The seeded shuffle both random choices below are made of: `ids` permuted by `rng`. The
+/// permutation depends on the values and `rng` alone, not on `Id`, so a caller short of memory
+/// shuffles uint32 ids and gets what a caller with int64 ids gets.
+template <typename Id>
+void ShuffleIds(std::vector<Id>* ids, std::mt19937_64* rng) {
+  std::shuffle(ids->begin(), ids->end(), *rng);
+}
+
+/// RandomAssignment's deal of one node type of `num_nodes` nodes: `place(node, partition)` for
+/// every node, with the type's turn of `rng` (types are dealt in order, one generator).
+template <typename Id, typename Place>
+void DealNodes(int64_t num_nodes, int num_partitions, std::mt19937_64* rng, Place place) {
+  std::vector<Id> perm(num_nodes);
+  std::iota(perm.begin(), perm.end(), Id{0});
+  ShuffleIds(&perm, rng);
+  for (int64_t i = 0; i < num_nodes; ++i) place(static_cast<int64_t>(perm[i]), static_cast<int>(i % num_partitions));
+}
+
+/// The fractions of --split: which part of a type's labelled nodes goes to train, val and test.
+struct SplitFractions {
+  double train = 0.8;
+  double val = 0.1;
+  double test = 0.1;
+  /// Only these node types; empty: every type with labels (every type when none has labels).
+  std::vector<std::string> only_types;
+};
+
+/// OK when the fractions are each >= 0 and add up to at most 1.
+absl::Status CheckSplitFractions(const SplitFractions& f);
+
+/// Whether AssignSplits splits a type: named in `only_types`, or (none named) labelled when any
+/// type is.
+bool SplitsType(const SplitFractions& f, const std::string& type, bool has_labels, bool any_labels);
+
+/// AssignSplits' choice for one type: `eligible` (a node's label is >= 0, or every node when the
+/// type has none) in ascending order, shuffled with the type's turn of `rng`; then
+/// `take(split, ids, n)` for split 0 (train), 1 (val) and 2 (test), each a run of the shuffle.
+template <typename Id, typename Take>
+void ChooseSplits(std::vector<Id> eligible, const SplitFractions& f, std::mt19937_64* rng, Take take) {
+  ShuffleIds(&eligible, rng);
+  const auto n = static_cast<double>(eligible.size());
+  const auto n_train = static_cast<size_t>(n * f.train);
+  const auto n_val = static_cast<size_t>(n * f.val);
+  const auto n_test = std::min(eligible.size() - n_train - n_val, static_cast<size_t>(n * f.test + 0.5));
+  take(0, eligible.data(), n_train);
+  take(1, eligible.data() + n_train, n_val);
+  take(2, eligible.data() + n_train + n_val, n_test);
+}
+
+/// The names of ChooseSplits' splits 0, 1 and 2.
+inline const char* const kSplitNames[] = {"train", "val", "test"};
 
 /// Every node assigned by a seeded random permutation, dealt round-robin so partition sizes
 /// differ by at most one.
@@ -25,6 +81,7 @@ void AddReverseEdgeTypes(GraphData* graph);
 /// to "train", "val" or "test" by a seeded permutation, in the given fractions.
 absl::Status AssignSplits(GraphData* graph, double train, double val, double test, uint64_t seed,
                           const std::vector<std::string>& only_types = {});
+absl::Status AssignSplits(GraphData* graph, const SplitFractions& fractions, uint64_t seed);
 
 }  // namespace graphstore
 

@@ -71,6 +71,16 @@ std::vector<float> FeatureRange(const NodeTypeData& nt) {
 
 absl::Status WriteFeatures(const std::vector<int64_t>& ids, const FeatureSource& features, const std::string& ndir,
                            v1::ManifestNodeType* mt) {
+  auto w = FeatureWriter::Start(features, ndir, mt);
+  if (!w.ok()) return w.status();
+  if (auto s = (*w)->Add(ids.data(), ids.size()); !s.ok()) return s;
+  return (*w)->Finish();
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<FeatureWriter>> FeatureWriter::Start(const FeatureSource& features,
+                                                                   const std::string& ndir, v1::ManifestNodeType* mt) {
   const int64_t dim = features.dim;
   mt->set_feature_dim(dim);
   mt->set_feature_dtype("float32");
@@ -80,19 +90,23 @@ absl::Status WriteFeatures(const std::vector<int64_t>& ids, const FeatureSource&
   }
   auto w = NpyWriter::Create(ndir + "/features.npy", NpyDtype::kFloat32, {dim});
   if (!w.ok()) return w.status();
-  // A bounded piece at a time, so that a streaming writer holds no whole feature matrix.
-  const size_t chunk = static_cast<size_t>(std::max<int64_t>(1, (int64_t{4} << 20) / (dim * 4)));
-  std::vector<float> rows;
-  for (size_t from = 0; from < ids.size(); from += chunk) {
-    const size_t n = std::min(chunk, ids.size() - from);
-    rows.resize(n * dim);
-    if (auto s = features.read(ids.data() + from, n, rows.data()); !s.ok()) return s;
-    if (auto s = (*w)->Append(rows.data(), static_cast<int64_t>(n)); !s.ok()) return s;
-  }
-  return (*w)->Finish();
+  return std::unique_ptr<FeatureWriter>(new FeatureWriter(features, *std::move(w)));
 }
 
-}  // namespace
+absl::Status FeatureWriter::Add(const int64_t* ids, size_t count) {
+  // A bounded piece at a time, so that a streaming writer holds no whole feature matrix.
+  const int64_t dim = features_.dim;
+  const size_t chunk = static_cast<size_t>(std::max<int64_t>(1, (int64_t{4} << 20) / (dim * 4)));
+  for (size_t from = 0; from < count; from += chunk) {
+    const size_t n = std::min(chunk, count - from);
+    rows_.resize(n * dim);
+    if (auto s = features_.read(ids + from, n, rows_.data()); !s.ok()) return s;
+    if (auto s = writer_->Append(rows_.data(), static_cast<int64_t>(n)); !s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status FeatureWriter::Finish() { return writer_->Finish(); }
 
 void UpdateFeatureRange(const float* data, int64_t rows, int64_t dim, bool first, std::vector<float>* range) {
   for (int64_t r = 0; r < rows; ++r) {

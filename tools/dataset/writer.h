@@ -7,11 +7,14 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "graphstore/v1/manifest.pb.h"
+#include "server/graph/npy.h"
 #include "tools/dataset/graph_data.h"
 #include "tools/dataset/layout.h"
 
@@ -46,6 +49,24 @@ struct FeatureSource {
   std::function<absl::Status(const int64_t* ids, size_t n, float* out)> read;
 };
 
+/// Writes a node type's feature files (feature_range.npy, then features.npy a block of ids at a
+/// time) and records them in its manifest entry.
+class FeatureWriter {
+ public:
+  static absl::StatusOr<std::unique_ptr<FeatureWriter>> Start(const FeatureSource& features, const std::string& ndir,
+                                                              v1::ManifestNodeType* mt);
+  /// Appends the rows of `n` more nodes.
+  absl::Status Add(const int64_t* ids, size_t n);
+  absl::Status Finish();
+
+ private:
+  FeatureWriter(const FeatureSource& features, std::unique_ptr<NpyWriter> writer)
+      : features_(features), writer_(std::move(writer)) {}
+  const FeatureSource& features_;
+  std::unique_ptr<NpyWriter> writer_;
+  std::vector<float> rows_;
+};
+
 /// Widens `range` (each column's minimum, then its maximum, `dim` columns) to cover `rows` rows
 /// of `data`; `first` starts it from the first row.
 void UpdateFeatureRange(const float* data, int64_t rows, int64_t dim, bool first, std::vector<float>* range);
@@ -57,7 +78,8 @@ FeatureSource InMemoryFeatures(const NodeTypeData& nt);
 v1::PartitionManifest StartManifest(const std::string& name, int num_partitions, int p, const WriteOptions& options);
 
 /// Writes node type `t` of partition `p` into `dir` (ids, book files, features, labels,
-/// splits) and adds it to `m`.
+/// splits) and adds it to `m`. The bounded path writes the same from its compact arrays
+/// (tools/bounded_nodes.h): a change to one is a change to both.
 absl::Status WriteNodeType(const GraphData& g, const Assignment& assignment, const Layout& l, size_t t, int p,
                            const std::string& dir, const FeatureSource& features, v1::PartitionManifest* m);
 

@@ -1,0 +1,175 @@
+#ifndef GRAPHSTORE_TOOLS_BOUNDED_NODES_H_
+#define GRAPHSTORE_TOOLS_BOUNDED_NODES_H_
+
+// The nodes of a graph as graphstore-partition holds them in bounded memory (bounded_partition.h):
+// a few bytes a node instead of the in-memory path's arrays, and the writing of each partition's
+// node files from them, byte for byte what WriteNodeType writes from a GraphData. Per node of a
+// type: a quarter of a byte of raw-id bitmap, its owner (a byte up to 256 partitions, two
+// beyond), its column degree (4 bytes), its label in the fewest bytes its type's labels fit, and
+// a bit a split. Nothing is kept per owned node: a partition's ids are found by walking owners.
+
+#include <algorithm>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "graphstore/v1/manifest.pb.h"
+#include "tools/dataset/writer.h"
+
+namespace graphstore {
+
+/// The raw ids of one node type: a bitmap over raw ids (which must be >= 0), ranked so that the
+/// k-th smallest raw id is global id k. A quarter of a byte per id up to the largest.
+class IdSet {
+ public:
+  void Mark(int64_t raw) {
+    const size_t w = static_cast<size_t>(raw >> 6);
+    if (w >= bits_.size()) bits_.resize(std::max(w + 1, bits_.size() * 2), 0);
+    bits_[w] |= uint64_t{1} << (raw & 63);
+  }
+  bool Has(int64_t raw) const {
+    const size_t w = static_cast<size_t>(raw >> 6);
+    return raw >= 0 && w < bits_.size() && (bits_[w] >> (raw & 63) & 1);
+  }
+  /// Counts the ids before each word; call once, after the last Mark.
+  void Rank();
+  int64_t count() const { return count_; }
+  /// The global id of a marked raw id.
+  int64_t Global(int64_t raw) const {
+    const size_t w = static_cast<size_t>(raw >> 6);
+    return rank_[w] + __builtin_popcountll(bits_[w] & ((uint64_t{1} << (raw & 63)) - 1));
+  }
+  /// The raw id of global id `gid` in [0, count()).
+  int64_t Raw(int64_t gid) const;
+  /// True when the raw ids are 0 .. count()-1 (no raw_ids.npy is written).
+  bool identity() const { return identity_; }
+  /// The smallest marked raw id >= `raw`, or -1.
+  int64_t NextAtOrAfter(int64_t raw) const;
+  /// Calls fn(raw ids, n) over every raw id in ascending order, a block at a time.
+  template <typename Fn>
+  absl::Status ForEachRaw(Fn fn) const {
+    std::vector<int64_t> block;
+    for (size_t w = 0; w < bits_.size(); ++w) {
+      for (uint64_t b = bits_[w]; b != 0; b &= b - 1) block.push_back(static_cast<int64_t>(w * 64 + __builtin_ctzll(b)));
+      if (block.size() >= kBlock || (w + 1 == bits_.size() && !block.empty())) {
+        if (auto s = fn(block.data(), block.size()); !s.ok()) return s;
+        block.clear();
+      }
+    }
+    return absl::OkStatus();
+  }
+  /// Bytes held.
+  int64_t bytes() const { return static_cast<int64_t>(bits_.capacity() * 8 + rank_.capacity() * 8); }
+  /// Bytes a set over raw ids below `limit` holds once ranked.
+  static int64_t BytesFor(int64_t limit) { return (limit / 64 + 1) * 16; }
+
+ private:
+  static constexpr size_t kBlock = 1 << 16;
+  std::vector<uint64_t> bits_;
+  std::vector<int64_t> rank_;  // ids before each word
+  int64_t count_ = 0;
+  bool identity_ = true;
+};
+
+/// Integers of a known range, one per node, each in the fewest bytes the range fits (1, 2, 4 or
+/// 8; unsigned when the range has no negative value).
+class SmallInts {
+ public:
+  /// `n` values in [lo, hi], all `fill` (which must be in range).
+  void Reset(int64_t n, int64_t lo, int64_t hi, int64_t fill);
+  int64_t size() const { return n_; }
+  bool empty() const { return n_ == 0; }
+  /// Bytes a value.
+  int width() const { return width_; }
+  int64_t Get(int64_t i) const {
+    const uint8_t* p = bytes_.data() + i * width_;
+    switch (kind_) {
+      case Kind::kU8: return *p;
+      case Kind::kI8: return static_cast<int8_t>(*p);
+      case Kind::kU16: return Load<uint16_t>(p);
+      case Kind::kI16: return Load<int16_t>(p);
+      case Kind::kU32: return Load<uint32_t>(p);
+      case Kind::kI32: return Load<int32_t>(p);
+      default: return Load<int64_t>(p);
+    }
+  }
+  void Set(int64_t i, int64_t v);
+  /// Bytes `n` values of [lo, hi] take.
+  static int WidthFor(int64_t lo, int64_t hi);
+  void Clear();
+
+ private:
+  enum class Kind { kU8, kI8, kU16, kI16, kU32, kI32, kI64 };
+  template <typename T>
+  static int64_t Load(const uint8_t* p) {
+    T v;
+    __builtin_memcpy(&v, p, sizeof(T));
+    return static_cast<int64_t>(v);
+  }
+  Kind kind_ = Kind::kI64;
+  int width_ = 8;
+  int64_t n_ = 0;
+  std::vector<uint8_t> bytes_;
+};
+
+/// One bit a node.
+class NodeBits {
+ public:
+  explicit NodeBits(int64_t n = 0) : words_((n + 63) / 64, 0) {}
+  void Set(int64_t i) { words_[i >> 6] |= uint64_t{1} << (i & 63); }
+  bool Get(int64_t i) const { return words_[i >> 6] >> (i & 63) & 1; }
+  int64_t bytes() const { return static_cast<int64_t>(words_.size() * 8); }
+
+ private:
+  std::vector<uint64_t> words_;
+};
+
+/// What the bounded path holds of one node type between its passes.
+struct BoundedNodeType {
+  IdSet ids;
+  /// The owning partition of each global id, from the assignment on.
+  SmallInts owner;
+  /// How many edges of any type have each node as their column endpoint (book/<type>.degree.npy);
+  /// empty while no edge type has been counted, or when none has this type as its column.
+  std::vector<uint32_t> col_degree;
+  /// Each node's label, -1 for none; empty when the type has no labels.
+  SmallInts labels;
+  int64_t max_label = -1;
+  /// Split name -> a bit a node.
+  std::map<std::string, NodeBits> splits;
+  /// With --node_ids and features: each global id's row in the feature file.
+  std::vector<int64_t> feature_row;
+
+  /// Bytes a node of what is held after the assignment, with `owner_width` bytes an owner and
+  /// the column degree when `counted`.
+  int64_t BytesPerNodeAfterAssignment(int owner_width, bool counted) const;
+};
+
+/// Calls fn(ids, n) over the global ids that partition `p` owns, ascending, a block at a time.
+template <typename Fn>
+absl::Status ForEachOwned(const SmallInts& owner, int p, Fn fn) {
+  constexpr size_t kBlock = 1 << 16;
+  std::vector<int64_t> block;
+  block.reserve(kBlock);
+  for (int64_t gid = 0; gid < owner.size(); ++gid) {
+    if (owner.Get(gid) != p) continue;
+    block.push_back(gid);
+    if (block.size() == kBlock) {
+      if (auto s = fn(block.data(), block.size()); !s.ok()) return s;
+      block.clear();
+    }
+  }
+  return block.empty() ? absl::OkStatus() : fn(block.data(), block.size());
+}
+
+/// Writes node type `t` of partition `p` into `dir` and adds it to `m`: what WriteNodeType writes
+/// for the same graph and assignment, from `nodes` (`meta` gives the type's name, count and
+/// feature width; its arrays are unused). The book files are written a block at a time.
+absl::Status WriteBoundedNodeType(const NodeTypeData& meta, const BoundedNodeType& nodes, int num_partitions, int p,
+                                  const std::string& dir, const FeatureSource& features, v1::PartitionManifest* m);
+
+}  // namespace graphstore
+
+#endif  // GRAPHSTORE_TOOLS_BOUNDED_NODES_H_
