@@ -109,6 +109,14 @@ absl::StatusOr<int64_t> CountIds(const std::string& path) {
   return count;
 }
 
+// Resizes `v` to `n`, freeing its old storage before a larger one is allocated: the chunks are
+// sized to the budget, and a reallocation that copies holds two of them at once.
+template <typename T>
+void GrowWithoutCopy(std::vector<T>* v, size_t n) {
+  if (n > v->capacity()) std::vector<T>().swap(*v);
+  v->resize(n);
+}
+
 // An edge record in a bucket: row and column as global ids, and the edge id.
 using Record = std::array<int64_t, 3>;
 
@@ -543,7 +551,7 @@ class BoundedPartitioner {
     }
     // Reads every record back into `out` and closes the file.
     absl::Status ReadAll(std::vector<Record>* out) {
-      out->resize(records);
+      GrowWithoutCopy(out, static_cast<size_t>(records));
       if (records > 0 && (std::fflush(file) != 0 || std::fseek(file, 0, SEEK_SET) != 0 ||
                           std::fread(out->data(), sizeof(Record), records, file) != static_cast<size_t>(records))) {
         return absl::DataLossError(absl::StrCat(path, ": cannot read back: ", std::strerror(errno)));
@@ -680,7 +688,7 @@ class BoundedPartitioner {
     std::vector<int64_t> column;
     // Appends field `f` of every record of the chunk to `w`.
     auto append = [&](int f, NpyWriter* w) {
-      column.resize(chunk.size());
+      GrowWithoutCopy(&column, chunk.size());
       for (size_t i = 0; i < chunk.size(); ++i) column[i] = chunk[i][f];
       return w->Append(column.data(), static_cast<int64_t>(column.size()));
     };
