@@ -1,7 +1,9 @@
 """What each server of a cluster holds, as the trainers register and read: resident memory
 (VmRSS) of every graphstored after start, after channels registered with every node as input
 (global batches), and after batches read; the time from a registration to its first batch; and
-the batches' rate. With --baseline, a second graphstored binary runs the same steps in the same
+the batches' rate; and, beside each server's memory, its partition's own share (what
+graphstore-inspect's sizing says a server holds for it, resident once its files are read) and
+what is beyond it. With --baseline, a second graphstored binary runs the same steps in the same
 run and each figure is printed beside it with the ratio.
 
     bazel build -c opt //server:graphstored //tools:graphstore-generate //python:graphstore
@@ -15,6 +17,7 @@ Ports are picked by the kernel on loopback; the servers are stopped at the end.
 
 import argparse
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -45,14 +48,28 @@ def rss_mb(pid):
     return 0.0
 
 
-def start_cluster(binary, graph, parts, work):
+def partition_dir(graph, parts, k):
+    return os.path.join(graph, f"part-{k}") if parts > 1 else graph
+
+
+def own_share_mb(inspect, part):
+    """What graphstore-inspect's sizing says a server holds for `part` (its own nodes and edges and
+    the book in memory), in MiB."""
+    out = subprocess.run([inspect, f"--partition={part}"], capture_output=True, text=True, check=True).stdout
+    m = re.search(r"a server holds ([0-9.]+) MiB for this partition", out)
+    if m is None:
+        raise RuntimeError(f"graphstore-inspect printed no sizing for {part}:\n{out}")
+    return float(m.group(1))
+
+
+def start_cluster(binary, graph, parts, work, extra):
     ports = free_ports(parts)
     cluster = ",".join(f"127.0.0.1:{p}" for p in ports)
     procs = []
     for k in range(parts):
-        part = os.path.join(graph, f"part-{k}") if parts > 1 else graph
+        part = partition_dir(graph, parts, k)
         port_file = os.path.join(work, f"port-{k}")
-        args = [binary, f"--partition={part}", f"--port={ports[k]}", f"--port_file={port_file}", "--log_level=warn"]
+        args = [binary, f"--partition={part}", f"--port={ports[k]}", f"--port_file={port_file}", "--log_level=warn"] + extra
         if parts > 1:
             args.append(f"--cluster={cluster}")
         procs.append((subprocess.Popen(args), port_file))
@@ -65,11 +82,15 @@ def start_cluster(binary, graph, parts, work):
 
 
 def one_binary(binary, args, work):
-    procs, servers = start_cluster(binary, args.graph, args.partitions, work)
+    extra = [f"--peer_cache_mb={args.peer_cache_mb}"] if args.peer_cache_mb >= 0 else []
+    t0 = time.perf_counter()
+    procs, servers = start_cluster(binary, args.graph, args.partitions, work, extra)
+    started_s = time.perf_counter() - t0
     out = {}
     try:
         # Sampling opens once every peer answered: the first registration waits for it.
         out["start"] = [rss_mb(p.pid) for p in procs]
+        out["started_s"] = started_s
         loaders, first = [], []
         for c in range(args.channels):
             t0 = time.perf_counter()
@@ -110,18 +131,28 @@ def main():
     p.add_argument("--features", type=int, default=0, help="1: batches carry features and labels")
     p.add_argument("--graphstored", default=os.path.join(BIN, "server", "graphstored"))
     p.add_argument("--baseline", default="", help="another graphstored binary measured the same way")
+    p.add_argument("--peer_cache_mb", type=int, default=-1, help="each server's peer cache (-1: its default)")
+    p.add_argument("--inspect", default=os.path.join(BIN, "tools", "graphstore-inspect"),
+                   help="graphstore-inspect, for each partition's own share")
     a = p.parse_args()
     runs = [("this build", a.graphstored)] + ([("baseline", a.baseline)] if a.baseline else [])
+    share = [own_share_mb(a.inspect, partition_dir(a.graph, a.partitions, k)) for k in range(a.partitions)]
     results = {}
     with tempfile.TemporaryDirectory() as work:
         for name, binary in runs:
             results[name] = one_binary(binary, a, work)
     print(f"memory_bench: {a.graph}, {a.partitions} servers, {a.channels} trainers (every node as input, global "
           f"batches), batch {a.batch_size}, {a.fanouts}, {a.batches} batches each")
+    print("own share per server (graphstore-inspect sizing: own nodes and edges, the book in memory) MB " +
+          ", ".join(f"{x:.0f}" for x in share))
     for name, r in results.items():
         print(f"{name:>10}: RSS MB per server  start {', '.join(f'{x:.0f}' for x in r['start'])}  "
               f"registered {', '.join(f'{x:.0f}' for x in r['registered'])}  "
               f"after reading {', '.join(f'{x:.0f}' for x in r['read'])}")
+        print(f"{'':>10}  servers up (files verified, book built) in {r['started_s']:.1f} s")
+        for key in ("start", "registered", "read"):
+            print(f"{'':>10}  {key:>10}: RSS / own share " + ", ".join(f"{x / s:.2f}" for x, s in zip(r[key], share)) +
+                  "; beyond it MB " + ", ".join(f"{x - s:+.0f}" for x, s in zip(r[key], share)))
         print(f"{'':>10}  registration to first batch {', '.join(f'{x:.2f}' for x in r['first_batch_s'])} s, "
               f"{r['seeds_per_s']:,.0f} seeds/s")
     if a.baseline:
