@@ -424,7 +424,7 @@ int Run(int argc, char** argv) {
                      static_cast<int>(std::max<int64_t>(1, *flags.GetInt("rounds")))};
     if (section('u')) UniformSection(g, **sampler, thread_counts);
     if (section('w') && e.weights_data() != nullptr && !WeightedSection(g)) return 1;
-    if (section('t') && e.times_data() != nullptr && (*p)->node_type(0).times_data() != nullptr &&
+    if (section('t') && e.times_data() != nullptr && (*p)->node_type(0).has_times &&
         !TemporalSection(g)) {
       return 1;
     }

@@ -33,7 +33,8 @@ std::string WeightRange(const float* w, int64_t n) {
 
 // What a server holds for this partition, by what it grows with: bytes per edge it stores, per
 // node it owns, and per node of the whole graph (the partition book every server holds, in
-// memory at half a byte to a byte a node; node times and label edges' destination degrees as mapped).
+// memory at half a byte to a byte a node; label edges' destination degrees as mapped). Node times
+// are kept for the owned nodes only (8 bytes each), read once from the whole graph's file.
 void PrintSizing(const std::string& dir, const graphstore::Partition& part) {
   namespace fs = std::filesystem;
   int64_t own_edges = 0, own_nodes = 0, all_nodes = 0, book = 0;
@@ -44,6 +45,7 @@ void PrintSizing(const std::string& dir, const graphstore::Partition& part) {
     book += static_cast<int64_t>(n.owners.bytes());
   }
   int64_t per_edge = 0, per_own = 0, per_all = book, read_once = 0, unread = 0, other = 0;
+  for (const auto& n : part.node_types()) per_own += static_cast<int64_t>(n.own_times.size() * sizeof(int64_t));
   std::error_code ec;
   for (auto it = fs::recursive_directory_iterator(dir, ec); !ec && it != fs::recursive_directory_iterator();
        it.increment(ec)) {
@@ -54,9 +56,9 @@ void PrintSizing(const std::string& dir, const graphstore::Partition& part) {
     auto ends = [&name](const char* tail) { return absl::EndsWith(name, tail); };
     if (rel.rfind("book/", 0) == 0 && ends(".raw_ids.npy")) {
       unread += bytes;  // for the user's tools: the server does not read it
-    } else if (rel.rfind("book/", 0) == 0 && !ends(".time.npy")) {
-      read_once += bytes;  // the owner and row files (NodeBook) and the degrees
-    } else if (rel.rfind("book/", 0) == 0 || name == "dst_degree.npy") {
+    } else if (rel.rfind("book/", 0) == 0) {
+      read_once += bytes;  // the owner and row files (NodeBook), the degrees, the node times
+    } else if (name == "dst_degree.npy") {
       per_all += bytes;
     } else if (rel.rfind("edges/", 0) == 0 && name.rfind("labels_", 0) != 0) {
       per_edge += bytes;
@@ -75,10 +77,10 @@ void PrintSizing(const std::string& dir, const graphstore::Partition& part) {
   std::printf("  %8.1f bytes per own node       x %12lld = %10.1f MiB\n", per(per_own, own_nodes),
               static_cast<long long>(own_nodes), per_own / double(1 << 20));
   std::printf("  %8.2f bytes per node of graph  x %12lld = %10.1f MiB (on every server: the book in memory, "
-              "%.2f a node, and any node time file)\n",
+              "%.2f a node, and any label edges' destination degrees)\n",
               per(per_all, all_nodes), static_cast<long long>(all_nodes), per_all / double(1 << 20),
               per(book, all_nodes));
-  std::printf("  read once at load, then let go: %.1f MiB of book files (owners, rows, degrees); never read: "
+  std::printf("  read once at load, then let go: %.1f MiB of book files (owners, rows, degrees, each node's time); never read: "
               "%.1f MiB of raw ids\n",
               read_once / double(1 << 20), unread / double(1 << 20));
   std::printf("  plus, built on the first weighted or temporal draw: about 4.3 bytes per own edge of each "
@@ -110,7 +112,7 @@ int main(int argc, char** argv) {
     std::printf("  node type %-12s %12lld of %lld nodes, %lld features, %lld classes, %zu splits%s\n",
                 n.name.c_str(), static_cast<long long>(n.num_local), static_cast<long long>(n.num_nodes),
                 static_cast<long long>(n.feature_dim), static_cast<long long>(n.num_classes), n.splits.size(),
-                TimeRange(n.times_data(), n.num_nodes).c_str());
+                TimeRange(n.has_times ? n.own_times.data() : nullptr, n.num_local).c_str());
   }
   for (const auto& e : part.edge_types()) {
     std::printf("  edge type %-24s %12lld of %lld edges%s%s", e.name.c_str(), static_cast<long long>(e.num_local),

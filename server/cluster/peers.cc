@@ -388,6 +388,24 @@ std::unique_ptr<PeerSampling::Pending> Peers::FetchNodeData(const std::string& n
   return pending;
 }
 
+std::unique_ptr<PeerSampling::Pending> Peers::FetchNodeTimes(const std::string& node_type,
+                                                             std::vector<NodeTimesCall>* calls) {
+  using T = TypedSlot<v1::GetNodeTimesRequest, v1::GetNodeTimesResponse, NodeTimesCall>;
+  auto pending = std::make_unique<PendingCalls>(options_.call_timeout_ms);
+  for (auto& call : *calls) {
+    auto slot = NewSlot<T>(call.partition, "GetNodeTimes", &call, [](auto* async, auto... args) {
+      async->GetNodeTimes(args...);
+    });
+    slot->request.set_node_type(node_type);
+    slot->request.mutable_ids()->Add(call.ids.begin(), call.ids.end());
+    slot->counters->bytes_sent.fetch_add(static_cast<int64_t>(slot->request.ByteSizeLong()), std::memory_order_relaxed);
+    slot->read = [](v1::GetNodeTimesResponse* resp, NodeTimesCall* c) { return ReadInt64s(resp->times(), &c->times); };
+    pending->Add(std::move(slot));
+  }
+  pending->Start();
+  return pending;
+}
+
 void Peers::VisitLatency(
     const std::function<void(int, const std::string&, const LatencyHistogram&)>& visit) const {
   for (const auto& peer : peers_) {

@@ -58,6 +58,7 @@ class Peers : public Cluster {
   absl::StatusOr<std::vector<int64_t>> SplitIds(int partition, const std::string& node_type,
                                                 const std::string& split) override;
   std::unique_ptr<Pending> SampleNeighbors(const Hop& hop, std::vector<NeighborCall>* calls) override;
+  std::unique_ptr<Pending> FetchNodeTimes(const std::string& node_type, std::vector<NodeTimesCall>* calls) override;
   std::unique_ptr<Pending> FetchNodeData(const std::string& node_type, bool features, bool labels,
                                          std::vector<NodeDataCall>* calls) override;
   void FillStats(v1::ServerStats* out) const override;

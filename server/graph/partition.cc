@@ -70,7 +70,19 @@ absl::StatusOr<std::unique_ptr<Partition>> Partition::Load(const std::string& di
   for (int i = 0; i < p->manifest_.edge_types_size(); ++i) {
     if (auto s = p->LoadEdgeType(i, verify.get()); !s.ok()) return s;
   }
+  // The edge times are verified: the node times of the whole graph give way to the owned ones.
+  for (NodeTypeStore& t : p->nodes_) p->KeepOwnTimes(&t);
   return p;
+}
+
+void Partition::KeepOwnTimes(NodeTypeStore* t) {
+  if (!t->times.is_open()) return;
+  t->has_times = true;
+  const int64_t* all = t->times.data<int64_t>();
+  const int64_t* ids = t->global_ids();
+  t->own_times.resize(static_cast<size_t>(t->num_local));
+  for (int64_t r = 0; r < t->num_local; ++r) t->own_times[r] = all[ids[r]];
+  t->times = MappedNpy();
 }
 
 absl::Status Partition::LoadNodeType(int index, Progress* verify) {

@@ -50,12 +50,16 @@ struct NodeTypeStore {
   MappedNpy labels;    ///< int64 [num_local], when the type has labels; -1 means unlabelled.
   MappedNpy raw_ids;   ///< int64 [num_nodes]: input id of every global id, when kept.
   MappedNpy degree;    ///< int64 [num_nodes]: column degree of every global id, when stored.
-  MappedNpy times;     ///< int64 [num_nodes]: time of every global id, when stored (temporal).
+  /// int64 [num_nodes]: book/<type>.time.npy, the time of every global id (temporal), open while
+  /// the partition loads (the edge times are verified against it), then closed.
+  MappedNpy times;
+  /// The time of each node owned here, by row (8 bytes an owned node), when the type stores
+  /// times. Other partitions' nodes' times come from their owners (GetNodeTimes).
+  std::vector<int64_t> own_times;
+  bool has_times = false;
   std::map<std::string, MappedNpy> splits;  ///< split name -> int64 owned global ids.
 
   const int64_t* global_ids() const { return ids.data<int64_t>(); }
-  /// Node times by global id, or null when the type stores none.
-  const int64_t* times_data() const { return times.is_open() ? times.data<int64_t>() : nullptr; }
   /// Owning partition of a global id in [0, num_nodes).
   int32_t Owner(int64_t gid) const { return owners.Owner(gid); }
   /// Row of a global id owned here within this partition's arrays (on a single partition, the
@@ -152,6 +156,9 @@ class Partition {
   absl::Status LoadNodeType(int index, Progress* verify);
   absl::Status OpenNodeType(int index);
   absl::Status LoadEdgeType(int index, Progress* verify);
+  /// Copies the times of the nodes owned here out of the type's whole-graph time file, and
+  /// closes it.
+  void KeepOwnTimes(NodeTypeStore* t);
   absl::Status OpenEdgeType(int index);
 
   std::string dir_;

@@ -192,7 +192,8 @@ absl::Status VerifyEdgeType(const EdgeTypeStore& e, const std::vector<NodeTypeSt
   const int64_t* idx = e.indices_data();
   const int64_t* eid = e.edge_ids.is_open() ? e.edge_ids.data<int64_t>() : nullptr;
   const int64_t* time = e.times_data();
-  const int64_t* node_time = nodes[e.col_type].times_data();
+  const MappedNpy& node_times = nodes[e.col_type].times;
+  const int64_t* node_time = node_times.is_open() ? node_times.data<int64_t>() : nullptr;
   for (int64_t r = 0; r < nodes[e.row_type].num_local; ++r) {
     if ((r & 0xffff) == 0xffff) progress->Add(ptr[r + 1] - ptr[r - 0xffff]);
     for (int64_t k = ptr[r] + 1; k < ptr[r + 1]; ++k) {

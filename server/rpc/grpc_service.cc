@@ -192,6 +192,13 @@ grpc::ServerUnaryReactor* GraphStoreService::GetNodeLabels(grpc::CallbackServerC
       [this](const auto& req, auto* resp, const Principal&) { return queries_->GetNodeLabels(req, resp); });
 }
 
+grpc::ServerUnaryReactor* GraphStoreService::GetNodeTimes(grpc::CallbackServerContext* ctx,
+                                                          const grpc::ByteBuffer* request, grpc::ByteBuffer* response) {
+  return Unary<v1::GetNodeTimesRequest, v1::GetNodeTimesResponse>(
+      ctx, request, response, "GetNodeTimes", kReaders,
+      [this](const auto& req, auto* resp, const Principal&) { return queries_->GetNodeTimes(req, resp); });
+}
+
 grpc::ServerUnaryReactor* GraphStoreService::GetEdgeFeatures(grpc::CallbackServerContext* ctx,
                                                              const grpc::ByteBuffer* request,
                                                              grpc::ByteBuffer* response) {

@@ -40,6 +40,7 @@ using RawGraphStoreService = v1::GraphStore::WithRawCallbackMethod_GetDatasetMet
     v1::GraphStore::WithRawCallbackMethod_GetAblpInput<
     v1::GraphStore::WithRawCallbackMethod_GetNodeFeatures<
     v1::GraphStore::WithRawCallbackMethod_GetNodeLabels<
+    v1::GraphStore::WithRawCallbackMethod_GetNodeTimes<
     v1::GraphStore::WithRawCallbackMethod_GetEdgeFeatures<
     v1::GraphStore::WithRawCallbackMethod_SampleNeighbors<
     v1::GraphStore::WithRawCallbackMethod_InitSamplingBackend<
@@ -53,7 +54,7 @@ using RawGraphStoreService = v1::GraphStore::WithRawCallbackMethod_GetDatasetMet
     v1::GraphStore::WithRawCallbackMethod_GetServerStats<
     v1::GraphStore::WithRawCallbackMethod_Exit<
     v1::GraphStore::WithRawCallbackMethod_StreamSampledMessages<
-    v1::GraphStore::CallbackService>>>>>>>>>>>>>>>>>>>;
+    v1::GraphStore::CallbackService>>>>>>>>>>>>>>>>>>>>;
 
 /// The GraphStore service over a Core. The partition queries (the lookups, features, labels and
 /// the one-hop draws that peers ask for) go straight to the core's PartitionQueries; the rest to
@@ -90,6 +91,8 @@ class GraphStoreService final : public RawGraphStoreService {
                                  grpc::ByteBuffer* response) override;
   grpc::ServerUnaryReactor* GetNodeLabels(grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* request,
                                  grpc::ByteBuffer* response) override;
+  grpc::ServerUnaryReactor* GetNodeTimes(grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* request,
+                                         grpc::ByteBuffer* response) override;
   grpc::ServerUnaryReactor* GetEdgeFeatures(grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* request,
                                  grpc::ByteBuffer* response) override;
   grpc::ServerUnaryReactor* SampleNeighbors(grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* request,

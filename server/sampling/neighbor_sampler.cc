@@ -7,14 +7,17 @@
 #include "server/sampling/ablp.h"
 #include "server/sampling/draw.h"
 #include "server/sampling/gather.h"
+#include "server/sampling/node_times.h"
 
 namespace graphstore {
 namespace {
 
 // Whether any of a partition's node types, or edge types, stores times.
-template <typename Types>
-bool AnyStoresTimes(const Types& types) {
-  return std::any_of(types.begin(), types.end(), [](const auto& t) { return t.times_data() != nullptr; });
+bool AnyStoresTimes(const std::vector<NodeTypeStore>& types) {
+  return std::any_of(types.begin(), types.end(), [](const NodeTypeStore& t) { return t.has_times; });
+}
+bool AnyStoresTimes(const std::vector<EdgeTypeStore>& types) {
+  return std::any_of(types.begin(), types.end(), [](const EdgeTypeStore& t) { return t.times_data() != nullptr; });
 }
 
 }  // namespace
@@ -137,7 +140,7 @@ absl::Status NeighborSampler::Sample(const SeedBatch& batch, SamplerScratch* scr
 }
 
 absl::Status NeighborSampler::GatherData(const SeedBatch& batch, SampledSubgraph* out) const {
-  GatherNodeTimes(out);
+  if (auto s = GatherNodeTimes(out); !s.ok()) return s;
   return GatherSubgraphData(*partition_, options_.with_node_features, options_.with_labels, batch.features,
                             options_.peers, options_.remote_cache, out);
 }
@@ -186,36 +189,42 @@ absl::Status NeighborSampler::SampleHops(const SeedBatch& batch, Scratch* s, Sam
   return absl::OkStatus();
 }
 
-void NeighborSampler::GatherNodeTimes(SampledSubgraph* out) const {
-  constexpr size_t kAhead = kPrefetchAhead;
-  if (!options_.with_node_times) return;
+absl::Status NeighborSampler::GatherNodeTimes(SampledSubgraph* out) const {
+  if (!options_.with_node_times) return absl::OkStatus();
   out->node_times = true;
   for (size_t t = 0; t < out->nodes.size(); ++t) {
     SampledNodes& n = out->nodes[t];
-    const int64_t* stored = partition_->node_type(static_cast<int>(t)).times_data();
-    if (stored == nullptr) continue;
-    const size_t count = n.ids.size();
-    n.times.resize(count);
-    for (size_t i = 0; i < count; ++i) {
-      if (i + kAhead < count) __builtin_prefetch(stored + n.ids[i + kAhead]);
-      n.times[i] = stored[n.ids[i]];
+    if (!partition_->node_type(static_cast<int>(t)).has_times) continue;
+    n.times.resize(n.ids.size());
+    if (auto s = LookUpNodeTimes(*partition_, static_cast<int>(t), n.ids.data(), n.ids.size(), options_.peers,
+                                 n.times.data());
+        !s.ok()) {
+      return s;
     }
   }
+  return absl::OkStatus();
 }
 
 absl::Status NeighborSampler::PlaceSeedTimes(const SeedBatch& batch, Scratch* s, SampledSubgraph* out) const {
   for (SampledNodes& n : out->nodes) n.sampled_times.assign(n.ids.size(), INT64_MAX);
   const NodeTypeStore& seed_type = partition_->node_type(batch.node_type);
-  const int64_t* node_times = seed_type.times_data();
-  if (batch.times == nullptr && node_times == nullptr) {
+  if (batch.times == nullptr && !seed_type.has_times) {
     return absl::FailedPreconditionError(absl::StrCat("temporal sampling: the seeds have no times, and node type '",
                                                       seed_type.name, "' stores none (book/", seed_type.name,
                                                       ".time.npy); register seeds with nodes.times"));
   }
   out->temporal = true;
   std::vector<int64_t>& seed_times = out->nodes[batch.node_type].seed_times;
-  for (size_t i = 0; i < batch.size; ++i) {
-    seed_times.push_back(batch.times != nullptr ? batch.times[i] : node_times[batch.ids[i]]);
+  if (batch.times != nullptr) {
+    seed_times.assign(batch.times, batch.times + batch.size);
+  } else {
+    // The seeds' own times; those of seeds other partitions own come from their owners.
+    seed_times.resize(batch.size);
+    if (auto st = LookUpNodeTimes(*partition_, batch.node_type, batch.ids, batch.size, options_.peers,
+                                  seed_times.data());
+        !st.ok()) {
+      return st;
+    }
   }
   auto lower = [&](int type, int64_t id, int64_t t) {
     int64_t& slot = out->nodes[type].sampled_times[s->local_of[type][id]];

@@ -113,8 +113,9 @@ class NeighborSampler : public Sampler {
   /// SampledNodes::sampled_times, which each hop extends. FailedPrecondition for a seed without
   /// a time.
   absl::Status PlaceSeedTimes(const SeedBatch& batch, Scratch* s, SampledSubgraph* out) const;
-  /// With with_node_times (GatherData's part): the nodes' stored times (SampledNodes::times).
-  void GatherNodeTimes(SampledSubgraph* out) const;
+  /// With with_node_times (GatherData's part): the nodes' stored times (SampledNodes::times),
+  /// other partitions' nodes' from their owners.
+  absl::Status GatherNodeTimes(SampledSubgraph* out) const;
 
   const Partition* partition_;
   NeighborSamplerOptions options_;

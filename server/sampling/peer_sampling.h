@@ -43,6 +43,13 @@ class PeerSampling {
     std::string features;
     std::vector<int64_t> labels;
   };
+  /// One owner's share of a lookup of node times.
+  struct NodeTimesCall {
+    int partition = 0;
+    std::vector<int64_t> ids;
+    /// Filled when the call completes: the stored time of each of `ids`.
+    std::vector<int64_t> times;
+  };
   /// What one hop draws: the draw of a node depends only on these and the node id, so the
   /// owner draws exactly what a single partition holding the whole graph would.
   struct Hop {
@@ -77,6 +84,9 @@ class PeerSampling {
   /// Starts fetching features and / or labels of `node_type` nodes; same contract.
   virtual std::unique_ptr<Pending> FetchNodeData(const std::string& node_type, bool features, bool labels,
                                                  std::vector<NodeDataCall>* calls) = 0;
+  /// Starts fetching the stored times of `node_type` nodes (GetNodeTimes); same contract.
+  virtual std::unique_ptr<Pending> FetchNodeTimes(const std::string& node_type,
+                                                  std::vector<NodeTimesCall>* calls) = 0;
 };
 
 }  // namespace graphstore

@@ -167,7 +167,7 @@ void NodeEntry(const Partition& partition, const SampledSubgraph& g, size_t t, M
   // Times, as the batch has them, for every type (empty ones for a type without nodes or
   // seeds in the batch); stored times for the types that store them.
   if (g.temporal) AddInt64s(e, v1::NodeTensors::kSeedTimesFieldNumber, n.seed_times);
-  if (g.node_times && partition.node_type(static_cast<int>(t)).times_data() != nullptr) {
+  if (g.node_times && partition.node_type(static_cast<int>(t)).has_times) {
     AddInt64s(e, v1::NodeTensors::kTimesFieldNumber, n.times);
   }
   if (g.temporal) AddInt64s(e, v1::NodeTensors::kSampledTimesFieldNumber, n.sampled_times);

@@ -44,7 +44,7 @@ void PartitionQueries::FillDatasetMeta(v1::DatasetMeta* resp) const {
     t->set_has_labels(n.labels.is_open());
     t->set_num_classes(n.num_classes);
     for (const auto& [split, f] : n.splits) t->add_splits(split);
-    t->set_has_times(n.times_data() != nullptr);
+    t->set_has_times(n.has_times);
   }
   for (int i = 0; i < m.edge_types_size(); ++i) {
     const EdgeTypeStore& e = partition_->edge_type(i);
@@ -226,6 +226,22 @@ absl::Status PartitionQueries::EncodedFeatures(int type, const v1::GetNodeFeatur
   return absl::OkStatus();
 }
 
+template <typename Value>
+absl::Status PartitionQueries::AnswerOwnedInt64s(int node_type, const google::protobuf::RepeatedField<int64_t>& ids,
+                                                 Value value, v1::Tensor* out) const {
+  if (auto s = CheckOwnedIds(node_type, ids, "ids"); !s.ok()) return s;
+  if (auto s = CheckResponseBytes(8.0 * ids.size(), options_->max_response_bytes,
+                                  absl::StrCat(ids.size(), " ids x 8 bytes"));
+      !s.ok()) {
+    return s;
+  }
+  const NodeTypeStore& n = partition_->node_type(node_type);
+  std::vector<int64_t> values(ids.size());
+  for (int i = 0; i < ids.size(); ++i) values[i] = value(n.OwnerRow(ids[i]));
+  SetInt64Tensor(values, out);
+  return absl::OkStatus();
+}
+
 absl::Status PartitionQueries::GetNodeLabels(const v1::GetNodeLabelsRequest& req, v1::GetNodeLabelsResponse* resp) const {
   auto t = partition_->FindNodeType(req.node_type());
   if (!t.ok()) return t.status();
@@ -233,17 +249,23 @@ absl::Status PartitionQueries::GetNodeLabels(const v1::GetNodeLabelsRequest& req
   if (!n.labels.is_open()) {
     return absl::FailedPreconditionError(absl::StrCat("node type '", n.name, "' has no labels"));
   }
-  if (auto s = CheckOwnedIds(*t, req.ids(), "ids"); !s.ok()) return s;
-  if (auto s = CheckResponseBytes(8.0 * req.ids_size(), options_->max_response_bytes,
-                                  absl::StrCat(req.ids_size(), " ids x 8 bytes"));
-      !s.ok()) {
-    return s;
-  }
-  std::vector<int64_t> out(req.ids_size());
-  for (int i = 0; i < req.ids_size(); ++i) out[i] = n.labels.data<int64_t>()[n.OwnerRow(req.ids(i))];
-  SetInt64Tensor(out, resp->mutable_labels());
+  const int64_t* labels = n.labels.data<int64_t>();
+  auto s = AnswerOwnedInt64s(*t, req.ids(), [labels](int64_t row) { return labels[row]; }, resp->mutable_labels());
+  if (!s.ok()) return s;
   if (counters_ != nullptr) counters_->node_labels_answered.fetch_add(req.ids_size(), std::memory_order_relaxed);
   return absl::OkStatus();
+}
+
+absl::Status PartitionQueries::GetNodeTimes(const v1::GetNodeTimesRequest& req, v1::GetNodeTimesResponse* resp) const {
+  auto t = partition_->FindNodeType(req.node_type());
+  if (!t.ok()) return t.status();
+  const NodeTypeStore& n = partition_->node_type(*t);
+  if (!n.has_times) {
+    return absl::FailedPreconditionError(absl::StrCat("node_type: node type '", n.name, "' stores no node times (book/",
+                                                      n.name, ".time.npy)"));
+  }
+  const int64_t* times = n.own_times.data();
+  return AnswerOwnedInt64s(*t, req.ids(), [times](int64_t row) { return times[row]; }, resp->mutable_times());
 }
 
 absl::Status PartitionQueries::GetEdgeFeatures(const v1::GetEdgeFeaturesRequest& req, v1::GetEdgeFeaturesResponse* resp) const {

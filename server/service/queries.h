@@ -37,6 +37,7 @@ class PartitionQueries {
   absl::Status GetNodeIds(const v1::GetNodeIdsRequest& req, v1::GetNodeIdsResponse* resp) const;
   absl::Status GetNodeFeatures(const v1::GetNodeFeaturesRequest& req, v1::GetNodeFeaturesResponse* resp) const;
   absl::Status GetNodeLabels(const v1::GetNodeLabelsRequest& req, v1::GetNodeLabelsResponse* resp) const;
+  absl::Status GetNodeTimes(const v1::GetNodeTimesRequest& req, v1::GetNodeTimesResponse* resp) const;
   absl::Status GetEdgeFeatures(const v1::GetEdgeFeaturesRequest& req, v1::GetEdgeFeaturesResponse* resp) const;
   absl::Status GetAblpInput(const v1::GetAblpInputRequest& req, v1::GetAblpInputResponse* resp) const;
   /// One hop of neighbour sampling for nodes owned here, drawn exactly as this server's own
@@ -59,6 +60,10 @@ class PartitionQueries {
  private:
   // GetNodeFeatures with an encoding (the rows as a channel with it would get them).
   absl::Status EncodedFeatures(int type, const v1::GetNodeFeaturesRequest& req, v1::GetNodeFeaturesResponse* resp) const;
+  // An int64 a node of owned `ids` of `node_type`, `value(row)` each, into `out` in request order.
+  template <typename Value>
+  absl::Status AnswerOwnedInt64s(int node_type, const google::protobuf::RepeatedField<int64_t>& ids, Value value,
+                                 v1::Tensor* out) const;
   // CSR positions of an edge type's edges ordered by global edge id; built on first use.
   const std::vector<int64_t>& EdgePositionsById(int edge_type) const;
 

@@ -160,7 +160,7 @@ absl::StatusOr<std::vector<int64_t>> ResolveSeedTimes(const Partition& partition
   }
   // Without explicit times the sampler takes the seeds' node times, if it needs any.
   const NodeTypeStore& t = partition.node_type(node_type);
-  if (!temporal || t.times_data() != nullptr) return std::vector<int64_t>();
+  if (!temporal || t.has_times) return std::vector<int64_t>();
   const char* field = req.has_nodes() ? "nodes.times" : req.has_split() ? "split" : "ablp";
   return InvalidField(field, absl::StrCat(": the backend samples temporally and node type '", t.name,
                                           "' stores no node times (book/", t.name, ".time.npy), so each seed needs its time",

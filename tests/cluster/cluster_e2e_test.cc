@@ -450,6 +450,44 @@ TEST_CASE("global batches are the same batches on 1, 2 and 4 partitions, in batc
   }
 }
 
+TEST_CASE("temporal global batches take other partitions' node times from their owners, as one server has them",
+          "[cluster][global][temporal]") {
+  // Each server keeps its own nodes' times alone: a batch's seeds owned elsewhere (their times
+  // start the draw) and its sampled nodes owned elsewhere (with_node_times) are timed by their
+  // owners. The batches are one server's to the last bit, times included.
+  auto epoch_of = [](const std::vector<std::string>& servers) {
+    client::LoaderOptions o = GlobalOptions(servers);
+    o.seed = 77;
+    o.config.set_temporal_strategy(v1::TEMPORAL_STRATEGY_UNIFORM);
+    o.config.set_with_node_times(true);
+    client::Loader loader(o);
+    loader.StartEpoch(1);
+    std::vector<client::Batch> out;
+    while (auto b = loader.Next()) out.push_back(*std::move(b));
+    return out;
+  };
+  LocalCluster single(1);
+  const auto want = epoch_of(single.addresses);
+  REQUIRE(want.size() > 3);
+  // The times are the nodes' own: not one value for every node.
+  REQUIRE(want[0].time.defined());
+  CHECK(want[0].time.max().item<int64_t>() > want[0].time.min().item<int64_t>());
+  for (int n : {2, 4}) {
+    INFO(n << " partitions");
+    LocalCluster cluster(n);
+    const auto got = epoch_of(cluster.addresses);
+    REQUIRE(got.size() == want.size());
+    for (size_t b = 0; b < got.size(); ++b) {
+      INFO("batch " << b);
+      CHECK(torch::equal(got[b].n_id, want[b].n_id));
+      CHECK(torch::equal(got[b].edge_index, want[b].edge_index));
+      CHECK(torch::equal(got[b].seed_time, want[b].seed_time));
+      CHECK(torch::equal(got[b].time, want[b].time));
+      CHECK(torch::equal(got[b].sampled_time, want[b].sampled_time));
+    }
+  }
+}
+
 TEST_CASE("a row crosses once: servers leave other partitions' rows to their owners, batches unchanged",
           "[cluster][global]") {
   // 4 partitions, every peer cache far smaller than the other partitions' data (tiny caches

@@ -128,7 +128,7 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
   const std::string seeds = fz::SeedsDir();
   if (seeds.empty()) return 0;
   // One well-formed request of each method.
-  std::vector<std::string> bodies(18);
+  std::vector<std::string> bodies(19);
   v1::LookupPartitionsRequest lp;
   lp.add_ids(3);
   bodies[1] = lp.SerializeAsString();
@@ -171,6 +171,9 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
   v1::DescribeBackendRequest db;
   db.set_backend_id(1);
   bodies[16] = db.SerializeAsString();
+  v1::GetNodeTimesRequest nt;
+  nt.add_ids(3);
+  bodies[18] = nt.SerializeAsString();
   for (size_t m = 0; m < bodies.size(); ++m) {
     fz::WriteFile(seeds + "/" + std::to_string(m), std::string(1, static_cast<char>(m)) + bodies[m]);
   }
@@ -203,7 +206,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string body(reinterpret_cast<const char*>(data) + 1, size - 1);
   absl::Status status;
   bool parsed = true;
-  switch (data[0] % 18) {
+  switch (data[0] % 19) {
     case 0:
       status = Call<v1::GetDatasetMetaRequest, v1::DatasetMeta>(
           body, [&](auto& r, auto* out) { return core.GetDatasetMeta(r, out); });
@@ -298,13 +301,17 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         return core.DescribeBackend(r, out);
       });
       break;
+    case 18:
+      status = Call<v1::GetNodeTimesRequest, v1::GetNodeTimesResponse>(
+          body, [&](auto& r, auto* out) { return core.queries().GetNodeTimes(r, out); });
+      break;
     default:
       status = Call<v1::GetServerStatsRequest, v1::ServerStats>(
           body, [&](auto& r, auto* out) { return core.GetServerStats(r, out); });
       break;
   }
   if (status.code() == absl::StatusCode::kInternal || status.code() == absl::StatusCode::kUnknown) {
-    std::fprintf(stderr, "method %d answered %s\n", data[0] % 18, status.ToString().c_str());
+    std::fprintf(stderr, "method %d answered %s\n", data[0] % 19, status.ToString().c_str());
     std::abort();
   }
   return 0;

@@ -49,6 +49,9 @@ class OtherServer : public PeerSampling {
   std::unique_ptr<Pending> FetchNodeData(const std::string&, bool, bool, std::vector<NodeDataCall>*) override {
     return std::make_unique<Answered>();
   }
+  std::unique_ptr<Pending> FetchNodeTimes(const std::string&, std::vector<NodeTimesCall>*) override {
+    return std::make_unique<Answered>();
+  }
 
  private:
   struct Answered : Pending {

@@ -218,7 +218,7 @@ TEST_CASE("node times: a seed takes its node's time, and nodes after a time are 
   auto p = testing::WritePartition(g, dir.path());
   // The stored edge time is the neighbour's time.
   REQUIRE(p->edge_type(0).times_data() != nullptr);
-  REQUIRE(p->node_type(0).times_data() != nullptr);
+  REQUIRE(p->node_type(0).has_times);
   auto s = Temporal(p.get(), {-1, -1});
   testing::SampleAt at;  // no explicit times
   const Pairs got = testing::EdgePairs(*p, testing::RunSampler(*s, {0}, at), 0);
@@ -265,7 +265,7 @@ int64_t CheckNoFuture(const Partition& p, const SampledSubgraph& g, std::vector<
   }
   CHECK(nodes.sampled_times == node_time);
   REQUIRE(nodes.times.size() == nodes.ids.size());
-  const int64_t* stored = p.node_type(0).times_data();
+  const int64_t* stored = p.node_type(0).own_times.data();  // one partition: a node's row is its id
   for (size_t i = 0; i < nodes.ids.size(); ++i) {
     INFO("node " << nodes.ids[i]);
     CHECK(nodes.times[i] == stored[nodes.ids[i]]);
@@ -443,7 +443,7 @@ TEST_CASE("on a generated graph no sampled edge is newer than the node that reac
   REQUIRE(p.ok());
   const Partition& part = **p;
   REQUIRE(part.edge_type(0).times_data() != nullptr);
-  const int64_t* node_times = part.node_type(0).times_data();
+  const int64_t* node_times = part.node_type(0).own_times.data();  // one partition: a node's row is its id
   REQUIRE(node_times != nullptr);
   struct Mode {
     const char* name;
@@ -491,7 +491,7 @@ TEST_CASE("on a generated graph, LAST draws the newest allowed neighbours and un
   REQUIRE(p.ok());
   const Partition& part = **p;
   const EdgeTypeStore& et = part.edge_type(0);
-  const int64_t* node_times = part.node_type(0).times_data();
+  const int64_t* node_times = part.node_type(0).own_times.data();  // one partition: a node's row is its id
   auto last = Temporal(&part, {3}, TemporalStrategy::kLast);
   auto all = Temporal(&part, {-1});
   int64_t cut_rows = 0;
@@ -628,7 +628,7 @@ TEST_CASE("stored node times are gathered when asked for, temporal or not", "[te
   auto p = Partition::Load(testing::GeneratedDataset(3000, 0, 4, 1, 5, /*times=*/true));
   REQUIRE(p.ok());
   const Partition& part = **p;
-  const int64_t* stored = part.node_type(0).times_data();
+  const int64_t* stored = part.node_type(0).own_times.data();  // one partition: a node's row is its id
   for (bool temporal : {false, true}) {
     for (bool asked : {false, true}) {
       INFO("temporal " << temporal << ", times asked for " << asked);

@@ -274,6 +274,52 @@ TEST_CASE("GetNodeFeatures and GetNodeLabels answer owned rows and refuse others
   CHECK(absl::IsInvalidArgument(Queries(*p).GetNodeLabels(lr, &lresp)));
 }
 
+TEST_CASE("GetNodeTimes answers owned nodes' stored times and refuses others' and an untimed type", "[queries]") {
+  // Node i's time is 100 + 7i; each server keeps its own nodes' times alone.
+  GraphData g = testing::TinyGraph();
+  for (int64_t i = 0; i < g.node_types[0].num_nodes; ++i) g.node_types[0].times.push_back(100 + 7 * i);
+  TempDir dir, untimed_dir;
+  WriteOptions w;
+  w.num_partitions = 2;
+  REQUIRE(WritePartitions(g, RandomAssignment(g, 2, 4), w, dir.path()).ok());
+  for (int k = 0; k < 2; ++k) {
+    INFO("partition " << k);
+    auto p = Load(PartitionDir(dir.path(), 2, k));
+    const NodeTypeStore& n = p->node_type(0);
+    REQUIRE(n.has_times);
+    CHECK(static_cast<int64_t>(n.own_times.size()) == n.num_local);
+    v1::GetNodeTimesRequest req;
+    int64_t foreign = -1;
+    for (int64_t id = n.num_nodes - 1; id >= 0; --id) {
+      if (n.Owner(id) == k) {
+        req.add_ids(id);
+      } else {
+        foreign = id;
+      }
+    }
+    REQUIRE(req.ids_size() > 0);
+    REQUIRE(foreign >= 0);
+    v1::GetNodeTimesResponse resp;
+    REQUIRE(Queries(*p).GetNodeTimes(req, &resp).ok());
+    const V times = Ints(resp.times());
+    REQUIRE(static_cast<int>(times.size()) == req.ids_size());
+    for (int i = 0; i < req.ids_size(); ++i) CHECK(times[i] == 100 + 7 * req.ids(i));
+    req.add_ids(foreign);
+    const absl::Status s = Queries(*p).GetNodeTimes(req, &resp);
+    CHECK(absl::IsInvalidArgument(s));
+    CHECK_THAT(std::string(s.message()), Catch::Contains(std::to_string(foreign)));
+    CHECK_THAT(std::string(s.message()), Catch::Contains("is owned by partition " + std::to_string(1 - k)));
+    req.set_node_type("nope");
+    CHECK(absl::IsInvalidArgument(Queries(*p).GetNodeTimes(req, &resp)));
+  }
+  auto untimed = Load(PartitionDir(TwoPartitions(untimed_dir), 2, 0));
+  v1::GetNodeTimesRequest req;
+  v1::GetNodeTimesResponse resp;
+  const absl::Status s = Queries(*untimed).GetNodeTimes(req, &resp);
+  CHECK(absl::IsFailedPrecondition(s));
+  CHECK_THAT(std::string(s.message()), Catch::Contains("stores no node times"));
+}
+
 TEST_CASE("a request over the id limit is refused before any work", "[queries]") {
   TempDir dir;
   const GraphData g = testing::TinyGraph();

@@ -73,6 +73,7 @@ class OtherPartition : public Cluster {
   std::unique_ptr<Pending> FetchNodeData(const std::string&, bool, bool, std::vector<NodeDataCall>*) override {
     return nullptr;
   }
+  std::unique_ptr<Pending> FetchNodeTimes(const std::string&, std::vector<NodeTimesCall>*) override { return nullptr; }
   std::vector<int> asked;
 
  private:

@@ -308,9 +308,14 @@ TEST_CASE("node and edge times are stored per edge as the later of the two, rows
     const NodeTypeStore& n = (*part)->node_type(0);
     const EdgeTypeStore& e = (*part)->edge_type(0);
     REQUIRE(e.times_data() != nullptr);
-    REQUIRE(n.times_data() != nullptr);
+    REQUIRE(n.has_times);
     const int64_t* raw = n.raw_ids.data<int64_t>();
-    CHECK(n.times_data()[2] == 5);  // global 2 is raw 30, the second row of ids.npy
+    // The book holds every node's time; the server keeps its own nodes'.
+    auto book_times = MappedNpy::Open(PartitionDir(dir / "out", 2, p) + "/book/node.time.npy");
+    REQUIRE(book_times.ok());
+    CHECK(book_times->data<int64_t>()[2] == 5);  // global 2 is raw 30, the second row of ids.npy
+    REQUIRE(static_cast<int64_t>(n.own_times.size()) == n.num_local);
+    for (int64_t r = 0; r < n.num_local; ++r) CHECK(n.own_times[r] == book_times->data<int64_t>()[n.global_ids()[r]]);
     for (int64_t r = 0; r < n.num_local; ++r) {
       for (int64_t k = e.indptr_data()[r]; k < e.indptr_data()[r + 1]; ++k) {
         if (k > e.indptr_data()[r]) CHECK(e.times_data()[k - 1] <= e.times_data()[k]);

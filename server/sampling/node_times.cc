@@ -1,0 +1,44 @@
+#include "server/sampling/node_times.h"
+
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "server/sampling/draw.h"
+#include "server/sampling/owner_split.h"
+
+namespace graphstore {
+
+absl::Status LookUpNodeTimes(const Partition& partition, int node_type, const int64_t* ids, size_t n,
+                             PeerSampling* peers, int64_t* out) {
+  const NodeTypeStore& t = partition.node_type(node_type);
+  OwnerSplit<PeerSampling::NodeTimesCall> split;
+  if (auto s = split.Split(partition, t, ids, n, peers != nullptr, "its time needs", [](size_t) { return false; });
+      !s.ok()) {
+    return s;
+  }
+  auto issue = [&](std::vector<PeerSampling::NodeTimesCall>* calls) { return peers->FetchNodeTimes(t.name, calls); };
+  // This partition's nodes while the owners answer for the others: a node's row, then its time.
+  auto local = [&] {
+    const int64_t* own = t.own_times.data();
+    for (size_t i = 0; i < n; ++i) {
+      if (i + kPrefetchAhead < n) t.owners.Prefetch(ids[i + kPrefetchAhead]);
+      if (split.call_of_item(i) < 0) out[i] = own[t.OwnerRow(ids[i])];
+    }
+    return absl::OkStatus();
+  };
+  auto check = [&](const PeerSampling::NodeTimesCall& c) {
+    if (c.times.size() == c.ids.size()) return absl::OkStatus();
+    return absl::DataLossError(absl::StrCat("partition ", c.partition, " answered ", c.times.size(), " times of '",
+                                            t.name, "' nodes for ", c.ids.size(), " ids"));
+  };
+  if (auto s = split.Run(issue, local, check); !s.ok()) return s;
+  // The owners' answers, each in its call's list order.
+  std::vector<size_t> next(split.calls.size(), 0);
+  for (size_t i = 0; i < n; ++i) {
+    const int32_t c = split.call_of_item(i);
+    if (c >= 0) out[i] = split.calls[c].times[next[c]++];
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace graphstore
