@@ -40,12 +40,18 @@ def free_ports(n):
     return ports
 
 
-def rss_mb(pid):
+def rss_mb(pid, field="VmRSS"):
+    """A process's resident memory in MiB: all of it (VmRSS), or its anonymous part (RssAnon: the
+    heap, not the mapped partition files)."""
     with open(f"/proc/{pid}/status") as f:
         for line in f:
-            if line.startswith("VmRSS:"):
+            if line.startswith(field + ":"):
                 return int(line.split()[1]) / 1024
     return 0.0
+
+
+def memory(procs):
+    return [rss_mb(p.pid) for p in procs], [rss_mb(p.pid, "RssAnon") for p in procs]
 
 
 def partition_dir(graph, parts, k):
@@ -89,7 +95,7 @@ def one_binary(binary, args, work):
     out = {}
     try:
         # Sampling opens once every peer answered: the first registration waits for it.
-        out["start"] = [rss_mb(p.pid) for p in procs]
+        out["start"], out["start_anon"] = memory(procs)
         out["started_s"] = started_s
         loaders, first = [], []
         for c in range(args.channels):
@@ -101,7 +107,7 @@ def one_binary(binary, args, work):
             next(it)
             first.append(time.perf_counter() - t0)
             loaders.append((loader, it))
-        out["registered"] = [rss_mb(p.pid) for p in procs]
+        out["registered"], out["registered_anon"] = memory(procs)
         out["first_batch_s"] = first
         t0, n = time.perf_counter(), 0
         for _ in range(args.batches):
@@ -109,7 +115,7 @@ def one_binary(binary, args, work):
                 b = next(it)
                 n += int(b.batch_size)
         out["seeds_per_s"] = n / (time.perf_counter() - t0)
-        out["read"] = [rss_mb(p.pid) for p in procs]
+        out["read"], out["read_anon"] = memory(procs)
         for loader, _ in loaders:
             loader.close()
     finally:
@@ -152,7 +158,8 @@ def main():
         print(f"{'':>10}  servers up (files verified, book built) in {r['started_s']:.1f} s")
         for key in ("start", "registered", "read"):
             print(f"{'':>10}  {key:>10}: RSS / own share " + ", ".join(f"{x / s:.2f}" for x, s in zip(r[key], share)) +
-                  "; beyond it MB " + ", ".join(f"{x - s:+.0f}" for x, s in zip(r[key], share)))
+                  "; beyond it MB " + ", ".join(f"{x - s:+.0f}" for x, s in zip(r[key], share)) +
+                  "; anonymous (not the mapped files) MB " + ", ".join(f"{x:.0f}" for x in r[key + "_anon"]))
         print(f"{'':>10}  registration to first batch {', '.join(f'{x:.2f}' for x in r['first_batch_s'])} s, "
               f"{r['seeds_per_s']:,.0f} seeds/s")
     if a.baseline:
