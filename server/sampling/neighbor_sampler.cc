@@ -227,7 +227,7 @@ absl::Status NeighborSampler::PlaceSeedTimes(const SeedBatch& batch, Scratch* s,
     }
   }
   auto lower = [&](int type, int64_t id, int64_t t) {
-    int64_t& slot = out->nodes[type].sampled_times[s->local_of[type][id]];
+    int64_t& slot = out->nodes[type].sampled_times[s->local_of[type].Find(id, out->nodes[type].ids)];
     slot = std::min(slot, t);
   };
   for (size_t i = 0; i < batch.size; ++i) lower(batch.node_type, batch.ids[i], seed_times[i]);
@@ -303,7 +303,7 @@ absl::Status NeighborSampler::ExpandHop(int edge_type, int fanout, uint64_t hop_
   // edges.
   const size_t m = d.neighbors.size();
   std::vector<int64_t>& col_ids = out->nodes[et.col_type].ids;
-  std::vector<int32_t>& col_map = s->local_of[et.col_type];
+  LocalIdMap& col_map = s->local_of[et.col_type];
   SampledEdges& edges = out->edges[edge_type];
   const bool rows_are_sources = partition_->rows_are_sources();
   std::vector<int32_t>& src = rows_are_sources ? edges.rows : edges.cols;
@@ -328,14 +328,20 @@ absl::Status NeighborSampler::ExpandHop(int edge_type, int fanout, uint64_t hop_
   for (size_t i = 0; i < n; ++i) {
     const int32_t u = static_cast<int32_t>(begin + i);
     for (int64_t k = 0; k < d.counts[i]; ++k, ++j) {
-      if (j + kAhead < m) __builtin_prefetch(&col_map[d.neighbors[j + kAhead]]);
+      if (j + kAhead < m) col_map.Prefetch(d.neighbors[j + kAhead]);
       const int64_t w = d.neighbors[j];
-      int32_t& local = col_map[w];
-      if (local < 0) {
-        if (!add_nodes) continue;
-        local = static_cast<int32_t>(col_ids.size());
-        col_ids.push_back(w);
-        if (temporal) col_times->push_back(row_times[u]);
+      int32_t local = -1;
+      if (!add_nodes) {
+        local = col_map.Find(w, col_ids);
+        if (local < 0) continue;
+      } else {
+        int32_t& slot = col_map.Slot(w, col_ids);
+        if (slot < 0) {
+          slot = static_cast<int32_t>(col_ids.size());
+          col_ids.push_back(w);
+          if (temporal) col_times->push_back(row_times[u]);
+        }
+        local = slot;
       }
       src.push_back(u);
       dst.push_back(local);

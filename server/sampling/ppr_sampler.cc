@@ -174,11 +174,11 @@ void PprSampler::KeepTop(Scratch* s, SampledSubgraph* out) const {
       return a.first != b.first ? a.first > b.first : a.second < b.second;
     });
     const int seed_type = KeyType(s->seeds[i]);
-    const int64_t seed_local = s->local_of[seed_type][KeyId(s->seeds[i])];
+    const int64_t seed_local = s->local_of[seed_type].Find(KeyId(s->seeds[i]), out->nodes[seed_type].ids);
     for (size_t r = 0; r < keep; ++r) {
       const int t = KeyType(ranked[r].second);
       const int64_t id = KeyId(ranked[r].second);
-      int32_t& local = s->local_of[t][id];
+      int32_t& local = s->local_of[t].Slot(id, out->nodes[t].ids);
       if (local < 0) {
         local = static_cast<int32_t>(out->nodes[t].ids.size());
         out->nodes[t].ids.push_back(id);

@@ -55,7 +55,7 @@ absl::Status PlaceSeeds(const Partition& partition, const SeedBatch& batch, Loca
   seeds.batch.assign(batch.ids, batch.ids + batch.size);
   seeds.ids.reserve(batch.size);
   auto add_seed = [&](int type, int64_t id) {
-    int32_t& local = (*local_of)[type][id];
+    int32_t& local = (*local_of)[type].Slot(id, out->nodes[type].ids);
     if (local < 0) {
       local = static_cast<int32_t>(out->nodes[type].ids.size());
       out->nodes[type].ids.push_back(id);
@@ -77,11 +77,7 @@ absl::Status PlaceSeeds(const Partition& partition, const SeedBatch& batch, Loca
 }  // namespace
 
 ScopedLocalIds::~ScopedLocalIds() {
-  for (size_t t = 0; t < subgraph_->nodes.size() && t < maps_->size(); ++t) {
-    std::vector<int32_t>& map = (*maps_)[t];
-    if (map.empty()) continue;
-    for (int64_t id : subgraph_->nodes[t].ids) map[id] = -1;
-  }
+  for (size_t t = 0; t < subgraph_->nodes.size() && t < maps_->size(); ++t) (*maps_)[t].Clear(subgraph_->nodes[t].ids);
 }
 
 absl::Status StartSubgraph(const Partition& partition, const SeedBatch& batch, LocalIds* local_of,
@@ -91,9 +87,9 @@ absl::Status StartSubgraph(const Partition& partition, const SeedBatch& batch, L
     return absl::InvalidArgumentError(absl::StrCat("node type index ", batch.node_type, " is out of range"));
   }
   out->Reset(num_types, partition.edge_types().size());
-  local_of->resize(num_types);
-  for (int t = 0; t < num_types; ++t) {
-    if ((*local_of)[t].empty()) (*local_of)[t].assign(partition.node_type(t).num_nodes, -1);
+  if (local_of->size() != static_cast<size_t>(num_types)) {
+    local_of->resize(num_types);
+    for (int t = 0; t < num_types; ++t) (*local_of)[t].Reset(partition.node_type(t).num_nodes);
   }
   return PlaceSeeds(partition, batch, local_of, out);
 }
