@@ -100,4 +100,12 @@ int64_t SampledSubgraph::NumEdges() const {
   return n;
 }
 
+std::shared_ptr<const HotSet> HotSet::Of(std::vector<int64_t> ids, int64_t num_nodes) {
+  auto set = std::make_shared<HotSet>();
+  set->ids = std::move(ids);
+  set->index.Reset(num_nodes);
+  for (size_t i = 0; i < set->ids.size(); ++i) set->index.Slot(set->ids[i], set->ids) = static_cast<int32_t>(i);
+  return set;
+}
+
 }  // namespace graphstore

@@ -15,6 +15,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "server/graph/npy.h"
+#include "server/sampling/local_ids.h"
 #include "server/util/uninitialized.h"
 
 namespace graphstore {
@@ -182,6 +183,17 @@ struct SampledSubgraph {
 
 struct AblpBatch;  // server/sampling/ablp.h
 
+/// The nodes of a type whose rows a trainer's cache holds: their ids ascending, and an index
+/// that tells whether a node is one of them (LocalIdMap: an array up to 2^24 nodes of the type,
+/// a table of the hot nodes alone beyond), so nothing is kept per node of a larger graph.
+struct HotSet {
+  std::vector<int64_t> ids;
+  LocalIdMap index;
+  /// The set of `ids` (ascending) of a type of `num_nodes` nodes.
+  static std::shared_ptr<const HotSet> Of(std::vector<int64_t> ids, int64_t num_nodes);
+  bool Contains(int64_t id) const { return index.Find(id, ids) >= 0; }
+};
+
 /// How a batch's feature rows are written: the channel's encoding (graphstore.v1's
 /// FeatureEncoding, implemented by proto/feature_codec.h) and the rows its trainer caches.
 struct FeatureOutput {
@@ -192,7 +204,7 @@ struct FeatureOutput {
   std::vector<std::vector<float>> scale, offset;
   /// Per node type: for every global id, 1 when the trainer caches the node's row (left out of
   /// the batch). Null or missing for a type without a cache.
-  std::vector<std::shared_ptr<const std::vector<uint8_t>>> cached;
+  std::vector<std::shared_ptr<const HotSet>> cached;
   /// The rows and labels of nodes another partition owns are left out (their owners send them
   /// to the trainer): RegisterSamplingInputRequest.rows_from_owners, as the server resolved it
   /// (service/feature_outputs.h); the gather only reads it.
@@ -209,7 +221,7 @@ struct FeatureOutput {
   /// The trainer caches rows of `type`.
   bool Caches(int type) const { return type < static_cast<int>(cached.size()) && cached[type] != nullptr; }
   /// The trainer caches node `id` of `type`.
-  bool Cached(int type, int64_t id) const { return Caches(type) && (*cached[type])[id] != 0; }
+  bool Cached(int type, int64_t id) const { return Caches(type) && cached[type]->Contains(id); }
 };
 
 /// The seeds of one batch and the coordinates its randomness derives from.

@@ -1,7 +1,6 @@
 #include "server/service/feature_outputs.h"
 
 #include <algorithm>
-#include <numeric>
 
 #include "absl/strings/str_cat.h"
 #include "proto/feature_codec.h"
@@ -64,7 +63,7 @@ absl::Status FeatureOutputs::QuantizationParameters(int type, int bits, std::vec
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::shared_ptr<const FeatureOutputs::Hot>> FeatureOutputs::HotNodes(int type, int64_t k) {
+absl::StatusOr<std::shared_ptr<const HotSet>> FeatureOutputs::HotNodes(int type, int64_t k) {
   const NodeTypeStore& t = partition_->node_type(type);
   std::lock_guard<std::mutex> lock(mu_);
   auto it = hot_.find({type, k});
@@ -75,20 +74,33 @@ absl::StatusOr<std::shared_ptr<const FeatureOutputs::Hot>> FeatureOutputs::HotNo
         " to rank its nodes by (rewrite the dataset with graphstore-partition or graphstore-generate)"));
   }
   const int64_t* degree = t.degree.data<int64_t>();
-  std::vector<int64_t> order(t.num_nodes);
-  std::iota(order.begin(), order.end(), 0);
-  auto hotter = [degree](int64_t a, int64_t b) { return degree[a] != degree[b] ? degree[a] > degree[b] : a < b; };
   k = std::min(k, t.num_nodes);
-  std::nth_element(order.begin(), order.begin() + k, order.end(), hotter);
-  order.resize(k);
-  std::sort(order.begin(), order.end());
-  auto hot = std::make_shared<Hot>();
-  auto flags = std::make_shared<std::vector<uint8_t>>(t.num_nodes, 0);
-  for (int64_t id : order) (*flags)[id] = 1;
-  hot->ids = std::move(order);
-  hot->flags = std::move(flags);
+  // The best k so far in a heap whose top is the coolest of them: (degree, id), a higher degree
+  // hotter, then a lower id. Ids come in ascending order, so a node only displaces the top with
+  // a higher degree.
+  std::vector<std::pair<int64_t, int64_t>> best;
+  best.reserve(static_cast<size_t>(k));
+  auto hotter = [](const std::pair<int64_t, int64_t>& a, const std::pair<int64_t, int64_t>& b) {
+    return a.first != b.first ? a.first > b.first : a.second < b.second;
+  };
+  for (int64_t id = 0; id < t.num_nodes && k > 0; ++id) {
+    if (static_cast<int64_t>(best.size()) < k) {
+      best.emplace_back(degree[id], id);
+      std::push_heap(best.begin(), best.end(), hotter);
+    } else if (degree[id] > best.front().first) {
+      std::pop_heap(best.begin(), best.end(), hotter);
+      best.back() = {degree[id], id};
+      std::push_heap(best.begin(), best.end(), hotter);
+    }
+  }
+  t.degree.DropResident();
+  std::vector<int64_t> ids;
+  ids.reserve(best.size());
+  for (const auto& [d, id] : best) ids.push_back(id);
+  std::sort(ids.begin(), ids.end());
+  std::shared_ptr<const HotSet> hot = HotSet::Of(std::move(ids), t.num_nodes);
   hot_.emplace(std::make_pair(type, k), hot);
-  return std::shared_ptr<const Hot>(hot);
+  return hot;
 }
 
 absl::StatusOr<std::shared_ptr<const FeatureOutput>> FeatureOutputs::ForChannel(v1::FeatureEncoding encoding,
@@ -132,7 +144,7 @@ absl::StatusOr<std::shared_ptr<const FeatureOutput>> FeatureOutputs::ForChannel(
     if (cache_rows > 0) {
       auto hot = HotNodes(type, cache_rows);
       if (!hot.ok()) return hot.status();
-      out->cached[type] = (*hot)->flags;
+      out->cached[type] = *hot;
     }
   }
   std::lock_guard<std::mutex> lock(mu_);
@@ -153,18 +165,15 @@ void FeatureOutputs::Describe(const FeatureOutput& output, int64_t cache_rows,
                 q->mutable_offset());
     }
     if (cache_rows > 0 && output.cached[type] != nullptr) {
-      const std::vector<uint8_t>& flags = *output.cached[type];
+      const std::vector<int64_t>& hot = output.cached[type]->ids;
       std::vector<int64_t> mine;
-      int64_t total = 0;
-      for (int64_t id = 0; id < t.num_nodes; ++id) {
-        if (!flags[id]) continue;
-        ++total;
+      for (int64_t id : hot) {
         if (t.Owner(id) == partition_->partition_id()) mine.push_back(id);
       }
       v1::FeatureCache* c = resp->add_feature_cache();
       c->set_node_type(t.name);
       SetInt64Tensor(mine, c->mutable_ids());
-      c->set_total_rows(total);
+      c->set_total_rows(static_cast<int64_t>(hot.size()));
     }
   }
 }

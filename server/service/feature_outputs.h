@@ -67,19 +67,16 @@ class FeatureOutputs {
   /// Each column's minimum and maximum over the whole graph (see the file comment).
   absl::Status Range(int type, std::vector<float>* min, std::vector<float>* max);
 
-  /// The ids of the `k` nodes of `type` a cache of k rows holds (by column degree, ties by id),
-  /// ascending, and a flag per global id.
-  struct Hot {
-    std::vector<int64_t> ids;
-    std::shared_ptr<const std::vector<uint8_t>> flags;
-  };
-  absl::StatusOr<std::shared_ptr<const Hot>> HotNodes(int type, int64_t k);
+  /// The `k` nodes of `type` a cache of k rows holds: those of the highest column degree, ties
+  /// to the lower id. Ranked in one pass over the degrees keeping the best k (memory for k
+  /// nodes, none for the others).
+  absl::StatusOr<std::shared_ptr<const HotSet>> HotNodes(int type, int64_t k);
 
  private:
   const Partition* const partition_;
   std::mutex mu_;
   std::map<int, std::pair<std::vector<float>, std::vector<float>>> ranges_;
-  std::map<std::pair<int, int64_t>, std::shared_ptr<const Hot>> hot_;
+  std::map<std::pair<int, int64_t>, std::shared_ptr<const HotSet>> hot_;
   std::map<std::tuple<int, int64_t, bool>, std::shared_ptr<const FeatureOutput>> outputs_;
 };
 

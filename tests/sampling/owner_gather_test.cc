@@ -76,9 +76,9 @@ TEST_CASE("rows and labels left to owners: the sender's own alone over a socket,
   CHECK(labels_only.labels.size() == n);
 
   // A trainer cache of every even id: the mask marks cached and other partitions' rows alike.
-  auto flags = std::make_shared<std::vector<uint8_t>>(n, 0);
-  for (size_t i = 0; i < n; i += 2) (*flags)[i] = 1;
-  output.cached = {flags};
+  std::vector<int64_t> even;
+  for (size_t i = 0; i < n; i += 2) even.push_back(static_cast<int64_t>(i));
+  output.cached = {HotSet::Of(std::move(even), static_cast<int64_t>(n))};
   SampledNodes masked = AllNodes(*p0);
   REQUIRE(GatherNodeData(*p0, 0, true, true, &output, nullptr, &masked).ok());
   REQUIRE(masked.cached.size() == n);
