@@ -33,8 +33,9 @@ std::string WeightRange(const float* w, int64_t n) {
 
 // What a server holds for this partition, by what it grows with: bytes per edge it stores, per
 // node it owns, and per node of the whole graph (the partition book every server holds, in
-// memory at half a byte to a byte a node; label edges' destination degrees as mapped). Node times
-// are kept for the owned nodes only (8 bytes each), read once from the whole graph's file.
+// memory at half a byte to a byte a node). Node times are kept for the owned nodes only (8 bytes
+// each) and label edges' destination degrees as a shared index (1 to 2 bytes a node, built for
+// degree negatives), both read once from their whole-graph files.
 void PrintSizing(const std::string& dir, const graphstore::Partition& part) {
   namespace fs = std::filesystem;
   int64_t own_edges = 0, own_nodes = 0, all_nodes = 0, book = 0;
@@ -56,10 +57,8 @@ void PrintSizing(const std::string& dir, const graphstore::Partition& part) {
     auto ends = [&name](const char* tail) { return absl::EndsWith(name, tail); };
     if (rel.rfind("book/", 0) == 0 && ends(".raw_ids.npy")) {
       unread += bytes;  // for the user's tools: the server does not read it
-    } else if (rel.rfind("book/", 0) == 0) {
+    } else if (rel.rfind("book/", 0) == 0 || name == "dst_degree.npy") {
       read_once += bytes;  // the owner and row files (NodeBook), the degrees, the node times
-    } else if (name == "dst_degree.npy") {
-      per_all += bytes;
     } else if (rel.rfind("edges/", 0) == 0 && name.rfind("labels_", 0) != 0) {
       per_edge += bytes;
     } else if (rel.rfind("nodes/", 0) == 0 && name != "feature_range.npy") {
@@ -77,14 +76,16 @@ void PrintSizing(const std::string& dir, const graphstore::Partition& part) {
   std::printf("  %8.1f bytes per own node       x %12lld = %10.1f MiB\n", per(per_own, own_nodes),
               static_cast<long long>(own_nodes), per_own / double(1 << 20));
   std::printf("  %8.2f bytes per node of graph  x %12lld = %10.1f MiB (on every server: the book in memory, "
-              "%.2f a node, and any label edges' destination degrees)\n",
+              "%.2f a node)\n",
               per(per_all, all_nodes), static_cast<long long>(all_nodes), per_all / double(1 << 20),
               per(book, all_nodes));
-  std::printf("  read once at load, then let go: %.1f MiB of book files (owners, rows, degrees, each node's time); never read: "
+  std::printf("  read once, then let go: %.1f MiB of book files (owners, rows, degrees, each node's time) and "
+              "label edges' destination degrees; never read: "
               "%.1f MiB of raw ids\n",
               read_once / double(1 << 20), unread / double(1 << 20));
   std::printf("  plus, built on the first weighted or temporal draw: about 4.3 bytes per own edge of each "
-              "weighted edge type (8.3 in rows over 4096 edges) and 64 per row of each timed one\n");
+              "weighted edge type (8.3 in rows over 4096 edges) and 64 per row of each timed one; on the first "
+              "degree negatives, 1 to 2 bytes per destination node of the label edge type\n");
 }
 
 }  // namespace

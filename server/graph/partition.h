@@ -97,6 +97,9 @@ struct EdgeTypeStore {
   /// int64 [num dst nodes]: each destination node's degree in this type over the whole graph;
   /// open when there are label splits.
   MappedNpy dst_degree;
+  /// The draw of destination nodes in proportion to dst_degree (DegreeIndex), built by the first
+  /// channel with degree negatives and shared by all.
+  std::shared_ptr<DegreeIndex> dst_degree_index = std::make_shared<DegreeIndex>();
 
   const int64_t* indptr_data() const { return indptr.data<int64_t>(); }
   const int64_t* indices_data() const { return indices.data<int64_t>(); }

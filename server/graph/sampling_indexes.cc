@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <cstring>
 #include <functional>
 #include <optional>
 #include <string>
@@ -258,6 +259,43 @@ const WeightIndex::Alias& WeightIndex::GetAlias(const int64_t* indptr, int64_t r
     bytes_.fetch_add(indptr[rows] * static_cast<int64_t>(sizeof(uint32_t)));
   });
   return alias_;
+}
+
+const DegreeIndex& DegreeIndex::Get(const int64_t* degree, int64_t n) const {
+  std::call_once(once_, [&] {
+    n_ = n;
+    int64_t largest = 0;
+    for (int64_t i = 0; i < n; ++i) largest = std::max(largest, degree[i]);
+    width_ = largest <= 0xff ? 1 : largest <= 0xffff ? 2 : largest <= 0xffffffffLL ? 4 : 8;
+    before_.resize(static_cast<size_t>((n + kBlock - 1) / kBlock));
+    degrees_.resize(static_cast<size_t>(n) * width_);
+    for (int64_t i = 0; i < n; ++i) {
+      if (i % kBlock == 0) before_[static_cast<size_t>(i / kBlock)] = total_;
+      std::memcpy(degrees_.data() + i * width_, &degree[i], width_);  // little-endian: the low bytes
+      total_ += degree[i];
+    }
+    bytes_.store(static_cast<int64_t>(before_.size() * sizeof(int64_t) + degrees_.size()));
+  });
+  return *this;
+}
+
+int64_t DegreeIndex::DegreeOf(int64_t i) const {
+  uint64_t d = 0;
+  std::memcpy(&d, degrees_.data() + i * width_, width_);
+  return static_cast<int64_t>(d);
+}
+
+int64_t DegreeIndex::NodeAt(int64_t u) const {
+  // The last block starting at or below u holds the node (a later block that also starts at or
+  // below u would start past the node's range).
+  const size_t b = static_cast<size_t>(std::upper_bound(before_.begin(), before_.end(), u) - before_.begin()) - 1;
+  int64_t sum = before_[b];
+  int64_t i = static_cast<int64_t>(b) * kBlock;
+  for (;; ++i) {
+    const int64_t d = DegreeOf(i);
+    if (sum + d > u) return i;
+    sum += d;
+  }
 }
 
 }  // namespace graphstore

@@ -125,10 +125,9 @@ absl::StatusOr<std::shared_ptr<const AblpLabeler>> AblpLabeler::Create(const Par
     if (!e.dst_degree.is_open()) {
       return absl::FailedPreconditionError(absl::StrCat("edge type '", e.name, "' stores no destination degrees"));
     }
-    const int64_t* d = e.dst_degree.data<int64_t>();
-    const int64_t n = e.dst_degree.num_elements();
-    l->cumulative_degree_.resize(n + 1, 0);
-    for (int64_t i = 0; i < n; ++i) l->cumulative_degree_[i + 1] = l->cumulative_degree_[i] + d[i];
+    l->degrees_ = &e.dst_degree_index->Get(e.dst_degree.data<int64_t>(), e.dst_degree.num_elements());
+    // The file was read once into the shared index.
+    e.dst_degree.DropResident();
   }
   return std::shared_ptr<const AblpLabeler>(std::move(l));
 }
@@ -182,13 +181,13 @@ absl::Status AblpLabeler::MakeBatch(const int64_t* anchors, size_t n, uint64_t s
       const int64_t num_known = in.known_offsets[idx + 1] - in.known_offsets[idx];
       DrawStream rng(HashCombine(key, static_cast<uint64_t>(a)));
       taken.clear();
-      const int64_t total = cumulative_degree_.empty() ? 0 : cumulative_degree_.back();
+      const int64_t total = degrees_ == nullptr ? 0 : degrees_->total();
       for (int tries = 0; static_cast<int>(taken.size()) < negatives_.num && tries < 20 * negatives_.num + 100;
            ++tries) {
         int64_t c;
         if (negatives_.kind == NegativeOptions::Kind::kDegree && total > 0) {
           const int64_t u = static_cast<int64_t>(rng.Below(static_cast<uint64_t>(total)));
-          c = std::upper_bound(cumulative_degree_.begin(), cumulative_degree_.end(), u) - cumulative_degree_.begin() - 1;
+          c = degrees_->NodeAt(u);
         } else {
           c = static_cast<int64_t>(rng.Below(static_cast<uint64_t>(num_labels)));
         }

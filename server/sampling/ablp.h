@@ -114,8 +114,9 @@ class AblpLabeler {
   AblpInput input_;
   NegativeOptions negatives_;
   int reverse_edge_type_ = -1;
-  /// Degree-proportional negatives: cumulative destination degree ([num label nodes + 1]).
-  std::vector<int64_t> cumulative_degree_;
+  /// Degree-proportional negatives: the edge type's shared DegreeIndex (the partition outlives
+  /// the labeler); null otherwise.
+  const DegreeIndex* degrees_ = nullptr;
 };
 
 }  // namespace graphstore

@@ -117,5 +117,34 @@ TEST_CASE("indexes built in chunks on several threads equal those of each row al
   CHECK(with_trees == 5);
 }
 
+TEST_CASE("the degree index draws the node an upper bound over the running sums gives, in a byte or two a node",
+          "[graph][ablp]") {
+  uint64_t state = 7;
+  for (const int64_t largest : {int64_t{9}, int64_t{300}, int64_t{70000}, int64_t{5000000000}}) {
+    INFO("degrees up to " << largest);
+    // Runs of zeros (nodes never drawn) among the degrees, several blocks of each.
+    std::vector<int64_t> degree(1000);
+    for (size_t i = 0; i < degree.size(); ++i) {
+      degree[i] = (i / 100) % 3 == 1 ? 0 : static_cast<int64_t>(Next(&state) % static_cast<uint64_t>(largest + 1));
+    }
+    std::vector<int64_t> running(degree.size() + 1, 0);
+    for (size_t i = 0; i < degree.size(); ++i) running[i + 1] = running[i] + degree[i];
+    DegreeIndex index;
+    index.Get(degree.data(), static_cast<int64_t>(degree.size()));
+    REQUIRE(index.total() == running.back());
+    for (int k = 0; k < 5000; ++k) {
+      const int64_t u = static_cast<int64_t>(Next(&state) % static_cast<uint64_t>(running.back()));
+      const int64_t want = std::upper_bound(running.begin(), running.end(), u) - running.begin() - 1;
+      REQUIRE(index.NodeAt(u) == want);
+    }
+    for (int64_t u : {int64_t{0}, running.back() - 1}) {
+      REQUIRE(index.NodeAt(u) == std::upper_bound(running.begin(), running.end(), u) - running.begin() - 1);
+    }
+    // The degrees in the fewest bytes the largest fits, and a total every 64 nodes.
+    const int64_t width = largest <= 255 ? 1 : largest <= 65535 ? 2 : largest <= 0xffffffffLL ? 4 : 8;
+    CHECK(index.bytes() == width * 1000 + 8 * 16);
+  }
+}
+
 }  // namespace
 }  // namespace graphstore
