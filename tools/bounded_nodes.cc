@@ -128,25 +128,15 @@ class BlockWriter {
   int64_t rows_ = 0;
 };
 
-// The whole-graph book files of a type: owners, rows in the owner (several partitions only), the
-// column degree and, where ids were remapped, the raw ids.
-absl::Status WriteBookFiles(const NodeTypeData& meta, const BoundedNodeType& nodes, int num_partitions,
-                            const std::string& dir) {
+// The whole-graph book files of a type: owners, the column degree and, where ids were remapped,
+// the raw ids.
+absl::Status WriteBookFiles(const NodeTypeData& meta, const BoundedNodeType& nodes, const std::string& dir) {
   auto owners = BlockWriter::Create(BookFile(dir, meta.name, "partition"), NpyDtype::kInt32);
   if (!owners.ok()) return owners.status();
   for (int64_t gid = 0; gid < meta.num_nodes; ++gid) {
     if (auto s = owners->Add(static_cast<int32_t>(nodes.owner.Get(gid))); !s.ok()) return s;
   }
   if (auto s = owners->Finish(); !s.ok()) return s;
-  if (num_partitions > 1) {
-    auto local = BlockWriter::Create(BookFile(dir, meta.name, "local"), NpyDtype::kInt64);
-    if (!local.ok()) return local.status();
-    std::vector<int64_t> next(num_partitions, 0);
-    for (int64_t gid = 0; gid < meta.num_nodes; ++gid) {
-      if (auto s = local->Add(next[nodes.owner.Get(gid)]++); !s.ok()) return s;
-    }
-    if (auto s = local->Finish(); !s.ok()) return s;
-  }
   auto degree = BlockWriter::Create(BookFile(dir, meta.name, "degree"), NpyDtype::kInt64);
   if (!degree.ok()) return degree.status();
   for (int64_t gid = 0; gid < meta.num_nodes; ++gid) {
@@ -223,7 +213,7 @@ absl::Status WriteOwnedFiles(const NodeTypeData& meta, const BoundedNodeType& no
 
 }  // namespace
 
-absl::Status WriteBoundedNodeType(const NodeTypeData& meta, const BoundedNodeType& nodes, int num_partitions, int p,
+absl::Status WriteBoundedNodeType(const NodeTypeData& meta, const BoundedNodeType& nodes, int p,
                                   const std::string& dir, const FeatureSource& features, v1::PartitionManifest* m) {
   const std::string ndir = NodeDir(dir, meta.name);
   if (auto s = MakeDirs(ndir); !s.ok()) return s;
@@ -234,7 +224,7 @@ absl::Status WriteBoundedNodeType(const NodeTypeData& meta, const BoundedNodeTyp
   mt->set_name(meta.name);
   mt->set_num_nodes(meta.num_nodes);
   mt->set_num_local_nodes(owned);
-  if (auto s = WriteBookFiles(meta, nodes, num_partitions, dir); !s.ok()) return s;
+  if (auto s = WriteBookFiles(meta, nodes, dir); !s.ok()) return s;
   mt->set_has_degree(true);
   if (!nodes.ids.identity()) mt->set_has_raw_ids(true);
   return WriteOwnedFiles(meta, nodes, p, ndir, features, mt);

@@ -167,7 +167,7 @@ absl::Status ForEachOwned(const SmallInts& owner, int p, Fn fn) {
 /// Writes node type `t` of partition `p` into `dir` and adds it to `m`: what WriteNodeType writes
 /// for the same graph and assignment, from `nodes` (`meta` gives the type's name, count and
 /// feature width; its arrays are unused). The book files are written a block at a time.
-absl::Status WriteBoundedNodeType(const NodeTypeData& meta, const BoundedNodeType& nodes, int num_partitions, int p,
+absl::Status WriteBoundedNodeType(const NodeTypeData& meta, const BoundedNodeType& nodes, int p,
                                   const std::string& dir, const FeatureSource& features, v1::PartitionManifest* m);
 
 }  // namespace graphstore

@@ -766,7 +766,7 @@ class BoundedPartitioner {
     if (auto s = MakeDirs(dir + "/book"); !s.ok()) return s;
     v1::PartitionManifest m = StartManifest(g_.name, P_, p, o_.write);
     for (size_t t = 0; t < g_.node_types.size(); ++t) {
-      if (auto s = WriteBoundedNodeType(g_.node_types[t], nodes_[t], P_, p, dir, sources_[t], &m); !s.ok()) return s;
+      if (auto s = WriteBoundedNodeType(g_.node_types[t], nodes_[t], p, dir, sources_[t], &m); !s.ok()) return s;
     }
     for (size_t et = 0; et < inputs_.size(); ++et) AddEdgeType(inputs_[et].meta, num_edges_[et], local_edges_[p][et], &m);
     return graphstore::FinishPartition(dir, m);

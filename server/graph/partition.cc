@@ -1,6 +1,7 @@
 #include "server/graph/partition.h"
 
 #include <algorithm>
+#include <filesystem>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -114,7 +115,9 @@ absl::Status Partition::OpenNodeType(int index) {
   if (!s.ok()) return s;
   s = OpenExpect(BookFile(dir_, t.name, "partition"), NpyDtype::kInt32, {t.num_nodes}, &t.book);
   if (!s.ok()) return s;
-  if (num_partitions() > 1) {
+  // Each owned node's row is derived from the owners (NodeBook); a dataset written by older
+  // tools also has it in .local.npy, which verification checks when it is there.
+  if (num_partitions() > 1 && std::filesystem::exists(BookFile(dir_, t.name, "local"))) {
     s = OpenExpect(BookFile(dir_, t.name, "local"), NpyDtype::kInt64, {t.num_nodes}, &t.local);
     if (!s.ok()) return s;
   }

@@ -43,7 +43,9 @@ struct NodeTypeStore {
   /// built at load from book/<type>.partition.npy, which is then closed, as is .local.npy.
   NodeBook owners;
   MappedNpy book;      ///< int32 [num_nodes]: the book file, open while the partition loads.
-  MappedNpy local;     ///< int64 [num_nodes]: row in the owner's arrays, open while it loads.
+  /// int64 [num_nodes]: row in the owner's arrays, in datasets older tools wrote; open while
+  /// the partition loads, for verification.
+  MappedNpy local;
   MappedNpy features;  ///< [num_local, feature_dim], when feature_dim > 0.
   /// float32 [2, feature_dim]: each column's min and max over the whole graph, when stored.
   MappedNpy feature_range;

@@ -1,6 +1,7 @@
 #include <catch2/catch.hpp>
 
 #include <cstdio>
+#include <filesystem>
 #include <functional>
 #include <string>
 #include <vector>
@@ -179,17 +180,24 @@ TEST_CASE("every kind of corrupt partition fails with the file and the problem",
   }
 }
 
-TEST_CASE("a partition of several checks its local row index", "[partition]") {
+TEST_CASE("a partition of several derives its rows, and checks an older dataset's local row index", "[partition]") {
   TempDir dir;
   WriteTiny(dir.path(), 2);
-  for (int p = 0; p < 2; ++p) REQUIRE(Partition::Load(PartitionDir(dir.path(), 2, p)).ok());
   const std::string part0 = PartitionDir(dir.path(), 2, 0);
+  CHECK_FALSE(std::filesystem::exists(part0 + "/book/node.local.npy"));
+  for (int p = 0; p < 2; ++p) REQUIRE(Partition::Load(PartitionDir(dir.path(), 2, p)).ok());
   auto loaded = Partition::Load(part0);
   REQUIRE(loaded.ok());
   const NodeTypeStore& n = (*loaded)->node_type(0);
-  auto file = MappedNpy::Open(part0 + "/book/node.local.npy");
-  REQUIRE(file.ok());
-  std::vector<int64_t> local(file->data<int64_t>(), file->data<int64_t>() + 6);
+  // The rows older tools wrote: each node's count of its owner's nodes before it.
+  auto owners = MappedNpy::Open(part0 + "/book/node.partition.npy");
+  REQUIRE(owners.ok());
+  std::vector<int64_t> local(6), next(2, 0);
+  for (int64_t id = 0; id < 6; ++id) local[id] = next[owners->data<int32_t>()[id]]++;
+  Replace<int64_t>(part0 + "/book/node.local.npy", local);
+  auto older = Partition::Load(part0);
+  REQUIRE(older.ok());
+  for (int64_t r = 0; r < n.num_local; ++r) CHECK((*older)->node_type(0).OwnerRow(n.global_ids()[r]) == r);
   const int64_t victim = n.global_ids()[0];
   local[victim] += 1;
   Replace<int64_t>(part0 + "/book/node.local.npy", local);

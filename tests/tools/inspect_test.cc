@@ -36,9 +36,9 @@ TEST_CASE("graphstore-inspect and graphstored refuse the same corrupt partition 
   REQUIRE(std::regex_search(ok, m, std::regex("([0-9.]+) bytes per node of graph")));
   CHECK(std::stod(m[1]) == 0.0);
   // On a partition of two, the book in memory: half a byte a node and a count per 120 (the
-  // files, 12 bytes a node and the degrees, are read once at load).
+  // files, each node's owner and degree, 12 bytes a node, are read once at load).
   const std::string two = dir / "two";
-  REQUIRE(RunCommand("tools/graphstore-generate --nodes=3000 --feature_dim=4 --partitions=2 --out=" + two +
+  REQUIRE(RunCommand("tools/graphstore-generate --nodes=10000 --feature_dim=4 --partitions=2 --out=" + two +
                      " >/dev/null") == 0);
   REQUIRE(RunCommand("tools/graphstore-inspect --partition=" + two + "/part-0 >" + dir / "two.txt") == 0);
   const std::string part = ReadFile(dir / "two.txt");

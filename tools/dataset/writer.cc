@@ -147,9 +147,6 @@ absl::Status WriteNodeType(const GraphData& g, const Assignment& assignment, con
   mt->set_num_local_nodes(n);
   if (auto s = WriteNpyVector(ndir + "/ids.npy", ids); !s.ok()) return s;
   if (auto s = WriteNpyVector(BookFile(dir, nt.name, "partition"), assignment[t]); !s.ok()) return s;
-  if (l.num_partitions > 1) {
-    if (auto s = WriteNpyVector(BookFile(dir, nt.name, "local"), l.local[t]); !s.ok()) return s;
-  }
   mt->set_has_degree(true);
   if (auto s = WriteNpyVector(BookFile(dir, nt.name, "degree"), l.degree[t]); !s.ok()) return s;
   if (!nt.times.empty()) {
