@@ -148,7 +148,7 @@ absl::Status NeighborSampler::GatherData(const SeedBatch& batch, SampledSubgraph
 absl::Status NeighborSampler::SampleHops(const SeedBatch& batch, Scratch* s, SampledSubgraph* out) const {
   const int num_types = static_cast<int>(partition_->node_types().size());
   const int num_edge_types = static_cast<int>(partition_->edge_types().size());
-  if (auto st = StartSubgraph(*partition_, batch, &s->local_of, out); !st.ok()) return st;
+  if (auto st = StartSubgraph(*partition_, batch, &s->local_of, out, options_.dense_local_ids); !st.ok()) return st;
   const bool temporal = options_.temporal != TemporalStrategy::kNone;
   if (temporal) {
     if (auto st = PlaceSeedTimes(batch, s, out); !st.ok()) return st;

@@ -57,6 +57,9 @@ struct NeighborSamplerOptions {
   PeerSampling* peers = nullptr;
   /// Node data of other partitions kept once fetched (see RemoteCache); null: none. Not owned.
   RemoteCache* remote_cache = nullptr;
+  /// A worker maps a batch's ids of a type of up to this many nodes with an array (4 bytes a
+  /// node), of a larger type with a table of the batch's nodes (local_ids.h).
+  int64_t dense_local_ids = LocalIdMap::kDenseNodes;
 };
 
 /// k-hop neighbour sampler.

@@ -81,7 +81,7 @@ ScopedLocalIds::~ScopedLocalIds() {
 }
 
 absl::Status StartSubgraph(const Partition& partition, const SeedBatch& batch, LocalIds* local_of,
-                           SampledSubgraph* out) {
+                           SampledSubgraph* out, int64_t dense_nodes) {
   const int num_types = static_cast<int>(partition.node_types().size());
   if (batch.node_type < 0 || batch.node_type >= num_types) {
     return absl::InvalidArgumentError(absl::StrCat("node type index ", batch.node_type, " is out of range"));
@@ -89,7 +89,7 @@ absl::Status StartSubgraph(const Partition& partition, const SeedBatch& batch, L
   out->Reset(num_types, partition.edge_types().size());
   if (local_of->size() != static_cast<size_t>(num_types)) {
     local_of->resize(num_types);
-    for (int t = 0; t < num_types; ++t) (*local_of)[t].Reset(partition.node_type(t).num_nodes);
+    for (int t = 0; t < num_types; ++t) (*local_of)[t].Reset(partition.node_type(t).num_nodes, dense_nodes);
   }
   return PlaceSeeds(partition, batch, local_of, out);
 }

@@ -32,8 +32,10 @@ class ScopedLocalIds {
 /// the batch's seeds: the seeds, checked (ids of the seed type owned
 /// here) and de-duplicated in order of first appearance, then on a link-prediction batch its
 /// label nodes, with out->ablp filled. Every node added gets its map entry.
+/// `dense_nodes`: types of up to that many nodes map ids with an array, larger ones with a table
+/// (LocalIdMap::Reset), decided when the maps are first made.
 absl::Status StartSubgraph(const Partition& partition, const SeedBatch& batch, LocalIds* local_of,
-                           SampledSubgraph* out);
+                           SampledSubgraph* out, int64_t dense_nodes = LocalIdMap::kDenseNodes);
 
 }  // namespace graphstore
 

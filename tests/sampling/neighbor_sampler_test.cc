@@ -10,6 +10,7 @@
 #include "server/graph/partition.h"
 #include "server/sampling/draw.h"
 #include "server/sampling/neighbor_sampler.h"
+#include "server/sampling/subgraph_sampler.h"
 #include "tests/fixtures.h"
 #include "tests/sampling/sampling_fixtures.h"
 #include "tests/test_util.h"
@@ -128,6 +129,59 @@ bool HasEdge(const EdgeTypeStore& e, int64_t u, int64_t w) {
   const int64_t* b = e.indices_data() + e.indptr_data()[u];
   const int64_t* end = e.indices_data() + e.indptr_data()[u + 1];
   return std::binary_search(b, end, w);
+}
+
+TEST_CASE("a worker's ids mapped by a table give the subgraphs an array gives, batch after batch", "[sampler]") {
+  // The same worker scratch reused for ten batches (a table emptied between them), for k-hop
+  // neighbour sampling and for the induced subgraph (which looks nodes up without adding them).
+  TempDir dir;
+  GeneratorOptions go;
+  go.num_nodes = 20000;
+  go.avg_degree = 12;
+  go.feature_dim = 0;
+  REQUIRE(GenerateDataset(go, dir.path()).ok());
+  auto p = Partition::Load(dir.path());
+  REQUIRE(p.ok());
+  for (const bool induced : {false, true}) {
+    INFO((induced ? "induced subgraph" : "neighbours"));
+    NeighborSamplerOptions o;
+    o.fanouts = {15, 10, 5};
+    auto make = [&](int64_t dense) -> std::unique_ptr<Sampler> {
+      NeighborSamplerOptions with = o;
+      with.dense_local_ids = dense;
+      if (induced) {
+        auto s = SubgraphSampler::Create(p->get(), with);
+        REQUIRE(s.ok());
+        return *std::move(s);
+      }
+      auto s = NeighborSampler::Create(p->get(), with);
+      REQUIRE(s.ok());
+      return *std::move(s);
+    };
+    const auto array = make(go.num_nodes);
+    const auto table = make(0);
+    auto array_scratch = array->NewScratch();
+    auto table_scratch = table->NewScratch();
+    for (int64_t batch = 0; batch < 10; ++batch) {
+      INFO("batch " << batch);
+      std::vector<int64_t> seeds;
+      for (int64_t i = 0; i < 300; ++i) seeds.push_back((i * 71 + batch * 977) % go.num_nodes);
+      SeedBatch b;
+      b.ids = seeds.data();
+      b.size = seeds.size();
+      b.seed = 5;
+      b.batch_index = batch;
+      SampledSubgraph want, got;
+      REQUIRE(array->Sample(b, array_scratch.get(), &want).ok());
+      REQUIRE(table->Sample(b, table_scratch.get(), &got).ok());
+      CHECK(got.nodes[0].ids == want.nodes[0].ids);
+      CHECK(got.nodes[0].num_sampled_nodes == want.nodes[0].num_sampled_nodes);
+      CHECK(got.edges[0].rows == want.edges[0].rows);
+      CHECK(got.edges[0].cols == want.edges[0].cols);
+      CHECK(got.edges[0].num_sampled_edges == want.edges[0].num_sampled_edges);
+      CHECK(want.nodes[0].ids.size() > 1000);
+    }
+  }
 }
 
 TEST_CASE("sampling a generated graph: edges exist, no duplicates, fanouts respected", "[sampler]") {
