@@ -46,7 +46,7 @@ inline absl::StatusOr<std::string> BenchGraph(const std::string& name, const std
 /// Where cluster_bench and cross_draw_bench keep the datasets of the graph `g` generates: the
 /// whole graph in `single`, its 2-partition splits in `metis2` and `random2`.
 inline std::string ClusterBenchDir(const std::string& cache_dir, const GeneratorOptions& g) {
-  return absl::StrCat(cache_dir, "/cluster-", g.num_nodes, "-", g.avg_degree, "-", g.feature_dim);
+  return absl::StrCat(cache_dir, "/cluster-", g.num_nodes, "-", g.avg_degree, "-", g.feature_dim, g.times ? "-t" : "");
 }
 
 /// Whether a dataset of `num_partitions` was written completely into `dir` (its last manifest).

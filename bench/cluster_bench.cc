@@ -566,6 +566,9 @@ void DefineFlags(Flags* flags) {
   flags->Define("rounds", "3", "rounds of every setup; figures are medians over them");
   flags->Define("cache_dir", "/tmp/graphstore-bench", "where the written datasets are kept");
   flags->Define("features", "true", "gather node features and labels into every batch");
+  flags->Define("temporal", "false",
+                "a graph with node and edge times, sampled temporally (uniform) from each seed's node time, with "
+                "each node's time in the batch (with_node_times): on a cluster both come from the nodes' owners");
   flags->Define("no_list_setups", "false",
                "also run the global setups with the peer cache keeping node data only, the owners drawing every "
                "hop of their nodes (--peer_cache_lists=false)");
@@ -677,6 +680,8 @@ int Main(int argc, char** argv) {
   g.avg_degree = *degree;
   g.feature_dim = static_cast<int>(*dim);
   g.seed = 1;
+  const bool temporal = flags.Get("temporal") == "true";
+  g.times = temporal;
   auto graph = GenerateGraph(g);
   if (!graph.ok()) return Fail(graph.status());
   const std::string base = ClusterBenchDir(flags.Get("cache_dir"), g);
@@ -690,6 +695,10 @@ int Main(int argc, char** argv) {
   const bool features = flags.Get("features") != "false";
   config.set_with_node_features(features);
   config.set_with_labels(features);
+  if (temporal) {
+    config.set_temporal_strategy(v1::TEMPORAL_STRATEGY_UNIFORM);
+    config.set_with_node_times(true);
+  }
   std::printf("graph: %lld nodes, %lld edges, %d float features; batch %lld, fanouts [%s], %lld workers in total, "
               "%lld epochs of the train split measured after %lld warm-up epochs\n",
               static_cast<long long>(*nodes), static_cast<long long>(setups[0].report.num_edges), g.feature_dim,
