@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "server/sampling/draw.h"
 #include "server/sampling/hop_codec.h"
+#include "server/util/prefetch.h"
 
 namespace graphstore {
 namespace {
@@ -85,7 +86,7 @@ void DrawHere(const Partition& partition, int edge_type, const int64_t* ids, siz
       rows.owners.Prefetch(ids[a]);
     }
     if (const size_t a = i + kPrefetchAhead; a < n) {
-      __builtin_prefetch(cached[a] != nullptr ? cached[a] : indptr + rows.OwnerRow(ids[a]));
+      PrefetchRead(cached[a] != nullptr ? cached[a] : indptr + rows.OwnerRow(ids[a]));
     }
     if (const int64_t* list = cached[i]) {
       out->row_start[i] = list + 1;
@@ -106,7 +107,7 @@ void DrawHere(const Partition& partition, int edge_type, const int64_t* ids, siz
   const size_t m = out->picked_at.size();
   out->neighbors.resize(m);
   for (size_t j = 0; j < m; ++j) {
-    if (j + kPrefetchAhead < m) __builtin_prefetch(out->picked_at[j + kPrefetchAhead]);
+    if (j + kPrefetchAhead < m) PrefetchRead(out->picked_at[j + kPrefetchAhead]);
     out->neighbors[j] = *out->picked_at[j];
   }
   out->edge_ids.clear();
@@ -140,8 +141,8 @@ void MergeDraws(const OwnerSplit<PeerSampling::NeighborCall>& split, size_t n, c
     if (cached != nullptr) {
       // (A list's degree and first 15 neighbours take two cache lines.)
       if (i + kPrefetchAhead < n && (*cached->list)[i + kPrefetchAhead] != nullptr) {
-        __builtin_prefetch((*cached->list)[i + kPrefetchAhead]);
-        __builtin_prefetch((*cached->list)[i + kPrefetchAhead] + 8);
+        PrefetchRead((*cached->list)[i + kPrefetchAhead]);
+        PrefetchRead((*cached->list)[i + kPrefetchAhead] + 8);
       }
       if (const int64_t* list = (*cached->list)[i]) {
         DrawFromList(*cached->spec, cached->ids[i], list + 1, list[0], merged);

@@ -11,6 +11,8 @@
 #include <utility>
 #include <vector>
 
+#include "server/util/prefetch.h"
+
 namespace graphstore {
 
 /// Whether and how neighbour draws respect time (graphstore.v1.TemporalStrategy): not at all,
@@ -71,7 +73,7 @@ template <typename T>
 void PrefetchLines(const T* from, const T* to) {
   constexpr uintptr_t kLine = 64;
   for (uintptr_t p = reinterpret_cast<uintptr_t>(from) & ~(kLine - 1); p < reinterpret_cast<uintptr_t>(to); p += kLine) {
-    __builtin_prefetch(reinterpret_cast<const void*>(p));
+    PrefetchRead(reinterpret_cast<const void*>(p));
   }
 }
 

@@ -8,6 +8,7 @@
 #include "server/sampling/draw.h"
 #include "server/sampling/owner_split.h"
 #include "server/sampling/row_copy.h"
+#include "server/util/prefetch.h"
 
 namespace graphstore {
 namespace {
@@ -174,7 +175,7 @@ void FindOwned(const NodeTypeStore& t, int self, const std::vector<int64_t>& ids
   const size_t n = ids.size();
   for (size_t i = 0; i < n; ++i) {
     if (i + 2 * kPrefetchAhead < n) t.owners.Prefetch(ids[i + 2 * kPrefetchAhead]);
-    if (lab != nullptr && i + kPrefetchAhead < n) __builtin_prefetch(lab + t.OwnerRow(ids[i + kPrefetchAhead]));
+    if (lab != nullptr && i + kPrefetchAhead < n) PrefetchRead(lab + t.OwnerRow(ids[i + kPrefetchAhead]));
     if (t.Owner(ids[i]) != self) {
       if (lab != nullptr && others_unknown) g->PutUnknownLabel(i);
       continue;

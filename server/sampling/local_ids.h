@@ -16,10 +16,19 @@
 #include <cstdint>
 #include <vector>
 
+#include "server/util/prefetch.h"
+
 namespace graphstore {
 
 class LocalIdMap {
  public:
+  LocalIdMap() = default;
+  // Prefetch's base points into the map's own arrays, which a move carries along.
+  LocalIdMap(LocalIdMap&&) = default;
+  LocalIdMap& operator=(LocalIdMap&&) = default;
+  LocalIdMap(const LocalIdMap&) = delete;
+  LocalIdMap& operator=(const LocalIdMap&) = delete;
+
   /// Types of up to this many nodes are mapped by an array.
   static constexpr int64_t kDenseNodes = int64_t{1} << 24;
 
@@ -47,10 +56,10 @@ class LocalIdMap {
     if (slots_[s] < 0) touched_.push_back(static_cast<uint32_t>(s));
     return slots_[s];
   }
-  /// Asks for the memory `id`'s lookup starts at, ahead of Find or Slot. One formula for both
-  /// forms, without a branch: GCC 12 drops a prefetch whose address a branch chooses.
+  /// Asks for the memory `id`'s lookup starts at, ahead of Find or Slot: one formula for both
+  /// forms, without a branch.
   void Prefetch(int64_t id) const {
-    __builtin_prefetch(prefetch_base_ + (((static_cast<uint64_t>(id) * prefetch_mul_) >> prefetch_shift_) << 2));
+    PrefetchRead(prefetch_base_ + (((static_cast<uint64_t>(id) * prefetch_mul_) >> prefetch_shift_) << 2));
   }
   /// Forgets every id of `ids` (the subgraph's, as above); costs what was added since the last
   /// Clear.

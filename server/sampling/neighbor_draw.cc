@@ -7,6 +7,7 @@
 #include "server/sampling/draw.h"
 #include "server/sampling/medium_rows.h"
 #include "server/sampling/short_rows.h"
+#include "server/util/prefetch.h"
 
 namespace graphstore {
 namespace {
@@ -104,7 +105,7 @@ class OwnedDraw {
   void Rows() {
     for (size_t i = 0; i < n_; ++i) {
       if (i + 2 * kAhead < n_) book_.Prefetch(ids_[i + 2 * kAhead]);
-      if (i + kAhead < n_) __builtin_prefetch(indptr_ + rows_.OwnerRow(ids_[i + kAhead]));
+      if (i + kAhead < n_) PrefetchRead(indptr_ + rows_.OwnerRow(ids_[i + kAhead]));
       const int64_t row = rows_.OwnerRow(ids_[i]);
       out_->base[i] = indptr_[row];
       out_->degree[i] = indptr_[row + 1] - out_->base[i];
@@ -126,7 +127,7 @@ class OwnedDraw {
                             excluded_ == nullptr && fanout_ > 0;
     for (size_t i = 0; i < n_; ++i) {
       if (i + 2 * kAhead < n_) book_.Prefetch(ids_[i + 2 * kAhead]);
-      if (i + kAhead < n_) __builtin_prefetch(time_rows + rows_.OwnerRow(ids_[i + kAhead]));
+      if (i + kAhead < n_) PrefetchRead(time_rows + rows_.OwnerRow(ids_[i + kAhead]));
       const TimeRows::Row& r = time_rows[rows_.OwnerRow(ids_[i])];
       const int64_t d = r.end - r.begin;
       const int64_t t = spec_.times[i];
@@ -157,8 +158,8 @@ class OwnedDraw {
         // all of it; a long row's stretch takes a few more misses).
         const auto [lo, hi] = out->search_ranges[j + kAhead];
         const int64_t* row = edge_times_ + out->base[out->searched[j + kAhead]];
-        __builtin_prefetch(row + lo);
-        __builtin_prefetch(row + hi - 1);
+        PrefetchRead(row + lo);
+        PrefetchRead(row + hi - 1);
       }
       const size_t i = out->searched[j];
       const auto [lo, hi] = out->search_ranges[j];
@@ -209,8 +210,8 @@ class OwnedDraw {
       if (d <= kWholeLongRow) {
         PrefetchLines(weights_ + b, weights_ + b + d);
       } else {
-        __builtin_prefetch(weights_ + b);
-        __builtin_prefetch(weights_ + b + d - 1);
+        PrefetchRead(weights_ + b);
+        PrefetchRead(weights_ + b + d - 1);
       }
     }
   }
@@ -356,8 +357,8 @@ class OwnedDraw {
     for (size_t j = 0; j < pending; ++j) {
       if (j + kAhead < pending) {
         const NeighborDraw::Pending& ahead = out->pending[j + kAhead];
-        __builtin_prefetch(edge_times_ + ahead.base + ahead.lo);
-        __builtin_prefetch(edge_times_ + ahead.base + ahead.hi - 1);
+        PrefetchRead(edge_times_ + ahead.base + ahead.lo);
+        PrefetchRead(edge_times_ + ahead.base + ahead.hi - 1);
       }
       const NeighborDraw::Pending& p = out->pending[j];
       const int64_t allowed = Cut(edge_times_ + p.base, p.lo, p.hi, p.time);
@@ -372,7 +373,7 @@ class OwnedDraw {
     out->neighbors.resize(m);
     out->edge_ids.resize(spec_.with_edge_ids ? m : 0);
     for (size_t j = 0; j < m; ++j) {
-      if (j + kAhead < m) __builtin_prefetch(indices_ + out->picked[j + kAhead]);
+      if (j + kAhead < m) PrefetchRead(indices_ + out->picked[j + kAhead]);
       out->neighbors[j] = indices_[out->picked[j]];
       if (spec_.with_edge_ids) out->edge_ids[j] = et_.EdgeId(out->picked[j]);
     }

@@ -8,6 +8,7 @@
 #include "server/sampling/draw.h"
 #include "server/sampling/gather.h"
 #include "server/sampling/node_times.h"
+#include "server/util/prefetch.h"
 
 namespace graphstore {
 namespace {
@@ -276,7 +277,7 @@ void KeepEarliestTimes(const std::vector<int32_t>& src, const std::vector<int32_
   constexpr size_t kAhead = kPrefetchAhead;
   const size_t num_edges = dst.size();
   for (size_t k = first_edge; k < num_edges; ++k) {
-    if (k + kAhead < num_edges) __builtin_prefetch(times + dst[k + kAhead]);
+    if (k + kAhead < num_edges) PrefetchRead(times + dst[k + kAhead]);
     const size_t local = static_cast<size_t>(dst[k]);
     if (local >= hop_start) times[local] = std::min(times[local], row_times[src[k]]);
   }

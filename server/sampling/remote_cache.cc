@@ -6,6 +6,7 @@
 
 #include "server/sampling/hot_set.h"
 #include "server/util/huge_pages.h"
+#include "server/util/prefetch.h"
 
 namespace graphstore {
 
@@ -309,11 +310,11 @@ const char* RemoteCache::FindFeatures(int type, int64_t id) const {
 void RemoteCache::Prefetch(int type, int64_t id) const {
   const Type& t = *types_[type];
   if (const Index* index = t.index.load(std::memory_order_relaxed)) {
-    __builtin_prefetch(index->HomeAddress(id));
+    PrefetchRead(index->HomeAddress(id));
   } else if (!t.counts.empty()) {
-    __builtin_prefetch(&t.counts[id]);
+    PrefetchRead(&t.counts[id]);
   }
-  if (const auto* labels = t.label.load(std::memory_order_relaxed)) __builtin_prefetch(labels + id);
+  if (const auto* labels = t.label.load(std::memory_order_relaxed)) PrefetchRead(labels + id);
 }
 
 bool RemoteCache::GetFeatures(int type, int64_t id, char* dst) const {
@@ -375,9 +376,9 @@ const int64_t* RemoteCache::FindNeighbors(int edge_type, int64_t id, int64_t* de
 void RemoteCache::PrefetchList(int edge_type, int64_t id) const {
   const Lists& l = *lists_[edge_type];
   if (const Index* index = l.index.load(std::memory_order_relaxed)) {
-    __builtin_prefetch(index->HomeAddress(id));
+    PrefetchRead(index->HomeAddress(id));
   } else if (!l.counts.empty()) {
-    __builtin_prefetch(&l.counts[id]);
+    PrefetchRead(&l.counts[id]);
   }
 }
 

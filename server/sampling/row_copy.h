@@ -8,6 +8,8 @@
 
 #include <cstddef>
 
+#include "server/util/prefetch.h"
+
 namespace graphstore {
 
 /// How far ahead rows are asked for.
@@ -19,7 +21,7 @@ template <typename Put>
 void CopyRowsAhead(const char* const* rows, size_t n, size_t row_bytes, Put&& put) {
   for (size_t i = 0; i < n; ++i) {
     if (const size_t ahead = i + kRowsAhead; ahead < n && rows[ahead] != nullptr) {
-      for (size_t b = 0; b < row_bytes; b += 64) __builtin_prefetch(rows[ahead] + b);
+      for (size_t b = 0; b < row_bytes; b += 64) PrefetchRead(rows[ahead] + b);
     }
     if (rows[i] != nullptr) put(i, rows[i]);
   }

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "server/util/prefetch.h"
 
 namespace graphstore {
 namespace {
@@ -99,8 +100,8 @@ int64_t IdSet::Select(int64_t k) const {
 void IdSet::Prefetch(int64_t k) const {
   int64_t lo = 0, hi = 0;
   const int64_t guess = GuessBlock(k, &lo, &hi);
-  __builtin_prefetch(before_.data() + guess);
-  __builtin_prefetch(words_.data() + guess * kBlockWords);
+  PrefetchRead(before_.data() + guess);
+  PrefetchRead(words_.data() + guess * kBlockWords);
 }
 
 size_t IdSet::ByteSize() const {

@@ -12,6 +12,7 @@
 #include "server/service/config.h"
 #include "server/service/message.h"
 #include "server/util/field.h"
+#include "server/util/prefetch.h"
 
 namespace graphstore {
 namespace {
@@ -188,7 +189,7 @@ absl::Status PartitionQueries::GetNodeFeatures(const v1::GetNodeFeaturesRequest&
     std::vector<int64_t> labels(at.size());
     const int64_t* stored = n.labels.data<int64_t>();
     for (size_t i = 0; i < at.size(); ++i) {
-      if (i + kPrefetchAhead < at.size()) __builtin_prefetch(stored + at[i + kPrefetchAhead]);
+      if (i + kPrefetchAhead < at.size()) PrefetchRead(stored + at[i + kPrefetchAhead]);
       labels[i] = stored[at[i]];
     }
     SetInt64Tensor(labels, resp->mutable_labels());
