@@ -1,6 +1,7 @@
 #include "server/graph/node_book.h"
 
 #include <algorithm>
+#include <cstring>
 
 #if defined(__SSE2__)
 #include <emmintrin.h>
@@ -25,7 +26,21 @@ NodeBook NodeBook::FromOwners(const int32_t* owners, int64_t num_nodes, int num_
     return b;
   }
   b.nibbles_ = num_partitions <= 16;
-  const int64_t per_line = b.nibbles_ ? kNibbleLineIds : kLineIds;
+  const int bits = 32 - __builtin_clz(static_cast<unsigned>(num_partitions - 1));  // bits an owner needs
+  if (!b.nibbles_ && bits <= kMaxPackedBits) {
+    b.bits_ = bits;
+    b.per_word_ = 64 / bits;
+    b.line_ids_ = 7 * b.per_word_ + 32 / bits;
+    for (int f = 1; f <= b.per_word_; ++f) b.lanes_[f] = b.lanes_[f - 1] | uint64_t{1} << ((f - 1) * bits);
+    for (int64_t i = 0; i < b.line_ids_; ++i) {
+      const int64_t w = std::min<int64_t>(7, i / b.per_word_);
+      b.place_[i] = static_cast<uint16_t>(w << 8 | (i - w * b.per_word_));
+    }
+  } else {
+    b.line_ids_ = b.nibbles_ ? kNibbleLineIds : kLineIds;
+  }
+  const int64_t per_line = b.line_ids_;
+  b.line_inverse_ = ~uint64_t{0} / static_cast<uint64_t>(per_line) + 1;
   const auto lines = static_cast<size_t>((num_nodes + per_line - 1) / per_line);
   b.lines_.resize(lines);
   b.super_.resize((lines >> kSuperLinesBits) + 1);
@@ -40,17 +55,33 @@ NodeBook NodeBook::FromOwners(const int32_t* owners, int64_t num_nodes, int num_
     const int64_t first = static_cast<int64_t>(k) * per_line;
     const int64_t end = std::min(num_nodes, first + per_line);
     std::fill(line.owner, line.owner + kLineIds, uint8_t{0});  // past the last id: never counted
+    uint64_t words[8] = {};
     for (int64_t g = first; g < end; ++g) {
       const int64_t i = g - first;
-      if (b.nibbles_) {
+      if (b.bits_ > 0) {
+        int w = 0, field = 0;
+        b.PackedPlace(i, &w, &field);
+        words[w] |= static_cast<uint64_t>(owners[g]) << (field * b.bits_);
+      } else if (b.nibbles_) {
         line.owner[i >> 1] = static_cast<uint8_t>(line.owner[i >> 1] | (owners[g] << ((i & 1) * 4)));
       } else {
         line.owner[i] = static_cast<uint8_t>(owners[g]);
       }
       owned += owners[g] == self;
     }
+    // The owners fill the line's first 60 bytes, `before` its last 4 (word 7's high half).
+    if (b.bits_ > 0) std::memcpy(line.owner, words, kLineIds);
   }
   return b;
+}
+
+int32_t NodeBook::PackedOwner(int64_t gid) const {
+  const int64_t k = LineOf(gid);
+  int w = 0, field = 0;
+  PackedPlace(gid - k * line_ids_, &w, &field);
+  uint64_t word = 0;
+  std::memcpy(&word, reinterpret_cast<const char*>(&lines_[static_cast<size_t>(k)]) + 8 * w, 8);
+  return static_cast<int32_t>((word >> (field * bits_)) & ((uint64_t{1} << bits_) - 1));
 }
 
 namespace {
@@ -115,6 +146,35 @@ int64_t NodeBook::NibbleLineRow(int64_t gid) const {
 #else
   for (int i = 0; i < below; ++i) n += ((line.owner[i >> 1] >> ((i & 1) * 4)) & 15) == self_;
 #endif
+  return n;
+}
+
+namespace {
+
+// How many of the fields of `bits` bits each in `word` whose lowest bits `low` marks equal
+// `value`: each field's xor with it is zero where they are equal, found for all fields at once
+// (a field's low bits plus all ones below its top bit carry into the top bit unless they are zero).
+inline int CountEqualFields(uint64_t word, uint64_t low, int bits, uint64_t value) {
+  const uint64_t top = low << (bits - 1);
+  const uint64_t below_top = top - low;  // each field's bits under its top one
+  const uint64_t x = word ^ (value * low);
+  const uint64_t nonzero_low = ((x & below_top) + below_top) | x;
+  return __builtin_popcountll(~nonzero_low & top);
+}
+
+}  // namespace
+
+int64_t NodeBook::PackedLineRow(int64_t gid) const {
+  const int64_t k = LineOf(gid);
+  const Line& line = lines_[static_cast<size_t>(k)];
+  int64_t n = super_[static_cast<size_t>(k >> kSuperLinesBits)] + line.before;
+  int w = 0, field = 0;
+  PackedPlace(gid - k * line_ids_, &w, &field);
+  uint64_t words[8];
+  std::memcpy(words, &line, sizeof(words));
+  const uint64_t me = static_cast<uint64_t>(self_);
+  for (int v = 0; v < w; ++v) n += CountEqualFields(words[v], lanes_[per_word_], bits_, me);
+  n += CountEqualFields(words[w], lanes_[field], bits_, me);
   return n;
 }
 
