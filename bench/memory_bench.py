@@ -54,6 +54,34 @@ def memory(procs):
     return [rss_mb(p.pid) for p in procs], [rss_mb(p.pid, "RssAnon") for p in procs]
 
 
+def peer_cache_lookups(metrics_ports):
+    """Each server's peer-cache lookups so far, rows and lists, from its metrics: (hits, misses)."""
+    import urllib.request
+    out = []
+    for port in metrics_ports:
+        text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=30).read().decode()
+        v = {}
+        for line in text.splitlines():
+            m = re.match(r"graphstore_peer_cache_(list_)?(hits|misses)_total\S* (\S+)", line)
+            if m:
+                v[m.group(2)] = v.get(m.group(2), 0) + float(m.group(3))
+        out.append((v.get("hits", 0), v.get("misses", 0)))
+    return out
+
+
+def peer_cache_mb(servers):
+    """Each server's peer cache (GetServerStats.peer_cache_bytes): its lookup counts until it has
+    chosen what to keep, then what it keeps."""
+    import grpc
+    from graphstore.v1 import graphstore_pb2 as pb, graphstore_pb2_grpc as pb_grpc
+    out = []
+    for address in servers:
+        with grpc.insecure_channel(address) as channel:
+            stats = pb_grpc.GraphStoreStub(channel).GetServerStats(pb.GetServerStatsRequest(), timeout=30)
+            out.append(stats.peer_cache_bytes / 1e6)
+    return out
+
+
 def partition_dir(graph, parts, k):
     return os.path.join(graph, f"part-{k}") if parts > 1 else graph
 
@@ -69,13 +97,15 @@ def own_share_mb(inspect, part):
 
 
 def start_cluster(binary, graph, parts, work, extra):
-    ports = free_ports(parts)
+    ports = free_ports(2 * parts)
+    ports, metrics_ports = ports[:parts], ports[parts:]
     cluster = ",".join(f"127.0.0.1:{p}" for p in ports)
     procs = []
     for k in range(parts):
         part = partition_dir(graph, parts, k)
         port_file = os.path.join(work, f"port-{k}")
-        args = [binary, f"--partition={part}", f"--port={ports[k]}", f"--port_file={port_file}", "--log_level=warn"] + extra
+        args = [binary, f"--partition={part}", f"--port={ports[k]}", f"--port_file={port_file}", "--log_level=warn",
+                f"--metrics_port={metrics_ports[k]}"] + extra
         if parts > 1:
             args.append(f"--cluster={cluster}")
         procs.append((subprocess.Popen(args), port_file))
@@ -84,18 +114,19 @@ def start_cluster(binary, graph, parts, work, extra):
             if proc.poll() is not None:
                 raise RuntimeError(f"graphstored exited ({proc.returncode})")
             time.sleep(0.05)  # waits for the server to write its port (a file it creates)
-    return [p for p, _ in procs], [f"127.0.0.1:{p}" for p in ports]
+    return [p for p, _ in procs], [f"127.0.0.1:{p}" for p in ports], metrics_ports
 
 
 def one_binary(binary, args, work):
     extra = [f"--peer_cache_mb={args.peer_cache_mb}"] if args.peer_cache_mb >= 0 else []
     t0 = time.perf_counter()
-    procs, servers = start_cluster(binary, args.graph, args.partitions, work, extra)
+    procs, servers, metrics_ports = start_cluster(binary, args.graph, args.partitions, work, extra)
     started_s = time.perf_counter() - t0
     out = {}
     try:
         # Sampling opens once every peer answered: the first registration waits for it.
         out["start"], out["start_anon"] = memory(procs)
+        out["start_cache"] = peer_cache_mb(servers)
         out["started_s"] = started_s
         loaders, first = [], []
         for c in range(args.channels):
@@ -108,6 +139,7 @@ def one_binary(binary, args, work):
             first.append(time.perf_counter() - t0)
             loaders.append((loader, it))
         out["registered"], out["registered_anon"] = memory(procs)
+        out["registered_cache"] = peer_cache_mb(servers)
         out["first_batch_s"] = first
         t0, n = time.perf_counter(), 0
         for _ in range(args.batches):
@@ -116,6 +148,8 @@ def one_binary(binary, args, work):
                 n += int(b.batch_size)
         out["seeds_per_s"] = n / (time.perf_counter() - t0)
         out["read"], out["read_anon"] = memory(procs)
+        out["read_cache"] = peer_cache_mb(servers)
+        out["lookups"] = peer_cache_lookups(metrics_ports)
         for loader, _ in loaders:
             loader.close()
     finally:
@@ -159,7 +193,10 @@ def main():
         for key in ("start", "registered", "read"):
             print(f"{'':>10}  {key:>10}: RSS / own share " + ", ".join(f"{x / s:.2f}" for x, s in zip(r[key], share)) +
                   "; beyond it MB " + ", ".join(f"{x - s:+.0f}" for x, s in zip(r[key], share)) +
-                  "; anonymous (not the mapped files) MB " + ", ".join(f"{x:.0f}" for x in r[key + "_anon"]))
+                  "; anonymous (not the mapped files) MB " + ", ".join(f"{x:.0f}" for x in r[key + "_anon"]) +
+                  "; of it peer cache MB " + ", ".join(f"{x:.0f}" for x in r[key + "_cache"]))
+        print(f"{'':>10}  peer cache lookups (rows and lists) per server, hit / all: " +
+              ", ".join(f"{h / 1e6:.1f}M / {(h + m) / 1e6:.1f}M" for h, m in r["lookups"]))
         print(f"{'':>10}  registration to first batch {', '.join(f'{x:.2f}' for x in r['first_batch_s'])} s, "
               f"{r['seeds_per_s']:,.0f} seeds/s")
     if a.baseline:
