@@ -252,9 +252,12 @@ absl::StatusOr<const NeighborDraw*> DrawNeighbors(const Partition& partition, Pe
   ListLookup lookup(lists ? cache : nullptr, edge_type, ids, n, &s->list);
   auto& split = s->split;
   auto keep = [&lookup](size_t i) { return lookup.Find(i); };
-  if (auto st = split.Split(partition, row_type, ids, n, peers != nullptr, "sampling it needs", keep); !st.ok()) {
-    return st;
+  absl::Status split_status;
+  {
+    RemoteCache::LookupPass pass(lists ? cache : nullptr);
+    split_status = split.Split(partition, row_type, ids, n, peers != nullptr, "sampling it needs", keep);
   }
+  if (!split_status.ok()) return split_status;
   const size_t cached = lookup.num_found();
   if (lists) cache->CountListLookups(static_cast<int64_t>(cached), static_cast<int64_t>(lookup.num_asked() - cached));
   if (split.calls.empty() && cached > 0) {

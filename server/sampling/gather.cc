@@ -285,8 +285,11 @@ absl::Status GatherFromPeers(const NodeTypeStore& t, int node_type, int self, co
     ++(found ? hits : misses);
     return found;
   };
-  const absl::Status split_status =
-      split.Split(partition, t, ids.data(), ids.size(), peers != nullptr, "its features and labels need", have);
+  absl::Status split_status;
+  {
+    RemoteCache::LookupPass pass(cache);
+    split_status = split.Split(partition, t, ids.data(), ids.size(), peers != nullptr, "its features and labels need", have);
+  }
   if (cache != nullptr) cache->CountLookups(hits, misses);
   if (!split_status.ok()) return split_status;
   auto issue = [&](std::vector<PeerSampling::NodeDataCall>* calls) {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 #include <limits>
+#include <thread>
 
 #include "server/sampling/hot_set.h"
 #include "server/util/huge_pages.h"
@@ -15,8 +16,28 @@ constexpr int64_t kNoLabel = std::numeric_limits<int64_t>::min();
 constexpr size_t kChunkBytes = HugePageAllocator<char>::kHugePage;
 // A list slot's mark for a node whose list is too long to keep.
 constexpr int32_t kTooLong = -2;
-// Lookups counted per remote node (of every counting store) before the nodes to keep are chosen.
+// Lookups counted per node counted (of every counting store) before the nodes to keep are chosen.
 constexpr int64_t kLookupsPerNode = 4;
+// The counts take at most this fraction of the budget, shared by the stores that count.
+constexpr int64_t kCountingShare = 4;
+// A count table's word: the count in the top byte, the node's id below (0: an empty position).
+constexpr int kCountShift = 56;
+constexpr uint64_t kOneCount = uint64_t{1} << kCountShift;
+constexpr uint64_t kIdMask = kOneCount - 1;
+// Positions a node's count is looked for from its home before it is left uncounted.
+constexpr int kCountProbes = 16;
+constexpr int64_t kMinCountPositions = 64;
+// A count table has two positions per node it can count.
+constexpr int64_t kCountPositionsPerNode = 2;
+
+// The cache whose LookupPass this thread holds (its lookups are announced already).
+thread_local const RemoteCache* tls_pass = nullptr;
+
+int64_t FloorPow2(int64_t n) {
+  int64_t p = 1;
+  while (p * 2 <= n) p *= 2;
+  return p;
+}
 // A chosen store's table has two positions per kept node.
 constexpr int64_t kPositionsPerNode = 2;
 }  // namespace
@@ -64,8 +85,43 @@ struct RemoteCache::Store {
   std::mutex mu;       // serialises writers
   std::atomic<Index*> index{nullptr};
   std::unique_ptr<Index> index_storage;
-  // Lookups of each node while choosing (saturating); empty when everything is kept.
-  mutable HugePageVector<std::atomic<uint8_t>> counts;
+  // Lookups counted while choosing (saturating at kMaxHotCount), in one of two forms: a byte per
+  // node, or a table of words (count << kCountShift | id) with `count_shift` giving a node's
+  // home. Null when everything is kept, when the store does not count, and once chosen.
+  std::atomic<std::atomic<uint8_t>*> per_node{nullptr};
+  std::atomic<std::atomic<uint64_t>*> table{nullptr};
+  int count_shift = 64;
+  int64_t count_positions = 0;
+  int64_t count_bytes = 0;  // reserved for the counts (0: the store does not count)
+  int64_t count_candidates = 0;  // nodes the counts can tell apart (its remote nodes at most)
+  mutable std::atomic<bool> looked_up{false};  // a lookup was counted
+  HugePageVector<std::atomic<uint8_t>> per_node_storage;
+  HugePageVector<std::atomic<uint64_t>> table_storage;
+
+  int64_t CountHome(int64_t id) const {
+    return static_cast<int64_t>((static_cast<uint64_t>(id) * 0x9E3779B97F4A7C15ULL) >> count_shift);
+  }
+  // Each node counted and its count, in id order for a byte per node, else in table order.
+  template <typename F>
+  void ForEachCount(F&& f) const {
+    if (const auto* c = per_node.load(std::memory_order_relaxed)) {
+      for (int64_t id = 0; id < num_nodes; ++id) {
+        if (const int v = c[id].load(std::memory_order_relaxed); v > 0) f(id, v);
+      }
+    } else if (const auto* t = table.load(std::memory_order_relaxed)) {
+      for (int64_t p = 0; p < count_positions; ++p) {
+        const uint64_t w = t[p].load(std::memory_order_relaxed);
+        if (w != 0) f(static_cast<int64_t>(w & kIdMask), static_cast<int>(w >> kCountShift));
+      }
+    }
+  }
+  // Frees the counts (no lookup counts any more).
+  void DropCounts() {
+    per_node.store(nullptr, std::memory_order_relaxed);
+    table.store(nullptr, std::memory_order_relaxed);
+    per_node_storage = HugePageVector<std::atomic<uint8_t>>();
+    table_storage = HugePageVector<std::atomic<uint64_t>>();
+  }
 };
 
 struct RemoteCache::Type : Store {
@@ -96,7 +152,7 @@ struct RemoteCache::Lists : Store {
   int64_t mean_entries = 1;  // of the partition's own lists, with their degree
 };
 
-RemoteCache::RemoteCache(const Partition* partition, int64_t capacity_bytes, bool lists)
+RemoteCache::RemoteCache(const Partition* partition, int64_t capacity_bytes, bool lists, Counting counting)
     : capacity_(capacity_bytes), lists_on_(lists && capacity_bytes > 0) {
   // What keeping everything takes: dense indexes, every remote row and label, every remote
   // list at the partition's own mean length, and a chunk's slack per store.
@@ -140,22 +196,55 @@ RemoteCache::RemoteCache(const Partition* partition, int64_t capacity_bytes, boo
     lists_wanted_.store(std::numeric_limits<int64_t>::max());
     return;
   }
-  // Too small for everything: count lookups first.
-  auto count = [this](Store* s) {
-    if (!Reserve(s->num_nodes)) return;
-    s->counts = HugePageVector<std::atomic<uint8_t>>(static_cast<size_t>(s->num_nodes));
-    for (auto& c : s->counts) c.store(0, std::memory_order_relaxed);
-    choose_after_ += kLookupsPerNode * s->remote;
-  };
+  // Too small for everything: count lookups first, within a share of the budget.
+  std::vector<Store*> counting_stores;
   for (auto& t : types_) {
-    if (t->row_bytes > 0 || t->labels) count(t.get());
+    if (t->row_bytes > 0 || t->labels) counting_stores.push_back(t.get());
   }
   if (lists_on_) {
-    for (auto& l : lists_) count(l.get());
+    for (auto& l : lists_) counting_stores.push_back(l.get());
+  }
+  const int64_t share = capacity_ / (kCountingShare * std::max<int64_t>(1, static_cast<int64_t>(counting_stores.size())));
+  for (Store* s : counting_stores) {
+    if (counting == Counting::kPerNode || (counting == Counting::kAuto && s->num_nodes <= share)) {
+      if (!Reserve(s->num_nodes)) continue;
+      s->count_bytes = s->num_nodes;
+      s->per_node_storage = HugePageVector<std::atomic<uint8_t>>(static_cast<size_t>(s->num_nodes));
+      for (auto& c : s->per_node_storage) c.store(0, std::memory_order_relaxed);
+      s->per_node.store(s->per_node_storage.data(), std::memory_order_relaxed);
+      s->count_candidates = s->remote;
+      continue;
+    }
+    // A table of as many positions as the share holds (a power of two), no more than twice
+    // the remote nodes need.
+    int64_t positions = FloorPow2(std::max<int64_t>(kMinCountPositions, share / static_cast<int64_t>(sizeof(uint64_t))));
+    while (positions > kMinCountPositions && positions / 2 >= kCountPositionsPerNode * s->remote) positions /= 2;
+    const int64_t bytes = positions * static_cast<int64_t>(sizeof(uint64_t));
+    if (!Reserve(bytes)) continue;
+    s->count_bytes = bytes;
+    s->count_positions = positions;
+    s->count_shift = 64 - __builtin_ctzll(static_cast<uint64_t>(positions));
+    s->table_storage = HugePageVector<std::atomic<uint64_t>>(static_cast<size_t>(positions));
+    for (auto& w : s->table_storage) w.store(0, std::memory_order_relaxed);
+    s->table.store(s->table_storage.data(), std::memory_order_relaxed);
+    s->count_candidates = std::min(s->remote, positions / kCountPositionsPerNode);
   }
 }
 
 RemoteCache::~RemoteCache() = default;
+
+RemoteCache::LookupPass::LookupPass(const RemoteCache* cache) : outer_(tls_pass) {
+  if (cache == nullptr || tls_pass == cache || cache->chosen()) return;
+  cache->counting_.fetch_add(1, std::memory_order_seq_cst);
+  cache_ = cache;
+  tls_pass = cache;
+}
+
+RemoteCache::LookupPass::~LookupPass() {
+  if (cache_ == nullptr) return;
+  tls_pass = outer_;
+  cache_->counting_.fetch_sub(1, std::memory_order_release);
+}
 
 bool RemoteCache::Reserve(int64_t n) {
   int64_t cur = bytes_.load(std::memory_order_relaxed);
@@ -166,11 +255,46 @@ bool RemoteCache::Reserve(int64_t n) {
 }
 
 void RemoteCache::Count(const Store& store, int64_t id) const {
-  if (store.counts.empty() || choosing_.load(std::memory_order_relaxed)) return;
-  std::atomic<uint8_t>& c = store.counts[id];
-  // (Racing writers may lose a count; never more than the saturating bound.)
-  const uint8_t v = c.load(std::memory_order_relaxed);
-  if (v < kMaxHotCount) c.store(static_cast<uint8_t>(v + 1), std::memory_order_relaxed);
+  if (store.count_bytes == 0 || choosing_.load(std::memory_order_relaxed)) return;
+  // Announced before the counts are touched (by the pass, or here), so that the chooser, which
+  // sets choosing_ and then waits for counting_ to fall, frees them only after this lookup.
+  const bool announced = tls_pass == this;
+  if (!announced) counting_.fetch_add(1, std::memory_order_seq_cst);
+  if (!store.looked_up.load(std::memory_order_relaxed)) store.looked_up.store(true, std::memory_order_relaxed);
+  if (!choosing_.load(std::memory_order_seq_cst)) {
+    // (Racing writers may lose a count; never more than the saturating bound.)
+    if (std::atomic<uint8_t>* counts = store.per_node.load(std::memory_order_relaxed)) {
+      std::atomic<uint8_t>& c = counts[id];
+      const uint8_t v = c.load(std::memory_order_relaxed);
+      if (v < kMaxHotCount) c.store(static_cast<uint8_t>(v + 1), std::memory_order_relaxed);
+    } else if (std::atomic<uint64_t>* table = store.table.load(std::memory_order_relaxed)) {
+      const int64_t mask = store.count_positions - 1;
+      int64_t p = store.CountHome(id);
+      for (int probe = 0; probe < kCountProbes; ++probe, p = (p + 1) & mask) {
+        std::atomic<uint64_t>& w = table[p];
+        uint64_t v = w.load(std::memory_order_relaxed);
+        if (v == 0 && w.compare_exchange_strong(v, kOneCount | static_cast<uint64_t>(id), std::memory_order_relaxed)) {
+          break;
+        }
+        // (A failed exchange left the word that won in v: it may be this node's.)
+        if ((v & kIdMask) == static_cast<uint64_t>(id)) {
+          // The id bits never change once written: a plain store of v plus one keeps them.
+          if ((v >> kCountShift) < static_cast<uint64_t>(kMaxHotCount)) w.store(v + kOneCount, std::memory_order_relaxed);
+          break;
+        }
+      }
+    }
+  }
+  if (!announced) counting_.fetch_sub(1, std::memory_order_release);
+}
+
+void RemoteCache::PrefetchCount(const Store& store, int64_t id) const {
+  // (Counts freed meanwhile leave a prefetch of memory no longer ours: harmless.)
+  if (const auto* counts = store.per_node.load(std::memory_order_relaxed)) {
+    PrefetchRead(counts + id);
+  } else if (const auto* table = store.table.load(std::memory_order_relaxed)) {
+    PrefetchRead(table + store.CountHome(id));
+  }
 }
 
 void RemoteCache::CountLookups(int64_t hits, int64_t misses) {
@@ -187,13 +311,32 @@ void RemoteCache::CountListLookups(int64_t hits, int64_t misses) {
 
 void RemoteCache::Counted(int64_t lookups) {
   if (chosen_.load(std::memory_order_relaxed)) return;
-  if (counted_.fetch_add(lookups, std::memory_order_relaxed) + lookups >= choose_after_) Choose();
+  const int64_t counted = counted_.fetch_add(lookups, std::memory_order_relaxed) + lookups;
+  // Enough once the stores looked up so far have seen kLookupsPerNode per node they can count
+  // (a store never looked up, say the rows of a trainer that asks none, does not hold the
+  // choice back); at once where no store could count.
+  int64_t enough = 0;
+  bool counts = false;
+  for (const auto& t : types_) {
+    counts |= t->count_bytes > 0;
+    if (t->looked_up.load(std::memory_order_relaxed)) enough += kLookupsPerNode * t->count_candidates;
+  }
+  for (const auto& l : lists_) {
+    counts |= l->count_bytes > 0;
+    if (l->looked_up.load(std::memory_order_relaxed)) enough += kLookupsPerNode * l->count_candidates;
+  }
+  if (!counts || (enough > 0 && counted >= enough)) Choose();
 }
 
 void RemoteCache::Choose() {
   std::lock_guard<std::mutex> choosing(choose_mu_);
   if (chosen_.load(std::memory_order_relaxed)) return;
-  choosing_.store(true, std::memory_order_relaxed);  // the counts stand still while they are read
+  // The counts stand still while they are read: no lookup starts counting, and those that
+  // started are waited for.
+  // (A chooser inside a pass of its own waits for the others alone.)
+  choosing_.store(true, std::memory_order_seq_cst);
+  const int64_t mine = tls_pass == this ? 1 : 0;
+  while (counting_.load(std::memory_order_seq_cst) != mine) std::this_thread::yield();
   // The stores that counted: node types' rows first, then edge types' lists.
   std::vector<Type*> types;
   std::vector<Lists*> lists;
@@ -202,22 +345,27 @@ void RemoteCache::Choose() {
     HotCandidates c;
     c.cost = cost;
     c.saves = saves;
-    for (const auto& n : s.counts) ++c.nodes_with_count[n.load(std::memory_order_relaxed)];
+    s.ForEachCount([&](int64_t, int count) { ++c.nodes_with_count[count]; });
     candidates.push_back(c);
   };
   for (auto& t : types_) {
-    if (t->counts.empty()) continue;
+    if (t->count_bytes == 0) continue;
     types.push_back(t.get());
     // A hit saves the row and the label.
     add(*t, static_cast<int64_t>(t->row_bytes) + Index::BytesPerNode(t->labels),
         static_cast<int64_t>(t->row_bytes) + (t->labels ? 8 : 0));
   }
   for (auto& l : lists_) {
-    if (l->counts.empty()) continue;
+    if (l->count_bytes == 0) continue;
     lists.push_back(l.get());
     // A hit saves at most the list (a draw of fewer neighbours saves less).
     add(*l, l->mean_entries * 8 + Index::BytesPerNode(false), l->mean_entries * 8);
   }
+  // The counts' bytes go to what is chosen (their storage is freed once it is published).
+  int64_t count_bytes = 0;
+  for (const Store* s : types) count_bytes += s->count_bytes;
+  for (const Store* s : lists) count_bytes += s->count_bytes;
+  bytes_.fetch_sub(count_bytes, std::memory_order_relaxed);
   // (Less the tables of stores that keep nothing: a position each.)
   const int64_t empty_tables = static_cast<int64_t>(candidates.size()) * Index::BytesPerNode(true);
   const std::vector<HotQuota> quotas = ChooseHotSets(candidates, capacity_ - bytes() - empty_tables);
@@ -247,6 +395,8 @@ void RemoteCache::Choose() {
   }
   // Whole lists are asked for until nearly every chosen list has come.
   lists_wanted_.store(lists_kept - lists_kept / 20, std::memory_order_relaxed);
+  for (Type* t : types) t->DropCounts();
+  for (Lists* l : lists) l->DropCounts();
   chosen_.store(true, std::memory_order_release);
 }
 
@@ -268,12 +418,12 @@ bool RemoteCache::Publish(Store* s, const HotQuota& quota, bool labels) {
     // was computed: no more than the quota's nodes go in (the table has room for twice that).
     int64_t at_min = quota.at_min;
     int64_t inserted = 0;
-    for (int64_t id = 0; id < s->num_nodes && inserted < quota.kept; ++id) {
-      if (quota.Keeps(s->counts[id].load(std::memory_order_relaxed), &at_min)) {
+    s->ForEachCount([&](int64_t id, int count) {
+      if (inserted < quota.kept && quota.Keeps(count, &at_min)) {
         index->Insert(id);
         ++inserted;
       }
-    }
+    });
   }
   s->index_storage = std::move(index);
   s->index.store(s->index_storage.get(), std::memory_order_release);
@@ -311,8 +461,8 @@ void RemoteCache::Prefetch(int type, int64_t id) const {
   const Type& t = *types_[type];
   if (const Index* index = t.index.load(std::memory_order_relaxed)) {
     PrefetchRead(index->HomeAddress(id));
-  } else if (!t.counts.empty()) {
-    PrefetchRead(&t.counts[id]);
+  } else {
+    PrefetchCount(t, id);
   }
   if (const auto* labels = t.label.load(std::memory_order_relaxed)) PrefetchRead(labels + id);
 }
@@ -377,8 +527,8 @@ void RemoteCache::PrefetchList(int edge_type, int64_t id) const {
   const Lists& l = *lists_[edge_type];
   if (const Index* index = l.index.load(std::memory_order_relaxed)) {
     PrefetchRead(index->HomeAddress(id));
-  } else if (!l.counts.empty()) {
-    PrefetchRead(&l.counts[id]);
+  } else {
+    PrefetchCount(l, id);
   }
 }
 

@@ -8,14 +8,23 @@
 // exactly as its owner would draw from it. Nothing is evicted.
 //
 // A budget that holds all of other partitions' data keeps every row and list as it first
-// comes, indexed by node id. A smaller one first only counts each remote node's lookups (a byte
-// a node, for rows and for each edge type's lists) until it has seen a few per remote node,
-// then keeps the nodes that save the most bytes per byte kept (hot_set.h), indexed by an
-// open-addressing table of just those (a row's label beside it), as they next come. First
-// come, first kept spent a small budget on whichever nodes the first batches met.
+// comes, indexed by node id. A smaller one first only counts remote nodes' lookups (for rows and
+// for each edge type's lists) until it has seen a few per node it counts, then keeps the nodes
+// that save the most bytes per byte kept (hot_set.h), indexed by an open-addressing table of
+// just those (a row's label beside it), as they next come. First come, first kept spent a small
+// budget on whichever nodes the first batches met.
+//
+// The counts take at most a quarter of the budget, shared by the stores that count: a byte a
+// node of the graph where that fits, else a table of (node, count) words, a node taken in as it
+// is first looked up until its neighbourhood of the table is full (so on a graph far larger
+// than the budget the candidates are the first nodes met, hot ones among them as they recur).
+// Once the nodes are chosen the counts are freed and their bytes go to rows and lists: nothing
+// stays per node of the whole graph.
 //
 // Reads take no lock: a node's slot is published after its row is written, and an index, once
-// published, never changes.
+// published, never changes. Lookups that count announce themselves (one shared counter, once
+// per pass over a batch's nodes: LookupPass) so that the chooser frees the counts only after the
+// last of them left.
 
 #include <atomic>
 #include <cstdint>
@@ -31,12 +40,33 @@ namespace graphstore {
 
 class RemoteCache {
  public:
+  /// How lookups are counted while the cache chooses: a byte a node where a store's share of
+  /// the counting budget holds it, else a table (kAuto); or either one always (for tests).
+  enum class Counting { kAuto, kPerNode, kTable };
+
   /// A cache for the node types and edge types of `partition`, using at most `capacity_bytes`
   /// (0: off); neighbour lists only with `lists`.
-  RemoteCache(const Partition* partition, int64_t capacity_bytes, bool lists = true);
+  RemoteCache(const Partition* partition, int64_t capacity_bytes, bool lists = true,
+              Counting counting = Counting::kAuto);
   ~RemoteCache();
   RemoteCache(const RemoteCache&) = delete;
   RemoteCache& operator=(const RemoteCache&) = delete;
+
+  /// Held by a thread over a pass of lookups (a gather's, a hop's): the counts they make while
+  /// the cache chooses stay alive until it ends, at the cost of one shared increment a pass
+  /// instead of one a lookup. Lookups outside a pass announce themselves one by one. End the
+  /// pass before CountLookups / CountListLookups. A null cache is allowed.
+  class LookupPass {
+   public:
+    explicit LookupPass(const RemoteCache* cache);
+    ~LookupPass();
+    LookupPass(const LookupPass&) = delete;
+    LookupPass& operator=(const LookupPass&) = delete;
+
+   private:
+    const RemoteCache* cache_ = nullptr;  // set when this pass announced itself
+    const RemoteCache* outer_ = nullptr;  // the thread's pass before this one
+  };
 
   /// The cached feature row of node `id` of type `type`, or null when absent (counted as a
   /// lookup while the cache chooses). Rows never move: the pointer lives as long as the cache.
@@ -79,11 +109,12 @@ class RemoteCache {
   /// Whether the nodes to keep have been chosen (always, when everything is kept).
   bool chosen() const { return chosen_.load(std::memory_order_acquire); }
 
-  /// Bytes in use (rows, lists, indexes and lookup counts).
+  /// Bytes in use (rows, lists, indexes, and lookup counts until the nodes are chosen).
   int64_t bytes() const { return bytes_.load(std::memory_order_relaxed); }
 
   /// Counts lookups of other partitions' node data answered here and asked of a peer (once per
-  /// gather); once enough are counted, chooses the nodes to keep.
+  /// gather); once enough are counted (four per node the stores looked up so far can count),
+  /// chooses the nodes to keep.
   void CountLookups(int64_t hits, int64_t misses);
   /// The same for neighbour lists (once per hop).
   void CountListLookups(int64_t hits, int64_t misses);
@@ -104,6 +135,8 @@ class RemoteCache {
   Index* WritableIndex(Store* store);
   // Counts one lookup of node `id` of `store` while choosing.
   void Count(const Store& store, int64_t id) const;
+  // Starts loading node `id`'s count in `store` while choosing.
+  void PrefetchCount(const Store& store, int64_t id) const;
   // Adds to the lookups counted while choosing, and chooses once there are enough.
   void Counted(int64_t lookups);
   // Chooses the nodes to keep from the counts and publishes their indexes.
@@ -117,6 +150,7 @@ class RemoteCache {
   bool keep_all_ = true;
   std::atomic<bool> chosen_{false};
   std::atomic<bool> choosing_{false};  // counting has stopped
+  mutable std::atomic<int64_t> counting_{0};  // lookups counting now (the counts live until 0)
   std::atomic<bool> lists_full_{false};
   std::atomic<int64_t> lists_wanted_{0};  // chosen lists still to come (whole lists are fetched while > 0)
   std::atomic<int64_t> bytes_{0};
@@ -125,7 +159,6 @@ class RemoteCache {
   std::atomic<int64_t> list_hits_{0};
   std::atomic<int64_t> list_misses_{0};
   std::atomic<int64_t> counted_{0};  // lookups counted while choosing
-  int64_t choose_after_ = 0;         // ... and how many make a choice
   std::mutex choose_mu_;
   std::vector<std::unique_ptr<Type>> types_;
   std::vector<std::unique_ptr<Lists>> lists_;  // per edge type

@@ -1,6 +1,8 @@
 // The cache of other partitions' rows: rows and neighbour lists read back as written across
 // its 2 MiB chunks, absent nodes stay absent; a budget too small for everything keeps, once
-// lookups are counted, the most looked-up nodes, and no more than the budget.
+// lookups are counted (a byte a node, or a table where that would take more than a quarter of
+// the budget), the most looked-up nodes, and no more than the budget; the counts are freed once
+// chosen.
 
 #include <catch2/catch.hpp>
 
@@ -81,9 +83,14 @@ TEST_CASE("a budget too small for everything keeps the most looked-up rows, chos
   const Partition& p = PartZero();
   const size_t row_bytes = static_cast<size_t>(p.node_type(0).feature_dim) * 4;
   const int64_t budget = int64_t{1} << 20;  // about a third of the other partition's rows
-  RemoteCache cache(&p, budget);
+  const auto counting = GENERATE(RemoteCache::Counting::kPerNode, RemoteCache::Counting::kTable);
+  INFO((counting == RemoteCache::Counting::kTable ? "a table of counts" : "a count a node"));
+  RemoteCache cache(&p, budget, /*lists=*/true, counting);
   CHECK_FALSE(cache.keeps_all());
   CHECK_FALSE(cache.chosen());
+  // The counts, of rows and of lists, within a quarter of the budget.
+  CHECK(cache.bytes() > 0);
+  CHECK(cache.bytes() <= budget / 4);
   CHECK_FALSE(cache.has_room());  // no whole lists while nothing is chosen
   const std::vector<int64_t> ids = ForeignIds(p);
   const std::vector<int64_t> hot(ids.begin(), ids.begin() + 200);
@@ -91,17 +98,23 @@ TEST_CASE("a budget too small for everything keeps the most looked-up rows, chos
   cache.PutFeatures(0, hot[0], RowOf(hot[0], row_bytes).data());
   CHECK(cache.FindFeatures(0, hot[0]) == nullptr);
   // The hot nodes looked up 60 times each, the others once (in the order of their ids): enough
-  // lookups (4 per remote node of both stores) to choose.
+  // lookups to choose, 4 per remote node of the rows (the lists, never looked up, do not hold
+  // the choice back).
   int64_t lookups = 1;
   for (int round = 0; round < 60; ++round) {
     for (int64_t id : hot) lookups += cache.FindFeatures(0, id) == nullptr;
   }
   for (size_t i = hot.size(); i < ids.size(); ++i) lookups += cache.FindFeatures(0, ids[i]) == nullptr;
-  cache.CountLookups(0, lookups / 2);
+  const int64_t enough = 4 * static_cast<int64_t>(ids.size());
+  REQUIRE(lookups > enough);
+  cache.CountLookups(0, enough - 1);
   CHECK_FALSE(cache.chosen());
-  cache.CountLookups(0, lookups - lookups / 2);
+  cache.CountLookups(0, lookups - (enough - 1));
   REQUIRE(cache.chosen());
   CHECK(cache.misses() == lookups);
+  // The counts are freed: what is held is the chosen rows' index (no rows yet), a position
+  // each for the lists that keep nothing.
+  CHECK(cache.bytes() < (int64_t{1} << 20) / 8);
 
   for (int64_t id : ids) {
     cache.PutFeatures(0, id, RowOf(id, row_bytes).data());
@@ -223,23 +236,29 @@ TEST_CASE("a budget too small for everything keeps the most looked-up lists, fet
 
 TEST_CASE("lookups counted on several threads while the cache chooses: it chooses once, within budget") {
   // Threads look nodes up and count them as sampling workers do; the one whose count crosses
-  // the threshold chooses while the others go on looking up. Every choice stays within its
-  // quota, however counts move meanwhile.
+  // the threshold chooses while the others go on looking up, and frees the counts after the
+  // last lookup that counts has left them. Every choice stays within its quota.
   const Partition& p = PartZero();
   const size_t row_bytes = static_cast<size_t>(p.node_type(0).feature_dim) * 4;
   const std::vector<int64_t> ids = ForeignIds(p);
+  const auto counting = GENERATE(RemoteCache::Counting::kPerNode, RemoteCache::Counting::kTable);
   for (int trial = 0; trial < 20; ++trial) {
-    RemoteCache cache(&p, int64_t{1} << 20);
+    RemoteCache cache(&p, int64_t{1} << 20, /*lists=*/true, counting);
     std::vector<std::thread> threads;
     for (int t = 0; t < 4; ++t) {
       threads.emplace_back([&, t] {
         std::mt19937_64 rng(static_cast<uint64_t>(trial * 4 + t));
         while (!cache.chosen()) {
           int64_t misses = 0;
-          for (int k = 0; k < 200; ++k) {
-            // Skewed: the first tenth of the ids half of the time.
-            const size_t i = rng() % 2 == 0 ? rng() % (ids.size() / 10) : rng() % ids.size();
-            misses += cache.FindFeatures(0, ids[i]) == nullptr;
+          {
+            // Half the threads announce a pass of lookups, as the gathers do; the others
+            // announce each lookup.
+            RemoteCache::LookupPass pass(t % 2 == 0 ? &cache : nullptr);
+            for (int k = 0; k < 200; ++k) {
+              // Skewed: the first tenth of the ids half of the time.
+              const size_t i = rng() % 2 == 0 ? rng() % (ids.size() / 10) : rng() % ids.size();
+              misses += cache.FindFeatures(0, ids[i]) == nullptr;
+            }
           }
           cache.CountLookups(0, misses);
         }
@@ -274,6 +293,42 @@ TEST_CASE("a budget the chosen lists fill to the byte still keeps them", "[lists
     CHECK(found > 0);
     CHECK(cache.bytes() <= budget);
   }
+}
+
+TEST_CASE("counts that a byte a node would take past a quarter of the budget go in a table") {
+  // 3000 nodes, two stores counting: a byte a node is 6000 bytes, more than a quarter of this
+  // budget. The table holds fewer nodes than the graph has: those met first are counted, and
+  // the hot ones among them are kept.
+  const Partition& p = PartZero();
+  const size_t row_bytes = static_cast<size_t>(p.node_type(0).feature_dim) * 4;
+  const int64_t budget = 20000;  // nine rows and their index
+  RemoteCache cache(&p, budget);
+  REQUIRE_FALSE(cache.keeps_all());
+  CHECK(cache.bytes() > 0);
+  CHECK(cache.bytes() <= budget / 4);
+  const std::vector<int64_t> ids = ForeignIds(p);
+  const std::vector<int64_t> hot(ids.begin(), ids.begin() + 5);
+  int64_t lookups = 0;
+  {
+    // Chosen from inside a pass of this thread's own: the chooser waits for the others alone.
+    RemoteCache::LookupPass pass(&cache);
+    for (int round = 0; round < 400 && !cache.chosen(); ++round) {
+      int64_t misses = 0;
+      for (int64_t id : hot) misses += cache.FindFeatures(0, id) == nullptr;
+      // Each round also meets a few other nodes once.
+      for (int k = 0; k < 3; ++k) misses += cache.FindFeatures(0, ids[5 + (round * 3 + k) % (ids.size() - 5)]) == nullptr;
+      lookups += misses;
+      cache.CountLookups(0, misses);
+    }
+  }
+  REQUIRE(cache.chosen());
+  CHECK(lookups < 4 * static_cast<int64_t>(ids.size()));  // chosen after the table's nodes, not the graph's
+  for (int64_t id : ids) {
+    cache.PutFeatures(0, id, RowOf(id, row_bytes).data());
+    cache.PutLabel(0, id, id % 7);
+  }
+  CheckKept(cache, hot, row_bytes);
+  CHECK(cache.bytes() <= budget);
 }
 
 }  // namespace
