@@ -198,7 +198,7 @@ absl::Status NeighborSampler::GatherNodeTimes(SampledSubgraph* out) const {
     if (!partition_->node_type(static_cast<int>(t)).has_times) continue;
     n.times.resize(n.ids.size());
     if (auto s = LookUpNodeTimes(*partition_, static_cast<int>(t), n.ids.data(), n.ids.size(), options_.peers,
-                                 n.times.data());
+                                 options_.remote_cache, n.times.data());
         !s.ok()) {
       return s;
     }
@@ -222,7 +222,7 @@ absl::Status NeighborSampler::PlaceSeedTimes(const SeedBatch& batch, Scratch* s,
     // The seeds' own times; those of seeds other partitions own come from their owners.
     seed_times.resize(batch.size);
     if (auto st = LookUpNodeTimes(*partition_, batch.node_type, batch.ids, batch.size, options_.peers,
-                                  seed_times.data());
+                                  options_.remote_cache, seed_times.data());
         !st.ok()) {
       return st;
     }

@@ -9,20 +9,37 @@
 namespace graphstore {
 
 absl::Status LookUpNodeTimes(const Partition& partition, int node_type, const int64_t* ids, size_t n,
-                             PeerSampling* peers, int64_t* out) {
+                             PeerSampling* peers, RemoteCache* cache, int64_t* out) {
   const NodeTypeStore& t = partition.node_type(node_type);
   OwnerSplit<PeerSampling::NodeTimesCall> split;
-  if (auto s = split.Split(partition, t, ids, n, peers != nullptr, "its time needs", [](size_t) { return false; });
-      !s.ok()) {
-    return s;
+  // Other partitions' nodes found in the cache (their time written already) stay here.
+  std::vector<uint8_t> cached(cache != nullptr ? n : 0, 0);
+  int64_t hits = 0;
+  auto keep = [&](size_t i) {
+    if (cache == nullptr) return false;
+    if (i + kPrefetchAhead < n) cache->Prefetch(node_type, ids[i + kPrefetchAhead]);
+    cached[i] = cache->GetTime(node_type, ids[i], &out[i]);
+    hits += cached[i];
+    return cached[i] != 0;
+  };
+  absl::Status split_status;
+  {
+    RemoteCache::LookupPass pass(cache);
+    split_status = split.Split(partition, t, ids, n, peers != nullptr, "its time needs", keep);
   }
+  if (cache != nullptr) {
+    int64_t asked = 0;
+    for (const auto& c : split.calls) asked += static_cast<int64_t>(c.ids.size());
+    cache->CountLookups(hits, asked);
+  }
+  if (!split_status.ok()) return split_status;
   auto issue = [&](std::vector<PeerSampling::NodeTimesCall>* calls) { return peers->FetchNodeTimes(t.name, calls); };
   // This partition's nodes while the owners answer for the others: a node's row, then its time.
   auto local = [&] {
     const int64_t* own = t.own_times.data();
     for (size_t i = 0; i < n; ++i) {
       if (i + kPrefetchAhead < n) t.owners.Prefetch(ids[i + kPrefetchAhead]);
-      if (split.call_of_item(i) < 0) out[i] = own[t.OwnerRow(ids[i])];
+      if (split.call_of_item(i) < 0 && (cache == nullptr || !cached[i])) out[i] = own[t.OwnerRow(ids[i])];
     }
     return absl::OkStatus();
   };
@@ -36,7 +53,9 @@ absl::Status LookUpNodeTimes(const Partition& partition, int node_type, const in
   std::vector<size_t> next(split.calls.size(), 0);
   for (size_t i = 0; i < n; ++i) {
     const int32_t c = split.call_of_item(i);
-    if (c >= 0) out[i] = split.calls[c].times[next[c]++];
+    if (c < 0) continue;
+    out[i] = split.calls[c].times[next[c]++];
+    if (cache != nullptr) cache->PutTime(node_type, ids[i], out[i]);
   }
   return absl::OkStatus();
 }

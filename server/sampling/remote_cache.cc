@@ -1,6 +1,7 @@
 #include "server/sampling/remote_cache.h"
 
 #include <algorithm>
+#include <array>
 #include <cstring>
 #include <limits>
 #include <thread>
@@ -12,7 +13,12 @@
 namespace graphstore {
 
 namespace {
-constexpr int64_t kNoLabel = std::numeric_limits<int64_t>::min();
+// A node's label or time not (yet) kept. (A stored value equal to it is never kept: asked of
+// the owner each time, still right.)
+constexpr int64_t kNoValue = std::numeric_limits<int64_t>::min();
+constexpr int kLabel = 0;
+constexpr int kTime = 1;
+constexpr int kValues = 2;
 constexpr size_t kChunkBytes = HugePageAllocator<char>::kHugePage;
 // A list slot's mark for a node whose list is too long to keep.
 constexpr int32_t kTooLong = -2;
@@ -43,15 +49,18 @@ constexpr int64_t kPositionsPerNode = 2;
 }  // namespace
 
 // Where each kept node's entry lies: a dense array over the graph's ids when everything is
-// kept, else an open-addressing table of the chosen ids (with their labels). Fixed once published.
+// kept, else an open-addressing table of the chosen ids (with their labels and times). Fixed
+// once published.
 struct RemoteCache::Index {
   int64_t positions = 0;
   HugePageVector<int64_t> keys;               // table only: the node at each position (-1: none)
   HugePageVector<std::atomic<int32_t>> slot;  // per position: the entry's slot (-1: absent)
-  HugePageVector<std::atomic<int64_t>> label;  // table of a type with labels only
+  // Table only, of a type with labels (kLabel) or node times (kTime): per position.
+  std::array<HugePageVector<std::atomic<int64_t>>, kValues> value;
 
-  static int64_t BytesPerNode(bool labels) {
-    return kPositionsPerNode * static_cast<int64_t>(sizeof(int64_t) + sizeof(int32_t) + (labels ? sizeof(int64_t) : 0));
+  // A kept node's bytes in a table with `values` labels and times a position.
+  static int64_t BytesPerNode(int values) {
+    return kPositionsPerNode * static_cast<int64_t>(sizeof(int64_t) + sizeof(int32_t) + values * sizeof(int64_t));
   }
   bool table() const { return !keys.empty(); }
   int64_t Home(int64_t id) const {
@@ -126,7 +135,8 @@ struct RemoteCache::Store {
 
 struct RemoteCache::Type : Store {
   size_t row_bytes = 0;
-  bool labels = false;
+  std::array<bool, kValues> has{};  // labels, node times
+  int values() const { return has[kLabel] + has[kTime]; }
   // Feature rows in chunks that never move. When everything is kept, each chunk is one 2 MiB
   // huge page (or a whole row where a row is larger), so that a row costs a cache miss and not
   // also a page walk, as the mapped rows do; else one chunk holds the chosen rows.
@@ -136,9 +146,9 @@ struct RemoteCache::Type : Store {
   int64_t rows_per_chunk = 1;
   size_t chunk_bytes = 0;
   int32_t next_slot = 0;
-  // Labels when everything is kept: one entry per node (kNoLabel: absent).
-  std::atomic<std::atomic<int64_t>*> label{nullptr};
-  HugePageVector<std::atomic<int64_t>> label_storage;
+  // Labels and times when everything is kept: one entry per node (kNoValue: absent).
+  std::array<std::atomic<std::atomic<int64_t>*>, kValues> value{};
+  std::array<HugePageVector<std::atomic<int64_t>>, kValues> value_storage;
 };
 
 // Neighbour lists of one edge type in chunks that never move: each list is its degree followed
@@ -176,7 +186,8 @@ RemoteCache::RemoteCache(const Partition* partition, int64_t capacity_bytes, boo
     auto t = std::make_unique<Type>();
     t->num_nodes = n.num_nodes;
     t->remote = n.num_nodes - n.num_local;
-    t->labels = n.labels.is_open();
+    t->has[kLabel] = n.labels.is_open();
+    t->has[kTime] = n.has_times;
     t->row_bytes = static_cast<size_t>(n.feature_dim) * DtypeSize(n.feature_dtype);
     if (t->row_bytes > 0) {
       t->rows_per_chunk = std::max<int64_t>(1, static_cast<int64_t>(kChunkBytes / t->row_bytes));
@@ -186,7 +197,7 @@ RemoteCache::RemoteCache(const Partition* partition, int64_t capacity_bytes, boo
       t->chunks = std::make_unique<std::atomic<char*>[]>(t->max_chunks);
       for (int64_t i = 0; i < t->max_chunks; ++i) t->chunks[i].store(nullptr);
     }
-    all += t->num_nodes * (4 + (t->labels ? 8 : 0)) + t->remote * static_cast<int64_t>(t->row_bytes + 8) +
+    all += t->num_nodes * (4 + 8 * t->values()) + t->remote * static_cast<int64_t>(t->row_bytes + 8) +
            static_cast<int64_t>(kChunkBytes);
     types_.push_back(std::move(t));
   }
@@ -199,7 +210,7 @@ RemoteCache::RemoteCache(const Partition* partition, int64_t capacity_bytes, boo
   // Too small for everything: count lookups first, within a share of the budget.
   std::vector<Store*> counting_stores;
   for (auto& t : types_) {
-    if (t->row_bytes > 0 || t->labels) counting_stores.push_back(t.get());
+    if (t->row_bytes > 0 || t->values() > 0) counting_stores.push_back(t.get());
   }
   if (lists_on_) {
     for (auto& l : lists_) counting_stores.push_back(l.get());
@@ -351,9 +362,9 @@ void RemoteCache::Choose() {
   for (auto& t : types_) {
     if (t->count_bytes == 0) continue;
     types.push_back(t.get());
-    // A hit saves the row and the label.
-    add(*t, static_cast<int64_t>(t->row_bytes) + Index::BytesPerNode(t->labels),
-        static_cast<int64_t>(t->row_bytes) + (t->labels ? 8 : 0));
+    // A hit saves the row, the label and the time.
+    add(*t, static_cast<int64_t>(t->row_bytes) + Index::BytesPerNode(t->values()),
+        static_cast<int64_t>(t->row_bytes) + 8 * t->values());
   }
   for (auto& l : lists_) {
     if (l->count_bytes == 0) continue;
@@ -367,7 +378,7 @@ void RemoteCache::Choose() {
   for (const Store* s : lists) count_bytes += s->count_bytes;
   bytes_.fetch_sub(count_bytes, std::memory_order_relaxed);
   // (Less the tables of stores that keep nothing: a position each.)
-  const int64_t empty_tables = static_cast<int64_t>(candidates.size()) * Index::BytesPerNode(true);
+  const int64_t empty_tables = static_cast<int64_t>(candidates.size()) * Index::BytesPerNode(kValues);
   const std::vector<HotQuota> quotas = ChooseHotSets(candidates, capacity_ - bytes() - empty_tables);
   for (size_t i = 0; i < types.size(); ++i) {
     Type& t = *types[i];
@@ -379,7 +390,7 @@ void RemoteCache::Choose() {
     t.max_chunks = q.kept > 0 && t.row_bytes > 0 ? 1 : 0;
     t.chunks = std::make_unique<std::atomic<char*>[]>(1);
     t.chunks[0].store(nullptr);
-    Publish(&t, q, t.labels);
+    Publish(&t, q, t.has);
   }
   int64_t lists_kept = 0;
   for (size_t i = 0; i < lists.size(); ++i) {
@@ -391,7 +402,7 @@ void RemoteCache::Choose() {
     l.max_chunks = q.kept > 0 ? 1 : 0;
     l.chunks = std::make_unique<std::atomic<int64_t*>[]>(1);
     l.chunks[0].store(nullptr);
-    if (Publish(&l, q, false)) lists_kept += q.kept;
+    if (Publish(&l, q, {})) lists_kept += q.kept;
   }
   // Whole lists are asked for until nearly every chosen list has come.
   lists_wanted_.store(lists_kept - lists_kept / 20, std::memory_order_relaxed);
@@ -400,17 +411,18 @@ void RemoteCache::Choose() {
   chosen_.store(true, std::memory_order_release);
 }
 
-bool RemoteCache::Publish(Store* s, const HotQuota& quota, bool labels) {
+bool RemoteCache::Publish(Store* s, const HotQuota& quota, const std::array<bool, 2>& values) {
   auto index = std::make_unique<Index>();
   index->positions = std::max<int64_t>(1, kPositionsPerNode * quota.kept);
-  const bool room = Reserve(index->positions * Index::BytesPerNode(labels) / kPositionsPerNode);
+  const bool room = Reserve(index->positions * Index::BytesPerNode(values[kLabel] + values[kTime]) / kPositionsPerNode);
   if (!room) index->positions = 1;  // (nothing kept; lookups are no longer counted)
   index->keys.assign(static_cast<size_t>(index->positions), -1);
   index->slot = HugePageVector<std::atomic<int32_t>>(static_cast<size_t>(index->positions));
   for (auto& v : index->slot) v.store(-1, std::memory_order_relaxed);
-  if (labels) {
-    index->label = HugePageVector<std::atomic<int64_t>>(static_cast<size_t>(index->positions));
-    for (auto& v : index->label) v.store(kNoLabel, std::memory_order_relaxed);
+  for (int k = 0; k < kValues; ++k) {
+    if (!values[k]) continue;
+    index->value[k] = HugePageVector<std::atomic<int64_t>>(static_cast<size_t>(index->positions));
+    for (auto& v : index->value[k]) v.store(kNoValue, std::memory_order_relaxed);
   }
   const bool kept = room && quota.kept > 0;
   if (kept) {
@@ -464,7 +476,7 @@ void RemoteCache::Prefetch(int type, int64_t id) const {
   } else {
     PrefetchCount(t, id);
   }
-  if (const auto* labels = t.label.load(std::memory_order_relaxed)) PrefetchRead(labels + id);
+  if (const auto* labels = t.value[kLabel].load(std::memory_order_relaxed)) PrefetchRead(labels + id);
 }
 
 bool RemoteCache::GetFeatures(int type, int64_t id, char* dst) const {
@@ -573,43 +585,57 @@ void RemoteCache::PutNeighbors(int edge_type, int64_t id, const int64_t* neighbo
   came();
 }
 
-bool RemoteCache::GetLabel(int type, int64_t id, int64_t* label) const {
+bool RemoteCache::GetValue(int type, int k, int64_t id, bool count, int64_t* out) const {
   const Type& t = *types_[type];
-  int64_t v = kNoLabel;
+  int64_t v = kNoValue;
   if (keep_all_) {
-    const std::atomic<int64_t>* labels = t.label.load(std::memory_order_acquire);
-    if (labels == nullptr) return false;
-    v = labels[id].load(std::memory_order_relaxed);
+    const std::atomic<int64_t>* values = t.value[k].load(std::memory_order_acquire);
+    if (values == nullptr) return false;
+    v = values[id].load(std::memory_order_relaxed);
   } else if (const Index* index = t.index.load(std::memory_order_acquire)) {
-    const int64_t p = index->label.empty() ? -1 : index->Find(id);
-    if (p >= 0) v = index->label[p].load(std::memory_order_relaxed);
-  } else if (t.row_bytes == 0) {
-    Count(t, id);  // (a type with features counts its lookups by row)
+    const int64_t p = index->value[k].empty() ? -1 : index->Find(id);
+    if (p >= 0) v = index->value[k][p].load(std::memory_order_relaxed);
+  } else if (count) {
+    Count(t, id);
   }
-  if (v == kNoLabel) return false;
-  *label = v;
+  if (v == kNoValue) return false;
+  *out = v;
   return true;
 }
 
-void RemoteCache::PutLabel(int type, int64_t id, int64_t label) {
+void RemoteCache::PutValue(int type, int k, int64_t id, int64_t value) {
   Type& t = *types_[type];
   if (capacity_ == 0) return;
   if (!keep_all_) {
     Index* index = t.index.load(std::memory_order_acquire);
-    const int64_t p = index != nullptr && !index->label.empty() ? index->Find(id) : -1;
-    if (p >= 0) index->label[p].store(label, std::memory_order_relaxed);
+    const int64_t p = index != nullptr && !index->value[k].empty() ? index->Find(id) : -1;
+    if (p >= 0) index->value[k][p].store(value, std::memory_order_relaxed);
     return;
   }
-  if (t.label.load(std::memory_order_acquire) == nullptr) {
+  if (t.value[k].load(std::memory_order_acquire) == nullptr) {
     std::lock_guard<std::mutex> lock(t.mu);
-    if (t.label.load(std::memory_order_relaxed) == nullptr) {
+    if (t.value[k].load(std::memory_order_relaxed) == nullptr) {
       if (!Reserve(t.num_nodes * static_cast<int64_t>(sizeof(int64_t)))) return;
-      t.label_storage = HugePageVector<std::atomic<int64_t>>(static_cast<size_t>(t.num_nodes));
-      for (auto& l : t.label_storage) l.store(kNoLabel, std::memory_order_relaxed);
-      t.label.store(t.label_storage.data(), std::memory_order_release);
+      t.value_storage[k] = HugePageVector<std::atomic<int64_t>>(static_cast<size_t>(t.num_nodes));
+      for (auto& v : t.value_storage[k]) v.store(kNoValue, std::memory_order_relaxed);
+      t.value[k].store(t.value_storage[k].data(), std::memory_order_release);
     }
   }
-  t.label.load(std::memory_order_acquire)[id].store(label, std::memory_order_relaxed);
+  t.value[k].load(std::memory_order_acquire)[id].store(value, std::memory_order_relaxed);
 }
+
+bool RemoteCache::GetLabel(int type, int64_t id, int64_t* label) const {
+  // (A type with features counts its lookups by row.)
+  return GetValue(type, kLabel, id, types_[type]->row_bytes == 0, label);
+}
+
+void RemoteCache::PutLabel(int type, int64_t id, int64_t label) { PutValue(type, kLabel, id, label); }
+
+bool RemoteCache::GetTime(int type, int64_t id, int64_t* time) const {
+  // (Times are looked up apart from rows and labels: every lookup counts.)
+  return GetValue(type, kTime, id, /*count=*/true, time);
+}
+
+void RemoteCache::PutTime(int type, int64_t id, int64_t time) { PutValue(type, kTime, id, time); }
 
 }  // namespace graphstore

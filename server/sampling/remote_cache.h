@@ -1,7 +1,7 @@
 #ifndef GRAPHSTORE_SERVER_SAMPLING_REMOTE_CACHE_H_
 #define GRAPHSTORE_SERVER_SAMPLING_REMOTE_CACHE_H_
 
-// Node data (feature rows, labels) and neighbour lists of other partitions, kept once a peer
+// Node data (feature rows, labels, node times) and neighbour lists of other partitions, kept once a peer
 // has sent them. Neither ever changes, and in a cluster the same remote nodes come back batch
 // after batch, so a row fetched once serves every later batch without crossing the network
 // again: a cached feature row is copied here, and a cached neighbour list is drawn from here
@@ -26,6 +26,7 @@
 // per pass over a batch's nodes: LookupPass) so that the chooser frees the counts only after the
 // last of them left.
 
+#include <array>
 #include <atomic>
 #include <cstdint>
 #include <memory>
@@ -81,6 +82,10 @@ class RemoteCache {
   /// The cached label of node `id`; false when absent.
   bool GetLabel(int type, int64_t id, int64_t* label) const;
   void PutLabel(int type, int64_t id, int64_t label);
+  /// The cached time of node `id` (a type that stores node times); false when absent (counted
+  /// as a lookup while the cache chooses: a node whose time is asked for is worth keeping).
+  bool GetTime(int type, int64_t id, int64_t* time) const;
+  void PutTime(int type, int64_t id, int64_t time);
 
   /// The cached neighbours of node `id` along edge type `edge_type` (global ids, in the order
   /// of the owner's row) and their number in *degree; null when absent, with *degree 0, or -1
@@ -142,8 +147,13 @@ class RemoteCache {
   // Chooses the nodes to keep from the counts and publishes their indexes.
   void Choose();
   // Publishes the table of the nodes of `store` that `quota` keeps (an empty one where the
-  // budget has no room for it); whether any node is kept.
-  bool Publish(Store* store, const HotQuota& quota, bool labels);
+  // budget has no room for it), with a label and a time per position as `values` says; whether
+  // any node is kept.
+  bool Publish(Store* store, const HotQuota& quota, const std::array<bool, 2>& values);
+  // A type's label (k = 0) or time (k = 1) of node `id`, counted as a lookup while choosing
+  // when `count`; and its keeping.
+  bool GetValue(int type, int k, int64_t id, bool count, int64_t* out) const;
+  void PutValue(int type, int k, int64_t id, int64_t value);
 
   const int64_t capacity_;
   const bool lists_on_;

@@ -454,7 +454,7 @@ TEST_CASE("temporal global batches take other partitions' node times from their 
           "[cluster][global][temporal]") {
   // Each server keeps its own nodes' times alone: a batch's seeds owned elsewhere (their times
   // start the draw) and its sampled nodes owned elsewhere (with_node_times) are timed by their
-  // owners. The batches are one server's to the last bit, times included.
+  // owners or by the peer cache. The batches are one server's to the last bit, times included.
   auto epoch_of = [](const std::vector<std::string>& servers) {
     client::LoaderOptions o = GlobalOptions(servers);
     o.seed = 77;
@@ -472,18 +472,25 @@ TEST_CASE("temporal global batches take other partitions' node times from their 
   // The times are the nodes' own: not one value for every node.
   REQUIRE(want[0].time.defined());
   CHECK(want[0].time.max().item<int64_t>() > want[0].time.min().item<int64_t>());
-  for (int n : {2, 4}) {
-    INFO(n << " partitions");
-    LocalCluster cluster(n);
-    const auto got = epoch_of(cluster.addresses);
-    REQUIRE(got.size() == want.size());
-    for (size_t b = 0; b < got.size(); ++b) {
-      INFO("batch " << b);
-      CHECK(torch::equal(got[b].n_id, want[b].n_id));
-      CHECK(torch::equal(got[b].edge_index, want[b].edge_index));
-      CHECK(torch::equal(got[b].seed_time, want[b].seed_time));
-      CHECK(torch::equal(got[b].time, want[b].time));
-      CHECK(torch::equal(got[b].sampled_time, want[b].sampled_time));
+  // Read twice: the second time other partitions' times come from the peer caches (all of
+  // them with the default budget; the chosen nodes' with a tiny one, once it has counted).
+  for (int64_t cache_bytes : {int64_t{-1}, int64_t{64} << 10}) {
+    for (int n : {2, 4}) {
+      INFO(n << " partitions, peer cache " << cache_bytes);
+      LocalCluster cluster(n, cache_bytes);
+      for (int pass = 0; pass < 2; ++pass) {
+        INFO("pass " << pass);
+        const auto got = epoch_of(cluster.addresses);
+        REQUIRE(got.size() == want.size());
+        for (size_t b = 0; b < got.size(); ++b) {
+          INFO("batch " << b);
+          CHECK(torch::equal(got[b].n_id, want[b].n_id));
+          CHECK(torch::equal(got[b].edge_index, want[b].edge_index));
+          CHECK(torch::equal(got[b].seed_time, want[b].seed_time));
+          CHECK(torch::equal(got[b].time, want[b].time));
+          CHECK(torch::equal(got[b].sampled_time, want[b].sampled_time));
+        }
+      }
     }
   }
 }

@@ -295,6 +295,53 @@ TEST_CASE("a budget the chosen lists fill to the byte still keeps them", "[lists
   }
 }
 
+TEST_CASE("node times are kept as labels are: all of them, or the chosen nodes' once counted") {
+  // 3000 nodes with times, 16 features, in two partitions.
+  static const std::unique_ptr<Partition> timed = [] {
+    auto loaded = Partition::Load(testing::GeneratedDataset(3000, 16, 4, 2, 11, /*times=*/true) + "/part-0");
+    REQUIRE(loaded.ok());
+    return *std::move(loaded);
+  }();
+  const Partition& p = *timed;
+  REQUIRE(p.node_type(0).has_times);
+  const std::vector<int64_t> ids = ForeignIds(p);
+  auto time_of = [](int64_t id) { return 1000 + id * 3; };
+
+  RemoteCache all(&p, int64_t{64} << 20);
+  REQUIRE(all.keeps_all());
+  int64_t time = -1;
+  CHECK_FALSE(all.GetTime(0, ids[0], &time));
+  for (size_t i = 0; i + 10 < ids.size(); ++i) all.PutTime(0, ids[i], time_of(ids[i]));
+  for (size_t i = 0; i < ids.size(); ++i) {
+    const bool kept = all.GetTime(0, ids[i], &time);
+    CHECK(kept == (i + 10 < ids.size()));
+    if (kept) CHECK(time == time_of(ids[i]));
+  }
+
+  // Too small for every row: time lookups alone choose (rows, labels and lists never looked
+  // up), and the hot nodes' times are kept.
+  const int64_t budget = 64 << 10;
+  RemoteCache some(&p, budget);
+  REQUIRE_FALSE(some.keeps_all());
+  const std::vector<int64_t> hot(ids.begin(), ids.begin() + 50);
+  for (int round = 0; round < 200 && !some.chosen(); ++round) {
+    int64_t misses = 0;
+    for (int64_t id : hot) misses += !some.GetTime(0, id, &time);
+    misses += !some.GetTime(0, ids[50 + static_cast<size_t>(round) % (ids.size() - 50)], &time);
+    some.CountLookups(0, misses);
+  }
+  REQUIRE(some.chosen());
+  for (int64_t id : ids) some.PutTime(0, id, time_of(id));
+  for (int64_t id : hot) {
+    REQUIRE(some.GetTime(0, id, &time));
+    CHECK(time == time_of(id));
+  }
+  int64_t kept = 0;
+  for (int64_t id : ids) kept += some.GetTime(0, id, &time);
+  CHECK(kept < static_cast<int64_t>(ids.size()));
+  CHECK(some.bytes() <= budget);
+}
+
 TEST_CASE("counts that a byte a node would take past a quarter of the budget go in a table") {
   // 3000 nodes, two stores counting: a byte a node is 6000 bytes, more than a quarter of this
   // budget. The table holds fewer nodes than the graph has: those met first are counted, and
