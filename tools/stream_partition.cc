@@ -171,6 +171,9 @@ absl::Status StreamPartitioner::AddEdges(int row_type, const int64_t* rows, int 
   const int64_t ro = type_offset_[row_type], co = type_offset_[col_type];
   for (size_t i = 0; i < n; ++i) {
     const int64_t u = ro + rows[i], v = co + cols[i];
+    if (row_degree_[u] == std::numeric_limits<uint32_t>::max()) {
+      return absl::InvalidArgumentError(absl::StrCat("--method=stream: node ", rows[i], " stores more than 2^32-1 edges"));
+    }
     ++row_degree_[u];
     ++total_edges_;
     if (u == v) continue;  // a self-loop says nothing about where a node belongs
@@ -238,29 +241,29 @@ absl::Status StreamPartitioner::Scan(const std::string& what, Fn fn) {
 // smaller cluster id, so the result depends only on the graph.
 absl::Status StreamPartitioner::Cluster(int64_t max_size) {
   label_.resize(total_nodes_);
-  for (int64_t u = 0; u < total_nodes_; ++u) label_[u] = u;
+  for (int64_t u = 0; u < total_nodes_; ++u) label_[u] = static_cast<uint32_t>(u);
   if (max_size <= 1) return absl::OkStatus();
   std::vector<int32_t> size(total_nodes_, 1);
   std::vector<int32_t> count(total_nodes_, 0);
-  std::vector<int64_t> touched;
+  std::vector<uint32_t> touched;
   for (int pass = 0; pass < options_.cluster_passes; ++pass) {
     auto s = Scan(absl::StrCat("partitioning (stream): clustering, pass ", pass + 1, " of ", options_.cluster_passes),
                   [&](int64_t u, const int64_t* nb, int64_t n) {
                     for (int64_t k = 0; k < n; ++k) {
-                      const int64_t l = label_[nb[k]];
+                      const uint32_t l = label_[nb[k]];
                       if (count[l]++ == 0) touched.push_back(l);
                     }
-                    const int64_t own = label_[u];
-                    int64_t best = own;
+                    const uint32_t own = label_[u];
+                    uint32_t best = own;
                     int32_t best_count = count[own];
-                    for (int64_t l : touched) {
+                    for (uint32_t l : touched) {
                       if (l == own || size[l] + 1 > max_size) continue;
                       if (count[l] > best_count || (count[l] == best_count && best != own && l < best)) {
                         best = l;
                         best_count = count[l];
                       }
                     }
-                    for (int64_t l : touched) count[l] = 0;
+                    for (uint32_t l : touched) count[l] = 0;
                     touched.clear();
                     if (best != own) {
                       --size[own];
@@ -275,10 +278,11 @@ absl::Status StreamPartitioner::Cluster(int64_t max_size) {
 
 // Renumbers the clusters 0 .. n-1 in order of their first node; returns n.
 int64_t StreamPartitioner::NumberClusters() {
-  std::vector<int64_t> number(total_nodes_, -1);
-  int64_t n = 0;
+  constexpr uint32_t kNone = std::numeric_limits<uint32_t>::max();
+  std::vector<uint32_t> number(total_nodes_, kNone);
+  uint32_t n = 0;
   for (int64_t u = 0; u < total_nodes_; ++u) {
-    if (number[label_[u]] < 0) number[label_[u]] = n++;
+    if (number[label_[u]] == kNone) number[label_[u]] = n++;
   }
   for (int64_t u = 0; u < total_nodes_; ++u) label_[u] = number[label_[u]];
   return n;
@@ -296,8 +300,8 @@ absl::Status StreamPartitioner::PartitionClusters() {
   g.ncon = T + 1;
   g.vwgt.assign(nc * g.ncon, 0);
   for (int64_t u = 0; u < total_nodes_; ++u) {
-    g.vwgt[label_[u] * g.ncon + TypeOf(u)] += 1;
-    g.vwgt[label_[u] * g.ncon + T] += static_cast<idx_t>(row_degree_[u]);
+    g.vwgt[int64_t{label_[u]} * g.ncon + TypeOf(u)] += 1;
+    g.vwgt[int64_t{label_[u]} * g.ncon + T] += static_cast<idx_t>(row_degree_[u]);
   }
   g.ubvec.assign(g.ncon, static_cast<real_t>(std::min(options_.node_slack, options_.edge_slack)));
   // Held at once: up to 2 cap pairs, a batch of cap and their merge, 12 bytes each.
@@ -345,6 +349,10 @@ void StreamPartitioner::Refine(int64_t u, const int64_t* neighbours, int64_t n) 
 
 absl::StatusOr<Assignment> StreamPartitioner::Assign() {
   const int P = options_.num_partitions;
+  if (total_nodes_ >= int64_t{std::numeric_limits<uint32_t>::max()}) {
+    return absl::InvalidArgumentError(absl::StrCat("--method=stream takes fewer than 2^32-1 nodes; this graph has ",
+                                                   total_nodes_, " (use --method=random)"));
+  }
   if (P > total_nodes_ && P > 1) {
     return absl::InvalidArgumentError(absl::StrCat("--partitions=", P, " exceeds the ", total_nodes_, " nodes"));
   }
@@ -366,7 +374,7 @@ absl::StatusOr<Assignment> StreamPartitioner::Assign() {
     const int64_t max_size = std::max<int64_t>(1, (total_nodes_ + target - 1) / target);
     if (auto s = Cluster(max_size); !s.ok()) return s;
     if (auto s = PartitionClusters(); !s.ok()) return s;
-    std::vector<int64_t>().swap(label_);
+    std::vector<uint32_t>().swap(label_);
     counts_.assign(P, 0);
     type_load_.assign(type_sizes_.size(), std::vector<int64_t>(P, 0));
     edge_load_.assign(P, 0);
@@ -388,10 +396,12 @@ absl::StatusOr<Assignment> StreamPartitioner::Assign() {
       if (!s.ok()) return s;
     }
   }
+  std::vector<uint32_t>().swap(row_degree_);
   Assignment out;
   for (size_t t = 0; t < type_sizes_.size(); ++t) {
     out.emplace_back(place_.begin() + type_offset_[t], place_.begin() + type_offset_[t] + type_sizes_[t]);
   }
+  std::vector<int32_t>().swap(place_);
   return out;
 }
 

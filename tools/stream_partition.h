@@ -86,12 +86,12 @@ class StreamPartitioner {
   std::vector<int64_t> type_offset_;
   int64_t total_nodes_ = 0;
   int64_t total_edges_ = 0;
-  std::vector<int64_t> row_degree_;  // stored edges of each node
+  std::vector<uint32_t> row_degree_;  // stored edges of each node
   std::vector<int32_t> place_;       // -1: not placed yet
   std::vector<Chunk> chunks_;
   int64_t chunk_nodes_ = 1;
   bool spilling_ = false;
-  std::vector<int64_t> label_;         // cluster of each node
+  std::vector<uint32_t> label_;        // cluster of each node (nodes number below 2^32)
   // Loads of the current assignment.
   std::vector<std::vector<int64_t>> type_load_;  // [type][partition]
   std::vector<int64_t> edge_load_;
