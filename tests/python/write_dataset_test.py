@@ -15,6 +15,8 @@ import torch
 
 import graphstore
 
+CORA = os.path.join(os.environ.get("GRAPHSTORE_SHARED_DATA", ""), "cora", "cora.cites")
+
 
 class Storage:
     """A stand-in of PyG's NodeStorage / EdgeStorage: attributes, absent ones raise."""
@@ -230,6 +232,54 @@ class WriteDatasetTest(unittest.TestCase):
                 for d in self.daemons:
                     d.stop()
                 self.daemons = []
+
+    @unittest.skipUnless(os.path.exists(CORA), "needs cora/cora.cites (GRAPHSTORE_SHARED_DATA)")
+    def test_an_edge_lists_own_ids_come_back_through_raw_ids(self):
+        """Cora's paper ids are sparse (35 ... 1155073): graphstore-partition numbers each node
+        type's ids densely in ascending order and keeps the file's id of each global id in
+        book/<type>.raw_ids.npy, which every partition holds alike. Through it a user's ids go in
+        (seeds) and come back out (n_id, every edge) on a 2-partition cluster. With the tool's
+        default edge_dir "out" each seed draws exactly the papers it cites in the file, and the
+        batch carries each citation from the cited paper to the citing seed."""
+        cites = []
+        with open(CORA) as f:
+            for line in f:
+                cited, citing = map(int, line.split()[:2])
+                cites.append((citing, cited))
+        given = set(cites)
+        out = os.path.join(self.dir, "cora")
+        gt.run(gt.tool("graphstore-partition"), f"--edges={CORA}", "--swap_columns", "--partitions=2",
+               "--method=random", f"--out={out}")
+        raw = [np.load(os.path.join(out, f"part-{k}", "book", "node.raw_ids.npy")) for k in range(2)]
+        self.assertTrue(np.array_equal(raw[0], raw[1]))
+        raw = raw[0]
+        self.assertTrue(bool((np.diff(raw) > 0).all()))  # ascending: a file id's global id is its rank
+        self.assertEqual(set(raw.tolist()), {p for e in cites for p in e})
+        cited_by = {}
+        for citing, cited in cites:
+            cited_by.setdefault(citing, set()).add(cited)
+        # Seeds named by the file's ids: the papers citing the most, some citing one, one citing none.
+        ranked = sorted(cited_by, key=lambda p: (-len(cited_by[p]), p))
+        none = sorted(set(raw.tolist()) - set(cited_by))[:1]
+        want = ranked[:40] + ranked[-23:] + none
+        seeds = torch.from_numpy(np.searchsorted(raw, want))
+        self.assertEqual(raw[seeds.numpy()].tolist(), want)
+        self.daemons = serve(out, 2)
+        got = []
+        with graphstore.Loader([d.address for d in self.daemons], [-1], input_nodes=seeds, batch_size=16,
+                               shuffle=False, node_features=False, labels=False) as loader:
+            for batch in loader.epoch(0):
+                k = batch.batch_size
+                ids = raw[batch.n_id.numpy()]
+                got += ids[:k].tolist()
+                src, dst = batch.edge_index.numpy()
+                drawn = {}
+                for a, b in zip(ids[src].tolist(), ids[dst].tolist()):
+                    self.assertTrue((b, a) in given, f"{b} -> {a} is not a citation of the file")
+                    drawn.setdefault(b, set()).add(a)
+                for paper in ids[:k].tolist():
+                    self.assertEqual(drawn.get(paper, set()), cited_by.get(paper, set()), f"paper {paper}")
+        self.assertEqual(got, want)
 
     def test_a_directed_hetero_data_comes_back_as_pygs_graph(self):
         """A HeteroData without reverse edges: item seeds draw the users that bought them along
