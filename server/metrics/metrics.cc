@@ -238,6 +238,8 @@ void CollectPeers(const Core& core, const v1::ServerStats& stats, Families* f) {
     const Core::PeerCacheLookups lookups = core.peer_cache_lookups();
     f->Gauge("graphstore_peer_cache_bytes", "Bytes of other partitions' node data cached here",
              stats.peer_cache_bytes());
+    f->Gauge("graphstore_peer_cache_chosen", "1 once the peer cache has chosen what to keep, 0 while it counts lookups",
+             stats.peer_cache_chosen() ? 1 : 0);
     f->Counter("graphstore_peer_cache_hits_total", "Other partitions' nodes whose data the cache held", lookups.hits);
     f->Counter("graphstore_peer_cache_misses_total", "Other partitions' nodes whose data was asked of their owner",
                lookups.misses);

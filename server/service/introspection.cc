@@ -122,7 +122,10 @@ absl::Status Introspection::GetServerStats(const v1::GetServerStatsRequest&, v1:
   resp->set_shared_unfreed_bytes(state_.shared_account.unfreed());
   resp->set_shared_unfreed_limit(state_.shared_account.limit());
   if (const Cluster* cluster = state_.cluster.load(); cluster != nullptr) cluster->FillStats(resp);
-  if (state_.remote_cache != nullptr) resp->set_peer_cache_bytes(state_.remote_cache->bytes());
+  if (state_.remote_cache != nullptr) {
+    resp->set_peer_cache_bytes(state_.remote_cache->bytes());
+    resp->set_peer_cache_chosen(state_.remote_cache->chosen());
+  }
   int64_t index_bytes = 0;
   for (const EdgeTypeStore& e : state_.partition->edge_types()) index_bytes += e.weight_index->bytes() + e.time_rows->bytes();
   resp->set_sampling_index_bytes(index_bytes);
