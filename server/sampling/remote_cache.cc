@@ -24,8 +24,10 @@ constexpr size_t kChunkBytes = HugePageAllocator<char>::kHugePage;
 constexpr int32_t kTooLong = -2;
 // Lookups counted per node counted (of every counting store) before the nodes to keep are chosen.
 constexpr int64_t kLookupsPerNode = 4;
-// The counts take at most this fraction of the budget, shared by the stores that count.
-constexpr int64_t kCountingShare = 4;
+// The counts take at most a fraction of the budget, shared by the stores that count: a byte a
+// node (exact, every node named) where it fits half, else a table within a quarter.
+constexpr int64_t kPerNodeShare = 2;
+constexpr int64_t kTableShare = 4;
 // A count table's word: the count in the top byte, the node's id below (0: an empty position).
 constexpr int kCountShift = 56;
 constexpr uint64_t kOneCount = uint64_t{1} << kCountShift;
@@ -215,9 +217,11 @@ RemoteCache::RemoteCache(const Partition* partition, int64_t capacity_bytes, boo
   if (lists_on_) {
     for (auto& l : lists_) counting_stores.push_back(l.get());
   }
-  const int64_t share = capacity_ / (kCountingShare * std::max<int64_t>(1, static_cast<int64_t>(counting_stores.size())));
+  const int64_t stores = std::max<int64_t>(1, static_cast<int64_t>(counting_stores.size()));
+  const int64_t share = capacity_ / (kTableShare * stores);
   for (Store* s : counting_stores) {
-    if (counting == Counting::kPerNode || (counting == Counting::kAuto && s->num_nodes <= share)) {
+    if (counting == Counting::kPerNode ||
+        (counting == Counting::kAuto && s->num_nodes <= capacity_ / (kPerNodeShare * stores))) {
       if (!Reserve(s->num_nodes)) continue;
       s->count_bytes = s->num_nodes;
       s->per_node_storage = HugePageVector<std::atomic<uint8_t>>(static_cast<size_t>(s->num_nodes));

@@ -14,10 +14,11 @@
 // just those (a row's label beside it), as they next come. First come, first kept spent a small
 // budget on whichever nodes the first batches met.
 //
-// The counts take at most a quarter of the budget, shared by the stores that count: a byte a
-// node of the graph where that fits, else a table of (node, count) words, a node taken in as it
-// is first looked up until its neighbourhood of the table is full (so on a graph far larger
-// than the budget the candidates are the first nodes met, hot ones among them as they recur).
+// The counts are shared by the stores that count: a byte a node of the graph where that fits
+// half the budget (exact, and every node named), else a table of (node, count) words within a
+// quarter, a node taken in as it is first looked up until its neighbourhood of the table is
+// full (so on a graph far larger than the budget the candidates are the first nodes met, hot
+// ones among them as they recur).
 // Once the nodes are chosen the counts are freed and their bytes go to rows and lists: nothing
 // stays per node of the whole graph.
 //
@@ -41,8 +42,8 @@ namespace graphstore {
 
 class RemoteCache {
  public:
-  /// How lookups are counted while the cache chooses: a byte a node where a store's share of
-  /// the counting budget holds it, else a table (kAuto); or either one always (for tests).
+  /// How lookups are counted while the cache chooses: a byte a node where the store's share of
+  /// half the budget holds it, else a table (kAuto); or either one always (for tests).
   enum class Counting { kAuto, kPerNode, kTable };
 
   /// A cache for the node types and edge types of `partition`, using at most `capacity_bytes`
