@@ -242,29 +242,34 @@ absl::Status StreamPartitioner::Scan(const std::string& what, Fn fn) {
 absl::Status StreamPartitioner::Cluster(int64_t max_size) {
   label_.resize(total_nodes_);
   for (int64_t u = 0; u < total_nodes_; ++u) label_[u] = static_cast<uint32_t>(u);
+  // Cluster sizes are kept in 16 bits (a cluster of more nodes would leave METIS a coarse graph
+  // of under total/65535 vertices, more than any budget this tool runs in needs).
+  max_size = std::min<int64_t>(max_size, std::numeric_limits<uint16_t>::max());
   if (max_size <= 1) return absl::OkStatus();
-  std::vector<int32_t> size(total_nodes_, 1);
-  std::vector<int32_t> count(total_nodes_, 0);
-  std::vector<uint32_t> touched;
+  std::vector<uint16_t> size(total_nodes_, 1);
+  std::vector<uint32_t> around;  // the clusters of a node's neighbours, sorted: runs are counts
   for (int pass = 0; pass < options_.cluster_passes; ++pass) {
     auto s = Scan(absl::StrCat("partitioning (stream): clustering, pass ", pass + 1, " of ", options_.cluster_passes),
                   [&](int64_t u, const int64_t* nb, int64_t n) {
-                    for (int64_t k = 0; k < n; ++k) {
-                      const uint32_t l = label_[nb[k]];
-                      if (count[l]++ == 0) touched.push_back(l);
-                    }
+                    around.resize(static_cast<size_t>(n));
+                    for (int64_t k = 0; k < n; ++k) around[k] = label_[nb[k]];
+                    std::sort(around.begin(), around.end());
                     const uint32_t own = label_[u];
+                    const auto mine = std::equal_range(around.begin(), around.end(), own);
                     uint32_t best = own;
-                    int32_t best_count = count[own];
-                    for (uint32_t l : touched) {
+                    int64_t best_count = mine.second - mine.first;
+                    // (The choice depends on the counts alone, not on the order they come in.)
+                    for (auto run = around.begin(); run != around.end();) {
+                      const uint32_t l = *run;
+                      const auto end = std::upper_bound(run, around.end(), l);
+                      const int64_t c = end - run;
+                      run = end;
                       if (l == own || size[l] + 1 > max_size) continue;
-                      if (count[l] > best_count || (count[l] == best_count && best != own && l < best)) {
+                      if (c > best_count || (c == best_count && best != own && l < best)) {
                         best = l;
-                        best_count = count[l];
+                        best_count = c;
                       }
                     }
-                    for (uint32_t l : touched) count[l] = 0;
-                    touched.clear();
                     if (best != own) {
                       --size[own];
                       ++size[best];
@@ -320,7 +325,7 @@ absl::Status StreamPartitioner::PartitionClusters() {
   auto where = KwayPartition(&g, options_.num_partitions, options_.seed);
   if (!where.ok()) return where.status();
   progress.Add(nc);
-  for (int64_t u = 0; u < total_nodes_; ++u) place_[u] = static_cast<int32_t>((*where)[label_[u]]);
+  for (int64_t u = 0; u < total_nodes_; ++u) place_[u] = static_cast<uint16_t>((*where)[label_[u]]);
   return absl::OkStatus();
 }
 
@@ -344,11 +349,14 @@ void StreamPartitioner::Refine(int64_t u, const int64_t* neighbours, int64_t n) 
   edge_load_[own] -= deg;
   ++type_load_[type][best];
   edge_load_[best] += deg;
-  place_[u] = best;
+  place_[u] = static_cast<uint16_t>(best);
 }
 
 absl::StatusOr<Assignment> StreamPartitioner::Assign() {
   const int P = options_.num_partitions;
+  if (P > std::numeric_limits<uint16_t>::max()) {
+    return absl::InvalidArgumentError(absl::StrCat("--method=stream takes up to 65535 partitions, not ", P));
+  }
   if (total_nodes_ >= int64_t{std::numeric_limits<uint32_t>::max()}) {
     return absl::InvalidArgumentError(absl::StrCat("--method=stream takes fewer than 2^32-1 nodes; this graph has ",
                                                    total_nodes_, " (use --method=random)"));
@@ -401,7 +409,7 @@ absl::StatusOr<Assignment> StreamPartitioner::Assign() {
   for (size_t t = 0; t < type_sizes_.size(); ++t) {
     out.emplace_back(place_.begin() + type_offset_[t], place_.begin() + type_offset_[t] + type_sizes_[t]);
   }
-  std::vector<int32_t>().swap(place_);
+  std::vector<uint16_t>().swap(place_);
   return out;
 }
 

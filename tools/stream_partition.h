@@ -87,7 +87,7 @@ class StreamPartitioner {
   int64_t total_nodes_ = 0;
   int64_t total_edges_ = 0;
   std::vector<uint32_t> row_degree_;  // stored edges of each node
-  std::vector<int32_t> place_;       // -1: not placed yet
+  std::vector<uint16_t> place_;       // each node's partition
   std::vector<Chunk> chunks_;
   int64_t chunk_nodes_ = 1;
   bool spilling_ = false;
