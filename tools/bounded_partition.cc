@@ -29,9 +29,9 @@ namespace {
 constexpr size_t kMaxReadChunk = size_t{1} << 20;  // edges per read
 // Bytes per edge of a read: the two ids as read, and as global ids.
 constexpr int64_t kReadBytes = 4 * sizeof(int64_t);
-// The streaming method's own bytes per node (cluster and row degree as uint32, cluster size and
-// place as uint16), and the program itself.
-constexpr int64_t kStreamNodeBytes = 12;
+// The streaming method's own bytes per node (cluster and row degree as uint32, then a cluster
+// size or a place as uint16), and the program itself.
+constexpr int64_t kStreamNodeBytes = 10;
 constexpr int64_t kBaseBytes = int64_t{16} << 20;
 constexpr int kMaxBuckets = 900;
 

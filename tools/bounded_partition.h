@@ -7,7 +7,7 @@
 // directory; each chunk is then sorted into its partition's CSR. Features are read row by row
 // from their file as each partition is written. What stays in memory is a few bytes a node
 // (bounded_nodes.h: about 10 with the random method, a byte of owner, 4 of column degree, 4 of
-// one edge type's row degree, a label and a bit a split), plus the streaming method's own 12
+// one edge type's row degree, a label and a bit a split), plus the streaming method's own 10
 // with --method=stream; the whole-graph book files are written a block at a time. The output is
 // byte for byte what the in-memory path (BuildGraph, then WritePartitions) writes for the same
 // assignment.

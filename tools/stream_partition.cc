@@ -325,6 +325,7 @@ absl::Status StreamPartitioner::PartitionClusters() {
   auto where = KwayPartition(&g, options_.num_partitions, options_.seed);
   if (!where.ok()) return where.status();
   progress.Add(nc);
+  place_.resize(total_nodes_);
   for (int64_t u = 0; u < total_nodes_; ++u) place_[u] = static_cast<uint16_t>((*where)[label_[u]]);
   return absl::OkStatus();
 }
@@ -369,7 +370,8 @@ absl::StatusOr<Assignment> StreamPartitioner::Assign() {
       return absl::ResourceExhaustedError(absl::StrCat(c.path, ": write failed (--tmp_dir full?)"));
     }
   }
-  place_.assign(total_nodes_, 0);
+  // (The places are made once the clusters are partitioned: never beside the cluster sizes.)
+  if (P <= 1 || total_nodes_ == 0) place_.assign(total_nodes_, 0);
   if (P > 1 && total_nodes_ > 0) {
     // The coarse graph METIS gets: about 200 bytes per vertex and 40 per adjacency entry, in
     // half the budget.

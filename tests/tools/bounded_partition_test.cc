@@ -235,11 +235,11 @@ TEST_CASE("the bounded path holds under 16 bytes a node: 5M labelled nodes split
   CHECK(std::abs(static_cast<double>(train) - 0.8 * kNodes * 10 / 11) < 0.01 * kNodes);
 }
 
-TEST_CASE("the streaming method adds 12 bytes a node: 1M nodes partitioned by it in 48 MiB",
+TEST_CASE("the streaming method adds 10 bytes a node: 1M nodes partitioned by it in 48 MiB",
           "[partitioner][bounded][stream]") {
   // 1M nodes, 2M edges. Beside the bounded path's own arrays (about 11 bytes a node here), the
-  // streaming method holds a cluster and a row degree (4 bytes each), a cluster size and a place
-  // (2 each) per node; with 4 bytes for each of those and a neighbour count (20 a node) it was
+  // streaming method holds a cluster and a row degree (4 bytes each), then a cluster size or a
+  // place (2) per node; with 4 bytes for each of those and a neighbour count (20 a node) it was
   // refused this budget, and with 8-byte clusters and degrees (40) it needed 64 MiB and more.
   TempDir dir;
   constexpr int64_t kNodes = 1000000;
