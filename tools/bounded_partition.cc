@@ -460,8 +460,11 @@ class BoundedPartitioner {
     }
     // One edge type's row degrees at a time.
     for (const auto& in : inputs_) row_degrees = std::max(row_degrees, 4 * g_.node_types[in.row_t].num_nodes);
+    // The streaming method's arrays live while it assigns, a row degree per node while an edge
+    // type is written: never both.
     const int64_t stream = o_.write.method == "stream" ? nodes * kStreamNodeBytes : 0;
-    const int64_t fixed = kBaseBytes + held + row_degrees + stream + static_cast<int64_t>(read_chunk_) * kReadBytes;
+    const int64_t fixed =
+        kBaseBytes + held + std::max(row_degrees, stream) + static_cast<int64_t>(read_chunk_) * kReadBytes;
     // A chunk's records, the column copied out of them, and the buckets' write buffers (a quarter
     // of a chunk over all buckets).
     chunk_records_ = (o_.memory_bytes - fixed) / (2 * static_cast<int64_t>(sizeof(Record)));

@@ -78,7 +78,8 @@ class StreamPartitioner {
   int TypeOf(int64_t u) const;
   absl::Status Cluster(int64_t max_size);
   int64_t NumberClusters();
-  absl::Status PartitionClusters();
+  int64_t MergeClusters(int64_t num_clusters, int64_t target, int64_t max_size);
+  absl::Status PartitionClusters(int64_t target, int64_t max_size);
   void Refine(int64_t u, const int64_t* neighbours, int64_t n);
 
   const std::vector<int64_t> type_sizes_;
