@@ -30,6 +30,7 @@
 #include <array>
 #include <atomic>
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <mutex>
 #include <vector>
@@ -130,6 +131,17 @@ class RemoteCache {
   int64_t list_misses() const { return list_misses_.load(std::memory_order_relaxed); }
 
  private:
+  // A node's label or time not (yet) kept. (A stored value equal to it is never kept: asked of
+  // the owner each time, still right.)
+  static constexpr int64_t kNoValue = std::numeric_limits<int64_t>::min();
+  static constexpr int kLabel = 0;  // the per-node values: labels and node times
+  static constexpr int kTime = 1;
+  static constexpr int kValues = 2;
+  static constexpr size_t kChunkBytes = HugePageAllocator<char>::kHugePage;
+  // A chosen store's table has two positions per kept node.
+  static constexpr int64_t kPositionsPerNode = 2;
+
+  // (Defined in remote_cache_stores.h.)
   struct Index;
   struct Store;
   struct Type;
@@ -139,10 +151,10 @@ class RemoteCache {
   // The index of `store`, made (dense, one entry per node) when everything is kept and there
   // is none yet; null when there is none. Under the store's writer lock.
   Index* WritableIndex(Store* store);
+  // Starts counting lookups in the stores that can keep something (remote_cache_choice.cc).
+  void StartCounting(Counting counting);
   // Counts one lookup of node `id` of `store` while choosing.
   void Count(const Store& store, int64_t id) const;
-  // Starts loading node `id`'s count in `store` while choosing.
-  void PrefetchCount(const Store& store, int64_t id) const;
   // Adds to the lookups counted while choosing, and chooses once there are enough.
   void Counted(int64_t lookups);
   // Chooses the nodes to keep from the counts and publishes their indexes.
@@ -150,7 +162,7 @@ class RemoteCache {
   // Publishes the table of the nodes of `store` that `quota` keeps (an empty one where the
   // budget has no room for it), with a label and a time per position as `values` says; whether
   // any node is kept.
-  bool Publish(Store* store, const HotQuota& quota, const std::array<bool, 2>& values);
+  bool Publish(Store* store, const HotQuota& quota, const std::array<bool, kValues>& values);
   // A type's label (k = 0) or time (k = 1) of node `id`, counted as a lookup while choosing
   // when `count`; and its keeping.
   bool GetValue(int type, int k, int64_t id, bool count, int64_t* out) const;
