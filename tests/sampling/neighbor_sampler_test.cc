@@ -131,16 +131,23 @@ bool HasEdge(const EdgeTypeStore& e, int64_t u, int64_t w) {
   return std::binary_search(b, end, w);
 }
 
+// A generated graph of kGeneratedNodes nodes, 12 edges each on average and no features,
+// written under `dir` and loaded.
+constexpr int64_t kGeneratedNodes = 20000;
+absl::StatusOr<std::unique_ptr<Partition>> GeneratedGraph(const TempDir& dir) {
+  GeneratorOptions go;
+  go.num_nodes = kGeneratedNodes;
+  go.avg_degree = 12;
+  go.feature_dim = 0;
+  if (auto s = GenerateDataset(go, dir.path()); !s.ok()) return s;
+  return Partition::Load(dir.path());
+}
+
 TEST_CASE("a worker's ids mapped by a table give the subgraphs an array gives, batch after batch", "[sampler]") {
   // The same worker scratch reused for ten batches (a table emptied between them), for k-hop
   // neighbour sampling and for the induced subgraph (which looks nodes up without adding them).
   TempDir dir;
-  GeneratorOptions go;
-  go.num_nodes = 20000;
-  go.avg_degree = 12;
-  go.feature_dim = 0;
-  REQUIRE(GenerateDataset(go, dir.path()).ok());
-  auto p = Partition::Load(dir.path());
+  auto p = GeneratedGraph(dir);
   REQUIRE(p.ok());
   for (const bool induced : {false, true}) {
     INFO((induced ? "induced subgraph" : "neighbours"));
@@ -158,14 +165,14 @@ TEST_CASE("a worker's ids mapped by a table give the subgraphs an array gives, b
       REQUIRE(s.ok());
       return *std::move(s);
     };
-    const auto array = make(go.num_nodes);
+    const auto array = make(kGeneratedNodes);
     const auto table = make(0);
     auto array_scratch = array->NewScratch();
     auto table_scratch = table->NewScratch();
     for (int64_t batch = 0; batch < 10; ++batch) {
       INFO("batch " << batch);
       std::vector<int64_t> seeds;
-      for (int64_t i = 0; i < 300; ++i) seeds.push_back((i * 71 + batch * 977) % go.num_nodes);
+      for (int64_t i = 0; i < 300; ++i) seeds.push_back((i * 71 + batch * 977) % kGeneratedNodes);
       SeedBatch b;
       b.ids = seeds.data();
       b.size = seeds.size();
@@ -186,12 +193,7 @@ TEST_CASE("a worker's ids mapped by a table give the subgraphs an array gives, b
 
 TEST_CASE("sampling a generated graph: edges exist, no duplicates, fanouts respected", "[sampler]") {
   TempDir dir;
-  GeneratorOptions go;
-  go.num_nodes = 20000;
-  go.avg_degree = 12;
-  go.feature_dim = 0;
-  REQUIRE(GenerateDataset(go, dir.path()).ok());
-  auto p = Partition::Load(dir.path());
+  auto p = GeneratedGraph(dir);
   REQUIRE(p.ok());
   const EdgeTypeStore& et = (*p)->edge_type(0);
   const std::vector<int> fanouts = {15, 10, 5};
@@ -200,7 +202,7 @@ TEST_CASE("sampling a generated graph: edges exist, no duplicates, fanouts respe
   auto s = NeighborSampler::Create(p->get(), o);
   REQUIRE(s.ok());
   std::vector<int64_t> seeds;
-  for (int64_t i = 0; i < 256; ++i) seeds.push_back(i * 71 % go.num_nodes);
+  for (int64_t i = 0; i < 256; ++i) seeds.push_back(i * 71 % kGeneratedNodes);
   const SampledSubgraph g = Run(**s, seeds, 3, 77, 2);
   const SampledNodes& n = g.nodes[0];
   const SampledEdges& e = g.edges[0];
