@@ -13,14 +13,13 @@ absl::Status LookUpNodeTimes(const Partition& partition, int node_type, const in
   const NodeTypeStore& t = partition.node_type(node_type);
   OwnerSplit<PeerSampling::NodeTimesCall> split;
   // Other partitions' nodes found in the cache (their time written already) stay here.
-  std::vector<uint8_t> cached(cache != nullptr ? n : 0, 0);
   int64_t hits = 0;
   auto keep = [&](size_t i) {
     if (cache == nullptr) return false;
     if (i + kPrefetchAhead < n) cache->Prefetch(node_type, ids[i + kPrefetchAhead]);
-    cached[i] = cache->GetTime(node_type, ids[i], &out[i]);
-    hits += cached[i];
-    return cached[i] != 0;
+    const bool found = cache->GetTime(node_type, ids[i], &out[i]);
+    hits += found;
+    return found;
   };
   absl::Status split_status;
   {
@@ -39,7 +38,7 @@ absl::Status LookUpNodeTimes(const Partition& partition, int node_type, const in
     const int64_t* own = t.own_times.data();
     for (size_t i = 0; i < n; ++i) {
       if (i + kPrefetchAhead < n) t.owners.Prefetch(ids[i + kPrefetchAhead]);
-      if (split.call_of_item(i) < 0 && (cache == nullptr || !cached[i])) out[i] = own[t.OwnerRow(ids[i])];
+      if (split.call_of_item(i) < 0 && !split.kept(i)) out[i] = own[t.OwnerRow(ids[i])];
     }
     return absl::OkStatus();
   };

@@ -42,7 +42,11 @@ class OwnerSplit {
     for (size_t i = 0; i < n; ++i) {
       if (i + kPrefetchAhead < n) type.owners.Prefetch(ids[i + kPrefetchAhead]);
       const int owner = type.Owner(ids[i]);
-      if (owner == self || keep(i)) continue;
+      if (owner == self) continue;
+      if (keep(i)) {
+        item_call_[i] = kKept;
+        continue;
+      }
       if (!have_peers) {
         return absl::FailedPreconditionError(
             absl::StrCat("node ", ids[i], " of type '", type.name, "' is owned by partition ", owner, "; ", needs,
@@ -60,8 +64,10 @@ class OwnerSplit {
     return absl::OkStatus();
   }
 
-  /// The call node `i` of the list joined, or -1 when it stays here.
+  /// The call node `i` of the list joined, or a negative value when it stays here.
   int32_t call_of_item(size_t i) const { return item_call_[i]; }
+  /// Whether node `i`, owned elsewhere, stays here because `keep` said so.
+  bool kept(size_t i) const { return item_call_[i] == kKept; }
   /// The call of partition `p`, or -1 when none of its nodes are in the list.
   int32_t call_of_partition(int p) const { return call_of_partition_[p]; }
 
@@ -83,6 +89,7 @@ class OwnerSplit {
   }
 
  private:
+  static constexpr int32_t kKept = -2;
   std::vector<int32_t> item_call_;
   std::vector<int32_t> call_of_partition_;
 };
