@@ -29,9 +29,11 @@ namespace {
 constexpr size_t kMaxReadChunk = size_t{1} << 20;  // edges per read
 // Bytes per edge of a read: the two ids as read, and as global ids.
 constexpr int64_t kReadBytes = 4 * sizeof(int64_t);
-// The streaming method's own bytes per node (cluster and row degree as uint32, then a cluster
-// size or a place as uint16), and the program itself.
-constexpr int64_t kStreamNodeBytes = 10;
+// The streaming method's own bytes per node: a cluster as uint32, and beside it a cluster's new
+// number (uint32) while they are renumbered, otherwise a size or a place (uint16). A node's stored
+// edges are counted from its adjacency each pass, not kept.
+constexpr int64_t kStreamNodeBytes = 8;
+// The program itself and its libraries.
 constexpr int64_t kBaseBytes = int64_t{16} << 20;
 constexpr int kMaxBuckets = 900;
 
@@ -477,8 +479,11 @@ class BoundedPartitioner {
   }
 
   absl::Status Assign() {
-    for (size_t t = 0; t < g_.node_types.size(); ++t) nodes_[t].owner.Reset(g_.node_types[t].num_nodes, 0, P_ - 1, 0);
+    auto reset_owners = [&] {
+      for (size_t t = 0; t < g_.node_types.size(); ++t) nodes_[t].owner.Reset(g_.node_types[t].num_nodes, 0, P_ - 1, 0);
+    };
     if (o_.write.method == "random") {
+      reset_owners();
       // RandomAssignment's deal, over uint32 ids where they fit (the same shuffle).
       std::mt19937_64 rng(o_.seed);
       for (size_t t = 0; t < g_.node_types.size(); ++t) {
@@ -515,6 +520,7 @@ class BoundedPartitioner {
     }
     auto a = sp.Assign();
     if (!a.ok()) return a.status();
+    reset_owners();  // (not held while the streaming method's arrays are)
     for (size_t t = 0; t < g_.node_types.size(); ++t) {
       for (int64_t gid = 0; gid < nodes_[t].owner.size(); ++gid) nodes_[t].owner.Set(gid, (*a)[t][gid]);
     }

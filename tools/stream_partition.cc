@@ -17,6 +17,9 @@ namespace graphstore {
 namespace {
 
 constexpr int64_t kPairBytes = 2 * sizeof(int64_t);
+// Set on a neighbour when the edge to it is stored at the node the list is of (the node is its
+// CSR row): a node's stored edges are counted from its list each pass, not kept per node.
+constexpr int64_t kStored = int64_t{1} << 62;
 constexpr int64_t kMaxChunks = 512;
 
 // Pairs of clusters (a < b) with the edges between them, summed a batch at a time; past `cap`
@@ -120,7 +123,6 @@ StreamPartitioner::StreamPartitioner(std::vector<int64_t> type_sizes, int64_t nu
     type_offset_.push_back(total_nodes_);
     total_nodes_ += n;
   }
-  row_degree_.assign(total_nodes_, 0);
   // Each edge is held from both ends; a pass holds a chunk's pairs and their sorted copy.
   const int64_t bytes = 2 * std::max<int64_t>(num_edges, 1) * kPairBytes * 3 / 2;
   int64_t num_chunks = 1;
@@ -171,13 +173,11 @@ absl::Status StreamPartitioner::AddEdges(int row_type, const int64_t* rows, int 
   const int64_t ro = type_offset_[row_type], co = type_offset_[col_type];
   for (size_t i = 0; i < n; ++i) {
     const int64_t u = ro + rows[i], v = co + cols[i];
-    if (row_degree_[u] == std::numeric_limits<uint32_t>::max()) {
-      return absl::InvalidArgumentError(absl::StrCat("--method=stream: node ", rows[i], " stores more than 2^32-1 edges"));
-    }
-    ++row_degree_[u];
     ++total_edges_;
-    if (u == v) continue;  // a self-loop says nothing about where a node belongs
-    if (auto s = Append(u, v); !s.ok()) return s;
+    // A self-loop says nothing about where a node belongs, but weighs on its partition's edges:
+    // it is held once, as a stored edge, and left out of the neighbours a pass sees.
+    if (auto s = Append(u, v | kStored); !s.ok()) return s;
+    if (u == v) continue;
     if (auto s = Append(v, u); !s.ok()) return s;
   }
   return absl::OkStatus();
@@ -215,6 +215,7 @@ absl::Status StreamPartitioner::Scan(const std::string& what, Fn fn) {
   Progress progress(what, total_nodes_, "nodes");
   std::vector<int64_t> pairs;
   Adjacency loaded;
+  std::vector<int64_t> around;  // a node's neighbours, without the marks and self-loops
   for (auto& c : chunks_) {
     // A chunk held in memory is sorted once and kept sorted; a spilled one is read and sorted
     // each pass.
@@ -229,7 +230,14 @@ absl::Status StreamPartitioner::Scan(const std::string& what, Fn fn) {
     }
     for (int64_t u = c.first; u < c.end; ++u) {
       const int64_t k = u - c.first;
-      fn(u, adj->neighbours.data() + adj->start[k], adj->start[k + 1] - adj->start[k]);
+      int64_t stored = 0;
+      around.clear();
+      for (int64_t i = adj->start[k]; i < adj->start[k + 1]; ++i) {
+        const int64_t v = adj->neighbours[i] & ~kStored;
+        stored += adj->neighbours[i] != v;
+        if (v != u) around.push_back(v);
+      }
+      fn(u, around.data(), static_cast<int64_t>(around.size()), stored);
     }
     progress.Add(c.end - c.first);
   }
@@ -250,7 +258,7 @@ absl::Status StreamPartitioner::Cluster(int64_t max_size) {
   std::vector<uint32_t> around;  // the clusters of a node's neighbours, sorted: runs are counts
   for (int pass = 0; pass < options_.cluster_passes; ++pass) {
     auto s = Scan(absl::StrCat("partitioning (stream): clustering, pass ", pass + 1, " of ", options_.cluster_passes),
-                  [&](int64_t u, const int64_t* nb, int64_t n) {
+                  [&](int64_t u, const int64_t* nb, int64_t n, int64_t) {
                     around.resize(static_cast<size_t>(n));
                     for (int64_t k = 0; k < n; ++k) around[k] = label_[nb[k]];
                     std::sort(around.begin(), around.end());
@@ -333,20 +341,22 @@ absl::Status StreamPartitioner::PartitionClusters(int64_t target, int64_t max_si
   KwayGraph g;
   g.ncon = T + 1;
   g.vwgt.assign(nc * g.ncon, 0);
-  for (int64_t u = 0; u < total_nodes_; ++u) {
-    g.vwgt[int64_t{label_[u]} * g.ncon + TypeOf(u)] += 1;
-    g.vwgt[int64_t{label_[u]} * g.ncon + T] += static_cast<idx_t>(row_degree_[u]);
-  }
+  for (int64_t u = 0; u < total_nodes_; ++u) g.vwgt[int64_t{label_[u]} * g.ncon + TypeOf(u)] += 1;
+  std::vector<int64_t> stored_edges(static_cast<size_t>(nc), 0);  // each cluster's
   g.ubvec.assign(g.ncon, static_cast<real_t>(std::min(options_.node_slack, options_.edge_slack)));
   // Held at once: up to 2 cap pairs, a batch of cap and their merge, 12 bytes each.
   CoarsePairs pairs(static_cast<size_t>(std::max<int64_t>(int64_t{1} << 16, options_.memory_bytes / 96)));
-  auto s = Scan("partitioning (stream): coarse graph", [&](int64_t u, const int64_t* nb, int64_t n) {
+  auto s = Scan("partitioning (stream): coarse graph", [&](int64_t u, const int64_t* nb, int64_t n, int64_t stored) {
+    stored_edges[label_[u]] += stored;
     for (int64_t k = 0; k < n; ++k) {
       // Each edge is held from both ends: count it from the smaller.
       if (u < nb[k]) pairs.Add(label_[u], label_[nb[k]]);
     }
   });
   if (!s.ok()) return s;
+  for (int64_t c = 0; c < nc; ++c) {
+    g.vwgt[c * g.ncon + T] = static_cast<idx_t>(std::min<int64_t>(stored_edges[c], std::numeric_limits<idx_t>::max()));
+  }
   pairs.ToCsr(nc, &g.xadj, &g.adjncy, &g.adjwgt);
   Progress progress(absl::StrCat("partitioning (stream): METIS over ", nc, " clusters and ", g.adjncy.size() / 2,
                                  " pairs of them", pairs.truncated() ? " (the heaviest)" : ""),
@@ -354,6 +364,14 @@ absl::Status StreamPartitioner::PartitionClusters(int64_t target, int64_t max_si
   auto where = KwayPartition(&g, options_.num_partitions, options_.seed);
   if (!where.ok()) return where.status();
   progress.Add(nc);
+  // The loads refining starts from, summed over the clusters.
+  type_load_.assign(type_sizes_.size(), std::vector<int64_t>(options_.num_partitions, 0));
+  edge_load_.assign(options_.num_partitions, 0);
+  for (int64_t c = 0; c < nc; ++c) {
+    const int p = (*where)[c];
+    for (int t = 0; t < T; ++t) type_load_[t][p] += g.vwgt[c * g.ncon + t];
+    edge_load_[p] += stored_edges[c];
+  }
   place_.resize(total_nodes_);
   for (int64_t u = 0; u < total_nodes_; ++u) place_[u] = static_cast<uint16_t>((*where)[label_[u]]);
   return absl::OkStatus();
@@ -361,10 +379,9 @@ absl::Status StreamPartitioner::PartitionClusters(int64_t target, int64_t max_si
 
 // Moves `u` to the partition most of its neighbours are in when that has more of them than its
 // own and the caps allow.
-void StreamPartitioner::Refine(int64_t u, const int64_t* neighbours, int64_t n) {
+void StreamPartitioner::Refine(int64_t u, const int64_t* neighbours, int64_t n, int64_t deg) {
   const int P = options_.num_partitions;
   const int type = TypeOf(u);
-  const int64_t deg = row_degree_[u];
   std::fill(counts_.begin(), counts_.end(), 0);
   for (int64_t k = 0; k < n; ++k) ++counts_[place_[neighbours[k]]];
   const int own = place_[u];
@@ -415,12 +432,6 @@ absl::StatusOr<Assignment> StreamPartitioner::Assign() {
     if (auto s = PartitionClusters(target, max_size); !s.ok()) return s;
     std::vector<uint32_t>().swap(label_);
     counts_.assign(P, 0);
-    type_load_.assign(type_sizes_.size(), std::vector<int64_t>(P, 0));
-    edge_load_.assign(P, 0);
-    for (int64_t u = 0; u < total_nodes_; ++u) {
-      ++type_load_[TypeOf(u)][place_[u]];
-      edge_load_[place_[u]] += row_degree_[u];
-    }
     // Caps: the slack over the mean, or what METIS already gave when that is more.
     type_cap_.clear();
     for (size_t t = 0; t < type_sizes_.size(); ++t) {
@@ -431,11 +442,10 @@ absl::StatusOr<Assignment> StreamPartitioner::Assign() {
                          *std::max_element(edge_load_.begin(), edge_load_.end()));
     for (int pass = 0; pass < options_.refine_passes; ++pass) {
       auto s = Scan(absl::StrCat("partitioning (stream): refining, pass ", pass + 1, " of ", options_.refine_passes),
-                    [&](int64_t u, const int64_t* nb, int64_t n) { Refine(u, nb, n); });
+                    [&](int64_t u, const int64_t* nb, int64_t n, int64_t stored) { Refine(u, nb, n, stored); });
       if (!s.ok()) return s;
     }
   }
-  std::vector<uint32_t>().swap(row_degree_);
   Assignment out;
   for (size_t t = 0; t < type_sizes_.size(); ++t) {
     out.emplace_back(place_.begin() + type_offset_[t], place_.begin() + type_offset_[t] + type_sizes_[t]);

@@ -72,7 +72,8 @@ class StreamPartitioner {
   absl::Status Append(int64_t u, int64_t v);
   absl::Status Load(Chunk* c, std::vector<int64_t>* pairs);
   static void SortByNode(const std::vector<int64_t>& pairs, const Chunk& c, Adjacency* out);
-  // Calls fn(u, neighbours, n) for every node in id order, a chunk at a time.
+  // Calls fn(u, neighbours, n, stored) for every node in id order, a chunk at a time: its
+  // neighbours without self-loops, and how many edges it stores (self-loops included).
   template <typename Fn>
   absl::Status Scan(const std::string& what, Fn fn);
   int TypeOf(int64_t u) const;
@@ -80,14 +81,13 @@ class StreamPartitioner {
   int64_t NumberClusters();
   int64_t MergeClusters(int64_t num_clusters, int64_t target, int64_t max_size);
   absl::Status PartitionClusters(int64_t target, int64_t max_size);
-  void Refine(int64_t u, const int64_t* neighbours, int64_t n);
+  void Refine(int64_t u, const int64_t* neighbours, int64_t n, int64_t stored);
 
   const std::vector<int64_t> type_sizes_;
   const StreamOptions options_;
   std::vector<int64_t> type_offset_;
   int64_t total_nodes_ = 0;
   int64_t total_edges_ = 0;
-  std::vector<uint32_t> row_degree_;  // stored edges of each node
   std::vector<uint16_t> place_;       // each node's partition
   std::vector<Chunk> chunks_;
   int64_t chunk_nodes_ = 1;
