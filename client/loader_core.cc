@@ -104,6 +104,7 @@ LoaderCore::LoaderCore(LoaderOptions options, ClientFactory connect)
                                                         " partitions but ", servers_.size(), " servers were given")));
   }
   CheckDistinctSeeds(options_.seeds);
+  OpenRawIds();
   decode_.rows_are_sources = meta_.edge_dir() != v1::EDGE_DIRECTION_IN;
   decode_.decode_features = options_.decode_features;
   decode_.cache = options_.feature_cache_rows > 0 ? &cache_ : nullptr;
@@ -124,6 +125,23 @@ LoaderCore::LoaderCore(LoaderOptions options, ClientFactory connect)
     throw;
   }
   if (options_.renew_leases) keeper_ = std::make_unique<LeaseKeeper>(Links());
+}
+
+void LoaderCore::OpenRawIds() {
+  if (options_.raw_ids.empty()) {
+    for (const auto& t : meta_.node_types()) {
+      if (!t.has_raw_ids()) continue;
+      LoaderLog()->warn(
+          "node type '{}' was written from ids of its own (book/{}.raw_ids.npy): this loader's seeds and n_id are "
+          "the dataset's global ids; LoaderOptions.raw_ids (Python: raw_ids=) naming the dataset's directory makes them the input's",
+          t.name(), t.name());
+    }
+    return;
+  }
+  raw_ids_ = std::make_unique<RawIds>(Check(RawIds::Open(options_.raw_ids, meta_)));
+  const std::string type =
+      options_.node_type.empty() && meta_.node_types_size() == 1 ? meta_.node_types(0).name() : options_.node_type;
+  Check(raw_ids_->ToDense(type, "LoaderOptions.seeds", &options_.seeds));
 }
 
 std::vector<ServerLink*> LoaderCore::Links() const {
@@ -338,6 +356,7 @@ bool LoaderCore::NextFor(std::chrono::milliseconds timeout, std::optional<HostBa
   if (!d.has_value()) return false;
   if (d->batch.has_value()) {
     *out = std::move(d->batch);
+    if (raw_ids_ != nullptr) raw_ids_->ToRaw(pool_.get(), &**out);
     return true;
   }
   if (d->status.ok()) {

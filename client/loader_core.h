@@ -28,6 +28,7 @@
 #include "client/lease_keeper.h"
 #include "client/loader_options.h"
 #include "client/owner_rows.h"
+#include "client/raw_ids.h"
 #include "client/recovery.h"
 #include "client/server_link.h"
 #include "client/stripe_reader.h"
@@ -116,6 +117,9 @@ class LoaderCore {
   // How a server's channel forms its batches (global batches: its share of the epoch's).
   void SetInput(ServerLink* s, size_t index, const std::vector<int64_t>& seeds, const std::vector<int64_t>& times);
   void Register();
+  // Maps LoaderOptions::raw_ids and turns the seeds into global ids (or warns when the dataset
+  // has ids of its own and the options name none).
+  void OpenRawIds();
   // Starts `epoch` on server `s`, retrying what a reconnect can mend.
   void StartOn(ServerLink* s, int64_t epoch);
   void StopReaders();
@@ -132,6 +136,7 @@ class LoaderCore {
   bool closed_ = false;
   std::shared_ptr<BufferPool> pool_;
   FeatureCache cache_;
+  std::unique_ptr<RawIds> raw_ids_;  // LoaderOptions::raw_ids, when given
   DecodeOptions decode_;          // of the socket streams
   OwnerRowsOptions owner_rows_;   // where the rows left to owners come from
   std::unique_ptr<Delivery> delivery_;

@@ -61,6 +61,11 @@ struct LoaderOptions {
   /// ... or explicit global ids (used when non-empty; no id twice; with global batches batched
   /// in this order, else each server batches the ones it owns) ...
   std::vector<int64_t> seeds;
+  /// The dataset's own ids: a directory of the dataset on this host (a partition directory, its
+  /// book/, or the directory of its part-* directories). For the node types written from ids of
+  /// their own (NodeTypeInfo.has_raw_ids), `seeds` are then those ids, and every batch's n_id
+  /// and seeds come back in them (client/raw_ids.h). Empty: global ids.
+  std::string raw_ids;
   /// With explicit seeds on a temporal backend (config.temporal_strategy): each seed's time, in
   /// the order of `seeds` (empty: every seed takes its stored node time).
   std::vector<int64_t> seed_times;

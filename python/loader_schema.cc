@@ -232,6 +232,12 @@ void SamplingOptions(const Add& add) {
       "the stored split the seeds come from when ``input_nodes`` gives no ids: ``\"train\"``, ``\"val\"``, "
       "``\"test\"``, or ``\"\"`` for every node.",
       StrInto([](Draft* d, std::string v) { d->options.split = std::move(v); }));
+  add("raw_ids", Value::None(), K,
+      "a directory of the dataset on this host (a partition directory, its ``book/``, or the directory of its "
+      "``part-*``), for a dataset written from ids of its own (sparse edge-list ids): ``input_nodes`` are then "
+      "those ids, and every batch's ``n_id`` comes back in them, read from ``book/<type>.raw_ids.npy``. "
+      "``None``: the dataset's global ids (PyG's indices, for data ``write_dataset`` wrote).",
+      StrInto([](Draft* d, std::string v) { d->options.raw_ids = std::move(v); }, /*optional=*/true));
   add("rank", Value::Int(0), K,
       "this trainer's share (GiGL's rank, ``0 <= rank < world_size``): with global batches the epoch's "
       "batches ``rank``, ``rank + world_size``, ... (every seed once over all ranks); without, a slice of "

@@ -188,6 +188,10 @@ def _bound_options(*args, **kwargs):
     for name, value in list(bound.arguments.items())[1:]:
         convert = _CONVERT.get(name)
         options[name] = convert(value) if convert is not None else _plain(value)
+    nodes = bound.arguments.get("input_nodes")
+    nodes = nodes[1] if isinstance(nodes, tuple) and len(nodes) == 2 else nodes
+    if bound.arguments.get("raw_ids") is not None and str(getattr(nodes, "dtype", "")) in ("torch.bool", "bool"):
+        raise ValueError("input_nodes: a bool mask selects nodes by global id; with raw_ids give the dataset's own ids")
     return options, bound
 
 

@@ -46,6 +46,7 @@ void PartitionQueries::FillDatasetMeta(v1::DatasetMeta* resp) const {
     t->set_num_classes(n.num_classes);
     for (const auto& [split, f] : n.splits) t->add_splits(split);
     t->set_has_times(n.has_times);
+    t->set_has_raw_ids(n.raw_ids.is_open());
   }
   for (int i = 0; i < m.edge_types_size(); ++i) {
     const EdgeTypeStore& e = partition_->edge_type(i);

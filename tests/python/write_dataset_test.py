@@ -265,7 +265,7 @@ class WriteDatasetTest(unittest.TestCase):
         seeds = torch.from_numpy(np.searchsorted(raw, want))
         self.assertEqual(raw[seeds.numpy()].tolist(), want)
         self.daemons = serve(out, 2)
-        got = []
+        got, mapped = [], []
         with graphstore.Loader([d.address for d in self.daemons], [-1], input_nodes=seeds, batch_size=16,
                                shuffle=False, node_features=False, labels=False) as loader:
             for batch in loader.epoch(0):
@@ -279,7 +279,21 @@ class WriteDatasetTest(unittest.TestCase):
                     drawn.setdefault(b, set()).add(a)
                 for paper in ids[:k].tolist():
                     self.assertEqual(drawn.get(paper, set()), cited_by.get(paper, set()), f"paper {paper}")
+                mapped.append(ids)
         self.assertEqual(got, want)
+        # The loader does both itself when given the dataset's directory: the same batches, their
+        # n_id already in the file's ids.
+        servers = [d.address for d in self.daemons]
+        with graphstore.Loader(servers, [-1], input_nodes=want, batch_size=16, shuffle=False, node_features=False,
+                               labels=False, raw_ids=out) as loader:
+            batches = [batch.n_id.numpy() for batch in loader.epoch(0)]
+        self.assertEqual(len(batches), len(mapped))
+        for a, b in zip(batches, mapped):
+            self.assertTrue(np.array_equal(a, b))
+        with self.assertRaisesRegex(graphstore.GraphstoreError, r"seeds\[1\]=36 is no id"):
+            graphstore.Loader(servers, [-1], input_nodes=[35, 36], raw_ids=out)
+        with self.assertRaisesRegex(ValueError, "bool mask"):
+            graphstore.Loader(servers, [-1], input_nodes=torch.ones(len(raw), dtype=torch.bool), raw_ids=out)
 
     def test_a_directed_hetero_data_comes_back_as_pygs_graph(self):
         """A HeteroData without reverse edges: item seeds draw the users that bought them along
