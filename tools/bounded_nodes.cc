@@ -1,8 +1,14 @@
 #include "tools/bounded_nodes.h"
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <cstring>
+#include <functional>
 #include <limits>
+#include <queue>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "server/graph/npy.h"
@@ -10,20 +16,145 @@
 
 namespace graphstore {
 
-void IdSet::Rank() {
-  rank_.resize(bits_.size());
-  count_ = 0;
-  for (size_t w = 0; w < bits_.size(); ++w) {
-    rank_[w] = count_;
-    count_ += __builtin_popcountll(bits_[w]);
+void IdSet::SetLimits(int64_t bitmap_words, int64_t run_ids, std::string tmp_dir) {
+  bitmap_limit_ = std::max<int64_t>(1, bitmap_words);
+  run_ids_ = static_cast<size_t>(std::max<int64_t>(1024, run_ids));
+  tmp_dir_ = std::move(tmp_dir);
+}
+
+absl::Status IdSet::MarkSparse(int64_t raw) {
+  if (!sparse_) {
+    // The bitmap's ids become the first of the runs.
+    sparse_ = true;
+    for (size_t w = 0; w < bits_.size(); ++w) {
+      for (uint64_t b = bits_[w]; b != 0; b &= b - 1) {
+        run_.push_back(static_cast<int64_t>(w * 64 + __builtin_ctzll(b)));
+        if (run_.size() >= run_ids_) {
+          if (auto s = Spill(); !s.ok()) return s;
+        }
+      }
+    }
+    std::vector<uint64_t>().swap(bits_);
   }
-  const int64_t full = count_ / 64;
-  identity_ = true;
-  for (int64_t w = 0; identity_ && w < full; ++w) identity_ = bits_[w] == ~uint64_t{0};
-  if (identity_ && count_ % 64 != 0) identity_ = bits_[full] == (uint64_t{1} << (count_ % 64)) - 1;
+  run_.push_back(raw);
+  return run_.size() >= run_ids_ ? Spill() : absl::OkStatus();
+}
+
+absl::Status IdSet::Spill() {
+  std::sort(run_.begin(), run_.end());
+  run_.erase(std::unique(run_.begin(), run_.end()), run_.end());
+  const std::string path = absl::StrCat(tmp_dir_, "/graphstore-ids-", ::getpid(), "-", runs_.size(), "-",
+                                        reinterpret_cast<uintptr_t>(this), ".bin");
+  std::FILE* f = std::fopen(path.c_str(), "w+b");
+  if (f == nullptr) {
+    return absl::PermissionDeniedError(absl::StrCat(path, ": cannot create (--tmp_dir): ", std::strerror(errno)));
+  }
+  ::unlink(path.c_str());  // nameless from now on
+  runs_.emplace_back(f, [](std::FILE* p) { std::fclose(p); });
+  const uint64_t n = run_.size();
+  if (std::fwrite(&n, sizeof(n), 1, f) != 1 || std::fwrite(run_.data(), sizeof(int64_t), run_.size(), f) != run_.size()) {
+    return absl::ResourceExhaustedError(absl::StrCat(path, ": write failed (--tmp_dir full?): ", std::strerror(errno)));
+  }
+  run_.clear();
+  return absl::OkStatus();
+}
+
+namespace {
+
+// Reads one spilled run back a block at a time.
+struct RunReader {
+  std::FILE* file = nullptr;
+  uint64_t left = 0;
+  std::vector<int64_t> block;
+  size_t at = 0;
+
+  absl::Status Open(std::FILE* f, size_t block_ids) {
+    file = f;
+    block.reserve(block_ids);
+    block.resize(0);
+    at = 0;
+    if (std::fseek(f, 0, SEEK_SET) != 0 || std::fread(&left, sizeof(left), 1, f) != 1) {
+      return absl::DataLossError("a spilled run of ids cannot be read back");
+    }
+    return Fill();
+  }
+  absl::Status Fill() {
+    const size_t n = static_cast<size_t>(std::min<uint64_t>(left, block.capacity()));
+    block.resize(n);
+    at = 0;
+    if (n > 0 && std::fread(block.data(), sizeof(int64_t), n, file) != n) {
+      return absl::DataLossError("a spilled run of ids cannot be read back");
+    }
+    left -= n;
+    return absl::OkStatus();
+  }
+  bool done() const { return at == block.size(); }
+  int64_t head() const { return block[at]; }
+  absl::Status Next() { return ++at == block.size() && left > 0 ? Fill() : absl::OkStatus(); }
+};
+
+// Calls fn(id) for every distinct id of the sorted runs, ascending.
+template <typename Fn>
+absl::Status MergeRuns(const std::vector<std::shared_ptr<std::FILE>>& runs, size_t block_ids, Fn fn) {
+  std::vector<RunReader> readers(runs.size());
+  using Head = std::pair<int64_t, size_t>;
+  std::priority_queue<Head, std::vector<Head>, std::greater<Head>> heads;
+  for (size_t r = 0; r < runs.size(); ++r) {
+    if (auto s = readers[r].Open(runs[r].get(), block_ids); !s.ok()) return s;
+    if (!readers[r].done()) heads.emplace(readers[r].head(), r);
+  }
+  bool any = false;
+  int64_t last = 0;
+  while (!heads.empty()) {
+    const auto [id, r] = heads.top();
+    heads.pop();
+    if (!any || id != last) fn(id);
+    any = true;
+    last = id;
+    if (auto s = readers[r].Next(); !s.ok()) return s;
+    if (!readers[r].done()) heads.emplace(readers[r].head(), r);
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status IdSet::Rank() {
+  if (!sparse_) {
+    rank_.resize(bits_.size());
+    count_ = 0;
+    for (size_t w = 0; w < bits_.size(); ++w) {
+      rank_[w] = count_;
+      count_ += __builtin_popcountll(bits_[w]);
+    }
+    const int64_t full = count_ / 64;
+    identity_ = true;
+    for (int64_t w = 0; identity_ && w < full; ++w) identity_ = bits_[w] == ~uint64_t{0};
+    if (identity_ && count_ % 64 != 0) identity_ = bits_[full] == (uint64_t{1} << (count_ % 64)) - 1;
+    return absl::OkStatus();
+  }
+  // Two merges of the runs: one counts the ids and their range, the other lays them out.
+  if (auto s = Spill(); !s.ok()) return s;
+  std::vector<int64_t>().swap(run_);
+  const size_t block = std::max<size_t>(1024, run_ids_ / (runs_.size() + 1));
+  int64_t n = 0, lo = 0, hi = 0;
+  auto s = MergeRuns(runs_, block, [&](int64_t id) {
+    if (n++ == 0) lo = id;
+    hi = id;
+  });
+  if (!s.ok()) return s;
+  ef_.Begin(n, lo, hi);
+  s = MergeRuns(runs_, block, [&](int64_t id) { ef_.Add(id); });
+  if (!s.ok()) return s;
+  ef_.Finish();
+  runs_.clear();
+  count_ = n;
+  identity_ = n == 0 || (lo == 0 && hi == n - 1);
+  return absl::OkStatus();
 }
 
 int64_t IdSet::Raw(int64_t gid) const {
+  if (sparse_) return ef_.At(gid);
   // The word holding it is the last whose count of ids before it is <= gid.
   const size_t w = static_cast<size_t>(std::upper_bound(rank_.begin(), rank_.end(), gid) - rank_.begin()) - 1;
   uint64_t b = bits_[w];
@@ -32,6 +163,10 @@ int64_t IdSet::Raw(int64_t gid) const {
 }
 
 int64_t IdSet::NextAtOrAfter(int64_t raw) const {
+  if (sparse_) {
+    const int64_t k = ef_.LowerBound(raw);
+    return k < count_ ? ef_.At(k) : -1;
+  }
   size_t w = static_cast<size_t>(std::max<int64_t>(raw, 0) >> 6);
   if (w >= bits_.size()) return -1;
   uint64_t b = bits_[w] & (~uint64_t{0} << (std::max<int64_t>(raw, 0) & 63));

@@ -10,34 +10,51 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdio>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "graphstore/v1/manifest.pb.h"
 #include "tools/dataset/writer.h"
+#include "tools/elias_fano.h"
 
 namespace graphstore {
 
-/// The raw ids of one node type: a bitmap over raw ids (which must be >= 0), ranked so that the
-/// k-th smallest raw id is global id k. A quarter of a byte per id up to the largest.
+/// The raw ids of one node type, ranked so that the k-th smallest raw id is global id k: a bitmap
+/// over raw ids (a quarter of a byte per id up to the largest) while the ids are non-negative and
+/// the bitmap stays within its limit; otherwise (ids spread far, or negative) sorted runs of ids
+/// spilled to disk while they are marked, merged into Elias-Fano form (tools/elias_fano.h: about
+/// 2 + log2(range / count) bits an id, 4.6 bytes for 250M ids spread over 2^63).
 class IdSet {
  public:
-  void Mark(int64_t raw) {
-    const size_t w = static_cast<size_t>(raw >> 6);
-    if (w >= bits_.size()) bits_.resize(std::max(w + 1, bits_.size() * 2), 0);
-    bits_[w] |= uint64_t{1} << (raw & 63);
+  /// A bitmap of at most `bitmap_words` words; past it, runs of `run_ids` ids spilled under
+  /// `tmp_dir`. Call before the first Mark (the defaults: no limit, runs of 2^20).
+  void SetLimits(int64_t bitmap_words, int64_t run_ids, std::string tmp_dir);
+  absl::Status Mark(int64_t raw) {
+    const uint64_t w = static_cast<uint64_t>(raw) >> 6;  // (negative ids: past any limit)
+    if (!sparse_ && w < static_cast<uint64_t>(bitmap_limit_)) {
+      if (w >= bits_.size()) bits_.resize(std::min<size_t>(std::max<size_t>(w + 1, bits_.size() * 2), bitmap_limit_), 0);
+      bits_[w] |= uint64_t{1} << (raw & 63);
+      return absl::OkStatus();
+    }
+    return MarkSparse(raw);
   }
   bool Has(int64_t raw) const {
+    if (sparse_) return ef_.Find(raw) >= 0;
     const size_t w = static_cast<size_t>(raw >> 6);
     return raw >= 0 && w < bits_.size() && (bits_[w] >> (raw & 63) & 1);
   }
-  /// Counts the ids before each word; call once, after the last Mark.
-  void Rank();
+  /// Counts the ids (merging the spilled runs); call once, after the last Mark.
+  absl::Status Rank();
   int64_t count() const { return count_; }
+  /// Whether the ids went past the bitmap.
+  bool sparse() const { return sparse_; }
   /// The global id of a marked raw id.
   int64_t Global(int64_t raw) const {
+    if (sparse_) return ef_.Find(raw);
     const size_t w = static_cast<size_t>(raw >> 6);
     return rank_[w] + __builtin_popcountll(bits_[w] & ((uint64_t{1} << (raw & 63)) - 1));
   }
@@ -45,30 +62,51 @@ class IdSet {
   int64_t Raw(int64_t gid) const;
   /// True when the raw ids are 0 .. count()-1 (no raw_ids.npy is written).
   bool identity() const { return identity_; }
-  /// The smallest marked raw id >= `raw`, or -1.
+  /// The smallest marked raw id >= `raw`, or -1 when none (ids are then >= 0).
   int64_t NextAtOrAfter(int64_t raw) const;
   /// Calls fn(raw ids, n) over every raw id in ascending order, a block at a time.
   template <typename Fn>
   absl::Status ForEachRaw(Fn fn) const {
     std::vector<int64_t> block;
+    const auto flush = [&](bool last) {
+      if (block.empty() || (!last && block.size() < kBlock)) return absl::OkStatus();
+      auto s = fn(block.data(), block.size());
+      block.clear();
+      return s;
+    };
+    if (sparse_) {
+      for (int64_t k = 0; k < count_; ++k) {
+        block.push_back(ef_.At(k));
+        if (auto s = flush(false); !s.ok()) return s;
+      }
+      return flush(true);
+    }
     for (size_t w = 0; w < bits_.size(); ++w) {
       for (uint64_t b = bits_[w]; b != 0; b &= b - 1) block.push_back(static_cast<int64_t>(w * 64 + __builtin_ctzll(b)));
-      if (block.size() >= kBlock || (w + 1 == bits_.size() && !block.empty())) {
-        if (auto s = fn(block.data(), block.size()); !s.ok()) return s;
-        block.clear();
-      }
+      if (auto s = flush(false); !s.ok()) return s;
     }
-    return absl::OkStatus();
+    return flush(true);
   }
   /// Bytes held.
-  int64_t bytes() const { return static_cast<int64_t>(bits_.capacity() * 8 + rank_.capacity() * 8); }
-  /// Bytes a set over raw ids below `limit` holds once ranked.
-  static int64_t BytesFor(int64_t limit) { return (limit / 64 + 1) * 16; }
+  int64_t bytes() const {
+    return static_cast<int64_t>(bits_.capacity() * 8 + rank_.capacity() * 8 + run_.capacity() * 8) + ef_.bytes();
+  }
 
  private:
   static constexpr size_t kBlock = 1 << 16;
+  absl::Status MarkSparse(int64_t raw);
+  // Sorts the run in memory, drops repeats and appends it to a nameless file of its own.
+  absl::Status Spill();
   std::vector<uint64_t> bits_;
   std::vector<int64_t> rank_;  // ids before each word
+  int64_t bitmap_limit_ = INT64_MAX >> 6;
+  // Past the bitmap: the run being filled, the files of those spilled, and the ranked ids.
+  bool sparse_ = false;
+  size_t run_ids_ = size_t{1} << 20;
+  std::string tmp_dir_ = "/tmp";
+  std::vector<int64_t> run_;
+  std::vector<std::shared_ptr<std::FILE>> runs_;
+  EliasFano ef_;
   int64_t count_ = 0;
   bool identity_ = true;
 };

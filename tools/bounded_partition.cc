@@ -20,6 +20,7 @@
 #include "tools/dataset/transforms.h"
 #include "tools/bounded_nodes.h"
 #include "tools/dataset/transforms.h"
+#include "server/util/log.h"
 #include "tools/edge_stream.h"
 #include "tools/stream_partition.h"
 
@@ -254,24 +255,21 @@ class BoundedPartitioner {
 
   absl::Status MarkIds(int t, const int64_t* ids, size_t n, const std::string& path, int64_t first) {
     IdSet& set = nodes_[t].ids;
+    (void)path;
+    (void)first;
     for (size_t i = 0; i < n; ++i) {
-      if (ids[i] < 0) {
-        return absl::InvalidArgumentError(absl::StrCat(path, ": id ", ids[i], " at ", first + static_cast<int64_t>(i),
-                                                       " is negative; with --memory_mb ids must be >= 0"));
-      }
-      if ((ids[i] >> 6) >= id_word_limit_) {
-        return absl::ResourceExhaustedError(absl::StrCat(
-            path, ": id ", ids[i], " needs a bitmap of ", (ids[i] >> 23) + 1, " MiB, more than --memory_mb allows; ",
-            "renumber the ids densely or raise --memory_mb"));
-      }
-      set.Mark(ids[i]);
+      if (auto s = set.Mark(ids[i]); !s.ok()) return s;
     }
     return absl::OkStatus();
   }
 
   // Pass 1: every raw id of every type, from the edges and the per-node files.
   absl::Status CollectIds() {
-    id_word_limit_ = std::max<int64_t>(1, o_.memory_bytes / 4 / 16);
+    // Each type's ids in a bitmap within a quarter of the budget, or, past it, in sorted runs of
+    // a quarter of the budget over all types.
+    const int64_t id_word_limit = std::max<int64_t>(1, o_.memory_bytes / 4 / 16);
+    const int64_t run_ids = o_.memory_bytes / 4 / 8 / static_cast<int64_t>(std::max<size_t>(1, nodes_.size()));
+    for (auto& n : nodes_) n.ids.SetLimits(id_word_limit, run_ids, o_.tmp_dir);
     read_chunk_ = static_cast<size_t>(std::clamp<int64_t>(o_.memory_bytes / 16 / kReadBytes, 4096, kMaxReadChunk));
     for (size_t i = 0; i < spec_.edges.size(); ++i) {
       const EdgeInput& in = inputs_[i];
@@ -306,7 +304,15 @@ class BoundedPartitioner {
       if (auto s = MarkRows(*t, *l, "--labels"); !s.ok()) return s;
       label_files_[*t] = lf.path;
     }
-    for (auto& n : nodes_) n.ids.Rank();
+    for (size_t t = 0; t < nodes_.size(); ++t) {
+      const bool sparse = nodes_[t].ids.sparse();
+      if (auto s = nodes_[t].ids.Rank(); !s.ok()) return s;
+      if (sparse) {
+        Logger("partition")->info("ids of '{}': {} spread past a bitmap, held in Elias-Fano form at {:.2f} bytes an id",
+                    g_.node_types[t].name, nodes_[t].ids.count(),
+                    static_cast<double>(nodes_[t].ids.bytes()) / std::max<int64_t>(1, nodes_[t].ids.count()));
+      }
+    }
     return absl::OkStatus();
   }
 
@@ -319,11 +325,9 @@ class BoundedPartitioner {
       }
       return absl::OkStatus();
     }
-    if (rows > 0 && ((rows - 1) >> 6) >= id_word_limit_) {
-      return absl::ResourceExhaustedError(absl::StrCat(flag, " of '", g_.node_types[t].name, "': ", rows,
-                                                       " rows need more id bitmap than --memory_mb allows"));
+    for (int64_t r = 0; r < rows; ++r) {
+      if (auto s = nodes_[t].ids.Mark(r); !s.ok()) return s;
     }
-    for (int64_t r = 0; r < rows; ++r) nodes_[t].ids.Mark(r);
     return absl::OkStatus();
   }
 
@@ -788,7 +792,6 @@ class BoundedPartitioner {
   const bool homogeneous_;
   GraphData g_;  // nodes only; edge types without their arrays
   std::vector<BoundedNodeType> nodes_;  // [node type]
-  int64_t id_word_limit_ = 0;
   size_t read_chunk_ = 4096;
   std::vector<std::unique_ptr<EdgeStream>> streams_;
   std::vector<std::string> paths_;
