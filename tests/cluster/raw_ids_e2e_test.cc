@@ -1,6 +1,6 @@
 // A dataset written from ids of its own (Cora's sparse paper ids): a Loader given the dataset's
 // directory takes its seeds in those ids and hands out n_id and seeds in them, on one server and
-// on a cluster of two, and refuses ids the dataset does not have and a directory of another
+// on a cluster of two, from explicit seeds and from a split, and refuses ids the dataset does not have and a directory of another
 // dataset, naming them.
 
 #include "client/loader.h"  // LibTorch first (see loader.h)
@@ -40,6 +40,7 @@ const Cora& LoadCora() {
     if (!g.ok()) throw std::runtime_error(g.status().ToString());
     auto* c = new Cora{*std::move(g), {}, {}};
     c->raw = c->graph.node_types[0].raw_ids;
+    for (int64_t g = 0; g < c->graph.node_types[0].num_nodes; g += 5) c->graph.node_types[0].splits["train"].push_back(g);
     const EdgeTypeData& e = c->graph.edge_types[0];
     for (size_t i = 0; i < e.src.size(); ++i) c->cites[c->raw[e.src[i]]].insert(c->raw[e.dst[i]]);
     return c;
@@ -117,6 +118,22 @@ TEST_CASE("a dataset's own ids go in as seeds and come back as n_id and seeds, o
       }
     }
     CHECK(got == want);
+    // Split seeds come back in the file's ids too, each once, with every node of every batch.
+    client::LoaderOptions split = Options(servers);
+    split.raw_ids = o.raw_ids;
+    split.config.set_shuffle(true);
+    client::Loader by_split(split);
+    by_split.StartEpoch(0);
+    std::vector<int64_t> seen;
+    while (auto b = by_split.Next()) {
+      const std::vector<int64_t> seeds = Ids(b->seeds);
+      seen.insert(seen.end(), seeds.begin(), seeds.end());
+      for (int64_t id : Ids(b->n_id)) REQUIRE(std::binary_search(cora.raw.begin(), cora.raw.end(), id));
+    }
+    std::sort(seen.begin(), seen.end());
+    std::vector<int64_t> train;
+    for (int64_t g : cora.graph.node_types[0].splits.at("train")) train.push_back(cora.raw[g]);
+    CHECK(seen == train);
   }
 }
 
@@ -148,6 +165,7 @@ TEST_CASE("raw_ids refuses an id the dataset does not have and a directory of an
   GraphData small = LoadCora().graph;
   small.node_types[0].num_nodes = 100;
   small.node_types[0].raw_ids.resize(100);
+  small.node_types[0].splits.clear();
   auto& e = small.edge_types[0];
   std::vector<int64_t> src, dst;
   for (size_t i = 0; i < e.src.size(); ++i) {
