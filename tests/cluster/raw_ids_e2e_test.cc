@@ -1,7 +1,7 @@
 // A dataset written from ids of its own (Cora's sparse paper ids): a Loader given the dataset's
 // directory takes its seeds in those ids and hands out n_id and seeds in them, on one server and
-// on a cluster of two, from explicit seeds and from a split, and refuses ids the dataset does not have and a directory of another
-// dataset, naming them.
+// on a cluster of two, from explicit seeds, a split, seed times and link-prediction anchors, and
+// refuses ids the dataset does not have and a directory of another dataset, naming them.
 
 #include "client/loader.h"  // LibTorch first (see loader.h)
 
@@ -48,12 +48,13 @@ const Cora& LoadCora() {
   return *cora;
 }
 
-// Servers on port 0 over the dataset written in `n` partitions under `dir`.
-std::vector<std::unique_ptr<GraphStoreServer>> Serve(const std::string& dir, int n) {
+// Servers on port 0 over `graph` (Cora's, by default) written in `n` partitions under `dir`.
+std::vector<std::unique_ptr<GraphStoreServer>> Serve(const std::string& dir, int n, const GraphData* graph = nullptr) {
+  const GraphData& g = graph != nullptr ? *graph : LoadCora().graph;
   WriteOptions w;
   w.num_partitions = n;
   w.edge_dir = "out";  // a citing paper draws the papers it cites
-  REQUIRE(WritePartitions(LoadCora().graph, RandomAssignment(LoadCora().graph, n, 5), w, dir).ok());
+  REQUIRE(WritePartitions(g, RandomAssignment(g, n, 5), w, dir).ok());
   std::vector<ServerOptions> options(n);
   for (int k = 0; k < n; ++k) {
     options[k].partition_dir = PartitionDir(dir, n, k);
@@ -135,6 +136,87 @@ TEST_CASE("a dataset's own ids go in as seeds and come back as n_id and seeds, o
     for (int64_t g : cora.graph.node_types[0].splits.at("train")) train.push_back(cora.raw[g]);
     CHECK(seen == train);
   }
+}
+
+TEST_CASE("a dataset's own ids through seed times and link-prediction anchors, on two servers",
+          "[cluster][raw_ids][temporal][ablp]") {
+  const Cora& cora = LoadCora();
+  // Cora with node times (a paper's time is its global id) and every third citation a label
+  // edge of split "train".
+  GraphData g = cora.graph;
+  g.node_types[0].splits.clear();
+  for (int64_t i = 0; i < g.node_types[0].num_nodes; ++i) g.node_types[0].times.push_back(i);
+  EdgeTypeData& e = g.edge_types[0];
+  std::map<int64_t, std::set<int64_t>> positives;  // anchor -> label destinations, file ids
+  for (size_t i = 0; i < e.src.size(); i += 3) {
+    e.label_splits["train"].src.push_back(e.src[i]);
+    e.label_splits["train"].dst.push_back(e.dst[i]);
+    positives[cora.raw[e.src[i]]].insert(cora.raw[e.dst[i]]);
+  }
+  TempDir dir;
+  auto servers = Serve(dir.path(), 2, &g);
+  std::map<int64_t, int64_t> global;  // file id -> global id (its time)
+  for (size_t i = 0; i < cora.raw.size(); ++i) global[cora.raw[i]] = static_cast<int64_t>(i);
+
+  // Seed times: each seed by the file's id, half of them before every paper they could reach.
+  client::LoaderOptions o = Options(servers);
+  o.raw_ids = dir.path();
+  o.config.set_batch_size(1);
+  o.config.set_temporal_strategy(v1::TEMPORAL_STRATEGY_UNIFORM);
+  o.config.set_with_node_times(true);
+  std::map<int64_t, int64_t> when;  // file id -> its seed time
+  for (size_t i = 0; i < cora.raw.size(); i += 53) {
+    o.seeds.push_back(cora.raw[i]);
+    o.seed_times.push_back(o.seeds.size() % 2 == 0 ? -1 : 5000);
+    when[o.seeds.back()] = o.seed_times.back();
+  }
+  {
+    client::Loader loader(o);
+    loader.StartEpoch(0);
+    std::vector<int64_t> got;
+    int64_t reaching = 0;
+    while (auto b = loader.Next()) {
+      const std::vector<int64_t> n_id = Ids(b->n_id), times = Ids(b->time);
+      const int64_t seed = n_id.at(0);
+      got.push_back(seed);
+      REQUIRE(when.count(seed) == 1);
+      CHECK(Ids(b->seed_time) == std::vector<int64_t>{when[seed]});
+      // Each node's time is its own: the global id of the file's id it came back as.
+      REQUIRE(times.size() == n_id.size());
+      for (size_t k = 0; k < n_id.size(); ++k) CHECK(times[k] == global.at(n_id[k]));
+      if (when[seed] < 0) CHECK(b->edge_index.size(1) == 0);
+      reaching += b->edge_index.size(1) > 0;
+    }
+    CHECK(got == o.seeds);
+    CHECK(reaching > 5);
+  }
+
+  // Link prediction: anchors and their positives come back as the file's ids.
+  client::LoaderOptions l = Options(servers);
+  l.raw_ids = dir.path();
+  v1::GetAblpInputRequest ablp;
+  ablp.set_split("train");
+  ablp.set_node_type(g.node_types[0].name);
+  ablp.set_supervision_edge_type(EdgeName(e));
+  l.ablp = ablp;
+  client::Loader loader(l);
+  loader.StartEpoch(0);
+  std::set<int64_t> anchors;
+  while (auto b = loader.Next()) {
+    REQUIRE(b->ablp.has_value());
+    const std::vector<int64_t> n_id = Ids(b->n_id), at = Ids(b->ablp->anchors), pos = Ids(b->ablp->positive);
+    const int64_t w = b->ablp->positive.size(1);
+    for (size_t i = 0; i < at.size(); ++i) {
+      const int64_t anchor = n_id[at[i]];
+      anchors.insert(anchor);
+      std::set<int64_t> got;
+      for (int64_t k = 0; k < w; ++k) {
+        if (pos[i * w + k] >= 0) got.insert(n_id[pos[i * w + k]]);
+      }
+      CHECK(got == positives.at(anchor));
+    }
+  }
+  CHECK(anchors.size() == positives.size());
 }
 
 // Constructing a loader with `o` fails with `code` and a message holding each of `texts`.
