@@ -200,7 +200,7 @@ void PrintRow(const char* name, const Rate& r, const Rate& base) {
 
 // Homogeneous, hetero and ABLP neighbour sampling with the same fanouts.
 absl::Status NeighborFigures(const Graphs& g, const std::vector<int>& fanouts, int batch, int negatives,
-                             double seconds) {
+                             bool by_degree, double seconds) {
   NeighborSamplerOptions ho;
   ho.fanouts = fanouts;
   ho.with_node_features = true;
@@ -224,7 +224,7 @@ absl::Status NeighborFigures(const Graphs& g, const std::vector<int>& fanouts, i
   auto input = LoadAblpInput(*g.bip, req);
   if (!input.ok()) return input.status();
   NegativeOptions neg;
-  neg.kind = NegativeOptions::Kind::kUniform;
+  neg.kind = by_degree ? NegativeOptions::Kind::kDegree : NegativeOptions::Kind::kUniform;
   neg.num = negatives;
   std::vector<int64_t> anchors = input->anchors;
   std::shuffle(anchors.begin(), anchors.end(), std::mt19937_64(3));
@@ -238,7 +238,8 @@ absl::Status NeighborFigures(const Graphs& g, const std::vector<int>& fanouts, i
   PrintRow("homogeneous (baseline)", h, h);
   PrintRow("hetero (user seeds)", x, h);
   PrintRow("ABLP (anchors)", a, h);
-  std::printf("ABLP: %d negatives per anchor, 2 positives for most anchors; seeds above count anchors\n\n", neg.num);
+  std::printf("ABLP: %d %s negatives per anchor, 2 positives for most anchors; seeds above count anchors\n\n", neg.num,
+              by_degree ? "degree" : "uniform");
   return absl::OkStatus();
 }
 
@@ -264,6 +265,7 @@ int Run(int argc, char** argv) {
   flags.Define("batch_size", "1024", "seeds (anchors) per batch");
   flags.Define("fanouts", "15,10", "fanout per hop (per edge type on the bipartite graph)");
   flags.Define("negatives", "4", "generated negatives per anchor (ABLP)");
+  flags.Define("negative_sampling", "uniform", "how ABLP draws them: uniform or degree");
   flags.Define("ppr_batch", "64", "seeds per PPR batch");
   flags.Define("ppr_alpha", "0.15", "PPR restart probability");
   flags.Define("ppr_eps", "1e-4", "PPR residual threshold");
@@ -282,7 +284,14 @@ int Run(int argc, char** argv) {
   }
   std::printf("batch %d, fanouts %s, 100 float features gathered, one thread, %.0f s per figure\n\n", batch,
               flags.Get("fanouts").c_str(), seconds);
-  if (auto s = NeighborFigures(*graphs, fanouts, batch, static_cast<int>(*flags.GetInt("negatives")), seconds); !s.ok()) {
+  const std::string negative_sampling = flags.Get("negative_sampling");
+  if (negative_sampling != "uniform" && negative_sampling != "degree") {
+    std::fprintf(stderr, "--negative_sampling must be uniform or degree, got '%s'\n", negative_sampling.c_str());
+    return 1;
+  }
+  if (auto s = NeighborFigures(*graphs, fanouts, batch, static_cast<int>(*flags.GetInt("negatives")),
+                               negative_sampling == "degree", seconds);
+      !s.ok()) {
     std::fprintf(stderr, "%s\n", s.ToString().c_str());
     return 1;
   }

@@ -34,8 +34,9 @@ std::string WeightRange(const float* w, int64_t n) {
 // What a server holds for this partition, by what it grows with: bytes per edge it stores, per
 // node it owns, and per node of the whole graph (the partition book every server holds, in
 // memory at half a byte to a byte a node). Node times are kept for the owned nodes only (8 bytes
-// each) and label edges' destination degrees as a shared index (1 to 2 bytes a node, built for
-// degree negatives), both read once from their whole-graph files.
+// each) and label edges' destination degrees as a shared index of this server's range of
+// destination ids (1 to 2 bytes a node of the range, built for degree negatives), both read once
+// from their whole-graph files.
 void PrintSizing(const std::string& dir, const graphstore::Partition& part) {
   namespace fs = std::filesystem;
   int64_t own_edges = 0, own_nodes = 0, all_nodes = 0, book = 0;
@@ -85,7 +86,8 @@ void PrintSizing(const std::string& dir, const graphstore::Partition& part) {
               read_once / double(1 << 20), unread / double(1 << 20));
   std::printf("  plus, built on the first weighted or temporal draw: about 4.3 bytes per own edge of each "
               "weighted edge type (8.3 in rows over 4096 edges) and 64 per row of each timed one; on the first "
-              "degree negatives, 1 to 2 bytes per destination node of the label edge type\n");
+              "degree negatives, 1 to 2 bytes per destination node of the label edge type in this server's range "
+              "(1/P of them)\n");
 }
 
 }  // namespace

@@ -406,6 +406,28 @@ std::unique_ptr<PeerSampling::Pending> Peers::FetchNodeTimes(const std::string& 
   return pending;
 }
 
+std::unique_ptr<PeerSampling::Pending> Peers::FindDegreeNodes(const std::string& edge_type,
+                                                              std::vector<DegreeNodesCall>* calls) {
+  using T = TypedSlot<v1::FindDegreeNodesRequest, v1::FindDegreeNodesResponse, DegreeNodesCall>;
+  auto pending = std::make_unique<PendingCalls>(options_.call_timeout_ms);
+  for (auto& call : *calls) {
+    auto slot = NewSlot<T>(call.partition, "FindDegreeNodes", &call, [](auto* async, auto... args) {
+      async->FindDegreeNodes(args...);
+    });
+    slot->request.set_edge_type(edge_type);
+    slot->request.mutable_positions()->Add(call.positions.begin(), call.positions.end());
+    slot->counters->bytes_sent.fetch_add(static_cast<int64_t>(slot->request.ByteSizeLong()), std::memory_order_relaxed);
+    slot->read = [](v1::FindDegreeNodesResponse* resp, DegreeNodesCall* c) {
+      if (resp->nodes_size() != static_cast<int>(c->positions.size())) return false;  // one node a position
+      c->nodes.assign(resp->nodes().begin(), resp->nodes().end());
+      return true;
+    };
+    pending->Add(std::move(slot));
+  }
+  pending->Start();
+  return pending;
+}
+
 void Peers::VisitLatency(
     const std::function<void(int, const std::string&, const LatencyHistogram&)>& visit) const {
   for (const auto& peer : peers_) {

@@ -3,8 +3,8 @@
 
 // The other servers of a cluster, as one server sees them: a gRPC channel to each, a health
 // monitor that opens sampling once every peer has answered, and the batched per-owner calls
-// that cross-partition sampling makes (SampleNeighbors, GetNodeFeatures, GetNodeLabels), each
-// with a deadline. A failed call names the peer.
+// that cross-partition sampling makes (SampleNeighbors, GetNodeFeatures, GetNodeLabels,
+// GetNodeTimes, FindDegreeNodes), each with a deadline. A failed call names the peer.
 
 #include <atomic>
 #include <condition_variable>
@@ -61,6 +61,7 @@ class Peers : public Cluster {
   std::unique_ptr<Pending> FetchNodeTimes(const std::string& node_type, std::vector<NodeTimesCall>* calls) override;
   std::unique_ptr<Pending> FetchNodeData(const std::string& node_type, bool features, bool labels,
                                          std::vector<NodeDataCall>* calls) override;
+  std::unique_ptr<Pending> FindDegreeNodes(const std::string& edge_type, std::vector<DegreeNodesCall>* calls) override;
   void FillStats(v1::ServerStats* out) const override;
 
   /// "partition K (host:port)".

@@ -261,22 +261,42 @@ const WeightIndex::Alias& WeightIndex::GetAlias(const int64_t* indptr, int64_t r
   return alias_;
 }
 
-const DegreeIndex& DegreeIndex::Get(const int64_t* degree, int64_t n) const {
+int64_t DegreeIndex::Begin(int64_t n, int parts, int r) {
+  return static_cast<int64_t>(static_cast<__int128>(n) * r / parts);
+}
+
+const DegreeIndex& DegreeIndex::Get(const int64_t* degree, int64_t n, int parts, int self) const {
   std::call_once(once_, [&] {
-    n_ = n;
-    int64_t largest = 0;
-    for (int64_t i = 0; i < n; ++i) largest = std::max(largest, degree[i]);
-    width_ = largest <= 0xff ? 1 : largest <= 0xffff ? 2 : largest <= 0xffffffffLL ? 4 : 8;
-    before_.resize(static_cast<size_t>((n + kBlock - 1) / kBlock));
-    degrees_.resize(static_cast<size_t>(n) * width_);
-    for (int64_t i = 0; i < n; ++i) {
-      if (i % kBlock == 0) before_[static_cast<size_t>(i / kBlock)] = total_;
-      std::memcpy(degrees_.data() + i * width_, &degree[i], width_);  // little-endian: the low bytes
-      total_ += degree[i];
+    self_ = self;
+    range_before_.assign(static_cast<size_t>(parts) + 1, 0);
+    int64_t sum = 0;
+    for (int r = 0; r < parts; ++r) {
+      range_before_[r] = sum;
+      for (int64_t i = Begin(n, parts, r); i < Begin(n, parts, r + 1); ++i) sum += degree[i];
     }
-    bytes_.store(static_cast<int64_t>(before_.size() * sizeof(int64_t) + degrees_.size()));
+    range_before_[parts] = sum;
+    first_ = Begin(n, parts, self);
+    const int64_t count = Begin(n, parts, self + 1) - first_;
+    const int64_t* own = degree + first_;
+    int64_t largest = 0;
+    for (int64_t i = 0; i < count; ++i) largest = std::max(largest, own[i]);
+    width_ = largest <= 0xff ? 1 : largest <= 0xffff ? 2 : largest <= 0xffffffffLL ? 4 : 8;
+    before_.resize(static_cast<size_t>((count + kBlock - 1) / kBlock));
+    degrees_.resize(static_cast<size_t>(count) * width_);
+    sum = range_before_[self];
+    for (int64_t i = 0; i < count; ++i) {
+      if (i % kBlock == 0) before_[static_cast<size_t>(i / kBlock)] = sum;
+      std::memcpy(degrees_.data() + i * width_, &own[i], width_);  // little-endian: the low bytes
+      sum += own[i];
+    }
+    bytes_.store(static_cast<int64_t>((before_.size() + range_before_.size()) * sizeof(int64_t) + degrees_.size()));
   });
   return *this;
+}
+
+int DegreeIndex::RangeOf(int64_t u) const {
+  // The last range starting at or below u (an empty range before it starts there too).
+  return static_cast<int>(std::upper_bound(range_before_.begin(), range_before_.end(), u) - range_before_.begin()) - 1;
 }
 
 int64_t DegreeIndex::DegreeOf(int64_t i) const {
@@ -293,7 +313,7 @@ int64_t DegreeIndex::NodeAt(int64_t u) const {
   int64_t i = static_cast<int64_t>(b) * kBlock;
   for (;; ++i) {
     const int64_t d = DegreeOf(i);
-    if (sum + d > u) return i;
+    if (sum + d > u) return first_ + i;
     sum += d;
   }
 }

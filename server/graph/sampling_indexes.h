@@ -187,18 +187,31 @@ class TimeRows {
 };
 
 /// Nodes drawn in proportion to their degree (link prediction's degree negatives), from an edge
-/// type's dst_degree.npy, built on first use and shared by every channel: a running total at
-/// every 64th node and each node's degree in the fewest bytes the largest fits, about 1.1 to 2.1
-/// bytes a node instead of a cumulative int64 per node per channel.
+/// type's dst_degree.npy. Position u of the running sum of the degrees, in destination id order,
+/// is node i when sum(degree[0, i)) <= u < sum(degree[0, i]): the same node on any number of
+/// partitions. Server `self` of `parts` keeps the sums of one range of destination ids,
+/// [Begin(self), Begin(self + 1)), its share by id and not by owner: a running total at every
+/// 64th node and each node's degree in the fewest bytes the largest fits, about 1.1 to 2.1 bytes
+/// a node of its range; positions in other ranges are their servers' to resolve
+/// (FindDegreeNodes). Built on first use and shared by every channel.
 class DegreeIndex {
  public:
   static constexpr int64_t kBlock = 64;
-  /// Builds the index of `n` degrees (>= 0) once; later calls return it.
-  const DegreeIndex& Get(const int64_t* degree, int64_t n) const;
-  /// The sum of the degrees.
-  int64_t total() const { return total_; }
-  /// The node i with sum(degree[0, i)) <= u < sum(degree[0, i]), for 0 <= u < total(): the one
-  /// an upper bound of u in the running sums gives.
+  /// Builds the index once from all `n` degrees (>= 0), read once: every range's total and the
+  /// sums of range `self` of `parts`. Later calls return it (a server passes one `parts`, `self`).
+  const DegreeIndex& Get(const int64_t* degree, int64_t n, int parts, int self) const;
+  /// The sum of every degree.
+  int64_t total() const { return range_before_.back(); }
+  int parts() const { return static_cast<int>(range_before_.size()) - 1; }
+  int self() const { return self_; }
+  /// The first destination id of range `r` of `parts` over `n` ids.
+  static int64_t Begin(int64_t n, int parts, int r);
+  /// The range holding position u, for 0 <= u < total().
+  int RangeOf(int64_t u) const;
+  /// The positions of this server's range, [first, end).
+  int64_t first_position() const { return range_before_[self_]; }
+  int64_t end_position() const { return range_before_[self_ + 1]; }
+  /// The node at position u, which must be in this server's range.
   int64_t NodeAt(int64_t u) const;
   /// Bytes of the index once built (0 before).
   int64_t bytes() const { return bytes_.load(std::memory_order_relaxed); }
@@ -208,11 +221,12 @@ class DegreeIndex {
 
   mutable std::atomic<int64_t> bytes_{0};
   mutable std::once_flag once_;
-  mutable int64_t n_ = 0;
-  mutable int64_t total_ = 0;
+  mutable int self_ = 0;
+  mutable int64_t first_ = 0;  // the range's first destination id
   mutable int width_ = 1;
-  mutable std::vector<int64_t> before_;  // the sum of the degrees before each block
-  mutable std::vector<uint8_t> degrees_;  // width_ bytes a node, little-endian
+  mutable std::vector<int64_t> range_before_ = {0};  // the sum of the degrees before each range, then all
+  mutable std::vector<int64_t> before_;  // the sum of the degrees before each block of the range
+  mutable std::vector<uint8_t> degrees_;  // width_ bytes a node of the range, little-endian
 };
 
 }  // namespace graphstore

@@ -199,6 +199,13 @@ grpc::ServerUnaryReactor* GraphStoreService::GetNodeTimes(grpc::CallbackServerCo
       [this](const auto& req, auto* resp, const Principal&) { return queries_->GetNodeTimes(req, resp); });
 }
 
+grpc::ServerUnaryReactor* GraphStoreService::FindDegreeNodes(grpc::CallbackServerContext* ctx,
+                                                             const grpc::ByteBuffer* request, grpc::ByteBuffer* response) {
+  return Unary<v1::FindDegreeNodesRequest, v1::FindDegreeNodesResponse>(
+      ctx, request, response, "FindDegreeNodes", kReaders,
+      [this](const auto& req, auto* resp, const Principal&) { return queries_->FindDegreeNodes(req, resp); });
+}
+
 grpc::ServerUnaryReactor* GraphStoreService::GetEdgeFeatures(grpc::CallbackServerContext* ctx,
                                                              const grpc::ByteBuffer* request,
                                                              grpc::ByteBuffer* response) {

@@ -41,6 +41,7 @@ using RawGraphStoreService = v1::GraphStore::WithRawCallbackMethod_GetDatasetMet
     v1::GraphStore::WithRawCallbackMethod_GetNodeFeatures<
     v1::GraphStore::WithRawCallbackMethod_GetNodeLabels<
     v1::GraphStore::WithRawCallbackMethod_GetNodeTimes<
+    v1::GraphStore::WithRawCallbackMethod_FindDegreeNodes<
     v1::GraphStore::WithRawCallbackMethod_GetEdgeFeatures<
     v1::GraphStore::WithRawCallbackMethod_SampleNeighbors<
     v1::GraphStore::WithRawCallbackMethod_InitSamplingBackend<
@@ -54,7 +55,7 @@ using RawGraphStoreService = v1::GraphStore::WithRawCallbackMethod_GetDatasetMet
     v1::GraphStore::WithRawCallbackMethod_GetServerStats<
     v1::GraphStore::WithRawCallbackMethod_Exit<
     v1::GraphStore::WithRawCallbackMethod_StreamSampledMessages<
-    v1::GraphStore::CallbackService>>>>>>>>>>>>>>>>>>>>;
+    v1::GraphStore::CallbackService>>>>>>>>>>>>>>>>>>>>>;
 
 /// The GraphStore service over a Core. The partition queries (the lookups, features, labels and
 /// the one-hop draws that peers ask for) go straight to the core's PartitionQueries; the rest to
@@ -93,6 +94,8 @@ class GraphStoreService final : public RawGraphStoreService {
                                  grpc::ByteBuffer* response) override;
   grpc::ServerUnaryReactor* GetNodeTimes(grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* request,
                                          grpc::ByteBuffer* response) override;
+  grpc::ServerUnaryReactor* FindDegreeNodes(grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* request,
+                                            grpc::ByteBuffer* response) override;
   grpc::ServerUnaryReactor* GetEdgeFeatures(grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* request,
                                  grpc::ByteBuffer* response) override;
   grpc::ServerUnaryReactor* SampleNeighbors(grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* request,

@@ -117,15 +117,21 @@ absl::StatusOr<AblpInput> LoadAblpInput(const Partition& partition, const AblpRe
 }
 
 absl::StatusOr<std::shared_ptr<const AblpLabeler>> AblpLabeler::Create(const Partition* partition, AblpInput input,
-                                                                       NegativeOptions negatives) {
-  std::shared_ptr<AblpLabeler> l(new AblpLabeler(partition, std::move(input), negatives));
+                                                                       NegativeOptions negatives, PeerSampling* peers) {
+  std::shared_ptr<AblpLabeler> l(new AblpLabeler(partition, std::move(input), negatives, peers));
   l->reverse_edge_type_ = ReverseEdgeType(*partition, l->input_.supervision_edge_type);
   if (negatives.kind == NegativeOptions::Kind::kDegree && negatives.num > 0) {
     const EdgeTypeStore& e = partition->edge_type(l->input_.supervision_edge_type);
     if (!e.dst_degree.is_open()) {
       return absl::FailedPreconditionError(absl::StrCat("edge type '", e.name, "' stores no destination degrees"));
     }
-    l->degrees_ = &e.dst_degree_index->Get(e.dst_degree.data<int64_t>(), e.dst_degree.num_elements());
+    if (partition->num_partitions() > 1 && peers == nullptr) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "degree negatives on partition ", partition->partition_id(), " of ", partition->num_partitions(),
+          " need the cluster (--cluster): each server holds the degree sums of one range of destination ids"));
+    }
+    l->degrees_ = &e.dst_degree_index->Get(e.dst_degree.data<int64_t>(), e.dst_degree.num_elements(),
+                                           partition->num_partitions(), partition->partition_id());
     // The file was read once into the shared index.
     e.dst_degree.DropResident();
   }
@@ -146,7 +152,6 @@ absl::Status AblpLabeler::MakeBatch(const int64_t* anchors, size_t n, uint64_t s
   out->excluded.resize(partition_->edge_types().size());
   for (auto& pairs : out->excluded) pairs.clear();
 
-  const int64_t num_labels = partition_->node_type(in.label_type).num_nodes;
   const bool rows_are_sources = partition_->rows_are_sources();
   const bool same_type = in.anchor_type == in.label_type;
   const uint64_t key = HashCombine(HopKey(seed, epoch, batch, -1, HashString("negatives")),
@@ -156,7 +161,9 @@ absl::Status AblpLabeler::MakeBatch(const int64_t* anchors, size_t n, uint64_t s
     if (e < 0) return;
     out->excluded[e].emplace_back(rows_are_sources ? src : dst, rows_are_sources ? dst : src);
   };
-  std::vector<int64_t> taken;
+  std::vector<int64_t> drawn;
+  std::vector<size_t> drawn_at;
+  if (auto s = DrawNegatives(anchors, n, key, &drawn, &drawn_at); !s.ok()) return s;
   for (size_t i = 0; i < n; ++i) {
     const int64_t a = anchors[i];
     const int64_t idx = in.IndexOf(a);
@@ -173,36 +180,118 @@ absl::Status AblpLabeler::MakeBatch(const int64_t* anchors, size_t n, uint64_t s
     }
     out->pos_offsets.push_back(static_cast<int64_t>(out->positives.size()));
     for (int64_t k = in.neg_offsets[idx]; k < in.neg_offsets[idx + 1]; ++k) out->negatives.push_back(in.negatives[k]);
-
-    // Generated negatives: rejection against the anchor's known positives (and itself on a
-    // homogeneous graph) and against the ones already drawn; a bounded number of tries.
-    if (negatives_.kind != NegativeOptions::Kind::kNone && negatives_.num > 0 && num_labels > 0) {
-      const int64_t* known = in.known.data() + in.known_offsets[idx];
-      const int64_t num_known = in.known_offsets[idx + 1] - in.known_offsets[idx];
-      DrawStream rng(HashCombine(key, static_cast<uint64_t>(a)));
-      taken.clear();
-      const int64_t total = degrees_ == nullptr ? 0 : degrees_->total();
-      for (int tries = 0; static_cast<int>(taken.size()) < negatives_.num && tries < 20 * negatives_.num + 100;
-           ++tries) {
-        int64_t c;
-        if (negatives_.kind == NegativeOptions::Kind::kDegree && total > 0) {
-          const int64_t u = static_cast<int64_t>(rng.Below(static_cast<uint64_t>(total)));
-          c = degrees_->NodeAt(u);
-        } else {
-          c = static_cast<int64_t>(rng.Below(static_cast<uint64_t>(num_labels)));
-        }
-        if (std::binary_search(known, known + num_known, c)) continue;
-        if (same_type && c == a) continue;
-        if (std::find(taken.begin(), taken.end(), c) != taken.end()) continue;
-        taken.push_back(c);
-      }
-      out->negatives.insert(out->negatives.end(), taken.begin(), taken.end());
-    }
+    out->negatives.insert(out->negatives.end(), drawn.begin() + drawn_at[i], drawn.begin() + drawn_at[i + 1]);
     out->neg_offsets.push_back(static_cast<int64_t>(out->negatives.size()));
   }
   for (auto& pairs : out->excluded) {
     std::sort(pairs.begin(), pairs.end());
     pairs.erase(std::unique(pairs.begin(), pairs.end()), pairs.end());
+  }
+  return absl::OkStatus();
+}
+
+absl::Status AblpLabeler::Resolve(const std::vector<int64_t>& positions, std::vector<int64_t>* nodes) const {
+  nodes->resize(positions.size());
+  const int parts = degrees_->parts();
+  std::vector<PeerSampling::DegreeNodesCall> calls;
+  std::vector<int> call_of(static_cast<size_t>(parts), -1);
+  std::vector<std::pair<int, size_t>> asked;  // (call, index in it) of each position sent
+  for (size_t j = 0; j < positions.size(); ++j) {
+    const int r = degrees_->RangeOf(positions[j]);
+    if (r == degrees_->self()) {
+      (*nodes)[j] = degrees_->NodeAt(positions[j]);
+      continue;
+    }
+    if (call_of[r] < 0) {
+      call_of[r] = static_cast<int>(calls.size());
+      calls.emplace_back().partition = r;
+    }
+    auto& c = calls[call_of[r]];
+    asked.emplace_back(call_of[r], c.positions.size());
+    c.positions.push_back(positions[j]);
+  }
+  if (calls.empty()) return absl::OkStatus();
+  if (auto s = peers_->FindDegreeNodes(partition_->edge_type(input_.supervision_edge_type).name, &calls)->Wait();
+      !s.ok()) {
+    return s;
+  }
+  size_t k = 0;
+  for (size_t j = 0; j < positions.size(); ++j) {
+    if (degrees_->RangeOf(positions[j]) == degrees_->self()) continue;
+    const auto [call, at] = asked[k++];
+    (*nodes)[j] = calls[call].nodes[at];
+  }
+  return absl::OkStatus();
+}
+
+absl::Status AblpLabeler::DrawNegatives(const int64_t* anchors, size_t n, uint64_t key, std::vector<int64_t>* drawn,
+                                        std::vector<size_t>* offsets) const {
+  const AblpInput& in = input_;
+  const int64_t num_labels = partition_->node_type(in.label_type).num_nodes;
+  const int num = negatives_.kind == NegativeOptions::Kind::kNone || num_labels <= 0 ? 0 : negatives_.num;
+  const int max_tries = 20 * num + 100;
+  const int64_t total = degrees_ == nullptr ? 0 : degrees_->total();
+  const bool by_degree = negatives_.kind == NegativeOptions::Kind::kDegree && total > 0;
+  const bool same_type = in.anchor_type == in.label_type;
+  // Each anchor draws from a stream of its own and takes a candidate unless it is a known
+  // positive, the anchor itself on a homogeneous graph, or taken already, within a bounded
+  // number of tries. Candidates come in rounds of what each anchor still needs (and a quarter
+  // more), so that degree draws outside this server's range cost one call per range and round;
+  // an anchor meets its candidates in its stream's order, whichever server draws them.
+  struct Anchor {
+    DrawStream rng;
+    std::vector<int64_t> taken;
+    int tries = 0;
+    size_t first = 0, count = 0;  // its candidates in this round
+  };
+  std::vector<Anchor> state;
+  state.reserve(n);
+  for (size_t i = 0; i < n; ++i) {
+    if (in.IndexOf(anchors[i]) < 0) {
+      return absl::InternalError(absl::StrCat("node ", anchors[i], " is not an anchor of this channel"));
+    }
+    state.push_back({DrawStream(HashCombine(key, static_cast<uint64_t>(anchors[i]))), {}});
+  }
+  std::vector<int64_t> candidates, nodes;
+  auto open = [&](const Anchor& s) { return static_cast<int>(s.taken.size()) < num && s.tries < max_tries; };
+  for (bool any = num > 0; any;) {
+    candidates.clear();
+    for (Anchor& s : state) {
+      s.first = candidates.size();
+      s.count = 0;
+      if (!open(s)) continue;
+      const int need = num - static_cast<int>(s.taken.size());
+      s.count = static_cast<size_t>(std::min(need + need / 4 + 1, max_tries - s.tries));
+      for (size_t j = 0; j < s.count; ++j) {
+        candidates.push_back(static_cast<int64_t>(s.rng.Below(static_cast<uint64_t>(by_degree ? total : num_labels))));
+      }
+    }
+    if (by_degree) {
+      if (auto st = Resolve(candidates, &nodes); !st.ok()) return st;
+      candidates.swap(nodes);
+    }
+    any = false;
+    for (size_t i = 0; i < n; ++i) {
+      Anchor& s = state[i];
+      const int64_t a = anchors[i], idx = in.IndexOf(a);
+      const int64_t* known = in.known.data() + in.known_offsets[idx];
+      const int64_t num_known = in.known_offsets[idx + 1] - in.known_offsets[idx];
+      for (size_t j = 0; j < s.count && open(s); ++j) {
+        const int64_t c = candidates[s.first + j];
+        ++s.tries;
+        if (std::binary_search(known, known + num_known, c)) continue;
+        if (same_type && c == a) continue;
+        if (std::find(s.taken.begin(), s.taken.end(), c) != s.taken.end()) continue;
+        s.taken.push_back(c);
+      }
+      any = any || open(s);
+    }
+  }
+  drawn->clear();
+  offsets->assign(1, 0);
+  for (const Anchor& s : state) {
+    drawn->insert(drawn->end(), s.taken.begin(), s.taken.end());
+    offsets->push_back(drawn->size());
   }
   return absl::OkStatus();
 }

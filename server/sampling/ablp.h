@@ -17,6 +17,7 @@
 
 #include "absl/status/statusor.h"
 #include "server/graph/partition.h"
+#include "server/sampling/peer_sampling.h"
 
 namespace graphstore {
 
@@ -94,25 +95,37 @@ int ReverseEdgeType(const Partition& partition, int edge_type);
 class AblpLabeler {
  public:
   /// FailedPrecondition when degree-proportional negatives are asked for a type without
-  /// degrees.
+  /// degrees, or on one partition of several without `peers` (the cluster's other servers, which
+  /// resolve the degree draws in their ranges of destination ids; they outlive the labeler).
   static absl::StatusOr<std::shared_ptr<const AblpLabeler>> Create(const Partition* partition, AblpInput input,
-                                                                   NegativeOptions negatives);
+                                                                   NegativeOptions negatives,
+                                                                   PeerSampling* peers = nullptr);
 
   const AblpInput& input() const { return input_; }
 
   /// Labels and excluded edges of the batch of `anchors` (n of them, each in input().anchors).
   /// Generated negatives are keyed by (seed, epoch, batch, anchor, k): never a known positive of
   /// the anchor, never repeated for one anchor; fewer when the label type has too few nodes.
+  /// Degree draws in other servers' ranges are theirs to resolve: UNAVAILABLE naming the peer
+  /// when one does not answer.
   absl::Status MakeBatch(const int64_t* anchors, size_t n, uint64_t seed, int64_t epoch, int64_t batch,
                          AblpBatch* out) const;
 
  private:
-  AblpLabeler(const Partition* partition, AblpInput input, NegativeOptions negatives)
-      : partition_(partition), input_(std::move(input)), negatives_(negatives) {}
+  AblpLabeler(const Partition* partition, AblpInput input, NegativeOptions negatives, PeerSampling* peers)
+      : partition_(partition), input_(std::move(input)), negatives_(negatives), peers_(peers) {}
+  // The generated negatives of the batch's anchors, appended to `drawn` with an offset after
+  // each anchor's (`offsets` starts at 0).
+  absl::Status DrawNegatives(const int64_t* anchors, size_t n, uint64_t key, std::vector<int64_t>* drawn,
+                             std::vector<size_t>* offsets) const;
+  // The candidates' nodes: each degree position's node, from this server's index or its range's
+  // server (one call per range).
+  absl::Status Resolve(const std::vector<int64_t>& positions, std::vector<int64_t>* nodes) const;
 
   const Partition* partition_;
   AblpInput input_;
   NegativeOptions negatives_;
+  PeerSampling* peers_;
   int reverse_edge_type_ = -1;
   /// Degree-proportional negatives: the edge type's shared DegreeIndex (the partition outlives
   /// the labeler); null otherwise.

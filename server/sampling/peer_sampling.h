@@ -50,6 +50,13 @@ class PeerSampling {
     /// Filled when the call completes: the stored time of each of `ids`.
     std::vector<int64_t> times;
   };
+  /// One range's share of a draw of degree negatives.
+  struct DegreeNodesCall {
+    int partition = 0;
+    std::vector<int64_t> positions;
+    /// Filled when the call completes: the destination node at each of `positions`.
+    std::vector<int64_t> nodes;
+  };
   /// What one hop draws: the draw of a node depends only on these and the node id, so the
   /// owner draws exactly what a single partition holding the whole graph would.
   struct Hop {
@@ -87,6 +94,10 @@ class PeerSampling {
   /// Starts fetching the stored times of `node_type` nodes (GetNodeTimes); same contract.
   virtual std::unique_ptr<Pending> FetchNodeTimes(const std::string& node_type,
                                                   std::vector<NodeTimesCall>* calls) = 0;
+  /// Starts finding the destination nodes of `edge_type` at positions of its running degree sum,
+  /// each call's positions in its partition's range (FindDegreeNodes); same contract.
+  virtual std::unique_ptr<Pending> FindDegreeNodes(const std::string& edge_type,
+                                                   std::vector<DegreeNodesCall>* calls) = 0;
 };
 
 }  // namespace graphstore

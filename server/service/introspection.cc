@@ -127,7 +127,9 @@ absl::Status Introspection::GetServerStats(const v1::GetServerStatsRequest&, v1:
     resp->set_peer_cache_chosen(state_.remote_cache->chosen());
   }
   int64_t index_bytes = 0;
-  for (const EdgeTypeStore& e : state_.partition->edge_types()) index_bytes += e.weight_index->bytes() + e.time_rows->bytes();
+  for (const EdgeTypeStore& e : state_.partition->edge_types()) {
+    index_bytes += e.weight_index->bytes() + e.time_rows->bytes() + e.dst_degree_index->bytes();
+  }
   resp->set_sampling_index_bytes(index_bytes);
   resp->set_node_rows_answered(state_.counters.node_rows_answered.load(std::memory_order_relaxed));
   resp->set_node_labels_answered(state_.counters.node_labels_answered.load(std::memory_order_relaxed));

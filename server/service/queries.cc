@@ -270,6 +270,38 @@ absl::Status PartitionQueries::GetNodeTimes(const v1::GetNodeTimesRequest& req, 
   return AnswerOwnedInt64s(*t, req.ids(), [times](int64_t row) { return times[row]; }, resp->mutable_times());
 }
 
+absl::Status PartitionQueries::FindDegreeNodes(const v1::FindDegreeNodesRequest& req,
+                                               v1::FindDegreeNodesResponse* resp) const {
+  auto t = partition_->FindEdgeType(req.edge_type());
+  if (!t.ok()) return t.status();
+  const EdgeTypeStore& e = partition_->edge_type(*t);
+  if (!e.dst_degree.is_open()) {
+    return absl::FailedPreconditionError(absl::StrCat("edge_type: edge type '", e.name,
+                                                      "' stores no destination degrees (dst_degree.npy)"));
+  }
+  if (req.positions_size() > options_->max_ids_per_request) {
+    return absl::ResourceExhaustedError(absl::StrCat("positions has ", req.positions_size(),
+                                                     " entries; the limit is ", options_->max_ids_per_request));
+  }
+  const DegreeIndex& index = e.dst_degree_index->Get(e.dst_degree.data<int64_t>(), e.dst_degree.num_elements(),
+                                                     partition_->num_partitions(), partition_->partition_id());
+  e.dst_degree.DropResident();  // read once into the index
+  resp->set_positions_begin(index.first_position());
+  resp->set_positions_end(index.end_position());
+  resp->set_total(index.total());
+  resp->mutable_nodes()->Reserve(req.positions_size());
+  for (int i = 0; i < req.positions_size(); ++i) {
+    const int64_t u = req.positions(i);
+    if (u < index.first_position() || u >= index.end_position()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "positions[", i, "]=", u, " is outside this server's range [", index.first_position(), ", ",
+          index.end_position(), ") of edge type '", e.name, "''s running degree sum (of ", index.total(), ")"));
+    }
+    resp->add_nodes(index.NodeAt(u));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status PartitionQueries::GetEdgeFeatures(const v1::GetEdgeFeaturesRequest& req, v1::GetEdgeFeaturesResponse* resp) const {
   auto t = partition_->FindEdgeType(req.edge_type());
   if (!t.ok()) return t.status();

@@ -38,6 +38,9 @@ class PartitionQueries {
   absl::Status GetNodeFeatures(const v1::GetNodeFeaturesRequest& req, v1::GetNodeFeaturesResponse* resp) const;
   absl::Status GetNodeLabels(const v1::GetNodeLabelsRequest& req, v1::GetNodeLabelsResponse* resp) const;
   absl::Status GetNodeTimes(const v1::GetNodeTimesRequest& req, v1::GetNodeTimesResponse* resp) const;
+  /// The destination nodes at positions of an edge type's running degree sum, in this server's
+  /// range of them (DegreeIndex, built here on first use if no channel built it).
+  absl::Status FindDegreeNodes(const v1::FindDegreeNodesRequest& req, v1::FindDegreeNodesResponse* resp) const;
   absl::Status GetEdgeFeatures(const v1::GetEdgeFeaturesRequest& req, v1::GetEdgeFeaturesResponse* resp) const;
   absl::Status GetAblpInput(const v1::GetAblpInputRequest& req, v1::GetAblpInputResponse* resp) const;
   /// One hop of neighbour sampling for nodes owned here, drawn exactly as this server's own

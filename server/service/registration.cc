@@ -181,7 +181,8 @@ absl::StatusOr<RegistrationPlan> PlanRegistration(const RegistrationContext& con
   // A link-prediction channel's labeler follows its backend's negative sampling (degree
   // negatives sum a degree array).
   if (req.has_ablp()) {
-    auto labeler = AblpLabeler::Create(context.sources.partition, std::move(ablp), NegativesOf(config));
+    auto labeler = AblpLabeler::Create(context.sources.partition, std::move(ablp), NegativesOf(config),
+                                       context.sources.cluster);
     if (!labeler.ok()) return InField(labeler.status(), "ablp");
     plan.labeler = *std::move(labeler);
   }

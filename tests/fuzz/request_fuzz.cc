@@ -128,7 +128,7 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
   const std::string seeds = fz::SeedsDir();
   if (seeds.empty()) return 0;
   // One well-formed request of each method.
-  std::vector<std::string> bodies(19);
+  std::vector<std::string> bodies(20);
   v1::LookupPartitionsRequest lp;
   lp.add_ids(3);
   bodies[1] = lp.SerializeAsString();
@@ -174,6 +174,10 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
   v1::GetNodeTimesRequest nt;
   nt.add_ids(3);
   bodies[18] = nt.SerializeAsString();
+  v1::FindDegreeNodesRequest fd;
+  fd.add_positions(0);
+  fd.add_positions(2);
+  bodies[19] = fd.SerializeAsString();
   for (size_t m = 0; m < bodies.size(); ++m) {
     fz::WriteFile(seeds + "/" + std::to_string(m), std::string(1, static_cast<char>(m)) + bodies[m]);
   }
@@ -206,7 +210,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string body(reinterpret_cast<const char*>(data) + 1, size - 1);
   absl::Status status;
   bool parsed = true;
-  switch (data[0] % 19) {
+  switch (data[0] % 20) {
     case 0:
       status = Call<v1::GetDatasetMetaRequest, v1::DatasetMeta>(
           body, [&](auto& r, auto* out) { return core.GetDatasetMeta(r, out); });
@@ -305,13 +309,17 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       status = Call<v1::GetNodeTimesRequest, v1::GetNodeTimesResponse>(
           body, [&](auto& r, auto* out) { return core.queries().GetNodeTimes(r, out); });
       break;
+    case 19:
+      status = Call<v1::FindDegreeNodesRequest, v1::FindDegreeNodesResponse>(
+          body, [&](auto& r, auto* out) { return core.queries().FindDegreeNodes(r, out); });
+      break;
     default:
       status = Call<v1::GetServerStatsRequest, v1::ServerStats>(
           body, [&](auto& r, auto* out) { return core.GetServerStats(r, out); });
       break;
   }
   if (status.code() == absl::StatusCode::kInternal || status.code() == absl::StatusCode::kUnknown) {
-    std::fprintf(stderr, "method %d answered %s\n", data[0] % 19, status.ToString().c_str());
+    std::fprintf(stderr, "method %d answered %s\n", data[0] % 20, status.ToString().c_str());
     std::abort();
   }
   return 0;

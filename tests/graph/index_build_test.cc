@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <memory>
 #include <vector>
 
 #include "server/graph/partition.h"
@@ -130,7 +131,7 @@ TEST_CASE("the degree index draws the node an upper bound over the running sums 
     std::vector<int64_t> running(degree.size() + 1, 0);
     for (size_t i = 0; i < degree.size(); ++i) running[i + 1] = running[i] + degree[i];
     DegreeIndex index;
-    index.Get(degree.data(), static_cast<int64_t>(degree.size()));
+    index.Get(degree.data(), static_cast<int64_t>(degree.size()), 1, 0);
     REQUIRE(index.total() == running.back());
     for (int k = 0; k < 5000; ++k) {
       const int64_t u = static_cast<int64_t>(Next(&state) % static_cast<uint64_t>(running.back()));
@@ -142,7 +143,48 @@ TEST_CASE("the degree index draws the node an upper bound over the running sums 
     }
     // The degrees in the fewest bytes the largest fits, and a total every 64 nodes.
     const int64_t width = largest <= 255 ? 1 : largest <= 65535 ? 2 : largest <= 0xffffffffLL ? 4 : 8;
-    CHECK(index.bytes() == width * 1000 + 8 * 16);
+    CHECK(index.bytes() == width * 1000 + 8 * 16 + 8 * 2);
+  }
+}
+
+TEST_CASE("the degree index of one range of ids: each server resolves its range's positions as one index "
+          "of the whole would, and keeps that range alone",
+          "[graph][ablp]") {
+  uint64_t state = 11;
+  // 1000 nodes: a run of zeros over ranges 1 and 2 of 7 leaves them no positions at all.
+  std::vector<int64_t> degree(1000);
+  for (size_t i = 0; i < degree.size(); ++i) degree[i] = i >= 150 && i < 280 ? 0 : static_cast<int64_t>(Next(&state) % 40);
+  const int64_t n = static_cast<int64_t>(degree.size());
+  DegreeIndex whole;
+  whole.Get(degree.data(), n, 1, 0);
+  for (const int parts : {2, 3, 7}) {
+    INFO(parts << " ranges");
+    std::vector<std::unique_ptr<DegreeIndex>> ranges;
+    int64_t bytes = 0;
+    for (int r = 0; r < parts; ++r) {
+      ranges.push_back(std::make_unique<DegreeIndex>());
+      ranges.back()->Get(degree.data(), n, parts, r);
+      REQUIRE(ranges.back()->total() == whole.total());
+      bytes += ranges.back()->bytes();
+      // Its positions are the sums over its ids.
+      const int64_t first = DegreeIndex::Begin(n, parts, r), end = DegreeIndex::Begin(n, parts, r + 1);
+      int64_t before = 0, in = 0;
+      for (int64_t i = 0; i < first; ++i) before += degree[i];
+      for (int64_t i = first; i < end; ++i) in += degree[i];
+      CHECK(ranges.back()->first_position() == before);
+      CHECK(ranges.back()->end_position() == before + in);
+    }
+    for (int64_t u = 0; u < whole.total(); ++u) {
+      const int r = ranges[0]->RangeOf(u);
+      REQUIRE(r >= 0);
+      REQUIRE(r < parts);
+      REQUIRE(u >= ranges[r]->first_position());
+      REQUIRE(u < ranges[r]->end_position());
+      REQUIRE(ranges[r]->NodeAt(u) == whole.NodeAt(u));
+    }
+    // The degrees are split between the ranges, not repeated: a byte a node over all of them.
+    CHECK(bytes < whole.bytes() + parts * (8 * (parts + 1) + 8 * 2));
+    CHECK(ranges[0]->bytes() < whole.bytes() * 2 / parts);
   }
 }
 

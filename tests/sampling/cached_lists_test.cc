@@ -52,6 +52,9 @@ class OtherServer : public PeerSampling {
   std::unique_ptr<Pending> FetchNodeTimes(const std::string&, std::vector<NodeTimesCall>*) override {
     return std::make_unique<Answered>();
   }
+  std::unique_ptr<Pending> FindDegreeNodes(const std::string&, std::vector<DegreeNodesCall>*) override {
+    return std::make_unique<Answered>();
+  }
 
  private:
   struct Answered : Pending {

@@ -320,6 +320,53 @@ TEST_CASE("GetNodeTimes answers owned nodes' stored times and refuses others' an
   CHECK_THAT(std::string(s.message()), Catch::Contains("stores no node times"));
 }
 
+TEST_CASE("FindDegreeNodes answers the positions of this server's range of destination ids as the whole "
+          "running sum does, and names a position outside it",
+          "[queries][ablp]") {
+  TempDir dir;
+  GraphData g = testing::TinyGraph();
+  g.edge_types[0].label_splits["train"] = LabelEdges{{0}, {1}};  // (dst_degree.npy comes with labels)
+  WriteOptions w;
+  w.num_partitions = 2;
+  REQUIRE(WritePartitions(g, RandomAssignment(g, 2, 4), w, dir.path()).ok());
+  int64_t covered = 0;  // the ranges tile [0, total)
+  for (int k = 0; k < 2; ++k) {
+    INFO("partition " << k);
+    auto p = Load(PartitionDir(dir.path(), 2, k));
+    const EdgeTypeStore& e = p->edge_type(0);
+    REQUIRE(e.dst_degree.is_open());
+    const int64_t* degree = e.dst_degree.data<int64_t>();
+    V running = {0};
+    for (int64_t i = 0; i < e.dst_degree.num_elements(); ++i) running.push_back(running.back() + degree[i]);
+    v1::FindDegreeNodesRequest req;
+    req.set_edge_type(e.name);
+    v1::FindDegreeNodesResponse resp;
+    REQUIRE(Queries(*p).FindDegreeNodes(req, &resp).ok());  // no positions: the range alone
+    CHECK(resp.total() == running.back());
+    CHECK(resp.positions_begin() == covered);
+    REQUIRE(resp.positions_end() > resp.positions_begin());
+    covered = resp.positions_end();
+    const int64_t begin = resp.positions_begin(), end = resp.positions_end();
+    for (int64_t u = end - 1; u >= begin; --u) req.add_positions(u);
+    REQUIRE(Queries(*p).FindDegreeNodes(req, &resp).ok());
+    REQUIRE(resp.nodes_size() == req.positions_size());
+    for (int i = 0; i < req.positions_size(); ++i) {
+      const int64_t u = req.positions(i);
+      CHECK(resp.nodes(i) == std::upper_bound(running.begin(), running.end(), u) - running.begin() - 1);
+    }
+    const int64_t outside = k == 0 ? end : begin - 1;
+    req.add_positions(outside);
+    const absl::Status s = Queries(*p).FindDegreeNodes(req, &resp);
+    CHECK(absl::IsInvalidArgument(s));
+    CHECK_THAT(std::string(s.message()),
+               Catch::Contains("positions[" + std::to_string(req.positions_size() - 1) + "]=" + std::to_string(outside)));
+    CHECK_THAT(std::string(s.message()), Catch::Contains("outside this server's range"));
+    req.set_edge_type("nope");
+    CHECK(absl::IsInvalidArgument(Queries(*p).FindDegreeNodes(req, &resp)));
+  }
+  CHECK(covered > 0);
+}
+
 TEST_CASE("a request over the id limit is refused before any work", "[queries]") {
   TempDir dir;
   const GraphData g = testing::TinyGraph();

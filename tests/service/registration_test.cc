@@ -74,6 +74,7 @@ class OtherPartition : public Cluster {
     return nullptr;
   }
   std::unique_ptr<Pending> FetchNodeTimes(const std::string&, std::vector<NodeTimesCall>*) override { return nullptr; }
+  std::unique_ptr<Pending> FindDegreeNodes(const std::string&, std::vector<DegreeNodesCall>*) override { return nullptr; }
   std::vector<int> asked;
 
  private:
