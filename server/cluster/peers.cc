@@ -44,8 +44,14 @@ absl::Status PeerError(const std::string& name, const char* method, const grpc::
 }
 
 // The bytes of an int64 tensor, checked against its declared shape.
-// An id tensor of an answer: int64, or int32 (SampleNeighborsRequest.compact) widened.
+// An id tensor of an answer: int64, or int32 (SampleNeighborsRequest.compact) or uint8
+// (narrow_counts) widened.
 bool ReadInt64s(const v1::Tensor& t, std::vector<int64_t>* out) {
+  if (t.dtype() == v1::DTYPE_UINT8) {
+    out->assign(t.data().begin(), t.data().end());
+    for (int64_t& v : *out) v &= 0xff;  // chars may be signed
+    return true;
+  }
   if (t.dtype() == v1::DTYPE_INT32 && t.data().size() % 4 == 0) {
     out->resize(t.data().size() / 4);
     const char* p = t.data().data();

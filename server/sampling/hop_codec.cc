@@ -51,6 +51,7 @@ void EncodeHop(const PeerSampling::Hop& hop, const PeerSampling::NeighborCall& c
   out->set_with_edge_ids(hop.with_edge_ids);
   out->set_with_edge_features(hop.with_edge_features);
   out->set_compact(true);  // int32 answers where they fit: half the bytes between servers
+  out->set_narrow_counts(true);  // and a byte a count
   out->mutable_excluded()->Add(call.excluded.begin(), call.excluded.end());
   v1::DrawContext* c = out->mutable_context();
   c->set_seed(hop.seed);

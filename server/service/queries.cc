@@ -424,7 +424,12 @@ absl::Status PartitionQueries::SampleNeighbors(const v1::SampleNeighborsRequest&
   const DrawSpec spec = DecodeHop(req, e.name, &excluded);
   NeighborDraw draw;
   DrawOwnedNeighbors(*partition_, *t, req.ids().data(), static_cast<size_t>(req.ids_size()), spec, &draw);
-  SetIdTensor(draw.counts, req.compact(), resp->mutable_counts());
+  if (req.narrow_counts() && std::all_of(draw.counts.begin(), draw.counts.end(), [](int64_t c) { return c < 256; })) {
+    const std::vector<uint8_t> narrow(draw.counts.begin(), draw.counts.end());
+    SetTensor(v1::DTYPE_UINT8, {static_cast<int64_t>(narrow.size())}, narrow.data(), narrow.size(), resp->mutable_counts());
+  } else {
+    SetIdTensor(draw.counts, req.compact(), resp->mutable_counts());
+  }
   SetIdTensor(draw.neighbors, req.compact(), resp->mutable_neighbors());
   if (req.with_edge_ids()) SetIdTensor(draw.edge_ids, req.compact(), resp->mutable_edge_ids());
   if (req.with_edge_features()) {

@@ -426,6 +426,14 @@ TEST_CASE("SampleNeighbors draws what the local draw draws for the same context"
   CHECK(widened(compact.counts()) == draw.counts);
   CHECK(widened(compact.neighbors()) == draw.neighbors);
   CHECK(widened(compact.edge_ids()) == draw.edge_ids);
+  // Counts in a byte each where they fit, what servers ask of each other.
+  req.set_narrow_counts(true);
+  v1::SampleNeighborsResponse narrow;
+  REQUIRE(Queries(*p).SampleNeighbors(req, &narrow).ok());
+  REQUIRE(narrow.counts().dtype() == v1::DTYPE_UINT8);
+  CHECK(std::vector<int64_t>(narrow.counts().data().begin(), narrow.counts().data().end()) == draw.counts);
+  CHECK(narrow.neighbors().SerializeAsString() == compact.neighbors().SerializeAsString());
+  req.set_narrow_counts(false);
   req.set_compact(false);
 
   req.add_excluded(1);
