@@ -9,6 +9,9 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <map>
 #include <memory>
 #include <set>
@@ -230,7 +233,7 @@ void CheckRefused(const client::LoaderOptions& o, absl::StatusCode code, const s
   }
 }
 
-TEST_CASE("raw_ids refuses an id the dataset does not have and a directory of another dataset, naming them",
+TEST_CASE("raw_ids refuses an id the dataset does not have, a directory of another dataset and a corrupt file, naming them",
           "[cluster][raw_ids]") {
   const Cora& cora = LoadCora();
   TempDir dir;
@@ -261,6 +264,22 @@ TEST_CASE("raw_ids refuses an id the dataset does not have and a directory of an
   REQUIRE(WritePartitions(small, RandomAssignment(small, 1, 5), WriteOptions{}, other.path()).ok());
   o.raw_ids = other.path();
   CheckRefused(o, absl::StatusCode::kInvalidArgument, {"has 100 ids"});
+  // A corrupt file is named: bytes that are no .npy, and a right header over too few ids.
+  TempDir corrupt;
+  std::filesystem::create_directories(corrupt.path() + "/book");
+  const std::string file = corrupt.path() + "/book/node.raw_ids.npy";
+  {
+    std::ofstream(file, std::ios::binary) << "not a numpy file at all";
+  }
+  o.raw_ids = corrupt.path();
+  CheckRefused(o, absl::StatusCode::kDataLoss, {file, "not an .npy file"});
+  {
+    std::ifstream in(dir.path() + "/part-0/book/node.raw_ids.npy", std::ios::binary);
+    std::string whole((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    REQUIRE(whole.size() > 2708 * 8);
+    std::ofstream(file, std::ios::binary | std::ios::trunc) << whole.substr(0, whole.size() - 16);
+  }
+  CheckRefused(o, absl::StatusCode::kDataLoss, {file, "truncated"});
 }
 
 }  // namespace
