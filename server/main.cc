@@ -99,6 +99,9 @@ void DefineFlags(Flags* flags) {
                 "deadline of each call to another server of the cluster, ms");
   flags->Define("peer_cache_mb", absl::StrCat(d.core.peer_cache_bytes >> 20),
                 "MiB of other servers' node data (features, labels) and neighbour lists kept once fetched (0: off)");
+  flags->Define("degree_index_mb", absl::StrCat(d.core.whole_degree_index_bytes >> 20),
+                "degree negatives keep every destination's degree sums where they fit in this many MiB (two bytes "
+                "a node); past it, each server keeps its range of destination ids and asks the others for theirs");
   flags->Define("peer_cache_lists", d.core.peer_cache_lists ? "true" : "false",
                 "keep other servers' neighbour lists too and draw their nodes' uniform hops here, instead of asking "
                 "the owners every batch");
@@ -238,9 +241,10 @@ absl::StatusOr<ServerOptions> ParseOptions(const Flags& flags) {
   auto peer_timeout = IntIn(flags, "peer_timeout_ms", 1);
   auto peer_cache = IntIn(flags, "peer_cache_mb", 0);
   auto peer_lists = flags.GetBool("peer_cache_lists");
+  auto degree_index = IntIn(flags, "degree_index_mb", 0);
   auto health_port = IntIn(flags, "health_port", -1, 65535);
   for (const absl::Status& s : {port.status(), workers.status(), verify.status(), lease.status(), state_log.status(),
-                                peer_timeout.status(), peer_cache.status(), peer_lists.status(),
+                                peer_timeout.status(), peer_cache.status(), peer_lists.status(), degree_index.status(),
                                 health_port.status()}) {
     if (!s.ok()) return s;
   }
@@ -256,6 +260,7 @@ absl::StatusOr<ServerOptions> ParseOptions(const Flags& flags) {
   o.peer_timeout_ms = *peer_timeout;
   o.core.peer_cache_bytes = *peer_cache << 20;
   o.core.peer_cache_lists = *peer_lists;
+  o.core.whole_degree_index_bytes = *degree_index << 20;
   return o;
 }
 

@@ -86,8 +86,8 @@ void PrintSizing(const std::string& dir, const graphstore::Partition& part) {
               read_once / double(1 << 20), unread / double(1 << 20));
   std::printf("  plus, built on the first weighted or temporal draw: about 4.3 bytes per own edge of each "
               "weighted edge type (8.3 in rows over 4096 edges) and 64 per row of each timed one; on the first "
-              "degree negatives, 1 to 2 bytes per destination node of the label edge type in this server's range "
-              "(1/P of them)\n");
+              "degree negatives, 1 to 2 bytes per destination node of the label edge type (past --degree_index_mb, "
+              "of this server's range: 1/P of them)\n");
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <mutex>
 #include <string>
+#include <utility>
 #include <vector>
 
 #if defined(__SSE2__)
@@ -206,6 +207,12 @@ class DegreeIndex {
   int self() const { return self_; }
   /// The first destination id of range `r` of `parts` over `n` ids.
   static int64_t Begin(int64_t n, int parts, int r);
+  /// The ranges a server keeps for `n` destination ids, as (parts, self) for Get: the whole sum
+  /// (1, 0) where it fits in `whole_bytes` at two bytes a node, else range `partition` of
+  /// `partitions`.
+  static std::pair<int, int> Ranges(int64_t n, int partitions, int partition, int64_t whole_bytes) {
+    return n <= whole_bytes / 2 ? std::pair<int, int>{1, 0} : std::pair<int, int>{partitions, partition};
+  }
   /// The range holding position u, for 0 <= u < total().
   int RangeOf(int64_t u) const;
   /// The positions of this server's range, [first, end).

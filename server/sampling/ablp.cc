@@ -125,13 +125,14 @@ absl::StatusOr<std::shared_ptr<const AblpLabeler>> AblpLabeler::Create(const Par
     if (!e.dst_degree.is_open()) {
       return absl::FailedPreconditionError(absl::StrCat("edge type '", e.name, "' stores no destination degrees"));
     }
-    if (partition->num_partitions() > 1 && peers == nullptr) {
+    const auto [parts, self] = DegreeIndex::Ranges(e.dst_degree.num_elements(), partition->num_partitions(),
+                                                   partition->partition_id(), negatives.whole_degree_index_bytes);
+    if (parts > 1 && peers == nullptr) {
       return absl::FailedPreconditionError(absl::StrCat(
           "degree negatives on partition ", partition->partition_id(), " of ", partition->num_partitions(),
           " need the cluster (--cluster): each server holds the degree sums of one range of destination ids"));
     }
-    l->degrees_ = &e.dst_degree_index->Get(e.dst_degree.data<int64_t>(), e.dst_degree.num_elements(),
-                                           partition->num_partitions(), partition->partition_id());
+    l->degrees_ = &e.dst_degree_index->Get(e.dst_degree.data<int64_t>(), e.dst_degree.num_elements(), parts, self);
     // The file was read once into the shared index.
     e.dst_degree.DropResident();
   }

@@ -69,6 +69,8 @@ struct NegativeOptions {
   Kind kind = Kind::kNone;
   /// Negatives per anchor.
   int num = 0;
+  /// Degree negatives keep the whole degree sum up to this (DegreeIndex::Ranges).
+  int64_t whole_degree_index_bytes = 64LL << 20;
 };
 
 /// What one batch of anchors adds to sampling.

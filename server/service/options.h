@@ -103,6 +103,10 @@ struct CoreOptions {
   /// Whether that cache also keeps neighbour lists, so that uniform draws of other partitions'
   /// nodes are made here instead of by their owners (see DrawNeighbors).
   bool peer_cache_lists = true;
+  /// Degree negatives: a label edge type's destination degree sums are kept whole where they
+  /// fit in this at two bytes a node (no peer is asked), else only this server's range of them
+  /// (DegreeIndex::Ranges).
+  int64_t whole_degree_index_bytes = 64LL << 20;
 };
 
 }  // namespace graphstore

@@ -283,8 +283,9 @@ absl::Status PartitionQueries::FindDegreeNodes(const v1::FindDegreeNodesRequest&
     return absl::ResourceExhaustedError(absl::StrCat("positions has ", req.positions_size(),
                                                      " entries; the limit is ", options_->max_ids_per_request));
   }
-  const DegreeIndex& index = e.dst_degree_index->Get(e.dst_degree.data<int64_t>(), e.dst_degree.num_elements(),
-                                                     partition_->num_partitions(), partition_->partition_id());
+  const auto [parts, self] = DegreeIndex::Ranges(e.dst_degree.num_elements(), partition_->num_partitions(),
+                                                 partition_->partition_id(), options_->whole_degree_index_bytes);
+  const DegreeIndex& index = e.dst_degree_index->Get(e.dst_degree.data<int64_t>(), e.dst_degree.num_elements(), parts, self);
   e.dst_degree.DropResident();  // read once into the index
   resp->set_positions_begin(index.first_position());
   resp->set_positions_end(index.end_position());

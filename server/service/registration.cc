@@ -181,8 +181,9 @@ absl::StatusOr<RegistrationPlan> PlanRegistration(const RegistrationContext& con
   // A link-prediction channel's labeler follows its backend's negative sampling (degree
   // negatives sum a degree array).
   if (req.has_ablp()) {
-    auto labeler = AblpLabeler::Create(context.sources.partition, std::move(ablp), NegativesOf(config),
-                                       context.sources.cluster);
+    NegativeOptions negatives = NegativesOf(config);
+    negatives.whole_degree_index_bytes = context.options->whole_degree_index_bytes;
+    auto labeler = AblpLabeler::Create(context.sources.partition, std::move(ablp), negatives, context.sources.cluster);
     if (!labeler.ok()) return InField(labeler.status(), "ablp");
     plan.labeler = *std::move(labeler);
   }

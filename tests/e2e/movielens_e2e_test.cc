@@ -60,12 +60,13 @@ std::string Written(int parts) {
 struct Servers {
   std::vector<std::unique_ptr<GraphStoreServer>> servers;
   std::vector<std::string> addresses;
-  explicit Servers(int parts) {
+  explicit Servers(int parts, int64_t whole_degree_index_bytes = CoreOptions().whole_degree_index_bytes) {
     std::vector<ServerOptions> options(parts);
     for (int k = 0; k < parts; ++k) {
       options[k].partition_dir = PartitionDir(Written(parts), parts, k);
       options[k].shared_memory_dir = "";
       options[k].core.state_log_interval_s = 0;
+      options[k].core.whole_degree_index_bytes = whole_degree_index_bytes;
     }
     auto started = StartLocalCluster(options);
     INFO(started.status().ToString());
@@ -229,23 +230,8 @@ TEST_CASE("link-prediction batches on a 2-server cluster: labels, negatives, no 
   CHECK(std::set<int64_t>(anchors_seen.begin(), anchors_seen.end()).size() == 942);
 }
 
-TEST_CASE("degree negatives on a 2-server cluster are those of the whole graph, each server keeping its half of "
-          "the movies' degree sums", "[movielens][ablp][cluster]") {
-  Servers cluster(2);
-  client::LoaderOptions o;
-  o.servers = cluster.addresses;
-  o.config.set_batch_size(16);
-  (*o.config.mutable_num_neighbors_by_type())["user__rates__movie"].add_per_hop(2);
-  (*o.config.mutable_num_neighbors_by_type())["movie__rev_rates__user"].add_per_hop(2);
-  o.config.set_num_negatives(6);
-  o.config.set_negative_sampling(v1::NEGATIVE_SAMPLING_DEGREE);
-  o.seed = 17;
-  o.shared_memory = false;
-  v1::GetAblpInputRequest ablp;
-  ablp.set_split("train");
-  ablp.set_node_type("user");
-  ablp.set_supervision_edge_type("user__rates__movie");
-  o.ablp = ablp;
+TEST_CASE("degree negatives on a 2-server cluster are those of the whole graph, with the degree sums kept whole "
+          "or each server keeping its half of the movies'", "[movielens][ablp][cluster]") {
   // What one partition holding every movie draws for the same anchors, seed, epoch and batch.
   auto whole = Partition::Load(PartitionDir(Written(1), 1, 0));
   REQUIRE(whole.ok());
@@ -260,53 +246,76 @@ TEST_CASE("degree negatives on a 2-server cluster are those of the whole graph, 
   negatives.num = 6;
   auto labeler = AblpLabeler::Create(whole->get(), *std::move(input), negatives);
   REQUIRE(labeler.ok());
-
-  client::Loader loader(o);
-  loader.StartEpoch(0);
-  int64_t anchors = 0;
-  std::map<int64_t, int64_t> drawn;  // movie -> times drawn
-  while (auto b = loader.Next()) {
-    REQUIRE(b->ablp.has_value());
-    const auto users = Ints(b->nodes.at("user").n_id), movies = Ints(b->nodes.at("movie").n_id);
-    const auto neg = Ints(b->ablp->negative);
-    const int64_t a = b->ablp->anchors.numel(), w = b->ablp->negative.size(1);
-    const std::vector<int64_t> batch(users.begin(), users.begin() + a);
-    AblpBatch want;
-    REQUIRE((*labeler)->MakeBatch(batch.data(), batch.size(), o.seed, 0, b->batch_index, &want).ok());
-    for (int64_t i = 0; i < a; ++i) {
-      std::vector<int64_t> got;
-      for (int64_t k = 0; k < w; ++k) {
-        if (neg[i * w + k] >= 0) got.push_back(movies[neg[i * w + k]]);
-      }
-      INFO("user " << batch[i] << " of batch " << b->batch_index);
-      CHECK(got == std::vector<int64_t>(want.negatives.begin() + want.neg_offsets[i],
-                                        want.negatives.begin() + want.neg_offsets[i + 1]));
-      for (int64_t m : got) ++drawn[m];
-    }
-    anchors += a;
-  }
-  CHECK(anchors == 942);
-  // Drawn by degree: the most rated movie (Star Wars, 583 of 100,000 ratings) comes far more
-  // often than a uniform draw over 1682 movies gives it (942 * 6 / 1682, about 3 times).
-  int64_t most = 0;
-  for (const auto& [movie, times] : drawn) most = std::max(most, times);
-  CHECK(most > 20);
-  // Each server keeps the degree sums of its half of the movies' ids, not all of them.
   const int64_t all = (*whole)->edge_type(*(*whole)->FindEdgeType("user__rates__movie")).dst_degree_index->bytes();
   REQUIRE(all >= 1682);  // a byte or two a movie
-  int64_t kept = 0;
-  for (const auto& address : cluster.addresses) {
-    client::ClientOptions co;
-    co.address = address;
-    auto c = client::Client::Connect(co);
-    REQUIRE(c.ok());
-    auto stats = (*c)->GetServerStats();
-    REQUIRE(stats.ok());
-    CHECK(stats->sampling_index_bytes() > 800);
-    CHECK(stats->sampling_index_bytes() < all * 2 / 3);
-    kept += stats->sampling_index_bytes();
+
+  for (const bool by_range : {true, false}) {
+    INFO((by_range ? "each server its range" : "the sums kept whole"));
+    Servers cluster(2, by_range ? 0 : CoreOptions().whole_degree_index_bytes);
+    client::LoaderOptions o;
+    o.servers = cluster.addresses;
+    o.config.set_batch_size(16);
+    (*o.config.mutable_num_neighbors_by_type())["user__rates__movie"].add_per_hop(2);
+    (*o.config.mutable_num_neighbors_by_type())["movie__rev_rates__user"].add_per_hop(2);
+    o.config.set_num_negatives(6);
+    o.config.set_negative_sampling(v1::NEGATIVE_SAMPLING_DEGREE);
+    o.seed = 17;
+    o.shared_memory = false;
+    v1::GetAblpInputRequest ablp;
+    ablp.set_split("train");
+    ablp.set_node_type("user");
+    ablp.set_supervision_edge_type("user__rates__movie");
+    o.ablp = ablp;
+    client::Loader loader(o);
+    loader.StartEpoch(0);
+    int64_t anchors = 0;
+    std::map<int64_t, int64_t> drawn;  // movie -> times drawn
+    while (auto b = loader.Next()) {
+      REQUIRE(b->ablp.has_value());
+      const auto users = Ints(b->nodes.at("user").n_id), movies = Ints(b->nodes.at("movie").n_id);
+      const auto neg = Ints(b->ablp->negative);
+      const int64_t a = b->ablp->anchors.numel(), w = b->ablp->negative.size(1);
+      const std::vector<int64_t> batch(users.begin(), users.begin() + a);
+      AblpBatch want;
+      REQUIRE((*labeler)->MakeBatch(batch.data(), batch.size(), o.seed, 0, b->batch_index, &want).ok());
+      for (int64_t i = 0; i < a; ++i) {
+        std::vector<int64_t> got;
+        for (int64_t k = 0; k < w; ++k) {
+          if (neg[i * w + k] >= 0) got.push_back(movies[neg[i * w + k]]);
+        }
+        INFO("user " << batch[i] << " of batch " << b->batch_index);
+        CHECK(got == std::vector<int64_t>(want.negatives.begin() + want.neg_offsets[i],
+                                          want.negatives.begin() + want.neg_offsets[i + 1]));
+        for (int64_t m : got) ++drawn[m];
+      }
+      anchors += a;
+    }
+    CHECK(anchors == 942);
+    // Drawn by degree: the most rated movie (Star Wars, 583 of 100,000 ratings) comes far more
+    // often than a uniform draw over 1682 movies gives it (942 * 6 / 1682, about 3 times).
+    int64_t most = 0;
+    for (const auto& [movie, times] : drawn) most = std::max(most, times);
+    CHECK(most > 20);
+    // By range each server keeps the degree sums of its half of the movies' ids, not all of
+    // them; kept whole, each keeps them all.
+    int64_t kept = 0;
+    for (const auto& address : cluster.addresses) {
+      client::ClientOptions co;
+      co.address = address;
+      auto c = client::Client::Connect(co);
+      REQUIRE(c.ok());
+      auto stats = (*c)->GetServerStats();
+      REQUIRE(stats.ok());
+      if (by_range) {
+        CHECK(stats->sampling_index_bytes() > 800);
+        CHECK(stats->sampling_index_bytes() < all * 2 / 3);
+      } else {
+        CHECK(stats->sampling_index_bytes() == all);
+      }
+      kept += stats->sampling_index_bytes();
+    }
+    if (by_range) CHECK(kept <= all + 2 * 64);
   }
-  CHECK(kept <= all + 2 * 64);
 }
 
 // A batch of one seed as comparable text: its labels, edges (global ids, edge ids, features) and

@@ -140,18 +140,22 @@ TEST_CASE("generated negatives are never a known positive, repeat with the seed,
     }
   }
 }
-TEST_CASE("degree negatives on one partition of several need the cluster's other servers, and say so",
+TEST_CASE("degree negatives on one partition of several kept by range need the cluster's other servers, and say so",
           "[ablp]") {
   TempDir dir;
   auto p = testing::WritePartition(Skewed(), dir.path(), "out", 2, 0);
   NegativeOptions n;
   n.kind = NegativeOptions::Kind::kDegree;
   n.num = 3;
+  n.whole_degree_index_bytes = 0;  // each server its range of the degree sums alone
   auto refused = AblpLabeler::Create(p.get(), TrainInput(*p), n);
   REQUIRE(refused.status().code() == absl::StatusCode::kFailedPrecondition);
   CHECK_THAT(std::string(refused.status().message()), Catch::Contains("partition 0 of 2"));
   CHECK_THAT(std::string(refused.status().message()), Catch::Contains("--cluster"));
   n.kind = NegativeOptions::Kind::kUniform;  // drawn from the ids alone: no peer needed
+  CHECK(AblpLabeler::Create(p.get(), TrainInput(*p), n).ok());
+  n.kind = NegativeOptions::Kind::kDegree;  // the whole sum fits the default: no peer needed
+  n.whole_degree_index_bytes = NegativeOptions().whole_degree_index_bytes;
   CHECK(AblpLabeler::Create(p.get(), TrainInput(*p), n).ok());
 }
 

@@ -329,6 +329,8 @@ TEST_CASE("FindDegreeNodes answers the positions of this server's range of desti
   WriteOptions w;
   w.num_partitions = 2;
   REQUIRE(WritePartitions(g, RandomAssignment(g, 2, 4), w, dir.path()).ok());
+  CoreOptions ranges;  // each server its range alone, however small the graph
+  ranges.whole_degree_index_bytes = 0;
   int64_t covered = 0;  // the ranges tile [0, total)
   for (int k = 0; k < 2; ++k) {
     INFO("partition " << k);
@@ -341,14 +343,14 @@ TEST_CASE("FindDegreeNodes answers the positions of this server's range of desti
     v1::FindDegreeNodesRequest req;
     req.set_edge_type(e.name);
     v1::FindDegreeNodesResponse resp;
-    REQUIRE(Queries(*p).FindDegreeNodes(req, &resp).ok());  // no positions: the range alone
+    REQUIRE(Queries(*p, &ranges).FindDegreeNodes(req, &resp).ok());  // no positions: the range alone
     CHECK(resp.total() == running.back());
     CHECK(resp.positions_begin() == covered);
     REQUIRE(resp.positions_end() > resp.positions_begin());
     covered = resp.positions_end();
     const int64_t begin = resp.positions_begin(), end = resp.positions_end();
     for (int64_t u = end - 1; u >= begin; --u) req.add_positions(u);
-    REQUIRE(Queries(*p).FindDegreeNodes(req, &resp).ok());
+    REQUIRE(Queries(*p, &ranges).FindDegreeNodes(req, &resp).ok());
     REQUIRE(resp.nodes_size() == req.positions_size());
     for (int i = 0; i < req.positions_size(); ++i) {
       const int64_t u = req.positions(i);
@@ -356,15 +358,23 @@ TEST_CASE("FindDegreeNodes answers the positions of this server's range of desti
     }
     const int64_t outside = k == 0 ? end : begin - 1;
     req.add_positions(outside);
-    const absl::Status s = Queries(*p).FindDegreeNodes(req, &resp);
+    const absl::Status s = Queries(*p, &ranges).FindDegreeNodes(req, &resp);
     CHECK(absl::IsInvalidArgument(s));
     CHECK_THAT(std::string(s.message()),
                Catch::Contains("positions[" + std::to_string(req.positions_size() - 1) + "]=" + std::to_string(outside)));
     CHECK_THAT(std::string(s.message()), Catch::Contains("outside this server's range"));
     req.set_edge_type("nope");
-    CHECK(absl::IsInvalidArgument(Queries(*p).FindDegreeNodes(req, &resp)));
+    CHECK(absl::IsInvalidArgument(Queries(*p, &ranges).FindDegreeNodes(req, &resp)));
   }
   CHECK(covered > 0);
+  // Kept whole (the default for a graph this small), the one server answers every position.
+  auto p = Load(PartitionDir(dir.path(), 2, 1));
+  v1::FindDegreeNodesRequest req;
+  req.add_positions(0);
+  v1::FindDegreeNodesResponse resp;
+  REQUIRE(Queries(*p).FindDegreeNodes(req, &resp).ok());
+  CHECK(resp.positions_begin() == 0);
+  CHECK(resp.positions_end() == resp.total());
 }
 
 TEST_CASE("a request over the id limit is refused before any work", "[queries]") {
