@@ -57,6 +57,15 @@ std::string Written(int parts) {
   return made.emplace(parts, path).first->second;
 }
 
+// Link prediction over the users' training ratings.
+v1::GetAblpInputRequest TrainAnchors() {
+  v1::GetAblpInputRequest ablp;
+  ablp.set_split("train");
+  ablp.set_node_type("user");
+  ablp.set_supervision_edge_type("user__rates__movie");
+  return ablp;
+}
+
 struct Servers {
   std::vector<std::unique_ptr<GraphStoreServer>> servers;
   std::vector<std::string> addresses;
@@ -168,11 +177,7 @@ TEST_CASE("link-prediction batches on a 2-server cluster: labels, negatives, no 
   o.config.set_with_node_features(true);
   o.config.set_num_negatives(4);
   o.config.set_negative_sampling(v1::NEGATIVE_SAMPLING_UNIFORM);
-  v1::GetAblpInputRequest ablp;
-  ablp.set_split("train");
-  ablp.set_node_type("user");
-  ablp.set_supervision_edge_type("user__rates__movie");
-  o.ablp = ablp;
+  o.ablp = TrainAnchors();
   client::Loader loader(o);
   CHECK(loader.num_seeds() == 942);
   loader.StartEpoch(0);
@@ -261,11 +266,7 @@ TEST_CASE("degree negatives on a 2-server cluster are those of the whole graph, 
     o.config.set_negative_sampling(v1::NEGATIVE_SAMPLING_DEGREE);
     o.seed = 17;
     o.shared_memory = false;
-    v1::GetAblpInputRequest ablp;
-    ablp.set_split("train");
-    ablp.set_node_type("user");
-    ablp.set_supervision_edge_type("user__rates__movie");
-    o.ablp = ablp;
+    o.ablp = TrainAnchors();
     client::Loader loader(o);
     loader.StartEpoch(0);
     int64_t anchors = 0;
@@ -364,11 +365,7 @@ std::map<int64_t, std::string> PerSeed(int parts, const v1::SamplingConfig& conf
   o.config.set_batch_size(1);
   o.shared_memory = false;
   if (ablp) {
-    v1::GetAblpInputRequest in;
-    in.set_split("train");
-    in.set_node_type("user");
-    in.set_supervision_edge_type("user__rates__movie");
-    o.ablp = in;
+    o.ablp = TrainAnchors();
     o.world_size = world_size;
   } else {
     o.node_type = "user";
