@@ -379,7 +379,8 @@ TEST_CASE("FindDegreeNodes answers the positions of this server's range of desti
 
 TEST_CASE("a request over the id limit is refused before any work", "[queries]") {
   TempDir dir;
-  const GraphData g = testing::TinyGraph();
+  GraphData g = testing::TinyGraph();
+  g.edge_types[0].label_splits["train"] = LabelEdges{{0}, {1}};  // (dst_degree.npy comes with labels)
   REQUIRE(WritePartitions(g, RandomAssignment(g, 1, 0), WriteOptions(), dir.path()).ok());
   auto p = Load(dir.path());
   CoreOptions small;
@@ -390,6 +391,12 @@ TEST_CASE("a request over the id limit is refused before any work", "[queries]")
   const absl::Status s = Queries(*p, &small).GetNodeLabels(req, &resp);
   CHECK(absl::IsResourceExhausted(s));
   CHECK_THAT(std::string(s.message()), Catch::Contains("the limit is 3"));
+  v1::FindDegreeNodesRequest degree;
+  for (int64_t u : {0, 0, 1, 1}) degree.add_positions(u);
+  v1::FindDegreeNodesResponse nodes;
+  const absl::Status d = Queries(*p, &small).FindDegreeNodes(degree, &nodes);
+  CHECK(absl::IsResourceExhausted(d));
+  CHECK_THAT(std::string(d.message()), Catch::Contains("positions has 4 entries; the limit is 3"));
 }
 
 TEST_CASE("SampleNeighbors draws what the local draw draws for the same context", "[queries]") {
