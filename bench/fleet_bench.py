@@ -134,6 +134,19 @@ class Network:
         return {k: (by_name[f"gsf{k}s"]["tx"]["bytes"], by_name[f"gsf{k}s"]["rx"]["bytes"])
                 for k in range(self.hosts) if f"gsf{k}s" in by_name}
 
+    def tcp_segments(self, hosts):
+        """(segments sent, segments retransmitted) by TCP on `hosts`, from each namespace's
+        /proc/net/snmp: what the kernel sent again after a drop at a full link's FIFO."""
+        sent = again = 0
+        for k in hosts:
+            lines = [x.split() for x in sh("ip", "netns", "exec", self.ns(k), "cat", "/proc/net/snmp").splitlines()
+                     if x.startswith("Tcp:")]
+            if len(lines) >= 2:
+                row = dict(zip(lines[0][1:], lines[1][1:]))
+                sent += int(row.get("OutSegs", 0))
+                again += int(row.get("RetransSegs", 0))
+        return sent, again
+
     def close(self):
         listed = sh("ip", "netns", "list", check=False)
         for line in listed.splitlines():
@@ -284,9 +297,9 @@ def run_case(net, args, n, w, logs, fair_send):
         f.write(f"{t0} {t1}\n")
     os.rename(go + ".tmp", go)
     time.sleep(max(0.0, t0 - time.time()))
-    links0, cpu0 = net.link_bytes(), [proc_cpu(p.pid) for _, p in procs]
+    links0, cpu0, tcp0 = net.link_bytes(), [proc_cpu(p.pid) for _, p in procs], net.tcp_segments(range(n))
     time.sleep(max(0.0, t1 - time.time()))
-    links1, cpu1 = net.link_bytes(), [proc_cpu(p.pid) for _, p in procs]
+    links1, cpu1, tcp1 = net.link_bytes(), [proc_cpu(p.pid) for _, p in procs], net.tcp_segments(range(n))
     results = []
     for out, p in trainers:
         p.wait(timeout=args.seconds + 120)
@@ -300,6 +313,7 @@ def run_case(net, args, n, w, logs, fair_send):
     c = summarise(args, n, w, results, link, [b - a for a, b in zip(cpu0, cpu1)])
     c["fair_send"] = fair_send
     c["seconds"] = args.seconds
+    c["tcp_sent"], c["tcp_again"] = tcp1[0] - tcp0[0], tcp1[1] - tcp0[1]
     return c
 
 
@@ -352,6 +366,11 @@ def print_case(c, base, one):
           f"of batch tensors); beyond N=1's {own / seeds:,.0f} B a seed: +{100 * (c['server_tx'] - own) / own:.1f} % = "
           f"{(to_trainers - own) / 1e6:,.1f} MB more to the trainers (owners bytes, owners' replies' framing) + "
           f"{c['between_servers'] / 1e6:,.1f} MB between servers (hops' ids and lists)")
+    if c.get("tcp_sent"):
+        # Segments sent again count in the link's bytes once more: bytes beyond the batches'.
+        again = c["server_tx"] * c["tcp_again"] / c["tcp_sent"]
+        print(f"    TCP on the servers' hosts sent {c['tcp_sent']:,} segments, {c['tcp_again']:,} of them again "
+              f"({100 * c['tcp_again'] / c['tcp_sent']:.2f} %, about {again / 1e6:,.1f} MB of the bytes above)")
     if c["n"] > 1 and all(c["by_server"]):
         # Where each trainer's bytes came from: its streams, and the owners' answers (rows_from_owners).
         stream = [sum(s for s, _ in t) for t in c["by_server"]]
