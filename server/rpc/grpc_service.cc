@@ -1,5 +1,6 @@
 #include "server/rpc/grpc_service.h"
 
+#include <cstring>
 #include <limits>
 #include <memory>
 #include <mutex>
@@ -131,8 +132,16 @@ grpc::ServerUnaryReactor* GraphStoreService::Unary(grpc::CallbackServerContext* 
   Resp resp;
   absl::Status status = call(req, &resp, *principal);
   if (status.ok()) status = serialise(resp, response);
-  // Answers share the uplink with the streams: the send share counts them in the link's rate.
-  if (status.ok() && send_share_ != nullptr) send_share_->CountOther(static_cast<int64_t>(response->Length()));
+  // Answers share the uplink with the streams: the send share counts them in the link's rate,
+  // and the rows a trainer asks of their owner in that trainer's share too.
+  if (status.ok() && send_share_ != nullptr) {
+    const auto bytes = static_cast<int64_t>(response->Length());
+    if (std::strcmp(method, "GetNodeFeatures") == 0 || std::strcmp(method, "GetNodeLabels") == 0) {
+      send_share_->CountAnswer(ctx->peer(), bytes);
+    } else {
+      send_share_->CountOther(bytes);
+    }
+  }
   return Reply(ctx, status, method, start);
 }
 
@@ -338,7 +347,7 @@ grpc::ServerWriteReactor<grpc::ByteBuffer>* GraphStoreService::StreamSampledMess
   Observe(method, grpc::StatusCode::OK, start);
   // Shared-memory streams send descriptors, not the batches' bytes: nothing to share.
   SendShare* share = attachment->shared_memory ? nullptr : send_share_;
-  auto* stream = new SampledMessageStream(core_, *std::move(attachment), share);
+  auto* stream = new SampledMessageStream(core_, *std::move(attachment), share, ctx->peer());
   stream->Begin();
   return stream;
 }

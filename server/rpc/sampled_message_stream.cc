@@ -33,7 +33,7 @@ std::shared_ptr<const EncodedMessage> Encoded(const std::shared_ptr<const WireMe
 }  // namespace
 
 void SampledMessageStream::Begin() {
-  if (share_ != nullptr) share_id_ = share_->Join([this] { MaybeWrite(); });
+  if (share_ != nullptr) share_id_ = share_->Join([this] { MaybeWrite(); }, peer_);
   auto token = a_.backend->SetListener(a_.channel_id, [this] { MaybeWrite(); });
   if (!token.ok()) {
     FinishOnce(ToGrpcStatus(token.status()), /*cancelled=*/false);

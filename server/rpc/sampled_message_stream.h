@@ -22,6 +22,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <string>
 
 #include "server/rpc/send_share.h"
 #include "server/service/stream_host.h"
@@ -31,9 +32,11 @@ namespace graphstore {
 
 class SampledMessageStream : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
  public:
-  /// `share` (optional) paces this stream's writes against the server's other streams.
-  SampledMessageStream(StreamHost* host, StreamAttachment attachment, SendShare* share = nullptr)
-      : host_(host), a_(std::move(attachment)), share_(share) {}
+  /// `share` (optional) paces this stream's writes against the server's other streams; `peer`
+  /// names the connection it came on (answers on it count in its share).
+  SampledMessageStream(StreamHost* host, StreamAttachment attachment, SendShare* share = nullptr,
+                       std::string peer = "")
+      : host_(host), a_(std::move(attachment)), share_(share), peer_(std::move(peer)) {}
 
   /// Called once after construction, from the method handler.
   void Begin();
@@ -55,6 +58,7 @@ class SampledMessageStream : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
   StreamHost* const host_;
   const StreamAttachment a_;
   SendShare* const share_;
+  const std::string peer_;
   uint64_t share_id_ = 0;  // set in Begin, before any write
   std::mutex mu_;
   bool writing_ = false;

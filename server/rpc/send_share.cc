@@ -39,10 +39,11 @@ SendShare::~SendShare() {
   if (timer_.joinable()) timer_.join();
 }
 
-uint64_t SendShare::Join(std::function<void()> wake) {
+uint64_t SendShare::Join(std::function<void()> wake, std::string peer) {
   std::lock_guard<std::mutex> lock(mu_);
   const uint64_t id = next_id_++;
   streams_[id].wake = std::move(wake);
+  streams_[id].peer = std::move(peer);
   return id;
 }
 
@@ -163,6 +164,17 @@ void SendShare::CountSent(Clock::time_point now, int64_t bytes, bool stream) {
 void SendShare::CountOther(int64_t bytes) {
   std::lock_guard<std::mutex> lock(mu_);
   CountSent(now_(), bytes, /*stream=*/false);
+}
+
+void SendShare::CountAnswer(const std::string& peer, int64_t bytes) {
+  std::lock_guard<std::mutex> lock(mu_);
+  CountSent(now_(), bytes, /*stream=*/false);
+  if (peer.empty()) return;
+  Stream* least = nullptr;
+  for (auto& [id, s] : streams_) {
+    if (s.peer == peer && !s.leaving && (least == nullptr || s.sent < least->sent)) least = &s;
+  }
+  if (least != nullptr) least->sent += bytes;
 }
 
 SendShare::Clock::duration SendShare::FairTime(int64_t bytes, double rate) const {

@@ -22,7 +22,11 @@
 // 1.3 times what it sent holding, the streams the held ones waited for are slow readers and stop
 // holding anyone for a while (`slow_reader_hold`). What the server sends counts its unary
 // answers too (`CountOther`: rows a trainer asks of their owner, peers' hops): a link they keep
-// full while streams are held is not wasted, and a stream they outpace is no slow reader.
+// full while streams are held is not wasted, and a stream they outpace is no slow reader. The
+// rows a trainer asks of this server as their owner also count in that trainer's share
+// (`CountAnswer`, by the connection they came on, which its stream shares): on a cluster they
+// are most of what a trainer receives, and a trainer they favour would otherwise be fed ahead,
+// since its batches come sooner and so do its next asks.
 //
 // Thread-safe. Wake callbacks run without the lock held, on the caller's thread or on the
 // timer thread (which re-checks when a write on its way crosses its stall limit).
@@ -32,6 +36,7 @@
 #include <cstdint>
 #include <functional>
 #include <mutex>
+#include <string>
 #include <thread>
 #include <unordered_map>
 #include <vector>
@@ -62,8 +67,9 @@ class SendShare {
   SendShare(const SendShare&) = delete;
   SendShare& operator=(const SendShare&) = delete;
 
-  /// A new stream; `wake` is called when a held write of it may be asked for again.
-  uint64_t Join(std::function<void()> wake);
+  /// A new stream; `wake` is called when a held write of it may be asked for again. `peer`
+  /// names its connection (grpc's peer string), so that answers on it count in its share.
+  uint64_t Join(std::function<void()> wake, std::string peer = "");
   /// The stream ended; streams it held back are woken.
   void Leave(uint64_t id);
   /// Whether stream `id` may start writing `bytes` now. false: it is held, and `wake` runs
@@ -77,6 +83,9 @@ class SendShare {
   /// The server sent `bytes` outside the streams (a unary answer): counted in the link's rate
   /// that the probes compare, not in any stream's share.
   void CountOther(int64_t bytes);
+  /// An answer of `bytes` sent to the client on connection `peer`: counted as CountOther, and in
+  /// the share of the least-served stream on that connection, if one is there.
+  void CountAnswer(const std::string& peer, int64_t bytes);
   /// Re-checks stall limits at the clock's time; wakes whom that frees.
   void Tick();
 
@@ -86,6 +95,7 @@ class SendShare {
  private:
   struct Stream {
     std::function<void()> wake;
+    std::string peer;
     int64_t sent = 0;
     bool idle = true;
     bool held = false;

@@ -248,5 +248,31 @@ TEST_CASE("a link that favours one stream is split evenly") {
   CHECK(shared[0] + shared[1] > 0.95 * (tcp[0] + tcp[1]));
 }
 
+TEST_CASE("rows answered on a stream's connection count in that stream's share") {
+  Fixture f;
+  const uint64_t a = f.share.Join([&] { ++f.woken[0]; }, "ipv4:10.0.0.1:40000");
+  const uint64_t b = f.share.Join([&] { ++f.woken[1]; }, "ipv4:10.0.0.2:40000");
+  f.Level(a, b, 3);
+  // a's trainer got 3 MiB of rows from this server as their owner: a is now that far ahead.
+  f.share.CountAnswer("ipv4:10.0.0.1:40000", 3 * kMiB);
+  CHECK_FALSE(f.share.MayWrite(a, kMiB));
+  CHECK(f.share.MayWrite(b, kMiB));
+  // An answer on a connection with no stream (a peer's hop) counts in no one's share.
+  f.share.CountAnswer("ipv4:10.0.0.9:50000", 30 * kMiB);
+  f.now += milliseconds(10);
+  f.share.WriteDone(b);
+  CHECK(f.share.MayWrite(b, kMiB));
+  f.now += milliseconds(10);
+  f.share.WriteDone(b);
+  f.share.Tick();
+  CHECK(f.share.MayWrite(b, kMiB));
+  f.now += milliseconds(10);
+  f.share.WriteDone(b);
+  // b caught up (a quantum behind a at most): a writes again, and was woken for it.
+  f.share.Tick();
+  CHECK(f.woken[0] >= 1);
+  CHECK(f.share.MayWrite(a, kMiB));
+}
+
 }  // namespace
 }  // namespace graphstore
