@@ -106,11 +106,6 @@ absl::Status RawIds::ToDense(const std::string& type, const std::string& field, 
   return absl::OkStatus();
 }
 
-int64_t RawIds::ToRaw(const std::string& type, int64_t id) const {
-  const Type& t = types_.at(type);
-  return id >= 0 && id < t.count ? t.ids[id] : -1;
-}
-
 HostTensor RawIds::Translate(BufferPool* pool, const Type& t, const HostTensor& dense, HostBatch* b) const {
   if (!dense.defined() || (dense.dtype != v1::DTYPE_INT64 && dense.dtype != v1::DTYPE_INT32)) return dense;
   const int64_t n = dense.numel();

@@ -38,8 +38,6 @@ class RawIds {
   /// Replaces each of `ids`, of node type `type` in the input's ids, by its dense id.
   /// InvalidArgument naming `field`, the position and the id when one is not in the file.
   absl::Status ToDense(const std::string& type, const std::string& field, std::vector<int64_t>* ids) const;
-  /// The input's id of dense id `id` of `type` (which must have ids of its own).
-  int64_t ToRaw(const std::string& type, int64_t id) const;
 
   /// Every n_id and seeds of the node types with ids of their own, in those ids: new int64
   /// tensors from `pool` (a batch's own may be a shared file). A dense id out of range (which no

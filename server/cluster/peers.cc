@@ -48,8 +48,8 @@ absl::Status PeerError(const std::string& name, const char* method, const grpc::
 // (narrow_counts) widened.
 bool ReadInt64s(const v1::Tensor& t, std::vector<int64_t>* out) {
   if (t.dtype() == v1::DTYPE_UINT8) {
-    out->assign(t.data().begin(), t.data().end());
-    for (int64_t& v : *out) v &= 0xff;  // chars may be signed
+    const auto* bytes = reinterpret_cast<const uint8_t*>(t.data().data());
+    out->assign(bytes, bytes + t.data().size());
     return true;
   }
   if (t.dtype() == v1::DTYPE_INT32 && t.data().size() % 4 == 0) {

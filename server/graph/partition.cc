@@ -234,6 +234,14 @@ absl::StatusOr<int> Partition::FindNodeType(const std::string& name) const {
   return absl::InvalidArgumentError(absl::StrCat("node_type '", name, "' does not exist"));
 }
 
+const DegreeIndex& Partition::DegreeSums(const EdgeTypeStore& e, int64_t whole_bytes) const {
+  const int64_t n = e.dst_degree.num_elements();
+  const auto [parts, self] = DegreeIndex::Ranges(n, num_partitions(), partition_id(), whole_bytes);
+  const DegreeIndex& index = e.dst_degree_index->Get(e.dst_degree.data<int64_t>(), n, parts, self);
+  e.dst_degree.DropResident();  // read once into the index
+  return index;
+}
+
 absl::StatusOr<int> Partition::FindEdgeType(const std::string& name) const {
   if (name.empty()) {
     if (edges_.size() == 1) return 0;

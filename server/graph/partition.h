@@ -154,6 +154,10 @@ class Partition {
   absl::StatusOr<int> FindNodeType(const std::string& name) const;
   /// Index of an edge type by "src__rel__dst"; "" names the only edge type.
   absl::StatusOr<int> FindEdgeType(const std::string& name) const;
+  /// Edge type `e`'s degree sums (its dst_degree, which must be open), built on first use and
+  /// the file let go: whole where they fit `whole_bytes`, else this partition's range of them
+  /// (DegreeIndex::Ranges). Every caller of a server passes the same `whole_bytes`.
+  const DegreeIndex& DegreeSums(const EdgeTypeStore& e, int64_t whole_bytes) const;
 
  private:
   Partition() = default;

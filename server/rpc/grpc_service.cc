@@ -1,6 +1,5 @@
 #include "server/rpc/grpc_service.h"
 
-#include <cstring>
 #include <limits>
 #include <memory>
 #include <mutex>
@@ -123,7 +122,7 @@ absl::Status SerializeSlicedFeatures(v1::GetNodeFeaturesResponse& resp, grpc::By
 template <typename Req, typename Resp, typename Call, typename Serialise>
 grpc::ServerUnaryReactor* GraphStoreService::Unary(grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* request,
                                                    grpc::ByteBuffer* response, const char* method, uint32_t roles,
-                                                   Call call, Serialise serialise) {
+                                                   Call call, Serialise serialise, bool asker_share) {
   const auto start = Clock::now();
   auto principal = Admit(ctx, roles, method);
   if (!principal.ok()) return Reply(ctx, principal.status(), method, start);
@@ -136,11 +135,7 @@ grpc::ServerUnaryReactor* GraphStoreService::Unary(grpc::CallbackServerContext* 
   // and the rows a trainer asks of their owner in that trainer's share too.
   if (status.ok() && send_share_ != nullptr) {
     const auto bytes = static_cast<int64_t>(response->Length());
-    if (std::strcmp(method, "GetNodeFeatures") == 0 || std::strcmp(method, "GetNodeLabels") == 0) {
-      send_share_->CountAnswer(ctx->peer(), bytes);
-    } else {
-      send_share_->CountOther(bytes);
-    }
+    asker_share ? send_share_->CountAnswer(ctx->peer(), bytes) : send_share_->CountOther(bytes);
   }
   return Reply(ctx, status, method, start);
 }
@@ -148,9 +143,10 @@ grpc::ServerUnaryReactor* GraphStoreService::Unary(grpc::CallbackServerContext* 
 template <typename Req, typename Resp, typename Call>
 grpc::ServerUnaryReactor* GraphStoreService::Unary(grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* request,
                                                    grpc::ByteBuffer* response, const char* method, uint32_t roles,
-                                                   Call call) {
-  return Unary<Req, Resp>(ctx, request, response, method, roles, std::move(call),
-                          [](const Resp& resp, grpc::ByteBuffer* out) { return SerializeResponse(resp, out); });
+                                                   Call call, bool asker_share) {
+  return Unary<Req, Resp>(
+      ctx, request, response, method, roles, std::move(call),
+      [](const Resp& resp, grpc::ByteBuffer* out) { return SerializeResponse(resp, out); }, asker_share);
 }
 
 // ----- Metadata and the partition's queries (answered without the core's lock) -------------
@@ -191,14 +187,15 @@ grpc::ServerUnaryReactor* GraphStoreService::GetNodeFeatures(grpc::CallbackServe
   return Unary<v1::GetNodeFeaturesRequest, v1::GetNodeFeaturesResponse>(
       ctx, request, response, "GetNodeFeatures", kReaders,
       [this](const auto& req, auto* resp, const Principal&) { return queries_->GetNodeFeatures(req, resp); },
-      SerializeSlicedFeatures);
+      SerializeSlicedFeatures, /*asker_share=*/true);
 }
 
 grpc::ServerUnaryReactor* GraphStoreService::GetNodeLabels(grpc::CallbackServerContext* ctx,
                                                            const grpc::ByteBuffer* request, grpc::ByteBuffer* response) {
   return Unary<v1::GetNodeLabelsRequest, v1::GetNodeLabelsResponse>(
       ctx, request, response, "GetNodeLabels", kReaders,
-      [this](const auto& req, auto* resp, const Principal&) { return queries_->GetNodeLabels(req, resp); });
+      [this](const auto& req, auto* resp, const Principal&) { return queries_->GetNodeLabels(req, resp); },
+      /*asker_share=*/true);
 }
 
 grpc::ServerUnaryReactor* GraphStoreService::GetNodeTimes(grpc::CallbackServerContext* ctx,

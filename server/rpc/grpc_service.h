@@ -129,14 +129,17 @@ class GraphStoreService final : public RawGraphStoreService {
   // The caller of a call that may use `roles`, or why it may not.
   absl::StatusOr<Principal> Admit(grpc::CallbackServerContext* ctx, uint32_t roles, const char* method) const;
   // A unary call: admits the caller with `roles`, parses a `Req`, runs `call(req, &resp,
-  // principal)` and writes the answer with `serialise`; every failure ends through Reply.
+  // principal)` and writes the answer with `serialise`; every failure ends through Reply. The
+  // answer counts in the send share's link rate; with `asker_share` (rows a trainer asks of
+  // their owner) in the share of the asker's stream on the same connection too.
   template <typename Req, typename Resp, typename Call, typename Serialise>
   grpc::ServerUnaryReactor* Unary(grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* request,
                                   grpc::ByteBuffer* response, const char* method, uint32_t roles, Call call,
-                                  Serialise serialise);
+                                  Serialise serialise, bool asker_share = false);
   template <typename Req, typename Resp, typename Call>
   grpc::ServerUnaryReactor* Unary(grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* request,
-                                  grpc::ByteBuffer* response, const char* method, uint32_t roles, Call call);
+                                  grpc::ByteBuffer* response, const char* method, uint32_t roles, Call call,
+                                  bool asker_share = false);
   // Finishes a unary call with `status` and reports it.
   grpc::ServerUnaryReactor* Reply(grpc::CallbackServerContext* ctx, const absl::Status& status, const char* method,
                                   Clock::time_point start);

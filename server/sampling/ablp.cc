@@ -125,16 +125,15 @@ absl::StatusOr<std::shared_ptr<const AblpLabeler>> AblpLabeler::Create(const Par
     if (!e.dst_degree.is_open()) {
       return absl::FailedPreconditionError(absl::StrCat("edge type '", e.name, "' stores no destination degrees"));
     }
-    const auto [parts, self] = DegreeIndex::Ranges(e.dst_degree.num_elements(), partition->num_partitions(),
-                                                   partition->partition_id(), negatives.whole_degree_index_bytes);
+    const int parts = DegreeIndex::Ranges(e.dst_degree.num_elements(), partition->num_partitions(),
+                                          partition->partition_id(), negatives.whole_degree_index_bytes)
+                          .first;
     if (parts > 1 && peers == nullptr) {
       return absl::FailedPreconditionError(absl::StrCat(
           "degree negatives on partition ", partition->partition_id(), " of ", partition->num_partitions(),
           " need the cluster (--cluster): each server holds the degree sums of one range of destination ids"));
     }
-    l->degrees_ = &e.dst_degree_index->Get(e.dst_degree.data<int64_t>(), e.dst_degree.num_elements(), parts, self);
-    // The file was read once into the shared index.
-    e.dst_degree.DropResident();
+    l->degrees_ = &partition->DegreeSums(e, negatives.whole_degree_index_bytes);
   }
   return std::shared_ptr<const AblpLabeler>(std::move(l));
 }
@@ -193,10 +192,14 @@ absl::Status AblpLabeler::MakeBatch(const int64_t* anchors, size_t n, uint64_t s
 
 absl::Status AblpLabeler::Resolve(const std::vector<int64_t>& positions, std::vector<int64_t>* nodes) const {
   nodes->resize(positions.size());
-  const int parts = degrees_->parts();
   std::vector<PeerSampling::DegreeNodesCall> calls;
-  std::vector<int> call_of(static_cast<size_t>(parts), -1);
-  std::vector<std::pair<int, size_t>> asked;  // (call, index in it) of each position sent
+  std::vector<int> call_of(static_cast<size_t>(degrees_->parts()), -1);
+  struct Asked {
+    size_t position;  // index in `positions`
+    int call;
+    size_t at;  // index in the call's positions
+  };
+  std::vector<Asked> asked;
   for (size_t j = 0; j < positions.size(); ++j) {
     const int r = degrees_->RangeOf(positions[j]);
     if (r == degrees_->self()) {
@@ -208,7 +211,7 @@ absl::Status AblpLabeler::Resolve(const std::vector<int64_t>& positions, std::ve
       calls.emplace_back().partition = r;
     }
     auto& c = calls[call_of[r]];
-    asked.emplace_back(call_of[r], c.positions.size());
+    asked.push_back({j, call_of[r], c.positions.size()});
     c.positions.push_back(positions[j]);
   }
   if (calls.empty()) return absl::OkStatus();
@@ -216,12 +219,7 @@ absl::Status AblpLabeler::Resolve(const std::vector<int64_t>& positions, std::ve
       !s.ok()) {
     return s;
   }
-  size_t k = 0;
-  for (size_t j = 0; j < positions.size(); ++j) {
-    if (degrees_->RangeOf(positions[j]) == degrees_->self()) continue;
-    const auto [call, at] = asked[k++];
-    (*nodes)[j] = calls[call].nodes[at];
-  }
+  for (const Asked& a : asked) (*nodes)[a.position] = calls[a.call].nodes[a.at];
   return absl::OkStatus();
 }
 
@@ -238,30 +236,32 @@ absl::Status AblpLabeler::DrawNegatives(const int64_t* anchors, size_t n, uint64
   // positive, the anchor itself on a homogeneous graph, or taken already, within a bounded
   // number of tries. Candidates come in rounds of what each anchor still needs (and a quarter
   // more), so that degree draws outside this server's range cost one call per range and round;
-  // an anchor meets its candidates in its stream's order, whichever server draws them.
+  // an anchor meets its candidates in its stream's order, whichever server draws them. Anchor
+  // i's negatives go to (*drawn)[i * num, i * num + taken).
   struct Anchor {
     DrawStream rng;
-    std::vector<int64_t> taken;
+    int64_t idx = 0;  // in the input
+    int taken = 0;
     int tries = 0;
     size_t first = 0, count = 0;  // its candidates in this round
   };
   std::vector<Anchor> state;
   state.reserve(n);
   for (size_t i = 0; i < n; ++i) {
-    if (in.IndexOf(anchors[i]) < 0) {
-      return absl::InternalError(absl::StrCat("node ", anchors[i], " is not an anchor of this channel"));
-    }
-    state.push_back({DrawStream(HashCombine(key, static_cast<uint64_t>(anchors[i]))), {}});
+    const int64_t idx = in.IndexOf(anchors[i]);
+    if (idx < 0) return absl::InternalError(absl::StrCat("node ", anchors[i], " is not an anchor of this channel"));
+    state.push_back({DrawStream(HashCombine(key, static_cast<uint64_t>(anchors[i]))), idx});
   }
+  drawn->resize(n * static_cast<size_t>(num));
   std::vector<int64_t> candidates, nodes;
-  auto open = [&](const Anchor& s) { return static_cast<int>(s.taken.size()) < num && s.tries < max_tries; };
+  auto open = [&](const Anchor& s) { return s.taken < num && s.tries < max_tries; };
   for (bool any = num > 0; any;) {
     candidates.clear();
     for (Anchor& s : state) {
       s.first = candidates.size();
       s.count = 0;
       if (!open(s)) continue;
-      const int need = num - static_cast<int>(s.taken.size());
+      const int need = num - s.taken;
       s.count = static_cast<size_t>(std::min(need + need / 4 + 1, max_tries - s.tries));
       for (size_t j = 0; j < s.count; ++j) {
         candidates.push_back(static_cast<int64_t>(s.rng.Below(static_cast<uint64_t>(by_degree ? total : num_labels))));
@@ -274,26 +274,28 @@ absl::Status AblpLabeler::DrawNegatives(const int64_t* anchors, size_t n, uint64
     any = false;
     for (size_t i = 0; i < n; ++i) {
       Anchor& s = state[i];
-      const int64_t a = anchors[i], idx = in.IndexOf(a);
-      const int64_t* known = in.known.data() + in.known_offsets[idx];
-      const int64_t num_known = in.known_offsets[idx + 1] - in.known_offsets[idx];
+      const int64_t* known = in.known.data() + in.known_offsets[s.idx];
+      const int64_t* known_end = in.known.data() + in.known_offsets[s.idx + 1];
+      int64_t* taken = drawn->data() + i * static_cast<size_t>(num);
       for (size_t j = 0; j < s.count && open(s); ++j) {
         const int64_t c = candidates[s.first + j];
         ++s.tries;
-        if (std::binary_search(known, known + num_known, c)) continue;
-        if (same_type && c == a) continue;
-        if (std::find(s.taken.begin(), s.taken.end(), c) != s.taken.end()) continue;
-        s.taken.push_back(c);
+        if (std::binary_search(known, known_end, c)) continue;
+        if (same_type && c == anchors[i]) continue;
+        if (std::find(taken, taken + s.taken, c) != taken + s.taken) continue;
+        taken[s.taken++] = c;
       }
       any = any || open(s);
     }
   }
-  drawn->clear();
+  // Each anchor's negatives moved up behind the previous anchor's.
   offsets->assign(1, 0);
-  for (const Anchor& s : state) {
-    drawn->insert(drawn->end(), s.taken.begin(), s.taken.end());
-    offsets->push_back(drawn->size());
+  for (size_t i = 0; i < n; ++i) {
+    const auto from = drawn->begin() + static_cast<std::ptrdiff_t>(i * static_cast<size_t>(num));
+    std::copy(from, from + state[i].taken, drawn->begin() + static_cast<std::ptrdiff_t>(offsets->back()));
+    offsets->push_back(offsets->back() + static_cast<size_t>(state[i].taken));
   }
+  drawn->resize(offsets->back());
   return absl::OkStatus();
 }
 

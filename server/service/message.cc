@@ -242,6 +242,17 @@ void SetIdTensor(const std::vector<int64_t>& values, bool compact, v1::Tensor* o
   }
 }
 
+void SetCountTensor(const std::vector<int64_t>& counts, bool narrow, bool compact, v1::Tensor* out) {
+  if (!narrow || !std::all_of(counts.begin(), counts.end(), [](int64_t c) { return c >= 0 && c < 256; })) {
+    SetIdTensor(counts, compact, out);
+    return;
+  }
+  out->Clear();
+  out->set_dtype(v1::DTYPE_UINT8);
+  out->add_shape(static_cast<int64_t>(counts.size()));
+  out->mutable_data()->assign(counts.begin(), counts.end());  // each count's one byte
+}
+
 std::vector<MessageEntry> MessageEntries(const Partition& partition, const SampledSubgraph& g) {
   std::vector<MessageEntry> entries;
   for (size_t t = 0; t < g.nodes.size(); ++t) NodeEntry(partition, g, t, &entries.emplace_back());

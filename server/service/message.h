@@ -35,6 +35,9 @@ void SetInt64Tensor(const std::vector<int64_t>& values, v1::Tensor* out);
 
 /// A 1-D tensor of `values`: int32 when `compact` and every value fits, else int64.
 void SetIdTensor(const std::vector<int64_t>& values, bool compact, v1::Tensor* out);
+/// A 1-D tensor of counts (each >= 0): uint8 when `narrow` and every count is below 256, else
+/// as SetIdTensor.
+void SetCountTensor(const std::vector<int64_t>& counts, bool narrow, bool compact, v1::Tensor* out);
 
 /// One tensor of a sampled message: its field number in its entry, and its bytes (pointing
 /// into the subgraph it describes).

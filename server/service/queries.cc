@@ -283,10 +283,7 @@ absl::Status PartitionQueries::FindDegreeNodes(const v1::FindDegreeNodesRequest&
     return absl::ResourceExhaustedError(absl::StrCat("positions has ", req.positions_size(),
                                                      " entries; the limit is ", options_->max_ids_per_request));
   }
-  const auto [parts, self] = DegreeIndex::Ranges(e.dst_degree.num_elements(), partition_->num_partitions(),
-                                                 partition_->partition_id(), options_->whole_degree_index_bytes);
-  const DegreeIndex& index = e.dst_degree_index->Get(e.dst_degree.data<int64_t>(), e.dst_degree.num_elements(), parts, self);
-  e.dst_degree.DropResident();  // read once into the index
+  const DegreeIndex& index = partition_->DegreeSums(e, options_->whole_degree_index_bytes);
   resp->set_positions_begin(index.first_position());
   resp->set_positions_end(index.end_position());
   resp->set_total(index.total());
@@ -425,12 +422,7 @@ absl::Status PartitionQueries::SampleNeighbors(const v1::SampleNeighborsRequest&
   const DrawSpec spec = DecodeHop(req, e.name, &excluded);
   NeighborDraw draw;
   DrawOwnedNeighbors(*partition_, *t, req.ids().data(), static_cast<size_t>(req.ids_size()), spec, &draw);
-  if (req.narrow_counts() && std::all_of(draw.counts.begin(), draw.counts.end(), [](int64_t c) { return c < 256; })) {
-    const std::vector<uint8_t> narrow(draw.counts.begin(), draw.counts.end());
-    SetTensor(v1::DTYPE_UINT8, {static_cast<int64_t>(narrow.size())}, narrow.data(), narrow.size(), resp->mutable_counts());
-  } else {
-    SetIdTensor(draw.counts, req.compact(), resp->mutable_counts());
-  }
+  SetCountTensor(draw.counts, req.narrow_counts(), req.compact(), resp->mutable_counts());
   SetIdTensor(draw.neighbors, req.compact(), resp->mutable_neighbors());
   if (req.with_edge_ids()) SetIdTensor(draw.edge_ids, req.compact(), resp->mutable_edge_ids());
   if (req.with_edge_features()) {
