@@ -206,6 +206,7 @@ def start_servers(net, args, n, logs, fair_send):
                  f"--fair_send={'true' if fair_send else 'false'}"]
         if n > 1:
             flags.append(f"--cluster={','.join(servers)}")
+        flags += args.server_flags.split()
         procs.append((port_file, net.run(k, [os.path.join(BIN, "server", "graphstored")] + flags,
                                          open(os.path.join(logs, f"server-{k}.log"), "w"))))
     for port_file, p in procs:
@@ -520,6 +521,8 @@ def main():
     p.add_argument("--slow_trainer_ms", type=float, default=0,
                    help="rank 0 takes this long a batch (a slower trainer: the others must not wait for it)")
     p.add_argument("--peer_cache_mb", type=int, default=1)
+    p.add_argument("--server_flags", default="", help="more graphstored flags, space-separated "
+                   "(e.g. --server_flags=--send_quantum_kb=256)")
     p.add_argument("--warmup", type=float, default=8)
     p.add_argument("--seconds", type=float, default=26)
     p.add_argument("--cache", default="/tmp/graphstore-fleet")
