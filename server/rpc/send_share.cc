@@ -213,7 +213,9 @@ SendShare::Stream* SendShare::StreamOf(const std::string& peer, uint64_t* id) {
 
 bool SendShare::Ahead(uint64_t id, const Stream& s, Clock::time_point now) const {
   int64_t least = 0;
-  return Contends(s, now) && !Probing(now) && LeastSent(now, id, &least) && s.sent - least > options_.quantum_bytes;
+  // A stream found to read slowly, or whose write stalled, still paces its own answers: only
+  // one with nothing to send (or leaving) lets them go whatever it has had.
+  return !s.idle && !s.leaving && !Probing(now) && LeastSent(now, id, &least) && s.sent - least > options_.quantum_bytes;
 }
 
 void SendShare::CountAnswerLocked(Clock::time_point now, uint64_t id, int64_t bytes) {

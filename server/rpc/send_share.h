@@ -92,9 +92,9 @@ class SendShare {
   /// the share of the least-served stream on that connection, if one is there.
   void CountAnswer(const std::string& peer, int64_t bytes);
   /// An answer of `bytes` to the client on connection `peer`, which `send` sends. While the
-  /// least-served stream on that connection contends and is more than a quantum ahead of the
-  /// least-served other, `send` is held (as that stream's writes are) until the others catch
-  /// up, the stream stops contending or leaves, or `answer_hold` passes; then it runs (on the
+  /// least-served stream on that connection has something to send and is more than a quantum
+  /// ahead of the least-served other that contends, `send` is held (as that stream's writes are) until the others catch
+  /// up, the stream goes idle or leaves, or `answer_hold` passes; then it runs (on the
   /// thread that frees it, without the lock held). Otherwise it runs now, on this thread.
   /// Counted as CountAnswer when sent.
   void SendAnswer(const std::string& peer, int64_t bytes, std::function<void()> send);
@@ -132,8 +132,8 @@ class SendShare {
   bool Contends(const Stream& s, Clock::time_point now) const;
   // The least-served stream on connection `peer` (null: none).
   Stream* StreamOf(const std::string& peer, uint64_t* id);
-  // Whether stream `id` is more than a quantum ahead of the least-served other that contends
-  // (and so waits), itself contending.
+  // Whether stream `id`, having something to send, is more than a quantum ahead of the
+  // least-served other that contends (so that its answers wait).
   bool Ahead(uint64_t id, const Stream& s, Clock::time_point now) const;
   // Counts a sent answer of `bytes` in the link's rate and in stream `id`'s share (if known).
   void CountAnswerLocked(Clock::time_point now, uint64_t id, int64_t bytes);

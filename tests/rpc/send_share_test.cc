@@ -351,6 +351,28 @@ TEST_CASE("a held answer goes when the others stop contending, its stream leaves
   }
 }
 
+TEST_CASE("a trainer whose stream stalls its write still waits for its answers") {
+  Fixture f;
+  const char* kA = "ipv4:10.0.0.1:40000";
+  const uint64_t a = f.share.Join([&] { ++f.woken[0]; }, kA);
+  const uint64_t b = f.share.Join([&] { ++f.woken[1]; }, "ipv4:10.0.0.2:40000");
+  f.Level(a, b, 4);
+  REQUIRE(f.share.MayWrite(a, kMiB));
+  f.now += milliseconds(100);  // past the stall limit: a's write no longer holds b back
+  f.share.CountAnswer(kA, 3 * kMiB);
+  int sent = 0;
+  f.share.SendAnswer(kA, kMiB, [&] { ++sent; });
+  CHECK(sent == 0);
+  CHECK(f.share.held_answers() == 1);
+  // b's writes catch up with a's 8 MiB; then the answer goes.
+  for (int i = 0; i < 3; ++i) {
+    REQUIRE(f.share.MayWrite(b, kMiB));
+    f.now += milliseconds(10);
+    f.share.WriteDone(b);
+  }
+  CHECK(sent == 1);
+}
+
 TEST_CASE("the timer thread sends a held answer by its limit with no other event") {
   SendShare::Options o;
   o.answer_hold = std::chrono::microseconds(20000);
