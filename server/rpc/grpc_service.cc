@@ -131,21 +131,13 @@ grpc::ServerUnaryReactor* GraphStoreService::Unary(grpc::CallbackServerContext* 
   Resp resp;
   absl::Status status = call(req, &resp, *principal);
   if (status.ok()) status = serialise(resp, response);
-  if (!status.ok() || send_share_ == nullptr) return Reply(ctx, status, method, start);
-  // Answers share the uplink with the streams: the send share counts them in the link's rate.
-  // The rows a trainer asks of their owner count in that trainer's share too, and wait while
-  // its stream is a quantum ahead, as the stream's own writes do.
-  const auto bytes = static_cast<int64_t>(response->Length());
-  if (!asker_share) {
-    send_share_->CountOther(bytes);
-    return Reply(ctx, status, method, start);
+  // Answers share the uplink with the streams: the send share counts them in the link's rate,
+  // and the rows a trainer asks of their owner in that trainer's share too.
+  if (status.ok() && send_share_ != nullptr) {
+    const auto bytes = static_cast<int64_t>(response->Length());
+    asker_share ? send_share_->CountAnswer(ctx->peer(), bytes) : send_share_->CountOther(bytes);
   }
-  grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
-  send_share_->SendAnswer(ctx->peer(), bytes, [this, reactor, method, start] {
-    Observe(method, grpc::StatusCode::OK, start);
-    reactor->Finish(grpc::Status::OK);
-  });
-  return reactor;
+  return Reply(ctx, status, method, start);
 }
 
 template <typename Req, typename Resp, typename Call>

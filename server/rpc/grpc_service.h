@@ -131,8 +131,7 @@ class GraphStoreService final : public RawGraphStoreService {
   // A unary call: admits the caller with `roles`, parses a `Req`, runs `call(req, &resp,
   // principal)` and writes the answer with `serialise`; every failure ends through Reply. The
   // answer counts in the send share's link rate; with `asker_share` (rows a trainer asks of
-  // their owner) in the share of the asker's stream on the same connection too, and it is sent
-  // when that share allows (SendShare::SendAnswer).
+  // their owner) in the share of the asker's stream on the same connection too.
   template <typename Req, typename Resp, typename Call, typename Serialise>
   grpc::ServerUnaryReactor* Unary(grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* request,
                                   grpc::ByteBuffer* response, const char* method, uint32_t roles, Call call,

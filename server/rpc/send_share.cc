@@ -31,15 +31,12 @@ SendShare::SendShare(Options options, std::function<Clock::time_point()> now)
 }
 
 SendShare::~SendShare() {
-  std::vector<Answer> answers;
   {
     std::lock_guard<std::mutex> lock(mu_);
     stopping_ = true;
-    answers.swap(answers_);
   }
   changed_.notify_all();
   if (timer_.joinable()) timer_.join();
-  for (auto& a : answers) a.send();  // no one is held once the share is gone
 }
 
 uint64_t SendShare::Join(std::function<void()> wake, std::string peer) {
@@ -141,11 +138,6 @@ int SendShare::held() const {
   return n;
 }
 
-int SendShare::held_answers() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return static_cast<int>(answers_.size());
-}
-
 bool SendShare::Contends(const Stream& s, Clock::time_point now) const {
   if (s.idle || s.leaving || now < s.slow_until) return false;
   return !s.writing || now - s.write_start < StallLimit(s.write_bytes);
@@ -176,52 +168,13 @@ void SendShare::CountOther(int64_t bytes) {
 
 void SendShare::CountAnswer(const std::string& peer, int64_t bytes) {
   std::lock_guard<std::mutex> lock(mu_);
-  uint64_t id = 0;
-  StreamOf(peer, &id);
-  CountAnswerLocked(now_(), id, bytes);
-}
-
-void SendShare::SendAnswer(const std::string& peer, int64_t bytes, std::function<void()> send) {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    const Clock::time_point now = now_();
-    uint64_t id = 0;
-    const Stream* s = StreamOf(peer, &id);
-    // Behind answers already held for it, an answer waits its turn whatever the share says.
-    const bool queued = std::any_of(answers_.begin(), answers_.end(), [&](const Answer& a) { return a.stream == id; });
-    if (s != nullptr && !stopping_ && (queued || Ahead(id, *s, now))) {
-      answers_.push_back(Answer{id, bytes, now + options_.answer_hold, std::move(send)});
-      changed_.notify_all();  // a new deadline for the timer
-      return;
-    }
-    CountAnswerLocked(now, id, bytes);
-  }
-  send();
-}
-
-SendShare::Stream* SendShare::StreamOf(const std::string& peer, uint64_t* id) {
+  CountSent(now_(), bytes, /*stream=*/false);
+  if (peer.empty()) return;
   Stream* least = nullptr;
-  if (peer.empty()) return nullptr;
-  for (auto& [sid, s] : streams_) {
-    if (s.peer == peer && !s.leaving && (least == nullptr || s.sent < least->sent)) {
-      least = &s;
-      *id = sid;
-    }
+  for (auto& [id, s] : streams_) {
+    if (s.peer == peer && !s.leaving && (least == nullptr || s.sent < least->sent)) least = &s;
   }
-  return least;
-}
-
-bool SendShare::Ahead(uint64_t id, const Stream& s, Clock::time_point now) const {
-  int64_t least = 0;
-  // A stream found to read slowly, or whose write stalled, still paces its own answers: only
-  // one with nothing to send (or leaving) lets them go whatever it has had.
-  return !s.idle && !s.leaving && !Probing(now) && LeastSent(now, id, &least) && s.sent - least > options_.quantum_bytes;
-}
-
-void SendShare::CountAnswerLocked(Clock::time_point now, uint64_t id, int64_t bytes) {
-  CountSent(now, bytes, /*stream=*/false);
-  auto it = streams_.find(id);
-  if (it != streams_.end()) it->second.sent += bytes;
+  if (least != nullptr) least->sent += bytes;
 }
 
 SendShare::Clock::duration SendShare::FairTime(int64_t bytes, double rate) const {
@@ -310,24 +263,6 @@ void SendShare::Release(Clock::time_point now, std::vector<std::function<void()>
       changed_.notify_all();
     });
   }
-  // Held answers go in order, each stream's first; one sent counts before the next is weighed.
-  std::vector<uint64_t> waiting;  // streams with an answer still held
-  size_t kept = 0;
-  for (Answer& a : answers_) {
-    auto it = streams_.find(a.stream);
-    const bool hold = it != streams_.end() && !it->second.leaving && now < a.until &&
-                      (std::find(waiting.begin(), waiting.end(), a.stream) != waiting.end() ||
-                       Ahead(a.stream, it->second, now));
-    if (hold) {
-      waiting.push_back(a.stream);
-      if (&answers_[kept] != &a) answers_[kept] = std::move(a);
-      ++kept;
-      continue;
-    }
-    CountAnswerLocked(now, a.stream, a.bytes);
-    out->push_back(std::move(a.send));
-  }
-  answers_.erase(answers_.begin() + static_cast<std::ptrdiff_t>(kept), answers_.end());
 }
 
 SendShare::Clock::time_point SendShare::NextDeadline(Clock::time_point now) const {
@@ -338,8 +273,6 @@ SendShare::Clock::time_point SendShare::NextDeadline(Clock::time_point now) cons
     if (s.writing && Contends(s, now)) next = std::min(next, s.write_start + StallLimit(s.write_bytes));
     if (now < s.slow_until) next = std::min(next, s.slow_until);
   }
-  for (const Answer& a : answers_) next = std::min(next, a.until);
-  held = held || !answers_.empty();
   if (probe_end_ != Clock::time_point{}) next = std::min(next, probe_end_);
   if (held) next = std::min(next, last_probe_ + kProbeEvery);
   return held ? next : Clock::time_point::max();

@@ -26,9 +26,7 @@
 // rows a trainer asks of this server as their owner also count in that trainer's share
 // (`CountAnswer`, by the connection they came on, which its stream shares): on a cluster they
 // are most of what a trainer receives, and a trainer they favour would otherwise be fed ahead,
-// since its batches come sooner and so do its next asks. Such an answer is held as the
-// stream's writes are (`SendAnswer`): while the trainer's stream is a quantum ahead, its rows
-// wait (at most `answer_hold`) for the others to catch up.
+// since its batches come sooner and so do its next asks.
 //
 // Thread-safe. Wake callbacks run without the lock held, on the caller's thread or on the
 // timer thread (which re-checks when a write on its way crosses its stall limit).
@@ -60,9 +58,6 @@ class SendShare {
     /// A stream found to read slowly (see above) holds no one back for this long (single
     /// writes say nothing: the socket's buffer finishes some of a slow reader's at once).
     std::chrono::microseconds slow_reader_hold{60000000};
-    /// The longest an answer waits in SendAnswer for its stream's share (a trainer's call
-    /// never nears its deadline for it).
-    std::chrono::microseconds answer_hold{1000000};
     /// Run the timer thread (tests drive Tick themselves with their own clock).
     bool timer_thread = true;
   };
@@ -91,20 +86,11 @@ class SendShare {
   /// An answer of `bytes` sent to the client on connection `peer`: counted as CountOther, and in
   /// the share of the least-served stream on that connection, if one is there.
   void CountAnswer(const std::string& peer, int64_t bytes);
-  /// An answer of `bytes` to the client on connection `peer`, which `send` sends. While the
-  /// least-served stream on that connection has something to send and is more than a quantum
-  /// ahead of the least-served other that contends, `send` is held (as that stream's writes are) until the others catch
-  /// up, the stream goes idle or leaves, or `answer_hold` passes; then it runs (on the
-  /// thread that frees it, without the lock held). Otherwise it runs now, on this thread.
-  /// Counted as CountAnswer when sent.
-  void SendAnswer(const std::string& peer, int64_t bytes, std::function<void()> send);
   /// Re-checks stall limits at the clock's time; wakes whom that frees.
   void Tick();
 
   /// Streams held back now (for tests and the stats).
   int held() const;
-  /// Answers held back now.
-  int held_answers() const;
 
  private:
   struct Stream {
@@ -122,21 +108,7 @@ class SendShare {
     Clock::time_point slow_until{};  // a slow reader until then: holds no one back
   };
 
-  struct Answer {
-    uint64_t stream;
-    int64_t bytes;
-    Clock::time_point until;
-    std::function<void()> send;
-  };
-
   bool Contends(const Stream& s, Clock::time_point now) const;
-  // The least-served stream on connection `peer` (null: none).
-  Stream* StreamOf(const std::string& peer, uint64_t* id);
-  // Whether stream `id`, having something to send, is more than a quantum ahead of the
-  // least-served other that contends (so that its answers wait).
-  bool Ahead(uint64_t id, const Stream& s, Clock::time_point now) const;
-  // Counts a sent answer of `bytes` in the link's rate and in stream `id`'s share (if known).
-  void CountAnswerLocked(Clock::time_point now, uint64_t id, int64_t bytes);
   Clock::duration FairTime(int64_t bytes, double rate) const;
   Clock::duration StallLimit(int64_t bytes) const;
   // Starts and ends the probes that tell slow readers from streams TCP starves, marking the
@@ -163,7 +135,6 @@ class SendShare {
   mutable std::mutex mu_;
   std::condition_variable changed_;
   std::unordered_map<uint64_t, Stream> streams_;
-  std::vector<Answer> answers_;  // held, oldest first
   uint64_t next_id_ = 1;
   // The streams' rate of finished writes (bytes a second, smoothed; 0 until the first window),
   // and the link's (the streams' and the answers').

@@ -1,14 +1,11 @@
 // The send share on its own, with a clock the test moves: streams are held once they run a
 // quantum ahead, woken when the others catch up, not held back by a stalled reader, and a link
-// that favours one stream three to one is split evenly between them. Answers a trainer asked
-// of this server wait while its stream is ahead, and never longer than their limit.
+// that favours one stream three to one is split evenly between them.
 
 #include <catch2/catch.hpp>
 
 #include <algorithm>
 #include <chrono>
-#include <condition_variable>
-#include <mutex>
 #include <cstdint>
 #include <vector>
 
@@ -275,125 +272,6 @@ TEST_CASE("rows answered on a stream's connection count in that stream's share")
   f.share.Tick();
   CHECK(f.woken[0] >= 1);
   CHECK(f.share.MayWrite(a, kMiB));
-}
-
-// Two trainers' streams, level; a's trainer then got 3 MiB of rows: a is ahead of b.
-struct AnswerFixture : Fixture {
-  static constexpr const char* kA = "ipv4:10.0.0.1:40000";
-  static constexpr const char* kB = "ipv4:10.0.0.2:40000";
-  uint64_t a = share.Join([this] { ++woken[0]; }, kA);
-  uint64_t b = share.Join([this] { ++woken[1]; }, kB);
-  std::vector<int> sent;  // answers in the order they went
-  AnswerFixture() {
-    Level(a, b, 4);  // a and b contend: between writes, not idle
-    share.CountAnswer(kA, 3 * kMiB);
-  }
-  void Answer(const char* peer, int k) {
-    share.SendAnswer(peer, kMiB, [this, k] { sent.push_back(k); });
-  }
-};
-
-TEST_CASE("an answer to a trainer a quantum ahead waits until the others catch up, in order") {
-  AnswerFixture f;
-  f.Answer(AnswerFixture::kA, 1);
-  f.Answer(AnswerFixture::kA, 2);
-  f.Answer(AnswerFixture::kB, 3);  // b is behind: its answer goes at once
-  CHECK(f.sent == std::vector<int>{3});
-  CHECK(f.share.held_answers() == 2);
-  // b's next batch takes it to 6 MiB (4 written, its answer, 1 on its way), within a quantum
-  // of a's 7: a's first answer may go, and then (a at 8) its second waits again.
-  REQUIRE(f.share.MayWrite(f.b, kMiB));
-  f.share.Tick();
-  CHECK(f.sent == std::vector<int>{3, 1});
-  CHECK(f.share.held_answers() == 1);
-  f.now += milliseconds(10);
-  f.share.WriteDone(f.b);
-  CHECK(f.share.held_answers() == 1);
-  REQUIRE(f.share.MayWrite(f.b, kMiB));
-  f.share.Tick();
-  CHECK(f.sent == std::vector<int>{3, 1, 2});
-  CHECK(f.share.held_answers() == 0);
-}
-
-TEST_CASE("a held answer goes when the others stop contending, its stream leaves, or its limit passes") {
-  SECTION("the others have nothing to send") {
-    AnswerFixture f;
-    f.Answer(AnswerFixture::kA, 1);
-    REQUIRE(f.share.held_answers() == 1);
-    f.share.Idle(f.b);
-    CHECK(f.sent == std::vector<int>{1});
-  }
-  SECTION("the stream leaves") {
-    AnswerFixture f;
-    f.Answer(AnswerFixture::kA, 1);
-    REQUIRE(f.share.held_answers() == 1);
-    f.share.Leave(f.a);
-    CHECK(f.sent == std::vector<int>{1});
-  }
-  SECTION("the limit passes while the others still contend") {
-    AnswerFixture f;
-    f.Answer(AnswerFixture::kA, 1);
-    f.now += milliseconds(999);
-    f.share.Tick();
-    CHECK(f.sent.empty());
-    f.now += milliseconds(1);
-    f.share.Tick();
-    CHECK(f.sent == std::vector<int>{1});
-  }
-  SECTION("the share is destroyed") {
-    std::vector<int> sent;
-    {
-      AnswerFixture f;
-      f.share.SendAnswer(AnswerFixture::kA, kMiB, [&sent] { sent.push_back(1); });
-      REQUIRE(f.share.held_answers() == 1);
-    }
-    CHECK(sent == std::vector<int>{1});
-  }
-}
-
-TEST_CASE("a trainer whose stream stalls its write still waits for its answers") {
-  Fixture f;
-  const char* kA = "ipv4:10.0.0.1:40000";
-  const uint64_t a = f.share.Join([&] { ++f.woken[0]; }, kA);
-  const uint64_t b = f.share.Join([&] { ++f.woken[1]; }, "ipv4:10.0.0.2:40000");
-  f.Level(a, b, 4);
-  REQUIRE(f.share.MayWrite(a, kMiB));
-  f.now += milliseconds(100);  // past the stall limit: a's write no longer holds b back
-  f.share.CountAnswer(kA, 3 * kMiB);
-  int sent = 0;
-  f.share.SendAnswer(kA, kMiB, [&] { ++sent; });
-  CHECK(sent == 0);
-  CHECK(f.share.held_answers() == 1);
-  // b's writes catch up with a's 8 MiB; then the answer goes.
-  for (int i = 0; i < 3; ++i) {
-    REQUIRE(f.share.MayWrite(b, kMiB));
-    f.now += milliseconds(10);
-    f.share.WriteDone(b);
-  }
-  CHECK(sent == 1);
-}
-
-TEST_CASE("the timer thread sends a held answer by its limit with no other event") {
-  SendShare::Options o;
-  o.answer_hold = std::chrono::microseconds(20000);
-  SendShare share(o);
-  const uint64_t a = share.Join([] {}, "ipv4:10.0.0.1:1"), b = share.Join([] {}, "ipv4:10.0.0.2:1");
-  for (uint64_t id : {a, b}) {  // both between writes: they contend, with no write to stall
-    REQUIRE(share.MayWrite(id, kMiB));
-    share.WriteDone(id);
-  }
-  share.CountAnswer("ipv4:10.0.0.1:1", 4 * kMiB);
-  std::mutex mu;
-  std::condition_variable cv;
-  bool sent = false;
-  share.SendAnswer("ipv4:10.0.0.1:1", kMiB, [&] {
-    std::lock_guard<std::mutex> lock(mu);
-    sent = true;
-    cv.notify_all();
-  });
-  std::unique_lock<std::mutex> lock(mu);
-  // Waits for the event: a minute is only the bound past which the timer is broken.
-  CHECK(cv.wait_for(lock, std::chrono::seconds(60), [&] { return sent; }));
 }
 
 }  // namespace
