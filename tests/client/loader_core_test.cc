@@ -393,6 +393,37 @@ TEST_CASE("a trainer's rank takes every world_size-th global batch", "[loader_co
   CHECK(Drain(&loader) == std::vector<int64_t>{1, 3, 5, 7, 9});
 }
 
+TEST_CASE("rank r's i-th global batch is sampled by server (i + r) mod N: the ranks' extra batches spread",
+          "[loader_core]") {
+  // 18 batches over 4 ranks: ranks 0 and 1 get 5, ranks 2 and 3 get 4. With the i-th on
+  // server i mod N, ranks 0 and 1 would both end on server 0 (6, 4, 4, 4 batches a server).
+  FakeCluster cluster(4, 18);
+  for (int rank = 0; rank < 4; ++rank) {
+    LoaderOptions o = cluster.Options();
+    o.rank = rank;
+    o.world_size = 4;
+    std::vector<int64_t> before;
+    for (const auto& s : cluster.servers) before.push_back(s->sent());
+    LoaderCore loader(o, cluster.Factory());
+    loader.StartEpoch(0);
+    const std::vector<int64_t> got = Drain(&loader);
+    std::vector<int64_t> want;
+    for (int64_t b = rank; b < 18; b += 4) want.push_back(b);
+    CHECK(got == want);
+    // Its i-th batch came from server (i + rank) mod 4.
+    for (int k = 0; k < 4; ++k) {
+      const int64_t mine = cluster.servers[static_cast<size_t>(k)]->sent() - before[static_cast<size_t>(k)];
+      const int64_t expected = (static_cast<int64_t>(want.size()) - ((k - rank + 4) % 4) + 3) / 4;
+      INFO("rank " << rank << " server " << k);
+      CHECK(mine == expected);
+    }
+  }
+  CHECK(cluster.servers[0]->sent() == 5);
+  CHECK(cluster.servers[1]->sent() == 5);
+  CHECK(cluster.servers[2]->sent() == 4);
+  CHECK(cluster.servers[3]->sent() == 4);
+}
+
 TEST_CASE("striped streams each carry their share of a server's batches and merge back in order", "[loader_core]") {
   FakeCluster cluster(2, 14);
   LoaderOptions o = cluster.Options();
