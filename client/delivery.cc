@@ -21,7 +21,8 @@ int64_t Delivery::Position(int64_t batch_index) const {
   return options_.global ? (batch_index - options_.rank) / options_.world_size : batch_index;
 }
 
-bool Delivery::Hand(int server, std::optional<HostBatch> batch, const absl::Status& status) {
+bool Delivery::Hand(int server, std::optional<HostBatch> batch, const absl::Status& status,
+                    const std::function<bool()>& stale) {
   absl::MutexLock lock(&mu_);
   if (!batch.has_value()) {
     queue_.push_back(Delivered{server, std::nullopt, status});
@@ -38,13 +39,18 @@ bool Delivery::Hand(int server, std::optional<HostBatch> batch, const absl::Stat
     const int64_t window = options_.prefetch * static_cast<int64_t>(in_queue_.size());
     reorder_.emplace(position, Delivered{server, std::move(batch), absl::OkStatus()});
     changed_.SignalAll();
-    while (!(position < next_position_ + window || stopping_)) changed_.Wait(&mu_);
+    while (!(position < next_position_ + window || stopping_ || (stale && stale()))) changed_.Wait(&mu_);
   } else {
     queue_.push_back(Delivered{server, std::move(batch), absl::OkStatus()});
     changed_.SignalAll();
-    while (!(queued < options_.prefetch || stopping_)) changed_.Wait(&mu_);
+    while (!(queued < options_.prefetch || stopping_ || (stale && stale()))) changed_.Wait(&mu_);
   }
   return !stopping_;
+}
+
+void Delivery::Wake() {
+  absl::MutexLock lock(&mu_);
+  changed_.SignalAll();
 }
 
 bool Delivery::ReadyLocked() const {

@@ -12,6 +12,7 @@
 #include <chrono>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <map>
 #include <optional>
 #include <vector>
@@ -53,8 +54,12 @@ class Delivery {
   void Begin(int num_servers, int streams);
   /// Hands server `server`'s batch, or (nullopt) its stream's end or `status`, waiting while its
   /// reader is a prefetch window ahead; false when the readers are to stop (the batch is
-  /// dropped) or the stream is done.
-  bool Hand(int server, std::optional<HostBatch> batch, const absl::Status& status);
+  /// dropped) or the stream is done. The wait also ends (the batch kept) once `stale` says the
+  /// reader's stream is no longer worth reading on, checked whenever Wake is called.
+  bool Hand(int server, std::optional<HostBatch> batch, const absl::Status& status,
+            const std::function<bool()>& stale = nullptr);
+  /// Has the readers waiting in Hand check `stale` again (a server's channel was replaced).
+  void Wake();
   /// Waits at most `timeout` for the next thing to hand out: nullopt when nothing came in time.
   /// A stream's end counts once the batches before it are out; every stream ended while a
   /// batch of the trainer's order is still missing is DataLoss.

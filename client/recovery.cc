@@ -25,7 +25,11 @@ absl::Status Recovery::Resync(ServerLink* link, int64_t epoch, int64_t from, boo
     if (!r.ok()) return r.status();
     LoaderLog()->warn("{}: channel {} is gone (the server restarted); registered again as channel {}",
                       link->client->address(), lost, r->channel_id());
-    return link->Start(epoch, from, /*retry=*/false);
+    absl::Status started = link->Start(epoch, from, /*retry=*/false);
+    // The link's other stripes may be waiting in the delivery with batches of the lost channel's
+    // streams, whose buffered rest they would read first: they leave it and open on this one.
+    delivery_->Wake();
+    return started;
   }
   if (!reading) return link->Start(epoch, from, /*retry=*/true);
   return absl::OkStatus();

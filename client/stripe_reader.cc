@@ -35,6 +35,7 @@ absl::Status StripeReader::Open(int64_t from) {
   ServerLink& link = *c_.link;
   v1::StreamSampledMessagesRequest req;
   req.set_channel_id(link.channel);
+  opened_channel_ = req.channel_id();
   req.set_epoch(c_.epoch);
   req.set_start_batch(from);
   if (link.streams > 1) {
@@ -177,9 +178,19 @@ void StripeReader::Run() {
   // the next wait.
   std::optional<SteadyClock::time_point> reopen_until;
   std::chrono::milliseconds reopen_wait{5};
+  // Another stripe found the server restarted and registered the channel again: what this
+  // stream still holds of the lost channel comes again on the new one, and reading it first
+  // would leave the new channel's buffer holding this stripe's batches, which no stream takes,
+  // while the trainer waits for a batch the server cannot sample until they go.
+  const auto stale = [&] { return opened_channel_.load() != link.channel.load(); };
   while (true) {
     absl::Status status;
-    std::optional<HostBatch> batch = ReadOne(&status);
+    std::optional<HostBatch> batch;
+    if (stale()) {
+      status = absl::UnavailableError(absl::StrCat("channel ", opened_channel_.load(), " was lost with the server"));
+    } else {
+      batch = ReadOne(&status);
+    }
     if (batch.has_value()) {
       give_up.reset();
       backoff = kFirstBackoff;
@@ -229,7 +240,7 @@ void StripeReader::Run() {
       }
     }
     // 5. deliver in order (waits while a prefetch window ahead).
-    if (!c_.delivery->Hand(c_.server, std::move(batch), status)) return;
+    if (!c_.delivery->Hand(c_.server, std::move(batch), status, stale)) return;
   }
 }
 

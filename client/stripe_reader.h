@@ -16,6 +16,7 @@
 // A failed stream or owner is taken up by client/recovery.h; a resumed stream starts from the
 // first batch the trainer lacks, and what it sends again is dropped. No LibTorch.
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <memory>
@@ -81,6 +82,8 @@ class StripeReader {
   absl::Status RowsFromOwners(std::unique_ptr<OwnerRows> started, DecodedBatch* batch);
 
   const StripeContext c_;
+  // The channel the open stream reads (the link's, until another stripe registers it again).
+  std::atomic<uint64_t> opened_channel_{0};
   std::thread thread_;
   absl::Mutex mu_;
   std::unique_ptr<MessageStream> messages_ ABSL_GUARDED_BY(mu_);  // shared memory
