@@ -21,8 +21,12 @@ LINK = os.path.join(gt.ROOT, "python", "examples", "train_link_pred.py")
 
 def torchrun(ranks):
     """torchrun on one host. torch 1.13's torchrun under Python 3.11 cannot parse its own default
-    --redirects=0 (enum iteration changed), so it is given a value it can: stderr teed."""
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={ranks}",
+    --redirects=0 (enum iteration changed), so it is given a value it can: stderr teed. One node
+    needs no rendezvous of nodes: a static one (the address torchrun's workers meet at) spares
+    the agent polling its c10d store every few seconds, which with both cores busy once broke
+    ("RendezvousConnectionError ... Broken pipe") and ended a run that trained well."""
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--nnodes=1", "--node_rank=0", "--rdzv_backend=static",
+           "--master_addr=127.0.0.1", f"--master_port={gt.free_ports(1)[0]}", f"--nproc_per_node={ranks}",
            "--max_restarts=0"]
     if torch.__version__.startswith("1.") and sys.version_info >= (3, 11):
         cmd += ["--redirects=2", "--tee=2"]
