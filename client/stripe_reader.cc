@@ -1,6 +1,7 @@
 #include "client/stripe_reader.h"
 
 #include <algorithm>
+#include <functional>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -182,7 +183,7 @@ void StripeReader::Run() {
   // stream still holds of the lost channel comes again on the new one, and reading it first
   // would leave the new channel's buffer holding this stripe's batches, which no stream takes,
   // while the trainer waits for a batch the server cannot sample until they go.
-  const auto stale = [&] { return opened_channel_.load() != link.channel.load(); };
+  const std::function<bool()> stale = [&] { return opened_channel_.load() != link.channel.load(); };
   while (true) {
     absl::Status status;
     std::optional<HostBatch> batch;

@@ -226,7 +226,7 @@ class FakeServer {
     if (c->restarts_seen != restarts_) {
       // The server is gone: what the socket still holds, then the failure.
       if (c->buffered-- <= 0) return absl::UnavailableError("Socket closed");
-      while (c->next_j < c->num_batches && c->next_j % c->num_stripes != c->stripe) ++c->next_j;
+      ToStripe(c, c->num_batches);
       if (c->next_j >= c->num_batches) return absl::UnavailableError("Socket closed");
       const int64_t b = c->offset + c->stride * c->next_j++;
       sent_by_stream_[c->index].push_back(b);
@@ -234,7 +234,7 @@ class FakeServer {
     }
     auto it = channels_.find(c->channel);
     if (it == channels_.end()) return absl::NotFoundError(absl::StrCat("channel_id ", c->channel, " is unknown"));
-    while (c->next_j < it->second.num_batches && c->next_j % c->num_stripes != c->stripe) ++c->next_j;
+    ToStripe(c, it->second.num_batches);
     while (it->second.one_message) {
       // One message at a time, in order: wait until the batch before this one was taken (a
       // restart by another stream's opening moves this one on too).
@@ -249,7 +249,7 @@ class FakeServer {
       if (it->second.generation == c->generation) break;
       c->generation = it->second.generation;
       c->next_j = it->second.start_j;  // every stripe is sent its batches from there again
-      while (c->next_j < it->second.num_batches && c->next_j % c->num_stripes != c->stripe) ++c->next_j;
+      ToStripe(c, it->second.num_batches);
     }
     const Channel& ch = it->second;
     if (c->next_j >= ch.num_batches) return int64_t{-1};
@@ -262,6 +262,11 @@ class FakeServer {
     ++sent_;
     sent_by_stream_[c->index].push_back(b);
     return b;
+  }
+
+  // Moves `c` on to the first of its stripe's batches at or after where it is.
+  static void ToStripe(Cursor* c, int64_t num_batches) {
+    while (c->next_j < num_batches && c->next_j % c->num_stripes != c->stripe) ++c->next_j;
   }
 
   void Cancel(Cursor* c) {
