@@ -1,12 +1,13 @@
-// What a node's owner and an owned node's row cost through the book in memory (NodeBook: a
-// cache line per 60 ids, their owner bytes and a count) against the book files' int32 owner and
-// int64 row per node that a server read before, the way the draws and gathers read them: random
-// owned ids, the owner checked and then the row taken, each prefetched some ids ahead. At the
-// default 100M nodes the files' arrays (1.2 GB) lie well past the caches; the book (107 MB) may
-// fit a large last-level cache, as it then does on a server. Prints ns a lookup of both and the
-// ratio.
+// What a node's owner and an owned node's row cost through the book in memory (NodeBook: up to
+// 128 partitions a cache line per 67 to 120 ids, their owners and a count; beyond, an owner array
+// and a search among the partition's own ids in the node's block) against the book files' int32
+// owner and int64 row per node that a server read before, the way the draws and gathers read
+// them: random owned ids, the owner checked and then the row taken, each prefetched some ids
+// ahead. At the default 100M nodes the files' arrays (1.2 GB) lie well past the caches; the book
+// (50 to 200 MB) may fit a large last-level cache, as it then does on a server. Prints ns a lookup
+// of both, the ratio, and the book's bytes for the whole graph and for the nodes owned here.
 //
-//   bazel build -c opt //bench:node_book_bench && bazel-bin/bench/node_book_bench --nodes=100000000
+//   bazel build -c opt //bench:node_book_bench && bazel-bin/bench/node_book_bench --nodes=100000000 --partitions=200
 
 #include <chrono>
 #include <cstdint>
@@ -89,8 +90,9 @@ int main(int argc, char** argv) {
       [&](int64_t g) { book.Prefetch(g); }, &sink);
   std::printf("node_book_bench: %lld nodes, %d partitions, %zu random owned ids a round, best of %d\n",
               static_cast<long long>(n), parts, ids.size(), rounds);
-  std::printf("  book in memory: %.1f ns a row, %.2f bytes a node of the graph\n", mem,
-              static_cast<double>(book.bytes()) / static_cast<double>(n));
+  std::printf("  book in memory: %.1f ns a row, %.3f bytes a node of the graph and %.2f a node owned here\n", mem,
+              static_cast<double>(book.bytes()) / static_cast<double>(n),
+              static_cast<double>(book.own_bytes()) / static_cast<double>(owned.size()));
   std::printf("  book files (int32 owner, int64 row per node, the baseline): %.1f ns a row, 12 bytes a node\n", file);
   std::printf("  ratio: %.2f of the baseline's time (checksum %lld)\n", mem / file, static_cast<long long>(sink & 1));
   return 0;

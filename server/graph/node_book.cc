@@ -14,42 +14,69 @@ NodeBook NodeBook::FromOwners(const int32_t* owners, int64_t num_nodes, int num_
   b.num_partitions_ = num_partitions;
   b.self_ = self;
   if (num_partitions <= 1) return b;
-  if (num_partitions > 256) {
-    b.wide_.assign(owners, owners + num_nodes);
-    const int64_t block = int64_t{1} << kWideBlockBits;
-    b.wide_count_.resize(static_cast<size_t>((num_nodes + block - 1) / block));
-    int64_t owned = 0;
-    for (int64_t g = 0; g < num_nodes; ++g) {
-      if ((g & (block - 1)) == 0) b.wide_count_[static_cast<size_t>(g >> kWideBlockBits)] = owned;
-      owned += owners[g] == self;
-    }
-    return b;
+  if (num_partitions > 128) {
+    b.BuildBlocks(owners, num_nodes);
+  } else {
+    b.BuildLines(owners, num_nodes);
   }
-  b.nibbles_ = num_partitions <= 16;
-  const int bits = 32 - __builtin_clz(static_cast<unsigned>(num_partitions - 1));  // bits an owner needs
-  if (!b.nibbles_ && bits <= kMaxPackedBits) {
-    b.bits_ = bits;
-    b.per_word_ = 64 / bits;
-    b.line_ids_ = 7 * b.per_word_ + 32 / bits;
-    for (int f = 1; f <= b.per_word_; ++f) b.lanes_[f] = b.lanes_[f - 1] | uint64_t{1} << ((f - 1) * bits);
-    for (int64_t i = 0; i < b.line_ids_; ++i) {
-      const int64_t w = std::min<int64_t>(7, i / b.per_word_);
-      b.place_[i] = static_cast<uint16_t>(w << 8 | (i - w * b.per_word_));
+  return b;
+}
+
+void NodeBook::BuildBlocks(const int32_t* owners, int64_t num_nodes) {
+  owner_width_ = num_partitions_ <= 256 ? 1 : num_partitions_ <= 65536 ? 2 : 4;
+  // Blocks of about kBlockOwned owned ids: 2^b ids with 2^b >= kBlockOwned * num_nodes / owned.
+  const int64_t owned_all = std::count(owners, owners + num_nodes, self_);
+  block_bits_ = 4;
+  while (block_bits_ < kMaxBlockBits && (int64_t{1} << block_bits_) * owned_all < kBlockOwned * num_nodes) {
+    ++block_bits_;
+  }
+  const auto n = static_cast<size_t>(num_nodes);
+  if (owner_width_ == 1) owner8_.resize(n);
+  if (owner_width_ == 2) owner16_.resize(n);
+  if (owner_width_ == 4) owner32_.assign(owners, owners + num_nodes);
+  const int64_t block = int64_t{1} << block_bits_;
+  block_first_.resize(static_cast<size_t>((num_nodes + block - 1) / block) + 1);
+  int64_t owned = 0;
+  for (int64_t g = 0; g < num_nodes; ++g) {
+    if ((g & (block - 1)) == 0) block_first_[static_cast<size_t>(g >> block_bits_)] = owned;
+    const int32_t o = owners[g];
+    if (owner_width_ == 1) owner8_[static_cast<size_t>(g)] = static_cast<uint8_t>(o);
+    if (owner_width_ == 2) owner16_[static_cast<size_t>(g)] = static_cast<uint16_t>(o);
+    owned += o == self_;
+  }
+  block_first_.back() = owned;
+  offsets_.resize(static_cast<size_t>(owned) + kBlockScan);  // BlockRow reads kBlockScan from any row
+  size_t row = 0;
+  for (int64_t g = 0; g < num_nodes; ++g) {
+    if (owners[g] == self_) offsets_[row++] = static_cast<uint16_t>(g & (block - 1));
+  }
+}
+
+void NodeBook::BuildLines(const int32_t* owners, int64_t num_nodes) {
+  nibbles_ = num_partitions_ <= 16;
+  if (!nibbles_) {
+    bits_ = 32 - __builtin_clz(static_cast<unsigned>(num_partitions_ - 1));  // bits an owner needs: 5 to 7
+    per_word_ = 64 / bits_;
+    line_ids_ = 7 * per_word_ + 32 / bits_;
+    for (int f = 1; f <= per_word_; ++f) lanes_[f] = lanes_[f - 1] | uint64_t{1} << ((f - 1) * bits_);
+    for (int64_t i = 0; i < line_ids_; ++i) {
+      const int64_t w = std::min<int64_t>(7, i / per_word_);
+      place_[i] = static_cast<uint16_t>(w << 8 | (i - w * per_word_));
     }
   } else {
-    b.line_ids_ = b.nibbles_ ? kNibbleLineIds : kLineIds;
+    line_ids_ = kNibbleLineIds;
   }
-  const int64_t per_line = b.line_ids_;
-  b.line_inverse_ = ~uint64_t{0} / static_cast<uint64_t>(per_line) + 1;
+  const int64_t per_line = line_ids_;
+  line_inverse_ = ~uint64_t{0} / static_cast<uint64_t>(per_line) + 1;
   const auto lines = static_cast<size_t>((num_nodes + per_line - 1) / per_line);
-  b.lines_.resize(lines);
-  b.super_.resize((lines >> kSuperLinesBits) + 1);
+  lines_.resize(lines);
+  super_.resize((lines >> kSuperLinesBits) + 1);
   int64_t owned = 0, super_start = 0;
   for (size_t k = 0; k < lines; ++k) {
-    Line& line = b.lines_[k];
+    Line& line = lines_[k];
     if ((k & ((size_t{1} << kSuperLinesBits) - 1)) == 0) {
       super_start = owned;
-      b.super_[k >> kSuperLinesBits] = owned;
+      super_[k >> kSuperLinesBits] = owned;
     }
     line.before = static_cast<uint32_t>(owned - super_start);
     const int64_t first = static_cast<int64_t>(k) * per_line;
@@ -58,21 +85,18 @@ NodeBook NodeBook::FromOwners(const int32_t* owners, int64_t num_nodes, int num_
     uint64_t words[8] = {};
     for (int64_t g = first; g < end; ++g) {
       const int64_t i = g - first;
-      if (b.bits_ > 0) {
+      if (bits_ > 0) {
         int w = 0, field = 0;
-        b.PackedPlace(i, &w, &field);
-        words[w] |= static_cast<uint64_t>(owners[g]) << (field * b.bits_);
-      } else if (b.nibbles_) {
-        line.owner[i >> 1] = static_cast<uint8_t>(line.owner[i >> 1] | (owners[g] << ((i & 1) * 4)));
+        PackedPlace(i, &w, &field);
+        words[w] |= static_cast<uint64_t>(owners[g]) << (field * bits_);
       } else {
-        line.owner[i] = static_cast<uint8_t>(owners[g]);
+        line.owner[i >> 1] = static_cast<uint8_t>(line.owner[i >> 1] | (owners[g] << ((i & 1) * 4)));
       }
-      owned += owners[g] == self;
+      owned += owners[g] == self_;
     }
     // The owners fill the line's first 60 bytes, `before` its last 4 (word 7's high half).
-    if (b.bits_ > 0) std::memcpy(line.owner, words, kLineIds);
+    if (bits_ > 0) std::memcpy(line.owner, words, kLineIds);
   }
-  return b;
 }
 
 int32_t NodeBook::PackedOwner(int64_t gid) const {
@@ -109,22 +133,6 @@ int64_t CountLineHits(const uint8_t* owner, Hits hits) {
 #endif
 
 }  // namespace
-
-int64_t NodeBook::LineRow(int64_t gid) const {
-  const int64_t k = gid / kLineIds;
-  const Line& line = lines_[static_cast<size_t>(k)];
-  const int below = static_cast<int>(gid - k * kLineIds);
-  int64_t n = super_[static_cast<size_t>(k >> kSuperLinesBits)] + line.before;
-#if defined(__SSE2__)
-  // This partition's bytes among the first `below` of the line.
-  const __m128i me = _mm_set1_epi8(static_cast<char>(self_));
-  const __m128i limit = _mm_set1_epi8(static_cast<char>(below));
-  n += CountLineHits(line.owner, [&](__m128i v, __m128i position) { return Hit(v, me, position, limit); });
-#else
-  for (int i = 0; i < below; ++i) n += line.owner[i] == self_;
-#endif
-  return n;
-}
 
 int64_t NodeBook::NibbleLineRow(int64_t gid) const {
   const int64_t k = gid / kNibbleLineIds;
@@ -178,16 +186,48 @@ int64_t NodeBook::PackedLineRow(int64_t gid) const {
   return n;
 }
 
-int64_t NodeBook::WideRow(int64_t gid) const {
-  const int64_t start = gid & ~((int64_t{1} << kWideBlockBits) - 1);
-  int64_t n = wide_count_[static_cast<size_t>(gid >> kWideBlockBits)];
-  for (int64_t g = start; g < gid; ++g) n += wide_[static_cast<size_t>(g)] == self_;
-  return n;
+int64_t NodeBook::BlockRow(int64_t gid) const {
+  const auto k = static_cast<size_t>(gid >> block_bits_);
+  const int64_t first = block_first_[k];
+  const uint16_t* base = offsets_.data() + first;
+  auto len = static_cast<size_t>(block_first_[k + 1] - first);
+  const auto offset = static_cast<uint16_t>(gid & ((int64_t{1} << block_bits_) - 1));
+  // A block holding many owned ids (a run of them) is halved to kBlockScan, with a conditional
+  // move rather than a branch on the data; then the offsets below the id's are counted among
+  // kBlockScan offsets at once (offsets_ is padded past its end), the ones past the block masked.
+  while (len > kBlockScan) {
+    const size_t half = len / 2;
+    base = base[half] <= offset ? base + half : base;
+    len -= half;
+  }
+  int64_t below = 0;
+#if defined(__SSE2__)
+  // Each lane counts its hits (a hit is -1, subtracted); the eight lanes' counts (at most 4, in
+  // their low bytes) are summed by the byte sums of each half.
+  const __m128i id = _mm_set1_epi16(static_cast<int16_t>(offset));
+  const __m128i limit = _mm_set1_epi16(static_cast<int16_t>(len));
+  __m128i position = _mm_setr_epi16(0, 1, 2, 3, 4, 5, 6, 7);
+  __m128i hits = _mm_setzero_si128();
+  for (int q = 0; q < kBlockScan / 8; ++q) {
+    const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(base) + q);
+    hits = _mm_sub_epi16(hits, _mm_and_si128(_mm_cmplt_epi16(v, id), _mm_cmplt_epi16(position, limit)));
+    position = _mm_add_epi16(position, _mm_set1_epi16(8));
+  }
+  const __m128i sums = _mm_sad_epu8(hits, _mm_setzero_si128());
+  below = _mm_cvtsi128_si64(sums) + _mm_cvtsi128_si64(_mm_unpackhi_epi64(sums, sums));
+#else
+  for (size_t i = 0; i < len; ++i) below += base[i] < offset;
+#endif
+  return (base - offsets_.data()) + below;
 }
 
 size_t NodeBook::bytes() const {
-  return lines_.size() * sizeof(Line) + super_.size() * sizeof(int64_t) + wide_.size() * sizeof(int32_t) +
-         wide_count_.size() * sizeof(int64_t);
+  return lines_.size() * sizeof(Line) + super_.size() * sizeof(int64_t) + owner8_.size() + owner16_.size() * 2 +
+         owner32_.size() * sizeof(int32_t);
+}
+
+size_t NodeBook::own_bytes() const {
+  return offsets_.size() * sizeof(uint16_t) + block_first_.size() * sizeof(int64_t);  // kBlockScan padding included
 }
 
 }  // namespace graphstore

@@ -1,18 +1,25 @@
 #ifndef GRAPHSTORE_SERVER_GRAPH_NODE_BOOK_H_
 #define GRAPHSTORE_SERVER_GRAPH_NODE_BOOK_H_
 
-// Which partition owns each node of a type, and where an owned node's row lies, in about one
-// byte per node of the whole graph. A node owned here is row r of the partition's arrays, r the
-// count of owned ids below it (ids.npy lists them ascending). Up to 256 partitions the book is
-// one cache line per 60 ids: their owners, a byte each, and the count of this partition's ids
-// before the line (since its superblock of 2^20 lines, whose own count is kept apart), so a
-// node's owner and row are one memory access: the count plus this partition's owners before the
-// node in its line. Up to 16 partitions an owner is half a byte, 120 to a line (0.53 bytes a
-// node); from 17 to 128 it is 5, 6 or 7 bits, as many as the partitions need, packed in the
-// line's eight 64-bit words (90, 75 or 67 to a line: 0.71, 0.85, 0.96 bytes a node); from 129
-// to 256 a byte (1.07); beyond 256 partitions owners take four bytes, counts one per 64 ids. It
-// replaces the book files' int32 owner and int64 row per node (12 bytes) in memory; those files
-// are read once at load.
+// Which partition owns each node of a type, and where an owned node's row lies, in at most one
+// byte per node of the whole graph up to 256 partitions. A node owned here is row r of the
+// partition's arrays, r the count of owned ids below it (ids.npy lists them ascending).
+//
+// Up to 128 partitions the book is one cache line per 67 to 120 ids: their owners and the count
+// of this partition's ids before the line (since its superblock of 2^20 lines, whose own count is
+// kept apart), so a node's owner and row are one memory access: the count plus this partition's
+// owners before the node in its line. Up to 16 partitions an owner is half a byte, 120 to a line
+// (0.53 bytes a node); from 17 to 128 it is 5, 6 or 7 bits, as many as the partitions need,
+// packed in the line's eight 64-bit words (90, 75 or 67 to a line: 0.71, 0.85, 0.96 bytes a node).
+//
+// Beyond 128 partitions the owners are an array of their own, a byte each up to 256 partitions
+// (two up to 65536, four beyond), and the rows are found among this partition's ids: the ids are
+// cut in blocks of 2^b, b the least (up to 15) that puts about 16 owned ids in a block, the count
+// of owned ids before each block is kept (8 bytes a block: half a byte per node owned here), and
+// each owned id's offset in its block (two bytes a node owned here). A row is the block's count
+// plus the number of the block's offsets below the id's, compared 32 at a time. So the book costs
+// what the owners need of the whole graph, and the rows cost the partition's own nodes (where a
+// partition owns under one id in 2048, the counts' 8 bytes per 2^15 ids exceed that half byte).
 
 #include <cstddef>
 #include <cstdint>
@@ -25,11 +32,13 @@ namespace graphstore {
 
 class NodeBook {
  public:
-  static constexpr int64_t kLineIds = 60;         // owner bytes in a 64-byte line; 4 bytes of count
+  static constexpr int64_t kLineIds = 60;         // a line's bytes before its 4 bytes of count
   static constexpr int64_t kNibbleLineIds = 120;  // up to 16 partitions: owners as half bytes
   static constexpr int kMaxPackedBits = 7;        // up to 128 partitions: owners as 5 to 7 bits
   static constexpr int kSuperLinesBits = 20;      // line counts are relative to a 64-bit count per 2^20 lines
-  static constexpr int kWideBlockBits = 6;        // beyond 256 partitions: a count per 64 ids
+  static constexpr int kMaxBlockBits = 15;        // beyond 128 partitions: an owned id's offset fits 15 bits
+  static constexpr int64_t kBlockOwned = 16;      // owned ids a block holds when partitions are of a size
+  static constexpr int kBlockScan = 32;           // offsets BlockRow compares at once
 
   /// A book of one partition: every node is owned here and is its own row.
   NodeBook() = default;
@@ -42,36 +51,42 @@ class NodeBook {
   /// Owning partition of a global id in [0, num_nodes).
   int32_t Owner(int64_t gid) const {
     if (num_partitions_ <= 1) return 0;
-    if (!wide_.empty()) return wide_[static_cast<size_t>(gid)];
+    if (owner_width_ == 1) return owner8_[static_cast<size_t>(gid)];
+    if (owner_width_ == 2) return owner16_[static_cast<size_t>(gid)];
+    if (owner_width_ == 4) return owner32_[static_cast<size_t>(gid)];
     if (nibbles_) {
       const int64_t line = gid / kNibbleLineIds;
       const int64_t i = gid - line * kNibbleLineIds;
       const uint8_t pair = lines_[static_cast<size_t>(line)].owner[i >> 1];
       return (i & 1) != 0 ? pair >> 4 : pair & 15;
     }
-    if (bits_ > 0) return PackedOwner(gid);
-    const int64_t line = gid / kLineIds;
-    return lines_[static_cast<size_t>(line)].owner[gid - line * kLineIds];
+    return PackedOwner(gid);
   }
   /// Row of a global id owned here within this partition's arrays.
   int64_t Row(int64_t gid) const {
     if (num_partitions_ <= 1) return gid;
-    if (!wide_.empty()) return WideRow(gid);
-    if (bits_ > 0) return PackedLineRow(gid);
-    return nibbles_ ? NibbleLineRow(gid) : LineRow(gid);
+    if (owner_width_ > 0) return BlockRow(gid);
+    return nibbles_ ? NibbleLineRow(gid) : PackedLineRow(gid);
   }
-  /// Asks for what Owner(gid) and Row(gid) read, ahead of the reads.
+  /// Asks for what Owner(gid) and Row(gid) read, ahead of the reads (beyond 128 partitions all
+  /// but the block's offsets, which its count locates).
   void Prefetch(int64_t gid) const {
     if (num_partitions_ <= 1) return;
-    if (wide_.empty()) {
+    if (owner_width_ == 0) {
       PrefetchRead(lines_.data() + LineOf(gid));
-    } else {
-      PrefetchRead(wide_.data() + gid);
-      PrefetchRead(wide_count_.data() + (gid >> kWideBlockBits));
+      return;
     }
+    if (owner_width_ == 1) PrefetchRead(owner8_.data() + gid);
+    if (owner_width_ == 2) PrefetchRead(owner16_.data() + gid);
+    if (owner_width_ == 4) PrefetchRead(owner32_.data() + gid);
+    PrefetchRead(block_first_.data() + (gid >> block_bits_));
   }
-  /// Bytes held (what the book costs this server per node of the whole graph, times num_nodes).
+  /// Bytes held for every node of the whole graph: the owners, and up to 128 partitions the
+  /// lines' counts.
   size_t bytes() const;
+  /// Bytes held for the nodes owned here: beyond 128 partitions each one's offset in its block
+  /// and the blocks' counts (blocks sized to hold about 16 owned ids each, at most 2^15 ids).
+  size_t own_bytes() const;
 
  private:
   struct alignas(64) Line {
@@ -80,7 +95,8 @@ class NodeBook {
   };
   static_assert(sizeof(Line) == 64, "a line of the book is one cache line");
 
-  int64_t LineRow(int64_t gid) const;
+  void BuildLines(const int32_t* owners, int64_t num_nodes);
+  void BuildBlocks(const int32_t* owners, int64_t num_nodes);
   int64_t NibbleLineRow(int64_t gid) const;
   // Packed owners: words 0-6 of a line hold per_word_ owners of bits_ bits from bit 0, word 7
   // the next last_word_ in its low 32 bits; its high 32 bits are the line's `before`.
@@ -96,7 +112,7 @@ class NodeBook {
   int64_t LineOf(int64_t gid) const {
     return static_cast<int64_t>((static_cast<unsigned __int128>(static_cast<uint64_t>(gid)) * line_inverse_) >> 64);
   }
-  int64_t WideRow(int64_t gid) const;
+  int64_t BlockRow(int64_t gid) const;
 
   int num_partitions_ = 1;
   int self_ = 0;
@@ -110,8 +126,15 @@ class NodeBook {
   uint16_t place_[7 * (64 / 5) + 32 / 5] = {};  // packed: word << 8 | field of each id of a line
   std::vector<Line, HugePageAllocator<Line>> lines_;
   std::vector<int64_t> super_;  // this partition's ids before each superblock
-  std::vector<int32_t, HugePageAllocator<int32_t>> wide_;
-  std::vector<int64_t> wide_count_;  // beyond 256 partitions: owned ids before each block of 64
+
+  // Beyond 128 partitions: owners a byte, two or four each (owner_width_), and rows by blocks.
+  int owner_width_ = 0;
+  int block_bits_ = 0;
+  std::vector<uint8_t, HugePageAllocator<uint8_t>> owner8_;
+  std::vector<uint16_t, HugePageAllocator<uint16_t>> owner16_;
+  std::vector<int32_t, HugePageAllocator<int32_t>> owner32_;
+  std::vector<int64_t, HugePageAllocator<int64_t>> block_first_;  // owned ids before each block, and in all
+  std::vector<uint16_t, HugePageAllocator<uint16_t>> offsets_;    // each owned id less its block's first id
 };
 
 }  // namespace graphstore

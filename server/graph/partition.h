@@ -39,8 +39,9 @@ struct NodeTypeStore {
   int64_t num_classes = 0;
 
   MappedNpy ids;       ///< int64 [num_local]: owned global ids, ascending.
-  /// Owner of every global id and row of the owned ones, half a byte to a byte a node (NodeBook),
-  /// built at load from book/<type>.partition.npy, which is then closed, as is .local.npy.
+  /// Owner of every global id and row of the owned ones, half a byte to a byte a node up to 256
+  /// partitions (NodeBook), built at load from book/<type>.partition.npy, which is then closed,
+  /// as is .local.npy.
   NodeBook owners;
   MappedNpy book;      ///< int32 [num_nodes]: the book file, open while the partition loads.
   /// int64 [num_nodes]: row in the owner's arrays, in datasets older tools wrote; open while

@@ -2,6 +2,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cstdint>
 #include <random>
 #include <vector>
@@ -63,27 +64,74 @@ TEST_CASE("rows stay right past a superblock of 2^20 lines", "[book]") {
   }
 }
 
-TEST_CASE("the book holds about one byte per node", "[book]") {
+TEST_CASE("the book holds at most a byte per node of the whole graph up to 256 partitions", "[book]") {
   const int64_t n = 1 << 20;
   const auto owners = RandomOwners(n, 16, 5);
   // Up to 16 partitions a 64-byte line per 120 ids: 0.53 bytes a node (the files: 12); up to 32,
-  // 64 and 128 per 90, 75 and 67 ids (5, 6 and 7 bits an owner), under a byte; up to 256, per 60:
-  // 1.07.
+  // 64 and 128 per 90, 75 and 67 ids (5, 6 and 7 bits an owner), under a byte.
   const NodeBook book = NodeBook::FromOwners(owners.data(), n, 16, 3);
   CHECK(static_cast<double>(book.bytes()) / static_cast<double>(n) <= 0.54);
-  for (const auto& [parts, most] : {std::pair<int, double>{32, 0.72}, {64, 0.86}, {128, 0.96}, {256, 1.075}}) {
+  CHECK(book.own_bytes() == 0);
+  for (const auto& [parts, most] : {std::pair<int, double>{32, 0.72}, {64, 0.86}, {128, 0.96}, {129, 1.0}, {256, 1.0}}) {
     INFO(parts << " partitions");
     const auto more = RandomOwners(n, parts, 8);
     CHECK(static_cast<double>(NodeBook::FromOwners(more.data(), n, parts, 3).bytes()) / static_cast<double>(n) <= most);
   }
-  // Past 256 partitions the owner takes four.
+  // Beyond 128 partitions a byte of owner for the whole graph; for each node owned here two
+  // bytes of offset, and 8 bytes of count per block of about 16 of them (2^12 ids at 200
+  // partitions), with 32 offsets of padding.
+  const auto wide = RandomOwners(n, 200, 9);
+  const NodeBook blocks = NodeBook::FromOwners(wide.data(), n, 200, 7);
+  const auto owned_here = std::count(wide.begin(), wide.end(), 7);
+  CHECK(blocks.bytes() == static_cast<size_t>(n));
+  CHECK(blocks.own_bytes() == static_cast<size_t>(owned_here + NodeBook::kBlockScan) * 2 + (n / 4096 + 1) * 8);
+  CHECK(static_cast<double>(blocks.own_bytes()) / static_cast<double>(owned_here) <= 2.6);
+  // Past 256 partitions the owner takes two bytes.
   const auto many = RandomOwners(n, 1000, 6);
-  CHECK(static_cast<double>(NodeBook::FromOwners(many.data(), n, 1000, 0).bytes()) / static_cast<double>(n) <= 4.2);
+  CHECK(static_cast<double>(NodeBook::FromOwners(many.data(), n, 1000, 0).bytes()) / static_cast<double>(n) <= 2.0);
   // One partition holds nothing: every node is its own row.
   const NodeBook one;
   CHECK(one.bytes() == 0);
   CHECK(one.Owner(12345) == 0);
   CHECK(one.Row(12345) == 12345);
+}
+
+TEST_CASE("beyond 128 partitions, rows stay right in blocks owned wholly, not at all, or in part", "[book]") {
+  // 200 partitions. Partition 5 owns 16,484 ids in a run, then nothing for 8,192, then every
+  // third id: its blocks (of 64 ids, for about 16 owned in each) are owned wholly (more than the
+  // 32 offsets compared at once), not at all, or in part. Partition 1 owns a run of 5,000 and a
+  // few ids spread out: its blocks of 256 ids are wholly owned too, and halved down to 32.
+  const int parts = 200;
+  const int64_t span = 8192;
+  std::vector<int32_t> owners(static_cast<size_t>(5 * span + 77));
+  std::mt19937 rng(3);
+  for (auto& o : owners) o = static_cast<int32_t>(rng() % parts);
+  for (auto& o : owners) o = o == 5 || o == 1 ? 6 : o;
+  for (int64_t g = span - 100; g < 3 * span; ++g) owners[static_cast<size_t>(g)] = 5;
+  for (int64_t g = 4 * span; g < static_cast<int64_t>(owners.size()); g += 3) owners[static_cast<size_t>(g)] = 5;
+  for (int64_t g = 3 * span; g < 3 * span + 5000; ++g) owners[static_cast<size_t>(g)] = 1;
+  for (int64_t g = 7; g < span; g += 1000) owners[static_cast<size_t>(g)] = 1;
+  CheckAgainstFiles(owners, parts);  // partitions 0, 50, 100 and 150
+  for (int self : {1, 5}) {
+    const NodeBook book = NodeBook::FromOwners(owners.data(), static_cast<int64_t>(owners.size()), parts, self);
+    int64_t row = 0;
+    for (int64_t g = 0; g < static_cast<int64_t>(owners.size()); ++g) {
+      REQUIRE(book.Owner(g) == owners[static_cast<size_t>(g)]);
+      if (owners[static_cast<size_t>(g)] == self) REQUIRE(book.Row(g) == row++);
+    }
+  }
+  // Owners past 256 and past 65536 partitions.
+  for (int many : {70000, 40000}) {
+    std::vector<int32_t> spread(5000);
+    for (auto& o : spread) o = static_cast<int32_t>(rng() % many);
+    for (size_t g = 0; g < spread.size(); g += 7) spread[g] = 1;
+    const NodeBook wide = NodeBook::FromOwners(spread.data(), static_cast<int64_t>(spread.size()), many, 1);
+    int64_t r = 0;
+    for (size_t g = 0; g < spread.size(); ++g) {
+      REQUIRE(wide.Owner(static_cast<int64_t>(g)) == spread[g]);
+      if (spread[g] == 1) REQUIRE(wide.Row(static_cast<int64_t>(g)) == r++);
+    }
+  }
 }
 
 }  // namespace
