@@ -161,13 +161,18 @@ namespace {
 
 // How many of the fields of `bits` bits each in `word` whose lowest bits `low` marks equal
 // `value`: each field's xor with it is zero where they are equal, found for all fields at once
-// (a field's low bits plus all ones below its top bit carry into the top bit unless they are zero).
-inline int CountEqualFields(uint64_t word, uint64_t low, int bits, uint64_t value) {
+// (a field's low bits plus all ones below its top bit carry into the top bit unless they are
+// zero). The equal fields' 1s, moved to their fields' lowest bits, are summed by a multiply by
+// `all` (the lowest bit of every field of a word): the top field of the product is the sum of
+// all fields, at most 12, so no field carries into the next. No popcount instruction: without
+// one in the target, the compiler calls a library function for it.
+inline int CountEqualFields(uint64_t word, uint64_t low, uint64_t all, int bits, int top_shift, uint64_t value) {
   const uint64_t top = low << (bits - 1);
   const uint64_t below_top = top - low;  // each field's bits under its top one
   const uint64_t x = word ^ (value * low);
   const uint64_t nonzero_low = ((x & below_top) + below_top) | x;
-  return __builtin_popcountll(~nonzero_low & top);
+  const uint64_t equal = (~nonzero_low & top) >> (bits - 1);
+  return static_cast<int>(((equal * all) >> top_shift) & ((uint64_t{1} << bits) - 1));
 }
 
 }  // namespace
@@ -181,8 +186,10 @@ int64_t NodeBook::PackedLineRow(int64_t gid) const {
   uint64_t words[8];
   std::memcpy(words, &line, sizeof(words));
   const uint64_t me = static_cast<uint64_t>(self_);
-  for (int v = 0; v < w; ++v) n += CountEqualFields(words[v], lanes_[per_word_], bits_, me);
-  n += CountEqualFields(words[w], lanes_[field], bits_, me);
+  const uint64_t all = lanes_[per_word_];
+  const int top_shift = (per_word_ - 1) * bits_;
+  for (int v = 0; v < w; ++v) n += CountEqualFields(words[v], all, all, bits_, top_shift, me);
+  n += CountEqualFields(words[w], lanes_[field], all, bits_, top_shift, me);
   return n;
 }
 
