@@ -30,6 +30,8 @@ import subprocess
 import sys
 import time
 
+from fleet_model import print_model
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # GRAPHSTORE_BIN: a tree laid out as bazel-bin (server/, tools/, python/site) built elsewhere.
 BIN = os.environ.get("GRAPHSTORE_BIN", os.path.join(ROOT, "bazel-bin"))
@@ -190,17 +192,37 @@ def proc_cpu(pid):
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def start_servers(net, args, n, logs, fair_send):
-    """graphstored on hosts 0..n-1, serving; [(port file, process)] and their addresses."""
+def start_relays(net, n, logs, rtt_ms):
+    """bench/delay_relay.py on hosts 0..n-1, each holding what crosses it rtt_ms / 2 each way
+    between the host's address (what peers and trainers dial) and its server on loopback."""
+    relays = []
+    for k in range(n):
+        log = os.path.join(logs, f"relay-{k}.log")
+        cmd = [sys.executable, os.path.join(ROOT, "bench", "delay_relay.py"), f"--listen={net.address(k)}:{PORT}",
+               f"--to=127.0.0.1:{PORT + 1}", f"--one_way_ms={rtt_ms / 2}"]
+        relays.append((log, net.run(k, cmd, open(log, "w"))))
+    for log, p in relays:
+        while "relay ready" not in open(log).read():
+            if p.poll() is not None:
+                raise RuntimeError(f"a relay exited: see {log}")
+            time.sleep(0.05)
+    return relays
+
+
+def start_servers(net, args, n, logs, fair_send, relay_ms=None):
+    """graphstored on hosts 0..n-1, serving (each behind a delaying relay where `relay_ms` is
+    not None); [(port file, process)], their addresses, and [(log, relay process)]."""
     data = dataset(args.cache, n, args.nodes, args.features)
     servers = [f"{net.address(k)}:{PORT}" for k in range(n)]
+    relays = [] if relay_ms is None else start_relays(net, n, logs, relay_ms)
     procs = []
     for k in range(n):
         part = data if n == 1 else os.path.join(data, f"part-{k}")
         port_file = os.path.join(logs, f"server-{k}.port")
         if os.path.exists(port_file):
             os.remove(port_file)
-        flags = [f"--partition={part}", f"--host={net.address(k)}", f"--port={PORT}", f"--port_file={port_file}",
+        host, port = (net.address(k), PORT) if relay_ms is None else ("127.0.0.1", PORT + 1)
+        flags = [f"--partition={part}", f"--host={host}", f"--port={port}", f"--port_file={port_file}",
                  "--peer_timeout_ms=60000",
                  f"--num_workers={args.server_workers}", "--log_level=warn", f"--peer_cache_mb={args.peer_cache_mb}",
                  f"--fair_send={'true' if fair_send else 'false'}"]
@@ -214,7 +236,7 @@ def start_servers(net, args, n, logs, fair_send):
             if p.poll() is not None:
                 raise RuntimeError(f"graphstored exited: see {logs}")
             time.sleep(0.05)
-    return procs, servers
+    return procs, servers, relays
 
 
 def stop(procs):
@@ -229,7 +251,7 @@ def run_torchrun_case(net, args, n, w, logs):
     static rendezvous: node rank 0 hosts the store; the namespaces share a host name, so c10d's
     test of which host is the endpoint cannot tell them apart), DDP over gloo between the hosts;
     rank 0's epoch lines."""
-    procs, servers = start_servers(net, args, n, logs, True)
+    procs, servers, _ = start_servers(net, args, n, logs, True)
     script = os.path.join(ROOT, "python", "examples", "train_sage.py")
     launch = [sys.executable, "-m", "torch.distributed.run", f"--nnodes={w}", "--nproc_per_node=1",
               f"--master_addr={net.address(n)}", "--master_port=29400", "--max_restarts=0"]
@@ -258,9 +280,9 @@ def run_torchrun_case(net, args, n, w, logs):
     return lines
 
 
-def run_case(net, args, n, w, logs, fair_send):
+def run_case(net, args, n, w, logs, fair_send, relay_ms=None):
     """One case: its servers and trainers; a dict of what the line prints."""
-    procs, servers = start_servers(net, args, n, logs, fair_send)
+    procs, servers, relays = start_servers(net, args, n, logs, fair_send, relay_ms)
     # Trainers register, say so (GO.ready.R), and wait for GO, which holds the measured window:
     # registration gathers the whole input on every server, which on two shared cores takes
     # seconds at N >= 4, and must not eat into the warm-up.
@@ -299,8 +321,10 @@ def run_case(net, args, n, w, logs, fair_send):
     os.rename(go + ".tmp", go)
     time.sleep(max(0.0, t0 - time.time()))
     links0, cpu0, tcp0 = net.link_bytes(), [proc_cpu(p.pid) for _, p in procs], net.tcp_segments(range(n))
+    relay0 = sum(proc_cpu(p.pid) for _, p in relays)
     time.sleep(max(0.0, t1 - time.time()))
     links1, cpu1, tcp1 = net.link_bytes(), [proc_cpu(p.pid) for _, p in procs], net.tcp_segments(range(n))
+    relay1 = sum(proc_cpu(p.pid) for _, p in relays)
     results = []
     for out, p in trainers:
         p.wait(timeout=args.seconds + 120)
@@ -309,10 +333,11 @@ def run_case(net, args, n, w, logs, fair_send):
         if p.returncode != 0 or not lines:
             raise RuntimeError(f"a trainer failed: see {out.name}")
         results.append(json.loads(lines[-1]))
-    stop(procs)
+    stop(procs + relays)
     link = {k: (links1[k][0] - links0[k][0], links1[k][1] - links0[k][1]) for k in links1}
     c = summarise(args, n, w, results, link, [b - a for a, b in zip(cpu0, cpu1)])
     c["fair_send"] = fair_send
+    c["relay_ms"], c["relay_cpu"] = relay_ms, relay1 - relay0
     c["seconds"] = args.seconds
     c["tcp_sent"], c["tcp_again"] = tcp1[0] - tcp0[0], tcp1[1] - tcp0[1]
     return c
@@ -356,7 +381,8 @@ def print_case(c, base, one):
     per_host = f"{c['seeds_s'] / base / c['n']:.2f}" if base else "-"
     seeds = c["seeds_s"] * c["seconds"]
     own = seeds * one["server_tx"] / (one["seeds_s"] * one["seconds"]) if one else c["server_tx"]
-    print(f"N={c['n']} W={c['w']} fair send {'on' if c['fair_send'] else 'off'}: {c['seeds_s']:,.0f} seeds/s  vs N=1 {ratio}  per host {per_host}  "
+    relay = f", relay RTT +{c['relay_ms']:g} ms" if c.get("relay_ms") is not None else ""
+    print(f"N={c['n']} W={c['w']} fair send {'on' if c['fair_send'] else 'off'}{relay}: {c['seeds_s']:,.0f} seeds/s  vs N=1 {ratio}  per host {per_host}  "
           f"shares min/max {c['share']:.2f} ({', '.join(f'{s:,.0f}' for s in c['per_trainer'])}; "
           f"in bytes received {c['byte_share']:.2f})", flush=True)
     links = "  ".join(f"h{k} {a / 1e6:,.0f}/{b / 1e6:,.0f}" for k, (a, b) in sorted(c["links"].items())
@@ -384,56 +410,6 @@ def print_case(c, base, one):
     print(f"    CPU per batch: servers {c['server_cpu_ms_per_batch']:.1f} ms ({each(c['server_cpu_each'])}), "
           f"trainers {c['trainer_cpu_ms_per_batch']:.1f} ms (each of its own: {each(c['trainer_cpu_each'])})"
           f"{retried}", flush=True)
-
-
-def fit_model(cases, rate_mbit, seconds):
-    """The cost model: a server link carries s(N) bytes per seed, the batches' own bytes s1 plus
-    what servers exchange, which grows with the share of a batch's nodes another server owns,
-    (N - 1) / N; links run at the efficiency measured at N = 1. Fitted on N <= 2 of one fair-send
-    mode; returns (predict(n, w) -> (seeds/s, MB per server link), the fitted constants) or None."""
-    by = {(c["n"], c["w"]): c for c in cases}
-    one = next((c for (n, w), c in sorted(by.items()) if n == 1), None)
-    two = next((c for (n, w), c in sorted(by.items()) if n == 2), None)
-    if one is None or two is None:
-        return None
-    per_seed = lambda c: c["server_tx"] / (c["seeds_s"] * seconds)  # noqa: E731  (all server links)
-    s1 = per_seed(one)
-    x2 = max(0.0, per_seed(two) - s1)  # exchanged bytes per seed at N = 2, where (N - 1) / N = 1/2
-    t1 = sum(one["links"][one["n"] + r][0] for r in range(one["w"])) / (one["seeds_s"] * seconds)
-    rate = rate_mbit * 1e6 / 8
-    eff = one["seeds_s"] * s1 / rate  # a server link's useful fraction, from N = 1
-
-    def predict(n, w, seeds=None):
-        """seeds/s, and MB a server link carries in `seconds` at `seeds` (default: predicted)."""
-        s = s1 + 2 * x2 * (n - 1) / n
-        servers = n * eff * rate / s            # every server link full
-        trainers = w * eff * rate / t1          # every trainer link full
-        rate_seeds = min(servers, trainers)
-        return rate_seeds, (seeds or rate_seeds) * seconds * s / n / 1e6
-
-    return predict, {"s1": s1, "x2": x2, "t1": t1, "eff": eff}
-
-
-def print_model(cases, rate_mbit, seconds, fair):
-    fitted = fit_model([c for c in cases if c["fair_send"] == fair], rate_mbit, seconds)
-    if fitted is None:
-        return
-    predict, k = fitted
-    print(f"cost model, fair send {'on' if fair else 'off'} (fitted on N <= 2): {k['s1']:,.0f} B a seed on a "
-          f"server link at N = 1, +{k['x2']:,.0f} B between servers at N = 2 (x 2(N-1)/N beyond), "
-          f"{k['t1']:,.0f} B a seed on a trainer link, links {100 * k['eff']:.0f} % useful")
-    for c in cases:
-        if c["fair_send"] != fair or c["n"] <= 2:
-            continue
-        seeds, _ = predict(c["n"], c["w"])
-        _, mb = predict(c["n"], c["w"], c["seeds_s"])  # the bytes of the seeds measured
-        links = [c["links"][k][1] / 1e6 for k in range(c["n"])]
-        print(f"    N={c['n']} W={c['w']}: predicted {seeds:,.0f} seeds/s, measured {c['seeds_s']:,.0f} "
-              f"({c['seeds_s'] / seeds:.2f}x); a server link {mb:,.0f} MB for those seeds, measured "
-              f"{min(links):,.0f}-{max(links):,.0f} MB ({min(links) / mb:.2f}-{max(links) / mb:.2f}x)")
-    for n in (16, 64):
-        seeds, _ = predict(n, n)
-        print(f"    N={n} W={n}: predicted {seeds:,.0f} seeds/s ({seeds / predict(1, 1)[0]:.1f}x N=1 W=1)")
 
 
 def trainer_main(argv):
@@ -532,6 +508,10 @@ def main():
     p.add_argument("--rtt_ms", type=float, default=0,
                    help="host-to-host round trip added with netem (needs sch_netem: `tc qdisc add dev lo root netem "
                         "delay 1ms` says 'Specified qdisc kind is unknown' where it is missing)")
+    p.add_argument("--relay_rtt_ms", default="",
+                   help="comma-separated round trips, ms: each case once per value, every server behind "
+                        "bench/delay_relay.py holding each byte half of it each way (0: the relay alone); "
+                        "a round trip measured where the kernel has no netem")
     p.add_argument("--fair_send", choices=["on", "off", "both"], default="on",
                    help="the servers' --fair_send; both: each case off, then on (before / after)")
     a = p.parse_args()
@@ -545,6 +525,14 @@ def main():
     os.makedirs(a.cache, exist_ok=True)
     logs = os.path.join(a.cache, "logs")
     os.makedirs(logs, exist_ok=True)
+    try:
+        relays = [float(x) for x in a.relay_rtt_ms.split(",")] if a.relay_rtt_ms else [None]
+    except ValueError:
+        print(f"fleet_bench: --relay_rtt_ms wants comma-separated milliseconds, not {a.relay_rtt_ms!r}")
+        return 2
+    if any(r is not None and r < 0 for r in relays):
+        print("fleet_bench: --relay_rtt_ms values must be >= 0")
+        return 2
     if a.rtt_ms and not netem_available():
         print("fleet_bench: --rtt_ms needs the kernel's netem qdisc (sch_netem), which this kernel lacks")
         return 1
@@ -555,6 +543,11 @@ def main():
           f"{a.warmup:.0f} s warm-up + {a.seconds:.0f} s a case, "
           f"{f'{a.cores_per_host} core(s) a host of {os.cpu_count()}' if a.cores_per_host else f'{os.cpu_count()} cores shared'}"
           f"{f', RTT {a.rtt_ms} ms' if a.rtt_ms else ''}", flush=True)
+    for r in relays:
+        if r is not None:  # what the relays add, measured here (loopback, this machine's load)
+            probe = subprocess.run([sys.executable, os.path.join(ROOT, "bench", "delay_relay.py"),
+                                    f"--one_way_ms={r / 2}", "--check"], capture_output=True, text=True)
+            print(f"    relay RTT +{r:g} ms: {probe.stdout.strip() or probe.stderr.strip()}", flush=True)
     base = {}
     try:
         net.open()
@@ -566,23 +559,27 @@ def main():
             return 0
         modes = {"on": [True], "off": [False], "both": [False, True]}[a.fair_send]
         done = []
-        for n, w in cases:
-            for fair in modes:
-                try:
-                    c = run_case(net, a, n, w, logs, fair)
-                except (RuntimeError, subprocess.TimeoutExpired) as e:
-                    # Said, and the run goes on: the other cases and the model still print.
-                    print(f"N={n} W={w} fair send {'on' if fair else 'off'}: FAILED: {e}", flush=True)
-                    for ns in [SWITCH] + [net.ns(k) for k in range(net.hosts)]:
-                        kill_in(ns)
-                    continue
-                if n == 1:
-                    base[(w, fair)] = c["seeds_s"]
-                    base.setdefault(("one", fair), c)
-                print_case(c, base.get((w, fair)) if n > 1 else None, base.get(("one", fair)))
-                done.append(c)
+        for n, w, fair, relay in [(n, w, f, r) for n, w in cases for f in modes for r in relays]:
+            try:
+                c = run_case(net, a, n, w, logs, fair, relay)
+            except (RuntimeError, subprocess.TimeoutExpired) as e:
+                # Said, and the run goes on: the other cases and the model still print.
+                print(f"N={n} W={w} fair send {'on' if fair else 'off'}: FAILED: {e}", flush=True)
+                for ns in [SWITCH] + [net.ns(k) for k in range(net.hosts)]:
+                    kill_in(ns)
+                continue
+            if n == 1:
+                base[(w, fair, relay)] = c["seeds_s"]
+                base.setdefault(("one", fair, relay), c)
+            print_case(c, base.get((w, fair, relay)) if n > 1 else None, base.get(("one", fair, relay)))
+            first = next((d for d in done if (d["n"], d["w"], d["fair_send"]) == (n, w, fair)), None)
+            if relay is not None and first is not None and first["seeds_s"]:
+                print(f"    relay RTT +{relay:g} ms against +{first['relay_ms']:g} ms: "
+                      f"{c['seeds_s'] / first['seeds_s']:.3f} of its seeds/s (the relays' CPU "
+                      f"{c['relay_cpu']:.1f} s against {first['relay_cpu']:.1f} s in the window)", flush=True)
+            done.append(c)
         for fair in modes:
-            print_model(done, a.rate_mbit, a.seconds, fair)
+            print_model([c for c in done if c["relay_ms"] == relays[0]], a.rate_mbit, a.seconds, fair)
     finally:
         net.close()
     return 0

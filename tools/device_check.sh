@@ -9,8 +9,8 @@
 #   pygbench bench/pyg_bench.py, PyG's in-memory NeighborLoader line included
 #   fleet    bench/fleet_bench.py, a core group per host (--cores_per_host): N = 1 and 4, 2 cores a host
 #   fleet8   the same at N = 8 with W = 8 (16 hosts, a core each, 100 Mbit/s links)
-#   rtt      the same at N = 4 with a round trip of 0.1 and 1 ms (the bench says when the kernel has
-#            no netem)
+#   rtt      the same at N = 4 with a round trip of 0.1 and 1 ms by netem, or where the kernel has no
+#            netem, of +0 and +1 ms through bench/delay_relay.py in front of every server
 #   stream   bench/stream_bench sections n and t: striped streams and TLS with 8 sampling workers
 #
 # Each section's log goes to $OUT/NAME.log (the device tool brings $OUT back; else
@@ -71,11 +71,18 @@ env_info() {
   ip netns del gsd-probe 2>/dev/null
 }
 
-rtt() {  # the fleet bench refuses --rtt_ms, saying so, where the kernel has no netem
-  for ms in 0.1 1; do
-    "$PY" bench/fleet_bench.py --cases=4x4 --cores_per_host=2 --warmup=8 --seconds=26 --rtt_ms="$ms" \
-      --cache=/tmp/graphstore-fleet || return
-  done
+rtt() {  # netem where the kernel has it, else a relay that holds each byte (bench/delay_relay.py)
+  if ip netns add gsd-rtt 2>/dev/null && tc -n gsd-rtt qdisc add dev lo root netem delay 1ms 2>/dev/null; then
+    ip netns del gsd-rtt
+    for ms in 0.1 1; do
+      "$PY" bench/fleet_bench.py --cases=4x4 --cores_per_host=2 --warmup=8 --seconds=26 --rtt_ms="$ms" \
+        --cache=/tmp/graphstore-fleet || return
+    done
+  else
+    ip netns del gsd-rtt 2>/dev/null
+    "$PY" bench/fleet_bench.py --cases=4x4 --cores_per_host=2 --warmup=8 --seconds=26 --relay_rtt_ms=0,1 \
+      --cache=/tmp/graphstore-fleet
+  fi
 }
 
 export -f env_info rtt
