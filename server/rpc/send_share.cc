@@ -22,6 +22,8 @@ constexpr double kRateAlpha = 0.3;
 constexpr std::chrono::seconds kProbeEvery{10};
 constexpr std::chrono::seconds kProbeFor{2};
 constexpr double kWasted = 1.3;
+// While streams are held and a probe is due but not started, the timer looks again this often.
+constexpr std::chrono::milliseconds kHeldRecheck{100};
 
 }  // namespace
 
@@ -129,6 +131,11 @@ void SendShare::Idle(uint64_t id) {
 
 void SendShare::Tick() {
   ChangeAndRelease([](std::unique_lock<std::mutex>&, Clock::time_point) { return true; });
+}
+
+SendShare::Clock::time_point SendShare::next_check() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return NextDeadline(now_());
 }
 
 int SendShare::held() const {
@@ -274,7 +281,9 @@ SendShare::Clock::time_point SendShare::NextDeadline(Clock::time_point now) cons
     if (now < s.slow_until) next = std::min(next, s.slow_until);
   }
   if (probe_end_ != Clock::time_point{}) next = std::min(next, probe_end_);
-  if (held) next = std::min(next, last_probe_ + kProbeEvery);
+  // The next probe may be due; once due and not started (the link is as full as the last probe
+  // found it), it is looked at again every kHeldRecheck rather than at a time already past.
+  if (held) next = std::min(next, std::max(last_probe_ + kProbeEvery, now + kHeldRecheck));
   return held ? next : Clock::time_point::max();
 }
 

@@ -91,6 +91,9 @@ class SendShare {
 
   /// Streams held back now (for tests and the stats).
   int held() const;
+  /// When the timer thread re-checks next if nothing changes before (for tests); max() when
+  /// nothing is held. Never in the past: a timer that waited for a time gone would spin.
+  Clock::time_point next_check() const;
 
  private:
   struct Stream {

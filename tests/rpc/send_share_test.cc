@@ -144,17 +144,15 @@ TEST_CASE("a reader at half its share is found by a probe and paces no one after
   CHECK(late > 6000);             // then free: b reads slowly, it is no longer waited for
 }
 
-TEST_CASE("a link that answers keep full while a stream is held is not wasted: the probe finds no slow reader") {
-  Fixture f;
-  const uint64_t a = f.Join(0), b = f.Join(1);
-  f.Level(a, b, 120);
-  // As above, b takes a megabyte every 20 ms and a would write one every 10 ms; but the link
-  // carries 2 MiB every 10 ms, what the streams leave of it going to unary answers (the rows
-  // trainers ask of this owner). Holding a wastes nothing: when the probe frees it, a's writes
-  // only take the answers' place, the server sends no more, and a stays held to b's pace.
-  std::vector<bool> wrote(20000);
+// After Level, b takes a megabyte every 20 ms and a would write one every 10 ms, for
+// `total_ms`; but the link carries 2 MiB every 10 ms, what the streams leave of it going to
+// unary answers (the rows trainers ask of this owner). Whether a wrote, each millisecond;
+// `each_ms` runs after each millisecond's writes.
+template <typename Each>
+std::vector<bool> KeepLinkFull(Fixture& f, uint64_t a, uint64_t b, int total_ms, Each each_ms) {
+  std::vector<bool> wrote(total_ms);
   int64_t streams = 0;
-  for (int ms = 0; ms < 20000; ++ms) {
+  for (int ms = 0; ms < total_ms; ++ms) {
     if (ms % 20 == 0) {
       f.share.WriteDone(b);
       REQUIRE(f.share.MayWrite(b, kMiB));
@@ -169,12 +167,39 @@ TEST_CASE("a link that answers keep full while a stream is held is not wasted: t
       f.share.CountOther(std::max<int64_t>(0, 2 * kMiB - streams));
       streams = 0;
     }
+    each_ms(ms);
     f.now += milliseconds(1);
   }
+  return wrote;
+}
+
+TEST_CASE("a link that answers keep full while a stream is held is not wasted: the probe finds no slow reader") {
+  Fixture f;
+  const uint64_t a = f.Join(0), b = f.Join(1);
+  f.Level(a, b, 120);
+  // Holding a wastes nothing: when the probe frees it, a's writes only take the answers' place,
+  // the server sends no more, and a stays held to b's pace.
+  const std::vector<bool> wrote = KeepLinkFull(f, a, b, 20000, [](int) {});
   const int early = Count(wrote, 0, 8000), late = Count(wrote, 13000, 20000);
   INFO("a wrote " << early << " MiB in the first 8 s, " << late << " in the last 7 s");
   CHECK(early < 8000 / 20 + 10);
   CHECK(late < 7000 / 20 + 10);  // still held: b is no slow reader
+}
+
+TEST_CASE("while a stream is held, the timer's next check is never already past") {
+  // Past a probe, a link still full is no reason to probe again, so the time the next probe
+  // was due stays in the past; a timer that waited for it would not wait at all, and spin.
+  Fixture f;
+  const uint64_t a = f.Join(0), b = f.Join(1);
+  f.Level(a, b, 120);
+  int held_ms = 0;
+  KeepLinkFull(f, a, b, 30000, [&](int ms) {
+    if (ms < 12000 || f.share.held() == 0) return;
+    ++held_ms;
+    INFO("at " << ms << " ms");
+    REQUIRE(f.share.next_check() > f.now);
+  });
+  CHECK(held_ms > 5000);  // held through much of the 18 s past the probe: the case was reached
 }
 
 TEST_CASE("a stream back from idle claims nothing of the time it had nothing to send") {
