@@ -356,7 +356,9 @@ class BatchDecoder::State {
     const size_t n_bytes = t.length();
     if (s->wire_row_bytes == 0 || t.byte_offset % s->wire_row_bytes != 0 || n_bytes % s->wire_row_bytes != 0 ||
         t.byte_offset + n_bytes > static_cast<size_t>(s->rows) * s->wire_row_bytes) {
-      return Malformed(what + ": feature bytes are not whole rows of the matrix");
+      return Malformed(absl::StrCat(what, ": feature bytes [", t.byte_offset, ", ", t.byte_offset + n_bytes,
+                                    ") are not whole rows of the [", s->rows, ", ", s->dim, "] matrix (",
+                                    s->wire_row_bytes, " bytes a row), in part ", next_part_ - 1, " of ", num_parts_));
     }
     received_[&n.x] += n_bytes / s->wire_row_bytes * s->out_row_bytes;
     const bool cache = !s->cached.empty();

@@ -72,6 +72,7 @@ class GatherTarget {
           out_row_[i] = rows++;
         }
       }
+      nodes->matrix_rows = rows;
       nodes->feature_dim = t.feature_dim;
       nodes->feature_dtype = row_type;
       nodes->feature_bits = bits_ < 8 ? bits_ : 0;

@@ -43,6 +43,7 @@ void SampledSubgraph::Reset(size_t num_node_types, size_t num_edge_types) {
     n.cached.clear();
     n.owners.clear();
     n.rows_left_to_owners = 0;
+    n.matrix_rows = -1;
     n.other_partitions_rows = 0;
     n.feature_scale = nullptr;
     n.feature_offset = nullptr;

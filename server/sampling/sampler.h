@@ -101,12 +101,18 @@ struct SampledNodes {
   const float* feature_scale = nullptr;
   const float* feature_offset = nullptr;
 
+  /// Rows the feature matrix holds, as gathered (-1: not gathered by GatherNodeData).
+  int64_t matrix_rows = -1;
+
   /// Rows in the feature matrix (the nodes not cached by the trainer).
   int64_t num_feature_rows() const {
     int64_t n = static_cast<int64_t>(ids.size());
     for (uint8_t c : cached) n -= c;
     return n;
   }
+  /// The feature matrix's leading dimension: the rows it holds. With rows_from_owners over a
+  /// socket and no mask, other partitions' nodes have no row in it (num_feature_rows counts them).
+  int64_t feature_matrix_rows() const { return matrix_rows >= 0 ? matrix_rows : num_feature_rows(); }
   /// The gathered feature bytes, wherever they are.
   const char* feature_data() const { return placed_features != nullptr ? placed_features : features.data(); }
   size_t feature_bytes() const { return placed_features != nullptr ? placed_feature_bytes : features.size(); }

@@ -160,7 +160,9 @@ void NodeEntry(const Partition& partition, const SampledSubgraph& g, size_t t, M
   // A matrix of no rows still says the rows' dtype and dim when the others are left out.
   if (n.feature_bytes() > 0 ||
       (n.feature_dim > 0 && (n.ids.empty() || !n.cached.empty() || !n.owners.empty()))) {
-    AddTensor(e, v1::NodeTensors::kFeaturesFieldNumber, FeatureDtype(n), {n.num_feature_rows(), n.feature_dim},
+    // [rows, dim] of the rows it holds, so that a part of it holds whole rows (EncodeParts cuts
+    // at bytes / rows).
+    AddTensor(e, v1::NodeTensors::kFeaturesFieldNumber, FeatureDtype(n), {n.feature_matrix_rows(), n.feature_dim},
            n.feature_data(), n.feature_bytes());
   }
   if (!n.labels.empty()) AddInt64s(e, v1::NodeTensors::kLabelsFieldNumber, n.labels);

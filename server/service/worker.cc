@@ -1,5 +1,7 @@
 #include "server/service/worker.h"
 
+#include <algorithm>
+
 #include "server/service/message.h"
 
 namespace graphstore {
@@ -48,9 +50,12 @@ BatchCounts CountFeatureRows(const SampledSubgraph& g) {
   for (const SampledNodes& n : g.nodes) {
     c.other_partitions_rows += n.other_partitions_rows;
     if (n.feature_dim == 0) continue;
-    const int64_t rows = n.num_feature_rows();
+    // Rows sent: the matrix's, less the empty places of rows left to owners where every node
+    // keeps its row's place (in a shared buffer); the rest not left to owners the trainer caches.
+    const auto nodes = static_cast<int64_t>(n.ids.size());
+    const int64_t rows = std::min(n.feature_matrix_rows(), nodes - n.rows_left_to_owners);
     c.feature_rows += rows;
-    c.cached_feature_rows += static_cast<int64_t>(n.ids.size()) - rows - n.rows_left_to_owners;
+    c.cached_feature_rows += nodes - rows - n.rows_left_to_owners;
   }
   return c;
 }

@@ -51,9 +51,12 @@ struct LocalCluster {
   std::vector<std::unique_ptr<GraphStoreServer>> servers;
   std::vector<std::string> addresses;
 
-  explicit LocalCluster(int n, size_t part_bytes = 8 << 20) {
+  // `peer_cache_bytes` < 0: the servers' default (a cache that holds every other partition's
+  // rows here, so the servers send them; at 0 their owners do).
+  explicit LocalCluster(int n, size_t part_bytes = 8 << 20, int64_t peer_cache_bytes = -1) {
     std::vector<ServerOptions> options(n);
     for (int k = 0; k < n; ++k) {
+      if (peer_cache_bytes >= 0) options[k].core.peer_cache_bytes = peer_cache_bytes;
       options[k].partition_dir = n == 1 ? Dataset(1) : Dataset(n) + "/part-" + std::to_string(k);
       options[k].shared_memory_dir = "";
       options[k].core.state_log_interval_s = 0;
@@ -221,6 +224,28 @@ TEST_CASE("batches cut into small parts decode to the tensors of whole batches, 
             CHECK(torch::equal(g.x_offset, w.x_offset));
           }
         }
+      }
+    }
+  }
+}
+
+TEST_CASE("a cluster's batches cut into small parts, their rows from owners, decode as whole ones", "[remote]") {
+  // No peer cache, so rows come from their owners: without a feature cache, each server's
+  // matrix holds its own nodes' rows alone, and parts must cut it at whole rows of those.
+  LocalCluster whole(2, 8 << 20, 0);
+  LocalCluster split(2, 4096, 0);
+  for (const auto encoding : {v1::FEATURE_ENCODING_FLOAT32, v1::FEATURE_ENCODING_FLOAT16, v1::FEATURE_ENCODING_INT4}) {
+    for (int64_t cache_rows : {int64_t{0}, int64_t{300}}) {
+      INFO(v1::FeatureEncoding_Name(encoding) << ", cache " << cache_rows);
+      client::Loader a(Options(whole, encoding, cache_rows));
+      client::Loader b(Options(split, encoding, cache_rows));
+      const Epoch want = ReadEpoch(a, 0);
+      const Epoch got = ReadEpoch(b, 0);
+      REQUIRE(got.size() == want.size());
+      for (const auto& [key, w] : want) {
+        const client::Batch& g = got.at(key);
+        CheckExactParts(g, w);
+        CHECK(torch::equal(g.x, w.x));
       }
     }
   }
