@@ -44,20 +44,31 @@ void LookupCounts::Add(int64_t id) const {
   std::atomic<uint64_t>* table = table_.load(std::memory_order_relaxed);
   if (table == nullptr) return;
   const int64_t mask = positions_ - 1;
+  const uint64_t mine = kOneCount | static_cast<uint64_t>(id);
+  std::atomic<uint64_t>* once = nullptr;  // the first position here of a node counted once
+  uint64_t once_word = 0;
   int64_t p = Home(id);
   for (int probe = 0; probe < kProbes; ++probe, p = (p + 1) & mask) {
     std::atomic<uint64_t>& w = table[p];
     uint64_t v = w.load(std::memory_order_relaxed);
-    if (v == 0 && w.compare_exchange_strong(v, kOneCount | static_cast<uint64_t>(id), std::memory_order_relaxed)) {
-      return;
-    }
+    if (v == 0 && w.compare_exchange_strong(v, mine, std::memory_order_relaxed)) return;
     // (A failed exchange left the word that won in v: it may be this node's.)
     if ((v & kIdMask) == static_cast<uint64_t>(id)) {
-      // The id bits never change once written: a plain store of v plus one keeps them.
+      // A node's id bits change only when another takes its place (below), which a count
+      // above one prevents: a plain store of v plus one keeps them, or at worst puts back a
+      // node that was just replaced, a lost count as a racing Add may lose one.
       if ((v >> kCountShift) < static_cast<uint64_t>(kMaxHotCount)) w.store(v + kOneCount, std::memory_order_relaxed);
       return;
     }
+    if (once == nullptr && (v >> kCountShift) == 1) {
+      once = &w;
+      once_word = v;
+    }
   }
+  // Every position from the home holds another node: this one takes the place of a node
+  // counted once, so that a node looked up often gets in however late it is first met (and
+  // stays once counted twice), where the nodes met first would otherwise hold the table.
+  if (once != nullptr) once->compare_exchange_strong(once_word, mine, std::memory_order_relaxed);
 }
 
 void LookupCounts::Prefetch(int64_t id) const {

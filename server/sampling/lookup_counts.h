@@ -4,9 +4,11 @@
 // How often each of one store's remote nodes was looked up while the peer cache chooses what to
 // keep (RemoteCache; hot_set.h makes the choice from these counts). Counts saturate at
 // kMaxHotCount and come in one of two forms: a byte per node of the graph (exact, every node
-// named), or a table of words (count << 56 | id) that takes nodes in as they are first met, until
-// the kProbes positions from a node's home are full. Add is lock-free and may lose a count to a
-// racing one; Drop frees the counts and must not meet an Add (RemoteCache waits for its lookups).
+// named), or a table of words (count << 56 | id) that takes nodes in as they are met; once the
+// kProbes positions from a node's home are full, the node takes the place of one of them
+// counted once, if there is one, so the nodes met first do not keep the table from the nodes
+// looked up most. Add is lock-free and may lose a count to a racing one; Drop frees the counts
+// and must not meet an Add (RemoteCache waits for its lookups).
 
 #include <atomic>
 #include <cstdint>
