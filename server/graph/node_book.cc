@@ -31,17 +31,14 @@ void NodeBook::BuildBlocks(const int32_t* owners, int64_t num_nodes) {
     ++block_bits_;
   }
   const auto n = static_cast<size_t>(num_nodes);
-  if (owner_width_ == 1) owner8_.resize(n);
-  if (owner_width_ == 2) owner16_.resize(n);
-  if (owner_width_ == 4) owner32_.assign(owners, owners + num_nodes);
+  owners_.resize(n * static_cast<size_t>(owner_width_));
   const int64_t block = int64_t{1} << block_bits_;
   block_first_.resize(static_cast<size_t>((num_nodes + block - 1) / block) + 1);
   int64_t owned = 0;
   for (int64_t g = 0; g < num_nodes; ++g) {
     if ((g & (block - 1)) == 0) block_first_[static_cast<size_t>(g >> block_bits_)] = owned;
     const int32_t o = owners[g];
-    if (owner_width_ == 1) owner8_[static_cast<size_t>(g)] = static_cast<uint8_t>(o);
-    if (owner_width_ == 2) owner16_[static_cast<size_t>(g)] = static_cast<uint16_t>(o);
+    std::memcpy(owners_.data() + g * owner_width_, &o, static_cast<size_t>(owner_width_));  // its low bytes
     owned += o == self_;
   }
   block_first_.back() = owned;
@@ -229,8 +226,7 @@ int64_t NodeBook::BlockRow(int64_t gid) const {
 }
 
 size_t NodeBook::bytes() const {
-  return lines_.size() * sizeof(Line) + super_.size() * sizeof(int64_t) + owner8_.size() + owner16_.size() * 2 +
-         owner32_.size() * sizeof(int32_t);
+  return lines_.size() * sizeof(Line) + super_.size() * sizeof(int64_t) + owners_.size();
 }
 
 size_t NodeBook::own_bytes() const {

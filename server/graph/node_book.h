@@ -23,6 +23,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <vector>
 
 #include "server/util/huge_pages.h"
@@ -51,9 +52,7 @@ class NodeBook {
   /// Owning partition of a global id in [0, num_nodes).
   int32_t Owner(int64_t gid) const {
     if (num_partitions_ <= 1) return 0;
-    if (owner_width_ == 1) return owner8_[static_cast<size_t>(gid)];
-    if (owner_width_ == 2) return owner16_[static_cast<size_t>(gid)];
-    if (owner_width_ == 4) return owner32_[static_cast<size_t>(gid)];
+    if (owner_width_ > 0) return ArrayOwner(gid);
     if (nibbles_) {
       const int64_t line = gid / kNibbleLineIds;
       const int64_t i = gid - line * kNibbleLineIds;
@@ -76,9 +75,7 @@ class NodeBook {
       PrefetchRead(lines_.data() + LineOf(gid));
       return;
     }
-    if (owner_width_ == 1) PrefetchRead(owner8_.data() + gid);
-    if (owner_width_ == 2) PrefetchRead(owner16_.data() + gid);
-    if (owner_width_ == 4) PrefetchRead(owner32_.data() + gid);
+    PrefetchRead(owners_.data() + gid * owner_width_);
     PrefetchRead(block_first_.data() + (gid >> block_bits_));
   }
   /// Bytes held for every node of the whole graph: the owners, and up to 128 partitions the
@@ -112,6 +109,19 @@ class NodeBook {
   int64_t LineOf(int64_t gid) const {
     return static_cast<int64_t>((static_cast<unsigned __int128>(static_cast<uint64_t>(gid)) * line_inverse_) >> 64);
   }
+  // Beyond 128 partitions: the owner in owners_, owner_width_ little-endian bytes a node.
+  int32_t ArrayOwner(int64_t gid) const {
+    const uint8_t* p = owners_.data() + gid * owner_width_;
+    if (owner_width_ == 1) return *p;
+    if (owner_width_ == 2) {
+      uint16_t v;
+      std::memcpy(&v, p, sizeof(v));
+      return v;
+    }
+    int32_t v;
+    std::memcpy(&v, p, sizeof(v));
+    return v;
+  }
   int64_t BlockRow(int64_t gid) const;
 
   int num_partitions_ = 1;
@@ -130,9 +140,7 @@ class NodeBook {
   // Beyond 128 partitions: owners a byte, two or four each (owner_width_), and rows by blocks.
   int owner_width_ = 0;
   int block_bits_ = 0;
-  std::vector<uint8_t, HugePageAllocator<uint8_t>> owner8_;
-  std::vector<uint16_t, HugePageAllocator<uint16_t>> owner16_;
-  std::vector<int32_t, HugePageAllocator<int32_t>> owner32_;
+  std::vector<uint8_t, HugePageAllocator<uint8_t>> owners_;
   std::vector<int64_t, HugePageAllocator<int64_t>> block_first_;  // owned ids before each block, and in all
   std::vector<uint16_t, HugePageAllocator<uint16_t>> offsets_;    // each owned id less its block's first id
 };
