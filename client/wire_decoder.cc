@@ -356,9 +356,8 @@ class BatchDecoder::State {
     const size_t n_bytes = t.length();
     if (s->wire_row_bytes == 0 || t.byte_offset % s->wire_row_bytes != 0 || n_bytes % s->wire_row_bytes != 0 ||
         t.byte_offset + n_bytes > static_cast<size_t>(s->rows) * s->wire_row_bytes) {
-      return Malformed(absl::StrCat(what, ": feature bytes [", t.byte_offset, ", ", t.byte_offset + n_bytes,
-                                    ") are not whole rows of the [", s->rows, ", ", s->dim, "] matrix (",
-                                    s->wire_row_bytes, " bytes a row), in part ", next_part_ - 1, " of ", num_parts_));
+      return Malformed(absl::StrCat(what, ": feature bytes [", t.byte_offset, ", ", t.byte_offset + n_bytes, ") of part ",
+                                    next_part_ - 1, " are not whole ", s->wire_row_bytes, "-byte rows of ", s->rows));
     }
     received_[&n.x] += n_bytes / s->wire_row_bytes * s->out_row_bytes;
     const bool cache = !s->cached.empty();
@@ -470,7 +469,7 @@ class BatchDecoder::State {
       if (n.y.defined() && n.y.bytes != n.n_id.bytes) return Malformed(what + ": labels do not match ids");
     }
     for (const auto& [tensor, bytes] : received_) {
-      if (bytes != tensor->bytes) return Malformed(absl::StrCat("the batch ended with a tensor incomplete"));
+      if (bytes != tensor->bytes) return Malformed("the batch ended with a tensor incomplete");
     }
     batch_->nodes.resize(nodes_.size());
     for (auto& [type, s] : nodes_) batch_->nodes[s.order] = std::move(s.out);

@@ -200,6 +200,28 @@ TEST_CASE("each feature encoding stays within its bound; ids, edges and labels s
   }
 }
 
+// An epoch read from `split` (batches cut into parts) holds the tensors of the same epoch read
+// from `whole`, with the same feature options.
+void CheckPartsDecodeAsWhole(const LocalCluster& whole, const LocalCluster& split, v1::FeatureEncoding encoding,
+                             int64_t cache_rows, bool decode) {
+  client::Loader a(Options(whole, encoding, cache_rows, decode));
+  client::Loader b(Options(split, encoding, cache_rows, decode));
+  const Epoch want = ReadEpoch(a, 0);
+  const Epoch got = ReadEpoch(b, 0);
+  REQUIRE(got.size() == want.size());
+  for (const auto& [key, w] : want) {
+    const client::Batch& g = got.at(key);
+    CheckExactParts(g, w);
+    CHECK(torch::equal(g.x, w.x));
+    CHECK(g.x_bits == w.x_bits);
+    if (w.x_scale.defined()) {
+      REQUIRE(g.x_scale.defined());
+      CHECK(torch::equal(g.x_scale, w.x_scale));
+      CHECK(torch::equal(g.x_offset, w.x_offset));
+    }
+  }
+}
+
 TEST_CASE("batches cut into small parts decode to the tensors of whole batches, with every option", "[remote]") {
   LocalCluster whole(1);
   LocalCluster split(1, 4096);
@@ -208,22 +230,7 @@ TEST_CASE("batches cut into small parts decode to the tensors of whole batches, 
     for (int64_t cache_rows : {int64_t{0}, int64_t{300}}) {
       for (bool decode : {true, false}) {
         INFO(v1::FeatureEncoding_Name(encoding) << ", cache " << cache_rows << ", decode " << decode);
-        client::Loader a(Options(whole, encoding, cache_rows, decode));
-        client::Loader b(Options(split, encoding, cache_rows, decode));
-        const Epoch want = ReadEpoch(a, 0);
-        const Epoch got = ReadEpoch(b, 0);
-        REQUIRE(got.size() == want.size());
-        for (const auto& [key, w] : want) {
-          const client::Batch& g = got.at(key);
-          CheckExactParts(g, w);
-          CHECK(torch::equal(g.x, w.x));
-          CHECK(g.x_bits == w.x_bits);
-          if (w.x_scale.defined()) {
-            REQUIRE(g.x_scale.defined());
-            CHECK(torch::equal(g.x_scale, w.x_scale));
-            CHECK(torch::equal(g.x_offset, w.x_offset));
-          }
-        }
+        CheckPartsDecodeAsWhole(whole, split, encoding, cache_rows, decode);
       }
     }
   }
@@ -237,16 +244,7 @@ TEST_CASE("a cluster's batches cut into small parts, their rows from owners, dec
   for (const auto encoding : {v1::FEATURE_ENCODING_FLOAT32, v1::FEATURE_ENCODING_FLOAT16, v1::FEATURE_ENCODING_INT4}) {
     for (int64_t cache_rows : {int64_t{0}, int64_t{300}}) {
       INFO(v1::FeatureEncoding_Name(encoding) << ", cache " << cache_rows);
-      client::Loader a(Options(whole, encoding, cache_rows));
-      client::Loader b(Options(split, encoding, cache_rows));
-      const Epoch want = ReadEpoch(a, 0);
-      const Epoch got = ReadEpoch(b, 0);
-      REQUIRE(got.size() == want.size());
-      for (const auto& [key, w] : want) {
-        const client::Batch& g = got.at(key);
-        CheckExactParts(g, w);
-        CHECK(torch::equal(g.x, w.x));
-      }
+      CheckPartsDecodeAsWhole(whole, split, encoding, cache_rows, /*decode=*/true);
     }
   }
 }
