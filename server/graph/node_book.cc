@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cstring>
+#include <iterator>
+#include <vector>
 
 #if defined(__SSE2__)
 #include <emmintrin.h>
@@ -15,41 +17,78 @@ NodeBook NodeBook::FromOwners(const int32_t* owners, int64_t num_nodes, int num_
   b.self_ = self;
   if (num_partitions <= 1) return b;
   if (num_partitions > 128) {
-    b.BuildBlocks(owners, num_nodes);
+    b.owner_width_ = num_partitions <= 256 ? 1 : num_partitions <= 65536 ? 2 : 4;
+    const int64_t owned_all = std::count(owners, owners + num_nodes, self);
+    b.BuildBlocks([owners](int64_t g) { return owners[g]; }, num_nodes, owned_all, true);
   } else {
-    b.BuildLines(owners, num_nodes);
+    b.BuildLines([owners](int64_t g) { return owners[g]; }, num_nodes);
   }
   return b;
 }
 
-void NodeBook::BuildBlocks(const int32_t* owners, int64_t num_nodes) {
-  owner_width_ = num_partitions_ <= 256 ? 1 : num_partitions_ <= 65536 ? 2 : 4;
+NodeBook NodeBook::Dealt(const OwnerDeal& deal, int self) {
+  NodeBook b;
+  b.num_partitions_ = deal.num_partitions();
+  b.self_ = self;
+  if (b.num_partitions_ <= 1) return b;
+  if (b.num_partitions_ < kDealtSlotsFrom) {
+    // Lines of half bytes (0.53 bytes a node) are smaller than slots (4 a node owned here).
+    b.BuildLines([&deal](int64_t g) { return deal.Owner(g); }, deal.num_nodes());
+    return b;
+  }
+  b.dealt_ = true;
+  b.deal_ = deal;
+  b.BuildBlocks([&deal](int64_t g) { return deal.Owner(g); }, deal.num_nodes(), deal.OwnedCount(self), false);
+  return b;
+}
+
+template <typename OwnerOf>
+void NodeBook::BuildBlocks(OwnerOf owner_of, int64_t num_nodes, int64_t owned_all, bool keep_owners) {
   // Blocks of about kBlockOwned owned ids: 2^b ids with 2^b >= kBlockOwned * num_nodes / owned.
-  const int64_t owned_all = std::count(owners, owners + num_nodes, self_);
   block_bits_ = 4;
   while (block_bits_ < kMaxBlockBits && (int64_t{1} << block_bits_) * owned_all < kBlockOwned * num_nodes) {
     ++block_bits_;
   }
-  const auto n = static_cast<size_t>(num_nodes);
-  owners_.resize(n * static_cast<size_t>(owner_width_));
+  if (keep_owners) owners_.resize(static_cast<size_t>(num_nodes) * static_cast<size_t>(owner_width_));
   const int64_t block = int64_t{1} << block_bits_;
-  block_first_.resize(static_cast<size_t>((num_nodes + block - 1) / block) + 1);
+  const auto blocks = static_cast<size_t>((num_nodes + block - 1) / block);
+  slots_.resize(blocks);
+  slot_super_.resize((blocks >> kSuperSlotsBits) + 1);
+  spill_start_.push_back(0);
+  std::vector<uint16_t> offsets;
   int64_t owned = 0;
-  for (int64_t g = 0; g < num_nodes; ++g) {
-    if ((g & (block - 1)) == 0) block_first_[static_cast<size_t>(g >> block_bits_)] = owned;
-    const int32_t o = owners[g];
-    std::memcpy(owners_.data() + g * owner_width_, &o, static_cast<size_t>(owner_width_));  // its low bytes
-    owned += o == self_;
-  }
-  block_first_.back() = owned;
-  offsets_.resize(static_cast<size_t>(owned) + kBlockScan);  // BlockRow reads kBlockScan from any row
-  size_t row = 0;
-  for (int64_t g = 0; g < num_nodes; ++g) {
-    if (owners[g] == self_) offsets_[row++] = static_cast<uint16_t>(g & (block - 1));
+  for (size_t k = 0; k < blocks; ++k) {
+    const int64_t first = static_cast<int64_t>(k) * block;
+    const int64_t end = std::min(num_nodes, first + block);
+    offsets.clear();
+    for (int64_t g = first; g < end; ++g) {
+      const int32_t o = owner_of(g);
+      if (keep_owners) std::memcpy(owners_.data() + g * owner_width_, &o, static_cast<size_t>(owner_width_));  // its low bytes
+      if (o == self_) offsets.push_back(static_cast<uint16_t>(g - first));
+    }
+    FillSlot(k, owned, offsets);
+    owned += static_cast<int64_t>(offsets.size());
   }
 }
 
-void NodeBook::BuildLines(const int32_t* owners, int64_t num_nodes) {
+void NodeBook::FillSlot(size_t k, int64_t owned_before, const std::vector<uint16_t>& offsets) {
+  if ((k & ((size_t{1} << kSuperSlotsBits) - 1)) == 0) slot_super_[k >> kSuperSlotsBits] = owned_before;
+  Slot& slot = slots_[k];
+  // At most 2^12 blocks of 2^15 ids since the superblock: below 2^27, clear of kSpills.
+  slot.before = static_cast<uint32_t>(owned_before - slot_super_[k >> kSuperSlotsBits]);
+  std::fill(std::begin(slot.offset), std::end(slot.offset), kNoOffset);
+  const size_t held = std::min<size_t>(offsets.size(), kSlotOffsets);
+  std::copy_n(offsets.begin(), held, slot.offset);
+  if (offsets.size() > held) {
+    slot.before |= kSpills;
+    spill_block_.push_back(static_cast<int64_t>(k));
+    spill_offsets_.insert(spill_offsets_.end(), offsets.begin() + static_cast<std::ptrdiff_t>(held), offsets.end());
+    spill_start_.push_back(static_cast<int64_t>(spill_offsets_.size()));
+  }
+}
+
+template <typename OwnerOf>
+void NodeBook::BuildLines(OwnerOf owner_of, int64_t num_nodes) {
   nibbles_ = num_partitions_ <= 16;
   if (!nibbles_) {
     bits_ = 32 - __builtin_clz(static_cast<unsigned>(num_partitions_ - 1));  // bits an owner needs: 5 to 7
@@ -82,14 +121,15 @@ void NodeBook::BuildLines(const int32_t* owners, int64_t num_nodes) {
     uint64_t words[8] = {};
     for (int64_t g = first; g < end; ++g) {
       const int64_t i = g - first;
+      const int32_t o = owner_of(g);
       if (bits_ > 0) {
         int w = 0, field = 0;
         PackedPlace(i, &w, &field);
-        words[w] |= static_cast<uint64_t>(owners[g]) << (field * bits_);
+        words[w] |= static_cast<uint64_t>(o) << (field * bits_);
       } else {
-        line.owner[i >> 1] = static_cast<uint8_t>(line.owner[i >> 1] | (owners[g] << ((i & 1) * 4)));
+        line.owner[i >> 1] = static_cast<uint8_t>(line.owner[i >> 1] | (o << ((i & 1) * 4)));
       }
-      owned += owners[g] == self_;
+      owned += o == self_;
     }
     // The owners fill the line's first 60 bytes, `before` its last 4 (word 7's high half).
     if (bits_ > 0) std::memcpy(line.owner, words, kLineIds);
@@ -190,39 +230,35 @@ int64_t NodeBook::PackedLineRow(int64_t gid) const {
   return n;
 }
 
-int64_t NodeBook::BlockRow(int64_t gid) const {
+int64_t NodeBook::SlotRow(int64_t gid) const {
   const auto k = static_cast<size_t>(gid >> block_bits_);
-  const int64_t first = block_first_[k];
-  const uint16_t* base = offsets_.data() + first;
-  auto len = static_cast<size_t>(block_first_[k + 1] - first);
+  const Slot& slot = slots_[k];
   const auto offset = static_cast<uint16_t>(gid & ((int64_t{1} << block_bits_) - 1));
-  // A block holding many owned ids (a run of them) is halved to kBlockScan, with a conditional
-  // move rather than a branch on the data; then the offsets below the id's are counted among
-  // kBlockScan offsets at once (offsets_ is padded past its end), the ones past the block masked.
-  while (len > kBlockScan) {
-    const size_t half = len / 2;
-    base = base[half] <= offset ? base + half : base;
-    len -= half;
-  }
-  int64_t below = 0;
+  int64_t row = slot_super_[k >> kSuperSlotsBits] + (slot.before & ~kSpills);
 #if defined(__SSE2__)
-  // Each lane counts its hits (a hit is -1, subtracted); the eight lanes' counts (at most 4, in
-  // their low bytes) are summed by the byte sums of each half.
+  // The slot as 32 16-bit lanes, the first two its count: each lane counts the offsets below
+  // the id's (a hit is -1, subtracted; at most 4 a lane, in its low byte), summed by the byte
+  // sums of each half.
   const __m128i id = _mm_set1_epi16(static_cast<int16_t>(offset));
-  const __m128i limit = _mm_set1_epi16(static_cast<int16_t>(len));
-  __m128i position = _mm_setr_epi16(0, 1, 2, 3, 4, 5, 6, 7);
-  __m128i hits = _mm_setzero_si128();
-  for (int q = 0; q < kBlockScan / 8; ++q) {
-    const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(base) + q);
-    hits = _mm_sub_epi16(hits, _mm_and_si128(_mm_cmplt_epi16(v, id), _mm_cmplt_epi16(position, limit)));
-    position = _mm_add_epi16(position, _mm_set1_epi16(8));
-  }
+  const auto* lines = reinterpret_cast<const __m128i*>(&slot);
+  __m128i hits = _mm_and_si128(_mm_cmplt_epi16(_mm_load_si128(lines), id), _mm_setr_epi16(0, 0, -1, -1, -1, -1, -1, -1));
+  for (int q = 1; q < 4; ++q) hits = _mm_add_epi16(hits, _mm_cmplt_epi16(_mm_load_si128(lines + q), id));
+  hits = _mm_sub_epi16(_mm_setzero_si128(), hits);
   const __m128i sums = _mm_sad_epu8(hits, _mm_setzero_si128());
-  below = _mm_cvtsi128_si64(sums) + _mm_cvtsi128_si64(_mm_unpackhi_epi64(sums, sums));
+  row += _mm_cvtsi128_si64(sums) + _mm_cvtsi128_si64(_mm_unpackhi_epi64(sums, sums));
 #else
-  for (size_t i = 0; i < len; ++i) below += base[i] < offset;
+  for (int i = 0; i < kSlotOffsets; ++i) row += slot.offset[i] < offset;
 #endif
-  return (base - offsets_.data()) + below;
+  if ((slot.before & kSpills) != 0) row += SpillBelow(k, offset);
+  return row;
+}
+
+int64_t NodeBook::SpillBelow(size_t k, uint16_t offset) const {
+  const auto i = static_cast<size_t>(std::lower_bound(spill_block_.begin(), spill_block_.end(), static_cast<int64_t>(k)) -
+                                     spill_block_.begin());
+  const uint16_t* first = spill_offsets_.data() + spill_start_[i];
+  const uint16_t* last = spill_offsets_.data() + spill_start_[i + 1];
+  return std::lower_bound(first, last, offset) - first;
 }
 
 size_t NodeBook::bytes() const {
@@ -230,7 +266,8 @@ size_t NodeBook::bytes() const {
 }
 
 size_t NodeBook::own_bytes() const {
-  return offsets_.size() * sizeof(uint16_t) + block_first_.size() * sizeof(int64_t);  // kBlockScan padding included
+  return slots_.size() * sizeof(Slot) + slot_super_.size() * sizeof(int64_t) + spill_block_.size() * sizeof(int64_t) +
+         spill_start_.size() * sizeof(int64_t) + spill_offsets_.size() * sizeof(uint16_t);
 }
 
 }  // namespace graphstore
