@@ -488,16 +488,10 @@ class BoundedPartitioner {
     };
     if (o_.write.method == "random") {
       reset_owners();
-      // RandomAssignment's deal, over uint32 ids where they fit (the same shuffle).
-      std::mt19937_64 rng(o_.seed);
+      // RandomAssignment's deal: each node's owner computed from its id alone.
       for (size_t t = 0; t < g_.node_types.size(); ++t) {
         SmallInts& owner = nodes_[t].owner;
-        auto place = [&](int64_t node, int p) { owner.Set(node, p); };
-        if (owner.size() <= int64_t{UINT32_MAX}) {
-          DealNodes<uint32_t>(owner.size(), P_, &rng, place);
-        } else {
-          DealNodes<int64_t>(owner.size(), P_, &rng, place);
-        }
+        DealNodes(owner.size(), P_, o_.seed, static_cast<int>(t), [&](int64_t node, int p) { owner.Set(node, p); });
       }
       return absl::OkStatus();
     }
@@ -782,6 +776,9 @@ class BoundedPartitioner {
       if (auto s = WriteBoundedNodeType(g_.node_types[t], nodes_[t], p, dir, sources_[t], &m); !s.ok()) return s;
     }
     for (size_t et = 0; et < inputs_.size(); ++et) AddEdgeType(inputs_[et].meta, num_edges_[et], local_edges_[p][et], &m);
+    WriteOptions dealt = o_.write;
+    if (dealt.method == "random") dealt.deal_seed = o_.seed;  // Assign's deal
+    RecordOwnerDeal(dealt, &m);
     return graphstore::FinishPartition(dir, m);
   }
 

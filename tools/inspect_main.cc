@@ -33,7 +33,7 @@ std::string WeightRange(const float* w, int64_t n) {
 
 // What a server holds for this partition, by what it grows with: bytes per edge it stores, per
 // node it owns, and per node of the whole graph (the partition book every server holds, in
-// memory at half a byte to a byte a node). Node times are kept for the owned nodes only (8 bytes
+// memory at half a byte to a byte a node, or nothing where the owners were dealt by a key). Node times are kept for the owned nodes only (8 bytes
 // each) and label edges' destination degrees as a shared index of this server's range of
 // destination ids (1 to 2 bytes a node of the range, built for degree negatives), both read once
 // from their whole-graph files.
@@ -48,7 +48,7 @@ void PrintSizing(const std::string& dir, const graphstore::Partition& part) {
   }
   int64_t per_edge = 0, per_own = 0, per_all = book, read_once = 0, unread = 0, other = 0;
   for (const auto& n : part.node_types()) {
-    // Node times and, beyond 128 partitions, the book's rows of owned nodes.
+    // Node times and, beyond 128 partitions or where owners were dealt, the book's rows of owned nodes.
     per_own += static_cast<int64_t>(n.own_times.size() * sizeof(int64_t) + n.owners.own_bytes());
   }
   std::error_code ec;
@@ -79,10 +79,12 @@ void PrintSizing(const std::string& dir, const graphstore::Partition& part) {
               static_cast<long long>(own_edges), per_edge / double(1 << 20));
   std::printf("  %8.1f bytes per own node       x %12lld = %10.1f MiB\n", per(per_own, own_nodes),
               static_cast<long long>(own_nodes), per_own / double(1 << 20));
+  bool dealt = !part.node_types().empty();
+  for (const auto& n : part.node_types()) dealt = dealt && n.owners.dealt();
   std::printf("  %8.2f bytes per node of graph  x %12lld = %10.1f MiB (on every server: the book in memory, "
-              "%.2f a node)\n",
+              "%.2f a node%s)\n",
               per(per_all, all_nodes), static_cast<long long>(all_nodes), per_all / double(1 << 20),
-              per(book, all_nodes));
+              per(book, all_nodes), dealt ? "; owners dealt by key, computed" : "");
   std::printf("  read once, then let go: %.1f MiB of book files (owners, rows, degrees, each node's time) and "
               "label edges' destination degrees; never read: "
               "%.1f MiB of raw ids\n",

@@ -92,8 +92,10 @@ absl::Status Partition::LoadNodeType(int index, Progress* verify) {
   if (verify != nullptr) {
     if (auto s = VerifyNodeType(t, partition_id(), num_partitions(), verify); !s.ok()) return s;
   }
-  // The book in memory at about a byte a node; the files' 12 bytes a node are read once.
-  t.owners = NodeBook::FromOwners(t.book.data<int32_t>(), t.num_nodes, num_partitions(), partition_id());
+  // The book in memory at about a byte a node, or none where the owners were dealt; the file's
+  // 4 bytes a node are read once (only to verify them, where dealt).
+  t.owners = t.deal.has_value() ? NodeBook::Dealt(*t.deal, partition_id())
+                                : NodeBook::FromOwners(t.book.data<int32_t>(), t.num_nodes, num_partitions(), partition_id());
   t.book = MappedNpy();
   t.local = MappedNpy();
   // Verification read every degree; the server reads them again only for a trainer's cache.
@@ -115,6 +117,7 @@ absl::Status Partition::OpenNodeType(int index) {
   if (!s.ok()) return s;
   s = OpenExpect(BookFile(dir_, t.name, "partition"), NpyDtype::kInt32, {t.num_nodes}, &t.book);
   if (!s.ok()) return s;
+  if (m.has_owner_deal() && num_partitions() > 1) t.deal = OwnerDeal(t.num_nodes, num_partitions(), m.owner_deal().key());
   // Each owned node's row is derived from the owners (NodeBook); a dataset written by older
   // tools also has it in .local.npy, which verification checks when it is there.
   if (num_partitions() > 1 && std::filesystem::exists(BookFile(dir_, t.name, "local"))) {

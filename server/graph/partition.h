@@ -12,6 +12,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -20,6 +21,7 @@
 #include "absl/status/statusor.h"
 #include "graphstore/v1/manifest.pb.h"
 #include "server/graph/node_book.h"
+#include "server/graph/owner_deal.h"
 #include "server/graph/npy.h"
 #include "server/graph/sampling_indexes.h"
 #include "server/util/huge_pages.h"
@@ -41,8 +43,11 @@ struct NodeTypeStore {
   MappedNpy ids;       ///< int64 [num_local]: owned global ids, ascending.
   /// Owner of every global id and row of the owned ones, half a byte to a byte a node up to 256
   /// partitions (NodeBook), built at load from book/<type>.partition.npy, which is then closed,
-  /// as is .local.npy.
+  /// as is .local.npy; nothing a node of the whole graph when the manifest records the deal
+  /// that chose the owners (then the file is only read to verify it).
   NodeBook owners;
+  /// The manifest's owner_deal, when it has one and there are several partitions.
+  std::optional<OwnerDeal> deal;
   MappedNpy book;      ///< int32 [num_nodes]: the book file, open while the partition loads.
   /// int64 [num_nodes]: row in the owner's arrays, in datasets older tools wrote; open while
   /// the partition loads, for verification.

@@ -57,6 +57,10 @@ absl::Status VerifyOwnership(const NodeTypeStore& t, int part, int num_parts, Pr
       return Corrupt(t.book, absl::StrCat("entry ", g, " is ", book[g], ", outside [0, ",
                                           num_parts, ")"));
     }
+    if (t.deal.has_value() && book[g] != t.deal->Owner(g)) {
+      return Corrupt(t.book, absl::StrCat("entry ", g, " is ", book[g], ", but the manifest's owner_deal deals that node to ",
+                                          "partition ", t.deal->Owner(g)));
+    }
     owned += book[g] == part;
   }
   progress->Add(t.num_nodes + t.num_local);

@@ -237,5 +237,87 @@ TEST_CASE("label files are validated on load, naming the file", "[partition]") {
   CHECK(p.status().message().find("destination 9 is not a 'item' node id") != std::string::npos);
 }
 
+// A ring of `n` nodes, each with an edge to the next.
+GraphData Ring(int64_t n) {
+  GraphData g;
+  g.name = "ring";
+  NodeTypeData t;
+  t.name = "node";
+  t.num_nodes = n;
+  EdgeTypeData e;
+  e.src_type = e.dst_type = "node";
+  e.relation = "to";
+  for (int64_t i = 0; i < n; ++i) {
+    e.src.push_back(i);
+    e.dst.push_back((i + 1) % n);
+  }
+  g.node_types.push_back(t);
+  g.edge_types.push_back(e);
+  return g;
+}
+
+// Writes `g` dealt in `parts` by seed 11, and checks every partition: its manifest names the
+// deal, and each type's owners and rows are the book file's.
+void CheckDealt(const GraphData& g, int parts, const std::string& dir) {
+  WriteOptions o;
+  o.num_partitions = parts;
+  o.deal_seed = 11;
+  REQUIRE(WritePartitions(g, RandomAssignment(g, parts, 11), o, dir).ok());
+  for (int p = 0; p < parts; ++p) {
+    const std::string pdir = PartitionDir(dir, parts, p);
+    CHECK_THAT(ReadFile(pdir + "/manifest.json"), Catch::Contains("owner_deal"));
+    auto loaded = Partition::Load(pdir);
+    REQUIRE(loaded.ok());
+    for (const NodeTypeStore& n : (*loaded)->node_types()) {
+      INFO(n.name << " in partition " << p << " of " << parts);
+      // From 8 partitions nothing is kept a node of the graph; below, the deal's owners in lines.
+      CHECK(n.owners.dealt() == (parts >= NodeBook::kDealtSlotsFrom));
+      if (n.owners.dealt()) CHECK(n.owners.bytes() == 0);
+      auto file = MappedNpy::Open(pdir + "/book/" + n.name + ".partition.npy");
+      REQUIRE(file.ok());
+      for (int64_t id = 0; id < n.num_nodes; ++id) CHECK(n.Owner(id) == file->data<int32_t>()[id]);
+      for (int64_t r = 0; r < n.num_local; ++r) CHECK(n.OwnerRow(n.global_ids()[r]) == r);
+    }
+  }
+}
+
+TEST_CASE("a partition whose owners were dealt computes them, and refuses a book file that disagrees", "[partition]") {
+  TempDir dir;
+  CheckDealt(testing::Shop(), 3, dir.path() + "/shop");  // two node types: each dealt with its own key
+  CheckDealt(Ring(2000), 9, dir.path() + "/ring");
+  // Two nodes' owners swapped in the file: the counts still agree, the deal does not.
+  const std::string part0 = PartitionDir(dir.path() + "/ring", 9, 0);
+  const std::string book = part0 + "/book/node.partition.npy";
+  auto owners = MappedNpy::Open(book);
+  REQUIRE(owners.ok());
+  std::vector<int32_t> v(owners->data<int32_t>(), owners->data<int32_t>() + owners->num_elements());
+  *owners = MappedNpy();  // unmapped before it is written again
+  size_t other = 1;
+  while (other < v.size() && v[other] == v[0]) ++other;
+  REQUIRE(other < v.size());
+  std::swap(v[0], v[other]);
+  REQUIRE(WriteNpy(book, NpyDtype::kInt32, {static_cast<int64_t>(v.size())}, v.data()).ok());
+  auto bad = Partition::Load(part0);
+  REQUIRE_FALSE(bad.ok());
+  CHECK(bad.status().code() == absl::StatusCode::kDataLoss);
+  CHECK_THAT(std::string(bad.status().message()), Catch::Contains("node.partition.npy"));
+  // Whichever of the two it meets first, or the ids file's disagreement with the file.
+  const std::string msg(bad.status().message());
+  CHECK((msg.find("owner_deal") != std::string::npos || msg.find("assigns it to partition") != std::string::npos));
+}
+
+TEST_CASE("a writer told the owners were dealt refuses an assignment that is not the deal", "[partition]") {
+  TempDir dir;
+  const GraphData g = testing::TinyGraph();
+  WriteOptions o;
+  o.num_partitions = 2;
+  o.deal_seed = 5;
+  Assignment other = RandomAssignment(g, 2, 6);  // another seed's deal
+  if (other == RandomAssignment(g, 2, 5)) other[0][0] = 1 - other[0][0];
+  const absl::Status s = WritePartitions(g, other, o, dir.path());
+  CHECK(s.code() == absl::StatusCode::kInvalidArgument);
+  CHECK_THAT(std::string(s.message()), Catch::Contains("not the deal of seed 5"));
+}
+
 }  // namespace
 }  // namespace graphstore

@@ -35,11 +35,11 @@ TEST_CASE("graphstore-inspect and graphstored refuse the same corrupt partition 
   CHECK(std::stod(m[1]) >= 32.0);
   REQUIRE(std::regex_search(ok, m, std::regex("([0-9.]+) bytes per node of graph")));
   CHECK(std::stod(m[1]) == 0.0);
-  // On a partition of two, the book in memory: half a byte a node and a count per 120 (the
-  // files, each node's owner and degree, 12 bytes a node, are read once at load).
+  // On a METIS partition of two, the book in memory: half a byte a node and a count per 120
+  // (the files, each node's owner and degree, 12 bytes a node, are read once at load).
   const std::string two = dir / "two";
-  REQUIRE(RunCommand("tools/graphstore-generate --nodes=10000 --feature_dim=4 --partitions=2 --out=" + two +
-                     " >/dev/null") == 0);
+  REQUIRE(RunCommand("tools/graphstore-generate --nodes=10000 --feature_dim=4 --partitions=2 --method=metis --out=" +
+                     two + " >/dev/null") == 0);
   REQUIRE(RunCommand("tools/graphstore-inspect --partition=" + two + "/part-0 >" + dir / "two.txt") == 0);
   const std::string part = ReadFile(dir / "two.txt");
   REQUIRE(std::regex_search(part, m, std::regex("([0-9.]+) bytes per node of graph")));
@@ -47,6 +47,16 @@ TEST_CASE("graphstore-inspect and graphstored refuse the same corrupt partition 
   CHECK(std::stod(m[1]) <= 0.6);
   REQUIRE(std::regex_search(part, m, std::regex("then let go: ([0-9.]+) MiB of book files")));
   CHECK(std::stod(m[1]) > 0.0);
+  // A random partition's owners are dealt by a key: from 8 partitions nothing a node of the
+  // whole graph, and the rows' slots (about 4 bytes) a node owned here.
+  const std::string dealt = dir / "dealt";
+  REQUIRE(RunCommand("tools/graphstore-generate --nodes=10000 --feature_dim=4 --partitions=8 --out=" + dealt +
+                     " >/dev/null") == 0);
+  REQUIRE(RunCommand("tools/graphstore-inspect --partition=" + dealt + "/part-0 >" + dir / "dealt.txt") == 0);
+  const std::string dealt_part = ReadFile(dir / "dealt.txt");
+  REQUIRE(std::regex_search(dealt_part, m, std::regex("([0-9.]+) bytes per node of graph")));
+  CHECK(std::stod(m[1]) == 0.0);
+  CHECK_THAT(dealt_part, Catch::Contains("owners dealt by key"));
 
   // Garbage after the header dict of one .npy file.
   const std::string labels = g + "/nodes/node/labels.npy";

@@ -35,10 +35,10 @@ void AddReverseEdgeTypes(GraphData* g) {
 
 Assignment RandomAssignment(const GraphData& g, int num_partitions, uint64_t seed) {
   Assignment out;
-  std::mt19937_64 rng(seed);
-  for (const auto& t : g.node_types) {
-    std::vector<int32_t> a(t.num_nodes);
-    DealNodes<int64_t>(t.num_nodes, num_partitions, &rng, [&](int64_t node, int p) { a[node] = p; });
+  for (size_t t = 0; t < g.node_types.size(); ++t) {
+    std::vector<int32_t> a(static_cast<size_t>(g.node_types[t].num_nodes));
+    DealNodes(g.node_types[t].num_nodes, num_partitions, seed, static_cast<int>(t),
+              [&](int64_t node, int p) { a[static_cast<size_t>(node)] = p; });
     out.push_back(std::move(a));
   }
   return out;

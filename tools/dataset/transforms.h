@@ -6,17 +6,17 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <numeric>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "absl/status/status.h"
+#include "server/graph/owner_deal.h"
 #include "tools/dataset/graph_data.h"
 
 namespace graphstore {
 
-/// The seeded shuffle both random choices below are made of: `ids` permuted by `rng`. The
+/// The seeded shuffle ChooseSplits makes its choice of: `ids` permuted by `rng`. The
 /// permutation depends on the values and `rng` alone, not on `Id`, so a caller short of memory
 /// shuffles uint32 ids and gets what a caller with int64 ids gets.
 template <typename Id>
@@ -24,14 +24,14 @@ void ShuffleIds(std::vector<Id>* ids, std::mt19937_64* rng) {
   std::shuffle(ids->begin(), ids->end(), *rng);
 }
 
-/// RandomAssignment's deal of one node type of `num_nodes` nodes: `place(node, partition)` for
-/// every node, with the type's turn of `rng` (types are dealt in order, one generator).
-template <typename Id, typename Place>
-void DealNodes(int64_t num_nodes, int num_partitions, std::mt19937_64* rng, Place place) {
-  std::vector<Id> perm(num_nodes);
-  std::iota(perm.begin(), perm.end(), Id{0});
-  ShuffleIds(&perm, rng);
-  for (int64_t i = 0; i < num_nodes; ++i) place(static_cast<int64_t>(perm[i]), static_cast<int>(i % num_partitions));
+/// RandomAssignment's deal of node type `type` of `num_nodes` nodes in a run seeded `seed`:
+/// `place(node, partition)` for every node, the partition computed from the node alone
+/// (OwnerDeal: the node's position in a keyed shuffle, mod num_partitions), so no shuffle is
+/// held and a server can compute the owners again from the key the manifest records.
+template <typename Place>
+void DealNodes(int64_t num_nodes, int num_partitions, uint64_t seed, int type, Place place) {
+  const OwnerDeal deal(num_nodes, num_partitions, OwnerDeal::TypeKey(seed, type));
+  for (int64_t g = 0; g < num_nodes; ++g) place(g, static_cast<int>(deal.Owner(g)));
 }
 
 /// The fractions of --split: which part of a type's labelled nodes goes to train, val and test.

@@ -10,6 +10,7 @@
 #include "graphstore/v1/manifest.pb.h"
 #include "server/graph/manifest.h"
 #include "server/graph/npy.h"
+#include "server/graph/owner_deal.h"
 #include "server/graph/partition.h"
 #include "server/util/progress.h"
 #include "tools/dataset/layout.h"
@@ -202,6 +203,13 @@ v1::PartitionManifest StartManifest(const std::string& name, int num_partitions,
   return m;
 }
 
+void RecordOwnerDeal(const WriteOptions& options, v1::PartitionManifest* m) {
+  if (!options.deal_seed.has_value() || m->num_partitions() <= 1) return;
+  for (int t = 0; t < m->node_types_size(); ++t) {
+    m->mutable_node_types(t)->mutable_owner_deal()->set_key(OwnerDeal::TypeKey(*options.deal_seed, t));
+  }
+}
+
 absl::Status FinishPartition(const std::string& dir, const v1::PartitionManifest& m) {
   if (auto s = ValidateManifest(m, dir + "/manifest.json"); !s.ok()) return s;
   return WriteManifest(dir, m);
@@ -294,6 +302,18 @@ absl::Status WritePartitions(const GraphData& g, const Assignment& assignment, c
   if (assignment.size() != g.node_types.size()) {
     return absl::InvalidArgumentError("assignment has the wrong number of node types");
   }
+  if (options.deal_seed.has_value() && options.num_partitions > 1) {
+    // The manifest will say the owners are the deal's: they must be.
+    for (size_t t = 0; t < g.node_types.size(); ++t) {
+      const OwnerDeal deal(g.node_types[t].num_nodes, options.num_partitions, OwnerDeal::TypeKey(*options.deal_seed, static_cast<int>(t)));
+      for (int64_t node = 0; node < g.node_types[t].num_nodes; ++node) {
+        if (assignment[t][static_cast<size_t>(node)] != deal.Owner(node)) {
+          return absl::InvalidArgumentError(absl::StrCat("the assignment of node ", node, " of type '", g.node_types[t].name,
+                                                         "' is not the deal of seed ", *options.deal_seed));
+        }
+      }
+    }
+  }
   auto laid = LayOut(g, assignment, options.num_partitions, options.edge_dir == "out");
   if (!laid.ok()) return laid.status();
   Layout& l = *laid;
@@ -314,6 +334,7 @@ absl::Status WritePartitions(const GraphData& g, const Assignment& assignment, c
       if (auto s = WriteEdgeType(g, assignment, &l, et, p, dir, &m); !s.ok()) return s;
       progress.Add(m.edge_types(static_cast<int>(et)).num_local_edges());
     }
+    RecordOwnerDeal(options, &m);
     if (auto s = FinishPartition(dir, m); !s.ok()) return s;
   }
   return absl::OkStatus();

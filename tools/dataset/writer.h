@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -28,6 +29,9 @@ struct WriteOptions {
   std::string edge_dir = "out";
   /// Recorded in the manifest ("random", "metis", "single").
   std::string method = "random";
+  /// The seed RandomAssignment (DealNodes) dealt the nodes with, when it did: each node type's
+  /// key goes in the manifest (owner_deal), and a server computes owners from it.
+  std::optional<uint64_t> deal_seed;
 };
 
 /// Directory of partition `p`: `out_dir` itself when there is one partition, else
@@ -76,6 +80,8 @@ FeatureSource InMemoryFeatures(const NodeTypeData& nt);
 
 /// Partition `p`'s manifest before any type is added.
 v1::PartitionManifest StartManifest(const std::string& name, int num_partitions, int p, const WriteOptions& options);
+/// Records each node type's deal key (options.deal_seed) in `m`, its node types written.
+void RecordOwnerDeal(const WriteOptions& options, v1::PartitionManifest* m);
 
 /// Writes node type `t` of partition `p` into `dir` (ids, book files, features, labels,
 /// splits) and adds it to `m`. The bounded path writes the same from its compact arrays
