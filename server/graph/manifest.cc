@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "google/protobuf/util/json_util.h"
 #include "server/graph/npy.h"
+#include "server/graph/owner_deal.h"
 
 namespace graphstore {
 
@@ -56,6 +57,14 @@ absl::Status CheckNodeType(const v1::PartitionManifest& m, const v1::ManifestNod
   if (m.num_partitions() == 1 && n.num_local_nodes() != n.num_nodes()) {
     return Bad(absl::StrCat("node type '", n.name(), "': the only partition must own all ", n.num_nodes(),
                             " nodes, not num_local_nodes=", n.num_local_nodes()));
+  }
+  if (n.has_owner_deal() && m.num_partitions() > 1 && m.partition_id() >= 0 && m.partition_id() < m.num_partitions()) {
+    // A server trusts the deal for its rows: what it deals here must be what the partition holds.
+    const int64_t dealt = OwnerDeal(n.num_nodes(), m.num_partitions(), n.owner_deal().key()).OwnedCount(m.partition_id());
+    if (dealt != n.num_local_nodes()) {
+      return Bad(absl::StrCat("node type '", n.name(), "': num_local_nodes is ", n.num_local_nodes(), ", but its owner_deal deals ",
+                              dealt, " nodes to partition ", m.partition_id()));
+    }
   }
   if (n.splits_size() > kMaxSplits) {
     return Bad(absl::StrCat("node type '", n.name(), "': ", n.splits_size(), " splits, the limit is ", kMaxSplits));

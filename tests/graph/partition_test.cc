@@ -304,6 +304,19 @@ TEST_CASE("a partition whose owners were dealt computes them, and refuses a book
   // Whichever of the two it meets first, or the ids file's disagreement with the file.
   const std::string msg(bad.status().message());
   CHECK((msg.find("owner_deal") != std::string::npos || msg.find("assigns it to partition") != std::string::npos));
+  // A manifest whose count of owned nodes is not the deal's is refused before any file is read,
+  // verification or not: rows would run past the partition's arrays.
+  const std::string part1 = PartitionDir(dir.path() + "/ring", 9, 1);
+  auto loaded = Partition::Load(part1);
+  REQUIRE(loaded.ok());
+  const std::string count = "\"num_local_nodes\": \"" + std::to_string((*loaded)->node_type(0).num_local) + "\"";
+  EditManifest(part1, count, "\"num_local_nodes\": \"" + std::to_string((*loaded)->node_type(0).num_local + 1) + "\"");
+  Partition::LoadOptions quick;
+  quick.verify_contents = false;
+  auto miscounted = Partition::Load(part1, quick);
+  REQUIRE_FALSE(miscounted.ok());
+  CHECK_THAT(std::string(miscounted.status().message()), Catch::Contains("manifest.json"));
+  CHECK_THAT(std::string(miscounted.status().message()), Catch::Contains("owner_deal deals"));
 }
 
 TEST_CASE("a writer told the owners were dealt refuses an assignment that is not the deal", "[partition]") {
