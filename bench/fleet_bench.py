@@ -23,6 +23,7 @@ CPU per batch of the servers and the trainers.
 """
 
 import argparse
+import hashlib
 import json
 import os
 import shutil
@@ -177,12 +178,20 @@ def netem_available():
 
 
 def dataset(cache, n, nodes, features):
+    """The generated graph in n partitions, kept in `cache` for the generator that wrote it: its
+    binary's hash is the stamp, so another build's generator (whose files may differ) writes its
+    own again."""
     out = os.path.join(cache, f"fleet-{nodes}-{features}-{n}")
-    if not os.path.exists(os.path.join(out, "done")):
+    generate = os.path.join(BIN, "tools", "graphstore-generate")
+    with open(generate, "rb") as f:
+        stamp = hashlib.sha256(f.read()).hexdigest()
+    done = os.path.join(out, "done")
+    if not os.path.exists(done) or open(done).read() != stamp:
         shutil.rmtree(out, ignore_errors=True)
-        sh(os.path.join(BIN, "tools", "graphstore-generate"), f"--nodes={nodes}", f"--feature_dim={features}",
+        sh(generate, f"--nodes={nodes}", f"--feature_dim={features}",
            f"--partitions={n}", "--method=random", "--seed=7", f"--out={out}")
-        open(os.path.join(out, "done"), "w").close()
+        with open(done, "w") as f:
+            f.write(stamp)
     return out
 
 
