@@ -107,6 +107,7 @@ int Run(int argc, char** argv) {
     std::filesystem::remove_all(dir);
     WriteOptions w;
     w.num_partitions = p;
+    w.deal_seed = 1;  // RandomAssignment's
     if (auto s = WritePartitions(*graph, RandomAssignment(*graph, p, 1), w, dir); !s.ok()) {
       std::fprintf(stderr, "%s\n", s.ToString().c_str());
       return 1;

@@ -46,7 +46,9 @@ inline absl::StatusOr<std::string> BenchGraph(const std::string& name, const std
 /// Where cluster_bench and cross_draw_bench keep the datasets of the graph `g` generates: the
 /// whole graph in `single`, its 2-partition splits in `metis2` and `random2`.
 inline std::string ClusterBenchDir(const std::string& cache_dir, const GeneratorOptions& g) {
-  return absl::StrCat(cache_dir, "/cluster-", g.num_nodes, "-", g.avg_degree, "-", g.feature_dim, g.times ? "-t" : "");
+  // "-dealt": random partitions written before the manifest recorded their deal are not reused.
+  return absl::StrCat(cache_dir, "/cluster-", g.num_nodes, "-", g.avg_degree, "-", g.feature_dim, g.times ? "-t" : "",
+                      "-dealt");
 }
 
 /// Whether a dataset of `num_partitions` was written completely into `dir` (its last manifest).
@@ -55,14 +57,17 @@ inline bool ClusterBenchWritten(const std::string& dir, int num_partitions) {
                                                      : absl::StrCat(dir, "/part-", num_partitions - 1, "/manifest.json"));
 }
 
-/// Writes `graph` into `dir`, split by `assignment` (made by `method`), unless already there.
+/// Writes `graph` into `dir`, split by `assignment` (made by `method`; for "random", dealt by
+/// RandomAssignment with `seed`, which the manifests record), unless already there.
 inline absl::Status WriteClusterBenchDataset(const GraphData& graph, const Assignment& assignment,
-                                             const std::string& method, int num_partitions, const std::string& dir) {
+                                             const std::string& method, int num_partitions, const std::string& dir,
+                                             uint64_t seed) {
   if (ClusterBenchWritten(dir, num_partitions)) return absl::OkStatus();
   std::filesystem::remove_all(dir);
   WriteOptions w;
   w.num_partitions = num_partitions;
   w.method = method;
+  if (method == "random") w.deal_seed = seed;
   return WritePartitions(graph, assignment, w, dir);
 }
 

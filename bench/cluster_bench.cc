@@ -403,7 +403,7 @@ absl::Status PrepareSetups(const GraphData& graph, uint64_t seed, const std::str
     }
     s.report = EvaluateAssignment(graph, a, s.num_partitions, true);
     const std::string method = s.num_partitions == 1 ? "single" : (metis ? "metis" : "random");
-    if (auto st = WriteClusterBenchDataset(graph, a, method, s.num_partitions, s.dir); !st.ok()) return st;
+    if (auto st = WriteClusterBenchDataset(graph, a, method, s.num_partitions, s.dir, seed); !st.ok()) return st;
     EvictFromPageCache(s.dir);  // the servers read it as servers started cold do
   }
   return absl::OkStatus();

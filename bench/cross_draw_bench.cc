@@ -121,7 +121,7 @@ absl::StatusOr<Datasets> Prepare(const Flags& flags) {
        {std::tuple<std::string, int, std::string, Assignment>{d.single, 1, "single", RandomAssignment(*graph, 1, g.seed)},
         {d.metis, 2, "metis", *metis},
         {d.random, 2, "random", RandomAssignment(*graph, 2, g.seed)}}) {
-    if (auto s = WriteClusterBenchDataset(*graph, a, method, parts, dir); !s.ok()) return s;
+    if (auto s = WriteClusterBenchDataset(*graph, a, method, parts, dir, g.seed); !s.ok()) return s;
   }
   return evicted();
 }
