@@ -17,8 +17,8 @@
 // cut in blocks of 2^b, b the least (up to 15) that puts about 16 owned ids in a block, and each
 // block has one cache line, a slot: the count of owned ids before the block (since its
 // superblock of 2^12 blocks) and the offsets in the block of its first 30 owned ids, ascending.
-// A row is the slot's count plus its offsets below the id's, compared at once: one memory access
-// the owner's lets the caller prefetch. A block with more than 30 owned ids (one in about 3000
+// A row is the slot's count plus its offsets below the id's, compared at once: one memory access,
+// which the caller prefetches with the owner's. A block with more than 30 owned ids (one in about 3000
 // when they fall at random; every block of a run of owned ids) says so in its count's top bit,
 // and the rest of its offsets are searched in a table apart. So the book costs what the owners
 // need of the whole graph, and the rows cost the partition's own nodes: 64 bytes a block, about
