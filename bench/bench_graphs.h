@@ -11,6 +11,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
+#include "tools/dataset/transforms.h"
 #include "tools/dataset/writer.h"
 #include "tools/generator.h"
 
@@ -67,7 +68,7 @@ inline absl::Status WriteClusterBenchDataset(const GraphData& graph, const Assig
   WriteOptions w;
   w.num_partitions = num_partitions;
   w.method = method;
-  if (method == "random") w.deal_seed = seed;
+  w.deal_seed = DealSeed(method, seed);
   return WritePartitions(graph, assignment, w, dir);
 }
 

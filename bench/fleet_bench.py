@@ -186,7 +186,11 @@ def dataset(cache, n, nodes, features):
     with open(generate, "rb") as f:
         stamp = hashlib.sha256(f.read()).hexdigest()
     done = os.path.join(out, "done")
-    if not os.path.exists(done) or open(done).read() != stamp:
+    written = ""
+    if os.path.exists(done):
+        with open(done) as f:
+            written = f.read()
+    if written != stamp:
         shutil.rmtree(out, ignore_errors=True)
         sh(generate, f"--nodes={nodes}", f"--feature_dim={features}",
            f"--partitions={n}", "--method=random", "--seed=7", f"--out={out}")

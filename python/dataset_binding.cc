@@ -148,7 +148,7 @@ py::dict WriteDataset(const py::dict& graph, const std::string& out, int num_par
   options.num_partitions = num_partitions;
   options.edge_dir = edge_dir;
   options.method = method;
-  if (method == "random") options.deal_seed = seed;
+  options.deal_seed = DealSeed(method, seed);
   PartitionReport report;
   absl::Status status;
   {

@@ -777,7 +777,7 @@ class BoundedPartitioner {
     }
     for (size_t et = 0; et < inputs_.size(); ++et) AddEdgeType(inputs_[et].meta, num_edges_[et], local_edges_[p][et], &m);
     WriteOptions dealt = o_.write;
-    if (dealt.method == "random") dealt.deal_seed = o_.seed;  // Assign's deal
+    dealt.deal_seed = DealSeed(dealt.method, o_.seed);  // Assign's deal
     RecordOwnerDeal(dealt, &m);
     return graphstore::FinishPartition(dir, m);
   }

@@ -342,7 +342,7 @@ absl::Status WriteMany(const GeneratorOptions& o, const Communities& c, const st
   w.num_partitions = o.num_partitions;
   w.edge_dir = o.edge_dir;
   w.method = o.method;
-  if (o.method == "random") w.deal_seed = static_cast<uint64_t>(o.seed);
+  w.deal_seed = DealSeed(o.method, static_cast<uint64_t>(o.seed));
   return WritePartitions(g, a, w, dir);
 }
 

@@ -56,7 +56,7 @@ int Run(int argc, char** argv) {
   options.num_partitions = static_cast<int>(*parts);
   options.edge_dir = flags.Get("edge_dir");
   options.method = method;
-  if (method == "random") options.deal_seed = static_cast<uint64_t>(*seed);
+  options.deal_seed = DealSeed(method, static_cast<uint64_t>(*seed));
   auto assigned = AssignPartitions(*graph, options.method, options.num_partitions, *seed);
   if (!assigned.ok()) return Fail(assigned.status());
   const Assignment& assignment = *assigned;

@@ -251,7 +251,7 @@ int Run(int argc, char** argv) {
   if (fractions->has_value()) {
     if (auto s = AssignSplits(&*graph, **fractions, static_cast<uint64_t>(*seed)); !s.ok()) return Fail(s);
   }
-  if (options.method == "random") options.deal_seed = static_cast<uint64_t>(*seed);
+  options.deal_seed = DealSeed(options.method, static_cast<uint64_t>(*seed));
   auto assignment = AssignPartitions(*graph, options.method, options.num_partitions, *seed, options.edge_dir != "in",
                                      memory, TmpDir(flags));
   if (!assignment.ok()) return Fail(assignment.status());

@@ -19,7 +19,7 @@ NodeBook NodeBook::FromOwners(const int32_t* owners, int64_t num_nodes, int num_
   if (num_partitions > 128) {
     b.owner_width_ = num_partitions <= 256 ? 1 : num_partitions <= 65536 ? 2 : 4;
     const int64_t owned_all = std::count(owners, owners + num_nodes, self);
-    b.BuildBlocks([owners](int64_t g) { return owners[g]; }, num_nodes, owned_all, true);
+    b.BuildBlocks([owners](int64_t g) { return owners[g]; }, num_nodes, owned_all);
   } else {
     b.BuildLines([owners](int64_t g) { return owners[g]; }, num_nodes);
   }
@@ -38,12 +38,13 @@ NodeBook NodeBook::Dealt(const OwnerDeal& deal, int self) {
   }
   b.dealt_ = true;
   b.deal_ = deal;
-  b.BuildBlocks([&deal](int64_t g) { return deal.Owner(g); }, deal.num_nodes(), deal.OwnedCount(self), false);
+  b.BuildBlocks([&deal](int64_t g) { return deal.Owner(g); }, deal.num_nodes(), deal.OwnedCount(self));
   return b;
 }
 
 template <typename OwnerOf>
-void NodeBook::BuildBlocks(OwnerOf owner_of, int64_t num_nodes, int64_t owned_all, bool keep_owners) {
+void NodeBook::BuildBlocks(OwnerOf owner_of, int64_t num_nodes, int64_t owned_all) {
+  const bool keep_owners = owner_width_ > 0;
   // Blocks of about kBlockOwned owned ids: 2^b ids with 2^b >= kBlockOwned * num_nodes / owned.
   block_bits_ = 4;
   while (block_bits_ < kMaxBlockBits && (int64_t{1} << block_bits_) * owned_all < kBlockOwned * num_nodes) {

@@ -81,17 +81,17 @@ class NodeBook {
   /// Row of a global id owned here within this partition's arrays.
   int64_t Row(int64_t gid) const {
     if (num_partitions_ <= 1) return gid;
-    if (owner_width_ > 0 || dealt_) return SlotRow(gid);
+    if (block_bits_ > 0) return SlotRow(gid);
     return nibbles_ ? NibbleLineRow(gid) : PackedLineRow(gid);
   }
   /// Asks for what Owner(gid) and Row(gid) read, ahead of the reads.
   void Prefetch(int64_t gid) const {
     if (num_partitions_ <= 1) return;
-    if (owner_width_ == 0 && !dealt_) {
+    if (block_bits_ == 0) {
       PrefetchRead(lines_.data() + LineOf(gid));
       return;
     }
-    if (!dealt_) PrefetchRead(owners_.data() + gid * owner_width_);
+    if (owner_width_ > 0) PrefetchRead(owners_.data() + gid * owner_width_);
     PrefetchRead(slots_.data() + (gid >> block_bits_));
   }
   /// Whether the owners are computed (Dealt).
@@ -122,10 +122,10 @@ class NodeBook {
 
   template <typename OwnerOf>
   void BuildLines(OwnerOf owner_of, int64_t num_nodes);
-  // The blocks' slots (and beyond 128 partitions an array of the owners) from `owner_of(g)`,
+  // The blocks' slots (and, with an owner_width_, the array of the owners) from `owner_of(g)`,
   // which `owned_all` ids of `num_nodes` name this partition.
   template <typename OwnerOf>
-  void BuildBlocks(OwnerOf owner_of, int64_t num_nodes, int64_t owned_all, bool keep_owners);
+  void BuildBlocks(OwnerOf owner_of, int64_t num_nodes, int64_t owned_all);
   void FillSlot(size_t k, int64_t owned_before, const std::vector<uint16_t>& offsets);
   int64_t NibbleLineRow(int64_t gid) const;
   // Packed owners: words 0-6 of a line hold per_word_ owners of bits_ bits from bit 0, word 7
@@ -174,7 +174,8 @@ class NodeBook {
   // Dealt: owners computed by deal_, rows by blocks.
   bool dealt_ = false;
   OwnerDeal deal_;
-  // Beyond 128 partitions: owners a byte, two or four each (owner_width_), and rows by blocks.
+  // Beyond 128 partitions: owners a byte, two or four each (owner_width_); beyond 128 or dealt,
+  // rows by blocks of 2^block_bits_ ids (0: rows by lines).
   int owner_width_ = 0;
   int block_bits_ = 0;
   std::vector<uint8_t, HugePageAllocator<uint8_t>> owners_;

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -69,8 +70,14 @@ void ChooseSplits(std::vector<Id> eligible, const SplitFractions& f, std::mt1993
 inline const char* const kSplitNames[] = {"train", "val", "test"};
 
 /// Every node assigned by a seeded random permutation, dealt round-robin so partition sizes
-/// differ by at most one.
+/// differ by at most one (DealNodes, type by type).
 Assignment RandomAssignment(const GraphData& graph, int num_partitions, uint64_t seed);
+
+/// The seed a writer records as the nodes' deal (WriteOptions::deal_seed) for an assignment by
+/// `method` in a run seeded `seed`: "random" deals (RandomAssignment); no other method does.
+inline std::optional<uint64_t> DealSeed(const std::string& method, uint64_t seed) {
+  return method == "random" ? std::optional<uint64_t>(seed) : std::nullopt;
+}
 
 /// Adds, for every edge type src__rel__dst whose reverse (dst__rev_rel__src) is not there yet,
 /// the reverse type: every edge flipped, features kept, no label splits. Sampling can then
