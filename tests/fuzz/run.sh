@@ -17,7 +17,7 @@ JUNIT=${2:-}
 TARGETS=(${GRAPHSTORE_FUZZ_TARGETS:-npy_fuzz manifest_fuzz partition_fuzz request_fuzz})
 CACHE=${GRAPHSTORE_FUZZ_CACHE:-$HOME/.cache/graphstore-fuzz}
 WORK=${GRAPHSTORE_FUZZ_WORK:-$(mktemp -d /tmp/graphstore-fuzz-run.XXXXXX)}
-mkdir -p "$CACHE/obj" "$CACHE/proto" "$WORK"
+mkdir -p "$CACHE/obj" "$CACHE/proto" "$WORK/tmp"
 
 CXX=${CXX_FUZZ:-clang++}
 FLAGS=(-std=c++17 -O1 -g -fsanitize=fuzzer-no-link,address -fno-omit-frame-pointer -mavx2 -mf16c -mfma
@@ -83,10 +83,11 @@ for t in "${TARGETS[@]}"; do
   $CXX -fsanitize=fuzzer,address "$main" $objects "${LIBS[@]}" -o "$bin" || { echo "fuzz: cannot link $t"; exit 1; }
   corpus="$WORK/$t-corpus"
   mkdir -p "$corpus"
-  GRAPHSTORE_FUZZ_SEEDS="$corpus" "$bin" >/dev/null 2>&1 || { echo "fuzz: $t wrote no seeds"; exit 1; }
+  # The targets make their scratch directories under TMPDIR: inside WORK, so they go with it.
+  TMPDIR="$WORK/tmp" GRAPHSTORE_FUZZ_SEEDS="$corpus" "$bin" >/dev/null 2>&1 || { echo "fuzz: $t wrote no seeds"; exit 1; }
   log="$WORK/$t.log"
   start=$(date +%s)
-  ASAN_OPTIONS=detect_leaks=0:allocator_may_return_null=1 \
+  TMPDIR="$WORK/tmp" ASAN_OPTIONS=detect_leaks=0:allocator_may_return_null=1 \
     "$bin" -max_total_time="$SECONDS_PER_TARGET" -timeout=20 -rss_limit_mb=4096 -max_len=4096 \
     -artifact_prefix="$WORK/$t-" -print_final_stats=1 "$corpus" >"$log" 2>&1
   rc=$?
