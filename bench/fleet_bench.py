@@ -19,7 +19,8 @@ Loader each, rank r of world_size W, global batches, shared memory off) for --wa
 then measures --seconds. Each line prints the aggregate seeds/s, its ratio to N = 1 with the
 same W in the same run, the trainers' min/max share, the bytes each way on every link (the
 kernel's counters of the switch side), the servers' bytes beyond the batches' own by kind, and
-CPU per batch of the servers and the trainers.
+CPU per batch of the servers and the trainers, and how the machine's cores spent the window (user,
+system, softirq, idle: whether the cores rather than the links bound the case).
 """
 
 import argparse
@@ -205,6 +206,13 @@ def proc_cpu(pid):
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def machine_cpu():
+    """The machine's CPU time by kind since boot, in clock ticks (/proc/stat's first line)."""
+    with open("/proc/stat") as f:
+        user, nice, system, idle, iowait, irq, softirq, steal = (int(x) for x in f.readline().split()[1:9])
+    return {"user": user + nice, "system": system, "softirq": softirq + irq, "idle": idle + iowait, "steal": steal}
+
+
 def start_relays(net, n, logs, rtt_ms):
     """bench/delay_relay.py on hosts 0..n-1, each holding what crosses it rtt_ms / 2 each way
     between the host's address (what peers and trainers dial) and its server on loopback."""
@@ -317,7 +325,8 @@ def run_case(net, args, n, w, logs, fair_send, relay_ms=None):
             cmd = [sys.executable, "-X", "faulthandler", os.path.abspath(__file__), "trainer",
                    f"--servers={','.join(servers)}", f"--rank={r}", f"--world_size={w}",
                    f"--batch_size={args.batch_size}", f"--fanouts={args.fanouts}", f"--go={go}",
-                   f"--feature_encoding={args.feature_encoding}", f"--step_ms={args.slow_trainer_ms if r == 0 else 0}"]
+                   f"--feature_encoding={args.feature_encoding}", f"--step_ms={args.slow_trainer_ms if r == 0 else 0}",
+                   f"--ordered={1 if args.ordered == 'on' else 0}"]
         trainers.append((out, net.run(n + r, cmd, out)))
     deadline = time.time() + 600
     while not all(os.path.exists(f"{go}.ready.{r}") for r in range(w)):
@@ -334,9 +343,11 @@ def run_case(net, args, n, w, logs, fair_send, relay_ms=None):
     os.rename(go + ".tmp", go)
     time.sleep(max(0.0, t0 - time.time()))
     links0, cpu0, tcp0 = net.link_bytes(), [proc_cpu(p.pid) for _, p in procs], net.tcp_segments(range(n))
+    machine0 = machine_cpu()
     relay0 = sum(proc_cpu(p.pid) for _, p in relays)
     time.sleep(max(0.0, t1 - time.time()))
     links1, cpu1, tcp1 = net.link_bytes(), [proc_cpu(p.pid) for _, p in procs], net.tcp_segments(range(n))
+    machine1 = machine_cpu()
     relay1 = sum(proc_cpu(p.pid) for _, p in relays)
     results = []
     for out, p in trainers:
@@ -353,6 +364,8 @@ def run_case(net, args, n, w, logs, fair_send, relay_ms=None):
     c["relay_ms"], c["relay_cpu"] = relay_ms, relay1 - relay0
     c["seconds"] = args.seconds
     c["tcp_sent"], c["tcp_again"] = tcp1[0] - tcp0[0], tcp1[1] - tcp0[1]
+    spent = {k: machine1[k] - machine0[k] for k in machine0}
+    c["machine"] = {k: v / max(sum(spent.values()), 1) for k, v in spent.items()}
     return c
 
 
@@ -423,6 +436,12 @@ def print_case(c, base, one):
     print(f"    CPU per batch: servers {c['server_cpu_ms_per_batch']:.1f} ms ({each(c['server_cpu_each'])}), "
           f"trainers {c['trainer_cpu_ms_per_batch']:.1f} ms (each of its own: {each(c['trainer_cpu_each'])})"
           f"{retried}", flush=True)
+    m = c["machine"]
+    # A process is charged for the kernel's work on packets that arrive while it runs (the
+    # emulated links' bridge, veths and token buckets run in softirq), so its CPU a batch
+    # includes the network's; the machine's idle time says whether the cores bound the case.
+    print(f"    the machine's {os.cpu_count()} cores: user {m['user']:.0%}, system {m['system']:.0%}, "
+          f"softirq {m['softirq']:.0%}, idle {m['idle']:.0%}", flush=True)
 
 
 def trainer_main(argv):
@@ -436,6 +455,7 @@ def trainer_main(argv):
     p.add_argument("--go", help="say GO.ready.RANK once registered, then wait for GO: 'start end'")
     p.add_argument("--feature_encoding", default="")
     p.add_argument("--step_ms", type=float, default=0)
+    p.add_argument("--ordered", type=int, default=1)
     a = p.parse_args(argv)
     sys.path.insert(0, os.path.join(BIN, "python", "site"))
     import graphstore
@@ -446,6 +466,7 @@ def trainer_main(argv):
                                        batch_size=a.batch_size, shuffle=True, split="", shared_memory=False,
                                        rank=a.rank, world_size=a.world_size, backend_key="fleet",
                                        worker_key=f"fleet:{a.rank}", feature_encoding=a.feature_encoding,
+                                       ordered=bool(a.ordered),
                                        # Room for many trainers registering at once on two
                                        # cores (their streams open while the others register).
                                        deadline=180.0)
@@ -525,6 +546,9 @@ def main():
                    help="comma-separated round trips, ms: each case once per value, every server behind "
                         "bench/delay_relay.py holding each byte half of it each way (0: the relay alone); "
                         "a round trip measured where the kernel has no netem")
+    p.add_argument("--ordered", choices=["on", "off"], default="on",
+                   help="Python trainers' Loader(ordered=): batches in batch order (a slow server "
+                        "holds the rest back), or in arrival order")
     p.add_argument("--fair_send", choices=["on", "off", "both"], default="on",
                    help="the servers' --fair_send; both: each case off, then on (before / after)")
     a = p.parse_args()
@@ -552,7 +576,7 @@ def main():
     net = Network(max(n + w for n, w in cases), a.rate_mbit, a.cpu_percent, a.rtt_ms, a.cores_per_host)
     print(f"fleet: {a.nodes:,} nodes, {a.features} features, batch {a.batch_size}, [{a.fanouts}], "
           f"{a.rate_mbit} Mbit/s links, peer caches {a.peer_cache_mb} MiB, {a.server_workers} sampling worker(s) "
-          f"a server, {a.trainers} Loaders, encoding {a.feature_encoding or 'as stored'}, "
+          f"a server, {a.trainers} Loaders ({'batch' if a.ordered == 'on' else 'arrival'} order), encoding {a.feature_encoding or 'as stored'}, "
           f"{a.warmup:.0f} s warm-up + {a.seconds:.0f} s a case, "
           f"{f'{a.cores_per_host} core(s) a host of {os.cpu_count()}' if a.cores_per_host else f'{os.cpu_count()} cores shared'}"
           f"{f', RTT {a.rtt_ms} ms' if a.rtt_ms else ''}", flush=True)
