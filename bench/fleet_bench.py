@@ -326,7 +326,8 @@ def run_case(net, args, n, w, logs, fair_send, relay_ms=None):
                    f"--servers={','.join(servers)}", f"--rank={r}", f"--world_size={w}",
                    f"--batch_size={args.batch_size}", f"--fanouts={args.fanouts}", f"--go={go}",
                    f"--feature_encoding={args.feature_encoding}", f"--step_ms={args.slow_trainer_ms if r == 0 else 0}",
-                   f"--ordered={1 if args.ordered == 'on' else 0}"]
+                   f"--ordered={1 if args.ordered == 'on' else 0}",
+                   f"--rows_from_owners={1 if args.rows_from_owners == 'on' else 0}"]
         trainers.append((out, net.run(n + r, cmd, out)))
     deadline = time.time() + 600
     while not all(os.path.exists(f"{go}.ready.{r}") for r in range(w)):
@@ -456,6 +457,7 @@ def trainer_main(argv):
     p.add_argument("--feature_encoding", default="")
     p.add_argument("--step_ms", type=float, default=0)
     p.add_argument("--ordered", type=int, default=1)
+    p.add_argument("--rows_from_owners", type=int, default=1)
     a = p.parse_args(argv)
     sys.path.insert(0, os.path.join(BIN, "python", "site"))
     import graphstore
@@ -466,7 +468,7 @@ def trainer_main(argv):
                                        batch_size=a.batch_size, shuffle=True, split="", shared_memory=False,
                                        rank=a.rank, world_size=a.world_size, backend_key="fleet",
                                        worker_key=f"fleet:{a.rank}", feature_encoding=a.feature_encoding,
-                                       ordered=bool(a.ordered),
+                                       ordered=bool(a.ordered), rows_from_owners=bool(a.rows_from_owners),
                                        # Room for many trainers registering at once on two
                                        # cores (their streams open while the others register).
                                        deadline=180.0)
@@ -549,6 +551,9 @@ def main():
     p.add_argument("--ordered", choices=["on", "off"], default="on",
                    help="Python trainers' Loader(ordered=): batches in batch order (a slow server "
                         "holds the rest back), or in arrival order")
+    p.add_argument("--rows_from_owners", choices=["on", "off"], default="on",
+                   help="Python trainers' Loader(rows_from_owners=): other partitions' rows asked of "
+                        "their owners (a row crosses once), or every batch whole from its server")
     p.add_argument("--fair_send", choices=["on", "off", "both"], default="on",
                    help="the servers' --fair_send; both: each case off, then on (before / after)")
     a = p.parse_args()
@@ -576,7 +581,8 @@ def main():
     net = Network(max(n + w for n, w in cases), a.rate_mbit, a.cpu_percent, a.rtt_ms, a.cores_per_host)
     print(f"fleet: {a.nodes:,} nodes, {a.features} features, batch {a.batch_size}, [{a.fanouts}], "
           f"{a.rate_mbit} Mbit/s links, peer caches {a.peer_cache_mb} MiB, {a.server_workers} sampling worker(s) "
-          f"a server, {a.trainers} Loaders ({'batch' if a.ordered == 'on' else 'arrival'} order), encoding {a.feature_encoding or 'as stored'}, "
+          f"a server, {a.trainers} Loaders ({'batch' if a.ordered == 'on' else 'arrival'} order, "
+          f"{'rows from their owners' if a.rows_from_owners == 'on' else 'whole batches'}), encoding {a.feature_encoding or 'as stored'}, "
           f"{a.warmup:.0f} s warm-up + {a.seconds:.0f} s a case, "
           f"{f'{a.cores_per_host} core(s) a host of {os.cpu_count()}' if a.cores_per_host else f'{os.cpu_count()} cores shared'}"
           f"{f', RTT {a.rtt_ms} ms' if a.rtt_ms else ''}", flush=True)
