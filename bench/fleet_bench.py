@@ -26,6 +26,7 @@ system, softirq, idle: whether the cores rather than the links bound the case).
 import argparse
 import hashlib
 import json
+import re
 import os
 import shutil
 import subprocess
@@ -150,6 +151,22 @@ class Network:
                 sent += int(row.get("OutSegs", 0))
                 again += int(row.get("RetransSegs", 0))
         return sent, again
+
+    def resent_by_socket(self, hosts):
+        """{(host, local, peer): bytes TCP sent again} of every connection on `hosts` (ss -tin),
+        to tell which connections a full FIFO's drops fell on."""
+        out = {}
+        for k in hosts:
+            key = None
+            for line in sh("ip", "netns", "exec", self.ns(k), "ss", "-tin").splitlines():
+                if line and not line[0].isspace():
+                    cols = line.split()
+                    key = (k, cols[3], cols[4]) if len(cols) >= 5 and cols[0] != "State" else None
+                elif key is not None:
+                    m = re.search(r"bytes_retrans:(\d+)", line)
+                    out[key] = int(m.group(1)) if m else 0
+                    key = None
+        return out
 
     def close(self):
         listed = sh("ip", "netns", "list", check=False)
@@ -344,11 +361,11 @@ def run_case(net, args, n, w, logs, fair_send, relay_ms=None):
     os.rename(go + ".tmp", go)
     time.sleep(max(0.0, t0 - time.time()))
     links0, cpu0, tcp0 = net.link_bytes(), [proc_cpu(p.pid) for _, p in procs], net.tcp_segments(range(n))
-    machine0 = machine_cpu()
+    machine0, resent0 = machine_cpu(), net.resent_by_socket(range(n))
     relay0 = sum(proc_cpu(p.pid) for _, p in relays)
     time.sleep(max(0.0, t1 - time.time()))
     links1, cpu1, tcp1 = net.link_bytes(), [proc_cpu(p.pid) for _, p in procs], net.tcp_segments(range(n))
-    machine1 = machine_cpu()
+    machine1, resent1 = machine_cpu(), net.resent_by_socket(range(n))
     relay1 = sum(proc_cpu(p.pid) for _, p in relays)
     results = []
     for out, p in trainers:
@@ -365,6 +382,13 @@ def run_case(net, args, n, w, logs, fair_send, relay_ms=None):
     c["relay_ms"], c["relay_cpu"] = relay_ms, relay1 - relay0
     c["seconds"] = args.seconds
     c["tcp_sent"], c["tcp_again"] = tcp1[0] - tcp0[0], tcp1[1] - tcp0[1]
+    # What the servers sent each trainer again, by the trainer host's address.
+    c["resent_to"] = [0] * w
+    for (k, local, peer), b in resent1.items():
+        address = peer.rsplit(":", 1)[0].strip("[]").replace("::ffff:", "")
+        for r in range(w):
+            if address == net.address(n + r):
+                c["resent_to"][r] += b - resent0.get((k, local, peer), 0)
     spent = {k: machine1[k] - machine0[k] for k in machine0}
     c["machine"] = {k: v / max(sum(spent.values()), 1) for k, v in spent.items()}
     return c
@@ -398,6 +422,8 @@ def summarise(args, n, w, results, link, server_cpu):
         "retries": sum(r.get("retries", 0) for r in results),
         # Per trainer: [(bytes over server k's stream, bytes server k answered as an owner)].
         "by_server": [r.get("by_server", []) for r in results],
+        # Per trainer: its longest wait for a batch, and the seconds its epochs' first batches took.
+        "waits": [((r.get("waits") or [[0, False]])[0][0], r.get("epoch_waits", 0)) for r in results],
     }
 
 
@@ -424,7 +450,8 @@ def print_case(c, base, one):
         # Segments sent again count in the link's bytes once more: bytes beyond the batches'.
         again = c["server_tx"] * c["tcp_again"] / c["tcp_sent"]
         print(f"    TCP on the servers' hosts sent {c['tcp_sent']:,} segments, {c['tcp_again']:,} of them again "
-              f"({100 * c['tcp_again'] / c['tcp_sent']:.2f} %, about {again / 1e6:,.1f} MB of the bytes above)")
+              f"({100 * c['tcp_again'] / c['tcp_sent']:.2f} %, about {again / 1e6:,.1f} MB of the bytes above); "
+              f"to each trainer, kB: {' '.join(f't{r} {b / 1e3:,.0f}' for r, b in enumerate(c.get('resent_to', [])))}")
     if c["n"] > 1 and all(c["by_server"]):
         # Where each trainer's bytes came from: its streams, and the owners' answers (rows_from_owners).
         stream = [sum(s for s, _ in t) for t in c["by_server"]]
@@ -437,6 +464,9 @@ def print_case(c, base, one):
     print(f"    CPU per batch: servers {c['server_cpu_ms_per_batch']:.1f} ms ({each(c['server_cpu_each'])}), "
           f"trainers {c['trainer_cpu_ms_per_batch']:.1f} ms (each of its own: {each(c['trainer_cpu_each'])})"
           f"{retried}", flush=True)
+    if any(longest for longest, _ in c["waits"]):
+        print("    each trainer's longest wait for a batch / its epochs' first batches, s: "
+              + "  ".join(f"t{r} {longest:.2f}/{starts:.2f}" for r, (longest, starts) in enumerate(c["waits"])))
     m = c["machine"]
     # A process is charged for the kernel's work on packets that arrive while it runs (the
     # emulated links' bridge, veths and token buckets run in softirq), so its CPU a batch
@@ -488,9 +518,15 @@ def trainer_main(argv):
     seeds = batches = payload = 0
     cpu = None
     epoch = 0
+    # The longest waits for a batch in the window: (seconds, whether the epoch's first batch).
+    last, waits = None, []
     while time.time() < a.end:
+        first = True
         for batch in loader.epoch(epoch):
             now = time.time()
+            if last is not None and now >= a.start:
+                waits.append((now - last, first))
+            last, first = now, False
             if now >= a.end:
                 break
             if now >= a.start:
@@ -507,8 +543,10 @@ def trainer_main(argv):
         epoch += 1
     # What each server sent this trainer in the window: over its stream, and as an owner of rows.
     sent = [(s - s0, o - o0) for (s, o), (s0, o0) in zip(loader.bytes_received_by_server, sent0)] if cpu else []
+    waits.sort(reverse=True)
     out = {"seeds": seeds, "batches": batches, "cpu": time.process_time() - (cpu or 0.0), "bytes": payload,
-           "retries": retries, "by_server": sent}
+           "retries": retries, "by_server": sent, "waits": waits[:3],
+           "epoch_waits": sum(w for w, first in waits if first), "all_waits": sum(w for w, _ in waits)}
     loader.close()
     print(json.dumps(out), flush=True)
 
