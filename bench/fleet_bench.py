@@ -20,7 +20,8 @@ then measures --seconds. Each line prints the aggregate seeds/s, its ratio to N 
 same W in the same run, the trainers' min/max share, the bytes each way on every link (the
 kernel's counters of the switch side), the servers' bytes beyond the batches' own by kind, and
 CPU per batch of the servers and the trainers, and how the machine's cores spent the window (user,
-system, softirq, idle: whether the cores rather than the links bound the case).
+system, softirq, idle: whether the cores rather than the links bound the case); per trainer, its
+longest wait for a batch, the time its epochs' first batches took, and what TCP sent it again.
 """
 
 import argparse
