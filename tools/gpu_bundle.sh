@@ -41,9 +41,10 @@ TRIXIE=${GRAPHSTORE_ENVS:-$HOME/.cache/graphstore-envs}/trixie
 
 # The programs, run through this machine's loader with their libraries beside them.
 cp -L "$(readlink -f /lib64/ld-linux-x86-64.so.2)" "$OUT/lib/ld-linux-x86-64.so.2"
-# iproute2's ip and tc too: bench/fleet_bench.py's namespaces and shaping, on a machine without them.
+# iproute2's ip, tc and ss too: bench/fleet_bench.py's namespaces, shaping and socket counts, on a
+# machine without them.
 for prog in bazel-bin/server/graphstored bazel-bin/tools/graphstore-generate bazel-bin/bench/stream_bench \
-    /usr/sbin/ip /usr/sbin/tc; do
+    /usr/sbin/ip /usr/sbin/tc /usr/bin/ss; do
   name=$(basename "$prog")
   cp -L "$prog" "$OUT/bin/$name.elf"
   strip --strip-debug "$OUT/bin/$name.elf"
