@@ -63,8 +63,9 @@ def kill_in(ns):
 class Network:
     """The namespaces, the bridge, the veths and their shaping; `close` removes all of it."""
 
-    def __init__(self, hosts, rate_mbit, cpu_percent, rtt_ms=0.0, cores_per_host=0):
+    def __init__(self, hosts, rate_mbit, cpu_percent, rtt_ms=0.0, cores_per_host=0, sysctls=()):
         self.hosts, self.rate, self.cpu, self.rtt_ms = hosts, rate_mbit, cpu_percent, rtt_ms
+        self.sysctls = list(sysctls)
         self.cores_per_host = cores_per_host
         self.made_ns, self.groups = [], []
 
@@ -87,6 +88,8 @@ class Network:
             sh("ip", "link", "add", f"gsf{k}h", "netns", ns, "type", "veth", "peer", "name", f"gsf{k}s",
                "netns", SWITCH)
             sh("ip", "-n", ns, "link", "set", "lo", "up")
+            for setting in self.sysctls:
+                sh("ip", "netns", "exec", ns, "sysctl", "-q", "-w", setting)
             sh("ip", "-n", ns, "link", "set", f"gsf{k}h", "name", "eth0")
             sh("ip", "-n", ns, "addr", "add", f"{self.address(k)}/24", "dev", "eth0")
             sh("ip", "-n", ns, "link", "set", "eth0", "up")
@@ -592,6 +595,9 @@ def main():
     p.add_argument("--ordered", choices=["on", "off"], default="on",
                    help="Python trainers' Loader(ordered=): batches in batch order (a slow server "
                         "holds the rest back), or in arrival order")
+    p.add_argument("--host_sysctl", action="append", default=[],
+                   help="a sysctl every host's namespace sets, e.g. net.ipv4.tcp_slow_start_after_idle=0 "
+                        "(repeatable)")
     p.add_argument("--rows_from_owners", choices=["on", "off"], default="on",
                    help="Python trainers' Loader(rows_from_owners=): other partitions' rows asked of "
                         "their owners (a row crosses once), or every batch whole from its server")
@@ -619,7 +625,8 @@ def main():
     if a.rtt_ms and not netem_available():
         print("fleet_bench: --rtt_ms needs the kernel's netem qdisc (sch_netem), which this kernel lacks")
         return 1
-    net = Network(max(n + w for n, w in cases), a.rate_mbit, a.cpu_percent, a.rtt_ms, a.cores_per_host)
+    net = Network(max(n + w for n, w in cases), a.rate_mbit, a.cpu_percent, a.rtt_ms, a.cores_per_host,
+                  a.host_sysctl)
     print(f"fleet: {a.nodes:,} nodes, {a.features} features, batch {a.batch_size}, [{a.fanouts}], "
           f"{a.rate_mbit} Mbit/s links, peer caches {a.peer_cache_mb} MiB, {a.server_workers} sampling worker(s) "
           f"a server, {a.trainers} Loaders ({'batch' if a.ordered == 'on' else 'arrival'} order, "
