@@ -20,15 +20,15 @@ then measures --seconds. Each line prints the aggregate seeds/s, its ratio to N 
 same W in the same run, the trainers' min/max share, the bytes each way on every link (the
 kernel's counters of the switch side), the servers' bytes beyond the batches' own by kind, and
 CPU per batch of the servers and the trainers, and how the machine's cores spent the window (user,
-system, softirq, idle: whether the cores rather than the links bound the case); per trainer, its
+system, softirq, idle, steal: whether the cores rather than the links bound the case); per trainer, its
 longest wait for a batch, the time its epochs' first batches took, and what TCP sent it again.
 """
 
 import argparse
 import hashlib
 import json
-import re
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -478,7 +478,7 @@ def print_case(c, base, one):
     # emulated links' bridge, veths and token buckets run in softirq), so its CPU a batch
     # includes the network's; the machine's idle time says whether the cores bound the case.
     print(f"    the machine's {os.cpu_count()} cores: user {m['user']:.0%}, system {m['system']:.0%}, "
-          f"softirq {m['softirq']:.0%}, idle {m['idle']:.0%}", flush=True)
+          f"softirq {m['softirq']:.0%}, idle {m['idle']:.0%}, taken by the host (steal) {m['steal']:.0%}", flush=True)
 
 
 def trainer_main(argv):
