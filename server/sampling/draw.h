@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "server/util/mix.h"
 #include "server/util/prefetch.h"
 
 namespace graphstore {
@@ -18,14 +19,6 @@ namespace graphstore {
 /// Whether and how neighbour draws respect time (graphstore.v1.TemporalStrategy): not at all,
 /// uniformly among the neighbours at or before a node's time, or the most recent of them.
 enum class TemporalStrategy { kNone, kUniform, kLast };
-
-/// splitmix64's finaliser: a bijective 64-bit mix with full avalanche.
-inline uint64_t Mix64(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
 
 /// Combines a key with another value (order matters).
 inline uint64_t HashCombine(uint64_t key, uint64_t value) { return Mix64(key ^ Mix64(value)); }
